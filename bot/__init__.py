@@ -1,0 +1,1 @@
+"""Прокуратор: the bot process (startup, config, storage, languages, the game service)."""
