@@ -1,0 +1,66 @@
+"""The rules of multi-city Mafia with a Procurator (``RULES.md``), as a pure library.
+
+No Discord, no asyncio, no I/O, no clock: commands in, events out.
+
+>>> from rules import Game, Setup, Nominate
+>>> game = Game.create(Setup.from_dict({"cities": {"Verona": {
+...     "romeo": "citizen", "tybalt": "mafioso", "escalus": "commissar"}}}), seed=7)
+>>> [e.kind for e in game.apply(Nominate("romeo", "tybalt"))]
+['nominated']
+"""
+
+from rules.commands import (
+    AppointGodfather,
+    AppointJudge,
+    CastVote,
+    Check,
+    Command,
+    Compare,
+    Elect,
+    EndDay,
+    EndNight,
+    Execute,
+    HostCommand,
+    Kill,
+    Nominate,
+    Pass,
+    PlayerCommand,
+    ProcuratorKill,
+    Protect,
+    RequestLastWord,
+    StartVoting,
+    Tour,
+    Unvote,
+    command_from_dict,
+    command_to_dict,
+)
+from rules.errors import CODES, RuleError
+from rules.events import Event, event_from_dict, event_to_dict
+from rules.game import Death, Game, LegalAction
+from rules.model import (
+    Audience,
+    AudienceKind,
+    Cause,
+    CitySetup,
+    DayFallback,
+    FirstPhase,
+    ManiacIdle,
+    Phase,
+    PhaseKind,
+    RuleOptions,
+    Setup,
+    Stage,
+    Status,
+    Winner,
+)
+from rules.setup import RoleCounts, deal, validate_setup
+
+__all__ = [
+    "CODES", "AppointGodfather", "AppointJudge", "Audience", "AudienceKind", "CastVote",
+    "Cause", "Check", "CitySetup", "Command", "Compare", "DayFallback", "Death", "Elect",
+    "EndDay", "EndNight", "Event", "Execute", "FirstPhase", "Game", "HostCommand", "Kill",
+    "LegalAction", "ManiacIdle", "Nominate", "Pass", "Phase", "PhaseKind", "PlayerCommand",
+    "ProcuratorKill", "Protect", "RequestLastWord", "RoleCounts", "RuleError", "RuleOptions",
+    "Setup", "Stage", "StartVoting", "Status", "Tour", "Unvote", "Winner", "command_from_dict",
+    "command_to_dict", "deal", "event_from_dict", "event_to_dict", "validate_setup",
+]

@@ -1,0 +1,213 @@
+"""Commands: what players and the Procurator ask the game to do.
+
+Commands are imperative and immutable. :func:`command_to_dict` and
+:func:`command_from_dict` turn them into plain data for the command log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar
+
+from rules.errors import RuleError
+
+
+@dataclass(frozen=True)
+class Command:
+    """Base of every command. ``verb`` names it in logs and scenario files."""
+
+    verb: ClassVar[str] = ""
+
+
+@dataclass(frozen=True)
+class PlayerCommand(Command):
+    """A command made by a player, ``actor``."""
+
+    actor: str
+
+
+@dataclass(frozen=True)
+class Nominate(PlayerCommand):
+    """Nominate ``target`` for execution in the actor's city (discussion)."""
+
+    verb: ClassVar[str] = "nominate"
+    target: str
+
+
+@dataclass(frozen=True)
+class CastVote(PlayerCommand):
+    """Vote for ``target``, a nominee of the actor's city (voting)."""
+
+    verb: ClassVar[str] = "vote"
+    target: str
+
+
+@dataclass(frozen=True)
+class Unvote(PlayerCommand):
+    """Cancel the actor's standing vote (voting)."""
+
+    verb: ClassVar[str] = "unvote"
+
+
+@dataclass(frozen=True)
+class RequestLastWord(PlayerCommand):
+    """A nominee asks for his last word (once per day)."""
+
+    verb: ClassVar[str] = "lastword"
+
+
+@dataclass(frozen=True)
+class Protect(PlayerCommand):
+    """The doctor protects ``target`` for the coming night (day)."""
+
+    verb: ClassVar[str] = "protect"
+    target: str
+
+
+@dataclass(frozen=True)
+class Compare(PlayerCommand):
+    """The journalist compares the statuses of two players (once per day)."""
+
+    verb: ClassVar[str] = "compare"
+    first: str
+    second: str
+
+
+@dataclass(frozen=True)
+class Elect(PlayerCommand):
+    """A mafioso votes ``target`` for Godfather (any phase)."""
+
+    verb: ClassVar[str] = "elect"
+    target: str
+
+
+@dataclass(frozen=True)
+class Kill(PlayerCommand):
+    """Night: the Godfather decides, a mafioso proposes, the maniac kills."""
+
+    verb: ClassVar[str] = "kill"
+    target: str
+
+
+@dataclass(frozen=True)
+class Pass(PlayerCommand):
+    """Night: the Godfather refuses his mafia's own kill."""
+
+    verb: ClassVar[str] = "pass"
+
+
+@dataclass(frozen=True)
+class Tour(PlayerCommand):
+    """Night: the touring kill in another city (Godfather decides, mafioso proposes)."""
+
+    verb: ClassVar[str] = "tour"
+    target: str
+
+
+@dataclass(frozen=True)
+class Check(PlayerCommand):
+    """Night: the commissar checks a resident of his city."""
+
+    verb: ClassVar[str] = "check"
+    target: str
+
+
+@dataclass(frozen=True)
+class HostCommand(Command):
+    """A command made by the Procurator (or the phase timer on his behalf)."""
+
+
+@dataclass(frozen=True)
+class StartVoting(HostCommand):
+    """Close nominations: discussion → voting."""
+
+    verb: ClassVar[str] = "voting"
+
+
+@dataclass(frozen=True)
+class EndDay(HostCommand):
+    """End the day: the cities execute, then the night starts."""
+
+    verb: ClassVar[str] = "night"
+
+
+@dataclass(frozen=True)
+class EndNight(HostCommand):
+    """End the night: dawn's kills, then the next day starts."""
+
+    verb: ClassVar[str] = "day"
+
+
+@dataclass(frozen=True)
+class ProcuratorKill(HostCommand):
+    """The Procurator strikes out ``target``, who dies at once."""
+
+    verb: ClassVar[str] = "kill"
+    target: str
+
+
+@dataclass(frozen=True)
+class AppointJudge(HostCommand):
+    """The Procurator makes ``target`` the Judge of his city."""
+
+    verb: ClassVar[str] = "judge"
+    target: str
+
+
+@dataclass(frozen=True)
+class AppointGodfather(HostCommand):
+    """The Procurator makes the mafioso ``target`` his city's Godfather."""
+
+    verb: ClassVar[str] = "godfather"
+    target: str
+
+
+@dataclass(frozen=True)
+class Execute(HostCommand):
+    """The Procurator names the one to execute for a city left waiting."""
+
+    verb: ClassVar[str] = "execute"
+    target: str
+
+
+PLAYER_COMMANDS: dict[str, type[PlayerCommand]] = {
+    cls.verb: cls
+    for cls in (
+        Nominate, CastVote, Unvote, RequestLastWord, Protect, Compare,
+        Elect, Kill, Pass, Tour, Check,
+    )
+}
+HOST_COMMANDS: dict[str, type[HostCommand]] = {
+    cls.verb: cls
+    for cls in (
+        StartVoting, EndDay, EndNight, ProcuratorKill, AppointJudge, AppointGodfather, Execute,
+    )
+}
+
+
+def command_to_dict(command: Command) -> dict[str, Any]:
+    """Plain data for the command log: ``{"by": "player"|"host", "verb": ..., ...}``."""
+    by = "host" if isinstance(command, HostCommand) else "player"
+    return {"by": by, "verb": command.verb, **asdict(command)}
+
+
+def command_from_dict(data: dict[str, Any]) -> Command:
+    """The inverse of :func:`command_to_dict`.
+
+    Raises:
+        RuleError: ``bad_command`` if the data names no known command or has
+            the wrong fields.
+    """
+    table: dict[str, type[Command]]
+    table = dict(HOST_COMMANDS) if data.get("by") == "host" else dict(PLAYER_COMMANDS)
+    cls = table.get(str(data.get("verb")))
+    if cls is None:
+        raise RuleError("bad_command", verb=repr(data.get("verb")))
+    names = [f.name for f in fields(cls)]
+    try:
+        values = {name: data[name] for name in names}
+    except KeyError as missing:
+        raise RuleError("bad_command", verb=cls.verb, missing=str(missing)) from None
+    if not all(isinstance(value, str) for value in values.values()):
+        raise RuleError("bad_command", verb=cls.verb)
+    return cls(**values)

@@ -1,0 +1,386 @@
+"""Events: what happened, in the past tense, each with who may see it.
+
+A cog never decides secrecy by itself: it posts an event only where
+:attr:`Event.audience` says. The Procurator sees every event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from enum import Enum, StrEnum
+from typing import Any, ClassVar
+
+from rules.model import Audience, Cause, Phase, PhaseKind, Stage, Status, Winner
+
+
+@dataclass(frozen=True)
+class Event:
+    """Base of every event; ``kind`` names it in plain data."""
+
+    kind: ClassVar[str] = ""
+
+    @property
+    def audience(self) -> Audience:
+        """Who may see this event (besides the Procurator)."""
+        return Audience.everyone()
+
+
+@dataclass(frozen=True)
+class PhaseStarted(Event):
+    """A phase or a day stage began; at night, ``touring_city`` holds the touring right."""
+
+    kind: ClassVar[str] = "phase_started"
+    phase: Phase
+    stage: Stage
+    touring_city: str | None = None
+
+
+@dataclass(frozen=True)
+class Nominated(Event):
+    """``nominator`` nominated ``candidate`` in ``city``."""
+
+    kind: ClassVar[str] = "nominated"
+    city: str
+    nominator: str
+    candidate: str
+
+
+@dataclass(frozen=True)
+class VoteCast(Event):
+    """``voter`` voted for ``candidate`` in ``city`` (moving ``previous`` if any)."""
+
+    kind: ClassVar[str] = "vote_cast"
+    city: str
+    voter: str
+    candidate: str
+    previous: str | None = None
+
+
+@dataclass(frozen=True)
+class VoteWithdrawn(Event):
+    """``voter`` cancelled his vote for ``candidate``."""
+
+    kind: ClassVar[str] = "vote_withdrawn"
+    city: str
+    voter: str
+    candidate: str
+
+
+@dataclass(frozen=True)
+class LastWordRequested(Event):
+    """A nominee asked for his last word; the bot calls him to the tribune."""
+
+    kind: ClassVar[str] = "last_word_requested"
+    player: str
+    city: str
+
+
+@dataclass(frozen=True)
+class ProtectionChosen(Event):
+    """The doctor chose whom to protect during the coming night."""
+
+    kind: ClassVar[str] = "protection_chosen"
+    doctor: str
+    target: str
+
+    @property
+    def audience(self) -> Audience:
+        return Audience.only(self.doctor)
+
+
+@dataclass(frozen=True)
+class StatusesCompared(Event):
+    """The journalist's answer: whether two players' statuses are the same."""
+
+    kind: ClassVar[str] = "statuses_compared"
+    journalist: str
+    first: str
+    second: str
+    same: bool
+
+    @property
+    def audience(self) -> Audience:
+        return Audience.only(self.journalist)
+
+    @property
+    def reply(self) -> str:
+        """``same`` or ``different``, as the simulator prints it."""
+        return "same" if self.same else "different"
+
+
+@dataclass(frozen=True)
+class PlayerChecked(Event):
+    """The commissar's answer: whether ``target`` is mafia."""
+
+    kind: ClassVar[str] = "player_checked"
+    commissar: str
+    target: str
+    is_mafia: bool
+
+    @property
+    def audience(self) -> Audience:
+        return Audience.only(self.commissar)
+
+    @property
+    def reply(self) -> str:
+        """``mafia`` or ``not mafia``, as the simulator prints it."""
+        return "mafia" if self.is_mafia else "not mafia"
+
+
+@dataclass(frozen=True)
+class GodfatherVoteCast(Event):
+    """A mafioso voted for a Godfather: seen by his city's mafia."""
+
+    kind: ClassVar[str] = "godfather_vote_cast"
+    city: str
+    voter: str
+    candidate: str
+
+    @property
+    def audience(self) -> Audience:
+        return Audience.mafia_of(self.city)
+
+
+class GodfatherReason(StrEnum):
+    """Why a city's Godfather changed."""
+
+    ELECTED = "elected"
+    """Votes from more than half of the city's living mafiosi."""
+    APPOINTED = "appointed"
+    """Named by the Procurator."""
+    LONE = "lone"
+    """The city's only living mafioso."""
+    DIED = "died"
+    """The Godfather died; the post is empty."""
+
+
+@dataclass(frozen=True)
+class GodfatherChanged(Event):
+    """A city's Godfather post changed; ``godfather`` is None when it is empty."""
+
+    kind: ClassVar[str] = "godfather_changed"
+    city: str
+    godfather: str | None
+    reason: GodfatherReason
+
+    @property
+    def audience(self) -> Audience:
+        return Audience.mafia_of(self.city)
+
+
+@dataclass(frozen=True)
+class MafiaKillChosen(Event):
+    """A mafioso chose a victim at night: a decision if Godfather, else a proposal.
+
+    ``touring`` is True for the kill in another city.
+    """
+
+    kind: ClassVar[str] = "mafia_kill_chosen"
+    city: str
+    mafioso: str
+    target: str
+    decision: bool
+    touring: bool = False
+
+    @property
+    def audience(self) -> Audience:
+        return Audience.mafia_of(self.city)
+
+
+@dataclass(frozen=True)
+class MafiaKillRefused(Event):
+    """The Godfather refused his mafia's own kill tonight."""
+
+    kind: ClassVar[str] = "mafia_kill_refused"
+    city: str
+    godfather: str
+
+    @property
+    def audience(self) -> Audience:
+        return Audience.mafia_of(self.city)
+
+
+@dataclass(frozen=True)
+class ConsigliereDecided(Event):
+    """At the end of the night the Consigliere settled a mafia's kill.
+
+    ``target`` is None when the mafia refused or said nothing.
+    """
+
+    kind: ClassVar[str] = "consigliere_decided"
+    city: str
+    target: str | None
+    touring: bool = False
+
+    @property
+    def audience(self) -> Audience:
+        return Audience.mafia_of(self.city)
+
+
+@dataclass(frozen=True)
+class ManiacChose(Event):
+    """The maniac chose tonight's victim (or the random choice made for him)."""
+
+    kind: ClassVar[str] = "maniac_chose"
+    maniac: str
+    target: str
+    by_chance: bool = False
+
+    @property
+    def audience(self) -> Audience:
+        return Audience.only(self.maniac)
+
+
+@dataclass(frozen=True)
+class KillPrevented(Event):
+    """The doctor's protection saved ``target`` from a night kill (Procurator only)."""
+
+    kind: ClassVar[str] = "kill_prevented"
+    target: str
+    cause: Cause
+
+    @property
+    def audience(self) -> Audience:
+        return Audience.host()
+
+
+@dataclass(frozen=True)
+class MafiaKillBlocked(Event):
+    """A city's mafia killed nobody because its Godfather died this night."""
+
+    kind: ClassVar[str] = "mafia_kill_blocked"
+    city: str
+
+    @property
+    def audience(self) -> Audience:
+        return Audience.host()
+
+
+@dataclass(frozen=True)
+class JudgeAppointed(Event):
+    """The Procurator named the Judge of a city."""
+
+    kind: ClassVar[str] = "judge_appointed"
+    city: str
+    judge: str
+
+
+@dataclass(frozen=True)
+class VotesTallied(Event):
+    """The tally of a city at the end of the day: ``(candidate, votes)`` best first."""
+
+    kind: ClassVar[str] = "votes_tallied"
+    city: str
+    voters: int
+    tally: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class ExecutionAwaitingHost(Event):
+    """Nobody was chosen in ``city``: the day stays open for the Procurator."""
+
+    kind: ClassVar[str] = "execution_awaiting_host"
+    city: str
+
+
+@dataclass(frozen=True)
+class PlayerKilled(Event):
+    """A player died; his status is announced to everyone.
+
+    ``city`` is his own city; ``by_city`` the city that executed him.
+    """
+
+    kind: ClassVar[str] = "player_killed"
+    player: str
+    city: str
+    status: Status
+    cause: Cause
+    phase: Phase
+    by_city: str | None = None
+    by_chance: bool = False
+
+
+@dataclass(frozen=True)
+class CityDecided(Event):
+    """A city is decided for good."""
+
+    kind: ClassVar[str] = "city_decided"
+    city: str
+    winner: Winner
+
+
+@dataclass(frozen=True)
+class GameOver(Event):
+    """The game is over; ``winners`` like ``Verona:honest`` and ``maniac``."""
+
+    kind: ClassVar[str] = "game_over"
+    winners: tuple[str, ...]
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.kind: cls
+    for cls in (
+        PhaseStarted, Nominated, VoteCast, VoteWithdrawn, LastWordRequested,
+        ProtectionChosen, StatusesCompared, PlayerChecked, GodfatherVoteCast,
+        GodfatherChanged, MafiaKillChosen, MafiaKillRefused, ConsigliereDecided,
+        ManiacChose, KillPrevented, MafiaKillBlocked, JudgeAppointed, VotesTallied,
+        ExecutionAwaitingHost, PlayerKilled, CityDecided, GameOver,
+    )
+}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Phase):
+        return str(value)
+    if isinstance(value, tuple | list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """Plain data: ``{"kind": ..., <fields>}`` with enums as values and phases as text."""
+    data: dict[str, Any] = {"kind": event.kind}
+    for f in fields(event):
+        data[f.name] = _plain(getattr(event, f.name))
+    return data
+
+
+_FIELD_TYPES: dict[str, Any] = {
+    "phase": Phase.parse,
+    "stage": Stage,
+    "status": Status,
+    "cause": Cause,
+    "winner": Winner,
+    "reason": GodfatherReason,
+    "tally": lambda rows: tuple((str(name), int(votes)) for name, votes in rows),
+    "winners": lambda names: tuple(str(name) for name in names),
+}
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    """The inverse of :func:`event_to_dict`.
+
+    Raises:
+        KeyError: if ``kind`` is unknown or a field is missing.
+    """
+    cls = EVENT_TYPES[data["kind"]]
+    values: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name not in data:
+            continue
+        raw = data[f.name]
+        convert = _FIELD_TYPES.get(f.name)
+        values[f.name] = convert(raw) if convert is not None and raw is not None else raw
+    return cls(**values)
+
+
+__all__ = [
+    "EVENT_TYPES", "CityDecided", "ConsigliereDecided", "Event", "ExecutionAwaitingHost",
+    "GameOver", "GodfatherChanged", "GodfatherReason", "GodfatherVoteCast", "JudgeAppointed",
+    "KillPrevented", "LastWordRequested", "MafiaKillBlocked", "MafiaKillChosen",
+    "MafiaKillRefused", "ManiacChose", "Nominated", "PhaseKind", "PhaseStarted",
+    "PlayerChecked", "PlayerKilled", "ProtectionChosen", "StatusesCompared", "VoteCast",
+    "VoteWithdrawn", "VotesTallied", "event_from_dict", "event_to_dict",
+]

@@ -1,0 +1,152 @@
+"""The sound-setup check and the random deal."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from rules.errors import RuleError
+from rules.model import CitySetup, RuleOptions, Setup, Status
+
+ONE_PER_GAME = (Status.DOCTOR, Status.JOURNALIST, Status.MANIAC)
+
+
+def validate_setup(setup: Setup) -> None:
+    """Refuse a setup that is not sound (RULES.md, "People").
+
+    Sound: at least one city, unique city and player names, in every city at
+    least one mafioso, exactly one commissar and more honest residents than
+    mafiosi; at most one doctor, journalist and maniac in the whole game; a
+    touring order that names only known cities.
+
+    Raises:
+        RuleError: ``no_cities``, ``duplicate_city``, ``empty_city``,
+            ``duplicate_player``, ``no_mafioso``, ``commissar_count``,
+            ``mafia_majority``, ``too_many`` or ``unknown_city``, naming the
+            city or player.
+    """
+    if not setup.cities:
+        raise RuleError("no_cities")
+    seen_cities: set[str] = set()
+    seen_players: set[str] = set()
+    totals: Counter[Status] = Counter()
+    for city in setup.cities:
+        if not city.name or city.name in seen_cities:
+            raise RuleError("duplicate_city", city=city.name)
+        seen_cities.add(city.name)
+        if not city.residents:
+            raise RuleError("empty_city", city=city.name)
+        counts: Counter[Status] = Counter()
+        for player, status in city.residents:
+            if not player or player in seen_players:
+                raise RuleError("duplicate_player", player=player)
+            seen_players.add(player)
+            counts[status] += 1
+        totals.update(counts)
+        mafiosi = counts[Status.MAFIOSO]
+        honest = sum(n for status, n in counts.items() if status.honest)
+        if mafiosi < 1:
+            raise RuleError("no_mafioso", city=city.name)
+        if counts[Status.COMMISSAR] != 1:
+            raise RuleError("commissar_count", city=city.name, commissars=counts[Status.COMMISSAR])
+        if honest <= mafiosi:
+            raise RuleError("mafia_majority", city=city.name, honest=honest, mafiosi=mafiosi)
+    for status in ONE_PER_GAME:
+        if totals[status] > 1:
+            raise RuleError("too_many", status=status.value, count=totals[status])
+    order = setup.options.touring_order
+    if order is not None:
+        for name in order:
+            if name not in seen_cities:
+                raise RuleError("unknown_city", city=name)
+
+
+@dataclass(frozen=True)
+class RoleCounts:
+    """What a random deal should contain; ``None`` means the default.
+
+    ``mafiosi`` is one number for every city or a number per city name.
+    """
+
+    mafiosi: int | Mapping[str, int] | None = None
+    doctor: bool | None = None
+    journalist: bool | None = None
+    maniac: bool | None = None
+
+
+def default_mafiosi(residents: int) -> int:
+    """The default number of mafiosi for a city of ``residents`` players: a quarter, at least one."""
+    return max(1, residents // 4)
+
+
+def deal(
+    cities: Mapping[str, Sequence[str]],
+    seed: int,
+    roles: RoleCounts | None = None,
+    options: RuleOptions | None = None,
+) -> Setup:
+    """Deal statuses at random (seeded) so that the setup is sound.
+
+    By default each city gets a quarter of its players as mafiosi (at least
+    one) and one commissar; the game gets a doctor from 6 players, a
+    journalist from 8 and a maniac from 10, each in a random city where it
+    keeps the setup sound. The same arguments always give the same setup.
+
+    Raises:
+        RuleError: ``too_few_players`` if a city cannot be sound with the
+            counts asked for, ``unknown_city`` for a count naming no city,
+            or any code of :func:`validate_setup`.
+    """
+    roles = roles or RoleCounts()
+    options = options or RuleOptions()
+    rng = random.Random(f"{seed}:deal")
+    total = sum(len(players) for players in cities.values())
+    if isinstance(roles.mafiosi, Mapping):
+        for name in roles.mafiosi:
+            if name not in cities:
+                raise RuleError("unknown_city", city=name)
+    plans: dict[str, list[Status]] = {}
+    for name, players in cities.items():
+        if isinstance(roles.mafiosi, Mapping):
+            mafiosi = roles.mafiosi.get(name, default_mafiosi(len(players)))
+        elif roles.mafiosi is not None:
+            mafiosi = roles.mafiosi
+        else:
+            mafiosi = default_mafiosi(len(players))
+        honest = len(players) - mafiosi
+        if mafiosi < 1 or honest <= mafiosi or honest < 1:
+            raise RuleError("too_few_players", city=name, players=len(players), mafiosi=mafiosi)
+        plans[name] = [Status.MAFIOSO] * mafiosi + [Status.COMMISSAR] + [Status.CITIZEN] * (honest - 1)
+    wanted = {
+        Status.DOCTOR: roles.doctor if roles.doctor is not None else total >= 6,
+        Status.JOURNALIST: roles.journalist if roles.journalist is not None else total >= 8,
+        Status.MANIAC: roles.maniac if roles.maniac is not None else total >= 10,
+    }
+    for status in ONE_PER_GAME:
+        if not wanted[status]:
+            continue
+        eligible = [name for name, plan in plans.items() if _can_take(plan, status)]
+        if not eligible:
+            raise RuleError("too_few_players", status=status.value)
+        plan = plans[rng.choice(eligible)]
+        plan[plan.index(Status.CITIZEN)] = status
+    dealt: list[CitySetup] = []
+    for name, players in cities.items():
+        statuses = list(plans[name])
+        rng.shuffle(statuses)
+        dealt.append(CitySetup(name, tuple(zip(players, statuses, strict=True))))
+    setup = Setup(tuple(dealt), options)
+    validate_setup(setup)
+    return setup
+
+
+def _can_take(plan: list[Status], status: Status) -> bool:
+    if Status.CITIZEN not in plan:
+        return False
+    if status.honest:
+        return True
+    mafiosi = plan.count(Status.MAFIOSO)
+    honest = sum(1 for s in plan if s.honest)
+    return honest - 1 > mafiosi
