@@ -2,7 +2,7 @@
 
 import pytest
 
-from rules import EndDay, EndNight, PhaseKind, Stage, StartVoting
+from rules import EndDay, EndNight, PhaseKind, RuleError, Stage, StartVoting
 from rules.events import PhaseStarted
 
 from .helpers import make_game, of, play, refuse
@@ -54,7 +54,7 @@ def test_the_procurator_moves_the_clock_only_forward_in_order(steps, refused):
 def test_ticks_count_accepted_commands_only():
     game = make_game()
     game.apply(StartVoting())
-    with pytest.raises(Exception):
+    with pytest.raises(RuleError):
         game.apply(StartVoting())
     game.apply(EndDay())
     game.apply(EndNight())

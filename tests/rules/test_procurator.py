@@ -3,7 +3,7 @@
 from rules import Cause
 from rules.events import CityDecided, GameOver, PlayerKilled
 
-from .helpers import make_game, of, pass_day, play, refuse
+from .helpers import make_game, of, play, refuse
 
 
 def test_the_procurator_kills_at_any_time_and_the_death_is_announced():

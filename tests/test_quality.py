@@ -1,0 +1,35 @@
+"""The project's static checks run with the tests: ruff everywhere, mypy --strict on rules/."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is in the test extra")
+def test_ruff_finds_nothing():
+    result = run("ruff", "check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_strict_passes_on_rules():
+    result = run(sys.executable, "-m", "mypy", "--strict", "rules")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_rules_stay_pure():
+    forbidden = ("discord", "aiosqlite", "asyncio", "aiohttp", "time", "datetime", "os", "yaml")
+    for path in (ROOT / "rules").glob("*.py"):
+        for line in path.read_text().splitlines():
+            words = line.split()
+            if len(words) >= 2 and words[0] in ("import", "from"):
+                module = words[1].split(".")[0]
+                assert module not in forbidden, f"{path.name} imports {module}"
