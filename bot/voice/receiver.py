@@ -1,0 +1,474 @@
+"""Receiving voice: UDP packets of chosen users, decrypted down to their Opus frames.
+
+discord.py 2.7.1 sends voice but does not receive it. What it offers to build
+on, and what this module uses:
+
+* ``VoiceConnectionState(voice_client, hook=...)``: the hook coroutine sees
+  every JSON message of the voice websocket (after discord.py handled it), on
+  every (re)connection. :class:`ReceivingVoiceClient` passes one from
+  ``create_connection_state`` so the SSRC of each user is learnt from op 5
+  SPEAKING (and op 12), and forgotten on op 13 CLIENT_DISCONNECT, from the
+  first message on. Use it as ``await channel.connect(cls=ReceivingVoiceClient)``.
+* ``VoiceConnectionState.add_socket_listener(callback)``: the callback gets
+  every UDP datagram, in discord.py's socket-reader *thread*.
+* ``VoiceConnectionState.dave_session`` (a ``davey.DaveSession``):
+  ``decrypt(user_id, davey.MediaType.audio, frame)`` turns a DAVE frame back
+  into the Opus packet.
+
+In the reader thread a datagram costs a few dictionary lookups unless it
+belongs to a registered user: RTCP, unknown SSRCs and other users' audio are
+counted and dropped there, before any decryption. Registered users' packets
+are transport-decrypted in the thread (PyNaCl is thread-safe) and queued; the
+event loop drains the queue, DAVE-decrypts (the davey session is also driven
+by discord.py on the loop, so it is only touched from there) and hands each
+Opus packet to the user's :class:`PacketSink`. Nothing raised here reaches
+discord.py's reader thread.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import davey
+import discord
+from discord.voice_state import VoiceConnectionState
+
+from .rtp import RTP_HEADER_SIZE, RTPError, decrypt_rtpsize
+
+__all__ = [
+    "PacketSink",
+    "ReceiverStats",
+    "ReceivingVoiceClient",
+    "SpeakerDirectory",
+    "UserStats",
+    "VoiceReceiver",
+]
+
+_log = logging.getLogger(__name__)
+
+DAVE_MAGIC = b"\xfa\xfa"
+"""Every DAVE-encrypted frame ends with these two bytes."""
+
+_OP_SPEAKING = 5
+_OP_CLIENTS_CONNECT = 11
+_OP_CLIENT_CONNECT = 12
+_OP_CLIENT_DISCONNECT = 13
+_RTCP_TYPES = frozenset(range(200, 205))
+_LOG_EVERY = 500
+_HELD_PER_SSRC = 50
+_HELD_SSRCS = 16
+_HELD_SECONDS = 2.0
+
+
+class PacketSink(Protocol):
+    """Where one user's received Opus packets go, in arrival order."""
+
+    def write_packet(self, sequence: int, timestamp: int, opus: bytes) -> None:
+        """Take one Opus packet with its RTP sequence number and timestamp."""
+
+
+@dataclass
+class UserStats:
+    """What arrived for one registered user (updated live; copy to keep a snapshot).
+
+    ``packets`` counts RTP packets that arrived on the user's SSRC;
+    ``delivered`` those handed to the sink. The gap between them is
+    ``decrypt_errors`` (transport: wrong key, damaged packet),
+    ``dave_errors`` (end-to-end: no key for the sender, failed
+    authentication, an unencrypted frame where DAVE requires encryption) and
+    ``sink_errors``. ``passthrough`` counts frames accepted unencrypted.
+    Times are the receiver's clock.
+    """
+
+    packets: int = 0
+    delivered: int = 0
+    decrypt_errors: int = 0
+    dave_errors: int = 0
+    sink_errors: int = 0
+    passthrough: int = 0
+    last_packet_time: float | None = None
+    last_delivered_time: float | None = None
+
+
+@dataclass
+class ReceiverStats:
+    """Every datagram the receiver saw, by what became of it."""
+
+    datagrams: int = 0
+    rtcp: int = 0
+    not_rtp: int = 0
+    unknown_ssrc: int = 0
+    """Packets on an SSRC no SPEAKING event had named: held a moment, replayed if one does."""
+    unregistered: int = 0
+    """Packets of known users nobody asked for: dropped before any decryption."""
+    decrypt_errors: int = 0
+    dave_errors: int = 0
+    delivered: int = 0
+    last_packet_time: float | None = None
+
+
+class SpeakerDirectory:
+    """Who is behind which SSRC, as the voice gateway tells it.
+
+    Written on the event loop (the websocket hook), read from the socket
+    reader thread: single dictionary operations, atomic in CPython.
+    """
+
+    def __init__(self) -> None:
+        self._users_by_ssrc: dict[int, int] = {}
+        self._ssrcs_by_user: dict[int, int] = {}
+        self._listeners: list[Callable[[int, int], None]] = []
+        self.connected_users: set[int] = set()
+        """Users the voice server reported connected (op 11) and not yet gone (op 13)."""
+
+    def add_listener(self, listener: Callable[[int, int], None]) -> None:
+        """Call ``listener(user_id, ssrc)`` (on the event loop) whenever an SSRC is learnt."""
+        self._listeners.append(listener)
+
+    def user_for(self, ssrc: int) -> int | None:
+        """The user sending on ``ssrc``, if the voice gateway said so."""
+        return self._users_by_ssrc.get(ssrc)
+
+    def ssrc_for(self, user_id: int) -> int | None:
+        """The audio SSRC of ``user_id``, if known."""
+        return self._ssrcs_by_user.get(user_id)
+
+    def learn(self, user_id: int, ssrc: int) -> None:
+        """Record that ``user_id`` sends audio on ``ssrc`` (replacing older mappings)."""
+        previous_user = self._users_by_ssrc.get(ssrc)
+        if previous_user is not None and previous_user != user_id:
+            self._ssrcs_by_user.pop(previous_user, None)
+        previous_ssrc = self._ssrcs_by_user.get(user_id)
+        if previous_ssrc is not None and previous_ssrc != ssrc:
+            self._users_by_ssrc.pop(previous_ssrc, None)
+        self._users_by_ssrc[ssrc] = user_id
+        self._ssrcs_by_user[user_id] = ssrc
+        for listener in self._listeners:
+            listener(user_id, ssrc)
+
+    def forget(self, user_id: int) -> None:
+        """Drop ``user_id``'s SSRC (he left the voice channel)."""
+        ssrc = self._ssrcs_by_user.pop(user_id, None)
+        if ssrc is not None and self._users_by_ssrc.get(ssrc) == user_id:
+            del self._users_by_ssrc[ssrc]
+        self.connected_users.discard(user_id)
+
+    def clear(self) -> None:
+        """Forget everything (a new voice session starts with new SSRCs)."""
+        self._users_by_ssrc.clear()
+        self._ssrcs_by_user.clear()
+        self.connected_users.clear()
+
+    async def on_voice_ws_message(self, ws: Any, message: dict[str, Any]) -> None:
+        """discord.py's voice websocket hook: learn from ops 2, 5, 11, 12 and 13.
+
+        Never raises: an exception here would end discord.py's websocket poller.
+        """
+        try:
+            self.handle(message)
+        except Exception:
+            _log.exception("Ignoring a malformed voice gateway message: %r", message)
+
+    def handle(self, message: dict[str, Any]) -> None:
+        """Update the directory from one voice gateway message."""
+        op = message.get("op")
+        data = message.get("d")
+        if not isinstance(data, dict):
+            return
+        if op == 2:  # READY: a new voice session, SSRCs are reassigned
+            self.clear()
+        elif op == _OP_SPEAKING and "user_id" in data and "ssrc" in data:
+            self.learn(int(data["user_id"]), int(data["ssrc"]))
+        elif op == _OP_CLIENT_CONNECT and "user_id" in data:
+            audio_ssrc = int(data.get("audio_ssrc") or 0)
+            if audio_ssrc:
+                self.learn(int(data["user_id"]), audio_ssrc)
+            self.connected_users.add(int(data["user_id"]))
+        elif op == _OP_CLIENTS_CONNECT:
+            self.connected_users.update(int(user) for user in data.get("user_ids", ()))
+        elif op == _OP_CLIENT_DISCONNECT and "user_id" in data:
+            self.forget(int(data["user_id"]))
+
+
+@dataclass
+class _Route:
+    user_id: int
+    sink: PacketSink
+    stats: UserStats = field(default_factory=UserStats)
+
+
+_Queued = tuple[_Route, int, int, bytes]
+"""A transport-decrypted packet waiting for the event loop: route, sequence, timestamp, frame."""
+
+
+class VoiceReceiver:
+    """Routes received audio of registered users to their sinks.
+
+    Create it through :class:`ReceivingVoiceClient` (its ``receiver``). The
+    socket listener is installed while at least one user is registered.
+    """
+
+    def __init__(
+        self,
+        voice_client: discord.VoiceClient,
+        speakers: SpeakerDirectory,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.voice_client = voice_client
+        self.speakers = speakers
+        self.clock = clock
+        self.stats = ReceiverStats()
+        self._routes: dict[int, _Route] = {}
+        self._queue: collections.deque[_Queued] = collections.deque()
+        self._drain_scheduled = False
+        self._listening = False
+        self._key_source: object = None
+        self._key = b""
+        self._held: dict[int, collections.deque[tuple[bytes, float]]] = {}
+        self._held_lock = threading.Lock()
+        speakers.add_listener(self._on_ssrc_learnt)
+
+    @property
+    def _connection(self) -> VoiceConnectionState:
+        return self.voice_client._connection
+
+    # Registration (event loop) -------------------------------------------------
+
+    def register(self, user_id: int, sink: PacketSink) -> UserStats:
+        """Start delivering ``user_id``'s Opus packets to ``sink``; return his live stats.
+
+        Raises ValueError if the user already has a sink.
+        """
+        if user_id in self._routes:
+            raise ValueError(f"user {user_id} already has a sink")
+        route = _Route(user_id, sink)
+        self._routes[user_id] = route
+        if not self._listening:
+            self._listening = True
+            self._connection.add_socket_listener(self._on_datagram)
+        return route.stats
+
+    def unregister(self, user_id: int) -> None:
+        """Stop delivering ``user_id``'s packets (queued ones are dropped)."""
+        self._routes.pop(user_id, None)
+        if not self._routes and self._listening:
+            self._listening = False
+            self._connection.remove_socket_listener(self._on_datagram)
+
+    def is_registered(self, user_id: int) -> bool:
+        """Whether ``user_id`` currently has a sink."""
+        return user_id in self._routes
+
+    # The socket reader thread -------------------------------------------------
+
+    def _on_datagram(self, data: bytes) -> None:
+        """discord.py's socket listener: runs in its reader thread, must not raise."""
+        try:
+            self._receive(data)
+        except Exception:
+            _log.exception("Voice receive failed on a %d-byte datagram", len(data))
+
+    def _receive(self, data: bytes) -> None:
+        stats = self.stats
+        stats.datagrams += 1
+        now = self.clock()
+        stats.last_packet_time = now
+        if len(data) < RTP_HEADER_SIZE or data[0] >> 6 != 2:
+            stats.not_rtp += 1
+            return
+        if data[1] in _RTCP_TYPES:
+            stats.rtcp += 1
+            return
+        ssrc = int.from_bytes(data[8:12], "big")
+        user_id = self.speakers.user_for(ssrc)
+        if user_id is None:
+            with self._held_lock:
+                # Checked again under the lock: _on_ssrc_learnt may just have emptied the hold.
+                user_id = self.speakers.user_for(ssrc)
+                if user_id is None:
+                    stats.unknown_ssrc += 1
+                    self._hold(ssrc, data, now)
+                    return
+        item = self._decode(user_id, data, now)
+        if item is None:
+            return
+        self._queue.append(item)
+        if not self._drain_scheduled:
+            self._drain_scheduled = True
+            try:
+                self.voice_client.loop.call_soon_threadsafe(self._drain)
+            except RuntimeError:
+                # The event loop is closed: the bot is shutting down.
+                self._queue.clear()
+
+    def _hold(self, ssrc: int, data: bytes, now: float) -> None:
+        """Keep a packet of an SSRC not yet named: SPEAKING and audio race each other."""
+        held = self._held.get(ssrc)
+        if held is None:
+            if len(self._held) >= _HELD_SSRCS:
+                del self._held[next(iter(self._held))]
+            held = self._held[ssrc] = collections.deque(maxlen=_HELD_PER_SSRC)
+            if ssrc != self._connection.ssrc:
+                _log.debug("Voice packets on SSRC %d, which no SPEAKING event named yet", ssrc)
+        held.append((data, now))
+
+    def _decode(self, user_id: int, data: bytes, now: float) -> _Queued | None:
+        """Transport-decrypt a packet of a known user, if he is registered."""
+        route = self._routes.get(user_id)
+        if route is None:
+            self.stats.unregistered += 1
+            return None
+        user = route.stats
+        user.packets += 1
+        user.last_packet_time = now
+        try:
+            packet = decrypt_rtpsize(data, self._secret_key())
+        except RTPError as exc:
+            user.decrypt_errors += 1
+            self.stats.decrypt_errors += 1
+            if user.decrypt_errors % _LOG_EVERY == 1:
+                _log.warning(
+                    "Voice packet of user %d failed transport decryption (%d so far): %s",
+                    user_id,
+                    user.decrypt_errors,
+                    exc,
+                )
+            return None
+        header = packet.header
+        return route, header.sequence, header.timestamp, packet.payload
+
+    def _on_ssrc_learnt(self, user_id: int, ssrc: int) -> None:
+        """On the event loop: replay what arrived on ``ssrc`` before it was named."""
+        with self._held_lock:
+            held = self._held.pop(ssrc, None)
+        if not held:
+            return
+        try:
+            oldest = self.clock() - _HELD_SECONDS
+            items = [
+                item
+                for data, at in held
+                if at >= oldest and (item := self._decode(user_id, data, at)) is not None
+            ]
+        except Exception:
+            _log.exception("Replaying held voice packets of user %d failed", user_id)
+            return
+        # Ahead of anything the reader queued since: these came first.
+        self._queue.extendleft(reversed(items))
+        if items and not self._drain_scheduled:
+            self._drain_scheduled = True
+            self.voice_client.loop.call_soon(self._drain)
+
+    def _secret_key(self) -> bytes:
+        source = self._connection.secret_key
+        if source is not self._key_source:
+            self._key = bytes(source)
+            self._key_source = source
+        return self._key
+
+    # The event loop ---------------------------------------------------------------
+
+    def _drain(self) -> None:
+        self._drain_scheduled = False
+        queue = self._queue
+        while queue:
+            route, sequence, timestamp, frame = queue.popleft()
+            if self._routes.get(route.user_id) is not route:
+                continue
+            opus = self._end_to_end_decrypt(route, frame)
+            if opus is None:
+                continue
+            try:
+                route.sink.write_packet(sequence, timestamp, opus)
+            except Exception:
+                route.stats.sink_errors += 1
+                _log.exception("Sink of user %d failed on packet %d", route.user_id, sequence)
+                continue
+            route.stats.delivered += 1
+            route.stats.last_delivered_time = self.clock()
+            self.stats.delivered += 1
+
+    def _end_to_end_decrypt(self, route: _Route, frame: bytes) -> bytes | None:
+        """Undo DAVE as davey allows; None (and a counted error) if it cannot."""
+        connection = self._connection
+        session = connection.dave_session
+        if session is None or connection.dave_protocol_version == 0:
+            route.stats.passthrough += 1
+            return frame
+        if not frame.endswith(DAVE_MAGIC) and not session.ready:
+            # Audio from before this call's MLS group exists is sent unencrypted.
+            route.stats.passthrough += 1
+            return frame
+        try:
+            opus: bytes = session.decrypt(route.user_id, davey.MediaType.audio, frame)
+        except Exception as exc:
+            route.stats.dave_errors += 1
+            self.stats.dave_errors += 1
+            if route.stats.dave_errors % _LOG_EVERY == 1:
+                _log.warning(
+                    "DAVE decryption failed for user %d (%d so far): %s",
+                    route.user_id,
+                    route.stats.dave_errors,
+                    exc,
+                )
+            return None
+        if opus is frame or not frame.endswith(DAVE_MAGIC):
+            route.stats.passthrough += 1
+        return opus
+
+
+class ReceivingVoiceClient(discord.VoiceClient):
+    """A discord.py ``VoiceClient`` that can also receive: connect with ``cls=`` this.
+
+    ``speakers`` learns SSRCs from the voice gateway from the first message
+    on; ``receiver`` routes registered users' audio to sinks.
+    """
+
+    def __init__(self, client: discord.Client, channel: discord.abc.Connectable) -> None:
+        # create_connection_state() runs inside the parent constructor and needs the directory.
+        self.speakers = SpeakerDirectory()
+        super().__init__(client, channel)
+        self.receiver = VoiceReceiver(self, self.speakers)
+
+    def create_connection_state(self) -> VoiceConnectionState:
+        """discord.py's connection state, with our voice websocket hook installed."""
+        return VoiceConnectionState(self, hook=self.speakers.on_voice_ws_message)
+
+    def dave_ready(self) -> bool:
+        """Whether end-to-end encryption is settled: group ready, no transition pending.
+
+        True without DAVE when the voice server negotiated protocol version 0.
+        """
+        connection = self._connection
+        if not connection.is_connected():
+            return False
+        if connection.dave_protocol_version == 0:
+            return True
+        session = connection.dave_session
+        return session is not None and session.ready and not connection.dave_pending_transitions
+
+    def dave_members(self) -> set[int]:
+        """User ids in the current MLS group (empty without DAVE)."""
+        session = self._connection.dave_session
+        if session is None or not session.ready:
+            return set()
+        return {int(user) for user in session.get_user_ids()}
+
+    def link_alive(self) -> bool:
+        """Connected, and the voice websocket not closed under us.
+
+        After an abnormal close discord.py waits for its reconnect back-off
+        while still reporting ``is_connected()``; the socket tells sooner.
+        """
+        if not self.is_connected():
+            return False
+        ws = self._connection.ws
+        socket = getattr(ws, "ws", None)
+        return not bool(getattr(socket, "closed", False))
