@@ -28,6 +28,7 @@ from rules.commands import (
     ProcuratorKill,
     Protect,
     RequestLastWord,
+    SetTouringOrder,
     StartVoting,
     Tour,
     Unvote,
@@ -61,6 +62,6 @@ __all__ = [
     "EndDay", "EndNight", "Event", "Execute", "FirstPhase", "Game", "HostCommand", "Kill",
     "LegalAction", "ManiacIdle", "Nominate", "Pass", "Phase", "PhaseKind", "PlayerCommand",
     "ProcuratorKill", "Protect", "RequestLastWord", "RoleCounts", "RuleError", "RuleOptions",
-    "Setup", "Stage", "StartVoting", "Status", "Tour", "Unvote", "Winner", "command_from_dict",
+    "SetTouringOrder", "Setup", "Stage", "StartVoting", "Status", "Tour", "Unvote", "Winner", "command_from_dict",
     "command_to_dict", "deal", "event_from_dict", "event_to_dict", "validate_setup",
 ]

@@ -170,6 +170,17 @@ class Execute(HostCommand):
     target: str
 
 
+@dataclass(frozen=True)
+class SetTouringOrder(HostCommand):
+    """The Procurator sets the public touring rotation (by day; from the next night on).
+
+    Not a scenario-file verb: scenarios set ``touring_order`` in their setup.
+    """
+
+    verb: ClassVar[str] = "touring"
+    order: tuple[str, ...]
+
+
 PLAYER_COMMANDS: dict[str, type[PlayerCommand]] = {
     cls.verb: cls
     for cls in (
@@ -185,10 +196,17 @@ HOST_COMMANDS: dict[str, type[HostCommand]] = {
 }
 
 
+#: every host command the command log may hold (the scenario verbs and more)
+LOGGED_HOST_COMMANDS: dict[str, type[HostCommand]] = {
+    **HOST_COMMANDS, SetTouringOrder.verb: SetTouringOrder,
+}
+
+
 def command_to_dict(command: Command) -> dict[str, Any]:
     """Plain data for the command log: ``{"by": "player"|"host", "verb": ..., ...}``."""
     by = "host" if isinstance(command, HostCommand) else "player"
-    return {"by": by, "verb": command.verb, **asdict(command)}
+    data = {"by": by, "verb": command.verb, **asdict(command)}
+    return {key: list(value) if isinstance(value, tuple) else value for key, value in data.items()}
 
 
 def command_from_dict(data: dict[str, Any]) -> Command:
@@ -199,7 +217,7 @@ def command_from_dict(data: dict[str, Any]) -> Command:
             the wrong fields.
     """
     table: dict[str, type[Command]]
-    table = dict(HOST_COMMANDS) if data.get("by") == "host" else dict(PLAYER_COMMANDS)
+    table = dict(LOGGED_HOST_COMMANDS) if data.get("by") == "host" else dict(PLAYER_COMMANDS)
     cls = table.get(str(data.get("verb")))
     if cls is None:
         raise RuleError("bad_command", verb=repr(data.get("verb")))
@@ -208,6 +226,9 @@ def command_from_dict(data: dict[str, Any]) -> Command:
         values = {name: data[name] for name in names}
     except KeyError as missing:
         raise RuleError("bad_command", verb=cls.verb, missing=str(missing)) from None
-    if not all(isinstance(value, str) for value in values.values()):
-        raise RuleError("bad_command", verb=cls.verb)
+    for name, value in values.items():
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            values[name] = tuple(value)
+        elif not isinstance(value, str):
+            raise RuleError("bad_command", verb=cls.verb)
     return cls(**values)

@@ -266,6 +266,15 @@ class JudgeAppointed(Event):
 
 
 @dataclass(frozen=True)
+class TouringOrderSet(Event):
+    """The Procurator set the touring rotation; ``next_city`` tours the coming night."""
+
+    kind: ClassVar[str] = "touring_order_set"
+    order: tuple[str, ...]
+    next_city: str
+
+
+@dataclass(frozen=True)
 class VotesTallied(Event):
     """The tally of a city at the end of the day: ``(candidate, votes)`` best first."""
 
@@ -323,7 +332,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         PhaseStarted, Nominated, VoteCast, VoteWithdrawn, LastWordRequested,
         ProtectionChosen, StatusesCompared, PlayerChecked, GodfatherVoteCast,
         GodfatherChanged, MafiaKillChosen, MafiaKillRefused, ConsigliereDecided,
-        ManiacChose, KillPrevented, MafiaKillBlocked, JudgeAppointed, VotesTallied,
+        ManiacChose, KillPrevented, MafiaKillBlocked, JudgeAppointed, TouringOrderSet, VotesTallied,
         ExecutionAwaitingHost, PlayerKilled, CityDecided, GameOver,
     )
 }
@@ -356,6 +365,7 @@ _FIELD_TYPES: dict[str, Any] = {
     "reason": GodfatherReason,
     "tally": lambda rows: tuple((str(name), int(votes)) for name, votes in rows),
     "winners": lambda names: tuple(str(name) for name in names),
+    "order": lambda names: tuple(str(name) for name in names),
 }
 
 
@@ -381,6 +391,7 @@ __all__ = [
     "GameOver", "GodfatherChanged", "GodfatherReason", "GodfatherVoteCast", "JudgeAppointed",
     "KillPrevented", "LastWordRequested", "MafiaKillBlocked", "MafiaKillChosen",
     "MafiaKillRefused", "ManiacChose", "Nominated", "PhaseKind", "PhaseStarted",
-    "PlayerChecked", "PlayerKilled", "ProtectionChosen", "StatusesCompared", "VoteCast",
+    "PlayerChecked", "PlayerKilled", "ProtectionChosen", "StatusesCompared", "TouringOrderSet",
+    "VoteCast",
     "VoteWithdrawn", "VotesTallied", "event_from_dict", "event_to_dict",
 ]

@@ -31,6 +31,7 @@ from rules.commands import (
     ProcuratorKill,
     Protect,
     RequestLastWord,
+    SetTouringOrder,
     StartVoting,
     Tour,
     Unvote,
@@ -58,6 +59,7 @@ from rules.events import (
     PlayerKilled,
     ProtectionChosen,
     StatusesCompared,
+    TouringOrderSet,
     VoteCast,
     VotesTallied,
     VoteWithdrawn,
@@ -149,6 +151,7 @@ class Game:
         self.decided: dict[str, Winner] = {}
         self.maniac_won = False
         self.deaths: list[Death] = []
+        self.touring_order: tuple[str, ...] = self.options.touring_order or self.cities
         self.judges: dict[str, str] = {}
         self.godfathers: dict[str, str] = {}
         self.elect_votes: dict[str, dict[str, str]] = {city: {} for city in self.cities}
@@ -190,6 +193,7 @@ class Game:
             AppointJudge: self._appoint_judge,
             AppointGodfather: self._appoint_godfather,
             Execute: self._execute,
+            SetTouringOrder: self._set_touring_order,
         }
 
     # ------------------------------------------------------------------ create
@@ -302,13 +306,25 @@ class Game:
         """Today's nominees of a city, in nomination order."""
         return list(self.nominations[city])
 
+    def vote_counts(self, city: str) -> list[tuple[str, int]]:
+        """Standing votes for each of today's nominees of a city, in nomination order."""
+        counts = dict.fromkeys(self.nominations[city], 0)
+        for candidate, _ in self.votes[city].values():
+            counts[candidate] = counts.get(candidate, 0) + 1
+        return list(counts.items())
+
+    def voter_of(self, player: str) -> str | None:
+        """Whom the player's standing vote is for, if any."""
+        standing = self.votes[self._player(player).city].get(player)
+        return standing[0] if standing else None
+
     def tally(self, city: str) -> list[tuple[str, int]]:
         """The city's current count: ``(candidate, standing votes)``, best first."""
         return [(name, count) for name, count, _ in self._ranking(city)]
 
     def touring_city(self, night: int | None = None) -> str:
         """The city whose mafia holds the touring right on night ``night`` (default: this one)."""
-        order = self.options.touring_order or self.cities
+        order = self.touring_order
         if night is None:
             night = self.phase.number if self.phase.kind is PhaseKind.NIGHT else self._next_night()
         return order[(night - 1) % len(order)]
@@ -609,6 +625,18 @@ class Game:
             return []
         self.godfathers[target.city] = target.name
         return [GodfatherChanged(target.city, target.name, GodfatherReason.APPOINTED)]
+
+    def _set_touring_order(self, command: SetTouringOrder, dry: bool) -> list[Event]:
+        self._require_stage(*DAY_STAGES)
+        if not command.order:
+            raise RuleError("bad_option", option="touring_order", value="[]")
+        for city in command.order:
+            if city not in self.cities:
+                raise RuleError("unknown_city", city=city)
+        if dry:
+            return []
+        self.touring_order = tuple(command.order)
+        return [TouringOrderSet(self.touring_order, self.touring_city())]
 
     def _appoint_judge(self, command: AppointJudge, dry: bool) -> list[Event]:
         target = self._living_target(command.target)
@@ -918,6 +946,7 @@ class Game:
             "decided": {city: winner.value for city, winner in self.decided.items()},
             "maniac_won": self.maniac_won,
             "deaths": [death.to_dict() for death in self.deaths],
+            "touring_order": list(self.touring_order),
             "judges": dict(self.judges),
             "godfathers": dict(self.godfathers),
             "elect_votes": {city: dict(v) for city, v in self.elect_votes.items()},
@@ -963,6 +992,7 @@ class Game:
             Death(d["player"], d["city"], Status(d["status"]), Cause(d["cause"]), Phase.parse(d["phase"]))
             for d in data["deaths"]
         ]
+        game.touring_order = tuple(data["touring_order"])
         game.judges = dict(data["judges"])
         game.godfathers = dict(data["godfathers"])
         game.elect_votes = {city: dict(v) for city, v in data["elect_votes"].items()}

@@ -1,7 +1,9 @@
 """Touring: one city's mafia per night, by rotation, may kill in another city, never the Judge."""
 
-from rules import Cause
-from rules.events import JudgeAppointed, MafiaKillBlocked, PlayerKilled
+import pytest
+
+from rules import Cause, RuleError, SetTouringOrder
+from rules.events import JudgeAppointed, MafiaKillBlocked, PlayerKilled, TouringOrderSet
 
 from .helpers import make_game, of, play, refuse
 
@@ -64,3 +66,23 @@ def test_touring_proposals_go_to_the_consigliere():
     game = make_game(cities, first_phase="night", touring_order=["B"])
     play(game, "b6 tour a3", "b7 tour c3", "b1 tour c3")
     assert killed(play(game, "host day")) == [("c3", Cause.TOURING)]
+
+
+def test_the_procurator_sets_the_rotation_by_day_from_the_next_night():
+    game = make_game(CITIES)
+    assert game.touring_city() == "A"
+    events = game.apply(SetTouringOrder(("C", "B")))
+    assert events == [TouringOrderSet(("C", "B"), "C")]
+    assert [game.touring_city(n) for n in (1, 2, 3)] == ["C", "B", "C"]
+    for bad, code in ((("Nowhere",), "unknown_city"), ((), "bad_option")):
+        before = game.to_dict()
+        with pytest.raises(RuleError) as refused:
+            game.apply(SetTouringOrder(bad))
+        assert refused.value.code == code and game.to_dict() == before
+    play(game, "a3 nominate a4", "b3 nominate b4", "c3 nominate c4", "host voting",
+         "a5 vote a4", "b5 vote b4", "c5 vote c4", "host night")
+    assert game.touring_city() == "C"
+    play(game, "c1 tour a3")
+    with pytest.raises(RuleError) as refused:
+        game.apply(SetTouringOrder(("A",)))
+    assert refused.value.code == "wrong_phase"
