@@ -1,0 +1,162 @@
+"""A local fake Discord for end-to-end tests with the real, unmodified discord.py.
+
+One aiohttp server on 127.0.0.1 serves the REST API (under ``/api/v10``), the
+gateway websocket (``/gateway``, JSON text frames) and a CDN for attachments
+(``/attachments/...``). It keeps a model of Discord (users, guilds, roles,
+members, channels with permission overwrites, messages with their files, DM
+channels, voice states, application commands), checks permissions like
+Discord, records every call, and can inject faults. The bot may run in this
+process or in another one: it only needs the two URLs.
+
+Starting and pointing discord.py at it::
+
+    fake = FakeDiscord()                         # token "fake-bot-token"
+    world = build_standard_guild(fake)           # or fake.create_guild(...), ...
+    await fake.start()
+    point_discord_py_at(fake.api_base, fake.gateway_url)   # in-process bot
+    # a bot in a subprocess gets DISCORD_API_BASE=fake.api_base, DISCORD_GATEWAY_URL=fake.gateway_url
+    async with running_client(fake, bot):        # starts it, waits for on_ready, closes it
+        ...
+    await fake.close()
+
+or use the pytest fixtures ``fake_guild`` (a :class:`StandardGuild`) and
+``fake_discord`` from :mod:`tests.fakediscord.fixtures`.
+
+Building the world (:class:`World` methods on the fake; each dispatches the
+gateway event Discord would send to a connected bot)::
+
+    create_user(username, *, global_name=None, bot=False, accepts_dms=True) -> User
+    create_guild(name="Test Guild", *, owner=None, preferred_locale="en-US",
+                 bot_permissions=DEFAULT_BOT_PERMISSIONS,
+                 everyone_permissions=DEFAULT_EVERYONE_PERMISSIONS, premium_tier=0) -> Guild
+    add_member(guild_id, user_or_username, *, roles=(), nick=None) -> Member
+    remove_member(guild_id, user_id)
+    create_role(guild_id, name, *, permissions=0, color=0, hoist=False, mentionable=False) -> Role
+    update_role(guild_id, role_id, *, name, permissions, color, hoist, mentionable, position) -> Role
+    delete_role(guild_id, role_id); set_bot_permissions(guild_id, permissions) -> Role
+    update_member(guild_id, user_id, *, nick, roles, mute, deaf) -> Member
+    add_member_role(guild_id, user_id, role_id); remove_member_role(guild_id, user_id, role_id)
+    create_channel(guild_id, name, type=ChannelType.GUILD_TEXT, *, parent_id=None,
+                   overwrites=None, topic=None, position=None, ...) -> Channel
+    update_channel(channel_id, **changes); delete_channel(channel_id)
+    set_overwrite(channel_id, Overwrite(id, type, allow, deny)); delete_overwrite(channel_id, target_id)
+    post_message(channel_id, author_id, content="", *, embeds=None, files=()) -> Message
+    set_voice_state(guild_id, user_id, channel_id | None, *, self_mute=False, self_deaf=False)
+    voice_server = <object with .endpoint and .expect(guild_id, channel_id, user_id, session_id) -> token>
+
+Reading it::
+
+    fake.state                      # DiscordState: users, guilds, channels, messages, commands...
+    guild(id), channel(id), member(guild_id, user_id), user(id), message(id)
+    find_channel(guild_id, name), find_role(guild_id, name)
+    permissions_for(guild_id, channel_id | None, user_id) -> int    # Discord's algorithm
+    messages(channel_id=None, *, dm_user_id=None, kind=None, ephemeral=None,
+             author_id=None, interaction_id=None, include_deleted=False) -> list[Message]
+    calls(method=None, route=None, *, path=None, status=None, since=None) -> list[CallRecord]
+    last_call(method=None, route=None, *, path=None) -> CallRecord
+    gateway.events(name=None), gateway.log, gateway.received, gateway.count(kind)
+    voice_requests                  # every op 4 the bot sent
+
+Routes are templates like ``/channels/{channel_id}/messages``; a
+:class:`CallRecord` has ``method, path, route, params, query, headers, json,
+parts (MultipartPart: name, filename, content_type, data), status, response,
+response_headers, time, duration, fault``. A :class:`Message` has ``kind``
+(``"channel"``, ``"interaction"``, ``"followup"``, ``"user"``), ``content,
+embeds, components, attachments`` (with their ``data`` bytes), ``flags``,
+``ephemeral``, ``loading``, ``edits`` (earlier versions), ``deleted``, ``text``.
+
+Driving the bot (each returns an :class:`InteractionResult` once the bot
+acknowledged, unless ``wait=False``)::
+
+    await fake.slash(guild_id, user_id, "mafia new", {"cities": 2, "host": member},
+                     channel_id=None, locale="ru", guild_locale=None, interaction_id=None)
+    await fake.autocomplete(guild_id, user_id, "mafia join", "city", "Mo", options=None)
+    await fake.click(message, "custom-id", user_id)
+    await fake.select(message, "custom-id", ["value", ...], user_id)
+    await fake.submit_modal(result_that_opened_it, {"input-custom-id": "text"})
+    await fake.context_menu(guild_id, user_id, "Report", target_member_or_message)
+    await fake.resend(result)       # the same interaction id and token again
+
+    result.callback_type, result.content, result.embeds, result.components, result.flags,
+    result.ephemeral, result.text, result.choices, result.modal, result.original,
+    result.followups, result.attempts
+    await result.wait_original()    # a deferred answer, finished by an edit or the first followup
+    await result.wait_followups(count)
+
+Faults and the gateway::
+
+    fault = fake.fail(method, path_regex, status=429 | 500 | 503 | ..., count=1,
+                      retry_after=0.05, global_=False, *, code=0, message=None)
+    fake.delay(method, path_regex, seconds, count=None); fault = fake.hang(method, path_regex)
+    fault.release(); fake.clear_faults(); fault.hits
+    fake.rate_limits.limit / .window / .enforce          # X-RateLimit-* on every answer
+    fake.interaction_ack_deadline = 3.0
+    await fake.drop_gateway(code=4000, resumable=True); fake.request_reconnect()
+    await fake.wait_until(predicate, timeout=5.0); await fake.wait_for_session()
+    await fake.wait_for_call(method, route, count=1); await fake.wait_for_message(channel_id, where=...)
+"""
+
+from .errors import DiscordError
+from .faults import Fault
+from .fixtures import StandardGuild, build_standard_guild
+from .gateway import Gateway, GatewayEvent, GatewaySession
+from .harness import running_client
+from .interactions import Callback, InteractionResult
+from .models import (
+    ApplicationCommand,
+    Attachment,
+    Channel,
+    ChannelType,
+    Guild,
+    Member,
+    Message,
+    Role,
+    User,
+    VoiceState,
+)
+from .permissions import (
+    DEFAULT_BOT_PERMISSIONS,
+    DEFAULT_EVERYONE_PERMISSIONS,
+    Overwrite,
+    Permission,
+)
+from .pointing import point_discord_py_at
+from .recording import CallRecord, MultipartPart
+from .server import FakeDiscord
+from .state import DiscordState
+from .world import Upload, VoiceServerLike, World
+
+__all__ = [
+    "DEFAULT_BOT_PERMISSIONS",
+    "DEFAULT_EVERYONE_PERMISSIONS",
+    "ApplicationCommand",
+    "Attachment",
+    "CallRecord",
+    "Callback",
+    "Channel",
+    "ChannelType",
+    "DiscordError",
+    "DiscordState",
+    "FakeDiscord",
+    "Fault",
+    "Gateway",
+    "GatewayEvent",
+    "GatewaySession",
+    "Guild",
+    "InteractionResult",
+    "Member",
+    "Message",
+    "MultipartPart",
+    "Overwrite",
+    "Permission",
+    "Role",
+    "StandardGuild",
+    "Upload",
+    "User",
+    "VoiceServerLike",
+    "VoiceState",
+    "World",
+    "build_standard_guild",
+    "point_discord_py_at",
+    "running_client",
+]

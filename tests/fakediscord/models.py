@@ -1,0 +1,621 @@
+"""The fake's model of Discord: users, guilds, roles, members, channels, messages.
+
+Objects are plain mutable dataclasses that the fake changes as REST calls and
+test helpers act on them; ``to_payload()`` gives the JSON Discord would send.
+Tests read them freely (``fake.state.channels[...]``) but should change them
+only through :class:`~tests.fakediscord.world.World` methods, which also tell
+the connected bot through the gateway.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .permissions import Overwrite
+from .snowflake import iso_timestamp
+
+
+class ChannelType(enum.IntEnum):
+    """Discord channel types the fake knows."""
+
+    GUILD_TEXT = 0
+    """A guild text channel."""
+    DM = 1
+    """A direct-message channel between the bot and one user."""
+    GUILD_VOICE = 2
+    """A guild voice channel (it also has a text chat)."""
+    GUILD_CATEGORY = 4
+    """A category holding other channels."""
+    GUILD_ANNOUNCEMENT = 5
+    """An announcement channel."""
+    GUILD_STAGE_VOICE = 13
+    """A stage channel."""
+    GUILD_FORUM = 15
+    """A forum channel."""
+
+
+TEXT_LIKE_TYPES = frozenset({ChannelType.GUILD_TEXT, ChannelType.GUILD_ANNOUNCEMENT})
+"""Guild channels whose main purpose is text."""
+MESSAGEABLE_TYPES = frozenset(
+    {
+        ChannelType.GUILD_TEXT,
+        ChannelType.DM,
+        ChannelType.GUILD_VOICE,
+        ChannelType.GUILD_ANNOUNCEMENT,
+        ChannelType.GUILD_STAGE_VOICE,
+    }
+)
+"""Channels that accept ``POST /channels/{id}/messages``."""
+VOICE_TYPES = frozenset({ChannelType.GUILD_VOICE, ChannelType.GUILD_STAGE_VOICE})
+"""Channels a member can be connected to."""
+
+MESSAGE_FLAG_EPHEMERAL = 1 << 6
+"""Message flag: only the invoking user sees it."""
+MESSAGE_FLAG_LOADING = 1 << 7
+"""Message flag: a deferred interaction answer still "thinking"."""
+MESSAGE_FLAG_VOICE_MESSAGE = 1 << 13
+"""Message flag: a native voice message."""
+MESSAGE_FLAG_COMPONENTS_V2 = 1 << 15
+"""Message flag: the message uses layout components instead of content/embeds."""
+
+
+@dataclass
+class User:
+    """A Discord user (a person or the bot)."""
+
+    id: int
+    username: str
+    global_name: str | None = None
+    bot: bool = False
+    avatar: str | None = None
+    accepts_dms: bool = True
+    """False makes the fake answer 403 50007 when the bot DMs this user."""
+
+    @property
+    def display_name(self) -> str:
+        """The global name if set, else the username."""
+        return self.global_name or self.username
+
+    @property
+    def mention(self) -> str:
+        """``<@id>``."""
+        return f"<@{self.id}>"
+
+    def to_payload(self) -> dict[str, Any]:
+        """Discord's user object."""
+        return {
+            "id": str(self.id),
+            "username": self.username,
+            "discriminator": "0",
+            "global_name": self.global_name,
+            "avatar": self.avatar,
+            "bot": self.bot,
+            "system": False,
+            "public_flags": 0,
+            "flags": 0,
+            "banner": None,
+            "accent_color": None,
+            "avatar_decoration_data": None,
+        }
+
+
+@dataclass
+class Role:
+    """A guild role. The @everyone role's id is the guild id."""
+
+    id: int
+    guild_id: int
+    name: str
+    permissions: int = 0
+    position: int = 0
+    color: int = 0
+    hoist: bool = False
+    mentionable: bool = False
+    managed: bool = False
+    bot_id: int | None = None
+
+    @property
+    def is_everyone(self) -> bool:
+        """Whether this is the guild's @everyone role."""
+        return self.id == self.guild_id
+
+    def to_payload(self) -> dict[str, Any]:
+        """Discord's role object."""
+        payload: dict[str, Any] = {
+            "id": str(self.id),
+            "name": self.name,
+            "color": self.color,
+            "colors": {"primary_color": self.color, "secondary_color": None, "tertiary_color": None},
+            "hoist": self.hoist,
+            "icon": None,
+            "unicode_emoji": None,
+            "position": self.position,
+            "permissions": str(self.permissions),
+            "managed": self.managed,
+            "mentionable": self.mentionable,
+            "flags": 0,
+        }
+        if self.bot_id is not None:
+            payload["tags"] = {"bot_id": str(self.bot_id)}
+        return payload
+
+
+@dataclass
+class Member:
+    """A user's membership of a guild."""
+
+    user: User
+    guild_id: int
+    roles: list[int] = field(default_factory=list)
+    nick: str | None = None
+    joined_at: str = field(default_factory=iso_timestamp)
+    mute: bool = False
+    deaf: bool = False
+
+    @property
+    def id(self) -> int:
+        """The user's id."""
+        return self.user.id
+
+    @property
+    def display_name(self) -> str:
+        """Nick, else global name, else username."""
+        return self.nick or self.user.display_name
+
+    def to_payload(self, *, with_user: bool = True, permissions: int | None = None) -> dict[str, Any]:
+        """Discord's guild member object (``permissions`` only inside interactions)."""
+        payload: dict[str, Any] = {
+            "nick": self.nick,
+            "avatar": None,
+            "banner": None,
+            "roles": [str(role_id) for role_id in self.roles],
+            "joined_at": self.joined_at,
+            "premium_since": None,
+            "deaf": self.deaf,
+            "mute": self.mute,
+            "flags": 0,
+            "pending": False,
+            "communication_disabled_until": None,
+        }
+        if with_user:
+            payload["user"] = self.user.to_payload()
+        if permissions is not None:
+            payload["permissions"] = str(permissions)
+        return payload
+
+
+@dataclass
+class Channel:
+    """A guild channel, category or DM channel."""
+
+    id: int
+    type: int
+    name: str | None
+    guild_id: int | None = None
+    position: int = 0
+    parent_id: int | None = None
+    topic: str | None = None
+    overwrites: list[Overwrite] = field(default_factory=list)
+    nsfw: bool = False
+    bitrate: int = 64000
+    user_limit: int = 0
+    rate_limit_per_user: int = 0
+    recipients: list[User] = field(default_factory=list)
+    last_message_id: int | None = None
+    deleted: bool = False
+
+    @property
+    def is_dm(self) -> bool:
+        """Whether this is a DM channel."""
+        return self.type == ChannelType.DM
+
+    def overwrite_for(self, target_id: int) -> Overwrite | None:
+        """The overwrite for a role or member id, if the channel has one."""
+        for overwrite in self.overwrites:
+            if overwrite.id == target_id:
+                return overwrite
+        return None
+
+    def to_payload(self) -> dict[str, Any]:
+        """Discord's channel object."""
+        if self.type == ChannelType.DM:
+            return {
+                "id": str(self.id),
+                "type": self.type,
+                "last_message_id": _opt_str(self.last_message_id),
+                "recipients": [user.to_payload() for user in self.recipients],
+                "flags": 0,
+            }
+        payload: dict[str, Any] = {
+            "id": str(self.id),
+            "type": self.type,
+            "guild_id": _opt_str(self.guild_id),
+            "name": self.name,
+            "position": self.position,
+            "parent_id": _opt_str(self.parent_id),
+            "permission_overwrites": [overwrite.to_payload() for overwrite in self.overwrites],
+            "nsfw": self.nsfw,
+            "flags": 0,
+        }
+        if self.type != ChannelType.GUILD_CATEGORY:
+            payload["last_message_id"] = _opt_str(self.last_message_id)
+            payload["rate_limit_per_user"] = self.rate_limit_per_user
+        if self.type in TEXT_LIKE_TYPES or self.type == ChannelType.GUILD_FORUM:
+            payload["topic"] = self.topic
+        if self.type in VOICE_TYPES:
+            payload["bitrate"] = self.bitrate
+            payload["user_limit"] = self.user_limit
+            payload["rtc_region"] = None
+            payload["video_quality_mode"] = 1
+        return payload
+
+
+@dataclass
+class Attachment:
+    """A file attached to a message (or to an interaction option), with its bytes."""
+
+    id: int
+    filename: str
+    data: bytes
+    url: str
+    content_type: str | None = None
+    upload_content_type: str | None = None
+    """The Content-Type of the multipart part as the client sent it."""
+    description: str | None = None
+    title: str | None = None
+    duration_secs: float | None = None
+    waveform: str | None = None
+    flags: int = 0
+    ephemeral: bool = False
+
+    @property
+    def size(self) -> int:
+        """Length of the file in bytes."""
+        return len(self.data)
+
+    @property
+    def waveform_bytes(self) -> bytes | None:
+        """The decoded waveform of a voice message."""
+        return base64.b64decode(self.waveform) if self.waveform is not None else None
+
+    def to_payload(self) -> dict[str, Any]:
+        """Discord's attachment object."""
+        payload: dict[str, Any] = {
+            "id": str(self.id),
+            "filename": self.filename,
+            "size": self.size,
+            "url": self.url,
+            "proxy_url": self.url,
+            "flags": self.flags,
+        }
+        optional = {
+            "content_type": self.content_type,
+            "description": self.description,
+            "title": self.title,
+            "duration_secs": self.duration_secs,
+            "waveform": self.waveform,
+        }
+        payload.update({key: value for key, value in optional.items() if value is not None})
+        if self.ephemeral:
+            payload["ephemeral"] = True
+        return payload
+
+
+_USER_MENTION = re.compile(r"<@!?(\d+)>")
+_ROLE_MENTION = re.compile(r"<@&(\d+)>")
+
+
+@dataclass
+class Message:
+    """A message anywhere: a channel, a DM, an interaction answer or a followup.
+
+    ``kind`` says how it came to be: ``"channel"`` (the bot posted through
+    ``POST /channels/{id}/messages``, DMs included), ``"interaction"`` (an
+    interaction callback created or deferred it), ``"followup"`` (a webhook
+    followup) or ``"user"`` (a test made a member post it).
+    """
+
+    id: int
+    channel_id: int
+    guild_id: int | None
+    author: User
+    kind: str
+    content: str = ""
+    embeds: list[dict[str, Any]] = field(default_factory=list)
+    components: list[dict[str, Any]] = field(default_factory=list)
+    attachments: list[Attachment] = field(default_factory=list)
+    flags: int = 0
+    type: int = 0
+    tts: bool = False
+    nonce: str | int | None = None
+    timestamp: str = field(default_factory=iso_timestamp)
+    edited_timestamp: str | None = None
+    pinned: bool = False
+    deleted: bool = False
+    webhook_id: int | None = None
+    application_id: int | None = None
+    interaction_id: int | None = None
+    interaction_metadata: dict[str, Any] | None = None
+    message_reference: dict[str, Any] | None = None
+    edits: list[dict[str, Any]] = field(default_factory=list)
+    """Earlier versions (``content``, ``embeds``, ``components``, ``flags``, attachment names), oldest first."""
+    created_monotonic: float = field(default_factory=time.monotonic)
+
+    @property
+    def ephemeral(self) -> bool:
+        """Whether only the interaction's user sees it."""
+        return bool(self.flags & MESSAGE_FLAG_EPHEMERAL)
+
+    @property
+    def loading(self) -> bool:
+        """Whether this is a deferred answer still "thinking"."""
+        return bool(self.flags & MESSAGE_FLAG_LOADING)
+
+    @property
+    def is_dm(self) -> bool:
+        """Whether it was posted in a DM channel."""
+        return self.guild_id is None
+
+    @property
+    def text(self) -> str:
+        """Content, embed texts and component labels joined by newlines, for assertions."""
+        parts: list[str] = [self.content] if self.content else []
+        for embed in self.embeds:
+            parts.extend(_embed_texts(embed))
+        for component in walk_components(self.components):
+            for key in ("label", "placeholder", "content"):
+                value = component.get(key)
+                if isinstance(value, str) and value:
+                    parts.append(value)
+        return "\n".join(parts)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The editable part of the message as it is now."""
+        return {
+            "content": self.content,
+            "embeds": [dict(embed) for embed in self.embeds],
+            "components": list(self.components),
+            "flags": self.flags,
+            "attachments": [attachment.filename for attachment in self.attachments],
+            "edited_timestamp": self.edited_timestamp,
+        }
+
+    def find_component(self, custom_id: str) -> dict[str, Any] | None:
+        """The component with this ``custom_id``, searched through rows and containers."""
+        for component in walk_components(self.components):
+            if component.get("custom_id") == custom_id:
+                return component
+        return None
+
+    def custom_ids(self) -> list[str]:
+        """Every interactive component's ``custom_id``, in order."""
+        return [
+            str(component["custom_id"])
+            for component in walk_components(self.components)
+            if "custom_id" in component
+        ]
+
+    def to_payload(self, *, member: Member | None = None, users: dict[int, User] | None = None) -> dict[str, Any]:
+        """Discord's message object. ``users`` resolves ``<@id>`` mentions."""
+        mentions: list[dict[str, Any]] = []
+        if users is not None:
+            seen: set[int] = set()
+            for match in _USER_MENTION.finditer(self.content):
+                user_id = int(match.group(1))
+                if user_id in users and user_id not in seen:
+                    seen.add(user_id)
+                    mentions.append(users[user_id].to_payload())
+        payload: dict[str, Any] = {
+            "id": str(self.id),
+            "type": self.type,
+            "channel_id": str(self.channel_id),
+            "author": self.author.to_payload(),
+            "content": self.content,
+            "timestamp": self.timestamp,
+            "edited_timestamp": self.edited_timestamp,
+            "tts": self.tts,
+            "mention_everyone": "@everyone" in self.content or "@here" in self.content,
+            "mentions": mentions,
+            "mention_roles": sorted({m.group(1) for m in _ROLE_MENTION.finditer(self.content)}),
+            "attachments": [attachment.to_payload() for attachment in self.attachments],
+            "embeds": [dict(embed) for embed in self.embeds],
+            "components": list(self.components),
+            "pinned": self.pinned,
+            "flags": self.flags,
+        }
+        if self.guild_id is not None:
+            payload["guild_id"] = str(self.guild_id)
+            if member is not None:
+                payload["member"] = member.to_payload(with_user=False)
+        if self.webhook_id is not None:
+            payload["webhook_id"] = str(self.webhook_id)
+        if self.application_id is not None:
+            payload["application_id"] = str(self.application_id)
+        if self.interaction_metadata is not None:
+            payload["interaction_metadata"] = self.interaction_metadata
+        if self.message_reference is not None:
+            payload["message_reference"] = self.message_reference
+        if self.nonce is not None:
+            payload["nonce"] = self.nonce
+        return payload
+
+
+@dataclass
+class VoiceState:
+    """A user connected to a voice channel of a guild."""
+
+    guild_id: int
+    user_id: int
+    channel_id: int
+    session_id: str
+    self_mute: bool = False
+    self_deaf: bool = False
+    self_video: bool = False
+    suppress: bool = False
+
+    def to_payload(self, *, member: Member | None, in_guild_create: bool = False) -> dict[str, Any]:
+        """Discord's voice state object (no guild id or member inside GUILD_CREATE)."""
+        payload: dict[str, Any] = {
+            "user_id": str(self.user_id),
+            "channel_id": str(self.channel_id),
+            "session_id": self.session_id,
+            "deaf": member.deaf if member is not None else False,
+            "mute": member.mute if member is not None else False,
+            "self_deaf": self.self_deaf,
+            "self_mute": self.self_mute,
+            "self_video": self.self_video,
+            "self_stream": False,
+            "suppress": self.suppress,
+            "request_to_speak_timestamp": None,
+        }
+        if not in_guild_create:
+            payload["guild_id"] = str(self.guild_id)
+            if member is not None:
+                payload["member"] = member.to_payload()
+        return payload
+
+
+@dataclass
+class Guild:
+    """A guild and everything in it (channels are kept in the state's channel table)."""
+
+    id: int
+    name: str
+    owner_id: int
+    preferred_locale: str = "en-US"
+    roles: dict[int, Role] = field(default_factory=dict)
+    members: dict[int, Member] = field(default_factory=dict)
+    channel_ids: list[int] = field(default_factory=list)
+    voice_states: dict[int, VoiceState] = field(default_factory=dict)
+    joined_at: str = field(default_factory=iso_timestamp)
+    system_channel_id: int | None = None
+    premium_tier: int = 0
+
+    @property
+    def everyone(self) -> Role:
+        """The @everyone role."""
+        return self.roles[self.id]
+
+    def to_payload(self) -> dict[str, Any]:
+        """Discord's guild object as ``GET /guilds/{id}`` answers it (no channels, no members)."""
+        return {
+            "id": str(self.id),
+            "name": self.name,
+            "icon": None,
+            "splash": None,
+            "discovery_splash": None,
+            "banner": None,
+            "description": None,
+            "owner_id": str(self.owner_id),
+            "afk_channel_id": None,
+            "afk_timeout": 300,
+            "widget_enabled": False,
+            "verification_level": 0,
+            "default_message_notifications": 1,
+            "explicit_content_filter": 0,
+            "roles": [role.to_payload() for role in sorted(self.roles.values(), key=lambda r: r.position)],
+            "emojis": [],
+            "stickers": [],
+            "features": [],
+            "mfa_level": 0,
+            "system_channel_id": _opt_str(self.system_channel_id),
+            "system_channel_flags": 0,
+            "rules_channel_id": None,
+            "public_updates_channel_id": None,
+            "safety_alerts_channel_id": None,
+            "vanity_url_code": None,
+            "premium_tier": self.premium_tier,
+            "premium_subscription_count": 0,
+            "preferred_locale": self.preferred_locale,
+            "nsfw_level": 0,
+            "premium_progress_bar_enabled": False,
+            "max_members": 500000,
+            "max_video_channel_users": 25,
+        }
+
+
+@dataclass
+class ApplicationCommand:
+    """An application command as the bot registered it, with the ids Discord gave it."""
+
+    id: int
+    application_id: int
+    guild_id: int | None
+    data: dict[str, Any]
+    version: int
+
+    @property
+    def name(self) -> str:
+        """The command's default (untranslated) name."""
+        return str(self.data["name"])
+
+    @property
+    def type(self) -> int:
+        """1 slash command, 2 user context menu, 3 message context menu."""
+        return int(self.data.get("type", 1))
+
+    def localized_name(self, locale: str) -> str:
+        """The name a user with ``locale`` sees."""
+        localizations = self.data.get("name_localizations") or {}
+        return str(localizations.get(locale, self.name))
+
+    def to_payload(self) -> dict[str, Any]:
+        """The command as Discord echoes it, ids included."""
+        payload: dict[str, Any] = {
+            "type": 1,
+            "description": "",
+            "options": [],
+            "default_member_permissions": None,
+            "nsfw": False,
+            "name_localizations": None,
+            "description_localizations": None,
+            "contexts": None,
+            "integration_types": [0],
+        }
+        payload.update(self.data)
+        payload["id"] = str(self.id)
+        payload["application_id"] = str(self.application_id)
+        payload["version"] = str(self.version)
+        if self.guild_id is not None:
+            payload["guild_id"] = str(self.guild_id)
+        return payload
+
+
+def walk_components(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every component in a component tree, depth first (rows, containers, accessories)."""
+    found: list[dict[str, Any]] = []
+    for component in components:
+        found.append(component)
+        children = component.get("components")
+        if isinstance(children, list):
+            found.extend(walk_components(children))
+        for key in ("accessory", "component"):
+            child = component.get(key)
+            if isinstance(child, dict):
+                found.extend(walk_components([child]))
+    return found
+
+
+def _embed_texts(embed: dict[str, Any]) -> list[str]:
+    texts: list[str] = []
+    for key in ("title", "description"):
+        if embed.get(key):
+            texts.append(str(embed[key]))
+    for key in ("author", "footer"):
+        part = embed.get(key)
+        if isinstance(part, dict):
+            value = part.get("name") or part.get("text")
+            if value:
+                texts.append(str(value))
+    for embed_field in embed.get("fields") or []:
+        texts.append(f"{embed_field.get('name', '')}\n{embed_field.get('value', '')}")
+    return texts
+
+
+def _opt_str(value: int | None) -> str | None:
+    return None if value is None else str(value)
