@@ -3,11 +3,82 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rules.scenario import ScenarioError
+
+log = logging.getLogger("bot")
+
+
+def _fail(command: str, message: str, code: int = 2) -> int:
+    print(f"mafia-bot {command}: {message}", file=sys.stderr)
+    return code
+
+
+def _check_config(args: argparse.Namespace) -> int:
+    from bot.config import ConfigError, load_config
+
+    try:
+        config = load_config(Path(args.file))
+    except ConfigError as error:
+        return _fail("check-config", str(error))
+    print(f"{args.file}: ok (database {config.database}, language {config.language}, "
+          f"timers {config.timers.discussion}/{config.timers.voting}/{config.timers.night} s)")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from bot.config import ConfigError, load_config
+
+    try:
+        config = load_config(Path(args.config) if args.config else None)
+    except ConfigError as error:
+        return _fail("run", str(error))
+    token = os.environ.get("DISCORD_TOKEN", "").strip()
+    if not token:
+        return _fail("run", "DISCORD_TOKEN is not set: put the bot's token in the environment "
+                            "(it is never read from the config file)")
+    level = args.log_level.upper() if args.log_level else config.log_level
+    if logging.getLevelName(level) not in range(0, 60):
+        return _fail("run", f"--log-level: unknown level {args.log_level!r}")
+    logging.basicConfig(
+        stream=sys.stderr, level=level,
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+    )
+    return asyncio.run(_serve(config, token))
+
+
+async def _serve(config: Any, token: str) -> int:
+    import discord
+
+    from bot.bot import ProkuratorBot
+    from bot.discord_endpoint import point_from_environment
+
+    if point_from_environment():
+        log.warning("discord.py points at %s (DISCORD_API_BASE/DISCORD_GATEWAY_URL)",
+                    os.environ.get("DISCORD_API_BASE"))
+    bot = ProkuratorBot(config)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signum, lambda: asyncio.ensure_future(bot.close()))
+    try:
+        async with bot:
+            await bot.start(token)
+    except discord.LoginFailure:
+        return _fail("run", "Discord refused the token in DISCORD_TOKEN (login failed)", 1)
+    except discord.PrivilegedIntentsRequired:
+        return _fail("run", "enable the Server Members intent for the bot in the Discord "
+                            "developer portal", 1)
+    return 0
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -32,6 +103,13 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("file", help="the scenario file (YAML)")
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
     simulate.set_defaults(handler=_simulate)
+    run = commands.add_parser("run", help="run the bot (token from DISCORD_TOKEN)")
+    run.add_argument("--config", help="a YAML config file (optional; see config.example.yaml)")
+    run.add_argument("--log-level", help="override the config's log_level")
+    run.set_defaults(handler=_run)
+    check = commands.add_parser("check-config", help="validate a config file without connecting")
+    check.add_argument("file", help="the YAML config file")
+    check.set_defaults(handler=_check_config)
     return parser
 
 

@@ -1,0 +1,173 @@
+"""The Bot subclass: intents, storage, the game service, cogs, one error handler."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from typing import Any
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.config import Config
+from bot.errors import UserError
+from bot.i18n import CatalogueTranslator, t
+from bot.outbox import Outbox
+from bot.service import Clock, GameService, NoGame
+from bot.storage import GameExists, Storage
+from bot.timers import PhaseTimers
+from rules import RuleError
+
+log = logging.getLogger(__name__)
+
+EXTENSIONS = (
+    "cogs.game",
+    "cogs.lobby",
+    "cogs.play",
+    "cogs.host",
+    "cogs.admin",
+)
+
+
+def intents() -> discord.Intents:
+    """What the bot needs: guilds, members (names, roles) and voice states; no message content."""
+    wanted = discord.Intents.none()
+    wanted.guilds = True
+    wanted.members = True
+    wanted.voice_states = True
+    return wanted
+
+
+class ProkuratorBot(commands.Bot):
+    """The bot process: one instance hosts every game of every guild."""
+
+    storage: Storage
+    service: GameService
+    outbox: Outbox
+    timers: PhaseTimers
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        clock: Clock = time.time,
+        extensions: tuple[str, ...] = EXTENSIONS,
+        **options: Any,
+    ) -> None:
+        super().__init__(
+            command_prefix=commands.when_mentioned,
+            intents=intents(),
+            help_command=None,
+            allowed_mentions=discord.AllowedMentions.none(),
+            **options,
+        )
+        self.config = config
+        self.clock = clock
+        self.extensions_to_load = extensions
+        self.tree.on_error = self.on_app_command_error
+
+    async def setup_hook(self) -> None:
+        """Open storage, load the cogs, restore unfinished games, sync the commands."""
+        self.storage = await Storage.open(self.config.database)
+        self.service = GameService(self.storage, self.config, clock=self.clock)
+        self.outbox = Outbox(self.storage, self.http)
+        self.timers = PhaseTimers(
+            self.service, reminders=self.config.timers.reminders, clock=self.clock
+        )
+        self.service.after_commit.append(lambda live: self.outbox.kick(live.id))
+        self.service.after_commit.append(self.timers.arm)
+        await self.tree.set_translator(CatalogueTranslator())
+        for extension in self.extensions_to_load:
+            await self.load_extension(extension)
+        restored = await self.service.restore()
+        if restored:
+            log.info("restored %d open game(s): %s", len(restored), [live.id for live in restored])
+        await self.outbox.start()
+        self.timers.arm_all()
+        await self.sync_commands()
+
+    async def sync_commands(self) -> None:
+        """Sync the global command tree when it changed since the last sync."""
+        translator = self.tree.translator
+        payload = [await command.get_translated_payload(self.tree, translator) for command in self.tree.get_commands()]  # type: ignore[arg-type]
+        digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+        key = f"commands:{self.application_id}"
+        if await self.storage.meta(key) == digest:
+            log.info("slash commands unchanged; not synced")
+            return
+        synced = await self.tree.sync()
+        await self.storage.set_meta(key, digest)
+        log.info("synced %d slash commands", len(synced))
+
+    async def close(self) -> None:
+        """Stop timers and the outbox, close storage, then disconnect."""
+        if hasattr(self, "timers"):
+            await self.timers.close()
+        if hasattr(self, "outbox"):
+            await self.outbox.close()
+        if hasattr(self, "storage"):
+            await self.storage.close()
+        await super().close()
+
+    async def language_for(self, interaction: discord.Interaction) -> str:
+        """The language of an interaction: its guild's."""
+        if interaction.guild_id is None:
+            return self.config.language
+        return await self.service.language(interaction.guild_id)
+
+    async def on_app_command_error(
+        self, interaction: discord.Interaction, error: app_commands.AppCommandError
+    ) -> None:
+        """The command tree's error handler: see :meth:`handle_error`."""
+        original: BaseException = error
+        if isinstance(error, app_commands.CommandInvokeError):
+            original = error.original
+        await self.handle_error(interaction, original)
+
+    async def handle_error(self, interaction: discord.Interaction, original: BaseException) -> None:
+        """Turn refusals into the user's localised ephemeral message; log everything else."""
+        language = await self.language_for(interaction)
+        if isinstance(original, RuleError):
+            text = t(language, f"error.{original.code}", **original.params)
+            log.info("refused %s by %s: %s", _command_name(interaction), interaction.user.id, original)
+        elif isinstance(original, UserError):
+            text = t(language, original.key, **original.params)
+            log.info("refused %s by %s: %s", _command_name(interaction), interaction.user.id, original.key)
+        elif isinstance(original, NoGame):
+            text = t(language, "error.no_game")
+        elif isinstance(original, GameExists):
+            text = t(language, "error.game_exists")
+        elif isinstance(original, app_commands.CheckFailure):
+            text = t(language, "error.not_allowed")
+        else:
+            log.error(
+                "unexpected error in %s (guild %s, channel %s, user %s, options %s)",
+                _command_name(interaction), interaction.guild_id, interaction.channel_id,
+                interaction.user.id, _options(interaction), exc_info=original,
+            )
+            text = t(language, "error.unexpected")
+        await reply(interaction, text)
+
+
+def _command_name(interaction: discord.Interaction) -> str:
+    command = interaction.command
+    return command.qualified_name if command is not None else str(interaction.data)
+
+
+def _options(interaction: discord.Interaction) -> Any:
+    data: Any = interaction.data or {}
+    return data.get("options")
+
+
+async def reply(interaction: discord.Interaction, text: str, *, ephemeral: bool = True) -> None:
+    """Answer an interaction (or follow up if it was answered already)."""
+    try:
+        if interaction.response.is_done():
+            await interaction.followup.send(text, ephemeral=ephemeral)
+        else:
+            await interaction.response.send_message(text, ephemeral=ephemeral)
+    except discord.HTTPException as error:
+        log.warning("could not answer interaction %s: %s", interaction.id, error)

@@ -1,0 +1,200 @@
+"""The bot's configuration: embedded defaults, an optional YAML file on top.
+
+Every key is documented in ``config.example.yaml``. A bad file is refused
+with one :class:`ConfigError` naming the key and the problem.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rules import RuleError, RuleOptions
+
+LANGUAGES = ("ru", "en")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+class ConfigError(Exception):
+    """A configuration that cannot be used; the message names the key and the problem."""
+
+
+@dataclass(frozen=True)
+class Timers:
+    """Phase durations in seconds (0: no timer, the host moves on) and reminders."""
+
+    discussion: int = 900
+    voting: int = 300
+    night: int = 600
+    reminders: tuple[int, ...] = (300, 60)
+
+
+@dataclass(frozen=True)
+class LastWord:
+    """The last word: waiting for the nominee, uploads."""
+
+    join_timeout: int = 60
+    dave_timeout: int = 15
+    progress_every: int = 5
+    max_upload_mib: int = 25
+
+
+@dataclass(frozen=True)
+class Channels:
+    """Who may read city channels and what happens to channels at the end."""
+
+    everyone_reads: bool = True
+    at_end: str = "keep"
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole configuration with its defaults."""
+
+    database: Path = Path("prokurator.sqlite3")
+    language: str = "ru"
+    log_level: str = "INFO"
+    host_role: str | None = None
+    snapshot_every: int = 50
+    timers: Timers = field(default_factory=Timers)
+    last_word: LastWord = field(default_factory=LastWord)
+    channels: Channels = field(default_factory=Channels)
+    rules: RuleOptions = field(default_factory=RuleOptions)
+
+    @property
+    def log_level_number(self) -> int:
+        """The logging level as the logging module's number."""
+        level: int = logging.getLevelName(self.log_level)
+        return level
+
+
+def _check_int(key: str, value: Any, low: int, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{key}: must be a whole number, got {value!r}")
+    if value < low or (high is not None and value > high):
+        bound = f"from {low} to {high}" if high is not None else f"at least {low}"
+        raise ConfigError(f"{key}: must be {bound}, got {value}")
+    return value
+
+
+def _check_bool(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}: must be true or false, got {value!r}")
+    return value
+
+
+def _section(key: str, value: Any) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{key}: must be a mapping, got {value!r}")
+    return value
+
+
+def _unknown(prefix: str, data: Mapping[str, Any], known: tuple[str, ...]) -> None:
+    for key in data:
+        if key not in known:
+            raise ConfigError(f"{prefix}{key}: unknown key (known: {', '.join(known)})")
+
+
+def config_from_dict(data: Any) -> Config:
+    """Build a config from parsed YAML, the defaults filling what is absent.
+
+    Raises:
+        ConfigError: naming the first bad key and its problem.
+    """
+    data = _section("config", data)
+    top = tuple(f.name for f in fields(Config))
+    _unknown("", data, top)
+    config = Config()
+    values: dict[str, Any] = {}
+    if "database" in data:
+        if not isinstance(data["database"], str) or not data["database"]:
+            raise ConfigError(f"database: must be a file path, got {data['database']!r}")
+        values["database"] = Path(data["database"])
+    if "language" in data:
+        if data["language"] not in LANGUAGES:
+            raise ConfigError(f"language: must be one of {', '.join(LANGUAGES)}, got {data['language']!r}")
+        values["language"] = data["language"]
+    if "log_level" in data:
+        level = str(data["log_level"]).upper()
+        if level not in LOG_LEVELS:
+            raise ConfigError(f"log_level: must be one of {', '.join(LOG_LEVELS)}, got {data['log_level']!r}")
+        values["log_level"] = level
+    if "host_role" in data:
+        if data["host_role"] is not None and not isinstance(data["host_role"], str):
+            raise ConfigError(f"host_role: must be a role name, got {data['host_role']!r}")
+        values["host_role"] = data["host_role"]
+    if "snapshot_every" in data:
+        values["snapshot_every"] = _check_int("snapshot_every", data["snapshot_every"], 1)
+    if "timers" in data:
+        section = _section("timers", data["timers"])
+        _unknown("timers.", section, tuple(f.name for f in fields(Timers)))
+        timers: dict[str, Any] = {}
+        for name in ("discussion", "voting", "night"):
+            if name in section:
+                timers[name] = _check_int(f"timers.{name}", section[name], 0, 7 * 24 * 3600)
+        if "reminders" in section:
+            raw = section["reminders"]
+            if not isinstance(raw, list):
+                raise ConfigError(f"timers.reminders: must be a list of seconds, got {raw!r}")
+            timers["reminders"] = tuple(
+                sorted({_check_int("timers.reminders", r, 1) for r in raw}, reverse=True)
+            )
+        values["timers"] = replace(config.timers, **timers)
+    if "last_word" in data:
+        section = _section("last_word", data["last_word"])
+        _unknown("last_word.", section, tuple(f.name for f in fields(LastWord)))
+        limits = {
+            "join_timeout": (5, 600), "dave_timeout": (1, 120), "progress_every": (1, 60),
+            "max_upload_mib": (1, 25),
+        }
+        values["last_word"] = replace(config.last_word, **{
+            name: _check_int(f"last_word.{name}", section[name], *limits[name])
+            for name in section
+        })
+    if "channels" in data:
+        section = _section("channels", data["channels"])
+        _unknown("channels.", section, tuple(f.name for f in fields(Channels)))
+        channels: dict[str, Any] = {}
+        if "everyone_reads" in section:
+            channels["everyone_reads"] = _check_bool("channels.everyone_reads", section["everyone_reads"])
+        if "at_end" in section:
+            if section["at_end"] not in ("keep", "delete"):
+                raise ConfigError(f"channels.at_end: must be keep or delete, got {section['at_end']!r}")
+            channels["at_end"] = section["at_end"]
+        values["channels"] = replace(config.channels, **channels)
+    if "rules" in data:
+        try:
+            values["rules"] = RuleOptions.from_dict(_section("rules", data["rules"]))
+        except RuleError as error:
+            raise ConfigError(
+                f"rules.{error.params.get('option', '?')}: bad value {error.params.get('value')}"
+            ) from None
+    return replace(config, **values)
+
+
+def load_config(path: Path | None) -> Config:
+    """The defaults, or the defaults with the YAML file at ``path`` on top.
+
+    Raises:
+        ConfigError: the file cannot be read, is not YAML, or has a bad key.
+    """
+    if path is None:
+        return Config()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read {path}: {error.__class__.__name__}: {error}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}: not valid YAML{where}") from None
+    return config_from_dict(data)

@@ -1,0 +1,493 @@
+"""Storage: one SQLite file through aiosqlite, plain SQL in named helpers.
+
+Numbered migrations (``bot/migrations/V{n}__*.sql``) are applied at start.
+Writes go through one lock, so a transaction is never interleaved with
+another on the shared connection. WAL mode with ``synchronous=NORMAL``: a
+committed transaction survives the process being killed (it is in the WAL
+when COMMIT returns); only a power loss may lose the last ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+MIGRATION_NAME = re.compile(r"^V(\d+)__[\w-]+\.sql$")
+
+
+class GameExists(Exception):
+    """The guild already has an open game."""
+
+
+@dataclass
+class GameRecord:
+    """A game as stored: its lobby until dealt, then its setup, seed and channels."""
+
+    id: int
+    guild_id: int
+    host_id: int
+    state: str
+    created_at: float
+    lobby: dict[str, Any]
+    setup: dict[str, Any] | None = None
+    seed: int | None = None
+    channels: dict[str, Any] = field(default_factory=dict)
+    deadline: float | None = None
+    deadline_stage: str | None = None
+    reminders_sent: list[int] = field(default_factory=list)
+    command_count: int = 0
+
+    @property
+    def open(self) -> bool:
+        """A lobby or a running game."""
+        return self.state in ("lobby", "running")
+
+
+@dataclass(frozen=True)
+class OutboxItem:
+    """Something to do on Discord, stored before it is done."""
+
+    kind: str
+    target: dict[str, Any]
+    payload: dict[str, Any]
+    id: int = 0
+    game_id: int = 0
+    seq: int | None = None
+    attempts: int = 0
+
+
+@dataclass(frozen=True)
+class CommandRow:
+    """One entry of a game's command log."""
+
+    seq: int
+    command: dict[str, Any]
+    interaction_id: int | None
+    source: str
+
+
+def _migrations() -> list[tuple[int, str, str]]:
+    folder = resources.files("bot") / "migrations"
+    found = []
+    for entry in folder.iterdir():
+        match = MIGRATION_NAME.match(entry.name)
+        if match:
+            found.append((int(match.group(1)), entry.name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def _game(row: aiosqlite.Row) -> GameRecord:
+    return GameRecord(
+        id=row["id"],
+        guild_id=row["guild_id"],
+        host_id=row["host_id"],
+        state=row["state"],
+        created_at=row["created_at"],
+        lobby=json.loads(row["lobby"]),
+        setup=json.loads(row["setup"]) if row["setup"] else None,
+        seed=row["seed"],
+        channels=json.loads(row["channels"]),
+        deadline=row["deadline"],
+        deadline_stage=row["deadline_stage"],
+        reminders_sent=json.loads(row["reminders_sent"]),
+        command_count=row["command_count"],
+    )
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class Storage:
+    """The bot's database. Open with :meth:`open`; close with :meth:`close`."""
+
+    def __init__(self, connection: aiosqlite.Connection) -> None:
+        self._db = connection
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: Path | str) -> Storage:
+        """Open (creating if needed) the database and apply pending migrations."""
+        connection = await aiosqlite.connect(str(path), isolation_level=None)
+        connection.row_factory = aiosqlite.Row
+        await connection.execute("PRAGMA journal_mode=WAL")
+        await connection.execute("PRAGMA synchronous=NORMAL")
+        await connection.execute("PRAGMA foreign_keys=ON")
+        await connection.execute("PRAGMA busy_timeout=5000")
+        storage = cls(connection)
+        await storage._migrate()
+        return storage
+
+    async def close(self) -> None:
+        """Close the connection."""
+        await self._db.close()
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction; rolled back if the block raises."""
+        async with self._lock:
+            await self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                await self._db.execute("ROLLBACK")
+                raise
+            await self._db.execute("COMMIT")
+
+    async def _fetchone(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
+        async with self._lock, self._db.execute(sql, tuple(params)) as cursor:
+            row: aiosqlite.Row | None = await cursor.fetchone()
+            return row
+
+    async def _fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
+        async with self._lock, self._db.execute(sql, tuple(params)) as cursor:
+            return list(await cursor.fetchall())
+
+    async def _migrate(self) -> None:
+        async with self.transaction() as db:
+            await db.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+            )
+            async with db.execute("SELECT version FROM schema_migrations") as cursor:
+                done = {row[0] for row in await cursor.fetchall()}
+            for version, name, sql in _migrations():
+                if version in done:
+                    continue
+                for statement in sql.split(";"):
+                    if statement.strip():
+                        await db.execute(statement)
+                await db.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    (version, name, time.time()),
+                )
+
+    async def schema_version(self) -> int:
+        """The highest migration applied."""
+        row = await self._fetchone("SELECT MAX(version) FROM schema_migrations")
+        return int(row[0]) if row and row[0] is not None else 0
+
+    async def meta(self, key: str) -> str | None:
+        """A stored fact about the process."""
+        row = await self._fetchone("SELECT value FROM meta WHERE key = ?", (key,))
+        return row["value"] if row else None
+
+    async def set_meta(self, key: str, value: str) -> None:
+        """Store a fact about the process."""
+        async with self.transaction() as db:
+            await db.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    # ------------------------------------------------------------------ guilds
+
+    async def guild_language(self, guild_id: int) -> str | None:
+        """The guild's language, or None when it was never set."""
+        row = await self._fetchone("SELECT language FROM guild_settings WHERE guild_id = ?", (guild_id,))
+        return row["language"] if row else None
+
+    async def guild_host_role(self, guild_id: int) -> int | None:
+        """The id of the guild's host role, if set."""
+        row = await self._fetchone(
+            "SELECT host_role_id FROM guild_settings WHERE guild_id = ?", (guild_id,)
+        )
+        return row["host_role_id"] if row else None
+
+    async def set_guild_settings(
+        self, guild_id: int, *, language: str, host_role_id: int | None
+    ) -> None:
+        """Store the guild's language and host role."""
+        async with self.transaction() as db:
+            await db.execute(
+                "INSERT INTO guild_settings (guild_id, language, host_role_id) VALUES (?, ?, ?) "
+                "ON CONFLICT (guild_id) DO UPDATE SET language = excluded.language, "
+                "host_role_id = excluded.host_role_id",
+                (guild_id, language, host_role_id),
+            )
+
+    # ------------------------------------------------------------------ games
+
+    async def create_game(
+        self,
+        guild_id: int,
+        host_id: int,
+        lobby: dict[str, Any],
+        *,
+        interaction_id: int | None = None,
+        outbox: Iterable[OutboxItem] = (),
+        now: float | None = None,
+    ) -> GameRecord:
+        """Open a lobby in a guild.
+
+        Raises:
+            GameExists: the guild already has an open game.
+        """
+        now = time.time() if now is None else now
+        try:
+            async with self.transaction() as db:
+                cursor = await db.execute(
+                    "INSERT INTO games (guild_id, host_id, state, created_at, lobby) "
+                    "VALUES (?, ?, 'lobby', ?, ?)",
+                    (guild_id, host_id, now, _dumps(lobby)),
+                )
+                game_id = int(cursor.lastrowid or 0)
+                await self._record_interaction(db, interaction_id, game_id, now)
+                await self._insert_outbox(db, game_id, None, outbox, now)
+        except aiosqlite.IntegrityError as error:
+            if "games" in str(error) or "UNIQUE" in str(error):
+                raise GameExists(guild_id) from None
+            raise
+        record = await self.game(game_id)
+        assert record is not None
+        return record
+
+    async def game(self, game_id: int) -> GameRecord | None:
+        """One game by id."""
+        row = await self._fetchone("SELECT * FROM games WHERE id = ?", (game_id,))
+        return _game(row) if row else None
+
+    async def open_game(self, guild_id: int) -> GameRecord | None:
+        """The guild's open (lobby or running) game, if any."""
+        row = await self._fetchone(
+            "SELECT * FROM games WHERE guild_id = ? AND state IN ('lobby', 'running')", (guild_id,)
+        )
+        return _game(row) if row else None
+
+    async def latest_game(self, guild_id: int) -> GameRecord | None:
+        """The guild's most recent game, open or not."""
+        row = await self._fetchone(
+            "SELECT * FROM games WHERE guild_id = ? ORDER BY id DESC LIMIT 1", (guild_id,)
+        )
+        return _game(row) if row else None
+
+    async def open_games(self) -> list[GameRecord]:
+        """Every lobby and running game, oldest first."""
+        rows = await self._fetchall(
+            "SELECT * FROM games WHERE state IN ('lobby', 'running') ORDER BY id"
+        )
+        return [_game(row) for row in rows]
+
+    async def save_game(
+        self,
+        record: GameRecord,
+        *,
+        interaction_id: int | None = None,
+        outbox: Iterable[OutboxItem] = (),
+        now: float | None = None,
+    ) -> None:
+        """Store a game's record fields (lobby, state, setup, channels, deadline) with its outbox."""
+        now = time.time() if now is None else now
+        async with self.transaction() as db:
+            await self._update_game(db, record)
+            await self._record_interaction(db, interaction_id, record.id, now)
+            await self._insert_outbox(db, record.id, None, outbox, now)
+
+    async def _update_game(self, db: aiosqlite.Connection, record: GameRecord) -> None:
+        await db.execute(
+            "UPDATE games SET host_id = ?, state = ?, lobby = ?, setup = ?, seed = ?, channels = ?, "
+            "deadline = ?, deadline_stage = ?, reminders_sent = ?, command_count = ? WHERE id = ?",
+            (
+                record.host_id, record.state, _dumps(record.lobby),
+                _dumps(record.setup) if record.setup is not None else None, record.seed,
+                _dumps(record.channels), record.deadline, record.deadline_stage,
+                _dumps(record.reminders_sent), record.command_count, record.id,
+            ),
+        )
+
+    async def append_command(
+        self,
+        record: GameRecord,
+        command: dict[str, Any],
+        *,
+        source: str,
+        interaction_id: int | None = None,
+        outbox: Iterable[OutboxItem] = (),
+        snapshot: dict[str, Any] | None = None,
+        now: float | None = None,
+    ) -> int:
+        """Commit one accepted command with the game's new record fields and its outbox.
+
+        ``record.command_count`` must already count the command; its ``seq``
+        is that count. Returns the seq.
+        """
+        now = time.time() if now is None else now
+        seq = record.command_count
+        async with self.transaction() as db:
+            await db.execute(
+                "INSERT INTO commands (game_id, seq, command, interaction_id, source, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (record.id, seq, _dumps(command), interaction_id, source, now),
+            )
+            await self._update_game(db, record)
+            await self._record_interaction(db, interaction_id, record.id, now)
+            await self._insert_outbox(db, record.id, seq, outbox, now)
+            if snapshot is not None:
+                await db.execute(
+                    "INSERT OR REPLACE INTO snapshots (game_id, seq, state) VALUES (?, ?, ?)",
+                    (record.id, seq, _dumps(snapshot)),
+                )
+        return seq
+
+    async def commands(self, game_id: int, after: int = 0) -> list[CommandRow]:
+        """The command log of a game after seq ``after``, in order."""
+        rows = await self._fetchall(
+            "SELECT seq, command, interaction_id, source FROM commands "
+            "WHERE game_id = ? AND seq > ? ORDER BY seq",
+            (game_id, after),
+        )
+        return [
+            CommandRow(row["seq"], json.loads(row["command"]), row["interaction_id"], row["source"])
+            for row in rows
+        ]
+
+    async def latest_snapshot(self, game_id: int) -> tuple[int, dict[str, Any]] | None:
+        """The newest snapshot of a game: (seq, state)."""
+        row = await self._fetchone(
+            "SELECT seq, state FROM snapshots WHERE game_id = ? ORDER BY seq DESC LIMIT 1",
+            (game_id,),
+        )
+        return (row["seq"], json.loads(row["state"])) if row else None
+
+    # ------------------------------------------------------------------ interactions
+
+    async def _record_interaction(
+        self, db: aiosqlite.Connection, interaction_id: int | None, game_id: int | None, now: float
+    ) -> None:
+        if interaction_id is not None:
+            await db.execute(
+                "INSERT INTO interactions (id, game_id, created_at) VALUES (?, ?, ?)",
+                (interaction_id, game_id, now),
+            )
+
+    async def interaction_seen(self, interaction_id: int) -> bool:
+        """Whether an interaction already changed something."""
+        row = await self._fetchone("SELECT 1 FROM interactions WHERE id = ?", (interaction_id,))
+        return row is not None
+
+    # ------------------------------------------------------------------ outbox
+
+    async def _insert_outbox(
+        self, db: aiosqlite.Connection, game_id: int, seq: int | None,
+        items: Iterable[OutboxItem], now: float,
+    ) -> None:
+        rows = [
+            (game_id, seq, item.kind, _dumps(item.target), _dumps(item.payload), now)
+            for item in items
+        ]
+        if rows:
+            await db.executemany(
+                "INSERT INTO outbox (game_id, seq, kind, target, payload, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+
+    async def add_outbox(self, game_id: int, items: Iterable[OutboxItem]) -> None:
+        """Store outbox items on their own (reminders, results of background work)."""
+        async with self.transaction() as db:
+            await self._insert_outbox(db, game_id, None, items, time.time())
+
+    async def pending_outbox(self, game_id: int | None = None, limit: int = 100) -> list[OutboxItem]:
+        """Pending items, oldest first; of one game if given."""
+        if game_id is None:
+            rows = await self._fetchall(
+                "SELECT * FROM outbox WHERE state = 'pending' ORDER BY id LIMIT ?", (limit,)
+            )
+        else:
+            rows = await self._fetchall(
+                "SELECT * FROM outbox WHERE state = 'pending' AND game_id = ? ORDER BY id LIMIT ?",
+                (game_id, limit),
+            )
+        return [
+            OutboxItem(
+                kind=row["kind"], target=json.loads(row["target"]),
+                payload=json.loads(row["payload"]), id=row["id"], game_id=row["game_id"],
+                seq=row["seq"], attempts=row["attempts"],
+            )
+            for row in rows
+        ]
+
+    async def games_with_pending_outbox(self) -> list[int]:
+        """Ids of games that have pending outbox items."""
+        rows = await self._fetchall(
+            "SELECT DISTINCT game_id FROM outbox WHERE state = 'pending' ORDER BY game_id"
+        )
+        return [row[0] for row in rows]
+
+    async def outbox_sent(
+        self, item: OutboxItem, message_id: int | None, ref: tuple[str, int] | None = None
+    ) -> None:
+        """Mark an item sent; with ``ref`` (name, channel) remember the message for later edits."""
+        async with self.transaction() as db:
+            await db.execute(
+                "UPDATE outbox SET state = 'sent', message_id = ?, sent_at = ?, "
+                "attempts = attempts + 1 WHERE id = ?",
+                (message_id, time.time(), item.id),
+            )
+            if ref is not None and message_id is not None:
+                await db.execute(
+                    "INSERT OR REPLACE INTO message_refs (game_id, ref, channel_id, message_id) "
+                    "VALUES (?, ?, ?, ?)",
+                    (item.game_id, ref[0], ref[1], message_id),
+                )
+
+    async def outbox_retry(self, item: OutboxItem, error: str) -> None:
+        """Count a failed attempt that will be tried again."""
+        async with self.transaction() as db:
+            await db.execute(
+                "UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?",
+                (error[:500], item.id),
+            )
+
+    async def outbox_failed(self, item: OutboxItem, error: str) -> None:
+        """Give up on an item Discord refuses for good (it stays in the table with its error)."""
+        async with self.transaction() as db:
+            await db.execute(
+                "UPDATE outbox SET state = 'failed', attempts = attempts + 1, last_error = ? "
+                "WHERE id = ?",
+                (error[:500], item.id),
+            )
+
+    async def newer_edit_pending(self, item: OutboxItem) -> bool:
+        """Whether a later pending edit of the same message exists (so ``item`` is stale)."""
+        rows = await self._fetchall(
+            "SELECT target FROM outbox WHERE game_id = ? AND state = 'pending' AND kind = 'edit' "
+            "AND id > ?",
+            (item.game_id, item.id),
+        )
+        return any(json.loads(row["target"]).get("ref") == item.target.get("ref") for row in rows)
+
+    async def outbox_counts(self, game_id: int) -> dict[str, int]:
+        """How many items of a game are in each state."""
+        rows = await self._fetchall(
+            "SELECT state, COUNT(*) FROM outbox WHERE game_id = ? GROUP BY state", (game_id,)
+        )
+        return {row[0]: row[1] for row in rows}
+
+    async def message_ref(self, game_id: int, ref: str) -> tuple[int, int] | None:
+        """(channel id, message id) of a message remembered under ``ref``."""
+        row = await self._fetchone(
+            "SELECT channel_id, message_id FROM message_refs WHERE game_id = ? AND ref = ?",
+            (game_id, ref),
+        )
+        return (row["channel_id"], row["message_id"]) if row else None
+
+    async def set_message_ref(self, game_id: int, ref: str, channel_id: int, message_id: int) -> None:
+        """Remember a message (sent as an interaction answer, say) under ``ref``."""
+        async with self.transaction() as db:
+            await db.execute(
+                "INSERT OR REPLACE INTO message_refs (game_id, ref, channel_id, message_id) "
+                "VALUES (?, ?, ?, ?)",
+                (game_id, ref, channel_id, message_id),
+            )

@@ -1,0 +1,164 @@
+"""What every game cog shares: finding the game, players' names, hosts, targets."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import discord
+from discord import app_commands
+
+from bot.errors import UserError
+from bot.i18n import key_str, t
+from bot.service import LiveGame
+
+if TYPE_CHECKING:
+    from bot.bot import ProkuratorBot
+
+MAX_CHOICES = 25
+
+
+def names(live: LiveGame) -> dict[str, str]:
+    """Player id (as the rules know him) → display name, from the lobby."""
+    return {str(p["id"]): str(p["name"]) for p in live.record.lobby.get("players", [])}
+
+
+def name_of(live: LiveGame, player: str) -> str:
+    """A player's display name."""
+    return names(live).get(player, player)
+
+
+def mention(player: str) -> str:
+    """A mention of the player (rendered as his name; announcements never ping)."""
+    return f"<@{player}>" if player.isdigit() else player
+
+
+def phrase(live: LiveGame, key: str, **params: Any) -> str:
+    """A text in the game's language."""
+    return t(live.language, key, **params)
+
+
+def status_text(live: LiveGame, status: str) -> str:
+    """A status in the game's language."""
+    return phrase(live, f"status.{status}")
+
+
+def is_host(bot: ProkuratorBot, live: LiveGame, member: discord.abc.User, host_role_id: int | None) -> bool:
+    """The game's host, or a member with the configured host role."""
+    if member.id == live.record.host_id:
+        return True
+    roles = getattr(member, "roles", [])
+    if host_role_id is not None and any(role.id == host_role_id for role in roles):
+        return True
+    name = bot.config.host_role
+    return name is not None and any(role.name == name for role in roles)
+
+
+async def guild_game(bot: ProkuratorBot, interaction: discord.Interaction) -> LiveGame:
+    """The open game of the interaction's guild.
+
+    Raises:
+        UserError: outside a guild, or no open game there.
+    """
+    if interaction.guild_id is None:
+        raise UserError("error.guild_only")
+    live = await bot.service.open_game(interaction.guild_id)
+    if live is None:
+        raise UserError("error.no_game")
+    return live
+
+
+async def running_game(bot: ProkuratorBot, interaction: discord.Interaction) -> LiveGame:
+    """The running game of the guild.
+
+    Raises:
+        UserError: no running game here.
+    """
+    live = await guild_game(bot, interaction)
+    if live.game is None or live.record.state != "running":
+        raise UserError("error.not_started")
+    return live
+
+
+async def require_host(bot: ProkuratorBot, interaction: discord.Interaction, live: LiveGame) -> None:
+    """Refuse anyone but the game's host or the host role.
+
+    Raises:
+        UserError: ``error.not_host``.
+    """
+    role = await bot.storage.guild_host_role(live.record.guild_id)
+    if not is_host(bot, live, interaction.user, role):
+        raise UserError("error.not_host")
+
+
+def player_of(live: LiveGame, interaction: discord.Interaction) -> str:
+    """The interaction's user as a player of the game.
+
+    Raises:
+        UserError: he does not play in this game.
+    """
+    player = str(interaction.user.id)
+    if live.game is None or player not in live.game.players:
+        raise UserError("error.not_player")
+    return player
+
+
+def resolve_player(live: LiveGame, text: str) -> str:
+    """A player from an option value: his id (what autocomplete sends) or his name.
+
+    Raises:
+        UserError: ``error.unknown_player`` naming what was typed.
+    """
+    value = text.strip()
+    known = names(live)
+    if value in known:
+        return value
+    if value.startswith("<@") and value.endswith(">"):
+        inner = value.strip("<@!>")
+        if inner in known:
+            return inner
+    lowered = value.casefold()
+    matches = [player for player, name in known.items() if name.casefold() == lowered]
+    if len(matches) == 1:
+        return matches[0]
+    raise UserError("error.no_such_player", name=value[:60])
+
+
+def target_choices(
+    live: LiveGame, player: str, verb: str, current: str
+) -> list[app_commands.Choice[str]]:
+    """Autocomplete: the legal targets of ``verb`` for ``player``, filtered by what he typed."""
+    if live.game is None or player not in live.game.players:
+        return []
+    known = names(live)
+    lowered = current.casefold()
+    for action in live.game.legal_actions(player):
+        if action.verb == verb and action.targets:
+            return [
+                app_commands.Choice(name=known.get(target, target)[:100], value=target)
+                for target in action.targets
+                if lowered in known.get(target, target).casefold()
+            ][:MAX_CHOICES]
+    return []
+
+
+def host_choices(live: LiveGame, verb: str, current: str) -> list[app_commands.Choice[str]]:
+    """Autocomplete for the host's commands: legal targets of ``verb``."""
+    if live.game is None:
+        return []
+    known = names(live)
+    lowered = current.casefold()
+    for action in live.game.legal_host_actions():
+        if action.verb == verb and action.targets:
+            return [
+                app_commands.Choice(name=known.get(target, target)[:100], value=target)
+                for target in action.targets
+                if lowered in known.get(target, target).casefold()
+            ][:MAX_CHOICES]
+    return []
+
+
+__all__ = [
+    "MAX_CHOICES", "guild_game", "host_choices", "is_host", "key_str", "mention", "name_of",
+    "names", "phrase", "player_of", "require_host", "resolve_player", "running_game",
+    "status_text", "target_choices",
+]

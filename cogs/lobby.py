@@ -1,0 +1,299 @@
+"""``/mafia``: open a lobby, join and leave it, see the game and one's own status."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.errors import UserError
+from bot.i18n import key_str, t
+from bot.service import LiveGame
+from bot.storage import GameExists, OutboxItem
+from cogs.common import (
+    guild_game,
+    is_host,
+    mention,
+    phrase,
+    player_of,
+    running_game,
+    status_text,
+)
+from cogs.render import NO_PINGS, deadline_text, phase_text, winner_text
+
+if TYPE_CHECKING:
+    from bot.bot import ProkuratorBot
+    from cogs.game import GameCog
+
+log = logging.getLogger(__name__)
+
+MAX_PLAYERS = 200
+
+
+def default_cities(live: LiveGame, players: int) -> list[str]:
+    """City names for a lobby whose host named none: one city per 8 players, 1 to 6."""
+    count = max(1, min(6, players // 8))
+    return phrase(live, "lobby.default_cities").split(",")[:count]
+
+
+def lobby_cities(live: LiveGame) -> list[str]:
+    """The cities the game will have."""
+    setup = live.record.lobby.get("setup", {})
+    cities: list[str] = setup.get("cities") or default_cities(live, len(live.record.lobby["players"]))
+    return cities
+
+
+def lobby_payload(live: LiveGame) -> dict[str, Any]:
+    """The lobby message: host, cities, roles, players, Join and Leave buttons."""
+    lobby = live.record.lobby
+    players = lobby.get("players", [])
+    setup = lobby.get("setup", {})
+    lines = [
+        phrase(live, "lobby.title", game=live.id),
+        phrase(live, "lobby.host", host=mention(str(live.record.host_id))),
+        phrase(live, "lobby.cities", cities=", ".join(lobby_cities(live))),
+    ]
+    roles = []
+    if setup.get("mafiosi"):
+        roles.append(phrase(live, "lobby.mafiosi", count=setup["mafiosi"]))
+    for status in ("doctor", "journalist", "maniac"):
+        if setup.get(status) is not None:
+            roles.append(phrase(live, f"lobby.{'with' if setup[status] else 'without'}",
+                                status=status_text(live, status)))
+    lines.append(phrase(live, "lobby.roles", roles=", ".join(roles) or phrase(live, "lobby.roles_default")))
+    listed = ", ".join(mention(str(p["id"])) for p in players) or phrase(live, "lobby.nobody")
+    lines.append(phrase(live, "lobby.players", count=len(players), players=listed))
+    if live.record.state == "lobby":
+        lines.append(phrase(live, "lobby.howto"))
+        components: list[dict[str, Any]] = [{"type": 1, "components": [
+            {"type": 2, "style": 3, "custom_id": f"mafia:join:{live.id}", "label": phrase(live, "lobby.join")},
+            {"type": 2, "style": 4, "custom_id": f"mafia:leave:{live.id}", "label": phrase(live, "lobby.leave")},
+        ]}]
+    else:
+        lines.append(phrase(live, f"lobby.state_{live.record.state}"))
+        components = []
+    return {"content": "\n".join(lines), "components": components, "allowed_mentions": NO_PINGS}
+
+
+def lobby_edit(live: LiveGame) -> list[OutboxItem]:
+    """Refresh the lobby message."""
+    return [OutboxItem("edit", {"ref": "lobby"}, lobby_payload(live))]
+
+
+def status_lines(live: LiveGame, viewer: str | None) -> list[str]:
+    """What anyone may know about the game now (no secret ever)."""
+    record = live.record
+    lines = [phrase(live, "status.title", game=live.id, host=mention(str(record.host_id)))]
+    game = live.game
+    if game is None:
+        lines.append(phrase(live, "status.lobby", count=len(record.lobby.get("players", []))))
+        return lines
+    if game.over:
+        winners = ", ".join(winner_text(live, w) for w in game.winners())
+        lines.append(phrase(live, "status.over", winners=winners or phrase(live, "winners.none")))
+    else:
+        lines.append(phrase(live, "status.phase", phase=phase_text(live, str(game.phase)),
+                            stage=phrase(live, f"stage.{game.stage.value}"), deadline=deadline_text(live)))
+        lines.append(phrase(live, "status.touring", city=game.touring_city()))
+    for city in game.cities:
+        alive = game.alive(city)
+        lines.append(phrase(live, "status.city", city=city, count=len(alive),
+                            players=", ".join(mention(p) for p in alive) or "—"))
+        if city in game.decided:
+            lines.append(phrase(live, f"decided.{game.decided[city].value}", city=city))
+        judge = game.judge_of(city)
+        if judge:
+            lines.append(phrase(live, "judge", city=city, player=mention(judge)))
+        counts = game.vote_counts(city)
+        if counts and not game.over and game.stage.value != "night":
+            rows = ", ".join(f"{mention(name)} — {votes}" for name, votes in counts)
+            lines.append(phrase(live, "status.nominees", rows=rows))
+    if game.deaths:
+        dead = ", ".join(
+            f"{mention(d.player)} ({status_text(live, d.status.value)})" for d in game.deaths
+        )
+        lines.append(phrase(live, "status.dead", players=dead))
+    return lines
+
+
+def role_lines(live: LiveGame, player: str) -> list[str]:
+    """A player's private view: his status and city, for a mafioso his mafia."""
+    game = live.game
+    assert game is not None
+    status = game.status_of(player)
+    city = game.city_of(player)
+    lines = [phrase(live, "role.status", status=status_text(live, status.value), city=city)]
+    if not game.is_alive(player):
+        lines.append(phrase(live, "role.dead"))
+    lines.append(phrase(live, f"role.help.{status.value}"))
+    if status.value == "mafioso":
+        mafia = ", ".join(mention(p) for p in game.living_mafiosi(city))
+        godfather = game.godfather_of(city)
+        lines.append(phrase(live, "role.mafia", players=mafia,
+                            godfather=mention(godfather) if godfather else phrase(live, "role.no_godfather")))
+    return lines
+
+
+class LobbyCog(commands.Cog):
+    """``/mafia new|status|role|join|leave`` and the lobby's buttons."""
+
+    mafia = app_commands.Group(
+        name=key_str("mafia", "cmd.mafia.name"),
+        description=key_str("Mafia games", "cmd.mafia.description"),
+        guild_only=True,
+    )
+
+    def __init__(self, bot: ProkuratorBot) -> None:
+        self.bot = bot
+        game_cog: GameCog = bot.get_cog("GameCog")  # type: ignore[assignment]
+        game_cog.register("join", self._join_button)
+        game_cog.register("leave", self._leave_button)
+        game_cog.register("role", self._role_button)
+
+    async def _may_host(self, interaction: discord.Interaction) -> bool:
+        member = interaction.user
+        if isinstance(member, discord.Member) and member.guild_permissions.manage_guild:
+            return True
+        assert interaction.guild_id is not None
+        role_id = await self.bot.storage.guild_host_role(interaction.guild_id)
+        roles = getattr(member, "roles", [])
+        if role_id is not None and any(role.id == role_id for role in roles):
+            return True
+        name = self.bot.config.host_role
+        return name is not None and any(role.name == name for role in roles)
+
+    @mafia.command(name=key_str("new", "cmd.mafia.new.name"),
+                   description=key_str("Open a lobby for a new game (hosts only)", "cmd.mafia.new.description"))
+    async def new(self, interaction: discord.Interaction) -> None:
+        if interaction.guild_id is None:
+            raise UserError("error.guild_only")
+        if not await self._may_host(interaction):
+            raise UserError("error.not_host")
+        config = self.bot.config
+        lobby: dict[str, Any] = {
+            "players": [], "channel_id": interaction.channel_id, "setup": {}, "rules": {},
+            "timers": {}, "everyone_reads": config.channels.everyone_reads,
+            "at_end": config.channels.at_end,
+        }
+        try:
+            live = await self.bot.service.create(
+                interaction.guild_id, interaction.user.id, lobby, interaction_id=interaction.id
+            )
+        except GameExists:
+            raise UserError("error.game_exists") from None
+        payload = lobby_payload(live)
+        await interaction.response.send_message(
+            payload["content"], view=_RawView(payload["components"]),
+            allowed_mentions=discord.AllowedMentions.none(),
+        )
+        message = await interaction.original_response()
+        await self.bot.storage.set_message_ref(live.id, "lobby", message.channel.id, message.id)
+        log.info("game %s: lobby opened in guild %s by %s", live.id, interaction.guild_id, interaction.user.id)
+
+    @mafia.command(name=key_str("status", "cmd.mafia.status.name"),
+                   description=key_str("Show the game of this server", "cmd.mafia.status.description"))
+    async def status(self, interaction: discord.Interaction) -> None:
+        live = await guild_game(self.bot, interaction)
+        text = "\n".join(status_lines(live, str(interaction.user.id)))
+        await interaction.response.send_message(
+            text[:2000], ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
+        )
+
+    @mafia.command(name=key_str("role", "cmd.mafia.role.name"),
+                   description=key_str("Your status, privately", "cmd.mafia.role.description"))
+    async def role(self, interaction: discord.Interaction) -> None:
+        await self._send_role(interaction)
+
+    async def _send_role(self, interaction: discord.Interaction) -> None:
+        live = await running_game(self.bot, interaction)
+        player = player_of(live, interaction)
+        await interaction.response.send_message(
+            "\n".join(role_lines(live, player)), ephemeral=True,
+            allowed_mentions=discord.AllowedMentions.none(),
+        )
+
+    @mafia.command(name=key_str("join", "cmd.mafia.join.name"),
+                   description=key_str("Join the lobby", "cmd.mafia.join.description"))
+    async def join(self, interaction: discord.Interaction) -> None:
+        live = await guild_game(self.bot, interaction)
+        await self._join(interaction, live)
+
+    @mafia.command(name=key_str("leave", "cmd.mafia.leave.name"),
+                   description=key_str("Leave the lobby", "cmd.mafia.leave.description"))
+    async def leave(self, interaction: discord.Interaction) -> None:
+        live = await guild_game(self.bot, interaction)
+        await self._leave(interaction, live)
+
+    async def _join(self, interaction: discord.Interaction, live: LiveGame) -> None:
+        user = interaction.user
+        if live.record.state != "lobby":
+            raise UserError("error.not_lobby")
+        if self.bot.service.game_of_player(user.id) is not None:
+            raise UserError("error.in_other_game")
+
+        def change(live: LiveGame) -> list[OutboxItem]:
+            players = live.record.lobby["players"]
+            if any(p["id"] == user.id for p in players):
+                raise UserError("error.already_joined")
+            if len(players) >= MAX_PLAYERS:
+                raise UserError("error.lobby_full", count=MAX_PLAYERS)
+            players.append({"id": user.id, "name": getattr(user, "display_name", user.name)})
+            return lobby_edit(live)
+
+        if await self.bot.service.update(live.id, change, interaction_id=interaction.id):
+            await interaction.response.send_message(t(live.language, "lobby.joined"), ephemeral=True)
+
+    async def _leave(self, interaction: discord.Interaction, live: LiveGame) -> None:
+        user = interaction.user
+        if live.record.state != "lobby":
+            raise UserError("error.not_lobby")
+
+        def change(live: LiveGame) -> list[OutboxItem]:
+            players = live.record.lobby["players"]
+            if not any(p["id"] == user.id for p in players):
+                raise UserError("error.not_joined")
+            live.record.lobby["players"] = [p for p in players if p["id"] != user.id]
+            return lobby_edit(live)
+
+        if await self.bot.service.update(live.id, change, interaction_id=interaction.id):
+            await interaction.response.send_message(t(live.language, "lobby.left"), ephemeral=True)
+
+    async def _game_from_button(self, interaction: discord.Interaction, parts: list[str]) -> LiveGame:
+        live = await guild_game(self.bot, interaction)
+        if not parts or parts[0] != str(live.id):
+            raise UserError("error.stale_button")
+        return live
+
+    async def _join_button(self, interaction: discord.Interaction, parts: list[str]) -> None:
+        await self._join(interaction, await self._game_from_button(interaction, parts))
+
+    async def _leave_button(self, interaction: discord.Interaction, parts: list[str]) -> None:
+        await self._leave(interaction, await self._game_from_button(interaction, parts))
+
+    async def _role_button(self, interaction: discord.Interaction, parts: list[str]) -> None:
+        await self._send_role(interaction)
+
+
+class _RawView(discord.ui.View):
+    """A view that only carries raw component JSON (handled by the GameCog dispatcher)."""
+
+    def __init__(self, components: list[dict[str, Any]]) -> None:
+        super().__init__(timeout=None)
+        self._raw = components
+
+    def to_components(self) -> list[dict[str, Any]]:
+        return self._raw
+
+    def is_finished(self) -> bool:
+        return True
+
+
+async def setup(bot: ProkuratorBot) -> None:
+    """Load the cog."""
+    await bot.add_cog(LobbyCog(bot))
+
+
+__all__ = ["LobbyCog", "is_host", "lobby_edit", "lobby_payload", "role_lines", "status_lines"]

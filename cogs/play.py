@@ -1,0 +1,238 @@
+"""The players' commands: the day (nominate, vote, protect, compare) and the night.
+
+Every command is answered privately; what is public is announced by the
+renderer from the rules' events. Player options autocomplete only the legal
+targets, from the rules' ``legal_actions``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.errors import UserError
+from bot.i18n import key_str
+from bot.service import LiveGame
+from cogs.common import mention, phrase, player_of, resolve_player, running_game, target_choices
+from rules import (
+    CastVote,
+    Check,
+    Command,
+    Compare,
+    Elect,
+    Event,
+    Kill,
+    Nominate,
+    Pass,
+    Protect,
+    Tour,
+    Unvote,
+)
+from rules import events as ev
+
+if TYPE_CHECKING:
+    from bot.bot import ProkuratorBot
+    from cogs.game import GameCog
+
+log = logging.getLogger(__name__)
+
+PLAYER = key_str("player", "opt.player.name")
+PLAYER_DESCRIPTION = key_str("The player", "opt.player.description")
+
+
+def reply_text(live: LiveGame, command: Command, events: list[Event]) -> str:
+    """The private answer to an accepted command (with the secret answer, if any)."""
+    say = lambda key, **params: phrase(live, key, **params)  # noqa: E731
+    for event in events:
+        if isinstance(event, ev.PlayerChecked):
+            return say("reply.check", target=mention(event.target), answer=say(f"answer.{event.reply}"))
+        if isinstance(event, ev.StatusesCompared):
+            return say("reply.compare", first=mention(event.first), second=mention(event.second),
+                       answer=say(f"answer.{event.reply}"))
+        if isinstance(event, ev.ManiacChose):
+            return say("reply.maniac", target=mention(event.target))
+        if isinstance(event, ev.MafiaKillChosen):
+            key = "reply.decision" if event.decision else "reply.proposal"
+            return say(key + ("_tour" if event.touring else ""), target=mention(event.target))
+    target = getattr(command, "target", None)
+    keys = {
+        Nominate: "reply.nominate", CastVote: "reply.vote", Unvote: "reply.unvote",
+        Protect: "reply.protect", Elect: "reply.elect", Pass: "reply.pass",
+    }
+    return say(keys.get(type(command), "reply.done"), target=mention(target) if target else "")
+
+
+class PlayCog(commands.Cog):
+    """Day and night commands of the players."""
+
+    def __init__(self, bot: ProkuratorBot) -> None:
+        self.bot = bot
+        game_cog: GameCog = bot.get_cog("GameCog")  # type: ignore[assignment]
+        game_cog.register("vote", self._vote_select)
+        game_cog.register("unvote", self._unvote_button)
+
+    async def act(self, interaction: discord.Interaction, build: Callable[[LiveGame, str], Command]) -> None:
+        """Apply the command ``build`` makes for the interaction's player; answer privately."""
+        live = await running_game(self.bot, interaction)
+        player = player_of(live, interaction)
+        command = build(live, player)
+        applied = await self.bot.service.apply(
+            live.id, command, source="player", interaction_id=interaction.id
+        )
+        if applied.duplicate:
+            return
+        await interaction.response.send_message(
+            reply_text(live, command, applied.events), ephemeral=True,
+            allowed_mentions=discord.AllowedMentions.none(),
+        )
+
+    async def _choices(self, interaction: discord.Interaction, verb: str, current: str) -> list[app_commands.Choice[str]]:
+        if interaction.guild_id is None:
+            return []
+        live = await self.bot.service.open_game(interaction.guild_id)
+        if live is None or live.game is None:
+            return []
+        return target_choices(live, str(interaction.user.id), verb, current)
+
+    # ------------------------------------------------------------------ day
+
+    @app_commands.command(name=key_str("nominate", "cmd.nominate.name"),
+                          description=key_str("Nominate a player for execution", "cmd.nominate.description"))
+    @app_commands.rename(player=PLAYER)
+    @app_commands.describe(player=PLAYER_DESCRIPTION)
+    @app_commands.guild_only()
+    async def nominate(self, interaction: discord.Interaction, player: str) -> None:
+        await self.act(interaction, lambda live, me: Nominate(me, resolve_player(live, player)))
+
+    @nominate.autocomplete("player")
+    async def _nominate_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        return await self._choices(interaction, "nominate", current)
+
+    @app_commands.command(name=key_str("vote", "cmd.vote.name"),
+                          description=key_str("Vote for a nominee of your city", "cmd.vote.description"))
+    @app_commands.rename(player=PLAYER)
+    @app_commands.describe(player=PLAYER_DESCRIPTION)
+    @app_commands.guild_only()
+    async def vote(self, interaction: discord.Interaction, player: str) -> None:
+        await self.act(interaction, lambda live, me: CastVote(me, resolve_player(live, player)))
+
+    @vote.autocomplete("player")
+    async def _vote_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        return await self._choices(interaction, "vote", current)
+
+    @app_commands.command(name=key_str("unvote", "cmd.unvote.name"),
+                          description=key_str("Cancel your vote", "cmd.unvote.description"))
+    @app_commands.guild_only()
+    async def unvote(self, interaction: discord.Interaction) -> None:
+        await self.act(interaction, lambda live, me: Unvote(me))
+
+    @app_commands.command(name=key_str("protect", "cmd.protect.name"),
+                          description=key_str("Doctor: protect a player tonight", "cmd.protect.description"))
+    @app_commands.rename(player=PLAYER)
+    @app_commands.describe(player=PLAYER_DESCRIPTION)
+    @app_commands.guild_only()
+    async def protect(self, interaction: discord.Interaction, player: str) -> None:
+        await self.act(interaction, lambda live, me: Protect(me, resolve_player(live, player)))
+
+    @protect.autocomplete("player")
+    async def _protect_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        return await self._choices(interaction, "protect", current)
+
+    @app_commands.command(name=key_str("compare", "cmd.compare.name"),
+                          description=key_str("Journalist: compare two players' statuses", "cmd.compare.description"))
+    @app_commands.rename(first=key_str("first", "opt.first.name"), second=key_str("second", "opt.second.name"))
+    @app_commands.describe(first=PLAYER_DESCRIPTION, second=PLAYER_DESCRIPTION)
+    @app_commands.guild_only()
+    async def compare(self, interaction: discord.Interaction, first: str, second: str) -> None:
+        await self.act(interaction, lambda live, me: Compare(
+            me, resolve_player(live, first), resolve_player(live, second)))
+
+    @compare.autocomplete("first")
+    @compare.autocomplete("second")
+    async def _compare_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        return await self._choices(interaction, "compare", current)
+
+    # ------------------------------------------------------------------ mafia and night
+
+    @app_commands.command(name=key_str("elect", "cmd.elect.name"),
+                          description=key_str("Mafia: vote for your Godfather", "cmd.elect.description"))
+    @app_commands.rename(player=PLAYER)
+    @app_commands.describe(player=PLAYER_DESCRIPTION)
+    @app_commands.guild_only()
+    async def elect(self, interaction: discord.Interaction, player: str) -> None:
+        await self.act(interaction, lambda live, me: Elect(me, resolve_player(live, player)))
+
+    @elect.autocomplete("player")
+    async def _elect_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        return await self._choices(interaction, "elect", current)
+
+    @app_commands.command(name=key_str("kill", "cmd.kill.name"),
+                          description=key_str("Night: the mafia's or the maniac's victim", "cmd.kill.description"))
+    @app_commands.rename(player=PLAYER)
+    @app_commands.describe(player=PLAYER_DESCRIPTION)
+    @app_commands.guild_only()
+    async def kill(self, interaction: discord.Interaction, player: str) -> None:
+        await self.act(interaction, lambda live, me: Kill(me, resolve_player(live, player)))
+
+    @kill.autocomplete("player")
+    async def _kill_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        return await self._choices(interaction, "kill", current)
+
+    @app_commands.command(name=key_str("tour", "cmd.tour.name"),
+                          description=key_str("Night: the touring kill in another city", "cmd.tour.description"))
+    @app_commands.rename(player=PLAYER)
+    @app_commands.describe(player=PLAYER_DESCRIPTION)
+    @app_commands.guild_only()
+    async def tour(self, interaction: discord.Interaction, player: str) -> None:
+        await self.act(interaction, lambda live, me: Tour(me, resolve_player(live, player)))
+
+    @tour.autocomplete("player")
+    async def _tour_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        return await self._choices(interaction, "tour", current)
+
+    @app_commands.command(name=key_str("pass", "cmd.pass.name"),
+                          description=key_str("Godfather: no kill tonight", "cmd.pass.description"))
+    @app_commands.guild_only()
+    async def pass_(self, interaction: discord.Interaction) -> None:
+        await self.act(interaction, lambda live, me: Pass(me))
+
+    @app_commands.command(name=key_str("check", "cmd.check.name"),
+                          description=key_str("Commissar: check a resident of your city", "cmd.check.description"))
+    @app_commands.rename(player=PLAYER)
+    @app_commands.describe(player=PLAYER_DESCRIPTION)
+    @app_commands.guild_only()
+    async def check(self, interaction: discord.Interaction, player: str) -> None:
+        await self.act(interaction, lambda live, me: Check(me, resolve_player(live, player)))
+
+    @check.autocomplete("player")
+    async def _check_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        return await self._choices(interaction, "check", current)
+
+    # ------------------------------------------------------------------ the ballot
+
+    async def _ballot_game(self, interaction: discord.Interaction, game_id: str) -> None:
+        live = await running_game(self.bot, interaction)
+        if str(live.id) != game_id:
+            raise UserError("error.stale_button")
+
+    async def _vote_select(self, interaction: discord.Interaction, parts: list[str]) -> None:
+        await self._ballot_game(interaction, parts[0])
+        values = (interaction.data or {}).get("values", [])
+        if not values:
+            raise UserError("error.no_such_player", name="")
+        candidate = str(values[0])
+        await self.act(interaction, lambda live, me: CastVote(me, resolve_player(live, candidate)))
+
+    async def _unvote_button(self, interaction: discord.Interaction, parts: list[str]) -> None:
+        await self._ballot_game(interaction, parts[0])
+        await self.act(interaction, lambda live, me: Unvote(me))
+
+
+async def setup(bot: ProkuratorBot) -> None:
+    """Load the cog."""
+    await bot.add_cog(PlayCog(bot))

@@ -1,0 +1,290 @@
+"""Rule events → what the bot posts and changes on Discord (outbox items).
+
+Where an event goes is decided by its audience, never here: everyone → every
+city channel; a city → its channel; a mafia → its hidden channel; a player →
+nowhere but the host's log (his own answer is an ephemeral reply); the host →
+the log. Private acts are all recorded in the host's log, as in the original
+game they are told to the Procurator. One command's lines for one channel go
+out as one message.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from bot.service import LiveGame
+from bot.storage import OutboxItem
+from cogs.channels import death_overwrites, end_of_game_items
+from cogs.common import mention, name_of, phrase, status_text
+from rules import AudienceKind, Event, Game, Stage
+from rules import events as ev
+
+MESSAGE_LIMIT = 1900
+NO_PINGS: dict[str, Any] = {"parse": []}
+
+
+def deadline_text(live: LiveGame) -> str:
+    """When the current stage ends, as a Discord timestamp clients count down by themselves."""
+    if live.record.deadline is None:
+        return phrase(live, "deadline.host")
+    return phrase(live, "deadline.at", when=f"<t:{int(live.record.deadline)}:R>")
+
+
+def ballot_ref(city: str, day: int) -> str:
+    """The name under which a city's ballot message of a day is remembered."""
+    return f"ballot:{city}:{day}"
+
+
+def ballot_payload(live: LiveGame, city: str, *, closed: bool = False) -> dict[str, Any]:
+    """A city's ballot: the live tally, a select menu of candidates and an Unvote button."""
+    game = live.game
+    assert game is not None
+    counts = game.vote_counts(city)
+    lines = [phrase(live, "ballot.title", city=city, day=game.phase.number)]
+    if counts:
+        for number, (candidate, votes) in enumerate(counts, start=1):
+            lines.append(phrase(live, "ballot.row", number=number, player=mention(candidate), votes=votes))
+    else:
+        lines.append(phrase(live, "ballot.empty"))
+    voters = len(game.votes[city])
+    lines.append(phrase(live, "ballot.voters", voters=voters))
+    if closed:
+        lines.append(phrase(live, "ballot.closed"))
+        return {"content": "\n".join(lines), "components": [], "allowed_mentions": NO_PINGS}
+    lines.append(deadline_text(live))
+    options = [
+        {"label": name_of(live, candidate)[:100], "value": candidate}
+        for candidate, _ in counts if game.is_alive(candidate)
+    ][:25]
+    components: list[dict[str, Any]] = []
+    if options:
+        components.append({"type": 1, "components": [{
+            "type": 3, "custom_id": f"mafia:vote:{live.id}:{city}", "options": options,
+            "placeholder": phrase(live, "ballot.placeholder"), "min_values": 1, "max_values": 1,
+        }]})
+    components.append({"type": 1, "components": [{
+        "type": 2, "style": 2, "custom_id": f"mafia:unvote:{live.id}",
+        "label": phrase(live, "ballot.unvote"),
+    }]})
+    return {"content": "\n".join(lines), "components": components, "allowed_mentions": NO_PINGS}
+
+
+class Announcer:
+    """Collects one command's lines per destination, then makes outbox items."""
+
+    def __init__(self, live: LiveGame) -> None:
+        self.live = live
+        self.channels: dict[str, Any] = live.record.channels
+        self.lines: dict[int, list[str]] = defaultdict(list)
+        self.order: list[int] = []
+        self.extra: list[OutboxItem] = []
+
+    def say(self, channel_id: int | None, line: str) -> None:
+        if channel_id is None:
+            return
+        if channel_id not in self.lines:
+            self.order.append(channel_id)
+        self.lines[channel_id].append(line)
+
+    def cities(self) -> dict[str, dict[str, int]]:
+        cities: dict[str, dict[str, int]] = self.channels.get("cities", {})
+        return cities
+
+    def city(self, name: str, line: str) -> None:
+        self.say(self.cities().get(name, {}).get("text"), line)
+
+    def everyone(self, line: str) -> None:
+        for name in self.cities():
+            self.city(name, line)
+
+    def mafia(self, city: str, line: str) -> None:
+        self.say(self.cities().get(city, {}).get("mafia"), line)
+
+    def log(self, line: str) -> None:
+        self.say(self.channels.get("log"), line)
+
+    def to_audience(self, event: Event, line: str) -> None:
+        audience = event.audience
+        if audience.kind is AudienceKind.EVERYONE:
+            self.everyone(line)
+        elif audience.kind is AudienceKind.CITY and audience.city is not None:
+            self.city(audience.city, line)
+        elif audience.kind is AudienceKind.MAFIA and audience.city is not None:
+            self.mafia(audience.city, line)
+            self.log(phrase(self.live, "log.mafia", city=audience.city, line=line))
+        else:
+            self.log(line)
+
+    def items(self) -> list[OutboxItem]:
+        items: list[OutboxItem] = []
+        for channel_id in self.order:
+            for chunk in chunks(self.lines[channel_id]):
+                items.append(OutboxItem(
+                    "send", {"channel_id": channel_id},
+                    {"content": chunk, "allowed_mentions": NO_PINGS},
+                ))
+        return items + self.extra
+
+
+def chunks(lines: list[str], limit: int = MESSAGE_LIMIT) -> list[str]:
+    """Join lines into messages of at most ``limit`` characters."""
+    result: list[str] = []
+    current = ""
+    for line in lines:
+        line = line[:limit]
+        if current and len(current) + 1 + len(line) > limit:
+            result.append(current)
+            current = line
+        else:
+            current = f"{current}\n{line}" if current else line
+    if current:
+        result.append(current)
+    return result
+
+
+def cause_text(live: LiveGame, event: ev.PlayerKilled) -> str:
+    """How a player died, in words."""
+    key = f"cause.{event.cause.value}"
+    text = phrase(live, key, city=event.by_city or event.city)
+    if event.by_chance:
+        text += phrase(live, "cause.by_chance")
+    return text
+
+
+def render(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
+    """Everything the bot posts and changes on Discord for these events."""
+    if live.game is None or not live.record.channels:
+        return []
+    game = live.game
+    out = Announcer(live)
+    for event in events:
+        _render_one(live, game, out, event)
+    return out.items()
+
+
+def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> None:
+    say = lambda key, **params: phrase(live, key, **params)  # noqa: E731
+    if isinstance(event, ev.PhaseStarted):
+        if event.stage is Stage.DISCUSSION:
+            out.everyone(say("phase.day", day=event.phase.number, deadline=deadline_text(live)))
+        elif event.stage is Stage.VOTING:
+            out.everyone(say("phase.voting", day=event.phase.number, deadline=deadline_text(live)))
+            for city in game.cities:
+                if game.alive(city):
+                    text = out.cities().get(city, {}).get("text")
+                    if text is not None:
+                        out.extra.append(OutboxItem(
+                            "send", {"channel_id": text, "ref": ballot_ref(city, event.phase.number)},
+                            ballot_payload(live, city),
+                        ))
+        elif event.stage is Stage.NIGHT:
+            out.everyone(say("phase.night", night=event.phase.number, touring=event.touring_city,
+                             deadline=deadline_text(live)))
+    elif isinstance(event, ev.Nominated):
+        out.city(event.city, say("nominated", nominator=mention(event.nominator),
+                                 candidate=mention(event.candidate)))
+    elif isinstance(event, ev.VoteCast | ev.VoteWithdrawn):
+        out.extra.append(OutboxItem(
+            "edit", {"ref": ballot_ref(event.city, game.phase.number)}, ballot_payload(live, event.city)
+        ))
+    elif isinstance(event, ev.LastWordRequested):
+        out.city(event.city, say("lastword.requested", player=mention(event.player)))
+    elif isinstance(event, ev.ProtectionChosen):
+        out.to_audience(event, say("log.protect", doctor=mention(event.doctor), target=mention(event.target)))
+    elif isinstance(event, ev.StatusesCompared):
+        out.to_audience(event, say("log.compare", journalist=mention(event.journalist),
+                                   first=mention(event.first), second=mention(event.second),
+                                   answer=say(f"answer.{event.reply}")))
+    elif isinstance(event, ev.PlayerChecked):
+        out.to_audience(event, say("log.check", commissar=mention(event.commissar),
+                                   target=mention(event.target), answer=say(f"answer.{event.reply}")))
+    elif isinstance(event, ev.GodfatherVoteCast):
+        out.to_audience(event, say("mafia.elect", voter=mention(event.voter), candidate=mention(event.candidate)))
+    elif isinstance(event, ev.GodfatherChanged):
+        if event.godfather is None:
+            out.to_audience(event, say("mafia.godfather_none"))
+        else:
+            out.to_audience(event, say(f"mafia.godfather_{event.reason.value}",
+                                       player=mention(event.godfather)))
+    elif isinstance(event, ev.MafiaKillChosen):
+        key = "mafia.decision" if event.decision else "mafia.proposal"
+        if event.touring:
+            key += "_tour"
+        out.to_audience(event, say(key, player=mention(event.mafioso), target=mention(event.target)))
+    elif isinstance(event, ev.MafiaKillRefused):
+        out.to_audience(event, say("mafia.refused", player=mention(event.godfather)))
+    elif isinstance(event, ev.ConsigliereDecided):
+        if event.target is None:
+            line = say("mafia.consigliere_none")
+        else:
+            key = "mafia.consigliere_tour" if event.touring else "mafia.consigliere"
+            line = say(key, target=mention(event.target))
+        out.to_audience(event, line)
+    elif isinstance(event, ev.ManiacChose):
+        key = "log.maniac_random" if event.by_chance else "log.maniac"
+        out.to_audience(event, say(key, maniac=mention(event.maniac), target=mention(event.target)))
+    elif isinstance(event, ev.KillPrevented):
+        out.to_audience(event, say("log.prevented", target=mention(event.target),
+                                   cause=say(f"cause_short.{event.cause.value}")))
+    elif isinstance(event, ev.MafiaKillBlocked):
+        out.to_audience(event, say("log.blocked", city=event.city))
+    elif isinstance(event, ev.JudgeAppointed):
+        out.everyone(say("judge", city=event.city, player=mention(event.judge)))
+    elif isinstance(event, ev.VotesTallied):
+        rows = ", ".join(f"{mention(name)} — {votes}" for name, votes in event.tally)
+        out.city(event.city, say("tally", voters=event.voters, rows=rows or say("tally.none")))
+        out.extra.append(OutboxItem(
+            "edit", {"ref": ballot_ref(event.city, game.phase.number)},
+            ballot_payload(live, event.city, closed=True),
+        ))
+    elif isinstance(event, ev.ExecutionAwaitingHost):
+        out.city(event.city, say("execution.awaiting"))
+        out.log(say("log.awaiting", city=event.city))
+    elif isinstance(event, ev.PlayerKilled):
+        out.everyone(say("death", player=mention(event.player), city=event.city,
+                         status=status_text(live, event.status.value), cause=cause_text(live, event)))
+        out.say(live.record.channels.get("dead"), say("dead.welcome", player=mention(event.player)))
+        out.extra.extend(death_overwrites(game, live.record.channels, event.player))
+    elif isinstance(event, ev.CityDecided):
+        out.everyone(say(f"decided.{event.winner.value}", city=event.city))
+    elif isinstance(event, ev.GameOver):
+        winners = ", ".join(winner_text(live, w) for w in event.winners) or say("winners.none")
+        out.everyone(say("game_over", winners=winners))
+        for city in out.cities():
+            for line in summary_lines(live, game):
+                out.city(city, line)
+        out.extra.extend(end_of_game_items(live.record.channels, game, live.record.lobby.get(
+            "at_end", "keep")))
+
+
+def winner_text(live: LiveGame, winner: str) -> str:
+    """``Verona:honest`` → words."""
+    if winner == "maniac":
+        return phrase(live, "winner.maniac")
+    city, side = winner.split(":", 1)
+    return phrase(live, f"winner.{side}", city=city)
+
+
+def summary_lines(live: LiveGame, game: Game) -> list[str]:
+    """The whole game: every player's status and how and when he died, by city."""
+    deaths = {death.player: death for death in game.deaths}
+    lines = [phrase(live, "summary.title")]
+    for city in game.cities:
+        lines.append(phrase(live, "summary.city", city=city))
+        for player in game.residents[city]:
+            status = status_text(live, game.status_of(player).value)
+            death = deaths.get(player)
+            if death is None:
+                fate = phrase(live, "summary.alive")
+            else:
+                fate = phrase(live, "summary.died", cause=phrase(live, f"cause_short.{death.cause.value}"),
+                              phase=phase_text(live, str(death.phase)))
+            lines.append(phrase(live, "summary.row", player=mention(player), status=status, fate=fate))
+    return lines
+
+
+def phase_text(live: LiveGame, phase: str) -> str:
+    """``day 2`` in words."""
+    kind, number = phase.split()
+    return phrase(live, f"phase_name.{kind}", number=number)

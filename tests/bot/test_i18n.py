@@ -1,0 +1,97 @@
+"""Every player-facing string exists in Russian and English."""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from bot.i18n import CatalogueTranslator, catalogue, key_str, t
+from rules import CODES, Cause, Stage, Status, Winner
+from rules.events import GodfatherReason
+
+ROOT = Path(__file__).resolve().parents[2]
+# call name -> index of the argument that is a catalogue key
+KEY_ARGUMENT = {"phrase": 1, "t": 1, "say": 0, "key_str": 1, "UserError": 0}
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def literal_keys() -> set[str]:
+    keys = set()
+    for folder in ("bot", "cogs"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.Call):
+                    continue
+                func = node.func
+                name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+                index = KEY_ARGUMENT.get(name or "")
+                if index is None or len(node.args) <= index:
+                    continue
+                argument = node.args[index]
+                if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+                    keys.add(argument.value)
+    return keys
+
+
+def dynamic_keys() -> set[str]:
+    keys = {f"error.{code}" for code in CODES}
+    keys |= {f"status.{s.value}" for s in Status} | {f"role.help.{s.value}" for s in Status}
+    keys |= {f"cause.{c.value}" for c in Cause} | {f"cause_short.{c.value}" for c in Cause}
+    keys |= {f"stage.{s.value}" for s in Stage}
+    keys |= {f"decided.{w.value}" for w in Winner} | {f"winner.{w.value}" for w in Winner}
+    keys |= {f"mafia.godfather_{r.value}" for r in GodfatherReason}
+    keys |= {f"answer.{a}" for a in ("same", "different", "mafia", "not mafia")}
+    keys |= {f"reminder.{s}" for s in ("discussion", "voting", "night")}
+    keys |= {f"phase_name.{k}" for k in ("day", "night")}
+    keys |= {f"lobby.state_{s}" for s in ("lobby", "running", "over", "cancelled")}
+    keys |= {"lobby.with", "lobby.without"}
+    keys |= {f"{base}{tour}" for base in ("mafia.decision", "mafia.proposal", "reply.decision",
+                                          "reply.proposal") for tour in ("", "_tour")}
+    return keys
+
+
+def test_both_languages_have_the_same_keys():
+    ru, en = set(catalogue("ru")), set(catalogue("en"))
+    assert ru - en == set(), "missing in English"
+    assert en - ru == set(), "missing in Russian"
+
+
+def test_every_key_the_code_uses_exists():
+    used = literal_keys() | dynamic_keys()
+    assert len(used) > 200
+    missing = sorted(key for key in used if key not in catalogue("ru") or key not in catalogue("en"))
+    assert missing == []
+
+
+def test_placeholders_agree_between_languages():
+    for key, russian in catalogue("ru").items():
+        english = catalogue("en")[key]
+        assert set(PLACEHOLDER.findall(russian)) == set(PLACEHOLDER.findall(english)), key
+
+
+def test_texts_are_really_translated():
+    same = [
+        key for key, text in catalogue("ru").items()
+        if text == catalogue("en")[key] and re.search("[a-z]{4}", PLACEHOLDER.sub("", text))
+    ]
+    assert same == [], "English left in the Russian catalogue"
+
+
+def test_a_missing_key_or_parameter_never_raises():
+    assert t("en", "no.such.key") == "no.such.key"
+    assert "{when}" in t("ru", "deadline.at")
+    assert t("de", "status.mafioso") == "мафиози"
+
+
+@pytest.mark.parametrize(("locale", "expected"), [("ru", "новая"), ("en-US", "new"), ("en-GB", "new")])
+async def test_the_translator_localises_command_names(locale, expected):
+    import discord
+
+    translated = await CatalogueTranslator().translate(
+        key_str("new", "cmd.mafia.new.name"), discord.Locale(locale), None  # type: ignore[arg-type]
+    )
+    assert translated == expected
+    assert await CatalogueTranslator().translate(
+        key_str("new", "cmd.mafia.new.name"), discord.Locale("fr"), None  # type: ignore[arg-type]
+    ) is None
