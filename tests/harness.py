@@ -1,0 +1,162 @@
+"""The real bot, in this process, against the local fake Discord: a "table" to play at.
+
+    async with bot_table(players=16) as table:
+        live = await table.new_game(cities="Верона, Падуя")
+        result = await table.slash("p3", "nominate", {"player": table.pid("p5")})
+
+Players are the fake guild's members ``p0``, ``p1``, ...; ``table.pid(name)``
+is the player id the rules know (the Discord user id as text) and
+``table.name(pid)`` goes back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from bot.bot import ProkuratorBot
+from bot.config import Config, Timers
+from bot.service import LiveGame
+from rules import Game
+from tests.fakediscord import FakeDiscord, InteractionResult, Member, build_standard_guild, running_client
+from tests.fakediscord.fixtures import StandardGuild
+
+NO_TIMERS = Timers(discussion=0, voting=0, night=0, reminders=())
+
+
+@dataclass
+class Table:
+    """A fake Discord, its guild, and the bot connected to it."""
+
+    fake: FakeDiscord
+    world: StandardGuild
+    bot: ProkuratorBot
+    config: Config
+
+    @property
+    def guild_id(self) -> int:
+        return self.world.guild.id
+
+    @property
+    def host(self) -> Member:
+        return self.world.owner
+
+    def member(self, who: str | int | Member) -> Member:
+        """A member by username, user id (int or text) or as is."""
+        if isinstance(who, Member):
+            return who
+        if isinstance(who, int) or str(who).isdigit():
+            return self.world.guild.members[int(who)]
+        if who == "host":
+            return self.host
+        return self.world.player(str(who))
+
+    def pid(self, who: str | Member) -> str:
+        """The player id the rules use for a member."""
+        return str(self.member(who).user.id)
+
+    def name(self, pid: str) -> str:
+        """The username of a player id."""
+        return self.member(int(pid)).user.username
+
+    async def slash(
+        self, who: str | Member, command: str, options: dict[str, Any] | None = None, **kwargs: Any
+    ) -> InteractionResult:
+        """``who`` runs a slash command in the guild's general channel (unless ``channel_id``)."""
+        kwargs.setdefault("channel_id", self.world.text_channel.id)
+        kwargs.setdefault("locale", "ru")
+        return await self.fake.slash(self.guild_id, self.member(who).user.id, command, options or {},
+                                     **kwargs)
+
+    async def drain(self) -> None:
+        """Wait until the outbox has sent everything."""
+        await self.bot.outbox.drain()
+
+    def live(self) -> LiveGame:
+        """The guild's loaded game."""
+        games = [g for g in self.bot.service.games() if g.record.guild_id == self.guild_id]
+        assert games, "no loaded game in the guild"
+        return games[-1]
+
+    @property
+    def game(self) -> Game:
+        game = self.live().game
+        assert game is not None
+        return game
+
+    def players_of(self, status: str, city: str | None = None) -> list[str]:
+        """Usernames of living players with a status (optionally in one city)."""
+        game = self.game
+        return [
+            self.name(p) for p in game.alive(city) if game.status_of(p).value == status
+        ]
+
+    async def open_lobby(self, players: list[str] | None = None) -> InteractionResult:
+        """``/mafia new`` by the host, then everyone presses Join."""
+        opened = await self.slash("host", "mafia new")
+        assert opened.original is not None, opened.describe()
+        lobby = opened.original
+        live = self.live()
+        for name in players if players is not None else [m.user.username for m in self.world.players]:
+            joined = await self.fake.click(lobby, f"mafia:join:{live.id}", self.member(name).user.id)
+            assert joined.callback_type == 4, joined.describe()
+        return opened
+
+    async def new_game(self, *, players: list[str] | None = None, **setup: Any) -> LiveGame:
+        """Open a lobby, everyone joins, ``/host setup`` with ``setup``, ``/host start``."""
+        await self.open_lobby(players)
+        if setup:
+            configured = await self.slash("host", "host setup", setup)
+            assert configured.ephemeral, configured.describe()
+        started = await self.slash("host", "host start")
+        await started.wait_original()
+        assert "началась" in started.text or "started" in started.text, started.text
+        await self.drain()
+        return self.live()
+
+    def channel_messages(self, channel_id: int) -> list[str]:
+        """Contents of the non-deleted messages of a channel, oldest first."""
+        return [m.content for m in self.fake.messages(channel_id)]
+
+    def city_channel(self, city: str) -> int:
+        return int(self.live().record.channels["cities"][city]["text"])
+
+    def mafia_channel(self, city: str) -> int:
+        return int(self.live().record.channels["cities"][city]["mafia"])
+
+
+@contextlib.asynccontextmanager
+async def bot_on(
+    fake: FakeDiscord, world: StandardGuild, config: Config, *, clock: Callable[[], float] | None = None
+) -> AsyncIterator[Table]:
+    """The bot running against an already started fake (a second bot after a "restart", say)."""
+    options: dict[str, Any] = {"clock": clock} if clock is not None else {}
+    bot = ProkuratorBot(config, **options)
+    async with running_client(fake, bot):
+        yield Table(fake, world, bot, config)
+
+
+@contextlib.asynccontextmanager
+async def bot_table(
+    *,
+    players: int = 16,
+    config: Config | None = None,
+    clock: Callable[[], float] | None = None,
+    guild_locale: str = "ru",
+) -> AsyncIterator[Table]:
+    """A started fake with a guild of ``players`` members (``p0``...) and the bot against it."""
+    fake = FakeDiscord()
+    world = build_standard_guild(fake, players=[f"p{i}" for i in range(players)],
+                                 preferred_locale=guild_locale)
+    with tempfile.TemporaryDirectory() as folder:
+        base = replace(config or Config(timers=NO_TIMERS), database=Path(folder) / "bot.sqlite3")
+        await fake.start()
+        try:
+            async with bot_on(fake, world, base, clock=clock) as table:
+                yield table
+        finally:
+            await fake.close()
