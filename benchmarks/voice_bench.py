@@ -1,0 +1,320 @@
+"""Benchmark: writing a received last word as Ogg Opus against the usual decode-and-encode.
+
+Run from the repository root::
+
+    python benchmarks/voice_bench.py [--runs 3]
+
+Both paths get the same 9,000 received packets (3 minutes of real speech,
+stereo 48 kHz Opus in 20 ms frames, from ``tests/voice/fixtures/speech.ogg``)
+with a little network damage: 0.5 % lost, 1 % swapped with their neighbour,
+0.5 % duplicated.
+
+* Our path: :class:`bot.voice.ogg.OggOpusWriter` to a file on disk, gap
+  filling and waveform (each packet decoded by libopus at 16 kHz mono for
+  its loudness), then ``close()``.
+* The usual path: decode every packet to 48 kHz stereo PCM with
+  ``discord.opus.Decoder``, silence for the gaps, a pydub ``AudioSegment``,
+  then export to Ogg Opus. pydub's own export needs an ffmpeg binary; when
+  there is none (as on our machines) the export is done with PyAV's libopus
+  encoder and Ogg muxer. The output says which.
+
+It prints figures only; nothing here is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+import tracemalloc
+import warnings
+from collections.abc import Callable
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, TypeVar
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import av  # noqa: E402
+import av.audio.resampler  # noqa: E402
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.simplefilter("ignore", RuntimeWarning)
+    import discord.opus  # noqa: E402
+    from pydub import AudioSegment  # type: ignore[import-untyped]  # noqa: E402
+
+from bot.voice import opuslib  # noqa: E402
+from bot.voice.ogg import OggOpusWriter  # noqa: E402
+from bot.voice.upload import prepare_upload  # noqa: E402
+from bot.voice.waveform import WaveformBuilder, to_base64  # noqa: E402
+from tests.voice.speech import opus_packets, speech_pcm  # noqa: E402
+
+PACKETS = 9000
+FRAME = 960
+PACKETS_PER_SECOND = 50
+T = TypeVar("T")
+
+Arrival = list[tuple[int, int, bytes]]
+
+
+def received_packets(seed: int = 7) -> Arrival:
+    """Three minutes of speech as received: (sequence, timestamp, opus), a little damaged."""
+    source = opus_packets()
+    packets = [source[i % len(source)] for i in range(PACKETS)]
+    rng = random.Random(seed)
+    seq0, ts0 = 65_000, 2**32 - 50 * FRAME  # both counters wrap during the recording
+    sent = [((seq0 + i) & 0xFFFF, (ts0 + i * FRAME) & 0xFFFFFFFF, p) for i, p in enumerate(packets)]
+    arrival: Arrival = []
+    for item in sent:
+        roll = rng.random()
+        if roll < 0.005:
+            continue
+        arrival.append(item)
+        if roll > 0.995:
+            arrival.append(item)
+    for i in range(0, len(arrival) - 1):
+        if rng.random() < 0.01:
+            arrival[i], arrival[i + 1] = arrival[i + 1], arrival[i]
+    return arrival
+
+
+def best_of(runs: int, work: Callable[[], T]) -> tuple[float, T]:
+    """Run ``work`` ``runs`` times; return the fastest wall time and the last result."""
+    best = float("inf")
+    result: T | None = None
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = work()
+        best = min(best, time.perf_counter() - start)
+    assert result is not None
+    return best, result
+
+
+def peak_memory(work: Callable[[], Any]) -> int:
+    """Peak Python allocation (bytes) while ``work`` runs, as tracemalloc sees it."""
+    tracemalloc.start()
+    try:
+        work()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+# --- our path -----------------------------------------------------------------------------
+
+
+def our_path(arrival: Arrival, directory: str, measure_levels: bool = True) -> dict[str, float]:
+    """Write the packets into an Ogg file on disk; return timings."""
+    path = os.path.join(directory, "last-word.ogg")
+    with open(path, "wb") as sink:
+        start = time.perf_counter()
+        writer = OggOpusWriter(sink, max_seconds=180, measure_levels=measure_levels)
+        for sequence, timestamp, packet in arrival:
+            writer.feed(sequence, timestamp, packet)
+        fed = time.perf_counter()
+        info = writer.close()
+        done = time.perf_counter()
+    return {
+        "total": done - start,
+        "feed": fed - start,
+        "close": done - fed,
+        "duration": info.duration_secs,
+        "bytes": info.byte_size,
+    }
+
+
+# --- the usual path -----------------------------------------------------------------------
+
+
+def _export_with_pyav(segment: Any, sink: io.BytesIO) -> None:
+    """pydub AudioSegment -> Ogg Opus through PyAV (libopus 64 kbit/s, 20 ms frames)."""
+    with av.open(sink, "w", format="ogg") as out:
+        stream = out.add_stream("libopus", rate=48000, layout="stereo")
+        assert isinstance(stream, av.AudioStream)
+        stream.bit_rate = 64000
+        stream.codec_context.options = {"frame_duration": "20"}
+        raw: bytes = segment.raw_data
+        step = FRAME * 4
+        for index, offset in enumerate(range(0, len(raw), step)):
+            chunk = raw[offset : offset + step]
+            frame = av.AudioFrame(format="s16", layout="stereo", samples=len(chunk) // 4)
+            frame.planes[0].update(chunk)
+            frame.sample_rate = 48000
+            frame.pts = index * FRAME
+            frame.time_base = Fraction(1, 48000)
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode(None))
+
+
+def usual_path(arrival: Arrival, use_ffmpeg: bool) -> dict[str, float]:
+    """Decode every packet to PCM, fill gaps, pydub, export to Ogg Opus; return timings."""
+    start = time.perf_counter()
+    decoder = discord.opus.Decoder()  # type: ignore[no-untyped-call]
+    seq_ref, ts_ref = arrival[0][0], arrival[0][1]
+    unwrapped = {
+        (sequence - seq_ref + 2**15) % 2**16 - 2**15: (timestamp - ts_ref + 2**31) % 2**32 - 2**31
+        for sequence, timestamp, _ in arrival
+    }
+    payloads = {(sequence - seq_ref + 2**15) % 2**16 - 2**15: p for sequence, _, p in arrival}
+    first_ts = min(unwrapped.values())
+    pcm = bytearray()
+    for key in sorted(unwrapped):
+        position = (unwrapped[key] - first_ts) * 4
+        if position < len(pcm):
+            continue
+        pcm += bytes(position - len(pcm))
+        pcm += decoder.decode(payloads[key], fec=False)
+    decoded = time.perf_counter()
+    segment = AudioSegment(data=bytes(pcm), sample_width=2, frame_rate=48000, channels=2)
+    waveform = WaveformBuilder()
+    waveform.add_pcm(0, segment.raw_data, 2)
+    to_base64(waveform.finish(0, len(pcm) // 4))
+    sink = io.BytesIO()
+    if use_ffmpeg:
+        segment.export(sink, format="ogg", codec="libopus", bitrate="64k")
+    else:
+        _export_with_pyav(segment, sink)
+    done = time.perf_counter()
+    return {"total": done - start, "decode": decoded - start, "export": done - decoded}
+
+
+# --- uploads ------------------------------------------------------------------------------
+
+
+def ten_minute_mp3() -> bytes:
+    """Ten minutes of the speech fixture as a 44.1 kHz stereo 128 kbit/s MP3."""
+    pcm = speech_pcm()
+    sink = io.BytesIO()
+    with av.open(sink, "w", format="mp3") as out:
+        stream = out.add_stream("libmp3lame", rate=44100, layout="stereo")
+        assert isinstance(stream, av.AudioStream)
+        stream.bit_rate = 128000
+        resampler = av.audio.resampler.AudioResampler(
+            format=stream.codec_context.format.name,
+            layout="stereo",
+            rate=44100,
+            frame_size=stream.codec_context.frame_size,
+        )
+        samples = 0
+        step = 48000
+        while samples < 600 * 48000:
+            offset = (samples % (len(pcm) // 4 - step)) * 4
+            frame = av.AudioFrame(format="s16", layout="stereo", samples=step)
+            frame.planes[0].update(pcm[offset : offset + step * 4])
+            frame.sample_rate = 48000
+            frame.pts = samples
+            frame.time_base = Fraction(1, 48000)
+            for resampled in resampler.resample(frame):
+                out.mux(stream.encode(resampled))
+            samples += step
+        for resampled in resampler.resample(None):
+            out.mux(stream.encode(resampled))
+        out.mux(stream.encode(None))
+    return sink.getvalue()
+
+
+def verdict(ok: bool) -> str:
+    return "meets the goal" if ok else "MISSES the goal"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3, help="runs per figure (best is shown)")
+    args = parser.parse_args()
+    runs: int = args.runs
+
+    opuslib.load_for_discord()
+    use_ffmpeg = shutil.which("ffmpeg") is not None
+    print(f"libopus: {opuslib.version()} from {opuslib.find_libopus()}")
+    print(
+        f"PyAV {av.__version__}, discord.py {discord.__version__}, Python {sys.version.split()[0]}"
+    )
+    print(
+        "usual path export: "
+        + (
+            "pydub AudioSegment.export through the ffmpeg binary"
+            if use_ffmpeg
+            else "no ffmpeg binary: pydub AudioSegment + PyAV libopus encoder and Ogg muxer"
+        )
+    )
+
+    arrival = received_packets()
+    print(f"\ninput: {len(arrival)} packets received for {PACKETS} sent (3 min, 20 ms, stereo)")
+
+    with tempfile.TemporaryDirectory() as directory:
+        our_time, ours = best_of(runs, lambda: our_path(arrival, directory))
+        _, closes = best_of(runs, lambda: our_path(arrival, directory))
+        writer_only_time, writer_only = best_of(
+            runs, lambda: our_path(arrival, directory, measure_levels=False)
+        )
+        our_peak = peak_memory(lambda: our_path(arrival, directory))
+    usual_time, usual = best_of(runs, lambda: usual_path(arrival, use_ffmpeg))
+    usual_peak = peak_memory(lambda: usual_path(arrival, use_ffmpeg))
+
+    per_packet = ours["feed"] / len(arrival)
+    writer_per_packet = writer_only["feed"] / len(arrival)
+    cpu = per_packet * PACKETS_PER_SECOND * 100
+    ratio = usual_time / our_time
+    finalise = min(ours["close"], closes["close"])
+
+    print("\n== our path: packets -> Ogg Opus (gap filling, reordering, waveform) ==")
+    print(f"output: {ours['duration']:.3f} s of audio, {ours['bytes'] / 1024:.0f} KiB")
+    print(f"total {our_time * 1000:.1f} ms  (feeding {ours['feed'] * 1000:.1f} ms)")
+    print(
+        f"finalise (close) a 3-minute last word: {finalise * 1000:.2f} ms"
+        f"  [goal < 50 ms: {verdict(finalise < 0.05)}]"
+    )
+    print(
+        f"per packet {per_packet * 1e6:.1f} us = CPU per speaker at 50 packets/s: {cpu:.3f} % of"
+        f" one core  [our share of the 5 % receive budget: {verdict(cpu < 5)}]"
+    )
+    print(
+        f"  of which the Ogg writer alone: {writer_per_packet * 1e6:.1f} us/packet"
+        f" ({writer_only_time * 1000:.1f} ms total); the rest is libopus decoding for the waveform"
+    )
+    print(
+        f"peak Python memory per recording in progress: {our_peak / 1024:.0f} KiB"
+        f"  [goal < 2 MiB: {verdict(our_peak < 2 * 1024 * 1024)}]"
+        " (tracemalloc; libopus's decoder state, ~30 KiB of C memory, is not traced)"
+    )
+
+    print("\n== the usual path: decode to PCM, pydub, encode ==")
+    print(
+        f"total {usual_time * 1000:.0f} ms  (decode {usual['decode'] * 1000:.0f} ms,"
+        f" pydub + waveform + export {usual['export'] * 1000:.0f} ms)"
+    )
+    print(f"peak Python memory: {usual_peak / 1024 / 1024:.1f} MiB")
+
+    print("\n== comparison ==")
+    print(f"our path is {ratio:.1f}x faster  [goal >= 30x: {verdict(ratio >= 30)}]")
+    print(
+        f"without the waveform decode it would be {usual_time / writer_only_time:.0f}x faster"
+        " (the waveform is what costs)"
+    )
+
+    print("\n== uploads ==")
+    start = time.perf_counter()
+    mp3 = ten_minute_mp3()
+    print(
+        f"made a 10-minute 44.1 kHz stereo 128 kbit/s MP3: {len(mp3) / 1024 / 1024:.1f} MiB"
+        f" in {time.perf_counter() - start:.1f} s"
+    )
+    upload_time, prepared = best_of(
+        runs, lambda: prepare_upload(mp3, "last-word.mp3", "audio/mpeg")
+    )
+    print(
+        f"prepare_upload: {upload_time * 1000:.0f} ms -> {prepared.duration_secs:.3f} s,"
+        f" {len(prepared.ogg_bytes) / 1024:.0f} KiB Ogg Opus  [goal < 2 s: {verdict(upload_time < 2)}]"
+    )
+
+
+if __name__ == "__main__":
+    main()
