@@ -262,16 +262,10 @@ class Gateway:
 
     async def _resume(self, connection: GatewayConnection, data: dict[str, Any]) -> None:
         session = self.sessions.get(str(data.get("session_id")))
-        seq = data.get("seq")
-        resumable = (
-            session is not None
-            and data.get("token") == self._fake.token
-            and isinstance(seq, int)
-            and seq <= session.seq
-            and (not session.events or session.events[0].seq <= seq + 1)
-        )
-        if session is None or not resumable:
-            self._log("invalid-session", str(data.get("session_id")), f"seq={seq}")
+        raw_seq = data.get("seq")
+        seq = raw_seq if isinstance(raw_seq, int) else -1
+        if session is None or not self._can_resume(session, data.get("token"), seq):
+            self._log("invalid-session", str(data.get("session_id")), f"seq={raw_seq}")
             connection.send({"op": OP_INVALID_SESSION, "d": False})
             return
         previous = session.connection
@@ -285,10 +279,16 @@ class Gateway:
         self._log("resume", session.session_id, f"replayed={len(missed)}")
         session.dispatch("RESUMED", {"_trace": ["fake-discord"]})
 
+    def _can_resume(self, session: GatewaySession, token: Any, seq: int) -> bool:
+        """A session resumes with the right token and a sequence whose successors are still buffered."""
+        if token != self._fake.token or not 0 <= seq <= session.seq:
+            return False
+        return not session.events or session.events[0].seq <= seq + 1
+
     def _send_member_chunks(self, session: GatewaySession, data: dict[str, Any]) -> None:
         guild_ids = data.get("guild_id")
         for raw_guild_id in guild_ids if isinstance(guild_ids, list) else [guild_ids]:
-            guild = self._fake.state.guilds.get(int(raw_guild_id))
+            guild = self._fake.state.guilds.get(int(str(raw_guild_id)))
             if guild is None:
                 continue
             limit = int(data.get("limit") or 0)

@@ -125,7 +125,9 @@ class FakeDiscord(World):
         self._change.set()
         self._change = asyncio.Event()
 
-    async def wait_until(self, predicate: Callable[[], T], timeout: float = 5.0, message: str | None = None) -> T:
+    async def wait_until(
+        self, predicate: Callable[[], T | None], timeout: float = 5.0, message: str | None = None
+    ) -> T:
         """Waits until ``predicate()`` is truthy and returns its value.
 
         The predicate is re-checked after every change the fake sees and at
@@ -506,14 +508,16 @@ class FakeDiscord(World):
         record.status = status
         record.response = body if not isinstance(body, bytes) else None
         record.duration = time.monotonic() - started
+        if isinstance(body, bytes):
+            raw = body
+        elif body is None:
+            raw = b""
+        else:
+            raw = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
         record.response_headers = dict(headers)
         self.notify()
-        if isinstance(body, bytes):
-            return web.Response(status=status, body=body, headers=headers)
-        if body is None:
-            return web.Response(status=status, headers=headers)
-        headers["Content-Type"] = "application/json"
-        return web.Response(status=status, body=json.dumps(body).encode(), headers=headers)
+        return web.Response(status=status, body=raw or None, headers=headers)
 
     async def _read_body(self, request: web.Request) -> tuple[Any, list[MultipartPart]]:
         content_type = request.headers.get(hdrs.CONTENT_TYPE, "")

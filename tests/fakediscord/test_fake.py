@@ -35,6 +35,19 @@ pytestmark = [
 ]
 
 CITIES = ["Moscow", "Minsk", "Murmansk", "Kazan"]
+
+
+@pytest_asyncio.fixture(autouse=True)
+async def no_leftover_tasks() -> AsyncIterator[None]:
+    """After the bot and the fake closed, nothing of theirs may still run."""
+    yield
+    current = asyncio.current_task()
+    leftovers = [task for task in asyncio.all_tasks() if task is not current and not task.done()]
+    if leftovers:
+        # discord.py's own short timers (the 0.05 s wait for more guilds) may still be finishing.
+        await asyncio.wait(leftovers, timeout=1.0)
+    still_running = [task for task in leftovers if not task.done()]
+    assert not still_running, still_running
 RUSSIAN = {
     "mafia": "мафия",
     "Mafia games": "Игры в мафию",
@@ -389,7 +402,7 @@ async def test_create_channels_with_overwrites(fake_guild: StandardGuild, bot: M
     vera = guild.get_member(fake_guild.player("vera").id)
     assert alice is not None and vera is not None
     category = await guild.create_category("Город 1", overwrites={guild.default_role: discord.PermissionOverwrite(view_channel=False)})
-    overwrites: dict[discord.Role | discord.Member, discord.PermissionOverwrite] = {
+    overwrites: dict[discord.Role | discord.Member | discord.Object, discord.PermissionOverwrite] = {
         guild.default_role: discord.PermissionOverwrite(view_channel=False),
         guild.me: discord.PermissionOverwrite(view_channel=True, send_messages=True),
         alice: discord.PermissionOverwrite(view_channel=True, send_messages=True),
@@ -753,3 +766,121 @@ async def test_channel_kinds_in_state(fake_guild: StandardGuild) -> None:
     assert category.to_payload()["type"] == 4
     assert "bitrate" in fake_guild.voice_channel.to_payload()
     assert fake.find_channel(fake_guild.guild.id, "general") is fake_guild.text_channel
+
+
+async def test_roles_follow_the_hierarchy(fake_guild: StandardGuild, bot: MiniBot) -> None:
+    fake = fake_guild.fake
+    guild = bot.get_guild(fake_guild.guild.id)
+    assert guild is not None
+    dead = await guild.create_role(name="Dead")
+    assert fake.find_role(guild.id, "Dead") is not None
+    assert fake.state.role(guild.id, dead.id).position == 1, "new roles start at the bottom"
+    bot_role = fake.state.bot_role(guild.id)
+    assert bot_role is not None and bot_role.position == 2
+    alice = guild.get_member(fake_guild.player("alice").id)
+    assert alice is not None
+    await alice.add_roles(dead)
+    assert dead.id in fake.member(guild.id, alice.id).roles
+    await fake.wait_until(lambda: dead in alice.roles)
+    boss = fake.create_role(guild.id, "Boss")
+    fake.update_role(guild.id, boss.id, position=5)
+    cached_boss = await fake.wait_until(lambda: guild.get_role(boss.id))
+    with pytest.raises(discord.Forbidden) as caught:
+        await alice.add_roles(cached_boss)
+    assert caught.value.code == 50013, "a role above the bot's own cannot be given"
+
+
+async def test_slash_in_dms_and_context_menu(fake_guild: StandardGuild, bot: MiniBot) -> None:
+    fake = fake_guild.fake
+    alice = fake_guild.player("alice")
+    result = await fake.slash(None, alice.id, "ping")
+    assert result.content == "pong"
+    assert result.original is not None and result.original.is_dm
+    assert fake.messages(dm_user_id=alice.id) == [result.original]
+    unanswered = await fake.context_menu(fake_guild.guild.id, alice.id, "Report", fake_guild.player("boris"), wait=False)
+    assert unanswered.payload["data"]["type"] == 2
+    assert unanswered.payload["data"]["resolved"]["users"][str(fake_guild.player("boris").id)]["username"] == "boris"
+
+
+async def test_guild_added_while_connected(fake_guild: StandardGuild, bot: MiniBot) -> None:
+    fake = fake_guild.fake
+    joined: list[discord.Guild] = []
+
+    async def on_guild_join(guild: discord.Guild) -> None:
+        joined.append(guild)
+
+    bot.add_listener(on_guild_join)
+    second = fake.create_guild("Second Club")
+    await fake.wait_until(lambda: joined)
+    assert joined[0].id == second.id and joined[0].me is not None
+
+
+async def test_op7_reconnect_and_zombie_connection(fake_guild: StandardGuild) -> None:
+    fake = fake_guild.fake
+    fake.gateway.heartbeat_interval_ms = 50
+    client = MiniBot()
+    client._connection.heartbeat_timeout = 0.3
+    async with running_client(fake, client):
+        fake.request_reconnect()
+        await fake.wait_until(lambda: fake.gateway.count("resume") == 1)
+        fake.gateway.ack_heartbeats = False
+        await fake.wait_until(lambda: fake.gateway.count("resume") == 2, timeout=3.0)
+        fake.gateway.ack_heartbeats = True
+        assert fake.gateway.count("identify") == 1
+        result = await fake.slash(fake_guild.guild.id, fake_guild.player("alice").id, "ping")
+        assert result.content == "pong"
+
+
+BOT_SCRIPT = """
+import os
+import discord
+import yarl
+
+discord.http.Route.BASE = os.environ["DISCORD_API_BASE"]
+discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(os.environ["DISCORD_GATEWAY_URL"])
+client = discord.Client(intents=discord.Intents.default())
+tree = discord.app_commands.CommandTree(client)
+
+
+@tree.command(name="ping", description="Ping")
+async def ping(interaction: discord.Interaction) -> None:
+    await interaction.response.send_message(f"pong from {os.getpid()}")
+
+
+client.run(os.environ["DISCORD_TOKEN"], log_handler=None)
+"""
+
+
+async def test_bot_in_a_subprocess_survives_sigkill(fake_guild: StandardGuild, tmp_path: Any) -> None:
+    import os
+    import sys
+
+    fake = fake_guild.fake
+    script = tmp_path / "bot.py"
+    script.write_text(BOT_SCRIPT)
+    env = {
+        **os.environ,
+        "DISCORD_API_BASE": fake.api_base,
+        "DISCORD_GATEWAY_URL": fake.gateway_url,
+        "DISCORD_TOKEN": fake.token,
+    }
+    alice = fake_guild.player("alice").id
+    first = await asyncio.create_subprocess_exec(sys.executable, str(script), env=env)
+    second = None
+    try:
+        session = await fake.wait_for_session(timeout=20)
+        answer = await fake.slash(fake_guild.guild.id, alice, "ping", timeout=10)
+        assert answer.content == f"pong from {first.pid}"
+        first.kill()
+        await first.wait()
+        await fake.wait_until(lambda: not session.connected)
+        second = await asyncio.create_subprocess_exec(sys.executable, str(script), env=env)
+        await fake.wait_until(lambda: any(s.connected for s in fake.gateway.sessions.values()), timeout=20)
+        answer = await fake.slash(fake_guild.guild.id, alice, "ping", timeout=10)
+        assert answer.content == f"pong from {second.pid}"
+        assert fake.gateway.count("identify") == 2
+    finally:
+        for process in (first, second):
+            if process is not None and process.returncode is None:
+                process.kill()
+                await process.wait()

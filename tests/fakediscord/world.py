@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .gateway import (
+    INTENT_DIRECT_MESSAGES,
     INTENT_GUILD_MEMBERS,
+    INTENT_GUILD_MESSAGES,
     INTENT_GUILD_PRESENCES,
     INTENT_GUILD_VOICE_STATES,
     INTENT_GUILDS,
@@ -158,7 +160,9 @@ class World:
         guild.members[self.bot_user.id] = Member(user=self.bot_user, guild_id=guild_id, roles=[bot_role.id])
         self.state.guilds[guild_id] = guild
         self.gateway.dispatch(
-            "GUILD_CREATE", lambda session: self.guild_create_payload(guild_id, session), guild_id=guild_id
+            "GUILD_CREATE",
+            lambda session: self.guild_create_payload(guild_id, session, joined=True),
+            guild_id=guild_id,
         )
         return guild
 
@@ -609,7 +613,7 @@ class World:
         payload: dict[str, Any] = {"id": str(message.id), "channel_id": str(message.channel_id)}
         if message.guild_id is not None:
             payload["guild_id"] = str(message.guild_id)
-        intent = 1 << 9 if message.guild_id is not None else 1 << 12
+        intent = INTENT_GUILD_MESSAGES if message.guild_id is not None else INTENT_DIRECT_MESSAGES
         self.gateway.dispatch("MESSAGE_DELETE", payload, guild_id=message.guild_id, intent=intent)
 
     def set_pinned(self, message: Message, pinned: bool) -> None:
@@ -817,12 +821,15 @@ class World:
         """``ws://127.0.0.1:PORT/gateway``."""
         return self.base_url.replace("http://", "ws://", 1) + "/gateway"
 
-    def guild_create_payload(self, guild_id: int, session: GatewaySession) -> dict[str, Any]:
+    def guild_create_payload(self, guild_id: int, session: GatewaySession, *, joined: bool = False) -> dict[str, Any]:
         """GUILD_CREATE as this session gets it.
 
         As on Discord, the member list is complete only for sessions with the
         GUILD_PRESENCES intent; others get the bot and the members in voice,
-        and discord.py then asks for the rest with op 8.
+        and discord.py then asks for the rest with op 8. A guild announced as
+        unavailable in READY comes with ``unavailable: false``; a guild the
+        bot ``joined`` has no ``unavailable`` key (discord.py tells
+        ``on_guild_available`` from ``on_guild_join`` that way).
         """
         guild = self.state.guild(guild_id)
         in_voice = set(guild.voice_states)
@@ -836,7 +843,6 @@ class World:
             {
                 "joined_at": guild.joined_at,
                 "large": large,
-                "unavailable": False,
                 "member_count": len(guild.members),
                 "voice_states": [
                     voice_state.to_payload(member=guild.members.get(user_id), in_guild_create=True)
@@ -852,4 +858,6 @@ class World:
                 "lazy": True,
             }
         )
+        if not joined:
+            payload["unavailable"] = False
         return payload
