@@ -57,8 +57,9 @@ def find_libopus() -> str:
     Raises:
         OpusLibraryError: no libopus anywhere.
     """
-    for path in _candidate_paths():
-        return str(path)
+    bundled = _candidate_paths()
+    if bundled:
+        return str(bundled[0])
     system = ctypes.util.find_library("opus")
     if system is not None:
         return system

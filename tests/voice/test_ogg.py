@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import av
+import discord.opus
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.voice import opuslib
 from bot.voice.ogg import (
     DEFAULT_PRE_SKIP,
     SILENCE_FRAME,
@@ -570,3 +572,57 @@ def test_waveform_builder_levels_and_scale() -> None:
     assert amplitudes[1] == round(255 * (45 - 40) / 45), "-40 dB relative: near the bottom"
     assert amplitudes[100:] == bytes(50)
     assert builder.finish(0, 0) == b"\x00"
+
+
+# --- a property: any light network damage gives the source back ---------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_network_damage_within_the_window_is_undone(data: st.DataObject) -> None:
+    source = _PROPERTY_PACKETS
+    lost = data.draw(st.sets(st.integers(1, len(source) - 2), max_size=8))
+    duplicated = data.draw(st.sets(st.integers(0, len(source) - 1), max_size=8))
+    seq0 = data.draw(st.integers(0, 0xFFFF))
+    ts0 = data.draw(st.integers(0, 0xFFFFFFFF))
+    arrival: list[tuple[float, tuple[int, int, bytes]]] = []
+    for index, item in enumerate(in_order(source, seq0=seq0, ts0=ts0)):
+        if index in lost:
+            continue
+        # Each packet is delayed by less than three packet times: within a window of 5.
+        arrival.append((index + data.draw(st.floats(0, 2.9)), item))
+        if index in duplicated:
+            arrival.append((index + data.draw(st.floats(0, 2.9)), item))
+    arrival.sort(key=lambda pair: pair[0])
+    written, info, _ = write([item for _, item in arrival], reorder_window=5)
+    expected = [SILENCE_FRAME if i in lost else p for i, p in enumerate(source)]
+    assert audio_packets(written) == expected
+    assert info.dropped_packets == len(duplicated - lost)
+
+
+_PROPERTY_PACKETS = opus_packets()[:120]
+
+
+# --- libopus from PyAV's wheel ------------------------------------------------------------
+
+
+def test_libopus_is_found_in_pyavs_wheel_and_serves_discord_opus(packets: list[bytes]) -> None:
+    path = opuslib.find_libopus()
+    assert "av.libs" in path or ".dylibs" in path, path
+    assert opuslib.version().startswith("libopus 1.")
+    assert opuslib.load_for_discord() == path
+    assert discord.opus.is_loaded()
+    pcm = discord.opus.Decoder().decode(packets[100], fec=False)  # type: ignore[no-untyped-call]
+    assert len(pcm) == FRAME * 2 * 2 and any(pcm)
+
+
+def test_opus_decoder_wrapper(packets: list[bytes]) -> None:
+    decoder = opuslib.OpusDecoder(16000, 1)
+    assert len(decoder.decode(packets[100])) == 320 * 2
+    decoder.reset()
+    assert bytes(decoder.decode(SILENCE_FRAME)) == bytes(640)
+    with pytest.raises(ValueError):
+        decoder.decode(bytes([0xFD, 0x00]))
+    with pytest.raises(ValueError):
+        opuslib.OpusDecoder(44100, 1)
+    decoder.close()
