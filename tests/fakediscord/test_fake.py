@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import io
 import json
 import time
 from collections.abc import AsyncIterator
@@ -172,6 +173,15 @@ class MiniBot(commands.Bot):
             digest = hashlib.sha256(data).hexdigest()[:12]
             await interaction.response.send_message(f"{file.filename} {len(data)} {digest}")
 
+        @tree.command(name="card", description="Your role card")
+        async def card(interaction: discord.Interaction) -> None:
+            first = discord.File(io.BytesIO(b"role:doctor"), filename="card.txt")
+            await interaction.response.send_message("your card", file=first, ephemeral=True)
+            second = discord.File(io.BytesIO(b"role:sheriff"), filename="card2.txt")
+            await interaction.edit_original_response(content="your card (updated)", attachments=[second])
+            extra = await interaction.followup.send("extra", wait=True)
+            await extra.edit(content="extra, edited")
+
         @tree.command(name="sleepy", description="Answers too late")
         async def sleepy(interaction: discord.Interaction) -> None:
             await asyncio.sleep(0.2)
@@ -238,7 +248,7 @@ async def test_sync_sends_localized_commands_and_gets_ids(fake_guild: StandardGu
     fake = fake_guild.fake
     put = fake.last_call("PUT", "/applications/{application_id}/guilds/{guild_id}/commands")
     by_name = {command["name"]: command for command in put.json}
-    assert set(by_name) == {"ping", "mafia", "slow", "vote", "form", "upload", "sleepy"}
+    assert set(by_name) == {"ping", "mafia", "slow", "vote", "form", "upload", "card", "sleepy"}
     assert by_name["mafia"]["name_localizations"] == {"ru": "мафия"}
     assert by_name["mafia"]["description_localizations"] == {"ru": "Игры в мафию"}
     new = next(o for o in by_name["mafia"]["options"] if o["name"] == "new")
@@ -372,6 +382,23 @@ async def test_attachment_option_is_downloadable(fake_guild: StandardGuild, bot:
     assert download.status == 200
 
 
+async def test_files_in_interaction_answers_and_edits(fake_guild: StandardGuild, bot: MiniBot) -> None:
+    fake = fake_guild.fake
+    result = await fake.slash(fake_guild.guild.id, fake_guild.player("gleb").id, "card")
+    assert result.callback is not None and result.callback.files[0].data == b"role:doctor"
+    followups = await result.wait_followups(1)
+    await fake.wait_until(lambda: followups[0].content == "extra, edited")
+    original = result.original
+    assert original is not None and original.ephemeral
+    assert original.content == "your card (updated)"
+    assert [(a.filename, a.data) for a in original.attachments] == [("card2.txt", b"role:sheriff")]
+    assert original.edits[0]["attachments"] == ["card.txt"]
+    patch = fake.last_call("PATCH", "/webhooks/{application_id}/{interaction_token}/messages/@original")
+    assert [part.name for part in patch.parts] == ["payload_json", "files[0]"]
+    edit = fake.last_call("PATCH", "/webhooks/{application_id}/{interaction_token}/messages/{message_id}")
+    assert edit.params["message_id"] == str(followups[0].id)
+
+
 async def test_duplicate_delivery_is_refused_on_second_ack(fake_guild: StandardGuild, bot: MiniBot) -> None:
     fake = fake_guild.fake
     result = await fake.slash(fake_guild.guild.id, fake_guild.player("alice").id, "ping")
@@ -495,8 +522,6 @@ async def test_multipart_message_keeps_file_bytes(fake_guild: StandardGuild, bot
     fake = fake_guild.fake
     channel = _text_channel(bot, fake_guild)
     data = b"\x89PNG\r\n\x1a\n" + bytes(range(200))
-    import io
-
     sent = await channel.send("the map", file=discord.File(io.BytesIO(data), filename="map.png", description="City map"))
     stored = fake.message(sent.id)
     assert stored.content == "the map"
