@@ -212,8 +212,9 @@ class OggOpusWriter:
     """Streams one speaker's received Opus packets into an Ogg Opus file.
 
     Feed every received packet with :meth:`feed`, then call :meth:`close`
-    (also when the recording is cut short). Not thread-safe: feed it from one
-    task or thread.
+    (also when the recording is cut short). One writer per RTP stream: the
+    sequence numbers and timestamps of a new SSRC (a reconnect) do not
+    continue the old ones. Not thread-safe: feed it from one task or thread.
     """
 
     def __init__(
