@@ -296,8 +296,12 @@ class GameService:
         *,
         source: str,
         interaction_id: int | None = None,
+        extra_outbox: list[OutboxItem] | None = None,
     ) -> Applied:
         """Validate, commit and announce one command.
+
+        ``extra_outbox`` is committed with the command, after what its events
+        render (a last word's recording, say).
 
         Raises:
             RuleError: the rules refuse it; nothing changes.
@@ -315,12 +319,13 @@ class GameService:
                 live.deferred.append((command, source))
                 log.info("game %s: the day's end waits for %s", game_id, sorted(live.holds))
                 return Applied([], deferred=True)
-            applied = await self._commit(live, command, source, interaction_id)
+            applied = await self._commit(live, command, source, interaction_id, extra_outbox or [])
         await self._notify(live, applied.events)
         return applied
 
     async def _commit(
-        self, live: LiveGame, command: Command, source: str, interaction_id: int | None
+        self, live: LiveGame, command: Command, source: str, interaction_id: int | None,
+        extra_outbox: list[OutboxItem],
     ) -> Applied:
         game, record = live.game, live.record
         assert game is not None
@@ -332,7 +337,7 @@ class GameService:
                 self._arm_deadline(live)
             if game.over:
                 record.state = "over"
-            items = self.render(live, events)
+            items = self.render(live, events) + extra_outbox
             every = self.config.snapshot_every
             snapshot = game.to_dict() if record.command_count % every == 0 else None
             seq = await self.storage.append_command(

@@ -22,7 +22,13 @@ from bot.bot import ProkuratorBot
 from bot.config import Config, Timers
 from bot.service import LiveGame
 from rules import Game
-from tests.fakediscord import FakeDiscord, InteractionResult, Member, build_standard_guild, running_client
+from tests.fakediscord import (
+    FakeDiscord,
+    InteractionResult,
+    Member,
+    build_standard_guild,
+    running_client,
+)
 from tests.fakediscord.fixtures import StandardGuild
 
 NO_TIMERS = Timers(discussion=0, voting=0, night=0, reminders=())
@@ -84,9 +90,22 @@ class Table:
 
     @property
     def game(self) -> Game:
-        game = self.live().game
-        assert game is not None
-        return game
+        """The guild's running game (or the last one seen, once it ended)."""
+        games = [g for g in self.bot.service.games() if g.record.guild_id == self.guild_id and g.game]
+        if games:
+            self.last_game = games[-1].game
+        assert self.last_game is not None
+        return self.last_game
+
+    def game_status(self, user_id: int) -> str | None:
+        """The status of a user in the guild's latest game, or None if he does not play."""
+        games = [g for g in self.bot.service.games() if g.record.guild_id == self.guild_id and g.game]
+        game = games[-1].game if games else self.last_game
+        if game is None or str(user_id) not in game.players:
+            return None
+        return game.status_of(str(user_id)).value
+
+    last_game: Game | None = None
 
     def players_of(self, status: str, city: str | None = None) -> list[str]:
         """Usernames of living players with a status (optionally in one city)."""
