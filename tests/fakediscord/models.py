@@ -10,6 +10,7 @@ the connected bot through the gateway.
 from __future__ import annotations
 
 import base64
+import datetime
 import enum
 import re
 import time
@@ -156,11 +157,20 @@ class Member:
     joined_at: str = field(default_factory=iso_timestamp)
     mute: bool = False
     deaf: bool = False
+    communication_disabled_until: str | None = None
+    """ISO time until which the member is timed out."""
 
     @property
     def id(self) -> int:
         """The user's id."""
         return self.user.id
+
+    def timed_out(self, now: datetime.datetime | None = None) -> bool:
+        """Whether a timeout is running."""
+        if self.communication_disabled_until is None:
+            return False
+        until = datetime.datetime.fromisoformat(self.communication_disabled_until)
+        return until > (now or datetime.datetime.now(tz=datetime.UTC))
 
     @property
     def display_name(self) -> str:
@@ -180,7 +190,7 @@ class Member:
             "mute": self.mute,
             "flags": 0,
             "pending": False,
-            "communication_disabled_until": None,
+            "communication_disabled_until": self.communication_disabled_until,
         }
         if with_user:
             payload["user"] = self.user.to_payload()

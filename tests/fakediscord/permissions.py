@@ -202,6 +202,9 @@ GUILD_ONLY_PERMISSIONS = int(
 )
 """Permissions that do not apply to channels (no channel type in Discord's permission table)."""
 
+TIMED_OUT_PERMISSIONS = int(Permission.VIEW_CHANNEL | Permission.READ_MESSAGE_HISTORY)
+"""All a timed-out member keeps."""
+
 _NEEDS_SEND_MESSAGES = int(
     Permission.MENTION_EVERYONE
     | Permission.SEND_TTS_MESSAGES

@@ -247,7 +247,7 @@ class AppRoutes:
         """GET /gateway/bot."""
         return {
             "url": self.fake.gateway_url,
-            "shards": 1,
+            "shards": self.fake.recommended_shards,
             "session_start_limit": {"total": 1000, "remaining": 999, "reset_after": 86_400_000, "max_concurrency": 1},
         }
 

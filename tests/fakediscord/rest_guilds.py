@@ -8,6 +8,7 @@ DEAFEN_MEMBERS / MOVE_MEMBERS for members. A refusal is 403 50013.
 
 from __future__ import annotations
 
+import datetime
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,14 @@ class GuildRoutes:
         role = state.role(guild_id, role_id)
         if role.position >= state.highest_role_position(guild_id, self.fake.bot_user.id):
             raise missing_permissions()
+
+    def _outranks_bot(self, guild_id: int, user_id: int) -> bool:
+        """Whether the member is the owner or has a role at least as high as the bot's highest."""
+        state = self.fake.state
+        if state.guild(guild_id).owner_id == user_id:
+            return True
+        bot_top = state.highest_role_position(guild_id, self.fake.bot_user.id)
+        return state.highest_role_position(guild_id, user_id) >= bot_top
 
     def _check_grantable(self, guild_id: int, bits: int) -> None:
         """Only permissions the bot has itself may be put in roles and overwrites (unless admin)."""
@@ -328,10 +337,7 @@ class GuildRoutes:
         in_voice = guild.voice_states.get(user_id)
         if "nick" in body:
             self._bot_can(guild_id, Permission.MANAGE_NICKNAMES)
-            if user_id != bot_id and (
-                guild.owner_id == user_id
-                or state.highest_role_position(guild_id, user_id) >= state.highest_role_position(guild_id, bot_id)
-            ):
+            if user_id != bot_id and self._outranks_bot(guild_id, user_id):
                 raise missing_permissions()
             nick = body.get("nick")
             if nick is not None and len(str(nick)) > 32:
@@ -350,6 +356,23 @@ class GuildRoutes:
                 self._bot_can(guild_id, permission)
                 if in_voice is None:
                     raise DiscordError(400, 40032, "Target user is not connected to voice.")
+        timeout: Any = UNSET
+        if "communication_disabled_until" in body:
+            self._bot_can(guild_id, Permission.MODERATE_MEMBERS)
+            if user_id == bot_id or self._outranks_bot(guild_id, user_id):
+                raise missing_permissions()
+            timeout = body.get("communication_disabled_until")
+            if timeout is not None:
+                try:
+                    until = datetime.datetime.fromisoformat(str(timeout))
+                except ValueError:
+                    raise invalid_form_body(
+                        {"communication_disabled_until": field_error("DATE_TIME_TYPE_PARSE", "Could not parse the time.")}
+                    ) from None
+                if until - datetime.datetime.now(tz=datetime.UTC) > datetime.timedelta(days=28):
+                    raise invalid_form_body(
+                        {"communication_disabled_until": field_error("COMMUNICATION_DISABLED_UNTIL_TOO_LONG", "Timeouts can last 28 days at most.")}
+                    )
         move_to: Any = UNSET
         if "channel_id" in body:
             self._bot_can(guild_id, Permission.MOVE_MEMBERS)
@@ -369,6 +392,7 @@ class GuildRoutes:
             roles=roles,
             mute=body.get("mute"),
             deaf=body.get("deaf"),
+            timed_out_until=timeout,
         )
         if move_to is not UNSET and in_voice is not None:
             self.fake.set_voice_state(
@@ -381,13 +405,10 @@ class GuildRoutes:
         state = self.fake.state
         guild_id = request.snowflake("guild_id")
         user_id = request.snowflake("user_id")
-        guild = state.guild(guild_id)
+        state.guild(guild_id)
         state.member(guild_id, user_id)
         self._bot_can(guild_id, Permission.KICK_MEMBERS)
-        bot_id = self.fake.bot_user.id
-        if guild.owner_id == user_id or state.highest_role_position(guild_id, user_id) >= state.highest_role_position(
-            guild_id, bot_id
-        ):
+        if self._outranks_bot(guild_id, user_id):
             raise missing_permissions()
         self.fake.remove_member(guild_id, user_id)
         return None

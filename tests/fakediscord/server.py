@@ -67,6 +67,8 @@ class FakeDiscord(World):
         self.recorder = Recorder()
         self.faults = FaultInjector()
         self.rate_limits = RateLimits(rate_limit, rate_limit_window)
+        self.recommended_shards = 1
+        """The shard count ``GET /gateway/bot`` recommends (used by AutoShardedClient)."""
         self.interaction_ack_deadline = interaction_ack_deadline
         """Seconds the bot has to acknowledge an interaction (Discord: 3)."""
         self.interactions: dict[int, InteractionResult] = {}

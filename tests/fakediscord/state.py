@@ -15,7 +15,7 @@ from .models import (
     Role,
     User,
 )
-from .permissions import apply_overwrites, base_permissions
+from .permissions import ALL_PERMISSIONS, TIMED_OUT_PERMISSIONS, apply_overwrites, base_permissions
 from .snowflake import SnowflakeGenerator
 
 
@@ -138,20 +138,27 @@ class DiscordState:
         )
 
     def permissions_for(self, guild_id: int, channel_id: int | None, user_id: int) -> int:
-        """Discord's computed permissions of a member in a channel (guild-wide if ``channel_id`` is None)."""
+        """Discord's computed permissions of a member in a channel (guild-wide if ``channel_id`` is None).
+
+        A timed-out member (not owner, not administrator) keeps only
+        VIEW_CHANNEL and READ_MESSAGE_HISTORY.
+        """
         base = self.guild_permissions(guild_id, user_id)
-        if channel_id is None:
-            return base
-        channel = self.channel(channel_id)
         member = self.member(guild_id, user_id)
-        return apply_overwrites(
-            base,
-            guild_id=guild_id,
-            member_id=user_id,
-            member_role_ids=member.roles,
-            overwrites=channel.overwrites,
-            is_text_channel=channel.type in TEXT_LIKE_TYPES,
-        )
+        timed_out = base != ALL_PERMISSIONS and member.timed_out()
+        if channel_id is not None:
+            channel = self.channel(channel_id)
+            base = apply_overwrites(
+                base,
+                guild_id=guild_id,
+                member_id=user_id,
+                member_role_ids=member.roles,
+                overwrites=channel.overwrites,
+                is_text_channel=channel.type in TEXT_LIKE_TYPES,
+            )
+        if timed_out:
+            base &= TIMED_OUT_PERMISSIONS
+        return base
 
     def highest_role_position(self, guild_id: int, user_id: int) -> int:
         """Position of the member's highest role (0 for @everyone only)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime
 import hashlib
 import io
 import json
@@ -20,6 +21,7 @@ from discord.ext import commands
 from discord.http import Route
 
 from tests.fakediscord import (
+    DEFAULT_BOT_PERMISSIONS,
     ChannelType,
     FakeDiscord,
     Overwrite,
@@ -909,3 +911,50 @@ async def test_bot_in_a_subprocess_survives_sigkill(fake_guild: StandardGuild, t
             if process is not None and process.returncode is None:
                 process.kill()
                 await process.wait()
+
+
+async def test_timed_out_member_keeps_only_reading(fake_guild: StandardGuild, bot: MiniBot) -> None:
+    fake = fake_guild.fake
+    guild = bot.get_guild(fake_guild.guild.id)
+    assert guild is not None
+    vera = guild.get_member(fake_guild.player("vera").id)
+    assert vera is not None
+    with pytest.raises(discord.Forbidden) as caught:
+        await vera.timeout(datetime.timedelta(minutes=5))
+    assert caught.value.code == 50013, "the default bot role has no MODERATE_MEMBERS"
+    fake.set_bot_permissions(guild.id, DEFAULT_BOT_PERMISSIONS | Permission.MODERATE_MEMBERS)
+    await vera.timeout(datetime.timedelta(minutes=5))
+    assert fake.member(guild.id, vera.id).timed_out()
+    text_id = fake_guild.text_channel.id
+    assert fake.permissions_for(guild.id, text_id, vera.id) == Permission.VIEW_CHANNEL | Permission.READ_MESSAGE_HISTORY
+    await fake.wait_until(lambda: vera.is_timed_out())
+    channel = _text_channel(bot, fake_guild)
+    assert channel.permissions_for(vera).value == fake.permissions_for(guild.id, text_id, vera.id)
+    await vera.timeout(None)
+    assert not fake.member(guild.id, vera.id).timed_out()
+    owner = guild.get_member(fake_guild.owner.id)
+    assert owner is not None
+    with pytest.raises(discord.Forbidden):
+        await owner.timeout(datetime.timedelta(minutes=1))
+
+
+class ShardedBot(discord.AutoShardedClient):
+    """An auto-sharded client that identifies its shards without discord.py's 5 s pause."""
+
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        """No pause between IDENTIFYs."""
+
+
+async def test_auto_sharded_client_gets_each_guild_on_its_shard(fake_guild: StandardGuild) -> None:
+    fake = fake_guild.fake
+    for index in range(3):
+        fake.create_guild(f"Club {index}")
+    fake.recommended_shards = 2
+    client = ShardedBot(intents=discord.Intents.default())
+    async with running_client(fake, client):
+        assert client.shard_count == 2
+        assert len(client.guilds) == 4
+        for guild in client.guilds:
+            assert guild.shard_id == (guild.id >> 22) % 2
+    assert fake.last_call("GET", "/gateway/bot").status == 200
+    assert sorted(session.shard for session in fake.gateway.sessions.values() if session.shard) == [(0, 2), (1, 2)]

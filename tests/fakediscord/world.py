@@ -309,15 +309,18 @@ class World:
         roles: Iterable[int] | None = None,
         mute: bool | None = None,
         deaf: bool | None = None,
+        timed_out_until: str | None = UNSET,
     ) -> Member:
-        """Changes a member's nick, roles, or server mute/deafen: GUILD_MEMBER_UPDATE
-        (and VOICE_STATE_UPDATE when mute/deafen change while in voice)."""
+        """Changes a member's nick, roles, server mute/deafen or timeout (ISO time, None ends it):
+        GUILD_MEMBER_UPDATE (and VOICE_STATE_UPDATE when mute/deafen change while in voice)."""
         guild = self.state.guild(guild_id)
         member = self.state.member(guild_id, user_id)
         if nick is not UNSET:
             member.nick = nick or None
         if roles is not None:
             member.roles = list(dict.fromkeys(int(role_id) for role_id in roles if int(role_id) != guild_id))
+        if timed_out_until is not UNSET:
+            member.communication_disabled_until = timed_out_until
         voice_changed = False
         if mute is not None and mute != member.mute:
             member.mute = mute
