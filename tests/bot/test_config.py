@@ -1,0 +1,95 @@
+"""Configuration: embedded defaults, the example file, one clear line for a bad key."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.config import Config, ConfigError, config_from_dict, load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_no_file_means_the_defaults():
+    assert load_config(None) == Config()
+
+
+def test_the_example_documents_every_key_with_its_default():
+    assert load_config(ROOT / "config.example.yaml") == Config()
+    text = (ROOT / "config.example.yaml").read_text(encoding="utf-8")
+    for key in ("database", "language", "log_level", "host_role", "snapshot_every", "discussion",
+                "voting", "night", "reminders", "join_timeout", "dave_timeout", "progress_every",
+                "max_upload_mib", "everyone_reads", "at_end", "first_phase", "day_fallback",
+                "doctor_self_protect", "maniac_idle", "maniac_wins_if_survives", "touring_order",
+                "last_word_seconds"):
+        assert f"{key}:" in text, key
+
+
+def test_values_override_the_defaults():
+    config = config_from_dict({
+        "language": "en", "timers": {"voting": 60, "reminders": [30, 300]},
+        "rules": {"day_fallback": "host"}, "channels": {"at_end": "delete"},
+    })
+    assert config.language == "en"
+    assert config.timers.voting == 60 and config.timers.night == Config().timers.night
+    assert config.timers.reminders == (300, 30)
+    assert config.rules.day_fallback.value == "host"
+    assert config.channels.at_end == "delete"
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"langauge": "en"}, "langauge: unknown key"),
+        ({"language": "de"}, "language: must be one of ru, en"),
+        ({"timers": {"voting": "5m"}}, "timers.voting: must be a whole number"),
+        ({"timers": {"voting": -1}}, "timers.voting: must be from 0"),
+        ({"timers": {"dawn": 5}}, "timers.dawn: unknown key"),
+        ({"timers": []}, "timers: must be a mapping"),
+        ({"last_word": {"max_upload_mib": 100}}, "last_word.max_upload_mib: must be from 1 to 25"),
+        ({"channels": {"at_end": "burn"}}, "channels.at_end: must be keep or delete"),
+        ({"rules": {"last_word_seconds": 500}}, "rules.last_word_seconds: bad value"),
+        ({"rules": {"first_phase": "dusk"}}, "rules.first_phase: bad value"),
+        ({"log_level": "LOUD"}, "log_level: must be one of"),
+        ("just text", "config: must be a mapping"),
+    ],
+)
+def test_a_bad_config_names_the_key_and_the_problem(data, message):
+    with pytest.raises(ConfigError) as refused:
+        config_from_dict(data)
+    assert message in str(refused.value)
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "bot", *args], capture_output=True, text=True,
+                          check=False, env=env, cwd=ROOT)
+
+
+def test_check_config_says_ok_or_names_the_problem(tmp_path):
+    good = cli("check-config", str(ROOT / "config.example.yaml"))
+    assert good.returncode == 0 and "ok" in good.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("timers:\n  voting: [1\n")
+    broken = cli("check-config", str(bad))
+    assert broken.returncode == 2
+    assert broken.stderr.strip().count("\n") == 0 and "not valid YAML at line" in broken.stderr
+    missing = cli("check-config", str(tmp_path / "nope.yaml"))
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
+
+
+def test_run_without_a_token_prints_one_line_and_exits(tmp_path):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "DISCORD_TOKEN"}
+    result = cli("run", env=env)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "mafia-bot run: DISCORD_TOKEN is not set: put the bot's token in the environment "
+        "(it is never read from the config file)"
+    ]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("language: xx\n")
+    result = cli("run", "--config", str(bad), env={**env, "DISCORD_TOKEN": "t"})
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == "mafia-bot run: language: must be one of ru, en, got 'xx'"
