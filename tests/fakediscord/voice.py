@@ -402,6 +402,7 @@ class FakeSpeaker:
         padding: bool = True,
         extension: bool = True,
         corrupt_dave: bool = False,
+        announce: bool = True,
         fast_interval: float = 0.001,
     ) -> list[SentPacket]:
         """Send Opus packets to the bot as his Discord client would; return what was sent.
@@ -412,7 +413,9 @@ class FakeSpeaker:
         skips packets, ``reorder`` swaps pairs in the sending order.
         ``realtime`` paces packets at 20 ms (plus the gaps); otherwise one
         every ``fast_interval`` seconds. ``corrupt_dave`` damages each DAVE
-        frame's ciphertext so the bot cannot decrypt it.
+        frame's ciphertext so the bot cannot decrypt it. Unless ``announce``
+        is False, op 5 SPEAKING names his SSRC first (once per bot connection),
+        racing the audio as on Discord.
         """
         bot = self._call.bot
         if bot is None or bot.udp_address is None or bot.secret_key is None:
@@ -421,11 +424,8 @@ class FakeSpeaker:
             raise RuntimeError(f"speaker {self.user_id} has left the channel")
         gaps = dict(gaps or {})
         lost = set(lose)
-        if bot.connection_id not in self._announced_to:
-            self._announced_to.add(bot.connection_id)
-            await bot.send_json(
-                OP_SPEAKING, {"user_id": str(self.user_id), "ssrc": self.ssrc, "speaking": 1}
-            )
+        if announce:
+            await self.announce()
         planned: list[SentPacket] = []
         offsets: list[float] = []
         timestamp = start_ts
@@ -468,6 +468,16 @@ class FakeSpeaker:
             )
             sent.append(packet)
         return sent
+
+    async def announce(self) -> None:
+        """Op 5 SPEAKING to the connected bot: this user speaks on this SSRC (once per connection)."""
+        bot = self._call.bot
+        if bot is None or bot.connection_id in self._announced_to:
+            return
+        self._announced_to.add(bot.connection_id)
+        await bot.send_json(
+            OP_SPEAKING, {"user_id": str(self.user_id), "ssrc": self.ssrc, "speaking": 1}
+        )
 
     async def leave(self) -> None:
         """Leave the channel: the bot gets op 13 and the MLS group removes him."""
@@ -888,6 +898,20 @@ class FakeVoiceServer:
             await call.leave(speaker.user_id)
 
     # Faults ----------------------------------------------------------------------
+
+    def send_raw(self, data: bytes, *, channel_id: int | None = None) -> None:
+        """Send any datagram to the bot's UDP address (garbage, RTCP, forged RTP)."""
+        call = self._call(channel_id if channel_id is not None else self._only_channel())
+        if call.bot is None or call.bot.udp_address is None:
+            raise RuntimeError("no bot is connected to this voice channel")
+        self._send_udp(data, call.bot.udp_address)
+
+    def bot_secret_key(self, *, channel_id: int | None = None) -> bytes:
+        """The transport key of the bot's current voice session."""
+        call = self._call(channel_id if channel_id is not None else self._only_channel())
+        if call.bot is None or call.bot.secret_key is None:
+            raise RuntimeError("no bot is connected to this voice channel")
+        return call.bot.secret_key
 
     async def drop_connection(self) -> None:
         """The voice server goes away: websockets aborted, UDP closed, no reconnects."""

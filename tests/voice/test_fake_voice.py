@@ -407,6 +407,10 @@ async def test_bad_proposal_signature_leaves_dave_never_ready_but_the_link_up() 
         assert not voice_client.dave_ready()
         assert not speaker.in_group.is_set()
         assert voice_client.is_connected() and voice_client.link_alive()
+        # VOICE_FACTS item 7: discord.py's websocket poller died on the proposal.
+        runner = voice_client._connection._runner
+        assert runner is not None and runner.done()
+        assert "InvalidSignature" in str(runner.exception())
 
 
 async def test_drop_connection_is_seen_by_the_voice_client() -> None:

@@ -1,0 +1,268 @@
+"""The receive path (bot/voice/receiver.py): the real discord.py client, the fake voice server."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+import pytest
+
+from bot.voice.receiver import SpeakerDirectory
+from bot.voice.rtp import RTPHeader, build_rtpsize_packet
+from tests.fakediscord.voice import SentPacket
+from tests.voice.speech import opus_packets
+from tests.voice.test_fake_voice import (
+    NEIGHBOUR_ID,
+    NOMINEE_ID,
+    connected_with_dave,
+    voice_world,
+    wait_until,
+)
+
+
+class ListSink:
+    """Keeps every packet it is given."""
+
+    def __init__(self) -> None:
+        self.packets: list[tuple[int, int, bytes]] = []
+
+    def write_packet(self, sequence: int, timestamp: int, opus: bytes) -> None:
+        self.packets.append((sequence, timestamp, opus))
+
+
+class BrokenSink(ListSink):
+    """Fails on every third packet."""
+
+    def write_packet(self, sequence: int, timestamp: int, opus: bytes) -> None:
+        if sequence % 3 == 0:
+            raise OSError("disk full")
+        super().write_packet(sequence, timestamp, opus)
+
+
+def as_written(sent: list[SentPacket]) -> list[tuple[int, int, bytes]]:
+    return [(packet.sequence, packet.timestamp, packet.opus) for packet in sent]
+
+
+async def test_only_the_registered_speaker_is_delivered_byte_for_byte_while_another_talks_over() -> (
+    None
+):
+    async with voice_world() as world:
+        nominee = await world.join(NOMINEE_ID)
+        neighbour = await world.join(NEIGHBOUR_ID)
+        voice_client = await connected_with_dave(world)
+        await nominee.wait_in_group()
+        await neighbour.wait_in_group()
+        sink = ListSink()
+        stats = voice_client.receiver.register(NOMINEE_ID, sink)
+        speech = opus_packets()
+
+        sent, other = await asyncio.gather(
+            nominee.play(speech[:200], start_seq=40_000, start_ts=123_456),
+            neighbour.play(speech[300:500]),
+        )
+        await wait_until(lambda: len(sink.packets) == 200)
+
+        assert sink.packets == as_written(sent)
+        assert stats.packets == stats.delivered == 200
+        assert stats.dave_errors == stats.decrypt_errors == stats.sink_errors == 0
+        assert stats.passthrough == 0
+        assert stats.last_delivered_time is not None
+        receiver_stats = voice_client.receiver.stats
+        await wait_until(lambda: receiver_stats.unregistered == len(other))
+        assert receiver_stats.delivered == 200
+
+
+async def test_loss_reordering_and_silence_reach_the_sink_as_sent() -> None:
+    async with voice_world() as world:
+        nominee = await world.join(NOMINEE_ID)
+        voice_client = await connected_with_dave(world)
+        await nominee.wait_in_group()
+        sink = ListSink()
+        voice_client.receiver.register(NOMINEE_ID, sink)
+
+        sent = await nominee.play(
+            opus_packets()[:60],
+            start_seq=65_530,
+            start_ts=2**32 - 2_000,
+            lose={5, 6, 40},
+            reorder=[(10, 12), (30, 31)],
+            gaps={20: 0.5, 50: 1.25},
+            padding=True,
+            extension=True,
+        )
+        await wait_until(lambda: len(sink.packets) == 57)
+
+        assert sink.packets == as_written(sent)
+        order = list(range(60))
+        order[10], order[12] = order[12], order[10]
+        order[30], order[31] = order[31], order[30]
+        assert [packet.index for packet in sent] == [i for i in order if i not in {5, 6, 40}]
+        timestamps = {packet.index: packet.timestamp for packet in sent}
+        assert (timestamps[21] - timestamps[19]) % 2**32 == 2 * 960 + 24_000
+
+
+async def test_two_registered_users_each_get_their_own_audio() -> None:
+    async with voice_world() as world:
+        nominee = await world.join(NOMINEE_ID)
+        neighbour = await world.join(NEIGHBOUR_ID)
+        voice_client = await connected_with_dave(world)
+        await nominee.wait_in_group()
+        await neighbour.wait_in_group()
+        nominee_sink, neighbour_sink = ListSink(), ListSink()
+        voice_client.receiver.register(NOMINEE_ID, nominee_sink)
+        voice_client.receiver.register(NEIGHBOUR_ID, neighbour_sink)
+        speech = opus_packets()
+
+        sent_nominee, sent_neighbour = await asyncio.gather(
+            nominee.play(speech[:50]), neighbour.play(speech[50:100], start_seq=7)
+        )
+        await wait_until(lambda: len(nominee_sink.packets) == len(neighbour_sink.packets) == 50)
+
+        assert nominee_sink.packets == as_written(sent_nominee)
+        assert neighbour_sink.packets == as_written(sent_neighbour)
+        with pytest.raises(ValueError, match="already has a sink"):
+            voice_client.receiver.register(NOMINEE_ID, ListSink())
+
+
+async def test_audio_before_its_speaking_event_is_held_and_replayed() -> None:
+    async with voice_world() as world:
+        nominee = await world.join(NOMINEE_ID)
+        voice_client = await connected_with_dave(world)
+        await nominee.wait_in_group()
+        sink = ListSink()
+        voice_client.receiver.register(NOMINEE_ID, sink)
+
+        early = await nominee.play(opus_packets()[:10], announce=False)
+        await wait_until(lambda: voice_client.receiver.stats.unknown_ssrc == 10)
+        assert sink.packets == []
+        await nominee.announce()
+        later = await nominee.play(opus_packets()[10:20], start_seq=10, start_ts=9_600)
+        await wait_until(lambda: len(sink.packets) == 20)
+
+        assert sink.packets == as_written(early) + as_written(later)
+
+
+async def test_garbage_rtcp_and_forgeries_are_counted_and_the_reader_lives_on() -> None:
+    async with voice_world() as world:
+        nominee = await world.join(NOMINEE_ID)
+        voice_client = await connected_with_dave(world)
+        await nominee.wait_in_group()
+        sink = ListSink()
+        stats = voice_client.receiver.register(NOMINEE_ID, sink)
+        await nominee.play(opus_packets()[:1])
+        await wait_until(lambda: len(sink.packets) == 1)
+        server = world.server
+        key = server.bot_secret_key()
+        unknown_before = voice_client.receiver.stats.unknown_ssrc
+
+        server.send_raw(b"\x00\x01 not rtp at all")
+        server.send_raw(bytes([0x81, 200, 0, 6]) + bytes(24))  # an RTCP sender report
+        header = RTPHeader(sequence=1, timestamp=960, ssrc=nominee.ssrc)
+        server.send_raw(build_rtpsize_packet(header, b"forged", bytes(32), 1))  # wrong key
+        server.send_raw(bytes([0x80, 0x78]) + struct.pack(">HII", 2, 1920, nominee.ssrc) + b"ab")
+        server.send_raw(build_rtpsize_packet(RTPHeader(3, 2880, 0xDEAD), b"x", key, 2))
+        sent = await nominee.play(opus_packets()[1:6], start_seq=10, start_ts=20 * 960)
+        await wait_until(lambda: len(sink.packets) == 6)
+
+        receiver_stats = voice_client.receiver.stats
+        assert receiver_stats.not_rtp == 1
+        assert receiver_stats.rtcp == 1
+        assert stats.decrypt_errors == 2
+        assert receiver_stats.unknown_ssrc == unknown_before + 1
+        assert sink.packets[1:] == as_written(sent)
+
+
+async def test_a_failing_sink_loses_only_its_packets() -> None:
+    async with voice_world() as world:
+        nominee = await world.join(NOMINEE_ID)
+        voice_client = await connected_with_dave(world)
+        await nominee.wait_in_group()
+        sink = BrokenSink()
+        stats = voice_client.receiver.register(NOMINEE_ID, sink)
+
+        sent = await nominee.play(opus_packets()[:30])
+        await wait_until(lambda: stats.delivered + stats.sink_errors == 30)
+
+        assert stats.sink_errors == 10
+        assert sink.packets == [p for p in as_written(sent) if p[0] % 3]
+
+
+async def test_corrupted_dave_frames_are_counted_not_delivered() -> None:
+    async with voice_world() as world:
+        nominee = await world.join(NOMINEE_ID)
+        voice_client = await connected_with_dave(world)
+        await nominee.wait_in_group()
+        sink = ListSink()
+        stats = voice_client.receiver.register(NOMINEE_ID, sink)
+
+        await nominee.play(opus_packets()[:20], corrupt_dave=True)
+        await wait_until(lambda: stats.dave_errors == 20)
+        good = await nominee.play(opus_packets()[20:25], start_seq=20, start_ts=20 * 960)
+        await wait_until(lambda: len(sink.packets) == 5)
+
+        assert stats.packets == 25
+        assert sink.packets == as_written(good)
+        assert voice_client.receiver.stats.dave_errors == 20
+
+
+async def test_without_dave_frames_pass_through() -> None:
+    async with voice_world(dave=False) as world:
+        nominee = await world.join(NOMINEE_ID)
+        voice_client = await world.connect()
+        await wait_until(voice_client.dave_ready)
+        assert voice_client._connection.dave_protocol_version == 0
+        sink = ListSink()
+        stats = voice_client.receiver.register(NOMINEE_ID, sink)
+
+        sent = await nominee.play(opus_packets()[:10])
+        await wait_until(lambda: len(sink.packets) == 10)
+
+        assert sink.packets == as_written(sent)
+        assert stats.passthrough == 10
+
+
+async def test_unregistering_removes_the_socket_listener() -> None:
+    async with voice_world() as world:
+        nominee = await world.join(NOMINEE_ID)
+        voice_client = await connected_with_dave(world)
+        receiver = voice_client.receiver
+        reader = voice_client._connection._socket_reader
+        receiver.register(NOMINEE_ID, ListSink())
+        assert receiver._on_datagram in reader._callbacks
+
+        receiver.unregister(NOMINEE_ID)
+
+        assert receiver._on_datagram not in reader._callbacks
+        assert not receiver.is_registered(NOMINEE_ID)
+        await nominee.play(opus_packets()[:3])
+
+
+def test_directory_learns_from_the_voice_gateway() -> None:
+    directory = SpeakerDirectory()
+    learnt: list[tuple[int, int]] = []
+    directory.add_listener(lambda user, ssrc: learnt.append((user, ssrc)))
+
+    directory.handle({"op": 11, "d": {"user_ids": ["7", "8"]}})
+    directory.handle({"op": 5, "d": {"user_id": "7", "ssrc": 70, "speaking": 1}})
+    directory.handle({"op": 12, "d": {"user_id": "8", "audio_ssrc": 80, "video_ssrc": 0}})
+
+    assert directory.connected_users == {7, 8}
+    assert (directory.user_for(70), directory.user_for(80)) == (7, 8)
+    assert learnt == [(7, 70), (8, 80)]
+
+    directory.handle({"op": 5, "d": {"user_id": "7", "ssrc": 71, "speaking": 1}})
+    assert directory.user_for(70) is None and directory.ssrc_for(7) == 71
+
+    directory.handle({"op": 13, "d": {"user_id": "8"}})
+    assert directory.user_for(80) is None and directory.connected_users == {7}
+
+    directory.handle({"op": 2, "d": {"ssrc": 1, "ip": "127.0.0.1", "port": 1, "modes": []}})
+    assert directory.user_for(71) is None and not directory.connected_users
+
+
+async def test_directory_hook_never_raises() -> None:
+    directory = SpeakerDirectory()
+    await directory.on_voice_ws_message(None, {"op": 5, "d": {"user_id": "x", "ssrc": 1}})
+    await directory.on_voice_ws_message(None, {"op": 11, "d": {"user_ids": None}})
+    await directory.on_voice_ws_message(None, {"op": 5, "d": None})
+    assert directory.user_for(1) is None
