@@ -34,7 +34,7 @@ gateway event Discord would send to a connected bot)::
     create_role(guild_id, name, *, permissions=0, color=0, hoist=False, mentionable=False) -> Role
     update_role(guild_id, role_id, *, name, permissions, color, hoist, mentionable, position) -> Role
     delete_role(guild_id, role_id); set_bot_permissions(guild_id, permissions) -> Role
-    update_member(guild_id, user_id, *, nick, roles, mute, deaf) -> Member
+    update_member(guild_id, user_id, *, nick, roles, mute, deaf, timed_out_until) -> Member
     add_member_role(guild_id, user_id, role_id); remove_member_role(guild_id, user_id, role_id)
     create_channel(guild_id, name, type=ChannelType.GUILD_TEXT, *, parent_id=None,
                    overwrites=None, topic=None, position=None, ...) -> Channel
@@ -66,7 +66,7 @@ embeds, components, attachments`` (with their ``data`` bytes), ``flags``,
 ``ephemeral``, ``loading``, ``edits`` (earlier versions), ``deleted``, ``text``.
 
 Driving the bot (each returns an :class:`InteractionResult` once the bot
-acknowledged, unless ``wait=False``)::
+acknowledged, or once Discord refused its callback, unless ``wait=False``)::
 
     await fake.slash(guild_id, user_id, "mafia new", {"cities": 2, "host": member},
                      channel_id=None, locale="ru", guild_locale=None, interaction_id=None)
@@ -79,7 +79,8 @@ acknowledged, unless ``wait=False``)::
 
     result.callback_type, result.content, result.embeds, result.components, result.flags,
     result.ephemeral, result.text, result.choices, result.modal, result.original,
-    result.followups, result.attempts
+    result.followups, result.attempts, result.describe()
+    await result.wait_callback()    # the accepted initial response
     await result.wait_original()    # a deferred answer, finished by an edit or the first followup
     await result.wait_followups(count)
 
@@ -90,7 +91,8 @@ Faults and the gateway::
     fake.delay(method, path_regex, seconds, count=None); fault = fake.hang(method, path_regex)
     fault.release(); fake.clear_faults(); fault.hits
     fake.rate_limits.limit / .window / .enforce          # X-RateLimit-* on every answer
-    fake.interaction_ack_deadline = 3.0
+    fake.interaction_ack_deadline = 3.0; fake.recommended_shards = 1
+    fake.gateway.heartbeat_interval_ms / .ack_heartbeats / .allowed_privileged_intents
     await fake.drop_gateway(code=4000, resumable=True); fake.request_reconnect()
     await fake.wait_until(predicate, timeout=5.0); await fake.wait_for_session()
     await fake.wait_for_call(method, route, count=1); await fake.wait_for_message(channel_id, where=...)

@@ -214,6 +214,15 @@ class InteractionResult:
             lambda: self.callback, timeout, f"no callback for interaction {self.id} ({self.describe()})"
         )
 
+    async def wait_answered(self, timeout: float = 5.0) -> None:
+        """Waits until the bot acknowledged the interaction or a callback of its was refused
+        (then ``callback`` is None and ``attempts`` says why)."""
+        await self.fake.wait_until(
+            lambda: self.callback is not None or bool(self.attempts),
+            timeout,
+            f"the bot did not answer interaction {self.id} ({self.describe()})",
+        )
+
     async def wait_original(self, timeout: float = 5.0) -> Message:
         """Waits until the original message exists and is no longer "thinking"."""
         await self.wait_callback(timeout)
@@ -237,7 +246,10 @@ class InteractionResult:
     def describe(self) -> str:
         """What happened so far, for failure messages."""
         parts = [f"type {self.type}", f"{len(self.attempts)} callback attempt(s)"]
-        parts.extend(f"callback type {a.type} -> {a.status}" for a in self.attempts)
+        parts.extend(
+            f"callback type {a.type} -> {a.status}" + (f" (code {a.error_code})" if a.error_code else "")
+            for a in self.attempts
+        )
         return ", ".join(parts)
 
 

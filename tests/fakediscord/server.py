@@ -283,13 +283,14 @@ class FakeDiscord(World):
     # interactions ----------------------------------------------------------------------
 
     async def send_interaction(self, payload: dict[str, Any], *, wait: bool = True, timeout: float = 5.0) -> InteractionResult:
-        """Dispatches a ready-made INTERACTION_CREATE payload and (by default) waits for the callback."""
+        """Dispatches a ready-made INTERACTION_CREATE payload and (by default) waits until the bot
+        acknowledged it, or until Discord refused its callback (``result.attempts`` tells why)."""
         result = InteractionResult(self, payload)
         self.interactions[result.id] = result
         self.interactions_by_token[result.token] = result
         self._deliver(result)
         if wait:
-            await result.wait_callback(timeout)
+            await result.wait_answered(timeout)
         return result
 
     def _deliver(self, result: InteractionResult) -> None:
@@ -327,7 +328,8 @@ class FakeDiscord(World):
         subcommand; ``options`` maps option names to values (``User``/
         ``Member`` or ids for users, ``Channel``, ``Role``, ``Upload`` for
         attachments). ``guild_id`` None runs it in the bot's DMs. Returns once
-        the bot acknowledged (unless ``wait`` is False).
+        the bot acknowledged, or once its callback was refused (unless ``wait``
+        is False).
         """
         payload = self.builder.envelope(
             INTERACTION_APPLICATION_COMMAND,

@@ -184,6 +184,10 @@ class MiniBot(commands.Bot):
             extra = await interaction.followup.send("extra", wait=True)
             await extra.edit(content="extra, edited")
 
+        @tree.command(name="broken", description="Answers with an invalid embed")
+        async def broken(interaction: discord.Interaction) -> None:
+            await interaction.response.send_message(embed=discord.Embed(title="Votes").add_field(name="x", value=""))
+
         @tree.command(name="sleepy", description="Answers too late")
         async def sleepy(interaction: discord.Interaction) -> None:
             await asyncio.sleep(0.2)
@@ -250,7 +254,7 @@ async def test_sync_sends_localized_commands_and_gets_ids(fake_guild: StandardGu
     fake = fake_guild.fake
     put = fake.last_call("PUT", "/applications/{application_id}/guilds/{guild_id}/commands")
     by_name = {command["name"]: command for command in put.json}
-    assert set(by_name) == {"ping", "mafia", "slow", "vote", "form", "upload", "card", "sleepy"}
+    assert set(by_name) == {"ping", "mafia", "slow", "vote", "form", "upload", "card", "broken", "sleepy"}
     assert by_name["mafia"]["name_localizations"] == {"ru": "мафия"}
     assert by_name["mafia"]["description_localizations"] == {"ru": "Игры в мафию"}
     new = next(o for o in by_name["mafia"]["options"] if o["name"] == "new")
@@ -409,6 +413,23 @@ async def test_duplicate_delivery_is_refused_on_second_ack(fake_guild: StandardG
     assert [a.status for a in result.attempts] == [200, 400]
     assert result.attempts[1].error_code == 40060
     assert len(fake.messages(fake_guild.text_channel.id)) == 1
+
+
+async def test_refused_callback_returns_at_once(fake_guild: StandardGuild, bot: MiniBot) -> None:
+    fake = fake_guild.fake
+    started = time.monotonic()
+    result = await fake.slash(fake_guild.guild.id, fake_guild.player("alice").id, "broken")
+    assert time.monotonic() - started < 1.0
+    assert result.callback is None
+    assert [(a.status, a.error_code) for a in result.attempts] == [(400, 50035)]
+    assert "code 50035" in result.describe()
+
+
+async def test_disallowed_privileged_intent_closes_with_4014(fake_discord: FakeDiscord) -> None:
+    fake_discord.gateway.allowed_privileged_intents = 0
+    with pytest.raises(discord.PrivilegedIntentsRequired):
+        async with running_client(fake_discord, MiniBot()):
+            pass
 
 
 async def test_late_acknowledgement_is_unknown_interaction(fake_guild: StandardGuild, bot: MiniBot) -> None:
