@@ -5,7 +5,7 @@ Run from the repository root::
     python benchmarks/voice_receive_bench.py [--packets 3000] [--connects 10]
 
 Everything runs against the real discord.py 2.7.1 voice client connected to
-the fake voice server (tests/fakediscord/voice.py) on 127.0.0.1, with a
+the fake Discord and its fake voice server (tests/fakediscord/) on 127.0.0.1, with a
 simulated speaker in the MLS group. It measures:
 
 * connect → DAVE ready: from ``channel.connect()`` to the DAVE session being
@@ -47,12 +47,7 @@ from bot.voice.receiver import ReceivingVoiceClient  # noqa: E402
 from bot.voice.rtp import RTPHeader, build_rtpsize_packet, decrypt_rtpsize, parse_header  # noqa: E402
 from tests.fakediscord.voice import FakeSpeaker  # noqa: E402
 from tests.voice.speech import opus_packets  # noqa: E402
-from tests.voice.test_fake_voice import (  # noqa: E402
-    NEIGHBOUR_ID,
-    NOMINEE_ID,
-    VoiceWorld,
-    voice_world,
-)
+from tests.voice.test_fake_voice import VoiceWorld, voice_world  # noqa: E402
 
 PACKETS_PER_SECOND = 50
 
@@ -114,11 +109,13 @@ async def connect_to_ready(connects: int) -> list[float]:
     times: list[float] = []
     for _ in range(connects):
         async with voice_world() as world:
-            await world.join(NOMINEE_ID)
+            await world.join(world.nominee_id)
             started = time.perf_counter()
             voice_client = await world.channel.connect(cls=ReceivingVoiceClient)
             assert isinstance(voice_client, ReceivingVoiceClient)
-            while not (voice_client.dave_ready() and NOMINEE_ID in voice_client.dave_members()):
+            while not (
+                voice_client.dave_ready() and world.nominee_id in voice_client.dave_members()
+            ):
                 await asyncio.sleep(0.0005)
             times.append((time.perf_counter() - started) * 1000)
             await voice_client.disconnect()
@@ -127,8 +124,8 @@ async def connect_to_ready(connects: int) -> list[float]:
 
 async def receive_path(count: int) -> None:
     async with voice_world() as world:
-        nominee = await world.join(NOMINEE_ID)
-        neighbour = await world.join(NEIGHBOUR_ID)
+        nominee = await world.join(world.nominee_id)
+        neighbour = await world.join(world.neighbour_id)
         voice_client = await world.channel.connect(cls=ReceivingVoiceClient)
         assert isinstance(voice_client, ReceivingVoiceClient)
         while not voice_client.dave_ready():
@@ -137,7 +134,7 @@ async def receive_path(count: int) -> None:
         await neighbour.wait_in_group()
         await nominee.announce()
         await neighbour.announce()
-        while voice_client.speakers.ssrc_for(NEIGHBOUR_ID) is None:
+        while voice_client.speakers.ssrc_for(world.neighbour_id) is None:
             await asyncio.sleep(0.001)
         session = voice_client._connection.dave_session
         assert session is not None
@@ -153,7 +150,7 @@ async def receive_path(count: int) -> None:
         # davey refuses a frame it has decrypted before (replay), so each round gets new ones.
         dave_us = min(
             per_call_us(
-                lambda f: session.decrypt(NOMINEE_ID, davey.MediaType.audio, f),
+                lambda f: session.decrypt(world.nominee_id, davey.MediaType.audio, f),
                 [nominee.session.encrypt_opus(packet) for packet in speech],
                 rounds=1,
             )
@@ -172,7 +169,7 @@ async def receive_path(count: int) -> None:
             _, datagrams = datagrams_for(world, nominee, speech, first_seq=(attempt + 1) * 10_000)
             done = asyncio.Event()
             sink = CountingSink(len(datagrams), done)
-            receiver.register(NOMINEE_ID, sink)
+            receiver.register(world.nominee_id, sink)
             reader_cpu: list[float] = []
 
             def feed(
@@ -190,7 +187,7 @@ async def receive_path(count: int) -> None:
             await loop.run_in_executor(None, thread.join)
             full_us.append((time.process_time() - cpu_started) / len(datagrams) * 1e6)
             reader_us.append(reader_cpu[0] / len(datagrams) * 1e6)
-            receiver.unregister(NOMINEE_ID)
+            receiver.unregister(world.nominee_id)
             assert sink.count == len(datagrams), (sink.count, receiver.stats)
         full = min(full_us)
         print(
@@ -199,9 +196,9 @@ async def receive_path(count: int) -> None:
         )
 
         _, others = datagrams_for(world, neighbour, speech[:1000], first_seq=50_000)
-        receiver.register(NOMINEE_ID, CountingSink(0, asyncio.Event()))
+        receiver.register(world.nominee_id, CountingSink(0, asyncio.Event()))
         drop_us = per_call_us(receiver._on_datagram, others)
-        receiver.unregister(NOMINEE_ID)
+        receiver.unregister(world.nominee_id)
         print(f"dropping another user's datagram: {drop_us:7.2f} µs/packet")
 
         for label, micros in (("parse + transport + DAVE", steps), ("whole receive path", full)):

@@ -12,8 +12,6 @@ from bot.voice.rtp import RTPHeader, build_rtpsize_packet
 from tests.fakediscord.voice import SentPacket
 from tests.voice.speech import opus_packets
 from tests.voice.test_fake_voice import (
-    NEIGHBOUR_ID,
-    NOMINEE_ID,
     connected_with_dave,
     voice_world,
     wait_until,
@@ -47,13 +45,13 @@ async def test_only_the_registered_speaker_is_delivered_byte_for_byte_while_anot
     None
 ):
     async with voice_world() as world:
-        nominee = await world.join(NOMINEE_ID)
-        neighbour = await world.join(NEIGHBOUR_ID)
+        nominee = await world.join(world.nominee_id)
+        neighbour = await world.join(world.neighbour_id)
         voice_client = await connected_with_dave(world)
         await nominee.wait_in_group()
         await neighbour.wait_in_group()
         sink = ListSink()
-        stats = voice_client.receiver.register(NOMINEE_ID, sink)
+        stats = voice_client.receiver.register(world.nominee_id, sink)
         speech = opus_packets()
 
         sent, other = await asyncio.gather(
@@ -74,11 +72,11 @@ async def test_only_the_registered_speaker_is_delivered_byte_for_byte_while_anot
 
 async def test_loss_reordering_and_silence_reach_the_sink_as_sent() -> None:
     async with voice_world() as world:
-        nominee = await world.join(NOMINEE_ID)
+        nominee = await world.join(world.nominee_id)
         voice_client = await connected_with_dave(world)
         await nominee.wait_in_group()
         sink = ListSink()
-        voice_client.receiver.register(NOMINEE_ID, sink)
+        voice_client.receiver.register(world.nominee_id, sink)
 
         sent = await nominee.play(
             opus_packets()[:60],
@@ -103,14 +101,14 @@ async def test_loss_reordering_and_silence_reach_the_sink_as_sent() -> None:
 
 async def test_two_registered_users_each_get_their_own_audio() -> None:
     async with voice_world() as world:
-        nominee = await world.join(NOMINEE_ID)
-        neighbour = await world.join(NEIGHBOUR_ID)
+        nominee = await world.join(world.nominee_id)
+        neighbour = await world.join(world.neighbour_id)
         voice_client = await connected_with_dave(world)
         await nominee.wait_in_group()
         await neighbour.wait_in_group()
         nominee_sink, neighbour_sink = ListSink(), ListSink()
-        voice_client.receiver.register(NOMINEE_ID, nominee_sink)
-        voice_client.receiver.register(NEIGHBOUR_ID, neighbour_sink)
+        voice_client.receiver.register(world.nominee_id, nominee_sink)
+        voice_client.receiver.register(world.neighbour_id, neighbour_sink)
         speech = opus_packets()
 
         sent_nominee, sent_neighbour = await asyncio.gather(
@@ -121,16 +119,16 @@ async def test_two_registered_users_each_get_their_own_audio() -> None:
         assert nominee_sink.packets == as_written(sent_nominee)
         assert neighbour_sink.packets == as_written(sent_neighbour)
         with pytest.raises(ValueError, match="already has a sink"):
-            voice_client.receiver.register(NOMINEE_ID, ListSink())
+            voice_client.receiver.register(world.nominee_id, ListSink())
 
 
 async def test_audio_before_its_speaking_event_is_held_and_replayed() -> None:
     async with voice_world() as world:
-        nominee = await world.join(NOMINEE_ID)
+        nominee = await world.join(world.nominee_id)
         voice_client = await connected_with_dave(world)
         await nominee.wait_in_group()
         sink = ListSink()
-        voice_client.receiver.register(NOMINEE_ID, sink)
+        voice_client.receiver.register(world.nominee_id, sink)
 
         early = await nominee.play(opus_packets()[:10], announce=False)
         await wait_until(lambda: voice_client.receiver.stats.unknown_ssrc == 10)
@@ -144,11 +142,11 @@ async def test_audio_before_its_speaking_event_is_held_and_replayed() -> None:
 
 async def test_garbage_rtcp_and_forgeries_are_counted_and_the_reader_lives_on() -> None:
     async with voice_world() as world:
-        nominee = await world.join(NOMINEE_ID)
+        nominee = await world.join(world.nominee_id)
         voice_client = await connected_with_dave(world)
         await nominee.wait_in_group()
         sink = ListSink()
-        stats = voice_client.receiver.register(NOMINEE_ID, sink)
+        stats = voice_client.receiver.register(world.nominee_id, sink)
         await nominee.play(opus_packets()[:1])
         await wait_until(lambda: len(sink.packets) == 1)
         server = world.server
@@ -174,11 +172,11 @@ async def test_garbage_rtcp_and_forgeries_are_counted_and_the_reader_lives_on() 
 
 async def test_a_failing_sink_loses_only_its_packets() -> None:
     async with voice_world() as world:
-        nominee = await world.join(NOMINEE_ID)
+        nominee = await world.join(world.nominee_id)
         voice_client = await connected_with_dave(world)
         await nominee.wait_in_group()
         sink = BrokenSink()
-        stats = voice_client.receiver.register(NOMINEE_ID, sink)
+        stats = voice_client.receiver.register(world.nominee_id, sink)
 
         sent = await nominee.play(opus_packets()[:30])
         await wait_until(lambda: stats.delivered + stats.sink_errors == 30)
@@ -189,11 +187,11 @@ async def test_a_failing_sink_loses_only_its_packets() -> None:
 
 async def test_corrupted_dave_frames_are_counted_not_delivered() -> None:
     async with voice_world() as world:
-        nominee = await world.join(NOMINEE_ID)
+        nominee = await world.join(world.nominee_id)
         voice_client = await connected_with_dave(world)
         await nominee.wait_in_group()
         sink = ListSink()
-        stats = voice_client.receiver.register(NOMINEE_ID, sink)
+        stats = voice_client.receiver.register(world.nominee_id, sink)
 
         await nominee.play(opus_packets()[:20], corrupt_dave=True)
         await wait_until(lambda: stats.dave_errors == 20)
@@ -207,12 +205,12 @@ async def test_corrupted_dave_frames_are_counted_not_delivered() -> None:
 
 async def test_without_dave_frames_pass_through() -> None:
     async with voice_world(dave=False) as world:
-        nominee = await world.join(NOMINEE_ID)
+        nominee = await world.join(world.nominee_id)
         voice_client = await world.connect()
         await wait_until(voice_client.dave_ready)
         assert voice_client._connection.dave_protocol_version == 0
         sink = ListSink()
-        stats = voice_client.receiver.register(NOMINEE_ID, sink)
+        stats = voice_client.receiver.register(world.nominee_id, sink)
 
         sent = await nominee.play(opus_packets()[:10])
         await wait_until(lambda: len(sink.packets) == 10)
@@ -223,17 +221,17 @@ async def test_without_dave_frames_pass_through() -> None:
 
 async def test_unregistering_removes_the_socket_listener() -> None:
     async with voice_world() as world:
-        nominee = await world.join(NOMINEE_ID)
+        nominee = await world.join(world.nominee_id)
         voice_client = await connected_with_dave(world)
         receiver = voice_client.receiver
         reader = voice_client._connection._socket_reader
-        receiver.register(NOMINEE_ID, ListSink())
+        receiver.register(world.nominee_id, ListSink())
         assert receiver._on_datagram in reader._callbacks
 
-        receiver.unregister(NOMINEE_ID)
+        receiver.unregister(world.nominee_id)
 
         assert receiver._on_datagram not in reader._callbacks
-        assert not receiver.is_registered(NOMINEE_ID)
+        assert not receiver.is_registered(world.nominee_id)
         await nominee.play(opus_packets()[:3])
 
 

@@ -11,7 +11,6 @@ from bot.voice.recorder import Recorder, RecordingOutcome, RecordingResult
 from tests.fakediscord.voice import FakeSpeaker, SentPacket
 from tests.voice.speech import opus_packets
 from tests.voice.test_fake_voice import (
-    NOMINEE_ID,
     VoiceWorld,
     connected_with_dave,
     voice_world,
@@ -34,22 +33,22 @@ def as_written(sent: list[SentPacket]) -> list[tuple[int, int, bytes]]:
 
 
 def start_recording(
-    voice_client: ReceivingVoiceClient, sink: ListSink, **options: float
+    world: VoiceWorld, voice_client: ReceivingVoiceClient, sink: ListSink, **options: float
 ) -> tuple[Recorder, asyncio.Task[RecordingResult]]:
     settings: dict[str, float] = {"max_seconds": 2.0, "join_timeout": 2.0, "dave_timeout": 2.0}
     settings.update(options)
-    recorder = Recorder(voice_client, NOMINEE_ID, sink, **settings)  # type: ignore[arg-type]
+    recorder = Recorder(voice_client, world.nominee_id, sink, **settings)  # type: ignore[arg-type]
     return recorder, asyncio.create_task(recorder.run())
 
 
-async def recording_started(voice_client: ReceivingVoiceClient) -> None:
-    await wait_until(lambda: voice_client.receiver.is_registered(NOMINEE_ID))
+async def recording_started(world: VoiceWorld, voice_client: ReceivingVoiceClient) -> None:
+    await wait_until(lambda: voice_client.receiver.is_registered(world.nominee_id))
 
 
 async def nominee_in_channel(
     world: VoiceWorld,
 ) -> tuple[ReceivingVoiceClient, FakeSpeaker, ListSink]:
-    speaker = await world.join(NOMINEE_ID)
+    speaker = await world.join(world.nominee_id)
     voice_client = await connected_with_dave(world)
     await speaker.wait_in_group()
     return voice_client, speaker, ListSink()
@@ -67,8 +66,8 @@ def test_technical_failures_are_the_bots_not_the_players() -> None:
 async def test_fast_speaker_is_cut_at_exactly_max_seconds_of_audio() -> None:
     async with voice_world() as world:
         voice_client, speaker, sink = await nominee_in_channel(world)
-        _, running = start_recording(voice_client, sink, max_seconds=2.0)
-        await recording_started(voice_client)
+        _, running = start_recording(world, voice_client, sink, max_seconds=2.0)
+        await recording_started(world, voice_client)
 
         # 3 s of speech sent about 20 times faster than real time, across both wrap-arounds.
         sent = await speaker.play(opus_packets()[:150], start_seq=65_500, start_ts=2**32 - 48_000)
@@ -91,8 +90,8 @@ async def test_fast_speaker_is_cut_at_exactly_max_seconds_of_audio() -> None:
 async def test_silence_counts_towards_the_limit() -> None:
     async with voice_world() as world:
         voice_client, speaker, sink = await nominee_in_channel(world)
-        _, running = start_recording(voice_client, sink, max_seconds=2.0)
-        await recording_started(voice_client)
+        _, running = start_recording(world, voice_client, sink, max_seconds=2.0)
+        await recording_started(world, voice_client)
 
         sent = await speaker.play(opus_packets()[:100], gaps={10: 1.0}, lose={3, 4})
         result = await asyncio.wait_for(running, 5)
@@ -119,7 +118,7 @@ async def test_realtime_recording_reports_progress_and_ends_on_time() -> None:
 
         recorder = Recorder(
             voice_client,
-            NOMINEE_ID,
+            world.nominee_id,
             sink,
             max_seconds=1.0,
             join_timeout=2.0,
@@ -128,7 +127,7 @@ async def test_realtime_recording_reports_progress_and_ends_on_time() -> None:
             progress_interval=0.2,
         )
         running = asyncio.create_task(recorder.run())
-        await recording_started(voice_client)
+        await recording_started(world, voice_client)
         playing = asyncio.create_task(speaker.play(opus_packets()[:75], realtime=True))
         result = await asyncio.wait_for(running, 5)
         await playing
@@ -143,10 +142,10 @@ async def test_realtime_recording_reports_progress_and_ends_on_time() -> None:
 
 async def test_nominee_who_never_joins() -> None:
     async with voice_world() as world:
-        await world.join(NOMINEE_ID + 1)
+        await world.join(world.neighbour_id)
         voice_client = await connected_with_dave(world)
         sink = ListSink()
-        _, running = start_recording(voice_client, sink, join_timeout=0.3)
+        _, running = start_recording(world, voice_client, sink, join_timeout=0.3)
 
         result = await asyncio.wait_for(running, 5)
 
@@ -159,8 +158,8 @@ async def test_nominee_who_never_joins() -> None:
 async def test_nominee_who_leaves_while_speaking() -> None:
     async with voice_world() as world:
         voice_client, speaker, sink = await nominee_in_channel(world)
-        _, running = start_recording(voice_client, sink, max_seconds=10.0)
-        await recording_started(voice_client)
+        _, running = start_recording(world, voice_client, sink, max_seconds=10.0)
+        await recording_started(world, voice_client)
 
         await speaker.play(opus_packets()[:20])
         await wait_until(lambda: len(sink.packets) == 20)
@@ -175,8 +174,8 @@ async def test_nominee_who_leaves_while_speaking() -> None:
 async def test_connection_drop_is_a_technical_failure() -> None:
     async with voice_world() as world:
         voice_client, speaker, sink = await nominee_in_channel(world)
-        _, running = start_recording(voice_client, sink, max_seconds=10.0)
-        await recording_started(voice_client)
+        _, running = start_recording(world, voice_client, sink, max_seconds=10.0)
+        await recording_started(world, voice_client)
 
         await speaker.play(opus_packets()[:10])
         await wait_until(lambda: len(sink.packets) == 10)
@@ -191,9 +190,9 @@ async def test_frames_that_fail_dave_decryption() -> None:
     async with voice_world() as world:
         voice_client, speaker, sink = await nominee_in_channel(world)
         _, running = start_recording(
-            voice_client, sink, max_seconds=10.0, dave_failure_threshold=30
+            world, voice_client, sink, max_seconds=10.0, dave_failure_threshold=30
         )
-        await recording_started(voice_client)
+        await recording_started(world, voice_client)
 
         await speaker.play(opus_packets()[:60], corrupt_dave=True)
         result = await asyncio.wait_for(running, 5)
@@ -211,9 +210,9 @@ async def test_dave_that_never_becomes_ready() -> None:
     async with voice_world(bad_proposal_signature=True, response_timeout=0.3) as world:
         voice_client = await world.connect()
         await wait_until(lambda: voice_client._connection.dave_session is not None)
-        await world.join(NOMINEE_ID)
+        await world.join(world.nominee_id)
         sink = ListSink()
-        _, running = start_recording(voice_client, sink, dave_timeout=0.4)
+        _, running = start_recording(world, voice_client, sink, dave_timeout=0.4)
 
         result = await asyncio.wait_for(running, 5)
 
@@ -230,8 +229,8 @@ async def test_dave_that_never_becomes_ready() -> None:
 async def test_stop_ends_the_recording() -> None:
     async with voice_world() as world:
         voice_client, speaker, sink = await nominee_in_channel(world)
-        recorder, running = start_recording(voice_client, sink, max_seconds=10.0)
-        await recording_started(voice_client)
+        recorder, running = start_recording(world, voice_client, sink, max_seconds=10.0)
+        await recording_started(world, voice_client)
 
         await speaker.play(opus_packets()[:5])
         await wait_until(lambda: len(sink.packets) == 5)
@@ -240,14 +239,14 @@ async def test_stop_ends_the_recording() -> None:
 
         assert result.outcome is RecordingOutcome.stopped
         assert result.packets_written == 5
-        assert not voice_client.receiver.is_registered(NOMINEE_ID)
+        assert not voice_client.receiver.is_registered(world.nominee_id)
 
 
 async def test_stop_while_waiting_for_the_nominee() -> None:
     async with voice_world() as world:
-        await world.join(NOMINEE_ID + 1)
+        await world.join(world.neighbour_id)
         voice_client = await connected_with_dave(world)
-        recorder, running = start_recording(voice_client, ListSink(), join_timeout=30.0)
+        recorder, running = start_recording(world, voice_client, ListSink(), join_timeout=30.0)
         await asyncio.sleep(0)
 
         recorder.stop()
@@ -259,7 +258,7 @@ async def test_stop_while_waiting_for_the_nominee() -> None:
 async def test_silent_nominee_gives_no_audio() -> None:
     async with voice_world() as world:
         voice_client, _, sink = await nominee_in_channel(world)
-        _, running = start_recording(voice_client, sink, no_audio_timeout=0.3)
+        _, running = start_recording(world, voice_client, sink, no_audio_timeout=0.3)
 
         result = await asyncio.wait_for(running, 5)
 
@@ -271,10 +270,10 @@ async def test_silent_nominee_gives_no_audio() -> None:
 async def test_a_second_recorder_for_the_same_nominee_is_refused() -> None:
     async with voice_world() as world:
         voice_client, _, sink = await nominee_in_channel(world)
-        first, running = start_recording(voice_client, sink, max_seconds=10.0)
-        await recording_started(voice_client)
+        first, running = start_recording(world, voice_client, sink, max_seconds=10.0)
+        await recording_started(world, voice_client)
 
-        second = Recorder(voice_client, NOMINEE_ID, ListSink(), join_timeout=1.0)
+        second = Recorder(voice_client, world.nominee_id, ListSink(), join_timeout=1.0)
         with pytest.raises(RuntimeError, match="already being recorded"):
             await second.run()
         first.stop()
