@@ -88,6 +88,7 @@ def parse_message_input(body: Any, parts: list[MultipartPart]) -> MessageInput:
             "flags",
             "tts",
             "nonce",
+            "enforce_nonce",
             "message_reference",
             "allowed_mentions",
             "poll",

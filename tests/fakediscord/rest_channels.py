@@ -8,6 +8,7 @@ MANAGE_CHANNELS or MANAGE_ROLES it is 403 50013 "Missing Permissions".
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
@@ -172,10 +173,15 @@ def apply_edit(fake: FakeDiscord, message: Message, data: MessageInput, *, clear
     )
 
 
+#: how long Discord remembers an enforced nonce ("the past few minutes")
+NONCE_WINDOW = 300.0
+
+
 class ChannelRoutes:
     """``/channels/...`` routes."""
 
     def __init__(self, fake: FakeDiscord) -> None:
+        self.enforced_nonces: dict[tuple[int, str], tuple[int, float]] = {}
         self.fake = fake
 
     def register(self, router: Router) -> None:
@@ -337,10 +343,22 @@ class ChannelRoutes:
             recipient = channel.recipients[0] if channel.recipients else None
             if recipient is not None and not recipient.accepts_dms:
                 raise DiscordError(403, 50007, "Cannot send messages to this user")
+        nonce = data.get("nonce")
+        key = (channel.id, str(nonce))
+        if nonce is not None and data.get("enforce_nonce"):
+            # Discord: the same author, channel and nonce within a few minutes gives back
+            # the message already created instead of a second one.
+            earlier = self.enforced_nonces.get(key)
+            if earlier is not None and time.monotonic() - earlier[1] < NONCE_WINDOW:
+                existing = self.fake.state.messages.get(earlier[0])
+                if existing is not None and not existing.deleted:
+                    return self.fake.message_payload(existing)
         message = compose_message(
             self.fake, channel=channel, kind="channel", data=data, allowed_flags=CHANNEL_MESSAGE_FLAGS
         )
         self.fake.add_message(message)
+        if nonce is not None and data.get("enforce_nonce"):
+            self.enforced_nonces[key] = (message.id, time.monotonic())
         return self.fake.message_payload(message)
 
     async def list_messages(self, request: RestRequest) -> Any:

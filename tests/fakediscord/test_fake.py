@@ -979,3 +979,21 @@ async def test_auto_sharded_client_gets_each_guild_on_its_shard(fake_guild: Stan
             assert guild.shard_id == (guild.id >> 22) % 2
     assert fake.last_call("GET", "/gateway/bot").status == 200
     assert sorted(session.shard for session in fake.gateway.sessions.values() if session.shard) == [(0, 2), (1, 2)]
+
+
+async def test_an_enforced_nonce_gives_back_the_first_message(fake_guild):
+    """Discord's enforce_nonce: a retried create with the same nonce creates nothing new."""
+    import aiohttp
+
+    fake = fake_guild.fake
+    channel = fake_guild.text_channel.id
+    headers = {"Authorization": f"Bot {fake.token}"}
+    body = {"content": "once", "nonce": "ob1", "enforce_nonce": True}
+    async with aiohttp.ClientSession(headers=headers) as session:
+        first = await (await session.post(f"{fake.api_base}/channels/{channel}/messages", json=body)).json()
+        again = await (await session.post(f"{fake.api_base}/channels/{channel}/messages", json=body)).json()
+        loose = await (await session.post(f"{fake.api_base}/channels/{channel}/messages",
+                                          json={"content": "twice", "nonce": "ob1"})).json()
+    assert first["id"] == again["id"]
+    assert loose["id"] != first["id"]
+    assert [m.content for m in fake.messages(channel)] == ["once", "twice"]
