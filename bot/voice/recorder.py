@@ -14,6 +14,11 @@ start at or after ``max_seconds`` are not written; the one that crosses it is
 (the Ogg writer trims to the exact sample count). Discord clients send nothing
 while their user is silent, so the wall clock also ends the recording, a
 moment (``wall_grace``) after ``max_seconds``.
+
+With :class:`bot.voice.ogg.OggOpusWriter` the sink is a two-line adapter whose
+``write_packet`` calls ``writer.feed``; close the writer with
+``end_timestamp=result.end_timestamp`` so trailing silence up to the end of
+recording is kept. The writer's own ``max_seconds`` stays the exact cut.
 """
 
 from __future__ import annotations

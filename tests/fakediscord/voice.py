@@ -718,9 +718,9 @@ class _Call:
             speaker.session.process_commit(commit)
         bot = self.bot
         if new_member is not None and welcome is not None:
-            speaker = self.speakers.get(new_member)
-            if speaker is not None:
-                speaker.session.process_welcome(welcome)
+            newcomer = self.speakers.get(new_member)
+            if newcomer is not None:
+                newcomer.session.process_welcome(welcome)
             elif bot is not None and bot.user_id == new_member:
                 await self._transition(
                     bot, OP_MLS_WELCOME, struct.pack(">H", transition_id) + welcome, transition_id
@@ -917,7 +917,7 @@ class FakeVoiceServer:
         """The voice server goes away: websockets aborted, UDP closed, no reconnects."""
         self.down = True
         for connection in self.connections:
-            if connection.transport is not None:
+            if isinstance(connection.transport, asyncio.Transport):
                 connection.transport.abort()
         if self._udp is not None:
             self._udp.close()
