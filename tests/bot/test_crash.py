@@ -1,0 +1,249 @@
+"""Crash tests: the bot process is killed with SIGKILL mid-game; a new process carries on.
+
+The fake Discord runs in the test; the bot runs as ``python -m bot run`` in
+its own process, pointed at the fake through DISCORD_API_BASE and
+DISCORD_GATEWAY_URL, with its SQLite file in a temporary folder. After each
+kill a new bot process starts on the same file, and the test checks: the
+state is the replay of the stored log, no acknowledged command is lost and
+none is applied twice, every pending announcement is posted exactly once,
+and the stage's deadline still holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from rules import Game, Setup, command_from_dict
+from tests.fakediscord import FakeDiscord, InteractionResult, build_standard_guild
+
+ROOT = Path(__file__).resolve().parents[2]
+SYNC = "/applications/{application_id}/commands"
+
+
+class BotProcess:
+    """One ``mafia-bot run`` process against the fake."""
+
+    def __init__(self, fake: FakeDiscord, folder: Path, timers: str) -> None:
+        self.fake = fake
+        self.config = folder / "config.yaml"
+        self.config.write_text(
+            f"database: {folder / 'bot.sqlite3'}\nlog_level: INFO\n"
+            f"timers: {timers}\n"
+        )
+        self.log = folder / "bot.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    async def start(self) -> None:
+        sessions = len(self.fake.gateway.events("READY")) if hasattr(self.fake.gateway, "events") else 0
+        env = {**os.environ, "DISCORD_TOKEN": self.fake.token, "DISCORD_API_BASE": self.fake.api_base,
+               "DISCORD_GATEWAY_URL": self.fake.gateway_url, "PYTHONPATH": str(ROOT)}
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "bot", "run", "--config", str(self.config)],
+                env=env, cwd=ROOT, stdout=log, stderr=log,
+            )
+        await self.fake.wait_until(
+            lambda: len(self.fake.gateway.events("READY")) > sessions or None, 30.0,
+            f"the bot did not connect; its log:\n{self.log.read_text(errors='replace')[-3000:]}",
+        )
+        await asyncio.sleep(0.3)  # discord.py settles its guilds before handling interactions
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+@asynccontextmanager
+async def crash_table(tmp_path: Path, timers: str = "{discussion: 0, voting: 0, night: 0, reminders: []}"
+                      ) -> AsyncIterator[tuple[FakeDiscord, object, BotProcess]]:
+    fake = FakeDiscord()
+    world = build_standard_guild(fake, players=[f"p{i}" for i in range(8)])
+    await fake.start()
+    bot = BotProcess(fake, tmp_path, timers)
+    try:
+        await bot.start()
+        yield fake, world, bot
+    finally:
+        bot.stop()
+        await fake.close()
+
+
+def database(tmp_path: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(tmp_path / "bot.sqlite3")
+    connection.row_factory = sqlite3.Row
+    return connection
+
+
+def replayed(tmp_path: Path, game_id: int) -> Game:
+    """The game as its stored setup, seed and command log make it."""
+    with database(tmp_path) as db:
+        row = db.execute("SELECT setup, seed FROM games WHERE id = ?", (game_id,)).fetchone()
+        game = Game.create(Setup.from_dict(json.loads(row["setup"])), row["seed"])
+        for (command,) in db.execute("SELECT command FROM commands WHERE game_id = ? ORDER BY seq", (game_id,)):
+            game.apply(command_from_dict(json.loads(command)))
+    return game
+
+
+def logged_interactions(tmp_path: Path) -> list[int]:
+    with database(tmp_path) as db:
+        return [r[0] for r in db.execute("SELECT interaction_id FROM commands WHERE interaction_id IS NOT NULL")]
+
+
+async def start_game(fake: FakeDiscord, world, players: int = 8) -> int:
+    guild, host = world.guild.id, world.owner.user.id
+    opened = await fake.slash(guild, host, "mafia new", {}, channel_id=world.text_channel.id, locale="ru")
+    await opened.wait_original()
+    lobby = opened.original
+    for member in world.players[:players]:
+        await fake.click(lobby, "mafia:join:1", member.user.id)
+    await fake.slash(guild, host, "host setup", {"cities": "Верона", "maniac": False}, locale="ru")
+    started = await fake.slash(guild, host, "host start", {}, locale="ru")
+    await started.wait_original(15.0)
+    assert "началась" in started.text, started.text
+    return 1
+
+
+async def outbox_settled(fake: FakeDiscord, tmp_path: Path, timeout: float = 20.0) -> None:
+    def settled() -> bool | None:
+        with database(tmp_path) as db:
+            pending = db.execute("SELECT COUNT(*) FROM outbox WHERE state = 'pending'").fetchone()[0]
+        return pending == 0 or None
+
+    await fake.wait_until(settled, timeout, "the outbox still has pending items")
+
+
+def city_channel(tmp_path: Path) -> int:
+    with database(tmp_path) as db:
+        channels = json.loads(db.execute("SELECT channels FROM games WHERE id = 1").fetchone()[0])
+    return int(channels["cities"]["Верона"]["text"])
+
+
+def posted_exactly_once(fake: FakeDiscord, tmp_path: Path) -> None:
+    """Every sent outbox item is one message on Discord, and no message repeats an item."""
+    with database(tmp_path) as db:
+        sent = [r["id"] for r in db.execute("SELECT id FROM outbox WHERE kind = 'send' AND state = 'sent'")]
+    nonces = Counter(str(m.nonce) for m in fake.messages() if m.nonce is not None)
+    duplicates = {nonce: n for nonce, n in nonces.items() if n > 1}
+    assert duplicates == {}
+    assert {f"ob{i}" for i in sent} <= set(nonces)
+
+
+async def test_killed_between_commit_and_announcement(tmp_path: Path):
+    """Discord got the announcement only after the bot died (the answer was lost): it is not posted twice."""
+    async with crash_table(tmp_path) as (fake, world, bot):
+        await start_game(fake, world)
+        await outbox_settled(fake, tmp_path)
+        channel = city_channel(tmp_path)
+        held = fake.hang("POST", rf"/channels/{channel}/messages$")
+        moved = await fake.slash(world.guild.id, world.owner.user.id, "host next", {}, locale="ru")
+        assert moved.ephemeral  # acknowledged: the command is committed
+        await fake.wait_until(lambda: held.hits or None, 5.0, "the announcement was never sent")
+        bot.kill()
+        held.release()  # Discord carries the held request out: the message exists, nobody heard back
+        await fake.wait_until(
+            lambda: any("голосование" in m.content for m in fake.messages(channel)) or None, 5.0, "")
+        fake.clear_faults()
+        await bot.start()
+        await outbox_settled(fake, tmp_path)
+        voting = [m for m in fake.messages(channel) if "**День 1**: голосование" in m.content]
+        assert len(voting) == 1
+        posted_exactly_once(fake, tmp_path)
+        assert replayed(tmp_path, 1).stage.value == "voting"
+
+
+async def test_killed_while_discord_refuses_then_posted_once(tmp_path: Path):
+    """The announcement never reached Discord before the kill (503s): the new process posts it once."""
+    async with crash_table(tmp_path) as (fake, world, bot):
+        await start_game(fake, world)
+        await outbox_settled(fake, tmp_path)
+        channel = city_channel(tmp_path)
+        refusing = fake.fail("POST", rf"/channels/{channel}/messages$", status=503, count=None)
+        await fake.slash(world.guild.id, world.owner.user.id, "host next", {}, locale="ru")
+        await fake.wait_until(lambda: refusing.hits >= 2 or None, 10.0, "the outbox did not retry")
+        bot.kill()
+        fake.clear_faults()
+        assert not any("голосование" in m.content for m in fake.messages(channel))
+        await bot.start()
+        await outbox_settled(fake, tmp_path)
+        assert len([m for m in fake.messages(channel) if "**День 1**: голосование" in m.content]) == 1
+        posted_exactly_once(fake, tmp_path)
+
+
+async def test_killed_during_a_burst_of_commands(tmp_path: Path):
+    """Nothing acknowledged is lost, nothing is applied twice, the state is the log's replay."""
+    async with crash_table(tmp_path) as (fake, world, bot):
+        await start_game(fake, world)
+        guild = world.guild.id
+        players = [m.user.id for m in world.players[:8]]
+        burst: list[InteractionResult] = []
+        for index, user in enumerate(players):
+            target = players[(index + 1) % len(players)]
+            burst.append(await fake.slash(guild, user, "nominate", {"player": str(target)}, locale="ru",
+                                          wait=False))
+        await asyncio.sleep(0.02)
+        bot.kill()
+        acknowledged = {r.id for r in burst if r.callback is not None}
+        logged = logged_interactions(tmp_path)
+        assert acknowledged <= set(logged), "an acknowledged command was lost"
+        assert len(logged) == len(set(logged))
+        await bot.start()
+        for result in burst:  # Discord delivers them again (a resumed gateway, say)
+            await fake.resend(result)
+        await fake.wait_until(lambda: all(r.callback is not None or r.id in logged_interactions(tmp_path)
+                                          for r in burst) or None, 10.0, "")
+        await outbox_settled(fake, tmp_path)
+        logged = logged_interactions(tmp_path)
+        assert len(logged) == len(set(logged)), "an interaction was applied twice"
+        assert set(logged) == {r.id for r in burst}
+        game = replayed(tmp_path, 1)
+        assert len(game.nominees("Верона")) == 8
+        status = await fake.slash(guild, players[0], "mafia status", {}, locale="ru")
+        for user in players:  # the restored game shows every nomination of the log
+            assert f"<@{user}> — 0" in status.content
+        posted_exactly_once(fake, tmp_path)
+
+
+async def test_the_deadline_holds_across_a_kill(tmp_path: Path):
+    """The stage's stored deadline is kept by the new process and fires on time."""
+    async with crash_table(tmp_path, "{discussion: 4, voting: 0, night: 0, reminders: []}") as (fake, world, bot):
+        await start_game(fake, world)
+        with database(tmp_path) as db:
+            deadline, stage = db.execute("SELECT deadline, deadline_stage FROM games WHERE id = 1").fetchone()
+        assert stage == "day 1 discussion" and deadline > time.time()
+        bot.kill()
+        await bot.start()
+        channel = city_channel(tmp_path)
+        await fake.wait_until(
+            lambda: any("голосование" in m.content for m in fake.messages(channel)) or None,
+            max(1.0, deadline - time.time()) + 5.0, "the deadline did not fire after the restart")
+        with database(tmp_path) as db:
+            source = db.execute("SELECT source FROM commands ORDER BY seq DESC LIMIT 1").fetchone()[0]
+        assert source == "timer"
+        assert time.time() >= deadline - 0.5
+        await outbox_settled(fake, tmp_path)
+        posted_exactly_once(fake, tmp_path)
+
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
