@@ -16,8 +16,11 @@ on, and what this module uses:
   into the Opus packet.
 
 In the reader thread a datagram costs a few dictionary lookups unless it
-belongs to a registered user: RTCP, unknown SSRCs and other users' audio are
-counted and dropped there, before any decryption. Registered users' packets
+belongs to a registered user: RTCP and other users' audio are counted and
+dropped there, before any decryption. Packets on an SSRC no SPEAKING event
+has named yet are held (50 per SSRC, replayed for two seconds): SPEAKING
+travels on the websocket and races the first audio, so without the hold the
+start of a sentence is lost. Registered users' packets
 are transport-decrypted in the thread (PyNaCl is thread-safe) and queued; the
 event loop drains the queue, DAVE-decrypts (the davey session is also driven
 by discord.py on the loop, so it is only touched from there) and hands each

@@ -150,6 +150,10 @@ class _TimelineSink:
 class Recorder:
     """Records one nominee's last word from a connected :class:`ReceivingVoiceClient`.
 
+    Connect first (``await channel.connect(cls=ReceivingVoiceClient)``, not
+    self-deafened, or Discord sends the bot no audio): a link that is down
+    when :meth:`run` starts ends it as ``connection_lost``.
+
     ``max_seconds`` bounds the timeline; ``join_timeout`` is how long the
     nominee may take to come into the channel; ``dave_timeout`` how long, once
     he is there, end-to-end encryption may take to include him. ``clock``
