@@ -29,6 +29,7 @@ EXTENSIONS = (
     "cogs.play",
     "cogs.host",
     "cogs.admin",
+    "cogs.lastword",
 )
 
 

@@ -464,6 +464,14 @@ class HostCog(commands.Cog):
             for player in live.game.alive() if phases - last.get(player, 0) > 0
         }
 
+    @host.command(name=key_str("skip", "cmd.host.skip.name"),
+                  description=key_str("Stop the last word being recorded", "cmd.host.skip.description"))
+    async def skip(self, interaction: discord.Interaction) -> None:
+        cog = self.bot.get_cog("LastWordCog")
+        if cog is None:
+            raise UserError("error.no_recording")
+        await cog.skip(interaction)  # type: ignore[attr-defined]
+
     @host.command(name=key_str("end", "cmd.host.end.name"),
                   description=key_str("End the game now", "cmd.host.end.description"))
     async def end(self, interaction: discord.Interaction) -> None:

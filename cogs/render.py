@@ -182,14 +182,24 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
             out.everyone(say("phase.night", night=event.phase.number, touring=event.touring_city,
                              deadline=deadline_text(live)))
     elif isinstance(event, ev.Nominated):
-        out.city(event.city, say("nominated", nominator=mention(event.nominator),
-                                 candidate=mention(event.candidate)))
+        channel = out.cities().get(event.city, {}).get("text")
+        if channel is not None:  # its own message: it carries the nominee's "Last word" button
+            out.extra.append(OutboxItem("send", {"channel_id": channel}, {
+                "content": say("nominated", nominator=mention(event.nominator),
+                               candidate=mention(event.candidate)),
+                "allowed_mentions": NO_PINGS,
+                "components": [{"type": 1, "components": [{
+                    "type": 2, "style": 2, "label": say("lastword.button"),
+                    "custom_id": f"mafia:lastword:{live.id}:{event.candidate}",
+                }]}],
+            }))
     elif isinstance(event, ev.VoteCast | ev.VoteWithdrawn):
         out.extra.append(OutboxItem(
             "edit", {"ref": ballot_ref(event.city, game.phase.number)}, ballot_payload(live, event.city)
         ))
     elif isinstance(event, ev.LastWordRequested):
-        out.city(event.city, say("lastword.requested", player=mention(event.player)))
+        # the recording itself is posted by the last-word cog, with its own line
+        out.log(say("lastword.requested", player=mention(event.player)))
     elif isinstance(event, ev.ProtectionChosen):
         out.to_audience(event, say("log.protect", doctor=mention(event.doctor), target=mention(event.target)))
     elif isinstance(event, ev.StatusesCompared):

@@ -64,6 +64,8 @@ async def post_voice_message(
     duration_secs: float,
     waveform_b64: str,
     filename: str = "voice-message.ogg",
+    *,
+    nonce: str | None = None,
 ) -> dict[str, Any]:
     """Post Ogg Opus ``audio`` to a channel as a native voice message.
 
@@ -74,6 +76,8 @@ async def post_voice_message(
         duration_secs: its playable duration.
         waveform_b64: base64 of at most 256 amplitudes.
         filename: attachment name; Discord's clients use ``voice-message.ogg``.
+        nonce: sent with ``enforce_nonce``, so a retry after a lost answer
+            gives back the message already created instead of a second one.
 
     Returns:
         The created message as Discord returned it.
@@ -98,6 +102,8 @@ async def post_voice_message(
             }
         ],
     }
+    if nonce is not None:
+        payload.update(nonce=nonce, enforce_nonce=True)
     return await _post_ogg(http, channel_id, payload, audio, filename)
 
 
@@ -109,6 +115,7 @@ async def post_audio_attachment(
     filename: str = "last-word.ogg",
     *,
     allowed_mentions: discord.AllowedMentions | None = None,
+    nonce: str | None = None,
 ) -> dict[str, Any]:
     """Post Ogg Opus ``audio`` as an ordinary attachment, with an optional content line.
 
@@ -131,4 +138,6 @@ async def post_audio_attachment(
     }
     if content:
         payload["content"] = content
+    if nonce is not None:
+        payload.update(nonce=nonce, enforce_nonce=True)
     return await _post_ogg(http, channel_id, payload, audio, filename)

@@ -46,6 +46,10 @@ def dynamic_keys() -> set[str]:
     keys |= {f"phase_name.{k}" for k in ("day", "night")}
     keys |= {f"lobby.state_{s}" for s in ("lobby", "running", "over", "cancelled")}
     keys |= {"lobby.with", "lobby.without"}
+    keys |= {f"lastword.outcome.{o}" for o in ("complete", "stopped", "left", "not_joined",
+                                                "connection_lost", "no_audio", "dave_failed")}
+    keys |= {f"upload.{c}" for c in ("upload_too_large", "upload_empty", "upload_not_audio",
+                                      "upload_corrupt", "upload_unsupported")}
     keys |= {f"{base}{tour}" for base in ("mafia.decision", "mafia.proposal", "reply.decision",
                                           "reply.proposal") for tour in ("", "_tour")}
     return keys

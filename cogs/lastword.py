@@ -1,0 +1,432 @@
+"""The last word: a nominee's defence, recorded in the tribune voice channel or uploaded.
+
+``/lastword speak`` (or the "Last word" button on his nomination) queues the
+nominee; one last word is recorded at a time per game. The bot joins the
+game's voice channel, posts who speaks with a Stop button and a live
+"recording 1:23 / 3:00" line, and records only the nominee's audio straight
+into an Ogg Opus file, for at most ``last_word_seconds``. While he speaks
+the day cannot end: a day's end (host or timer) waits for him.
+
+A finished recording is written to disk first; then the rules' last-word
+command is committed together with the outbox items that post it (a line
+naming the speaker, then the file as a native voice message, or as a plain
+attachment where Discord refuses voice messages). A crash therefore never
+loses a finished last word and never posts it twice. A technical failure
+(no voice connection, no audio, DAVE not ready) does not use up the last
+word: the player is told to try again or to upload. ``/lastword upload``
+takes his own recording, prepared in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.errors import UserError
+from bot.i18n import key_str
+from bot.service import LiveGame, NoGame
+from bot.storage import OutboxItem
+from bot.voice.ogg import OggOpusWriter
+from bot.voice.receiver import ReceivingVoiceClient
+from bot.voice.recorder import Recorder, RecordingOutcome
+from bot.voice.upload import PreparedAudio, UploadError, prepare_upload
+from bot.voice.voice_message import post_audio_attachment, post_voice_message
+from cogs.common import mention, phrase, player_of, require_host, running_game
+from cogs.render import NO_PINGS
+from rules import RequestLastWord, RuleError
+
+if TYPE_CHECKING:
+    from bot.bot import ProkuratorBot
+    from cogs.game import GameCog
+
+log = logging.getLogger(__name__)
+
+MIB = 1024 * 1024
+
+
+def clock_text(seconds: float) -> str:
+    """``83.4`` → ``1:23``."""
+    whole = int(seconds)
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
+@dataclass
+class Request:
+    """A nominee waiting for the tribune."""
+
+    game_id: int
+    player: str
+
+
+class _Sink:
+    """Hands received packets to the Ogg writer (the recorder's PacketSink)."""
+
+    def __init__(self, writer: OggOpusWriter) -> None:
+        self.writer = writer
+
+    def write_packet(self, sequence: int, timestamp: int, opus: bytes) -> None:
+        self.writer.feed(sequence, timestamp, opus)
+
+
+class LastWordCog(commands.Cog):
+    """``/lastword speak|upload``, the tribune, the Stop button and posting recordings."""
+
+    lastword = app_commands.Group(
+        name=key_str("lastword", "cmd.lastword.name"),
+        description=key_str("Your last word before the execution", "cmd.lastword.description"),
+        guild_only=True,
+    )
+
+    def __init__(self, bot: ProkuratorBot) -> None:
+        self.bot = bot
+        self.folder = Path(bot.config.database).resolve().parent / "lastwords"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.queues: dict[int, list[Request]] = {}
+        self.workers: dict[int, asyncio.Task[None]] = {}
+        self.recording: dict[int, tuple[str, Recorder]] = {}
+        self.counter = 0
+        game_cog: GameCog = bot.get_cog("GameCog")  # type: ignore[assignment]
+        game_cog.register("lastword", self._lastword_button)
+        game_cog.register("stop", self._stop_button)
+        bot.outbox.handlers["voice"] = self.post_recording
+
+    async def cog_load(self) -> None:
+        """Report recordings a previous process was killed in the middle of, and drop them."""
+        for part in sorted(self.folder.glob("*.part")):
+            game_id, player = part.name.split("-")[:2]
+            part.unlink(missing_ok=True)
+            log.warning("last word of %s in game %s was interrupted by a restart; dropped", player, game_id)
+            self.bot.loop.create_task(self._report_interrupted(int(game_id), player))
+
+    async def _report_interrupted(self, game_id: int, player: str) -> None:
+        await self.bot.wait_until_ready()
+        try:
+            live = self.bot.service.live(game_id)
+        except NoGame:
+            return
+        await self._announce(live, phrase(live, "lastword.interrupted", player=mention(player)), player)
+
+    # ------------------------------------------------------------------ commands
+
+    @lastword.command(name=key_str("speak", "cmd.lastword.speak.name"),
+                      description=key_str("Speak your last word in the tribune voice channel",
+                                          "cmd.lastword.speak.description"))
+    async def speak(self, interaction: discord.Interaction) -> None:
+        live = await running_game(self.bot, interaction)
+        await self._queue(interaction, live, player_of(live, interaction))
+
+    @lastword.command(name=key_str("upload", "cmd.lastword.upload.name"),
+                      description=key_str("Post your own recording as your last word",
+                                          "cmd.lastword.upload.description"))
+    @app_commands.rename(file=key_str("file", "opt.file.name"))
+    @app_commands.describe(file=key_str("ogg, opus, mp3, m4a, wav or webm; cut to the limit",
+                                        "opt.file.description"))
+    async def upload(self, interaction: discord.Interaction, file: discord.Attachment) -> None:
+        live = await running_game(self.bot, interaction)
+        player = player_of(live, interaction)
+        game = live.game
+        assert game is not None
+        game.check(RequestLastWord(player))
+        if self._busy(live.id, player):
+            raise UserError("error.lastword_queued")
+        limit = self.bot.config.last_word.max_upload_mib * MIB
+        if file.size > limit:
+            raise UserError("upload.upload_too_large", limit=self.bot.config.last_word.max_upload_mib)
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        key = f"upload:{player}"
+        self.bot.service.hold(live.id, key)
+        try:
+            data = await file.read()
+            prepared = await asyncio.to_thread(
+                prepare_upload, data, file.filename, file.content_type,
+                max_seconds=game.options.last_word_seconds,
+            )
+            text = await self._publish(live, player, prepared.ogg_bytes, prepared.duration_secs,
+                                       prepared.waveform, interaction_id=interaction.id)
+        except UploadError as error:
+            log.info("upload of %s in game %s refused: %s (%s)", player, live.id, error.code, error)
+            text = phrase(live, f"upload.{error.code}", limit=self.bot.config.last_word.max_upload_mib)
+        except (RuleError, discord.HTTPException) as error:
+            log.info("upload of %s in game %s failed: %s", player, live.id, error)
+            text = phrase(live, "lastword.upload_failed")
+        finally:
+            await self.bot.service.release(live.id, key)
+        await interaction.followup.send(text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none())
+
+    async def skip(self, interaction: discord.Interaction) -> None:
+        """``/host skip``: stop the last word being recorded."""
+        live = await running_game(self.bot, interaction)
+        await require_host(self.bot, interaction, live)
+        current = self.recording.get(live.id)
+        if current is None:
+            raise UserError("error.no_recording")
+        current[1].stop()
+        await interaction.response.send_message(phrase(live, "lastword.skipped"), ephemeral=True)
+
+    # ------------------------------------------------------------------ buttons
+
+    async def _lastword_button(self, interaction: discord.Interaction, parts: list[str]) -> None:
+        live = await running_game(self.bot, interaction)
+        if parts[0] != str(live.id):
+            raise UserError("error.stale_button")
+        player = player_of(live, interaction)
+        if len(parts) > 1 and parts[1] != player:
+            raise UserError("error.not_your_button")
+        await self._queue(interaction, live, player)
+
+    async def _stop_button(self, interaction: discord.Interaction, parts: list[str]) -> None:
+        live = await running_game(self.bot, interaction)
+        current = self.recording.get(live.id)
+        if parts[0] != str(live.id) or current is None or (len(parts) > 1 and parts[1] != current[0]):
+            raise UserError("error.no_recording")
+        speaker, recorder = current
+        if str(interaction.user.id) != speaker:
+            await require_host(self.bot, interaction, live)
+        recorder.stop()
+        await interaction.response.send_message(phrase(live, "lastword.stopping"), ephemeral=True)
+
+    # ------------------------------------------------------------------ the queue
+
+    def _busy(self, game_id: int, player: str) -> bool:
+        queued = any(r.player == player for r in self.queues.get(game_id, []))
+        current = self.recording.get(game_id)
+        return queued or (current is not None and current[0] == player)
+
+    async def _queue(self, interaction: discord.Interaction, live: LiveGame, player: str) -> None:
+        game = live.game
+        assert game is not None
+        game.check(RequestLastWord(player))
+        if not live.record.channels.get("voice"):
+            raise UserError("error.no_tribune")
+        if self._busy(live.id, player):
+            raise UserError("error.lastword_queued")
+        queue = self.queues.setdefault(live.id, [])
+        queue.append(Request(live.id, player))
+        ahead = len(queue) - 1 + (1 if live.id in self.recording else 0)
+        worker = self.workers.get(live.id)
+        if worker is None or worker.done():
+            self.workers[live.id] = asyncio.create_task(self._work(live.id), name=f"lastword-{live.id}")
+        await interaction.response.send_message(
+            phrase(live, "lastword.queued", ahead=ahead), ephemeral=True
+        )
+
+    async def _work(self, game_id: int) -> None:
+        queue = self.queues.setdefault(game_id, [])
+        voice: ReceivingVoiceClient | None = None
+        try:
+            while queue:
+                request = queue.pop(0)
+                try:
+                    live = self.bot.service.live(game_id)
+                except NoGame:
+                    return
+                try:
+                    voice = await self._record(live, request, voice)
+                except Exception:
+                    log.exception("last word of %s in game %s failed", request.player, game_id)
+                    await self._announce(
+                        live, phrase(live, "lastword.technical", player=mention(request.player)), request.player
+                    )
+        finally:
+            if voice is not None:
+                with contextlib.suppress(Exception):
+                    await voice.disconnect(force=True)
+
+    async def _connect(self, live: LiveGame, voice: ReceivingVoiceClient | None) -> ReceivingVoiceClient:
+        if voice is not None and voice.is_connected():
+            return voice
+        guild = self.bot.get_guild(live.record.guild_id)
+        channel = guild.get_channel(int(live.record.channels["voice"])) if guild else None
+        if not isinstance(channel, discord.VoiceChannel):
+            raise ConnectionError("the tribune voice channel is gone")
+        timeout = float(self.bot.config.last_word.dave_timeout)
+        client = await channel.connect(cls=ReceivingVoiceClient, timeout=timeout, reconnect=False,
+                                       self_mute=True)
+        assert isinstance(client, ReceivingVoiceClient)
+        return client
+
+    async def _record(
+        self, live: LiveGame, request: Request, voice: ReceivingVoiceClient | None
+    ) -> ReceivingVoiceClient | None:
+        game = live.game
+        player = request.player
+        assert game is not None
+        try:
+            game.check(RequestLastWord(player))
+        except RuleError as error:
+            await self._announce(live, phrase(live, "lastword.cancelled", player=mention(player),
+                                              reason=phrase(live, f"error.{error.code}", **error.params)), player)
+            return voice
+        limit = game.options.last_word_seconds
+        key = f"lastword:{player}"
+        self.bot.service.hold(live.id, key)
+        self.counter += 1
+        ref = f"lastword:{player}:{self.counter}"
+        try:
+            try:
+                voice = await self._connect(live, voice)
+            except Exception as error:
+                log.warning("game %s: cannot join the tribune: %s", live.id, error)
+                await self._announce(live, phrase(live, "lastword.technical", player=mention(player)), player)
+                return None
+            await self._post_now(live, OutboxItem(
+                "send", {"channel_id": self._city_channel(live, player), "ref": ref},
+                self._progress_payload(live, player, 0.0, limit, recording=False),
+            ))
+            part = self.folder / f"{live.id}-{player}-{self.counter}.ogg.part"
+            handle: BinaryIO = part.open("wb")
+            writer = OggOpusWriter(handle, max_seconds=float(limit))
+            config = self.bot.config.last_word
+
+            def progress(elapsed: float) -> None:
+                asyncio.ensure_future(self._post_now(live, OutboxItem(
+                    "edit", {"ref": ref}, self._progress_payload(live, player, elapsed, limit, recording=True),
+                )))
+
+            recorder = Recorder(
+                voice, int(player), _Sink(writer), max_seconds=float(limit),
+                join_timeout=float(config.join_timeout), dave_timeout=float(config.dave_timeout),
+                on_progress=progress, progress_interval=float(config.progress_every),
+            )
+            self.recording[live.id] = (player, recorder)
+            try:
+                result = await recorder.run()
+            except BaseException:
+                handle.close()
+                part.unlink(missing_ok=True)
+                raise
+            finally:
+                self.recording.pop(live.id, None)
+            info = writer.close(end_timestamp=result.end_timestamp)
+            handle.flush()
+            os.fsync(handle.fileno())
+            handle.close()
+            outcome = result.outcome
+            log.info("game %s: last word of %s: %s (%s), %.1f s", live.id, player, outcome.value,
+                     result.detail, info.duration_secs)
+            final = {"content": phrase(live, f"lastword.outcome.{outcome.value}", player=mention(player),
+                                       length=clock_text(info.duration_secs)),
+                     "components": [], "allowed_mentions": NO_PINGS}
+            await self._post_now(live, OutboxItem("edit", {"ref": ref}, final))
+            if outcome.technical_failure:
+                part.unlink(missing_ok=True)
+                await self._announce(live, phrase(live, "lastword.technical", player=mention(player)), player)
+                if outcome is RecordingOutcome.connection_lost:
+                    return None
+                return voice
+            if result.packets_written == 0:
+                part.unlink(missing_ok=True)
+                with contextlib.suppress(RuleError, NoGame):  # he had his chance and said nothing
+                    await self.bot.service.apply(live.id, RequestLastWord(player), source="player")
+                return voice
+            audio = part.read_bytes()
+            part.unlink(missing_ok=True)
+            try:
+                await self._publish(live, player, audio, info.duration_secs, info.waveform)
+            except (RuleError, NoGame) as error:
+                reason = phrase(live, f"error.{getattr(error, 'code', 'no_game')}")
+                await self._announce(live, phrase(live, "lastword.cancelled", player=mention(player),
+                                                  reason=reason), player)
+            return voice
+        finally:
+            await self.bot.service.release(live.id, key)
+
+    # ------------------------------------------------------------------ posting
+
+    async def _publish(
+        self, live: LiveGame, player: str, audio: bytes, duration: float, waveform: str,
+        *, interaction_id: int | None = None,
+    ) -> str:
+        """Store the file, then commit the last word with the items that post it."""
+        self.counter += 1
+        path = self.folder / f"{live.id}-{player}-{self.counter}.ogg"
+        with path.open("wb") as handle:
+            handle.write(audio)
+            handle.flush()
+            os.fsync(handle.fileno())
+        channel = self._city_channel(live, player)
+        items = [
+            OutboxItem("send", {"channel_id": channel}, {
+                "content": phrase(live, "lastword.posted", player=mention(player), length=clock_text(duration)),
+                "allowed_mentions": NO_PINGS,
+            }),
+            OutboxItem("voice", {"channel_id": channel}, {
+                "path": str(path), "duration": duration, "waveform": waveform,
+                "fallback": phrase(live, "lastword.attachment", player=mention(player)),
+            }),
+        ]
+        try:
+            await self.bot.service.apply(live.id, RequestLastWord(player), source="player",
+                                         interaction_id=interaction_id, extra_outbox=items)
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+        return phrase(live, "lastword.done")
+
+    async def post_recording(self, item: OutboxItem) -> int | None:
+        """The outbox handler of ``voice`` items: a voice message, else a plain attachment."""
+        path = Path(item.payload["path"])
+        if not path.exists():
+            log.error("recording %s of outbox item %s is missing; nothing to post", path, item.id)
+            return None
+        audio = path.read_bytes()
+        channel = int(item.target["channel_id"])
+        nonce = f"ob{item.id}"
+        try:
+            message = await post_voice_message(self.bot.http, channel, audio, float(item.payload["duration"]),
+                                               str(item.payload["waveform"]), nonce=nonce)
+        except discord.HTTPException as error:
+            if error.status not in (400, 403):
+                raise
+            log.info("voice message refused (%s); posting the recording as an attachment", error)
+            message = await post_audio_attachment(self.bot.http, channel, audio,
+                                                  str(item.payload.get("fallback") or ""), nonce=nonce)
+        path.unlink(missing_ok=True)
+        return int(message["id"])
+
+    def _city_channel(self, live: LiveGame, player: str) -> int:
+        assert live.game is not None
+        city = live.game.city_of(player)
+        return int(live.record.channels["cities"][city]["text"])
+
+    def _progress_payload(self, live: LiveGame, player: str, elapsed: float, limit: int, *,
+                          recording: bool) -> dict[str, Any]:
+        key = "lastword.recording" if recording else "lastword.calling"
+        content = phrase(live, key, player=mention(player), elapsed=clock_text(elapsed),
+                         limit=clock_text(limit))
+        return {
+            "content": content, "allowed_mentions": NO_PINGS,
+            "components": [{"type": 1, "components": [{
+                "type": 2, "style": 4, "custom_id": f"mafia:stop:{live.id}:{player}",
+                "label": phrase(live, "lastword.stop"),
+            }]}],
+        }
+
+    async def _post_now(self, live: LiveGame, item: OutboxItem) -> None:
+        await self.bot.storage.add_outbox(live.id, [item])
+        self.bot.outbox.kick(live.id)
+
+    async def _announce(self, live: LiveGame, text: str, player: str) -> None:
+        """A line in the player's city channel."""
+        if live.game is None or not live.record.channels or player not in live.game.players:
+            return
+        item = OutboxItem("send", {"channel_id": self._city_channel(live, player)},
+                          {"content": text, "allowed_mentions": NO_PINGS})
+        await self._post_now(live, item)
+
+
+async def setup(bot: ProkuratorBot) -> None:
+    """Load the cog."""
+    await bot.add_cog(LastWordCog(bot))
+
+
+__all__ = ["LastWordCog", "PreparedAudio", "clock_text"]
