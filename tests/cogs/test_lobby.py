@@ -1,0 +1,200 @@
+"""The lobby: who may open one, one game per guild, joining and leaving, one running game per
+player across guilds, the host role, and /host setup's validation."""
+
+from __future__ import annotations
+
+from bot.i18n import t
+from tests.cogs.scenes import (
+    another_guild,
+    assert_unchanged,
+    lobby_message,
+    patches,
+    posted,
+    quick_edits,
+    run,
+    snapshot,
+)
+from tests.fakediscord import Permission
+from tests.harness import Table, bot_table
+
+
+def mention(table: Table, name: str) -> str:
+    return f"<@{table.pid(name)}>"
+
+
+def lobby_players(table: Table) -> list[int]:
+    return [p["id"] for p in table.live().record.lobby["players"]]
+
+
+async def test_only_a_host_opens_a_lobby_and_only_one_per_guild():
+    async with bot_table(players=4) as table:
+        refused = await run(table, "p0", "mafia new")
+        assert refused.ephemeral
+        assert refused.content == t("ru", "error.not_host")
+        assert await table.bot.storage.open_game(table.guild_id) is None
+        assert posted(table) == {}
+
+        opened = await run(table, "host", "mafia new")
+        assert not opened.ephemeral, "the lobby is for everyone to see"
+        lobby = opened.original
+        assert lobby is not None and lobby.channel_id == table.world.text_channel.id
+        live = table.live()
+        assert live.record.state == "lobby" and live.record.host_id == table.host.user.id
+        assert t("ru", "lobby.title", game=live.id) in lobby.content
+        assert set(lobby.custom_ids()) == {f"mafia:join:{live.id}", f"mafia:leave:{live.id}"}
+        assert (await lobby_message(table)).id == lobby.id
+
+        # a second game in the same guild, by the owner or by another member who manages the server
+        managers = table.fake.create_role(table.guild_id, "Админы", permissions=int(Permission.MANAGE_GUILD))
+        table.fake.add_member_role(table.guild_id, table.member("p1").user.id, managers.id)
+        before = await snapshot(table)
+        for who in ("host", "p1"):
+            again = await run(table, who, "mafia new")
+            assert again.ephemeral and again.content == t("ru", "error.game_exists"), who
+        await assert_unchanged(table, before)
+        assert [g.id for g in table.bot.service.games()] == [live.id]
+
+
+async def test_join_and_leave_by_button_and_by_command_edit_the_lobby_message():
+    async with bot_table(players=4) as table:
+        quick_edits(table)
+        opened = await run(table, "host", "mafia new")
+        lobby = opened.original
+        assert lobby is not None
+        game = table.live().id
+        first_text = lobby.content
+        assert t("ru", "lobby.players", count=0, players=t("ru", "lobby.nobody")) in first_text
+
+        by_button = await table.fake.click(lobby, f"mafia:join:{game}", table.member("p0").user.id)
+        assert by_button.ephemeral and by_button.content == t("ru", "lobby.joined")
+        by_command = await run(table, "p1", "mafia join")
+        assert by_command.ephemeral and by_command.content == t("ru", "lobby.joined")
+        await table.drain()
+        lobby = await lobby_message(table)
+        both = ", ".join([mention(table, "p0"), mention(table, "p1")])
+        assert t("ru", "lobby.players", count=2, players=both) in lobby.content
+        sent = patches(table, lobby.id)
+        assert sent, "the lobby message was never edited"
+        assert sent[-1].json["content"] == lobby.content
+        assert {c["custom_id"] for row in sent[-1].json["components"] for c in row["components"]} == {
+            f"mafia:join:{game}", f"mafia:leave:{game}"}
+        assert lobby_players(table) == [table.member("p0").user.id, table.member("p1").user.id]
+
+        edits = len(sent)
+        left = await run(table, "p0", "mafia leave")
+        assert left.ephemeral and left.content == t("ru", "lobby.left")
+        await table.drain()
+        lobby = await lobby_message(table)
+        assert t("ru", "lobby.players", count=1, players=mention(table, "p1")) in lobby.content
+        assert len(patches(table, lobby.id)) > edits
+
+        edits = len(patches(table, lobby.id))
+        by_leave_button = await table.fake.click(lobby, f"mafia:leave:{game}", table.member("p1").user.id)
+        assert by_leave_button.ephemeral and by_leave_button.content == t("ru", "lobby.left")
+        await table.drain()
+        lobby = await lobby_message(table)
+        assert t("ru", "lobby.players", count=0, players=t("ru", "lobby.nobody")) in lobby.content
+        assert len(patches(table, lobby.id)) > edits
+        assert lobby_players(table) == []
+        assert [e["content"] for e in lobby.edits][0] == first_text
+
+
+async def test_a_player_of_a_running_game_cannot_join_or_be_dealt_into_another():
+    async with bot_table(players=8) as table_a:
+        quick_edits(table_a)
+        table_b = await another_guild(table_a, "b", 8)
+        shared = table_a.member("p0").user
+        table_a.fake.add_member(table_b.guild_id, shared)
+        await table_a.fake.wait_until(lambda: table_a.bot.get_guild(table_b.guild_id).get_member(shared.id))
+        wanderer = table_a.member("p1").user  # joins B's lobby before A starts
+        table_a.fake.add_member(table_b.guild_id, wanderer)
+        await table_a.fake.wait_until(lambda: table_a.bot.get_guild(table_b.guild_id).get_member(wanderer.id))
+
+        opened_b = await run(table_b, "host", "mafia new")
+        lobby_b = opened_b.original
+        assert lobby_b is not None
+        game_b = table_b.live().id
+        early = await table_b.fake.click(lobby_b, f"mafia:join:{game_b}", wanderer.id)
+        assert early.content == t("ru", "lobby.joined")
+        for name in [f"b{i}" for i in range(7)]:
+            await table_b.fake.click(lobby_b, f"mafia:join:{game_b}", table_b.member(name).user.id)
+
+        await table_a.new_game(cities="Верона")
+        assert str(shared.id) in table_a.game.players and str(wanderer.id) in table_a.game.players
+
+        before = await snapshot(table_b)
+        by_button = await table_b.fake.click(await lobby_message(table_b), f"mafia:join:{game_b}", shared.id)
+        by_command = await run(table_b, shared.id, "mafia join")
+        for answer in (by_button, by_command):
+            assert answer.ephemeral and answer.content == t("ru", "error.in_other_game")
+        await assert_unchanged(table_b, before)
+        assert shared.id not in lobby_players(table_b)
+
+        channels_before = {c.id for c in table_b.fake.state.guild_channels(table_b.guild_id)}
+        started = await run(table_b, "host", "host start")
+        assert started.ephemeral
+        assert started.content == t("ru", "error.player_in_other_game", player=f"<@{wanderer.id}>")
+        await assert_unchanged(table_b, before)
+        assert table_b.live().record.state == "lobby"
+        assert {c.id for c in table_b.fake.state.guild_channels(table_b.guild_id)} == channels_before
+
+
+async def test_the_host_role_gives_its_members_the_host_commands():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        hosts = table.fake.create_role(table.guild_id, "Ведущие")
+        helper = table.member("p7").user.id
+        table.fake.add_member_role(table.guild_id, helper, hosts.id)
+        await table.fake.wait_until(
+            lambda: any(r.id == hosts.id for r in table.bot.get_guild(table.guild_id).get_member(helper).roles))
+
+        assert (await run(table, helper, "mafia new")).content == t("ru", "error.not_host")
+        denied = await run(table, "p0", "admin hostrole", {"role": hosts.id})
+        assert denied.ephemeral and denied.content == t("ru", "error.not_allowed")
+        assert await table.bot.storage.guild_host_role(table.guild_id) is None
+
+        granted = await run(table, "host", "admin hostrole", {"role": hosts.id})
+        assert granted.ephemeral and granted.content == t("ru", "admin.hostrole", role=f"<@&{hosts.id}>")
+        assert await table.bot.storage.guild_host_role(table.guild_id) == hosts.id
+
+        await table.open_lobby([f"p{i}" for i in range(7)])  # the owner's game
+        assert table.live().record.host_id == table.host.user.id
+        configured = await run(table, helper, "host setup", {"cities": "Верона"})
+        assert configured.ephemeral and t("ru", "lobby.cities", cities="Верона") in configured.content
+        assert (await run(table, "p0", "host setup", {"cities": "Падуя"})).content == t("ru", "error.not_host")
+        assert table.live().record.lobby["setup"]["cities"] == ["Верона"]
+        started = await run(table, helper, "host start")
+        assert started.content == t("ru", "host.started")
+        assert table.live().record.state == "running"
+
+        removed = await run(table, "host", "admin hostrole")
+        assert removed.content == t("ru", "admin.hostrole_none")
+        refused = await run(table, helper, "host next")
+        assert refused.ephemeral and refused.content == t("ru", "error.not_host")
+        assert table.game.stage.value == "discussion"
+
+
+async def test_host_setup_refuses_bad_cities_and_keeps_the_lobby():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.open_lobby()
+        before = await snapshot(table)
+        eleven = ", ".join(f"Город{i}" for i in range(11))
+        for cities in ("Верона, Верона", " , ;", eleven):
+            answer = await run(table, "host", "host setup", {"cities": cities})
+            assert answer.ephemeral and answer.content == t("ru", "error.bad_cities"), cities
+        touring = await run(table, "host", "host touring", {"order": "Верона, Атлантида"})
+        assert touring.content == t("ru", "error.unknown_city", city="Атлантида")
+        await assert_unchanged(table, before)
+
+        # sound names, but too many cities for 8 players: refused at the start, nothing created
+        fine = await run(table, "host", "host setup", {"cities": "Верона, Падуя, Мантуя"})
+        assert t("ru", "lobby.cities", cities="Верона, Падуя, Мантуя") in fine.content
+        await table.drain()
+        assert t("ru", "lobby.cities", cities="Верона, Падуя, Мантуя") in (await lobby_message(table)).content
+        before = await snapshot(table)
+        started = await run(table, "host", "host start")
+        assert started.ephemeral
+        assert started.content == t("ru", "error.cannot_deal", reason=t("ru", "error.too_few_players"))
+        await assert_unchanged(table, before)
+        assert table.live().record.state == "lobby"
