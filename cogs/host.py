@@ -445,7 +445,8 @@ class HostCog(commands.Cog):
         )
 
     async def idle_phases(self, live: LiveGame) -> dict[str, int]:
-        """For each living player, how many phases began since his last act (replayed from the log)."""
+        """For each living player who has not acted in the phase under way, how many phases went by
+        since his last act, this one included (replayed from the log)."""
         record = live.record
         assert record.setup is not None and record.seed is not None and live.game is not None
         replay = Game.create(Setup.from_dict(record.setup), record.seed)
@@ -459,10 +460,9 @@ class HostCog(commands.Cog):
                 last[actor] = phases
             phases += sum(1 for e in events if isinstance(e, PhaseStarted) and e.stage in (
                 Stage.DISCUSSION, Stage.NIGHT))
-        return {
-            player: phases - last.get(player, 0)
-            for player in live.game.alive() if phases - last.get(player, 0) > 0
-        }
+        # phases are numbered from 0 (the opening one): who never acted let every one pass
+        quiet = {player: phases - last.get(player, -1) for player in live.game.alive()}
+        return {player: count for player, count in quiet.items() if count > 0}
 
     @host.command(name=key_str("skip", "cmd.host.skip.name"),
                   description=key_str("Stop the last word being recorded", "cmd.host.skip.description"))
