@@ -38,7 +38,7 @@ from cogs.common import (
     status_text,
 )
 from cogs.lobby import lobby_cities, lobby_edit, lobby_payload
-from cogs.render import NO_PINGS, chunks, summary_lines
+from cogs.render import NO_PINGS, ballot_payload, ballot_ref, chunks, deadline_text, summary_lines
 from rules import (
     AppointGodfather,
     AppointJudge,
@@ -84,6 +84,24 @@ def seat_players(players: list[int], cities: list[str], seed: int) -> dict[str, 
     for index, player in enumerate(shuffled):
         seats[cities[index % len(cities)]].append(player)
     return seats
+
+
+def deadline_changed_items(live: LiveGame) -> list[OutboxItem]:
+    """The current stage's new end in every living city's channel, and on its ballot while voting."""
+    game = live.game
+    if game is None or not live.record.channels:
+        return []
+    line = phrase(live, "host.timer_changed", deadline=deadline_text(live))
+    items: list[OutboxItem] = []
+    for city, ids in live.record.channels.get("cities", {}).items():
+        if not game.alive(city):
+            continue
+        items.append(OutboxItem("send", {"channel_id": ids["text"]},
+                                {"content": line, "allowed_mentions": NO_PINGS}))
+        if game.stage is Stage.VOTING:
+            items.append(OutboxItem("edit", {"ref": ballot_ref(city, game.phase.number)},
+                                    ballot_payload(live, city)))
+    return items
 
 
 class HostCog(commands.Cog):
@@ -243,6 +261,8 @@ class HostCog(commands.Cog):
         if game is not None and not game.over and game.stage.value == stage:
             deadline = self.bot.clock() + seconds if seconds > 0 else None
             await self.bot.service.set_deadline(live.id, deadline)
+            # the stage's announcement (and ballot) showed the old end: tell the cities the new one
+            await self.bot.service.update(live.id, deadline_changed_items)
         await interaction.response.send_message(
             phrase(live, "host.timer", stage=phrase(live, f"stage.{stage}"), seconds=seconds), ephemeral=True
         )
