@@ -175,7 +175,8 @@ def death_overwrites(game: Game, channels: dict[str, Any], player: str) -> list[
 
 
 def end_of_game_items(channels: dict[str, Any], game: Game, at_end: str) -> list[OutboxItem]:
-    """At the end: delete the game's channels, or make every one read-only for the game."""
+    """At the end: delete the game's channels, or make every one read-only (and the voice mute) for
+    the game."""
     if not channels:
         return []
     ids: list[int] = []
@@ -195,7 +196,7 @@ def end_of_game_items(channels: dict[str, Any], game: Game, at_end: str) -> list
     )
     if "dead" in channels:
         readers.append((channels["dead"], [p for p in game.players if not game.is_alive(p)]))
-    return [
+    items = [
         OutboxItem(
             "overwrite", {"channel_id": channel_id, "id": int(player), "type": MEMBER},
             {"allow": str(READ.value), "deny": str(SILENCE.value)},
@@ -203,3 +204,12 @@ def end_of_game_items(channels: dict[str, Any], game: Game, at_end: str) -> list
         for channel_id, players in readers
         for player in players
     ]
+    if "voice" in channels:  # the tribune falls silent too (the dead are silent there already)
+        items.extend(
+            OutboxItem(
+                "overwrite", {"channel_id": channels["voice"], "id": int(player), "type": MEMBER},
+                {"allow": str(P(view_channel=True, connect=True).value), "deny": str(P(speak=True).value)},
+            )
+            for player in game.alive()
+        )
+    return items

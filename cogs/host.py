@@ -38,7 +38,15 @@ from cogs.common import (
     status_text,
 )
 from cogs.lobby import lobby_cities, lobby_edit, lobby_payload
-from cogs.render import NO_PINGS, ballot_payload, ballot_ref, chunks, deadline_text, summary_lines
+from cogs.render import (
+    NO_PINGS,
+    ballot_payload,
+    ballot_ref,
+    chunks,
+    closing_channels,
+    deadline_text,
+    summary_lines,
+)
 from rules import (
     AppointGodfather,
     AppointJudge,
@@ -504,9 +512,9 @@ class HostCog(commands.Cog):
             live.record.deadline = None
             if game is not None and live.record.channels:
                 lines = [phrase(live, "host.ended")] + summary_lines(live, game)
-                for ids in live.record.channels.get("cities", {}).values():
+                for channel_id in closing_channels(live):
                     for chunk in chunks(lines):
-                        items.append(OutboxItem("send", {"channel_id": ids["text"]},
+                        items.append(OutboxItem("send", {"channel_id": channel_id},
                                                 {"content": chunk, "allowed_mentions": NO_PINGS}))
                 items.extend(end_of_game_items(live.record.channels, game,
                                                live.record.lobby.get("at_end", "keep")))

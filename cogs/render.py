@@ -260,12 +260,20 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
         out.everyone(say(f"decided.{event.winner.value}", city=event.city))
     elif isinstance(event, ev.GameOver):
         winners = ", ".join(winner_text(live, w) for w in event.winners) or say("winners.none")
-        out.everyone(say("game_over", winners=winners))
-        for city in out.cities():
-            for line in summary_lines(live, game):
-                out.city(city, line)
+        for channel_id in closing_channels(live):
+            for line in [say("game_over", winners=winners), *summary_lines(live, game)]:
+                out.say(channel_id, line)
         out.extra.extend(end_of_game_items(live.record.channels, game, live.record.lobby.get(
             "at_end", "keep")))
+
+
+def closing_channels(live: LiveGame) -> list[int]:
+    """Where a game's end and summary are told: its city channels, or, when they are deleted at the
+    end, the channel where its lobby was opened."""
+    if live.record.lobby.get("at_end", "keep") == "delete":
+        channel = live.record.lobby.get("channel_id")
+        return [int(channel)] if channel else []
+    return [int(ids["text"]) for ids in live.record.channels.get("cities", {}).values()]
 
 
 def winner_text(live: LiveGame, winner: str) -> str:
