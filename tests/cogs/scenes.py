@@ -51,10 +51,11 @@ async def run(table: Table, who: Any, command: str, options: dict[str, Any] | No
 
 async def accepted(table: Table, who: Any, command: str, options: dict[str, Any] | None = None) -> str:
     """A command that must be accepted: it adds one row to the command log (player and host acts)."""
-    before = len(await table.bot.storage.commands(table.live().id))
+    game = table.live().id
+    before = len(await table.bot.storage.commands(game))
     result = await run(table, who, command, options)
     assert result.ephemeral, (command, result.content)
-    after = len(await table.bot.storage.commands(table.live().id))
+    after = len(await table.bot.storage.commands(game))
     assert after == before + 1, f"/{command} {options} by {who} was refused: {result.content}"
     return result.content
 
@@ -147,7 +148,9 @@ async def lobby_message(table: Table, timeout: float = 5.0) -> Message:
     The bot stores which message it is just after answering ``/mafia new``,
     so this waits for that.
     """
-    game = table.live().id
+    latest = await table.bot.storage.latest_game(table.guild_id)
+    assert latest is not None, "no game in the guild"
+    game = latest.id
     deadline = asyncio.get_running_loop().time() + timeout
     while (reference := await table.bot.storage.message_ref(game, "lobby")) is None:
         assert asyncio.get_running_loop().time() < deadline, "the lobby message was never stored"
