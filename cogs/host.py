@@ -29,6 +29,7 @@ from cogs.channels import (
 from cogs.common import (
     guild_game,
     host_choices,
+    is_host,
     mention,
     name_of,
     phrase,
@@ -144,6 +145,9 @@ class HostCog(commands.Cog):
         live = await self.bot.service.open_game(interaction.guild_id)
         if live is None:
             return []
+        role = await self.bot.storage.guild_host_role(live.record.guild_id)
+        if not is_host(self.bot, live, interaction.user, role):
+            return []  # the host's lists are his alone: /host godfather's names every mafioso
         return host_choices(live, verb, current)
 
     # ------------------------------------------------------------------ lobby
