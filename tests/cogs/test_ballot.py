@@ -86,6 +86,8 @@ async def test_the_ballot_opens_with_voting_and_follows_every_vote():
 
 async def test_a_burst_of_twenty_votes_edits_the_ballot_a_few_times_and_ends_on_the_final_tally():
     async with bot_table(players=24) as table:
+        coalescing = table.bot.outbox.edit_interval  # the bot's own setting, for the burst
+        quick_edits(table)
         await table.new_game(cities="Верона", maniac=False)
         city = "Верона"
         voters = [table.name(p) for p in table.game.alive(city)]
@@ -97,6 +99,8 @@ async def test_a_burst_of_twenty_votes_edits_the_ballot_a_few_times_and_ends_on_
         ballot = ballot_message(table, city)
         assert patches(table, ballot.id) == []
         game_id = table.live().id
+        table.bot.outbox.edit_interval = coalescing
+        assert coalescing >= 1.0
         rows_before = len(await table.bot.storage.commands(game_id))
 
         choices = [(voter, table.pid(first if n % 3 else second)) for n, voter in enumerate(voters[:20])]
