@@ -159,10 +159,6 @@ async def latency_run(games: int, pace: float) -> None:
                 await result.wait_callback()
                 floor.append(latency_ms(result))
             rng = random.Random(7)
-            if os.environ.get("BENCH_PROFILE"):
-                assert bench.process is not None
-                spy = subprocess.Popen(["py-spy", "record", "-o", os.environ["BENCH_PROFILE"], "-f", "raw",
-                                        "-p", str(bench.process.pid), "-d", "8"])
             began = time.perf_counter()
             rounds = await asyncio.gather(*(bench.play_day(i, random.Random(rng.random()), pace)
                                             for i in range(games)))
