@@ -226,7 +226,8 @@ class HostCog(commands.Cog):
             live.record.lobby.setdefault("rules", {}).update(rules)
             return lobby_edit(live)
 
-        await self.bot.service.update(live.id, change, interaction_id=interaction.id)
+        if not await self.bot.service.update(live.id, change, interaction_id=interaction.id):
+            return  # delivered twice: done and answered the first time
         await interaction.response.send_message(
             lobby_payload(live)["content"], ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
         )
@@ -250,7 +251,8 @@ class HostCog(commands.Cog):
             live.record.lobby.setdefault("rules", {})["touring_order"] = names
             return []
 
-        await self.bot.service.update(live.id, change, interaction_id=interaction.id)
+        if not await self.bot.service.update(live.id, change, interaction_id=interaction.id):
+            return  # delivered twice: done and answered the first time
         await interaction.response.send_message(phrase(live, "host.touring", order=", ".join(names)), ephemeral=True)
 
     @host.command(name=key_str("timer", "cmd.host.timer.name"),
@@ -268,7 +270,8 @@ class HostCog(commands.Cog):
             live.record.lobby.setdefault("timers", {})[stage] = seconds
             return []
 
-        await self.bot.service.update(live.id, change, interaction_id=interaction.id)
+        if not await self.bot.service.update(live.id, change, interaction_id=interaction.id):
+            return  # delivered twice: done and answered the first time
         game = live.game
         if game is not None and not game.over and game.stage.value == stage:
             deadline = self.bot.clock() + seconds if seconds > 0 else None
@@ -525,7 +528,8 @@ class HostCog(commands.Cog):
             items.extend(lobby_edit(live))
             return items
 
-        await self.bot.service.update(live.id, change, interaction_id=interaction.id)
+        if not await self.bot.service.update(live.id, change, interaction_id=interaction.id):
+            return  # delivered twice: done and answered the first time
         await interaction.response.send_message(phrase(live, "host.ended_reply"), ephemeral=True)
 
 
