@@ -162,3 +162,15 @@ def patches(table: Table, message_id: int) -> list[Any]:
     """The bot's PATCHes of one message through the channel route, oldest first."""
     return [call for call in table.fake.calls("PATCH", "/channels/{channel_id}/messages/{message_id}")
             if call.params.get("message_id") == str(message_id)]
+
+
+async def deliver_again(table: Table, result: InteractionResult, timeout: float = 5.0) -> None:
+    """Discord delivers an interaction a second time; returns once the bot has handled it (a
+    duplicate gets no answer, so this waits for discord.py's command task instead)."""
+    seen = asyncio.ensure_future(
+        table.bot.wait_for("interaction", check=lambda i: i.id == result.id, timeout=timeout))
+    await table.fake.resend(result)
+    await seen
+    running = [t for t in asyncio.all_tasks() if t.get_name() == "CommandTree-invoker" and not t.done()]
+    if running:
+        await asyncio.wait(running, timeout=timeout)

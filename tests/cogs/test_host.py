@@ -16,6 +16,7 @@ from tests.cogs.scenes import (
     accepted,
     assert_unchanged,
     ballot_message,
+    deliver_again,
     lobby_message,
     posted,
     quick_edits,
@@ -283,3 +284,21 @@ async def test_a_game_won_with_at_end_delete_tells_the_result_where_the_lobby_wa
         assert t("ru", "game_over", winners=t("ru", "winner.honest", city="Верона")) in told[0]
         for pid in game.players:
             assert f"• <@{pid}> — " in told[0]
+
+
+async def test_a_host_timer_delivered_twice_moves_the_deadline_once():
+    now = [1_800_000_000.0]
+    config = Config(timers=Timers(discussion=600, voting=300, night=600, reminders=()))
+    async with bot_table(players=8, config=config, clock=lambda: now[0]) as table:
+        quick_edits(table)
+        live = await table.new_game(cities="Верона")
+        answer = await run(table, "host", "host timer", {"stage": "discussion", "seconds": 120})
+        await table.drain()
+        moved = now[0] + 120
+        told = len(table.channel_messages(table.city_channel("Верона")))
+        now[0] += 50
+        await deliver_again(table, answer)
+        await table.drain()
+        assert (await table.bot.storage.game(live.id)).deadline == moved
+        assert len(table.channel_messages(table.city_channel("Верона"))) == told
+        assert len(answer.attempts) == 1, "the duplicate was answered again"
