@@ -9,11 +9,14 @@ Discord delivers twice is applied once.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import aiosqlite
 
 from bot.config import Config
 from bot.storage import GameRecord, OutboxItem, Storage
@@ -34,6 +37,9 @@ from rules import (
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
+
+#: how many interaction ids a process remembers to catch repeats without the database
+RECENT_INTERACTIONS = 50_000
 
 
 class NoGame(Exception):
@@ -112,6 +118,9 @@ class GameService:
         self.after_commit: list[Callable[[LiveGame], None]] = []
         self._live: dict[int, LiveGame] = {}
         self._locks: dict[int, asyncio.Lock] = {}
+        # interactions applied by this process: a repeat is caught without asking the database
+        self._recent: set[int] = set()
+        self._recent_order: collections.deque[int] = collections.deque()
 
     # ------------------------------------------------------------------ access
 
@@ -139,14 +148,24 @@ class GameService:
         return await self.storage.guild_language(guild_id) or self.config.language
 
     async def open_game(self, guild_id: int) -> LiveGame | None:
-        """The guild's open game, loaded."""
-        record = await self.storage.open_game(guild_id)
-        if record is None:
-            return None
-        live = self._live.get(record.id)
-        if live is None:
-            live = await self._load(record)
-        return live
+        """The guild's open game. Every open game is in memory (loaded at start, created here)."""
+        for live in self._live.values():
+            if live.record.guild_id == guild_id and live.record.state in ("lobby", "running"):
+                return live
+        return None
+
+    def _remember(self, interaction_id: int | None) -> None:
+        if interaction_id is None:
+            return
+        self._recent.add(interaction_id)
+        self._recent_order.append(interaction_id)
+        if len(self._recent_order) > RECENT_INTERACTIONS:
+            self._recent.discard(self._recent_order.popleft())
+
+    def _seen(self, interaction_id: int | None) -> bool:
+        """Applied by this process? (One applied by an earlier process is caught by the
+        database's unique index when it is stored again.)"""
+        return interaction_id is not None and interaction_id in self._recent
 
     def game_of_player(self, user_id: int) -> LiveGame | None:
         """The running game the user plays in, if any."""
@@ -188,6 +207,8 @@ class GameService:
                 game.apply(command_from_dict(row.command))
             except RuleError as error:
                 log.error("game %s: stored command %s refused on replay (%s)", record.id, row.seq, error)
+            after = row.seq
+        record.command_count = after
         return game
 
     # ------------------------------------------------------------------ lobby
@@ -232,7 +253,7 @@ class GameService:
         Returns False if the interaction was already applied.
         """
         async with self.lock(game_id):
-            if interaction_id is not None and await self.storage.interaction_seen(interaction_id):
+            if self._seen(interaction_id):
                 return False
             live = self.live(game_id)
             try:
@@ -240,9 +261,14 @@ class GameService:
                 await self.storage.save_game(
                     live.record, interaction_id=interaction_id, outbox=items, now=self.clock()
                 )
+            except aiosqlite.IntegrityError:
+                log.info("game %s: interaction %s was applied before; not again", game_id, interaction_id)
+                await self._reload(live)
+                return False
             except BaseException:
                 await self._reload(live)
                 raise
+            self._remember(interaction_id)
             if live.record.state not in ("lobby", "running"):
                 self._live.pop(game_id, None)
             self._committed(live)
@@ -275,8 +301,8 @@ class GameService:
                 live.game = game
                 items = prepare(live) if prepare is not None else []
                 events = game.opening_events()
+                self._arm_deadline(live)  # before rendering: the first announcement shows it
                 items.extend(self.render(live, events))
-                self._arm_deadline(live)
                 await self.storage.save_game(
                     record, interaction_id=interaction_id, outbox=items, now=self.clock()
                 )
@@ -311,7 +337,7 @@ class GameService:
             live = self.live(game_id)
             if live.game is None or live.record.state != "running":
                 raise NoGame(game_id)
-            if interaction_id is not None and await self.storage.interaction_seen(interaction_id):
+            if self._seen(interaction_id):
                 log.info("game %s: interaction %s delivered again; applied once", game_id, interaction_id)
                 return Applied([], duplicate=True)
             if isinstance(command, EndDay) and live.holds:
@@ -333,7 +359,8 @@ class GameService:
         events = game.apply(command)
         record.command_count += 1
         try:
-            if live.stage_key() != stage_before:
+            changed = live.stage_key() != stage_before
+            if changed:
                 self._arm_deadline(live)
             if game.over:
                 record.state = "over"
@@ -342,12 +369,18 @@ class GameService:
             snapshot = game.to_dict() if record.command_count % every == 0 else None
             seq = await self.storage.append_command(
                 record, command_to_dict(command), source=source, interaction_id=interaction_id,
-                outbox=items, snapshot=snapshot, now=self.clock(),
+                outbox=items, snapshot=snapshot, record_changed=changed or game.over,
+                now=self.clock(),
             )
+        except aiosqlite.IntegrityError:
+            log.info("game %s: interaction %s was applied before; not again", live.id, interaction_id)
+            await self._reload(live)
+            return Applied([], duplicate=True)
         except BaseException:
             log.exception("game %s: command %s could not be stored; state reloaded", live.id, command)
             await self._reload(live)
             raise
+        self._remember(interaction_id)
         if game.over:
             self._live.pop(live.id, None)
         self._committed(live)

@@ -4,13 +4,18 @@ Numbered migrations (``bot/migrations/V{n}__*.sql``) are applied at start.
 Writes go through one lock, so a transaction is never interleaved with
 another on the shared connection. WAL mode with ``synchronous=NORMAL``: a
 committed transaction survives the process being killed (it is in the WAL
-when COMMIT returns); only a power loss may lose the last ones.
+when COMMIT returns); only a power loss may lose the last ones. SQLite's
+automatic checkpoint (which fsyncs, inside whichever COMMIT crosses the
+threshold) is off; a second connection checkpoints in the background
+instead, so no command waits for the disk.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import re
 import time
 from collections.abc import AsyncIterator, Iterable
@@ -21,6 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite
+
+log = logging.getLogger(__name__)
+
+#: how often the WAL is checkpointed in the background
+CHECKPOINT_SECONDS = 10.0
 
 MIGRATION_NAME = re.compile(r"^V(\d+)__[\w-]+\.sql$")
 
@@ -114,35 +124,62 @@ class Storage:
     def __init__(self, connection: aiosqlite.Connection) -> None:
         self._db = connection
         self._lock = asyncio.Lock()
+        self._checkpointer: asyncio.Task[None] | None = None
+        self._guilds: dict[int, tuple[str | None, int | None]] = {}
 
     @classmethod
     async def open(cls, path: Path | str) -> Storage:
         """Open (creating if needed) the database and apply pending migrations."""
-        connection = await aiosqlite.connect(str(path), isolation_level=None)
+        # DEFERRED: sqlite3 opens the transaction with the first write itself
+        # (no round trip of its own); transaction() commits or rolls back.
+        connection = await aiosqlite.connect(str(path), isolation_level="DEFERRED")
         connection.row_factory = aiosqlite.Row
         await connection.execute("PRAGMA journal_mode=WAL")
         await connection.execute("PRAGMA synchronous=NORMAL")
         await connection.execute("PRAGMA foreign_keys=ON")
         await connection.execute("PRAGMA busy_timeout=5000")
+        await connection.execute("PRAGMA wal_autocheckpoint=0")
         storage = cls(connection)
         await storage._migrate()
+        storage._checkpointer = asyncio.create_task(
+            storage._checkpoint_every(str(path), CHECKPOINT_SECONDS), name="sqlite-checkpoint"
+        )
         return storage
 
+    async def _checkpoint_every(self, path: str, seconds: float) -> None:
+        """Move the WAL into the database now and then, on a connection of its own."""
+        checkpoints = await aiosqlite.connect(path, isolation_level=None)
+        try:
+            await checkpoints.execute("PRAGMA busy_timeout=5000")
+            while True:
+                await asyncio.sleep(seconds)
+                try:
+                    await checkpoints.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except aiosqlite.Error as error:
+                    log.warning("WAL checkpoint failed: %s", error)
+        finally:
+            await checkpoints.close()
+
     async def close(self) -> None:
-        """Close the connection."""
+        """Stop the checkpoints, write the WAL back, close the connection."""
+        if self._checkpointer is not None:
+            self._checkpointer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._checkpointer
+        with contextlib.suppress(aiosqlite.Error):
+            await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         await self._db.close()
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """One write transaction; rolled back if the block raises."""
+        """One write transaction (begun by its first write); rolled back if the block raises."""
         async with self._lock:
-            await self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
             except BaseException:
-                await self._db.execute("ROLLBACK")
+                await self._db.rollback()
                 raise
-            await self._db.execute("COMMIT")
+            await self._db.commit()
 
     async def _fetchone(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
         async with self._lock, self._db.execute(sql, tuple(params)) as cursor:
@@ -155,6 +192,7 @@ class Storage:
 
     async def _migrate(self) -> None:
         async with self.transaction() as db:
+            await db.execute("BEGIN IMMEDIATE")
             await db.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations "
                 "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
@@ -193,17 +231,23 @@ class Storage:
 
     # ------------------------------------------------------------------ guilds
 
+    async def _guild(self, guild_id: int) -> tuple[str | None, int | None]:
+        cached = self._guilds.get(guild_id)
+        if cached is None:
+            row = await self._fetchone(
+                "SELECT language, host_role_id FROM guild_settings WHERE guild_id = ?", (guild_id,)
+            )
+            cached = (row["language"], row["host_role_id"]) if row else (None, None)
+            self._guilds[guild_id] = cached
+        return cached
+
     async def guild_language(self, guild_id: int) -> str | None:
-        """The guild's language, or None when it was never set."""
-        row = await self._fetchone("SELECT language FROM guild_settings WHERE guild_id = ?", (guild_id,))
-        return row["language"] if row else None
+        """The guild's language, or None when it was never set (kept in memory once read)."""
+        return (await self._guild(guild_id))[0]
 
     async def guild_host_role(self, guild_id: int) -> int | None:
-        """The id of the guild's host role, if set."""
-        row = await self._fetchone(
-            "SELECT host_role_id FROM guild_settings WHERE guild_id = ?", (guild_id,)
-        )
-        return row["host_role_id"] if row else None
+        """The id of the guild's host role, if set (kept in memory once read)."""
+        return (await self._guild(guild_id))[1]
 
     async def set_guild_settings(
         self, guild_id: int, *, language: str, host_role_id: int | None
@@ -216,6 +260,7 @@ class Storage:
                 "host_role_id = excluded.host_role_id",
                 (guild_id, language, host_role_id),
             )
+        self._guilds[guild_id] = (language, host_role_id)
 
     # ------------------------------------------------------------------ games
 
@@ -315,12 +360,19 @@ class Storage:
         interaction_id: int | None = None,
         outbox: Iterable[OutboxItem] = (),
         snapshot: dict[str, Any] | None = None,
+        record_changed: bool = True,
         now: float | None = None,
     ) -> int:
-        """Commit one accepted command with the game's new record fields and its outbox.
+        """Commit one accepted command with its outbox (and the record, if ``record_changed``).
 
         ``record.command_count`` must already count the command; its ``seq``
-        is that count. Returns the seq.
+        is that count. The game's row is written only when something of it
+        other than the count changed (the count is the log's last seq). At
+        most three round trips to the database thread: the command, the
+        outbox, the commit.
+
+        Raises:
+            aiosqlite.IntegrityError: the interaction was already applied.
         """
         now = time.time() if now is None else now
         seq = record.command_count
@@ -330,8 +382,8 @@ class Storage:
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (record.id, seq, _dumps(command), interaction_id, source, now),
             )
-            await self._update_game(db, record)
-            await self._record_interaction(db, interaction_id, record.id, now)
+            if record_changed:
+                await self._update_game(db, record)
             await self._insert_outbox(db, record.id, seq, outbox, now)
             if snapshot is not None:
                 await db.execute(
@@ -372,9 +424,18 @@ class Storage:
             )
 
     async def interaction_seen(self, interaction_id: int) -> bool:
-        """Whether an interaction already changed something."""
-        row = await self._fetchone("SELECT 1 FROM interactions WHERE id = ?", (interaction_id,))
+        """Whether an interaction already changed something (a command, or a lobby change)."""
+        row = await self._fetchone(
+            "SELECT 1 FROM commands WHERE interaction_id = ? UNION ALL "
+            "SELECT 1 FROM interactions WHERE id = ? LIMIT 1",
+            (interaction_id, interaction_id),
+        )
         return row is not None
+
+    async def last_seq(self, game_id: int) -> int:
+        """The seq of the game's last stored command (0 when none)."""
+        row = await self._fetchone("SELECT MAX(seq) FROM commands WHERE game_id = ?", (game_id,))
+        return int(row[0]) if row and row[0] is not None else 0
 
     # ------------------------------------------------------------------ outbox
 

@@ -36,6 +36,10 @@ CREATE TABLE commands (
     PRIMARY KEY (game_id, seq)
 );
 
+-- an interaction is applied once: Discord may deliver it twice
+CREATE UNIQUE INDEX commands_interaction ON commands (interaction_id)
+    WHERE interaction_id IS NOT NULL;
+
 CREATE TABLE snapshots (
     game_id  INTEGER NOT NULL REFERENCES games (id),
     seq      INTEGER NOT NULL,                  -- commands applied in this state
@@ -43,7 +47,7 @@ CREATE TABLE snapshots (
     PRIMARY KEY (game_id, seq)
 );
 
--- interactions already applied, so that a delivery Discord repeats is applied once
+-- other interactions that changed something (lobby, settings), applied once as well
 CREATE TABLE interactions (
     id          INTEGER PRIMARY KEY,
     game_id     INTEGER,

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from bot.config import Channels, Config, Timers
 from bot.i18n import t
 from tests.cogs.scenes import (
@@ -125,8 +123,6 @@ async def test_host_timer_moves_the_deadline_and_says_so():
                                                      deadline=t("ru", "deadline.at", when=later))
 
 
-@pytest.mark.xfail(strict=True, reason="bot/service.py GameService.start renders the opening events "
-                   "before _arm_deadline, so Day 1's announcement says the host ends the stage")
 async def test_the_first_announcement_shows_the_first_deadline():
     now = [1_800_000_000.0]
     config = Config(timers=Timers(discussion=600, voting=300, night=600, reminders=()))
