@@ -159,6 +159,10 @@ async def latency_run(games: int, pace: float) -> None:
                 await result.wait_callback()
                 floor.append(latency_ms(result))
             rng = random.Random(7)
+            if os.environ.get("BENCH_PYSPY"):  # sample the bot while the games play
+                assert bench.process is not None
+                subprocess.Popen(["py-spy", "record", "-o", os.environ["BENCH_PYSPY"], "-f", "raw",
+                                  "-r", "250", "-d", "7", "-p", str(bench.process.pid)])
             began = time.perf_counter()
             rounds = await asyncio.gather(*(bench.play_day(i, random.Random(rng.random()), pace)
                                             for i in range(games)))

@@ -64,6 +64,9 @@ class Outbox:
         self._workers: dict[int, asyncio.Task[None]] = {}
         self._wake: dict[int, asyncio.Event] = {}
         self._last_edit: dict[tuple[int, str], float] = {}
+        # delivered items not yet marked sent, per game; messages remembered for edits
+        self._done: dict[int, list[tuple[OutboxItem, int | None, tuple[str, int] | None]]] = {}
+        self._refs: dict[tuple[int, str], tuple[int, int]] = {}
         self._closed = False
         self.handlers: dict[str, Handler] = {
             "send": self._send,
@@ -109,20 +112,36 @@ class Outbox:
 
     async def _work(self, game_id: int) -> None:
         wake = self._wake.setdefault(game_id, asyncio.Event())
-        while not self._closed:
-            wake.clear()
-            items = await self.storage.pending_outbox(game_id)
-            if not items:
-                return
-            latest: dict[str, int] = {
-                item.target["ref"]: item.id for item in items if item.kind == "edit"
-            }
-            for item in items:
-                if item.kind == "edit" and latest[item.target["ref"]] != item.id:
-                    # a later pending edit of the same message replaces this one
-                    await self.storage.outbox_sent(item, None)
-                    continue
-                await self._deliver(item)
+        try:
+            while not self._closed:
+                wake.clear()
+                await self._flush(game_id)
+                items = await self.storage.pending_outbox(game_id)
+                if not items:
+                    return
+                latest: dict[str, int] = {
+                    item.target["ref"]: item.id for item in items if item.kind == "edit"
+                }
+                for item in items:
+                    if item.kind == "edit" and latest[item.target["ref"]] != item.id:
+                        # a later pending edit of the same message replaces this one
+                        self._done.setdefault(game_id, []).append((item, None, None))
+                        continue
+                    await self._deliver(item)
+        finally:
+            with contextlib.suppress(Exception):
+                await self._flush(game_id)
+
+    async def _flush(self, game_id: int) -> None:
+        """Mark what was delivered as sent, in one transaction.
+
+        Marks are written per batch rather than per item: an item delivered
+        but not yet marked when the process dies is delivered again, and
+        Discord gives back the message its nonce already created.
+        """
+        done = self._done.pop(game_id, [])
+        if done:
+            await self.storage.outbox_sent_many(done)
 
     async def _deliver(self, item: OutboxItem) -> None:
         handler = self.handlers.get(item.kind)
@@ -157,9 +176,10 @@ class Outbox:
                 return
             ref = item.target.get("ref") if item.kind == "send" else None
             channel = item.target.get("channel_id")
-            await self.storage.outbox_sent(
-                item, message_id, (ref, int(channel)) if ref and channel else None
-            )
+            remembered = (ref, int(channel)) if ref and channel and message_id else None
+            if remembered is not None:
+                self._refs[(item.game_id, remembered[0])] = (remembered[1], int(message_id or 0))
+            self._done.setdefault(item.game_id, []).append((item, message_id, remembered))
             return
 
     # ------------------------------------------------------------------ handlers
@@ -180,7 +200,9 @@ class Outbox:
         return int(data["id"])
 
     async def _edit(self, item: OutboxItem) -> int | None:
-        ref = await self.storage.message_ref(item.game_id, item.target["ref"])
+        ref = self._refs.get((item.game_id, item.target["ref"]))
+        if ref is None:
+            ref = await self.storage.message_ref(item.game_id, item.target["ref"])
         if ref is None:
             log.warning("edit of unknown message %r in game %s skipped", item.target["ref"], item.game_id)
             return None

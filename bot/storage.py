@@ -486,21 +486,26 @@ class Storage:
         )
         return [row[0] for row in rows]
 
-    async def outbox_sent(
-        self, item: OutboxItem, message_id: int | None, ref: tuple[str, int] | None = None
+    async def outbox_sent_many(
+        self, done: list[tuple[OutboxItem, int | None, tuple[str, int] | None]]
     ) -> None:
-        """Mark an item sent; with ``ref`` (name, channel) remember the message for later edits."""
+        """Mark delivered items sent, remembering messages for later edits (one transaction)."""
+        now = time.time()
         async with self.transaction() as db:
-            await db.execute(
+            await db.executemany(
                 "UPDATE outbox SET state = 'sent', message_id = ?, sent_at = ?, "
                 "attempts = attempts + 1 WHERE id = ?",
-                (message_id, time.time(), item.id),
+                [(message_id, now, item.id) for item, message_id, _ in done],
             )
-            if ref is not None and message_id is not None:
-                await db.execute(
+            refs = [
+                (item.game_id, ref[0], ref[1], message_id)
+                for item, message_id, ref in done if ref is not None and message_id is not None
+            ]
+            if refs:
+                await db.executemany(
                     "INSERT OR REPLACE INTO message_refs (game_id, ref, channel_id, message_id) "
                     "VALUES (?, ?, ?, ?)",
-                    (item.game_id, ref[0], ref[1], message_id),
+                    refs,
                 )
 
     async def outbox_retry(self, item: OutboxItem, error: str) -> None:
