@@ -72,8 +72,8 @@ class Bench:
         config.write_text(CONFIG.format(database=folder / "bench.sqlite3"))
         env = {**os.environ, "DISCORD_TOKEN": self.fake.token, "DISCORD_API_BASE": self.fake.api_base,
                "DISCORD_GATEWAY_URL": self.fake.gateway_url, "PYTHONPATH": str(ROOT)}
-        self.process = subprocess.Popen([sys.executable, "-m", "bot", "run", "--config", str(config)],
-                                        env=env, cwd=ROOT)
+        command = os.environ.get("BENCH_BOT_COMMAND", f"{sys.executable} -m bot run").split()
+        self.process = subprocess.Popen([*command, "--config", str(config)], env=env, cwd=ROOT)
         await self.fake.wait_until(
             lambda: self.fake.calls("PUT", "/applications/{application_id}/commands") or None, 60.0,
             "the bot did not sync its commands")
