@@ -15,6 +15,13 @@ loses a finished last word and never posts it twice. A technical failure
 (no voice connection, no audio, DAVE not ready) does not use up the last
 word: the player is told to try again or to upload. ``/lastword upload``
 takes his own recording, prepared in a worker thread.
+
+The file follows the recorder's timeline: the silence before his first word
+is in it and counts towards the limit, so a full recording lasts exactly
+``last_word_seconds``. Until his last word is committed the recording is a
+``.part`` file; one that a stopped or killed process leaves behind is
+reported at the next start (the line naming him says the recording was
+interrupted, his city is told he may ask again) and dropped.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -35,7 +43,7 @@ from bot.errors import UserError
 from bot.i18n import key_str
 from bot.service import LiveGame, NoGame
 from bot.storage import OutboxItem
-from bot.voice.ogg import OggOpusWriter
+from bot.voice.ogg import DEFAULT_PRE_SKIP, SAMPLE_RATE, OggOpusWriter, RecordingInfo
 from bot.voice.receiver import ReceivingVoiceClient
 from bot.voice.recorder import Recorder, RecordingOutcome
 from bot.voice.upload import PreparedAudio, UploadError, prepare_upload
@@ -51,6 +59,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
+#: The shortest Opus frame (2.5 ms): an Ogg writer fills gaps in multiples of it.
+SHORTEST_FRAME = 120
 
 
 def clock_text(seconds: float) -> str:
@@ -67,14 +77,56 @@ class Request:
     player: str
 
 
-class _Sink:
-    """Hands received packets to the Ogg writer (the recorder's PacketSink)."""
+def lead_in_samples(lead_in: float) -> int:
+    """Samples from the start of an Ogg writer's timeline to the nominee's first packet.
 
-    def __init__(self, writer: OggOpusWriter) -> None:
-        self.writer = writer
+    The recorder counts the silence before his first packet towards the limit,
+    so the file starts with it too. A writer's playable audio begins after its
+    pre-skip and its gaps are filled in whole 2.5 ms frames: the lead-in is
+    rounded up to a whole number of those, past the pre-skip, so the file's
+    timeline is never behind the recorder's and the file is full (cut at
+    exactly ``max_seconds``) no later than the recorder stops writing.
+    """
+    exact = round(lead_in * SAMPLE_RATE) + DEFAULT_PRE_SKIP + 1
+    return -(-exact // SHORTEST_FRAME) * SHORTEST_FRAME
+
+
+def _has_spoken(live: LiveGame, player: str) -> bool:
+    """Whether the rules have the player's last word of today (it is committed)."""
+    return live.game is not None and player in live.game.last_words
+
+
+class _Sink:
+    """The recorder's PacketSink: an Ogg writer, started at the nominee's first packet.
+
+    The writer needs the start of recording on the nominee's RTP clock, which
+    is known only once his first packet is here: the recorder has just placed
+    that packet on its timeline, ``clock() - recording_started`` after the
+    recording started (read again here, a moment later, so a little more
+    lead-in and never less).
+    """
+
+    def __init__(self, handle: BinaryIO, max_seconds: float) -> None:
+        self.handle = handle
+        self.max_seconds = max_seconds
+        self.recorder: Recorder | None = None
+        self.writer: OggOpusWriter | None = None
 
     def write_packet(self, sequence: int, timestamp: int, opus: bytes) -> None:
+        if self.writer is None:
+            assert self.recorder is not None
+            lead_in = max(0.0, self.recorder.clock() - self.recorder.recording_started)
+            self.writer = OggOpusWriter(
+                self.handle, max_seconds=self.max_seconds,
+                start_timestamp=(timestamp - lead_in_samples(lead_in)) & 0xFFFFFFFF,
+            )
         self.writer.feed(sequence, timestamp, opus)
+
+    def close(self, end_timestamp: int | None) -> RecordingInfo | None:
+        """Finish the file; None when no packet ever came (nothing was written)."""
+        if self.writer is None:
+            return None
+        return self.writer.close(end_timestamp=end_timestamp)
 
 
 class LastWordCog(commands.Cog):
@@ -93,27 +145,44 @@ class LastWordCog(commands.Cog):
         self.queues: dict[int, list[Request]] = {}
         self.workers: dict[int, asyncio.Task[None]] = {}
         self.recording: dict[int, tuple[str, Recorder]] = {}
-        self.counter = 0
+        self.current: dict[int, str] = {}
+        """The player whose turn it is in each game (connecting, waiting for him, recording)."""
+        self._reports: set[asyncio.Task[None]] = set()
         game_cog: GameCog = bot.get_cog("GameCog")  # type: ignore[assignment]
         game_cog.register("lastword", self._lastword_button)
         game_cog.register("stop", self._stop_button)
         bot.outbox.handlers["voice"] = self.post_recording
 
     async def cog_load(self) -> None:
-        """Report recordings a previous process was killed in the middle of, and drop them."""
+        """Report recordings a previous process was stopped in the middle of, and drop them."""
         for part in sorted(self.folder.glob("*.part")):
-            game_id, player = part.name.split("-")[:2]
-            part.unlink(missing_ok=True)
-            log.warning("last word of %s in game %s was interrupted by a restart; dropped", player, game_id)
-            self.bot.loop.create_task(self._report_interrupted(int(game_id), player))
+            task = asyncio.get_running_loop().create_task(self._report_interrupted(part))
+            self._reports.add(task)
+            task.add_done_callback(self._reports.discard)
 
-    async def _report_interrupted(self, game_id: int, player: str) -> None:
+    async def _report_interrupted(self, part: Path) -> None:
+        """A ``.part`` left behind: tell the city (he may ask again), unless it was committed.
+
+        The file becomes the posted recording's only once the last word is
+        committed, and is removed right after: a player who has his last word
+        already lost nothing to the restart.
+        """
+        game_id, player, token = part.name.split(".")[0].split("-")[:3]
         await self.bot.wait_until_ready()
         try:
-            live = self.bot.service.live(game_id)
+            live: LiveGame | None = self.bot.service.live(int(game_id))
         except NoGame:
-            return
-        await self._announce(live, phrase(live, "lastword.interrupted", player=mention(player)), player)
+            live = None
+        game = live.game if live is not None else None
+        if live is not None and game is not None and player in game.players and player not in game.last_words:
+            log.warning("last word of %s in game %s was interrupted by a restart; dropped", player, game_id)
+            (self.folder / f"{game_id}-{player}-{token}.ogg").unlink(missing_ok=True)
+            await self._post_now(live, OutboxItem("edit", {"ref": f"lastword:{player}:{token}"}, {
+                "content": phrase(live, "lastword.outcome.interrupted", player=mention(player)),
+                "components": [], "allowed_mentions": NO_PINGS,
+            }))
+            await self._announce(live, phrase(live, "lastword.interrupted", player=mention(player)), player)
+        part.unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ commands
 
@@ -150,8 +219,9 @@ class LastWordCog(commands.Cog):
                 prepare_upload, data, file.filename, file.content_type,
                 max_seconds=game.options.last_word_seconds,
             )
-            text = await self._publish(live, player, prepared.ogg_bytes, prepared.duration_secs,
-                                       prepared.waveform, interaction_id=interaction.id)
+            text = await self._publish(live, player, secrets.token_hex(4), prepared.ogg_bytes,
+                                       prepared.duration_secs, prepared.waveform,
+                                       interaction_id=interaction.id)
         except UploadError as error:
             log.info("upload of %s in game %s refused: %s (%s)", player, live.id, error.code, error)
             text = phrase(live, f"upload.{error.code}", limit=self.bot.config.last_word.max_upload_mib)
@@ -198,8 +268,7 @@ class LastWordCog(commands.Cog):
 
     def _busy(self, game_id: int, player: str) -> bool:
         queued = any(r.player == player for r in self.queues.get(game_id, []))
-        current = self.recording.get(game_id)
-        return queued or (current is not None and current[0] == player)
+        return queued or self.current.get(game_id) == player
 
     async def _queue(self, interaction: discord.Interaction, live: LiveGame, player: str) -> None:
         game = live.game
@@ -211,7 +280,7 @@ class LastWordCog(commands.Cog):
             raise UserError("error.lastword_queued")
         queue = self.queues.setdefault(live.id, [])
         queue.append(Request(live.id, player))
-        ahead = len(queue) - 1 + (1 if live.id in self.recording else 0)
+        ahead = len(queue) - 1 + (1 if live.id in self.current else 0)
         worker = self.workers.get(live.id)
         if worker is None or worker.done():
             self.workers[live.id] = asyncio.create_task(self._work(live.id), name=f"lastword-{live.id}")
@@ -221,7 +290,7 @@ class LastWordCog(commands.Cog):
 
     async def _work(self, game_id: int) -> None:
         queue = self.queues.setdefault(game_id, [])
-        voice: ReceivingVoiceClient | None = None
+        guild_id: int | None = None
         try:
             while queue:
                 request = queue.pop(0)
@@ -229,34 +298,47 @@ class LastWordCog(commands.Cog):
                     live = self.bot.service.live(game_id)
                 except NoGame:
                     return
+                guild_id = live.record.guild_id
+                self.current[game_id] = request.player
                 try:
-                    voice = await self._record(live, request, voice)
+                    await self._record(live, request)
                 except Exception:
                     log.exception("last word of %s in game %s failed", request.player, game_id)
+                    await self._disconnect(guild_id)
                     await self._announce(
                         live, phrase(live, "lastword.technical", player=mention(request.player)), request.player
                     )
+                finally:
+                    self.current.pop(game_id, None)
         finally:
-            if voice is not None:
-                with contextlib.suppress(Exception):
-                    await voice.disconnect(force=True)
+            if guild_id is not None:
+                await self._disconnect(guild_id)
 
-    async def _connect(self, live: LiveGame, voice: ReceivingVoiceClient | None) -> ReceivingVoiceClient:
-        if voice is not None and voice.is_connected():
-            return voice
+    async def _disconnect(self, guild_id: int) -> None:
+        """Leave the tribune (a failed connection is dropped, the next one starts afresh)."""
+        guild = self.bot.get_guild(guild_id)
+        voice = guild.voice_client if guild is not None else None
+        if voice is not None:
+            with contextlib.suppress(Exception):
+                await voice.disconnect(force=True)
+
+    async def _connect(self, live: LiveGame) -> ReceivingVoiceClient:
         guild = self.bot.get_guild(live.record.guild_id)
         channel = guild.get_channel(int(live.record.channels["voice"])) if guild else None
-        if not isinstance(channel, discord.VoiceChannel):
+        if guild is None or not isinstance(channel, discord.VoiceChannel):
             raise ConnectionError("the tribune voice channel is gone")
+        voice = guild.voice_client
+        if isinstance(voice, ReceivingVoiceClient) and voice.channel == channel and voice.link_alive():
+            return voice
+        if voice is not None:
+            await self._disconnect(guild.id)
         timeout = float(self.bot.config.last_word.dave_timeout)
         client = await channel.connect(cls=ReceivingVoiceClient, timeout=timeout, reconnect=False,
                                        self_mute=True)
         assert isinstance(client, ReceivingVoiceClient)
         return client
 
-    async def _record(
-        self, live: LiveGame, request: Request, voice: ReceivingVoiceClient | None
-    ) -> ReceivingVoiceClient | None:
+    async def _record(self, live: LiveGame, request: Request) -> None:
         game = live.game
         player = request.player
         assert game is not None
@@ -265,90 +347,106 @@ class LastWordCog(commands.Cog):
         except RuleError as error:
             await self._announce(live, phrase(live, "lastword.cancelled", player=mention(player),
                                               reason=phrase(live, f"error.{error.code}", **error.params)), player)
-            return voice
-        limit = game.options.last_word_seconds
+            return
         key = f"lastword:{player}"
         self.bot.service.hold(live.id, key)
-        self.counter += 1
-        ref = f"lastword:{player}:{self.counter}"
         try:
-            try:
-                voice = await self._connect(live, voice)
-            except Exception as error:
-                log.warning("game %s: cannot join the tribune: %s", live.id, error)
-                await self._announce(live, phrase(live, "lastword.technical", player=mention(player)), player)
-                return None
-            await self._post_now(live, OutboxItem(
-                "send", {"channel_id": self._city_channel(live, player), "ref": ref},
-                self._progress_payload(live, player, 0.0, limit, recording=False),
-            ))
-            part = self.folder / f"{live.id}-{player}-{self.counter}.ogg.part"
-            handle: BinaryIO = part.open("wb")
-            writer = OggOpusWriter(handle, max_seconds=float(limit))
-            config = self.bot.config.last_word
-
-            def progress(elapsed: float) -> None:
-                asyncio.ensure_future(self._post_now(live, OutboxItem(
-                    "edit", {"ref": ref}, self._progress_payload(live, player, elapsed, limit, recording=True),
-                )))
-
-            recorder = Recorder(
-                voice, int(player), _Sink(writer), max_seconds=float(limit),
-                join_timeout=float(config.join_timeout), dave_timeout=float(config.dave_timeout),
-                on_progress=progress, progress_interval=float(config.progress_every),
-            )
-            self.recording[live.id] = (player, recorder)
-            try:
-                result = await recorder.run()
-            except BaseException:
-                handle.close()
-                part.unlink(missing_ok=True)
-                raise
-            finally:
-                self.recording.pop(live.id, None)
-            info = writer.close(end_timestamp=result.end_timestamp)
-            handle.flush()
-            os.fsync(handle.fileno())
-            handle.close()
-            outcome = result.outcome
-            log.info("game %s: last word of %s: %s (%s), %.1f s", live.id, player, outcome.value,
-                     result.detail, info.duration_secs)
-            final = {"content": phrase(live, f"lastword.outcome.{outcome.value}", player=mention(player),
-                                       length=clock_text(info.duration_secs)),
-                     "components": [], "allowed_mentions": NO_PINGS}
-            await self._post_now(live, OutboxItem("edit", {"ref": ref}, final))
-            if outcome.technical_failure:
-                part.unlink(missing_ok=True)
-                await self._announce(live, phrase(live, "lastword.technical", player=mention(player)), player)
-                if outcome is RecordingOutcome.connection_lost:
-                    return None
-                return voice
-            if result.packets_written == 0:
-                part.unlink(missing_ok=True)
-                with contextlib.suppress(RuleError, NoGame):  # he had his chance and said nothing
-                    await self.bot.service.apply(live.id, RequestLastWord(player), source="player")
-                return voice
-            audio = part.read_bytes()
-            part.unlink(missing_ok=True)
-            try:
-                await self._publish(live, player, audio, info.duration_secs, info.waveform)
-            except (RuleError, NoGame) as error:
-                reason = phrase(live, f"error.{getattr(error, 'code', 'no_game')}")
-                await self._announce(live, phrase(live, "lastword.cancelled", player=mention(player),
-                                                  reason=reason), player)
-            return voice
+            await self._record_held(live, player, game.options.last_word_seconds)
         finally:
             await self.bot.service.release(live.id, key)
+
+    async def _record_held(self, live: LiveGame, player: str, limit: int) -> None:
+        """Join, record and post one last word while the day's end waits."""
+        token = secrets.token_hex(4)
+        ref = f"lastword:{player}:{token}"
+        try:
+            voice = await self._connect(live)
+        except Exception as error:
+            log.warning("game %s: cannot join the tribune: %r", live.id, error)
+            await self._disconnect(live.record.guild_id)
+            await self._announce(live, phrase(live, "lastword.technical", player=mention(player)), player)
+            return
+        config = self.bot.config.last_word
+
+        async def progress(elapsed: float) -> None:
+            # awaited by the recorder: stored before any later edit of the same line
+            await self._post_now(live, OutboxItem(
+                "edit", {"ref": ref}, self._progress_payload(live, player, elapsed, limit, recording=True),
+            ))
+
+        # The .part exists before the line naming him: a restart finds every line to correct.
+        part = self.folder / f"{live.id}-{player}-{token}.ogg.part"
+        handle = part.open("wb")
+        sink = _Sink(handle, float(limit))
+        recorder = Recorder(
+            voice, int(player), sink, max_seconds=float(limit),
+            join_timeout=float(config.join_timeout), dave_timeout=float(config.dave_timeout),
+            on_progress=progress, progress_interval=float(config.progress_every),
+        )
+        sink.recorder = recorder
+        self.recording[live.id] = (player, recorder)
+        try:
+            try:
+                await self._post_now(live, OutboxItem(
+                    "send", {"channel_id": self._city_channel(live, player), "ref": ref},
+                    self._progress_payload(live, player, 0.0, limit, recording=False),
+                ))
+                result = await recorder.run()
+                info = sink.close(result.end_timestamp)
+                handle.flush()
+                os.fsync(handle.fileno())
+            finally:
+                self.recording.pop(live.id, None)
+                handle.close()
+        except asyncio.CancelledError:
+            # The process is going down: the .part tells the next start that
+            # this last word was interrupted (it is not used up).
+            raise
+        except BaseException:
+            part.unlink(missing_ok=True)
+            raise
+        outcome = result.outcome
+        duration = info.duration_secs if info is not None else 0.0
+        log.info("game %s: last word of %s: %s (%s), %.1f s", live.id, player, outcome.value,
+                 result.detail, duration)
+        final = {"content": phrase(live, f"lastword.outcome.{outcome.value}", player=mention(player),
+                                   length=clock_text(duration)),
+                 "components": [], "allowed_mentions": NO_PINGS}
+        await self._post_now(live, OutboxItem("edit", {"ref": ref}, final))
+        if outcome.technical_failure:
+            part.unlink(missing_ok=True)
+            if outcome is not RecordingOutcome.no_audio:
+                await self._disconnect(live.record.guild_id)
+            await self._announce(live, phrase(live, "lastword.technical", player=mention(player)), player)
+            return
+        if info is None or result.packets_written == 0:
+            part.unlink(missing_ok=True)
+            with contextlib.suppress(RuleError, NoGame):  # he had his chance and said nothing
+                await self.bot.service.apply(live.id, RequestLastWord(player), source="player")
+            return
+        try:
+            await self._publish(live, player, token, part.read_bytes(), info.duration_secs, info.waveform)
+        except (RuleError, NoGame) as error:
+            part.unlink(missing_ok=True)
+            reason = phrase(live, f"error.{getattr(error, 'code', 'no_game')}")
+            await self._announce(live, phrase(live, "lastword.cancelled", player=mention(player),
+                                              reason=reason), player)
+            return
+        except BaseException as error:
+            # Cancelled before the commit: the .part stays for the next start to report.
+            if not isinstance(error, asyncio.CancelledError) or _has_spoken(live, player):
+                part.unlink(missing_ok=True)
+            raise
+        part.unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ posting
 
     async def _publish(
-        self, live: LiveGame, player: str, audio: bytes, duration: float, waveform: str,
+        self, live: LiveGame, player: str, token: str, audio: bytes, duration: float, waveform: str,
         *, interaction_id: int | None = None,
     ) -> str:
         """Store the file, then commit the last word with the items that post it."""
-        self.counter += 1
-        path = self.folder / f"{live.id}-{player}-{self.counter}.ogg"
+        path = self.folder / f"{live.id}-{player}-{token}.ogg"
         with path.open("wb") as handle:
             handle.write(audio)
             handle.flush()
@@ -368,7 +466,8 @@ class LastWordCog(commands.Cog):
             await self.bot.service.apply(live.id, RequestLastWord(player), source="player",
                                          interaction_id=interaction_id, extra_outbox=items)
         except BaseException:
-            path.unlink(missing_ok=True)
+            if not _has_spoken(live, player):  # committed, then interrupted: the outbox posts it
+                path.unlink(missing_ok=True)
             raise
         return phrase(live, "lastword.done")
 
