@@ -105,6 +105,27 @@ async def test_a_nominee_who_never_comes_loses_his_last_word() -> None:
         assert tb.voice_client() is None, "the bot left the tribune"
 
 
+async def test_a_bot_that_cannot_join_the_tribune_is_technical() -> None:
+    quick_timeouts = LastWord(join_timeout=5, dave_timeout=1, progress_every=1)
+    async with tribune(last_word=quick_timeouts) as tb:
+        tb.table.fake.voice_server = None  # Discord never answers the bot's voice state update
+        nominee = await tb.join()
+        asked = await tb.ask()
+        assert asked.content == ru("lastword.queued", ahead=0)
+        await tb.finished()
+
+        assert len(tb.containing(technical(tb))) == 1
+        assert tb.city_messages()[-1].content == technical(tb)
+        assert not [m for m in tb.city_messages() if "mafia:stop:" in str(m.components)], \
+            "no speaker's line without a connection"
+        assert_nothing_posted(tb)
+        assert not tb.used_up()
+        assert tb.voice_client() is None
+
+        tb.table.fake.voice_server = tb.server
+        await speak_and_post(tb, nominee)
+
+
 async def test_a_dropped_voice_connection_is_technical_and_he_may_speak_again() -> None:
     async with tribune() as tb:
         await tb.ask()
