@@ -200,7 +200,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=50)
     parser.add_argument("--memory-games", type=int, default=200)
-    parser.add_argument("--pace", type=float, default=0.2,
+    parser.add_argument("--pace", type=float, default=0.5,
                         help="mean seconds between two commands of one game")
     args = parser.parse_args()
     if args.games:
