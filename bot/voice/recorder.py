@@ -15,10 +15,12 @@ start at or after ``max_seconds`` are not written; the one that crosses it is
 while their user is silent, so the wall clock also ends the recording, a
 moment (``wall_grace``) after ``max_seconds``.
 
-With :class:`bot.voice.ogg.OggOpusWriter` the sink is a two-line adapter whose
-``write_packet`` calls ``writer.feed``; close the writer with
-``end_timestamp=result.end_timestamp`` so trailing silence up to the end of
-recording is kept. The writer's own ``max_seconds`` stays the exact cut.
+With :class:`bot.voice.ogg.OggOpusWriter` the sink makes the writer at the
+nominee's first packet, with ``start_timestamp`` set back by the lead-in (the
+silence since recording started, which counts towards the limit), feeds it
+every packet, and closes it with ``end_timestamp=result.end_timestamp`` so
+trailing silence up to the end of recording is kept; the file is then exactly
+as long as the recording, at most ``max_seconds`` (cogs/lastword.py does this).
 """
 
 from __future__ import annotations
