@@ -12,8 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from bot.yamlfile import YamlFileError, read_yaml
 from rules import RuleError, RuleOptions
 
 LANGUAGES = ("ru", "en")
@@ -188,13 +187,7 @@ def load_config(path: Path | None) -> Config:
     if path is None:
         return Config()
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"cannot read {path}: {error.__class__.__name__}: {error}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}: not valid YAML{where}") from None
+        data, _ = read_yaml(path)
+    except YamlFileError as error:
+        raise ConfigError(f"{path}: {error}") from None
     return config_from_dict(data)

@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from bot.yamlfile import YamlFileError, read_yaml
 from rules.scenario import ScenarioError, load_scenario, result_json, run_scenario, transcript
 
 
@@ -36,16 +37,9 @@ def load_file(path: Path) -> tuple[Any, list[int]]:
         ScenarioError: the file cannot be read or is not valid YAML (with its line).
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ScenarioError(f"cannot read {path}: {error}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise ScenarioError(f"unparsable YAML{where}: {problem}") from None
+        data, text = read_yaml(path)
+    except YamlFileError as error:
+        raise ScenarioError(str(error)) from None
     return data, _step_lines(text)
 
 

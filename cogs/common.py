@@ -10,6 +10,7 @@ from discord import app_commands
 from bot.errors import UserError
 from bot.i18n import key_str, t
 from bot.service import LiveGame
+from rules import LegalAction
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
@@ -123,38 +124,33 @@ def resolve_player(live: LiveGame, text: str) -> str:
     raise UserError("error.no_such_player", name=value[:60])
 
 
+def _choices(live: LiveGame, actions: list[LegalAction], verb: str, current: str) -> list[app_commands.Choice[str]]:
+    known = names(live)
+    lowered = current.casefold()
+    for action in actions:
+        if action.verb == verb and action.targets:
+            return [
+                app_commands.Choice(name=known.get(target, target)[:100], value=target)
+                for target in action.targets
+                if lowered in known.get(target, target).casefold()
+            ][:MAX_CHOICES]
+    return []
+
+
 def target_choices(
     live: LiveGame, player: str, verb: str, current: str
 ) -> list[app_commands.Choice[str]]:
     """Autocomplete: the legal targets of ``verb`` for ``player``, filtered by what he typed."""
     if live.game is None or player not in live.game.players:
         return []
-    known = names(live)
-    lowered = current.casefold()
-    for action in live.game.legal_actions(player):
-        if action.verb == verb and action.targets:
-            return [
-                app_commands.Choice(name=known.get(target, target)[:100], value=target)
-                for target in action.targets
-                if lowered in known.get(target, target).casefold()
-            ][:MAX_CHOICES]
-    return []
+    return _choices(live, live.game.legal_actions(player), verb, current)
 
 
 def host_choices(live: LiveGame, verb: str, current: str) -> list[app_commands.Choice[str]]:
     """Autocomplete for the host's commands: legal targets of ``verb``."""
     if live.game is None:
         return []
-    known = names(live)
-    lowered = current.casefold()
-    for action in live.game.legal_host_actions():
-        if action.verb == verb and action.targets:
-            return [
-                app_commands.Choice(name=known.get(target, target)[:100], value=target)
-                for target in action.targets
-                if lowered in known.get(target, target).casefold()
-            ][:MAX_CHOICES]
-    return []
+    return _choices(live, live.game.legal_host_actions(), verb, current)
 
 
 __all__ = [

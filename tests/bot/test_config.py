@@ -73,7 +73,7 @@ def test_check_config_says_ok_or_names_the_problem(tmp_path):
     bad.write_text("timers:\n  voting: [1\n")
     broken = cli("check-config", str(bad))
     assert broken.returncode == 2
-    assert broken.stderr.strip().count("\n") == 0 and "not valid YAML at line" in broken.stderr
+    assert broken.stderr.strip().count("\n") == 0 and "unparsable YAML at line" in broken.stderr
     missing = cli("check-config", str(tmp_path / "nope.yaml"))
     assert missing.returncode == 2 and "cannot read" in missing.stderr
 
