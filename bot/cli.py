@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import os
 import signal
@@ -67,8 +66,8 @@ async def _serve(config: Any, token: str) -> int:
                     os.environ.get("DISCORD_API_BASE"))
     bot = ProkuratorBot(config)
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
+    if sys.platform != "win32":  # asyncio has no signal handlers on Windows
+        for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, lambda: asyncio.ensure_future(bot.close()))
     try:
         async with bot:

@@ -1,7 +1,7 @@
 """Languages: every player-facing string is a key in the Russian and English catalogues.
 
 Catalogues are flat JSON files ``bot/locales/{ru,en}.json`` of key → text
-with ``{name}`` placeholders. Slash command names, descriptions and choices
+with ``{name}`` fields filled in at run time. Slash command names, descriptions and choices
 are localised through :class:`CatalogueTranslator`, which looks up the key
 given in a ``locale_str``'s extras.
 """
