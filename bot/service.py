@@ -309,6 +309,7 @@ class GameService:
             except BaseException:
                 await self._reload(live)
                 raise
+            self._remember(interaction_id)
             self._committed(live)
         await self._notify(live, events)
         return events
