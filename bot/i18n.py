@@ -1,7 +1,12 @@
 """Languages: every player-facing string is a key in the Russian and English catalogues.
 
 Catalogues are flat JSON files ``bot/locales/{ru,en}.json`` of key → text
-with ``{name}`` fields filled in at run time. Slash command names, descriptions and choices
+with ``{name}`` fields filled in at run time. A text that holds a number is
+an object of CLDR plural forms instead (``{"one": "{count} голос", "few":
+"{count} голоса", "many": "{count} голосов", "other": "{count} голоса"}``;
+English needs ``one`` and ``other``); the form is chosen by Babel's plural
+rules for the language from the parameter named ``count`` (or the one named
+by the object's ``"by"`` entry). Slash command names, descriptions and choices
 are localised through :class:`CatalogueTranslator`, which looks up the key
 given in a ``locale_str``'s extras.
 """
@@ -15,6 +20,7 @@ from importlib import resources
 from typing import Any
 
 import discord
+from babel import Locale
 from discord import app_commands
 
 log = logging.getLogger(__name__)
@@ -23,12 +29,41 @@ LANGUAGES = ("ru", "en")
 DEFAULT = "ru"
 
 
+Entry = str | dict[str, str]
+
+
 @cache
-def catalogue(language: str) -> dict[str, str]:
-    """The catalogue of a language."""
+def catalogue(language: str) -> dict[str, Entry]:
+    """The catalogue of a language: key → text, or key → plural forms."""
     text = (resources.files("bot") / "locales" / f"{language}.json").read_text(encoding="utf-8")
-    data: dict[str, str] = json.loads(text)
+    data: dict[str, Entry] = json.loads(text)
     return data
+
+
+@cache
+def plural_tags(language: str) -> frozenset[str]:
+    """The CLDR plural categories of a language, ``other`` included."""
+    return Locale.parse(language).plural_form.tags | {"other"}
+
+
+def plural_category(language: str, number: float) -> str:
+    """The CLDR plural category of ``number`` in ``language`` (``one``, ``few``, ``many``, ``other``)."""
+    category: str = Locale.parse(language).plural_form(number)
+    return category
+
+
+def _form(language: str, entry: Entry, params: dict[str, Any]) -> str:
+    if isinstance(entry, str):
+        return entry
+    value = params.get(entry.get("by", "count"))
+    try:
+        number = float(value) if not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        number = None
+    if number is None:
+        return entry["other"]
+    number = int(number) if number.is_integer() else number
+    return entry.get(plural_category(language, number), entry["other"])
 
 
 class _Missing(dict[str, Any]):
@@ -42,11 +77,12 @@ def t(language: str, key: str, /, **params: Any) -> str:
     A key missing in the language falls back to Russian, then to the key
     itself (logged): players never see a traceback for a missing string.
     """
-    text = catalogue(language if language in LANGUAGES else DEFAULT).get(key)
-    if text is None:
+    language = language if language in LANGUAGES else DEFAULT
+    entry = catalogue(language).get(key)
+    if entry is None:
         log.error("missing text %r in %r", key, language)
-        text = catalogue(DEFAULT).get(key, key)
-    return text.format_map(_Missing(params))
+        language, entry = DEFAULT, catalogue(DEFAULT).get(key, key)
+    return _form(language, entry, params).format_map(_Missing(params))
 
 
 def has(key: str) -> bool:
@@ -84,4 +120,5 @@ class CatalogueTranslator(app_commands.Translator):
         language = language_of_locale(locale)
         if key is None or language is None:
             return None
-        return catalogue(language).get(key)
+        entry = catalogue(language).get(key)
+        return entry if isinstance(entry, str) else None

@@ -53,7 +53,7 @@ async def test_mafia_new_answers_with_the_lobby_and_status_shows_the_game():
         assert "лобби игры #1" in opened.content
         assert any(c["custom_id"] == "mafia:join:1" for row in opened.components for c in row["components"])
         status = await table.slash("p0", "mafia status")
-        assert status.ephemeral and "Игра #1" in status.content and "Лобби: игроков 0" in status.content
+        assert status.ephemeral and "Игра #1" in status.content and "Лобби: 0 игроков." in status.content
         refused = await table.slash("p0", "mafia new")
         assert refused.ephemeral and "только ведущий" in refused.content
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.i18n import CatalogueTranslator, catalogue, key_str, t
+from bot.i18n import CatalogueTranslator, catalogue, key_str, plural_tags, t
 from rules import CODES, Cause, Stage, Status, Winner
 from rules.events import GodfatherReason
 
@@ -68,16 +68,50 @@ def test_every_key_the_code_uses_exists():
     assert missing == []
 
 
+def forms(entry: str | dict[str, str]) -> list[str]:
+    """Every text of a catalogue entry (its plural forms, or the text itself)."""
+    if isinstance(entry, str):
+        return [entry]
+    return [text for tag, text in entry.items() if tag != "by"]
+
+
 def test_placeholders_agree_between_languages():
     for key, russian in catalogue("ru").items():
         english = catalogue("en")[key]
-        assert set(PLACEHOLDER.findall(russian)) == set(PLACEHOLDER.findall(english)), key
+        expected = {name for text in forms(russian) for name in PLACEHOLDER.findall(text)}
+        for text in forms(russian) + forms(english):
+            assert set(PLACEHOLDER.findall(text)) == expected, key
+
+
+@pytest.mark.parametrize("language", ["ru", "en"])
+def test_plural_entries_have_every_cldr_form_and_name_their_number(language):
+    for key, entry in catalogue(language).items():
+        if isinstance(entry, str):
+            continue
+        number = entry.get("by", "count")
+        assert set(entry) - {"by"} == set(plural_tags(language)), (key, sorted(entry))
+        for text in forms(entry):
+            assert "{" + number + "}" in text, (key, text)
+
+
+@pytest.mark.parametrize(("language", "count", "expected"), [
+    ("ru", 1, "1 игрок"), ("ru", 2, "2 игрока"), ("ru", 5, "5 игроков"), ("ru", 11, "11 игроков"),
+    ("ru", 21, "21 игрок"), ("ru", 22, "22 игрока"), ("ru", 0, "0 игроков"), ("ru", 112, "112 игроков"),
+    ("en", 1, "1 player"), ("en", 0, "0 players"), ("en", 21, "21 players"),
+])
+def test_numbers_take_their_cldr_plural_form(language, count, expected):
+    assert t(language, "lobby.players", count=count, players="—") == f"{expected}: —"
+
+
+def test_a_plural_entry_without_its_number_takes_the_other_form():
+    assert t("ru", "lobby.players", players="—") == "{count} игрока: —"
 
 
 def test_texts_are_really_translated():
     same = [
-        key for key, text in catalogue("ru").items()
-        if text == catalogue("en")[key] and re.search("[a-z]{4}", PLACEHOLDER.sub("", text))
+        key for key, entry in catalogue("ru").items()
+        if entry == catalogue("en")[key]
+        and any(re.search("[a-z]{4}", PLACEHOLDER.sub("", text)) for text in forms(entry))
     ]
     assert same == [], "English left in the Russian catalogue"
 
