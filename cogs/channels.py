@@ -17,40 +17,13 @@ from typing import Any
 
 import discord
 
+from bot.permissions import BOT, EVERYONE_DENY, HOST, LISTEN, READ, SILENCE, VOICE, WRITE, missing
 from bot.storage import OutboxItem
 from rules import Game, Status
 
 log = logging.getLogger(__name__)
 
 P = discord.Permissions
-READ = P(view_channel=True, read_message_history=True)
-WRITE = P(send_messages=True, add_reactions=True, attach_files=True, embed_links=True,
-          send_messages_in_threads=True, use_application_commands=True, send_voice_messages=True)
-SILENCE = P(send_messages=True, add_reactions=True, attach_files=True, embed_links=True,
-            send_messages_in_threads=True, create_public_threads=True,
-            create_private_threads=True, send_voice_messages=True)
-VOICE = P(view_channel=True, connect=True, speak=True, use_voice_activation=True)
-HOST = P(view_channel=True, read_message_history=True, send_messages=True, attach_files=True,
-         embed_links=True, connect=True, speak=True, manage_messages=True, mute_members=True,
-         move_members=True, use_application_commands=True)
-BOT = P(view_channel=True, read_message_history=True, send_messages=True, attach_files=True,
-        embed_links=True, connect=True, speak=True, manage_channels=True, manage_roles=True,
-        manage_messages=True, move_members=True, mute_members=True, send_voice_messages=True)
-EVERYONE_DENY = P(view_channel=True, connect=True)
-
-#: what the bot needs in the guild to run a game, with the name Discord shows for it
-REQUIRED = {
-    "manage_channels": "Manage Channels",
-    "manage_roles": "Manage Roles (Permissions)",
-    "view_channel": "View Channels",
-    "send_messages": "Send Messages",
-    "embed_links": "Embed Links",
-    "attach_files": "Attach Files",
-    "read_message_history": "Read Message History",
-    "connect": "Connect",
-    "speak": "Speak",
-    "move_members": "Move Members",
-}
 
 MEMBER = 1
 ROLE = 0
@@ -73,9 +46,7 @@ class Overwrite:
 
 def missing_permissions(permissions: discord.Permissions) -> list[str]:
     """The names of what the bot lacks to run a game (empty when all is there)."""
-    if permissions.administrator:
-        return []
-    return [label for name, label in REQUIRED.items() if not getattr(permissions, name)]
+    return [name.replace("_", " ").title() for name in missing(permissions)]
 
 
 def city_overwrites(
@@ -121,8 +92,7 @@ def voice_overwrites(game: Game, *, host_id: int, bot_id: int, guild_id: int) ->
         if game.is_alive(player):
             result.append(Overwrite(int(player), VOICE.value, 0))
         else:
-            result.append(Overwrite(int(player), P(view_channel=True, connect=True).value,
-                                    P(speak=True).value))
+            result.append(Overwrite(int(player), LISTEN.value, SILENCE.value))
     return result
 
 
@@ -168,7 +138,7 @@ def death_overwrites(game: Game, channels: dict[str, Any], player: str) -> list[
     if game.status_of(player) is Status.MAFIOSO:
         put(channels["cities"][city]["mafia"], 0, READ.value | WRITE.value)
     if "voice" in channels:
-        put(channels["voice"], P(view_channel=True, connect=True).value, P(speak=True).value)
+        put(channels["voice"], LISTEN.value, SILENCE.value)
     if "dead" in channels:
         put(channels["dead"], READ.value | WRITE.value, 0)
     return items
@@ -208,7 +178,7 @@ def end_of_game_items(channels: dict[str, Any], game: Game, at_end: str) -> list
         items.extend(
             OutboxItem(
                 "overwrite", {"channel_id": channels["voice"], "id": int(player), "type": MEMBER},
-                {"allow": str(P(view_channel=True, connect=True).value), "deny": str(P(speak=True).value)},
+                {"allow": str(LISTEN.value), "deny": str(SILENCE.value)},
             )
             for player in game.alive()
         )

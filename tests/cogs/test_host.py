@@ -203,7 +203,7 @@ async def test_host_start_without_manage_channels_answers_once_with_what_is_miss
     async with bot_table(players=8) as table:
         quick_edits(table)
         await table.open_lobby()
-        lacking = DEFAULT_BOT_PERMISSIONS & ~MANAGE_CHANNELS & ~int(Permission.MOVE_MEMBERS)
+        lacking = DEFAULT_BOT_PERMISSIONS & ~MANAGE_CHANNELS & ~int(Permission.MENTION_EVERYONE)
         table.fake.set_bot_permissions(table.guild_id, lacking)
         await table.fake.wait_until(
             lambda: not table.bot.get_guild(table.guild_id).me.guild_permissions.manage_channels)
@@ -213,7 +213,7 @@ async def test_host_start_without_manage_channels_answers_once_with_what_is_miss
         started = await run(table, "host", "host start")
         assert started.ephemeral
         assert started.content == t("ru", "error.missing_permissions",
-                                    permissions="Manage Channels, Move Members")
+                                    permissions="Manage Channels, Mention Everyone")
         assert started.followups == [] and len(started.attempts) == 1
         await assert_unchanged(table, before)
         assert {c.id for c in table.fake.state.guild_channels(table.guild_id)} == channels_before

@@ -19,6 +19,8 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from bot.permissions import INVITE
+
 
 class Permission(enum.IntFlag):
     """One bit of a Discord permission integer."""
@@ -161,28 +163,9 @@ DEFAULT_EVERYONE_PERMISSIONS = int(
 )
 """What a new guild's @everyone role may do, close to Discord's defaults."""
 
-DEFAULT_BOT_PERMISSIONS = int(
-    Permission.MANAGE_CHANNELS
-    | Permission.MANAGE_ROLES
-    | Permission.VIEW_CHANNEL
-    | Permission.SEND_MESSAGES
-    | Permission.EMBED_LINKS
-    | Permission.ATTACH_FILES
-    | Permission.READ_MESSAGE_HISTORY
-    | Permission.ADD_REACTIONS
-    | Permission.MANAGE_MESSAGES
-    | Permission.PIN_MESSAGES
-    | Permission.CONNECT
-    | Permission.SPEAK
-    | Permission.USE_VAD
-    | Permission.MUTE_MEMBERS
-    | Permission.DEAFEN_MEMBERS
-    | Permission.MOVE_MEMBERS
-    | Permission.MANAGE_NICKNAMES
-    | Permission.SEND_VOICE_MESSAGES
-    | Permission.USE_APPLICATION_COMMANDS
-)
-"""What the fake gives the bot's managed role unless told otherwise (no ADMINISTRATOR)."""
+DEFAULT_BOT_PERMISSIONS = INVITE.value
+"""What the fake gives the bot's managed role unless told otherwise: exactly the bot's invite
+(``bot.permissions.INVITE``), no ADMINISTRATOR."""
 
 GUILD_ONLY_PERMISSIONS = int(
     Permission.KICK_MEMBERS

@@ -790,6 +790,7 @@ async def test_members_join_voice_and_get_muted(fake_guild: StandardGuild, bot: 
     fake = fake_guild.fake
     gid = fake_guild.guild.id
     alice, boris = fake_guild.player("alice"), fake_guild.player("boris")
+    fake.set_bot_permissions(gid, DEFAULT_BOT_PERMISSIONS | Permission.MUTE_MEMBERS)
     fake.set_voice_state(gid, alice.id, fake_guild.voice_channel.id)
     await fake.wait_until(lambda: (alice.id, fake_guild.voice_channel.id) in bot.voice_updates)
     guild = bot.get_guild(gid)
