@@ -57,6 +57,7 @@ class ProkuratorBot(commands.Bot):
         *,
         clock: Clock = time.time,
         extensions: tuple[str, ...] = EXTENSIONS,
+        storage: Storage | None = None,
         **options: Any,
     ) -> None:
         super().__init__(
@@ -69,11 +70,12 @@ class ProkuratorBot(commands.Bot):
         self.config = config
         self.clock = clock
         self.extensions_to_load = extensions
+        self._opened_storage = storage
         self.tree.on_error = self.on_app_command_error
 
     async def setup_hook(self) -> None:
         """Open storage, load the cogs, restore unfinished games, sync the commands."""
-        self.storage = await Storage.open(self.config.database)
+        self.storage = self._opened_storage or await Storage.open(self.config.database)
         self.service = GameService(self.storage, self.config, clock=self.clock)
         self.outbox = Outbox(self.storage, self.http)
         self.timers = PhaseTimers(

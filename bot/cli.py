@@ -56,15 +56,21 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _serve(config: Any, token: str) -> int:
+    import aiohttp
     import discord
 
     from bot.bot import ProkuratorBot
     from bot.discord_endpoint import point_from_environment
+    from bot.storage import Storage, StorageError
 
     if point_from_environment():
         log.warning("discord.py points at %s (DISCORD_API_BASE/DISCORD_GATEWAY_URL)",
                     os.environ.get("DISCORD_API_BASE"))
-    bot = ProkuratorBot(config)
+    try:
+        storage = await Storage.open(config.database)
+    except StorageError as error:
+        return _fail("run", str(error))
+    bot = ProkuratorBot(config, storage=storage)
     loop = asyncio.get_running_loop()
     if sys.platform != "win32":  # asyncio has no signal handlers on Windows
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -77,7 +83,32 @@ async def _serve(config: Any, token: str) -> int:
     except discord.PrivilegedIntentsRequired:
         return _fail("run", "enable the Server Members intent for the bot in the Discord "
                             "developer portal", 1)
+    except (aiohttp.ClientError, OSError, asyncio.TimeoutError, discord.GatewayNotFound) as error:
+        return _fail("run", f"cannot reach Discord at {_api_host()}: {_reason(error)}", 1)
+    except discord.HTTPException as error:
+        return _fail("run", f"Discord answered {error.status} at login: {error.text or error}", 1)
+    finally:
+        if not storage.closed:
+            await storage.close()
     return 0
+
+
+def _api_host() -> str:
+    from urllib.parse import urlsplit
+
+    from discord.http import Route
+
+    return urlsplit(Route.BASE).netloc or Route.BASE
+
+
+def _reason(error: BaseException) -> str:
+    """What went wrong, in one line (the innermost OS error when there is one)."""
+    inner: BaseException | None = error
+    while inner is not None and not isinstance(inner, OSError):
+        inner = inner.__cause__ or inner.__context__
+    chosen = inner if inner is not None else error
+    text = str(getattr(chosen, "strerror", None) or chosen) or type(chosen).__name__
+    return " ".join(text.split())
 
 
 def _simulate(args: argparse.Namespace) -> int:

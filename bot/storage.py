@@ -17,6 +17,7 @@ import contextlib
 import json
 import logging
 import re
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
@@ -37,6 +38,10 @@ MIGRATION_NAME = re.compile(r"^V(\d+)__[\w-]+\.sql$")
 
 class GameExists(Exception):
     """The guild already has an open game."""
+
+
+class StorageError(Exception):
+    """The database cannot be opened or used: damaged, not a database, unreadable."""
 
 
 @dataclass
@@ -125,22 +130,42 @@ class Storage:
         self._db = connection
         self._lock = asyncio.Lock()
         self._checkpointer: asyncio.Task[None] | None = None
+        self._closed = False
         self._guilds: dict[int, tuple[str | None, int | None]] = {}
 
     @classmethod
     async def open(cls, path: Path | str) -> Storage:
-        """Open (creating if needed) the database and apply pending migrations."""
+        """Open (creating if needed) the database, check it and apply pending migrations.
+
+        Raises:
+            StorageError: the file is not a usable database (damaged, truncated, zeroed,
+                unreadable); nothing is left open.
+        """
         # DEFERRED: sqlite3 opens the transaction with the first write itself
         # (no round trip of its own); transaction() commits or rolls back.
-        connection = await aiosqlite.connect(str(path), isolation_level="DEFERRED")
-        connection.row_factory = aiosqlite.Row
-        await connection.execute("PRAGMA journal_mode=WAL")
-        await connection.execute("PRAGMA synchronous=NORMAL")
-        await connection.execute("PRAGMA foreign_keys=ON")
-        await connection.execute("PRAGMA busy_timeout=5000")
-        await connection.execute("PRAGMA wal_autocheckpoint=0")
-        storage = cls(connection)
-        await storage._migrate()
+        try:
+            connection = await aiosqlite.connect(str(path), isolation_level="DEFERRED")
+        except (sqlite3.Error, OSError) as error:
+            raise StorageError(f"{path}: cannot open the database: {error}") from error
+        try:
+            connection.row_factory = aiosqlite.Row
+            await connection.execute("PRAGMA journal_mode=WAL")
+            await connection.execute("PRAGMA synchronous=NORMAL")
+            await connection.execute("PRAGMA foreign_keys=ON")
+            await connection.execute("PRAGMA busy_timeout=5000")
+            await connection.execute("PRAGMA wal_autocheckpoint=0")
+            async with connection.execute("PRAGMA quick_check") as cursor:
+                verdict = [row[0] for row in await cursor.fetchall()]
+            if verdict != ["ok"]:
+                raise StorageError(f"{path}: the database is damaged: {'; '.join(verdict[:3])}")
+            storage = cls(connection)
+            await storage._migrate()
+        except BaseException as error:
+            with contextlib.suppress(Exception):
+                await connection.close()  # its thread would keep the process from exiting
+            if isinstance(error, sqlite3.Error):
+                raise StorageError(f"{path}: the database is damaged or not a database: {error}") from error
+            raise
         storage._checkpointer = asyncio.create_task(
             storage._checkpoint_every(str(path), CHECKPOINT_SECONDS), name="sqlite-checkpoint"
         )
@@ -160,8 +185,16 @@ class Storage:
         finally:
             await checkpoints.close()
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
     async def close(self) -> None:
-        """Stop the checkpoints, write the WAL back, close the connection."""
+        """Stop the checkpoints, write the WAL back, close the connection (once)."""
+        if self._closed:
+            return
+        self._closed = True
         if self._checkpointer is not None:
             self._checkpointer.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -93,3 +93,60 @@ def test_run_without_a_token_prints_one_line_and_exits(tmp_path):
     result = cli("run", "--config", str(bad), env={**env, "DISCORD_TOKEN": "t"})
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip() == "mafia-bot run: language: must be one of ru, en, got 'xx'"
+
+
+def _quiet_config(tmp_path, database) -> str:
+    config = tmp_path / "config.yaml"
+    config.write_text(f"database: {database}\nlog_level: CRITICAL\n")
+    return str(config)
+
+
+def _unreachable_env(api_base: str = "http://127.0.0.1:9/api/v10") -> dict[str, str]:
+    import os
+
+    return {**os.environ, "DISCORD_TOKEN": "x", "DISCORD_API_BASE": api_base,
+            "DISCORD_GATEWAY_URL": "ws://127.0.0.1:9/gateway"}
+
+
+@pytest.mark.parametrize("api_base", ["http://127.0.0.1:9/api/v10", "http://nosuch.invalid/api/v10"])
+def test_run_with_discord_unreachable_says_so_in_one_line_and_exits_non_zero(tmp_path, api_base):
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "run", "--config", _quiet_config(tmp_path, tmp_path / "b.sqlite3")],
+        capture_output=True, text=True, check=False, env=_unreachable_env(api_base), cwd=ROOT, timeout=60,
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mafia-bot run: cannot reach Discord at "), lines
+    assert api_base.split("/")[2] in lines[0]
+
+
+def _damaged(tmp_path, kind: str):
+    import sqlite3
+
+    good = tmp_path / "good.sqlite3"
+    connection = sqlite3.connect(good)
+    connection.execute("CREATE TABLE filler (text TEXT)")
+    connection.executemany("INSERT INTO filler VALUES (?)", [("x" * 500,)] * 2000)
+    connection.commit()
+    connection.close()
+    data = good.read_bytes()
+    damaged = tmp_path / f"{kind}.sqlite3"
+    damaged.write_bytes({"truncated": data[: len(data) // 2], "zeroed": b"\0" * len(data),
+                         "garbage": bytes(range(256)) * 40}[kind])
+    return damaged
+
+
+@pytest.mark.parametrize("kind", ["truncated", "zeroed", "garbage"])
+def test_a_damaged_database_stops_run_with_one_line_and_exit_2(tmp_path, kind):
+    database = _damaged(tmp_path, kind)
+    before = database.read_bytes()
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "run", "--config", _quiet_config(tmp_path, database)],
+        capture_output=True, text=True, check=False, env=_unreachable_env(), cwd=ROOT, timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"mafia-bot run: {database}: the database is damaged")
+    assert database.read_bytes() == before, "the damaged file was changed"
