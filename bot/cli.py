@@ -83,7 +83,7 @@ async def _serve(config: Any, token: str) -> int:
     except discord.PrivilegedIntentsRequired:
         return _fail("run", "enable the Server Members intent for the bot in the Discord "
                             "developer portal", 1)
-    except (aiohttp.ClientError, OSError, asyncio.TimeoutError, discord.GatewayNotFound) as error:
+    except (TimeoutError, aiohttp.ClientError, OSError, discord.GatewayNotFound) as error:
         return _fail("run", f"cannot reach Discord at {_api_host()}: {_reason(error)}", 1)
     except discord.HTTPException as error:
         return _fail("run", f"Discord answered {error.status} at login: {error.text or error}", 1)
