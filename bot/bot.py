@@ -35,7 +35,8 @@ EXTENSIONS = (
 
 
 def intents() -> discord.Intents:
-    """What the bot needs: guilds, members (names, roles) and voice states; no message content."""
+    """What the bot needs: guilds, members (who leaves the server, role changes) and voice
+    states; no message content. Member lists are never requested at startup."""
     wanted = discord.Intents.none()
     wanted.guilds = True
     wanted.members = True
@@ -65,6 +66,10 @@ class ProkuratorBot(commands.Bot):
             intents=intents(),
             help_command=None,
             allowed_mentions=discord.AllowedMentions.none(),
+            # members come with the interactions that need them; asking Discord for every
+            # guild's member list at startup takes minutes with many guilds (op 8 is rate
+            # limited) and starves the heartbeat
+            chunk_guilds_at_startup=False,
             **options,
         )
         self.config = config
