@@ -91,11 +91,12 @@ class ProkuratorBot(commands.Bot):
         await self.tree.set_translator(CatalogueTranslator())
         for extension in self.extensions_to_load:
             await self.load_extension(extension)
+        began = time.perf_counter()
         restored = await self.service.restore()
-        if restored:
-            log.info("restored %d open game(s): %s", len(restored), [live.id for live in restored])
         await self.outbox.start()
-        self.timers.arm_all()
+        armed = self.timers.arm_all()
+        log.info("restored %d open game(s) in %.2f s; %d deadline(s) armed",
+                 len(restored), time.perf_counter() - began, armed)
         await self.sync_commands()
 
     async def on_ready(self) -> None:

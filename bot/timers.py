@@ -53,10 +53,11 @@ class PhaseTimers:
         if (task is None or task.done()) and live.record.deadline is not None:
             self._tasks[game_id] = asyncio.create_task(self._run(game_id), name=f"timer-{game_id}")
 
-    def arm_all(self) -> None:
-        """Arm every loaded game (after a restart)."""
+    def arm_all(self) -> int:
+        """Arm every loaded game (after a restart); returns how many have a deadline."""
         for live in self.service.games():
             self.arm(live)
+        return sum(1 for task in self._tasks.values() if not task.done())
 
     async def close(self) -> None:
         """Stop every timer task (deadlines stay stored)."""
