@@ -181,9 +181,13 @@ def _options(interaction: discord.Interaction) -> Any:
 
 
 async def reply(interaction: discord.Interaction, text: str, *, ephemeral: bool = True) -> None:
-    """Answer an interaction (or follow up if it was answered already)."""
+    """Answer an interaction: a deferred one by editing its "thinking…" message, one answered
+    already by a follow-up."""
     try:
-        if interaction.response.is_done():
+        deferred = interaction.response.type is discord.InteractionResponseType.deferred_channel_message
+        if deferred:
+            await interaction.edit_original_response(content=text)
+        elif interaction.response.is_done():
             await interaction.followup.send(text, ephemeral=ephemeral)
         else:
             await interaction.response.send_message(text, ephemeral=ephemeral)

@@ -10,12 +10,13 @@ from discord import app_commands
 from bot.errors import UserError
 from bot.i18n import key_str, t
 from bot.service import LiveGame
+from cogs.limits import OPTION_LABEL, SELECT_OPTIONS, chunks, clip
 from rules import LegalAction
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
 
-MAX_CHOICES = 25
+MAX_CHOICES = SELECT_OPTIONS
 
 
 def names(live: LiveGame) -> dict[str, str]:
@@ -121,7 +122,24 @@ def resolve_player(live: LiveGame, text: str) -> str:
     matches = [player for player, name in known.items() if name.casefold() == lowered]
     if len(matches) == 1:
         return matches[0]
-    raise UserError("error.no_such_player", name=value[:60])
+    raise UserError("error.no_such_player", name=clip(value, 60))
+
+
+async def answer_lines(interaction: discord.Interaction, lines: list[str], *, ephemeral: bool = True) -> None:
+    """Answer with ``lines``, split into as many messages as Discord's limits need.
+
+    The first message is the interaction's answer (or its deferred original,
+    edited); the rest are follow-ups. Names never ping anybody.
+    """
+    none = discord.AllowedMentions.none()
+    parts = chunks(lines) or ["—"]
+    first, rest = parts[0], parts[1:]
+    if interaction.response.is_done():
+        await interaction.edit_original_response(content=first, allowed_mentions=none)
+    else:
+        await interaction.response.send_message(first, ephemeral=ephemeral, allowed_mentions=none)
+    for part in rest:
+        await interaction.followup.send(part, ephemeral=ephemeral, allowed_mentions=none)
 
 
 def _choices(live: LiveGame, actions: list[LegalAction], verb: str, current: str) -> list[app_commands.Choice[str]]:
@@ -130,7 +148,7 @@ def _choices(live: LiveGame, actions: list[LegalAction], verb: str, current: str
     for action in actions:
         if action.verb == verb and action.targets:
             return [
-                app_commands.Choice(name=known.get(target, target)[:100], value=target)
+                app_commands.Choice(name=clip(known.get(target, target), OPTION_LABEL), value=target)
                 for target in action.targets
                 if lowered in known.get(target, target).casefold()
             ][:MAX_CHOICES]
@@ -154,7 +172,7 @@ def host_choices(live: LiveGame, verb: str, current: str) -> list[app_commands.C
 
 
 __all__ = [
-    "MAX_CHOICES", "guild_game", "host_choices", "is_host", "key_str", "mention", "name_of",
+    "MAX_CHOICES", "answer_lines", "guild_game", "host_choices", "is_host", "key_str", "mention", "name_of",
     "names", "phrase", "player_of", "require_host", "resolve_player", "running_game",
     "status_text", "target_choices",
 ]

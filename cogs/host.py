@@ -27,6 +27,7 @@ from cogs.channels import (
     voice_overwrites,
 )
 from cogs.common import (
+    answer_lines,
     guild_game,
     host_choices,
     is_host,
@@ -38,6 +39,7 @@ from cogs.common import (
     running_game,
     status_text,
 )
+from cogs.limits import CITIES, CITY_NAME, clip
 from cogs.lobby import lobby_cities, lobby_edit, lobby_payload
 from cogs.render import (
     NO_PINGS,
@@ -81,8 +83,24 @@ def _choice(value: str, key: str) -> app_commands.Choice[str]:
 
 
 def split_names(text: str) -> list[str]:
-    """``"Верона, Падуя"`` → the names, stripped, empty ones dropped."""
-    return [name.strip() for name in text.replace(";", ",").split(",") if name.strip()]
+    """``"Верона, Падуя"`` → the names, stripped (inner runs of white space and control
+    characters become one space), empty ones dropped."""
+    names = (" ".join("".join(c if c.isprintable() else " " for c in part).split())
+             for part in text.replace(";", ",").split(","))
+    return [name for name in names if name]
+
+
+def check_city_names(names: list[str]) -> None:
+    """Refuse a list of cities the game cannot have: none, too many, twice the same, too long.
+
+    Raises:
+        UserError: ``error.bad_cities`` or ``error.city_name_too_long`` naming the city.
+    """
+    if not names or len(names) > CITIES or len({n.casefold() for n in names}) != len(names):
+        raise UserError("error.bad_cities", count=CITIES)
+    for name in names:
+        if len(name) > CITY_NAME:
+            raise UserError("error.city_name_too_long", city=clip(name, CITY_NAME), limit=CITY_NAME)
 
 
 def seat_players(players: list[int], cities: list[str], seed: int) -> dict[str, list[str]]:
@@ -186,7 +204,7 @@ class HostCog(commands.Cog):
     async def setup(
         self,
         interaction: discord.Interaction,
-        cities: str | None = None,
+        cities: app_commands.Range[str, 1, CITIES * (CITY_NAME + 2)] | None = None,
         mafiosi: app_commands.Range[int, 1, 50] | None = None,
         doctor: bool | None = None,
         journalist: bool | None = None,
@@ -202,8 +220,8 @@ class HostCog(commands.Cog):
         if live.record.state != "lobby":
             raise UserError("error.not_lobby")
         names = split_names(cities) if cities is not None else None
-        if names is not None and (not names or len(set(names)) != len(names) or len(names) > 10):
-            raise UserError("error.bad_cities")
+        if names is not None:
+            check_city_names(names)
         rules = {
             key: value for key, value in {
                 "first_phase": first_phase, "day_fallback": day_fallback,
@@ -236,7 +254,8 @@ class HostCog(commands.Cog):
                   description=key_str("Set the touring rotation of the cities", "cmd.host.touring.description"))
     @app_commands.rename(order=key_str("order", "opt.order.name"))
     @app_commands.describe(order=key_str("City names in touring order, comma separated", "opt.order.description"))
-    async def touring(self, interaction: discord.Interaction, order: str) -> None:
+    async def touring(self, interaction: discord.Interaction,
+                      order: app_commands.Range[str, 1, CITIES * (CITY_NAME + 2)]) -> None:
         live = await self._host_game(interaction, running=False)
         names = split_names(order)
         if live.record.state == "running":
@@ -245,7 +264,7 @@ class HostCog(commands.Cog):
         known = lobby_cities(live)
         unknown = [name for name in names if name not in known]
         if not names or unknown:
-            raise UserError("error.unknown_city", city=", ".join(unknown) or "—")
+            raise UserError("error.unknown_city", city=clip(", ".join(unknown), 200) or "—")
 
         def change(live: LiveGame) -> list[OutboxItem]:
             live.record.lobby.setdefault("rules", {})["touring_order"] = names
@@ -382,16 +401,17 @@ class HostCog(commands.Cog):
         }]}]
         for city in game.cities:
             residents = ", ".join(mention(p) for p in game.residents[city])
-            items.append(OutboxItem("send", {"channel_id": channels["cities"][city]["text"]}, {
-                "content": phrase(live, "welcome.city", city=city, players=residents,
-                                  touring=", ".join(game.touring_order)),
-                "components": role_button, "allowed_mentions": NO_PINGS,
-            }))
+            text = phrase(live, "welcome.city", city=city, players=residents,
+                          touring=", ".join(game.touring_order))
+            for index, part in enumerate(chunks([text])):  # the button goes with the first part
+                payload: dict[str, Any] = {"content": part, "allowed_mentions": NO_PINGS}
+                if index == 0:
+                    payload["components"] = role_button
+                items.append(OutboxItem("send", {"channel_id": channels["cities"][city]["text"]}, payload))
             mafia = ", ".join(mention(p) for p in game.living_mafiosi(city))
-            items.append(OutboxItem("send", {"channel_id": channels["cities"][city]["mafia"]}, {
-                "content": phrase(live, "welcome.mafia", city=city, players=mafia),
-                "allowed_mentions": NO_PINGS,
-            }))
+            for part in chunks([phrase(live, "welcome.mafia", city=city, players=mafia)]):
+                items.append(OutboxItem("send", {"channel_id": channels["cities"][city]["mafia"]},
+                                        {"content": part, "allowed_mentions": NO_PINGS}))
         deal_lines = [phrase(live, "log.deal", seed=game.seed)]
         for city in game.cities:
             deal_lines.append(phrase(live, "summary.city", city=city))
@@ -475,9 +495,7 @@ class HostCog(commands.Cog):
             lines.append(phrase(live, "host.idle.row", player=mention(player), phases=phases))
         if len(lines) == 1:
             lines.append(phrase(live, "host.idle.none"))
-        await interaction.response.send_message(
-            "\n".join(lines)[:2000], ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
-        )
+        await answer_lines(interaction, lines)
 
     async def idle_phases(self, live: LiveGame) -> dict[str, int]:
         """For each living player who has not acted in the phase under way, how many phases went by

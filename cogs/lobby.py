@@ -14,6 +14,7 @@ from bot.i18n import key_str, t
 from bot.service import LiveGame
 from bot.storage import GameExists, OutboxItem
 from cogs.common import (
+    answer_lines,
     guild_game,
     is_host,
     mention,
@@ -22,6 +23,7 @@ from cogs.common import (
     running_game,
     status_text,
 )
+from cogs.limits import CONTENT, listing
 from cogs.render import NO_PINGS, deadline_text, phase_text, winner_text
 
 if TYPE_CHECKING:
@@ -64,16 +66,21 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
             roles.append(phrase(live, f"lobby.{'with' if setup[status] else 'without'}",
                                 status=status_text(live, status)))
     lines.append(phrase(live, "lobby.roles", roles=", ".join(roles) or phrase(live, "lobby.roles_default")))
-    listed = ", ".join(mention(str(p["id"])) for p in players) or phrase(live, "lobby.nobody")
+    after = [phrase(live, "lobby.howto") if live.record.state == "lobby"
+             else phrase(live, f"lobby.state_{live.record.state}")]
+    # one message edited in place: the players that fit, then how many more
+    frame = phrase(live, "lobby.players", count=len(players), players="")
+    budget = CONTENT - len(frame) - sum(len(line) + 1 for line in lines + after) - 1
+    listed = (listing(live.language, [mention(str(p["id"])) for p in players], budget)
+              or phrase(live, "lobby.nobody"))
     lines.append(phrase(live, "lobby.players", count=len(players), players=listed))
+    lines.extend(after)
     if live.record.state == "lobby":
-        lines.append(phrase(live, "lobby.howto"))
         components: list[dict[str, Any]] = [{"type": 1, "components": [
             {"type": 2, "style": 3, "custom_id": f"mafia:join:{live.id}", "label": phrase(live, "lobby.join")},
             {"type": 2, "style": 4, "custom_id": f"mafia:leave:{live.id}", "label": phrase(live, "lobby.leave")},
         ]}]
     else:
-        lines.append(phrase(live, f"lobby.state_{live.record.state}"))
         components = []
     return {"content": "\n".join(lines), "components": components, "allowed_mentions": NO_PINGS}
 
@@ -197,10 +204,7 @@ class LobbyCog(commands.Cog):
                    description=key_str("Show the game of this server", "cmd.mafia.status.description"))
     async def status(self, interaction: discord.Interaction) -> None:
         live = await guild_game(self.bot, interaction)
-        text = "\n".join(status_lines(live, str(interaction.user.id)))
-        await interaction.response.send_message(
-            text[:2000], ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
-        )
+        await answer_lines(interaction, status_lines(live, str(interaction.user.id)))
 
     @mafia.command(name=key_str("role", "cmd.mafia.role.name"),
                    description=key_str("Your status, privately", "cmd.mafia.role.description"))
@@ -210,10 +214,7 @@ class LobbyCog(commands.Cog):
     async def _send_role(self, interaction: discord.Interaction) -> None:
         live = await running_game(self.bot, interaction)
         player = player_of(live, interaction)
-        await interaction.response.send_message(
-            "\n".join(role_lines(live, player)), ephemeral=True,
-            allowed_mentions=discord.AllowedMentions.none(),
-        )
+        await answer_lines(interaction, role_lines(live, player))
 
     @mafia.command(name=key_str("join", "cmd.mafia.join.name"),
                    description=key_str("Join the lobby", "cmd.mafia.join.description"))

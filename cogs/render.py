@@ -17,10 +17,10 @@ from bot.service import LiveGame
 from bot.storage import OutboxItem
 from cogs.channels import death_overwrites, end_of_game_items
 from cogs.common import mention, name_of, phrase, status_text
+from cogs.limits import CONTENT, OPTION_LABEL, PLACEHOLDER, SELECT_OPTIONS, chunks, clip
 from rules import AudienceKind, Event, Game, Stage
 from rules import events as ev
 
-MESSAGE_LIMIT = 1900
 NO_PINGS: dict[str, Any] = {"parse": []}
 
 
@@ -37,37 +37,56 @@ def ballot_ref(city: str, day: int) -> str:
 
 
 def ballot_payload(live: LiveGame, city: str, *, closed: bool = False) -> dict[str, Any]:
-    """A city's ballot: the live tally, a select menu of candidates and an Unvote button."""
+    """A city's ballot: the live tally, a select menu of candidates and an Unvote button.
+
+    It is one message edited in place, so it summarises: the candidates that fit
+    within Discord's 2,000 characters, then how many more; the menu offers the 25
+    with most votes (the others are voted for with the vote command).
+    """
     game = live.game
     assert game is not None
     counts = game.vote_counts(city)
-    lines = [phrase(live, "ballot.title", city=city, day=game.phase.number)]
-    if counts:
-        for number, (candidate, votes) in enumerate(counts, start=1):
-            lines.append(phrase(live, "ballot.row", number=number, player=mention(candidate), votes=votes))
-    else:
-        lines.append(phrase(live, "ballot.empty"))
-    voters = len(game.votes[city])
-    lines.append(phrase(live, "ballot.voters", voters=voters))
+    head = [phrase(live, "ballot.title", city=city, day=game.phase.number)]
+    tail = [phrase(live, "ballot.voters", voters=len(game.votes[city]))]
     if closed:
-        lines.append(phrase(live, "ballot.closed"))
-        return {"content": "\n".join(lines), "components": [], "allowed_mentions": NO_PINGS}
-    lines.append(deadline_text(live))
+        tail.append(phrase(live, "ballot.closed"))
+    else:
+        if len([c for c, _ in counts if game.is_alive(c)]) > SELECT_OPTIONS:
+            tail.append(phrase(live, "ballot.more_in_command"))
+        tail.append(deadline_text(live))
+    rows = [
+        phrase(live, "ballot.row", number=number, player=mention(candidate), votes=votes)
+        for number, (candidate, votes) in enumerate(counts, start=1)
+    ] or [phrase(live, "ballot.empty")]
+    # a few characters to spare: "and N more" may grow by a digit or a plural ending
+    budget = CONTENT - sum(len(line) + 1 for line in head + tail) - 8
+    shown: list[str] = []
+    for index, row in enumerate(rows):
+        more = phrase(live, "ballot.more", count=len(rows) - index) if index < len(rows) - 1 else ""
+        if sum(len(line) + 1 for line in shown) + len(row) + 1 + len(more) > budget:
+            shown.append(phrase(live, "ballot.more", count=len(rows) - index))
+            break
+        shown.append(row)
+    content = "\n".join(head + shown + tail)
+    if closed:
+        return {"content": content, "components": [], "allowed_mentions": NO_PINGS}
     options = [
-        {"label": name_of(live, candidate)[:100], "value": candidate}
+        {"label": clip(name_of(live, candidate), OPTION_LABEL) or candidate, "value": candidate}
         for candidate, _ in counts if game.is_alive(candidate)
-    ][:25]
+    ][:SELECT_OPTIONS]
+    index = game.cities.index(city)
     components: list[dict[str, Any]] = []
     if options:
         components.append({"type": 1, "components": [{
-            "type": 3, "custom_id": f"mafia:vote:{live.id}:{city}", "options": options,
-            "placeholder": phrase(live, "ballot.placeholder"), "min_values": 1, "max_values": 1,
+            "type": 3, "custom_id": f"mafia:vote:{live.id}:{index}", "options": options,
+            "placeholder": clip(phrase(live, "ballot.placeholder"), PLACEHOLDER),
+            "min_values": 1, "max_values": 1,
         }]})
     components.append({"type": 1, "components": [{
         "type": 2, "style": 2, "custom_id": f"mafia:unvote:{live.id}",
         "label": phrase(live, "ballot.unvote"),
     }]})
-    return {"content": "\n".join(lines), "components": components, "allowed_mentions": NO_PINGS}
+    return {"content": content, "components": components, "allowed_mentions": NO_PINGS}
 
 
 class Announcer:
@@ -125,22 +144,6 @@ class Announcer:
                     {"content": chunk, "allowed_mentions": NO_PINGS},
                 ))
         return items + self.extra
-
-
-def chunks(lines: list[str], limit: int = MESSAGE_LIMIT) -> list[str]:
-    """Join lines into messages of at most ``limit`` characters."""
-    result: list[str] = []
-    current = ""
-    for line in lines:
-        line = line[:limit]
-        if current and len(current) + 1 + len(line) > limit:
-            result.append(current)
-            current = line
-        else:
-            current = f"{current}\n{line}" if current else line
-    if current:
-        result.append(current)
-    return result
 
 
 def cause_text(live: LiveGame, event: ev.PlayerKilled) -> str:

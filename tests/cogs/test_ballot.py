@@ -48,7 +48,7 @@ async def test_the_ballot_opens_with_voting_and_follows_every_vote():
         ballot_a, ballot_b = ballot_message(table, a), ballot_message(table, b)
         assert ballot_a.content == tally(table, a) and ballot_b.content == tally(table, b)
         menu = select_of(ballot_a)
-        assert menu["custom_id"] == f"mafia:vote:{live.id}:{a}"
+        assert menu["custom_id"] == f"mafia:vote:{live.id}:{table.game.cities.index(a)}"
         assert [(o["value"], o["label"]) for o in menu["options"]] == [
             (table.pid(first), table.member(first).user.global_name),
             (table.pid(second), table.member(second).user.global_name)]

@@ -138,7 +138,7 @@ async def play_whole_game(table: Table, language: str) -> Deal:
     await table.drain()
     # the ballot of city B: one vote through the select menu, then unvote and vote again
     ballot = next(m for m in table.fake.messages(text_b) if "mafia:vote:" in str(m.components))
-    picked = await table.fake.select(ballot, f"mafia:vote:{live.id}:{city_b}",
+    picked = await table.fake.select(ballot, f"mafia:vote:{live.id}:{table.game.cities.index(city_b)}",
                                      [table.pid(deal.mafia_a[1])], table.member(resident_b).user.id)
     assert picked.ephemeral
     unvoted = await table.fake.click(ballot, f"mafia:unvote:{live.id}", table.member(resident_b).user.id)

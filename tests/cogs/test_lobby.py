@@ -178,9 +178,13 @@ async def test_host_setup_refuses_bad_cities_and_keeps_the_lobby():
         await table.open_lobby()
         before = await snapshot(table)
         eleven = ", ".join(f"Город{i}" for i in range(11))
-        for cities in ("Верона, Верона", " , ;", eleven):
+        for cities in ("Верона, Верона", "Верона, верона", " , ;", eleven):
             answer = await run(table, "host", "host setup", {"cities": cities})
-            assert answer.ephemeral and answer.content == t("ru", "error.bad_cities"), cities
+            assert answer.ephemeral and answer.content == t("ru", "error.bad_cities", count=10), cities
+        long_name = "Я" * 41
+        answer = await run(table, "host", "host setup", {"cities": f"Верона, {long_name}"})
+        assert answer.content == t("ru", "error.city_name_too_long", city="Я" * 39 + "…", limit=40)
+        assert "40 символов" in answer.content
         touring = await run(table, "host", "host touring", {"order": "Верона, Атлантида"})
         assert touring.content == t("ru", "error.unknown_city", city="Атлантида")
         await assert_unchanged(table, before)

@@ -340,7 +340,7 @@ async def refused(scene: Scene, case: Case, user_locale: str) -> Any:
     if case.component == "vote":
         ballot = ballot_message(table, table.game.cities[0])
         candidate = scene.value("@nominee")
-        return await table.fake.select(ballot, f"mafia:vote:{table.live().id}:{table.game.cities[0]}",
+        return await table.fake.select(ballot, f"mafia:vote:{table.live().id}:0",
                                        [candidate], user, locale=user_locale)
     if case.component == "unvote":
         ballot = ballot_message(table, table.game.cities[0])

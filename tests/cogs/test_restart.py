@@ -83,7 +83,7 @@ async def test_buttons_posted_before_a_restart_still_work_and_the_game_is_the_sa
 
                 # the ballot's select and Unvote button
                 voter = second.member(residents[5]).user.id
-                picked = await fake.select(ballot, f"mafia:vote:{live.id}:{a}", [second.pid(second_pick)], voter)
+                picked = await fake.select(ballot, f"mafia:vote:{live.id}:{second.game.cities.index(a)}", [second.pid(second_pick)], voter)
                 assert picked.ephemeral
                 assert picked.content == t("ru", "reply.vote", target=f"<@{second.pid(second_pick)}>")
                 assert second.game.voter_of(str(voter)) == second.pid(second_pick)

@@ -1,0 +1,113 @@
+"""Discord's size limits, and the two ways the bot keeps within them: split, or summarise.
+
+Discord refuses a message whose content passes 2,000 characters, a custom id
+past 100, a button label past 80, a select with more than 25 options or an
+option label past 100 (Discord's "Message" and "Component" references). A
+message that tells everything (a summary, the host's deal) is **split** into
+several with :func:`chunks`, never in the middle of a mention or a timestamp;
+a message the bot edits in place (the lobby, a ballot) **summarises** long
+lists with :func:`listing`: the names that fit, then "and N more".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from bot.i18n import t
+
+CONTENT = 2000
+"""Characters in a message's content."""
+CUSTOM_ID = 100
+"""Characters in a component's custom id."""
+BUTTON_LABEL = 80
+"""Characters in a button's label."""
+SELECT_OPTIONS = 25
+"""Options in a select menu (and choices in an autocomplete answer)."""
+OPTION_LABEL = 100
+"""Characters in a select option's label or value, an autocomplete choice's name or value."""
+PLACEHOLDER = 150
+"""Characters in a select menu's placeholder."""
+CITY_NAME = 40
+"""Characters in a city's name: it goes into channel names, texts and tables."""
+CITIES = 10
+"""Cities in one game."""
+
+#: what a split must never cut: mentions, custom emoji, timestamps, links
+_UNBREAKABLE = re.compile(r"<[@#&:a-zA-Z!][^<>\s]*>|https?://\S+")
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis, never inside a mention."""
+    if len(text) <= limit:
+        return text
+    cut = limit - 1
+    for match in _UNBREAKABLE.finditer(text):
+        if match.start() < cut < match.end():
+            cut = match.start()
+            break
+    return text[:cut].rstrip(" ,;") + "…"
+
+
+def _split_line(line: str, limit: int) -> list[str]:
+    """A line longer than ``limit`` in pieces, broken after a comma or a space, outside mentions."""
+    pieces: list[str] = []
+    while len(line) > limit:
+        protected = [(m.start(), m.end()) for m in _UNBREAKABLE.finditer(line)]
+        cut = 0
+        for index in range(limit, 0, -1):
+            if line[index - 1] in ", " and not any(start < index < end for start, end in protected):
+                cut = index
+                break
+        if cut == 0:  # one unbreakable run longer than the limit: cut it anyway
+            cut = limit
+        pieces.append(line[:cut].rstrip())
+        line = line[cut:].lstrip(", ")
+    if line:
+        pieces.append(line)
+    return pieces
+
+
+def chunks(lines: Iterable[str], limit: int = CONTENT) -> list[str]:
+    """Lines joined into messages of at most ``limit`` characters each.
+
+    A line never straddles two messages unless it alone is longer than the
+    limit; then it is broken after a comma or a space, never inside a mention.
+    """
+    result: list[str] = []
+    current = ""
+    for whole in lines:
+        for line in _split_line(whole, limit):
+            if current and len(current) + 1 + len(line) > limit:
+                result.append(current)
+                current = line
+            else:
+                current = f"{current}\n{line}" if current else line
+    if current:
+        result.append(current)
+    return result
+
+
+def listing(language: str, items: Sequence[str], budget: int, *, separator: str = ", ") -> str:
+    """As many of ``items`` as fit in ``budget`` characters, then "and N more" (a CLDR plural).
+
+    Always within the budget; an empty list gives an empty string.
+    """
+    whole = separator.join(items)
+    if len(whole) <= budget:
+        return whole
+    shown = 0
+    used = 0
+    for item in items:  # the most that fit, leaving room for the shortest possible tail
+        cost = len(item) + (len(separator) if shown else 0)
+        if used + cost > budget:
+            break
+        used += cost
+        shown += 1
+    while shown >= 0:
+        more = t(language, "list.more", count=len(items) - shown)
+        text = f"{separator.join(items[:shown])} {more}" if shown else more
+        if len(text) <= budget:
+            return text
+        shown -= 1
+    return clip(t(language, "list.more", count=len(items)), budget)
