@@ -119,7 +119,11 @@ def _simulate(args: argparse.Namespace) -> int:
     except ScenarioError as error:
         print(f"mafia-bot simulate: {args.file}: {error}", file=sys.stderr)
         return 2
-    print(output)
+    try:
+        print(output)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `mafia-bot simulate FILE | head`: the reader has seen enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
