@@ -13,6 +13,7 @@ from bot.errors import UserError
 from bot.i18n import key_str, t
 from bot.service import LiveGame
 from bot.storage import GameExists, OutboxItem
+from cogs.channels import exposure, exposure_lines, lobby_exposure
 from cogs.common import (
     guild_game,
     is_host,
@@ -67,6 +68,8 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
     listed = ", ".join(mention(str(p["id"])) for p in players) or phrase(live, "lobby.nobody")
     lines.append(phrase(live, "lobby.players", count=len(players), players=listed))
     if live.record.state == "lobby":
+        # who will see the hidden rooms or the audit log anyway: the host should know before
+        lines.extend(exposure_lines(live, lobby_exposure(live), limit=300))
         lines.append(phrase(live, "lobby.howto"))
         components: list[dict[str, Any]] = [{"type": 1, "components": [
             {"type": 2, "style": 3, "custom_id": f"mafia:join:{live.id}", "label": phrase(live, "lobby.join")},
@@ -240,7 +243,9 @@ class LobbyCog(commands.Cog):
                 raise UserError("error.already_joined")
             if len(players) >= MAX_PLAYERS:
                 raise UserError("error.lobby_full", count=MAX_PLAYERS)
-            players.append({"id": user.id, "name": getattr(user, "display_name", user.name)})
+            seen = exposure(user)  # what his server permissions show him of the hidden rooms
+            players.append({"id": user.id, "name": getattr(user, "display_name", user.name),
+                            **({"exposed": seen} if seen else {})})
             return lobby_edit(live)
 
         if await self.bot.service.update(live.id, change, interaction_id=interaction.id):
