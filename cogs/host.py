@@ -389,12 +389,13 @@ class HostCog(commands.Cog):
                                          "layout": layout.to_channels(), "exposed": exposed}
             return provision_plan(live, game, layout) + lobby_edit(live)
 
+        if not await self.bot.service.update(live.id, begin, interaction_id=interaction.id):
+            return None
+        # registered before anything yields to the loop: the provisioning cannot have ended yet
         waiter: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiters[live.id] = waiter
+        log.info("game %s: starting, %d players in %s", live.id, len(players), cities)
         try:
-            if not await self.bot.service.update(live.id, begin, interaction_id=interaction.id):
-                return None
-            log.info("game %s: starting, %d players in %s", live.id, len(players), cities)
             return await asyncio.wait_for(asyncio.shield(waiter), START_WAIT)
         except TimeoutError:
             return phrase(live, "host.still_starting")
