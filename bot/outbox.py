@@ -149,6 +149,7 @@ class Outbox:
             "create_channel": self._create_channel,
             "member_role": self._member_role,
             "delete_role": self._delete_role,
+            "sweep": self._sweep,
         }
         self.adopters: dict[str, Adopter] = {
             "send": self._adopt_message,
@@ -524,6 +525,34 @@ class Outbox:
         role_id = await self._resolve(item.game_id, item.target["role"])
         with contextlib.suppress(discord.NotFound):
             await self._timed(self.http.delete_role(int(item.target["guild_id"]), role_id))
+        return None
+
+    async def _sweep(self, item: OutboxItem) -> int | None:
+        """Remove duplicates of what a provisioning made: a create whose answer was lost and that
+        was made again, yet reached Discord later after all. They bear the plan's names (channels
+        in the game's category, or a second category of its name) but no item has their id."""
+        guild_id = int(item.target["guild_id"])
+        payload = item.payload
+        channels = await self._timed(self.http.get_all_guild_channels(guild_id))
+        roles = await self._timed(self.http.get_roles(guild_id))
+        names = set(payload.get("roles", []))
+        doubles = [int(role["id"]) for role in roles if role.get("name") in names]
+        category = await self._resolve(item.game_id, payload["category"])
+        categories = {int(c["id"]) for c in channels
+                      if int(c.get("type", -1)) == 4 and c.get("name") == payload["category_name"]}
+        parents = categories | {category}
+        marks = set(payload.get("topics", [])) | set(payload.get("names", []))
+        found = [int(c["id"]) for c in channels if c.get("parent_id") and int(c["parent_id"]) in parents
+                 and (c.get("topic") in marks or c.get("name") in marks)]
+        taken = await self.storage.claimed([*doubles, *categories, *found])
+        for role_id in (role for role in doubles if role not in taken):
+            log.warning("game %s: removing a duplicate role %s", item.game_id, role_id)
+            with contextlib.suppress(discord.NotFound):
+                await self._timed(self.http.delete_role(guild_id, role_id))
+        for channel_id in [c for c in found if c not in taken] + [c for c in categories if c not in taken]:
+            log.warning("game %s: removing a duplicate channel %s", item.game_id, channel_id)
+            with contextlib.suppress(discord.NotFound):
+                await self._timed(self.http.delete_channel(channel_id))
         return None
 
     async def _edit_channel(self, item: OutboxItem) -> int | None:

@@ -294,6 +294,14 @@ def provision_plan(live: LiveGame, game: Game, layout: Layout) -> list[OutboxIte
         items.append(OutboxItem("member_role", {"guild_id": guild, "user_id": int(player),
                                                 "role": layout.role_of(game, player)},
                                 {"add": True}, lane="provision"))
+    # last: remove a duplicate that a create whose answer was lost may have left
+    made = [entry.payload for entry in items if entry.kind in ("create_role", "create_channel")]
+    items.append(OutboxItem("sweep", {"guild_id": guild}, {
+        "roles": [p["name"] for p in made if "type" not in p],
+        "category": category, "category_name": phrase(live, "channel.category", game=live.id),
+        "topics": [p["topic"] for p in made if p.get("topic")],
+        "names": [p["name"] for p in made if p.get("type") == VOICE_CHANNEL],
+    }, lane="provision"))
     return items
 
 

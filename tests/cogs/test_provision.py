@@ -62,10 +62,16 @@ def calls_by_route(table: Table, since: int = 0) -> Counter[str]:
                    if not call.route.startswith(("/interactions/", "/webhooks/")))
 
 
-async def open_with(table: Table, cities: str, **setup: Any) -> None:
+async def open_with(table: Table, cities: list[str], **setup: Any) -> None:
+    """A lobby every member joined, with these cities: set in the stored lobby as ``/host setup``
+    does (its answer, the lobby's summary, is not what these tests are about)."""
     await table.open_lobby()
-    configured = await table.slash("host", "host setup", {"cities": cities, **setup})
-    assert configured.ephemeral, configured.describe()
+
+    def change(live: Any) -> list[Any]:
+        live.record.lobby.setdefault("setup", {}).update(cities=cities, **setup)
+        return []
+
+    assert await table.bot.service.update(table.live().id, change)
 
 
 # ------------------------------------------------------------------ the model, at scale
@@ -74,8 +80,7 @@ async def open_with(table: Table, cities: str, **setup: Any) -> None:
 async def test_200_players_in_4_cities_start_and_play_a_day_and_a_night():
     async with bot_table(players=200) as table:
         quick_edits(table)
-        cities = "Верона, Падуя, Мантуя, Милан"
-        await open_with(table, cities, maniac=False)
+        await open_with(table, ["Верона", "Падуя", "Мантуя", "Милан"], maniac=False)
         before = len(table.fake.calls())
         started = await run(table, "host", "host start")
         assert started.content.startswith(t("ru", "host.started")), started.content
@@ -87,7 +92,12 @@ async def test_200_players_in_4_cities_start_and_play_a_day_and_a_night():
         assert at_start[f"POST {CREATE_CHANNEL}"] == 1 + 2 * 4 + 3
         assert at_start[f"PUT {MEMBER_ROLE}"] == 200
         assert max(overwrite_counts(table)) <= 100
-        assert max(overwrite_counts(table)) == 3 + 4 + 1  # a city channel: base, 4 cities, the dead
+        created = {int(call.response["id"]): len(call.json["permission_overwrites"])
+                   for call in table.fake.calls("POST", CREATE_CHANNEL)}
+        for city in game.cities:  # the base three, the four cities' living roles, the dead role
+            assert created[table.city_channel(city)] == 3 + 4 + 1
+            assert created[table.mafia_channel(city)] == 3 + len(game.living_mafiosi(city))
+        assert created[int(channels["voice"])] == 3 + 4 + 1
 
         # every resident writes at home and reads abroad; only the mafia see their room
         for city in game.cities:
@@ -141,8 +151,11 @@ async def test_200_players_in_4_cities_start_and_play_a_day_and_a_night():
 async def test_200_players_in_one_city_start():
     async with bot_table(players=200) as table:
         quick_edits(table)
-        live = await table.new_game(cities="Верона", maniac=False)
-        game = table.game
+        await open_with(table, ["Верона"], maniac=False)
+        started = await run(table, "host", "host start")
+        assert started.content.startswith(t("ru", "host.started")), started.content
+        await table.drain()
+        live, game = table.live(), table.game
         counts = overwrite_counts(table)
         assert max(counts) <= 100
         mafia_room = next(call for call in table.fake.calls("POST", CREATE_CHANNEL)
@@ -421,3 +434,24 @@ async def test_the_invite_link_is_logged_once_at_startup(caplog: Any) -> None:
     async with bot_table(players=1) as table:
         lines = [r.getMessage() for r in caplog.records if "invite" in r.getMessage()]
         assert lines == [f"invite link: {invite_url(table.fake.application_id)}"]
+
+
+async def test_a_create_that_timed_out_and_reached_discord_later_leaves_no_duplicate():
+    """The first role's POST hangs past the call timeout, so it is made again; then Discord carries
+    out the first one too. The provisioning's last intent finds the duplicate and removes it."""
+    async with bot_table(players=8) as table:
+        table.bot.outbox.call_timeout = 0.3
+        await table.open_lobby()
+        held = table.fake.hang("POST", r"/guilds/\d+/roles", count=1)
+        table.fake.delay("GET", r"/guilds/\d+/channels", 1.0, count=1)  # the sweep waits a little
+        started = await table.slash("host", "host start", wait=False)
+        await table.fake.wait_until(lambda: table.fake.calls("GET", "/guilds/{guild_id}/channels") or None, 10.0)
+        held.release()
+        await started.wait_original(30.0)
+        await table.drain()
+        made = [int(c.response["id"]) for c in table.fake.calls("POST", CREATE_ROLE) if c.ok]
+        assert len(made) == 3  # the city's role twice (the first answer lost), the dead role
+        names = Counter(role.name for role in table.fake.state.guild(table.guild_id).roles.values())
+        assert max(names.values()) == 1, names
+        living = table.live().record.channels["roles"]["cities"]["Верона"]["living"]
+        assert all(living in table.member(int(p)).roles for p in table.game.players)
