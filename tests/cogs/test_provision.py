@@ -455,3 +455,34 @@ async def test_a_create_that_timed_out_and_reached_discord_later_leaves_no_dupli
         assert max(names.values()) == 1, names
         living = table.live().record.channels["roles"]["cities"]["Верона"]["living"]
         assert all(living in table.member(int(p)).roles for p in table.game.players)
+
+
+async def test_players_who_turned_pings_off_hold_the_quiet_twin_and_are_never_pinged():
+    async with bot_table(players=16) as table:
+        quick_edits(table)
+        quiet = [table.member("p0").user.id, table.member("p1").user.id]
+        for user in quiet:
+            await table.bot.storage.set_pings(user, False)
+        assert not await table.bot.service.wants_pings(quiet[0])
+        assert await table.bot.service.wants_pings(table.member("p2").user.id)
+        live = await table.new_game(cities="Верона, Падуя", maniac=False)
+        game, roles = table.game, live.record.channels["roles"]["cities"]
+        quiet_cities = {game.city_of(str(user)) for user in quiet}
+        assert set(roles) == {"Верона", "Падуя"}
+        assert {city for city, ids in roles.items() if "quiet" in ids} == quiet_cities
+        assert len(table.fake.calls("POST", CREATE_ROLE)) == 2 + len(quiet_cities) + 1
+        for pid in game.players:
+            ids = roles[game.city_of(pid)]
+            held = set(table.member(int(pid)).roles)
+            assert held & set(ids.values()) == {ids["quiet"] if int(pid) in quiet else ids["living"]}
+            assert may(table, table.city_channel(game.city_of(pid)), pid) & SEND
+        for city in game.cities:
+            welcome = next(call.json for call in table.fake.calls("POST", "/channels/{channel_id}/messages")
+                           if call.params["channel_id"] == str(table.city_channel(city)))
+            assert welcome["content"].startswith(f"<@&{roles[city]['living']}>")
+            assert welcome["allowed_mentions"]["roles"] == [str(roles[city]["living"])]
+        victim = str(quiet[0])
+        await accepted(table, "host", "host kill", {"player": victim})
+        await table.drain()
+        assert set(table.member(int(victim)).roles) & {r for ids in roles.values() for r in ids.values()} == set()
+        assert not may(table, table.city_channel(game.city_of(victim)), victim) & SEND
