@@ -160,11 +160,12 @@ class Outbox:
 
     # ------------------------------------------------------------------ workers
 
-    def kick(self, game_id: int, lanes: Iterable[str] = LANES) -> None:
-        """Make sure the game's lanes carry out their pending items."""
+    def kick(self, game_id: int, lanes: Iterable[str] | None = None) -> None:
+        """Make sure the game's lanes carry out their pending items: those named, else those that
+        got items since the last kick."""
         if self._closed:
             return
-        for lane in lanes:
+        for lane in self.storage.new_lanes(game_id) if lanes is None else lanes:
             key = (game_id, lane)
             self._wake.setdefault(key, asyncio.Event()).set()
             worker = self._workers.get(key)
@@ -176,7 +177,7 @@ class Outbox:
     async def start(self) -> None:
         """Resume every game that has pending items, and every game being started (after a restart)."""
         for game_id in await self.storage.games_with_pending_outbox():
-            self.kick(game_id)
+            self.kick(game_id, LANES)
         for game_id in await self.storage.games_in_state("starting"):
             self.kick(game_id, ("provision",))
 
@@ -230,8 +231,9 @@ class Outbox:
         # a later pending edit of the same message replaces an earlier one
         replaced = [item for item in items if item.kind == "edit" and latest[item.target["ref"]] != item.id]
         await self.storage.outbox_superseded(replaced)
+        skipped = {item.id for item in replaced}
         for item in items:
-            if item in replaced:
+            if item.id in skipped:
                 continue
             if not await self._deliver(item):
                 return  # refused: what is pending may have changed (a rollback), look again
@@ -271,8 +273,11 @@ class Outbox:
                         item.id, item.kind, item.game_id, repr(error), delay,
                     )
                     # a lost answer to a create may hide a success: look before making it again
-                    doubt = item.kind in CREATES and not isinstance(error, discord.HTTPException)
-                    await self.storage.outbox_retry(item, repr(error))
+                    # (only a 429 says for sure that nothing was done)
+                    refused = isinstance(error, discord.HTTPException) and error.status == 429
+                    doubt = doubt or (item.kind in CREATES and not refused)
+                    with contextlib.suppress(Exception):  # only a count: never worth stopping for
+                        await self.storage.outbox_retry(item, repr(error))
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, BACKOFF_MAX)
                     continue
@@ -295,9 +300,25 @@ class Outbox:
             key = item.target.get("key")
             if key and result is not None:
                 self._ids.setdefault(item.game_id, {})[str(key)] = result
-            await self.storage.outbox_sent(item, result, remembered)
+            await self._mark(item, result, remembered)
             return True
         return False
+
+    async def _mark(self, item: OutboxItem, result: int | None, ref: tuple[str, int] | None) -> None:
+        """Store that Discord accepted the item, however long the database refuses (a full disk):
+        carrying it out again could post it twice once the nonce is forgotten."""
+        delay = BACKOFF_START
+        while True:
+            try:
+                await self.storage.outbox_sent(item, result, ref)
+                return
+            except Exception:
+                if self._closed:
+                    raise
+                log.exception("outbox item %s of game %s: could not mark it done; again in %.1f s",
+                              item.id, item.game_id, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, BACKOFF_MAX)
 
     async def _timed(self, call: Coroutine[Any, Any, T], seconds: float | None = None) -> T:
         """One call, given up (as a transient fault) after ``seconds`` (the call timeout)."""

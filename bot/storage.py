@@ -147,6 +147,7 @@ class Storage:
         self._lock = asyncio.Lock()
         self._checkpointer: asyncio.Task[None] | None = None
         self._guilds: dict[int, tuple[str | None, int | None]] = {}
+        self._new_lanes: dict[int, set[str]] = {}
 
     @classmethod
     async def open(cls, path: Path | str) -> Storage:
@@ -500,6 +501,12 @@ class Storage:
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
+            self._new_lanes.setdefault(game_id, set()).update(row[3] for row in rows)
+
+    def new_lanes(self, game_id: int) -> set[str]:
+        """The lanes a game got items in since this was last asked (a hint for the outbox, so it
+        wakes only those; a rolled-back transaction may leave a lane too many, never one too few)."""
+        return self._new_lanes.pop(game_id, set())
 
     async def add_outbox(self, game_id: int, items: Iterable[OutboxItem]) -> None:
         """Store outbox items on their own (reminders, results of background work)."""

@@ -381,6 +381,8 @@ class HostCog(commands.Cog):
                 raise UserError("error.already_starting")
             if record.state != "lobby":
                 raise UserError("error.not_lobby")
+            if [p["id"] for p in record.lobby.get("players", [])] != players:
+                raise UserError("error.lobby_changed")  # someone joined or left while it was dealt
             attempt = int(record.lobby.get("attempts", 0)) + 1
             layout = layout_for(live, game, guild_id=guild.id, bot_id=bot_id, quiet=quiet, attempt=attempt)
             record.state, record.setup, record.seed = "starting", setup.to_dict(), seed
@@ -508,6 +510,7 @@ class HostCog(commands.Cog):
             return rollback_plan(live.record.guild_id, made, int(provision["attempt"]))
 
         await self.bot.service.update(live.id, change, cancel_lane="provision")
+        self.bot.outbox.kick(live.id, ("provision",))  # with nothing to remove, it ends the rollback
 
     async def _rolled_back(self, live: LiveGame, attempt: int, made: dict[str, int]) -> None:
         removed = {int(item.target.get("channel_id") or item.target.get("role") or 0)
