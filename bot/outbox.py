@@ -439,7 +439,8 @@ class Outbox:
             )
         payload = item.payload
         return (
-            message.get("content", "") == str(payload.get("content") or "")
+            # Discord trims a message's content: compare what it keeps
+            str(message.get("content") or "").strip() == str(payload.get("content") or "").strip()
             and custom_ids(message.get("components") or []) == custom_ids(payload.get("components") or [])
             and len(message.get("embeds") or []) == len(payload.get("embeds") or [])
         )
