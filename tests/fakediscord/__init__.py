@@ -89,6 +89,8 @@ Faults and the gateway::
     fault = fake.fail(method, path_regex, status=429 | 500 | 503 | ..., count=1,
                       retry_after=0.05, global_=False, *, code=0, message=None)
     fake.delay(method, path_regex, seconds, count=None); fault = fake.hang(method, path_regex)
+    fake.forget_nonces()            # Discord's enforced-nonce memory runs out (stored messages never
+                                    # carry their nonce: GET messages leaves it out, as Discord does)
     fault.release(); fake.clear_faults(); fault.hits
     fake.rate_limits.limit / .window / .enforce          # X-RateLimit-* on every answer
     fake.interaction_ack_deadline = 3.0; fake.recommended_shards = 1

@@ -173,6 +173,13 @@ def apply_edit(fake: FakeDiscord, message: Message, data: MessageInput, *, clear
     )
 
 
+def _stored(payload: dict[str, Any]) -> dict[str, Any]:
+    """A message as Discord gives it back later: the nonce is only in the answer to its creation
+    and in MESSAGE_CREATE, never stored with the message."""
+    payload.pop("nonce", None)
+    return payload
+
+
 #: how long Discord remembers an enforced nonce ("the past few minutes")
 NONCE_WINDOW = 300.0
 
@@ -381,13 +388,13 @@ class ChannelRoutes:
             chosen = older + newer
         else:
             chosen = messages[-limit:]
-        return [self.fake.message_payload(m) for m in sorted(chosen, key=lambda m: m.id, reverse=True)]
+        return [_stored(self.fake.message_payload(m)) for m in sorted(chosen, key=lambda m: m.id, reverse=True)]
 
     async def get_message(self, request: RestRequest) -> Any:
         """GET /channels/{channel_id}/messages/{message_id}."""
         channel, permissions = self._visible_channel(request)
         self._need(permissions, Permission.READ_MESSAGE_HISTORY)
-        return self.fake.message_payload(self.fake.state.message(channel.id, request.snowflake("message_id")))
+        return _stored(self.fake.message_payload(self.fake.state.message(channel.id, request.snowflake("message_id"))))
 
     async def edit_message(self, request: RestRequest) -> Any:
         """PATCH /channels/{channel_id}/messages/{message_id}: only the bot's own messages."""

@@ -76,7 +76,8 @@ class FakeDiscord(World):
         self.builder = InteractionBuilder(self)
         self.router = Router()
         self.guild_routes = GuildRoutes(self)
-        for routes in (AppRoutes(self), self.guild_routes, ChannelRoutes(self), InteractionRoutes(self)):
+        self.channel_routes = ChannelRoutes(self)
+        for routes in (AppRoutes(self), self.guild_routes, self.channel_routes, InteractionRoutes(self)):
             routes.register(self.router)
         self._cdn_router = Router()
         self._cdn_router.add("GET", "/attachments/{channel_id}/{attachment_id}/{filename}", self._serve_attachment, auth=False)
@@ -265,6 +266,11 @@ class FakeDiscord(World):
         return self.faults.add(
             Fault(kind="hang", method=method.upper() if method else None, pattern=compile_path(path_regex), count=count)
         )
+
+    def forget_nonces(self) -> None:
+        """Discord's memory of enforced nonces runs out ("a few minutes"), as during a long outage
+        of the bot: a message posted again with the same nonce is then a second message."""
+        self.channel_routes.enforced_nonces.clear()
 
     def clear_faults(self) -> None:
         """Removes every fault (held calls are released)."""
