@@ -63,15 +63,10 @@ def calls_by_route(table: Table, since: int = 0) -> Counter[str]:
 
 
 async def open_with(table: Table, cities: list[str], **setup: Any) -> None:
-    """A lobby every member joined, with these cities: set in the stored lobby as ``/host setup``
-    does (its answer, the lobby's summary, is not what these tests are about)."""
+    """A lobby every member joined, set up with these cities by ``/host setup``."""
     await table.open_lobby()
-
-    def change(live: Any) -> list[Any]:
-        live.record.lobby.setdefault("setup", {}).update(cities=cities, **setup)
-        return []
-
-    assert await table.bot.service.update(table.live().id, change)
+    answer = await run(table, "host", "host setup", {"cities": ", ".join(cities), **setup})
+    assert answer.ephemeral and table.live().record.lobby["setup"]["cities"] == cities, answer.content
 
 
 # ------------------------------------------------------------------ the model, at scale
@@ -404,8 +399,6 @@ async def test_the_host_is_told_who_sees_hidden_rooms_or_the_audit_log():
         auditors = fake.create_role(table.guild_id, "Auditors", permissions=int(Permission.VIEW_AUDIT_LOG))
         fake.add_member_role(table.guild_id, table.member("p1").user.id, admins.id)
         fake.add_member_role(table.guild_id, table.member("p2").user.id, auditors.id)
-        await fake.wait_until(lambda: table.bot.get_guild(table.guild_id).get_member(
-            table.member("p2").user.id).guild_permissions.view_audit_log or None)
         await table.open_lobby()
         await table.drain()
         p1, p2 = f"<@{table.pid('p1')}>", f"<@{table.pid('p2')}>"
