@@ -9,6 +9,7 @@ see in production.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,6 +133,24 @@ def parse_message_input(body: Any, parts: list[MultipartPart]) -> MessageInput:
             )
         )
     return MessageInput(fields=fields, new_files=new_files, kept_attachment_ids=kept)
+
+
+def number_components(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The components as Discord stores them: every component gets an ``id``, given in order
+    from 1 where the bot left it out (or sent 0), never reusing an id it chose itself
+    (developers/components/reference.mdx, "the id ... is generated sequentially if left empty")."""
+    copied = copy.deepcopy(components)
+    every = walk_components(copied)
+    taken = {int(c["id"]) for c in every if isinstance(c.get("id"), int) and not isinstance(c.get("id"), bool) and c["id"]}
+    next_id = 1
+    for component in every:
+        if component.get("id"):
+            continue
+        while next_id in taken:
+            next_id += 1
+        component["id"] = next_id
+        taken.add(next_id)
+    return copied
 
 
 def check_file_sizes(new_files: list[NewFile], limit: int) -> None:

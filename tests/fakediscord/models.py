@@ -102,6 +102,8 @@ class User:
             "banner": None,
             "accent_color": None,
             "avatar_decoration_data": None,
+            "collectibles": None,
+            "primary_guild": None,
         }
 
 
@@ -587,13 +589,22 @@ class ApplicationCommand:
             "contexts": None,
             "integration_types": [0],
         }
-        payload.update(self.data)
+        # Discord echoes the command in its own normalised form: absent lists get their defaults,
+        # a permission set comes back as a string.
+        payload.update({key: value for key, value in self.data.items() if value is not None or key in _NULLABLE_COMMAND_FIELDS})
+        if payload.get("default_member_permissions") is not None:
+            payload["default_member_permissions"] = str(payload["default_member_permissions"])
         payload["id"] = str(self.id)
         payload["application_id"] = str(self.application_id)
         payload["version"] = str(self.version)
         if self.guild_id is not None:
             payload["guild_id"] = str(self.guild_id)
         return payload
+
+
+_NULLABLE_COMMAND_FIELDS = frozenset(
+    {"default_member_permissions", "name_localizations", "description_localizations", "contexts"}
+)
 
 
 def walk_components(components: list[dict[str, Any]]) -> list[dict[str, Any]]:

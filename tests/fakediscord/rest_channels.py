@@ -23,6 +23,7 @@ from .messages import (
     MessageInput,
     check_file_sizes,
     is_voice_message,
+    number_components,
     parse_message_input,
     upload_limit,
     validate_message,
@@ -102,7 +103,7 @@ def compose_message(
         kind=kind,
         content=content,
         embeds=embeds,
-        components=components,
+        components=number_components(components),
         attachments=attachments,
         flags=flags,
         type=19 if reference is not None else 0,
@@ -165,7 +166,7 @@ def apply_edit(fake: FakeDiscord, message: Message, data: MessageInput, *, clear
         message,
         content=content if data.has("content") else UNSET,
         embeds=embeds if data.has("embeds") else UNSET,
-        components=components if data.has("components") else UNSET,
+        components=number_components(components) if data.has("components") else UNSET,
         flags=flags,
         attachments=kept + new_attachments
         if data.kept_attachment_ids is not None or data.new_files

@@ -117,7 +117,7 @@ class GuildRoutes:
                 raise unknown("Member")
             if overwrite.type not in (OVERWRITE_ROLE, OVERWRITE_MEMBER):
                 raise invalid_form_body(
-                    {"permission_overwrites": {str(index): {"type": field_error("BASE_TYPE_CHOICES", "Value must be one of {0, 1}.")}}}
+                    {"permission_overwrites": {str(index): {"type": field_error("BASE_TYPE_CHOICES", "Value must be one of (0, 1).")}}}
                 )
             overwrites.append(overwrite)
         return overwrites
@@ -148,7 +148,7 @@ class GuildRoutes:
             raise invalid_form_body({"name": field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")})
         channel_type = int(body.get("type") or 0)
         if channel_type not in _CREATABLE_TYPES:
-            raise invalid_form_body({"type": field_error("BASE_TYPE_CHOICES", "Value must be one of {0, 2, 4, 5, 13, 15}.")})
+            raise invalid_form_body({"type": field_error("BASE_TYPE_CHOICES", "Value must be one of (0, 2, 4, 5, 13, 15).")})
         if channel_type in (ChannelType.GUILD_TEXT, ChannelType.GUILD_ANNOUNCEMENT):
             name = normalize_text_channel_name(name)
         parent_id = int(str(body["parent_id"])) if body.get("parent_id") is not None else None

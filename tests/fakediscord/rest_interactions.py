@@ -55,6 +55,27 @@ _VALID_CALLBACKS = {
 }
 
 
+def interaction_metadata(fake: FakeDiscord, result: InteractionResult, *, nested: bool = False) -> dict[str, Any]:
+    """A message's ``interaction_metadata``: who did what; a modal's submission names the
+    interaction that opened the modal (``triggering_interaction_metadata``)."""
+    metadata: dict[str, Any] = {
+        "id": str(result.id),
+        "type": result.type,
+        "user": fake.state.user(result.user_id).to_payload(),
+        "authorizing_integration_owners": result.payload.get("authorizing_integration_owners", {}),
+    }
+    if result.type == INTERACTION_APPLICATION_COMMAND:
+        metadata["name"] = str(result.payload.get("data", {}).get("name", ""))
+        metadata["command_type"] = int(result.payload.get("data", {}).get("type", 1))
+    if result.source_message_id is not None:
+        metadata["interacted_message_id"] = str(result.source_message_id)
+    if result.original_message_id is not None:
+        metadata["original_response_message_id"] = str(result.original_message_id)
+    if result.type == INTERACTION_MODAL_SUBMIT and not nested and result.triggered_by is not None:
+        metadata["triggering_interaction_metadata"] = interaction_metadata(fake, result.triggered_by, nested=True)
+    return metadata
+
+
 class InteractionRoutes:
     """``/interactions/...`` and ``/webhooks/{application_id}/{interaction_token}/...``."""
 
@@ -160,27 +181,17 @@ class InteractionRoutes:
             )
             resource["message"] = fake.message_payload(resource_message)
         body: dict[str, Any] = {"interaction": interaction}
-        if attempt.type != CALLBACK_PONG:
+        # Discord's resource carries the message of a new or updated message only (the spec's
+        # InteractionCallbackResponse knows no resource for deferrals, choices or modals).
+        if attempt.type in (CALLBACK_CHANNEL_MESSAGE, CALLBACK_UPDATE_MESSAGE) and "message" in resource:
             body["resource"] = resource
         return RestResponse(status=200, body=body)
 
     def _adopt(self, result: InteractionResult, message: Message) -> Message:
         """Marks a new message as the interaction's answer and stores it."""
         fake = self.fake
-        user = fake.state.user(result.user_id)
-        metadata: dict[str, Any] = {
-            "id": str(result.id),
-            "type": result.type,
-            "user": user.to_payload(),
-            "authorizing_integration_owners": result.payload.get("authorizing_integration_owners", {}),
-        }
-        if result.type == INTERACTION_APPLICATION_COMMAND:
-            metadata["name"] = str(result.payload.get("data", {}).get("name", ""))
-            metadata["command_type"] = int(result.payload.get("data", {}).get("type", 1))
-        if result.source_message_id is not None:
-            metadata["interacted_message_id"] = str(result.source_message_id)
         message.interaction_id = result.id
-        message.interaction_metadata = metadata
+        message.interaction_metadata = interaction_metadata(fake, result)
         message.webhook_id = fake.application_id
         message.application_id = fake.application_id
         message.type = 20 if result.type == INTERACTION_APPLICATION_COMMAND else 0
@@ -259,12 +270,7 @@ class InteractionRoutes:
             message.webhook_id = fake.application_id
             message.application_id = fake.application_id
             message.interaction_id = result.id
-            message.interaction_metadata = {
-                "id": str(result.id),
-                "type": result.type,
-                "user": fake.state.user(result.user_id).to_payload(),
-                "authorizing_integration_owners": result.payload.get("authorizing_integration_owners", {}),
-            }
+            message.interaction_metadata = interaction_metadata(fake, result)
             fake.add_message(message)
             result.followup_ids.append(message.id)
         fake.notify()
