@@ -21,6 +21,7 @@ from .errors import (
 )
 from .messages import (
     MessageInput,
+    check_attachments,
     check_file_sizes,
     is_voice_message,
     number_components,
@@ -84,7 +85,9 @@ def compose_message(
         flags=flags,
         attachment_count=len(data.new_files),
         has_sticker_or_poll=bool(data.get("sticker_ids") or data.get("poll")),
+        allowed_mentions=data.get("allowed_mentions"),
     )
+    check_attachments(data, None)
     premium_tier = fake.state.guilds[channel.guild_id].premium_tier if channel.guild_id in fake.state.guilds else 0
     check_file_sizes(data.new_files, upload_limit(premium_tier))
     reference = data.get("message_reference")
@@ -160,7 +163,9 @@ def apply_edit(fake: FakeDiscord, message: Message, data: MessageInput, *, clear
         components=components,
         flags=flags,
         attachment_count=len(kept) + len(data.new_files),
+        allowed_mentions=data.get("allowed_mentions"),
     )
+    check_attachments(data, {attachment.id for attachment in message.attachments})
     new_attachments = materialize(fake, message.channel_id, data, ephemeral=message.ephemeral)
     return fake.edit_message(
         message,

@@ -38,7 +38,9 @@ if TYPE_CHECKING:
     from .server import FakeDiscord
 
 INTERACTION_MESSAGE_FLAGS = CHANNEL_MESSAGE_FLAGS | MESSAGE_FLAG_EPHEMERAL
-"""Flags an interaction answer or followup may set."""
+"""Flags an interaction answer or followup may set (others are dropped, as Discord drops them)."""
+MAX_CHOICES = 25
+MAX_CHOICE_TEXT = 100
 
 _VALID_CALLBACKS = {
     CALLBACK_PONG: {INTERACTION_PING},
@@ -201,22 +203,50 @@ class InteractionRoutes:
 
     @staticmethod
     def _check_choices(data: dict[str, Any]) -> None:
+        """Autocomplete choices: at most 25 (interactions/receiving-and-responding.mdx, Autocomplete),
+        each name 1-100 characters and a string value up to 100 (application-commands.mdx, choice)."""
         choices = data.get("choices")
         if not isinstance(choices, list):
             raise invalid_form_body({"data": {"choices": field_error("BASE_TYPE_REQUIRED", "This field is required")}})
-        if len(choices) > 25:
-            raise invalid_form_body({"data": {"choices": field_error("BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")}})
+        if len(choices) > MAX_CHOICES:
+            raise invalid_form_body({"data": {"choices": field_error("BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CHOICES} or fewer in length.")}})
+        errors: dict[str, Any] = {}
         for index, choice in enumerate(choices):
-            if not 1 <= len(str(choice.get("name", ""))) <= 100:
-                raise invalid_form_body(
-                    {"data": {"choices": {str(index): {"name": field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")}}}}
-                )
+            one: dict[str, Any] = {}
+            if not isinstance(choice, dict):
+                errors[str(index)] = field_error("DICT_TYPE_CONVERT", "Only dictionaries may be used in a DictType")
+                continue
+            if not 1 <= len(str(choice.get("name", ""))) <= MAX_CHOICE_TEXT:
+                one["name"] = field_error("BASE_TYPE_BAD_LENGTH", f"Must be between 1 and {MAX_CHOICE_TEXT} in length.")
+            value = choice.get("value")
+            if value is None:
+                one["value"] = field_error("BASE_TYPE_REQUIRED", "This field is required")
+            elif isinstance(value, str) and len(value) > MAX_CHOICE_TEXT:
+                one["value"] = field_error("BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CHOICE_TEXT} or fewer in length.")
+            localized = choice.get("name_localizations") or {}
+            if isinstance(localized, dict):
+                bad = {
+                    locale: field_error("BASE_TYPE_BAD_LENGTH", f"Must be between 1 and {MAX_CHOICE_TEXT} in length.")
+                    for locale, text in localized.items()
+                    if not 1 <= len(str(text)) <= MAX_CHOICE_TEXT
+                }
+                if bad:
+                    one["name_localizations"] = bad
+            if one:
+                errors[str(index)] = one
+        if errors:
+            raise invalid_form_body({"data": {"choices": errors}})
 
     @staticmethod
     def _check_modal(data: dict[str, Any]) -> None:
+        """A modal: custom_id 1-100, title 1-45, 1 to 5 components
+        (interactions/receiving-and-responding.mdx, Modal)."""
         errors: dict[str, Any] = {}
-        if not data.get("custom_id"):
+        custom_id = data.get("custom_id")
+        if not custom_id:
             errors["custom_id"] = field_error("BASE_TYPE_REQUIRED", "This field is required")
+        elif len(str(custom_id)) > 100:
+            errors["custom_id"] = field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
         if not 1 <= len(str(data.get("title") or "")) <= 45:
             errors["title"] = field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 45 in length.")
         if not 1 <= len(data.get("components") or []) <= 5:
@@ -232,6 +262,9 @@ class InteractionRoutes:
         result = self.fake.interactions_by_token.get(request.params["interaction_token"])
         if result is None or result.callback is None:
             raise unknown("Webhook")
+        if time.monotonic() - result.sent_at > self.fake.interaction_token_lifetime:
+            # "Interaction tokens are valid for 15 minutes" (interactions/receiving-and-responding.mdx).
+            raise DiscordError(401, 50027, "Invalid Webhook Token")
         return result
 
     def _target(self, request: RestRequest, result: InteractionResult) -> Message:

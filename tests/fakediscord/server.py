@@ -78,6 +78,8 @@ class FakeDiscord(World):
         """The shard count ``GET /gateway/bot`` recommends (used by AutoShardedClient)."""
         self.interaction_ack_deadline = interaction_ack_deadline
         """Seconds the bot has to acknowledge an interaction (Discord: 3)."""
+        self.interaction_token_lifetime = 15 * 60.0
+        """Seconds an interaction's token takes followups and edits (Discord: 15 minutes)."""
         self.interactions: dict[int, InteractionResult] = {}
         self.interactions_by_token: dict[str, InteractionResult] = {}
         self.builder = InteractionBuilder(self)
@@ -598,12 +600,12 @@ class FakeDiscord(World):
         rate_limited: bool,
         operation_found: list[Operation],
     ) -> tuple[int, Any, dict[str, str]]:
+        # ``rate_limited`` marks the API (the CDN is neither rate limited nor in the spec).
         spec = self.spec if rate_limited else None
-        if spec is not None:
-            known, _, _ = spec.find(record.method, record.path)
-            if known is not None:
-                operation_found.append(known)
-                record.spec_route = known.template
+        found = spec.find(record.method, record.path) if spec is not None else None
+        if found is not None and found[0] is not None:
+            operation_found.append(found[0])
+            record.spec_route = found[0].template
         if route is None:
             if other_method:
                 raise DiscordError(405, 0, "405: Method Not Allowed")
@@ -648,6 +650,7 @@ class FakeDiscord(World):
                 record.json,
                 multipart=bool(record.parts),
                 part_names=[part.name for part in record.parts],
+                found=found,
             )
             if checked.violations:
                 record.violations = checked.violations

@@ -328,6 +328,9 @@ class OpenApiSpec:
                 )
         # A literal segment beats a placeholder (``/messages/pins`` before ``/messages/{message_id}``).
         self._routes.sort(key=lambda route: (-route.literal_segments, route.template.count("{")))
+        self._by_head: dict[str, list[_Route]] = {}
+        for route in self._routes:
+            self._by_head.setdefault(route.template.split("/")[1], []).append(route)
         self._operations: dict[str, Operation] = {}
         self.checked = 0
         """Requests checked so far (by this process)."""
@@ -386,9 +389,29 @@ class OpenApiSpec:
 
             return keyword
 
+        original_ref = base.VALIDATORS["$ref"]
+        targets: dict[str, Any] = {}
+
+        def local_ref(validator: Any, ref: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+            # Every $ref of the spec points into the spec itself: resolve it once by its pointer
+            # (referencing would walk the pointer again on every use).
+            target = targets.get(ref)
+            if target is None:
+                pointer = ref[len(SPEC_URI) :] if ref.startswith(SPEC_URI) else ref
+                if not pointer.startswith("#/"):
+                    yield from original_ref(validator, ref, instance, schema)
+                    return
+                target = targets[ref] = _resolve_pointer(self.document, pointer[1:])
+            yield from validator.descend(instance, target)
+
         return jsonschema.validators.extend(
             base,
-            {"type": snowflake_type, "oneOf": fast(original_one_of), "anyOf": fast(original_any_of)},
+            {
+                "type": snowflake_type,
+                "oneOf": fast(original_one_of),
+                "anyOf": fast(original_any_of),
+                "$ref": local_ref,
+            },
         )
 
     def _dispatch_table(self, branches: list[Any]) -> _Dispatch | None:
@@ -438,7 +461,7 @@ class OpenApiSpec:
     def find(self, method: str, path: str) -> tuple[Operation | None, dict[str, str], bool]:
         """The operation for a concrete path, its path parameters, and whether the path exists at all."""
         path_known = False
-        for route in self._routes:
+        for route in self._by_head.get(path.split("/", 2)[1] if path.count("/") else "", ()):
             match = route.pattern.match(path)
             if match is None:
                 continue
@@ -524,10 +547,12 @@ class OpenApiSpec:
         *,
         multipart: bool = False,
         part_names: Sequence[str] = (),
+        found: tuple[Operation | None, dict[str, str], bool] | None = None,
     ) -> CheckResult:
-        """Checks one request; ``body`` is the JSON body or a multipart body's ``payload_json``."""
+        """Checks one request; ``body`` is the JSON body or a multipart body's ``payload_json``
+        (``found`` is what :meth:`find` already said about the path)."""
         started = time.perf_counter()
-        operation, params, path_known = self.find(method, path)
+        operation, params, path_known = found if found is not None else self.find(method, path)
         result = CheckResult(operation=operation, route_known=path_known)
         if operation is None:
             result.violations.append(
