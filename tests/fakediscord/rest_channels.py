@@ -179,6 +179,14 @@ def apply_edit(fake: FakeDiscord, message: Message, data: MessageInput, *, clear
     )
 
 
+def _existing(channel: Channel, overwrite: Overwrite) -> Overwrite | None:
+    """The channel's current overwrite for the same role or member."""
+    for current in channel.overwrites:
+        if current.id == overwrite.id and current.type == overwrite.type:
+            return current
+    return None
+
+
 #: how long Discord remembers an enforced nonce ("the past few minutes")
 NONCE_WINDOW = 300.0
 
@@ -230,12 +238,6 @@ class ChannelRoutes:
         if not permissions & permission:
             raise missing_permissions()
 
-    def _check_grantable(self, channel: Channel, bits: int) -> None:
-        assert channel.guild_id is not None
-        bot_permissions = self.fake.state.guild_permissions(channel.guild_id, self.fake.bot_user.id)
-        if bot_permissions != ALL_PERMISSIONS and bits & ~bot_permissions:
-            raise missing_permissions()
-
     # channels -----------------------------------------------------------------------
 
     async def get_channel(self, request: RestRequest) -> Any:
@@ -254,8 +256,12 @@ class ChannelRoutes:
         if "permission_overwrites" in body:
             self._need(permissions, Permission.MANAGE_ROLES)
             overwrites = self.fake.guild_routes.parse_overwrites(channel.guild_id, body.get("permission_overwrites") or [])
-            for overwrite in overwrites:
-                self._check_grantable(channel, overwrite.allow | overwrite.deny)
+            self.fake.state.check_overwrite_grants(
+                channel.guild_id,
+                channel,
+                [(_existing(channel, overwrite), overwrite) for overwrite in overwrites],
+                creating=False,
+            )
         parent_id: Any = UNSET
         if "parent_id" in body:
             raw_parent = body.get("parent_id")
@@ -310,7 +316,9 @@ class ChannelRoutes:
             raise unknown("Role")
         if overwrite.type == OVERWRITE_MEMBER and overwrite.id not in guild.members:
             raise unknown("Member")
-        self._check_grantable(channel, overwrite.allow | overwrite.deny)
+        self.fake.state.check_overwrite_grants(
+            channel.guild_id, channel, [(_existing(channel, overwrite), overwrite)], creating=False
+        )
         self.fake.set_overwrite(channel.id, overwrite)
         return None
 

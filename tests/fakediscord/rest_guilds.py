@@ -14,12 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import DiscordError, field_error, invalid_form_body, missing_permissions, unknown
 from .models import VOICE_TYPES, ChannelType
-from .permissions import ALL_PERMISSIONS, OVERWRITE_MEMBER, OVERWRITE_ROLE, Overwrite, Permission
+from .permissions import OVERWRITE_MEMBER, OVERWRITE_ROLE, Overwrite, Permission
 from .routing import RestRequest, RestResponse, Router
 from .world import UNSET
 
 if TYPE_CHECKING:
     from .server import FakeDiscord
+
+MAX_ROLES = 250
+"""Roles a guild may have, @everyone included (error 30005, topics/opcodes-and-status-codes.mdx)."""
 
 _CREATABLE_TYPES = {
     ChannelType.GUILD_TEXT,
@@ -88,14 +91,6 @@ class GuildRoutes:
         bot_top = state.highest_role_position(guild_id, self.fake.bot_user.id)
         return state.highest_role_position(guild_id, user_id) >= bot_top
 
-    def _check_grantable(self, guild_id: int, bits: int) -> None:
-        """Only permissions the bot has itself may be put in roles and overwrites (unless admin)."""
-        bot_permissions = self.fake.state.guild_permissions(guild_id, self.fake.bot_user.id)
-        if bot_permissions == ALL_PERMISSIONS:
-            return
-        if bits & ~bot_permissions:
-            raise missing_permissions()
-
     def parse_overwrites(self, guild_id: int, raw: Any) -> list[Overwrite]:
         """Checks a ``permission_overwrites`` list: targets must exist, types must be 0 or 1."""
         if not isinstance(raw, list):
@@ -161,8 +156,9 @@ class GuildRoutes:
         overwrites = self.parse_overwrites(guild_id, body.get("permission_overwrites") or [])
         if overwrites:
             self._bot_can(guild_id, Permission.MANAGE_ROLES)
-            for overwrite in overwrites:
-                self._check_grantable(guild_id, overwrite.allow | overwrite.deny)
+            self.fake.state.check_overwrite_grants(
+                guild_id, None, [(None, overwrite) for overwrite in overwrites], creating=True
+            )
         topic = body.get("topic")
         if topic is not None and len(str(topic)) > 1024:
             raise invalid_form_body({"topic": field_error("BASE_TYPE_MAX_LENGTH", "Must be 1024 or fewer in length.")})
@@ -222,8 +218,10 @@ class GuildRoutes:
         self.fake.state.guild(guild_id)
         self._bot_can(guild_id, Permission.MANAGE_ROLES)
         body = request.body()
+        if len(self.fake.state.guild(guild_id).roles) >= MAX_ROLES:
+            raise DiscordError(400, 30005, f"Maximum number of guild roles reached ({MAX_ROLES})")
         permissions = int(str(body.get("permissions") or 0))
-        self._check_grantable(guild_id, permissions)
+        self.fake.state.check_role_grant(guild_id, 0, permissions)
         colors = body.get("colors") or {}
         role = self.fake.create_role(
             guild_id,
@@ -261,7 +259,7 @@ class GuildRoutes:
         body = request.body()
         permissions = int(str(body["permissions"])) if body.get("permissions") is not None else None
         if permissions is not None:
-            self._check_grantable(guild_id, permissions)
+            self.fake.state.check_role_grant(guild_id, self.fake.state.role(guild_id, role_id).permissions, permissions)
         colors = body.get("colors") or {}
         color = body.get("color", colors.get("primary_color"))
         role = self.fake.update_role(
