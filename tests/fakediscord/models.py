@@ -233,8 +233,11 @@ class Channel:
                 return overwrite
         return None
 
-    def to_payload(self) -> dict[str, Any]:
-        """Discord's channel object."""
+    def to_payload(self, *, obfuscated: bool = False) -> dict[str, Any]:
+        """Discord's channel object; ``obfuscated`` gives what a member who cannot view it
+        receives over the gateway (see :func:`obfuscate_channel`)."""
+        if obfuscated and self.guild_id is not None:
+            return obfuscate_channel(self.to_payload(), self.guild_id)
         if self.type == ChannelType.DM:
             return {
                 "id": str(self.id),
@@ -265,6 +268,45 @@ class Channel:
             payload["rtc_region"] = None
             payload["video_quality_mode"] = 1
         return payload
+
+
+CHANNEL_FLAG_OBFUSCATED = 1 << 17
+"""Channel flag: the channel's metadata was obfuscated because the receiver cannot view it."""
+HIDDEN_CHANNEL_NAME = "___hidden___"
+
+_VIEW_CHANNEL = 1 << 10
+
+
+def obfuscate_channel(payload: dict[str, Any], guild_id: int) -> dict[str, Any]:
+    """A channel object as Discord sends it over the gateway to someone who cannot view it.
+
+    Documented (developers/resources/channel.mdx, Obfuscated Channels, and the change log
+    "Channel Obfuscation for Users and Bots", 2026; for bots from 16 November 2026): the name
+    becomes ``___hidden___``, the CHANNEL_OBFUSCATED flag (1 << 17) is set, the overwrites are
+    one @everyone overwrite denying VIEW_CHANNEL, and ``id``, ``type``, ``position`` and
+    ``parent_id`` stay. "Other sensitive fields are nulled or reduced" without a list: the fake
+    nulls the topic and the last message id and reduces nsfw, slowmode, bitrate and user limit
+    to their defaults, so nothing of the channel but its place in the list comes through.
+    """
+    hidden = dict(payload)
+    hidden["name"] = HIDDEN_CHANNEL_NAME
+    hidden["flags"] = int(payload.get("flags") or 0) | CHANNEL_FLAG_OBFUSCATED
+    hidden["permission_overwrites"] = [
+        {"id": str(guild_id), "type": 0, "allow": "0", "deny": str(_VIEW_CHANNEL)}
+    ]
+    reduced = {
+        "topic": None,
+        "last_message_id": None,
+        "nsfw": False,
+        "rate_limit_per_user": 0,
+        "bitrate": 64000,
+        "user_limit": 0,
+        "rtc_region": None,
+    }
+    for key, value in reduced.items():
+        if key in hidden:
+            hidden[key] = value
+    return hidden
 
 
 @dataclass

@@ -129,8 +129,15 @@ class GuildRoutes:
         return payload
 
     async def get_channels(self, request: RestRequest) -> Any:
-        """GET /guilds/{guild_id}/channels."""
-        return [channel.to_payload() for channel in self.fake.state.guild_channels(request.snowflake("guild_id"))]
+        """GET /guilds/{guild_id}/channels: only the channels the bot can view ("this endpoint will
+        omit any channel your bot doesn't have permissions to view", resources/guild.mdx)."""
+        guild_id = request.snowflake("guild_id")
+        state = self.fake.state
+        return [
+            channel.to_payload()
+            for channel in state.guild_channels(guild_id)
+            if state.can_view(guild_id, channel, self.fake.bot_user.id)
+        ]
 
     async def create_channel(self, request: RestRequest) -> Any:
         """POST /guilds/{guild_id}/channels."""

@@ -172,6 +172,26 @@ class DiscordState:
             base &= TIMED_OUT_PERMISSIONS
         return base
 
+    def can_view(self, guild_id: int, channel: Channel, user_id: int) -> bool:
+        """Whether a member can view a channel, as Discord decides what to obfuscate: VIEW_CHANNEL
+        in it, or being connected to it (a voice channel); a category also when he can view
+        one of its channels (developers/resources/channel.mdx, Obfuscated Channels)."""
+        guild = self.guild(guild_id)
+        if user_id not in guild.members:
+            return False
+        if self.permissions_for(guild_id, channel.id, user_id) & Permission.VIEW_CHANNEL:
+            return True
+        voice = guild.voice_states.get(user_id)
+        if voice is not None and voice.channel_id == channel.id:
+            return True
+        if channel.type == ChannelType.GUILD_CATEGORY:
+            return any(
+                self.can_view(guild_id, child, user_id)
+                for child in self.guild_channels(guild_id)
+                if child.parent_id == channel.id and child.type != ChannelType.GUILD_CATEGORY
+            )
+        return False
+
     def check_overwrite_grants(
         self,
         guild_id: int,

@@ -509,6 +509,8 @@ async def test_fake_and_discord_py_agree_on_permissions(fake_guild: StandardGuil
             Overwrite(dead.id, 0, allow=int(Permission.VIEW_CHANNEL), deny=int(Permission.SEND_MESSAGES)),
             Overwrite(mod.id, 0, allow=int(Permission.VIEW_CHANNEL | Permission.SEND_MESSAGES)),
             Overwrite(gleb.id, 1, allow=int(Permission.SEND_MESSAGES)),
+            # the bot must view the channel, or it gets the channel obfuscated (no overwrites to compare)
+            Overwrite(fake.bot_user.id, 1, allow=int(Permission.VIEW_CHANNEL)),
         ],
     )
     guild = bot.get_guild(gid)

@@ -87,6 +87,8 @@ class World:
         """Every op 4 payload the bot sent, in order."""
         self.base_url = ""
         """``http://127.0.0.1:PORT`` once the server runs (used for attachment URLs)."""
+        self._bot_sees: dict[int, bool] = {}
+        """Channel id → whether the bot was last sent it in full (False: obfuscated)."""
 
     # users and guilds ------------------------------------------------------------------
 
@@ -282,6 +284,7 @@ class World:
             guild_id=guild_id,
             intent=INTENT_GUILDS,
         )
+        self.refresh_bot_view(guild_id)
 
     def set_bot_permissions(self, guild_id: int, permissions: int) -> Role:
         """Changes the permissions of the bot's managed role (e.g. to test 403 answers)."""
@@ -297,6 +300,7 @@ class World:
             guild_id=role.guild_id,
             intent=INTENT_GUILDS,
         )
+        self.refresh_bot_view(role.guild_id)
 
     # members -----------------------------------------------------------------------
 
@@ -337,6 +341,8 @@ class World:
         voice_state = guild.voice_states.get(user_id)
         if voice_changed and voice_state is not None:
             self._dispatch_voice_state(guild, voice_state.session_id, user_id, voice_state)
+        if user_id == self.bot_user.id:
+            self.refresh_bot_view(guild_id)
         return member
 
     def add_member_role(self, guild_id: int, user_id: int, role_id: int) -> Member:
@@ -469,8 +475,45 @@ class World:
         self._dispatch_channel("CHANNEL_UPDATE", channel)
         return channel
 
+    def channel_seen_by(self, channel: Channel, user_id: int) -> dict[str, Any]:
+        """The channel object a member's gateway gets: in full, or obfuscated when he cannot view it."""
+        if channel.guild_id is None:
+            return channel.to_payload()
+        return channel.to_payload(obfuscated=not self.state.can_view(channel.guild_id, channel, user_id))
+
     def _dispatch_channel(self, name: str, channel: Channel) -> None:
-        self.gateway.dispatch(name, channel.to_payload(), guild_id=channel.guild_id, intent=INTENT_GUILDS)
+        if channel.guild_id is None:
+            self.gateway.dispatch(name, channel.to_payload(), intent=INTENT_GUILDS)
+            return
+        visible = self.state.can_view(channel.guild_id, channel, self.bot_user.id)
+        self._bot_sees[channel.id] = visible
+        self.gateway.dispatch(
+            name, channel.to_payload(obfuscated=not visible), guild_id=channel.guild_id, intent=INTENT_GUILDS
+        )
+        if name != "CHANNEL_DELETE":
+            self.refresh_bot_view(channel.guild_id)
+
+    def refresh_bot_view(self, guild_id: int) -> None:
+        """CHANNEL_UPDATE for every channel the bot now sees differently (it gained or lost
+        View Channel through a role, an overwrite or voice), as Discord sends one when a channel
+        stops (or starts) being obfuscated for it."""
+        if guild_id not in self.state.guilds:
+            return
+        for channel in self.state.guild_channels(guild_id):
+            before = self._bot_sees.get(channel.id)
+            if before is None:
+                continue
+            visible = self.state.can_view(guild_id, channel, self.bot_user.id)
+            if visible != before:
+                self._bot_sees[channel.id] = visible
+                self.gateway.dispatch(
+                    "CHANNEL_UPDATE", channel.to_payload(obfuscated=not visible), guild_id=guild_id, intent=INTENT_GUILDS
+                )
+
+    def _bot_channel(self, channel: Channel) -> dict[str, Any]:
+        visible = channel.guild_id is None or self.state.can_view(channel.guild_id, channel, self.bot_user.id)
+        self._bot_sees[channel.id] = visible
+        return channel.to_payload(obfuscated=not visible)
 
     def open_dm(self, user_id: int) -> Channel:
         """The bot's DM channel with the user, created on first use."""
@@ -732,6 +775,8 @@ class World:
             if member is not None:
                 payload["member"] = member.to_payload()
         self.gateway.dispatch("VOICE_STATE_UPDATE", payload, guild_id=guild.id, intent=INTENT_GUILD_VOICE_STATES)
+        if user_id == self.bot_user.id:
+            self.refresh_bot_view(guild.id)
 
     def handle_bot_voice_state(self, session: GatewaySession, data: dict[str, Any]) -> None:
         """The bot's op 4: move its voice state, then hand it a voice server if one is attached."""
@@ -852,7 +897,7 @@ class World:
                     for user_id, voice_state in guild.voice_states.items()
                 ],
                 "members": [member.to_payload() for member in members],
-                "channels": [channel.to_payload() for channel in self.state.guild_channels(guild_id)],
+                "channels": [self._bot_channel(channel) for channel in self.state.guild_channels(guild_id)],
                 "threads": [],
                 "presences": [],
                 "stage_instances": [],
