@@ -38,6 +38,12 @@ class ChannelType(enum.IntEnum):
     """A stage channel."""
     GUILD_FORUM = 15
     """A forum channel."""
+    ANNOUNCEMENT_THREAD = 10
+    """A thread in an announcement channel."""
+    PUBLIC_THREAD = 11
+    """A thread everyone who views its parent sees."""
+    PRIVATE_THREAD = 12
+    """A thread only its members (and those with Manage Threads) see."""
 
 
 TEXT_LIKE_TYPES = frozenset({ChannelType.GUILD_TEXT, ChannelType.GUILD_ANNOUNCEMENT})
@@ -49,11 +55,16 @@ MESSAGEABLE_TYPES = frozenset(
         ChannelType.GUILD_VOICE,
         ChannelType.GUILD_ANNOUNCEMENT,
         ChannelType.GUILD_STAGE_VOICE,
+        ChannelType.ANNOUNCEMENT_THREAD,
+        ChannelType.PUBLIC_THREAD,
+        ChannelType.PRIVATE_THREAD,
     }
 )
 """Channels that accept ``POST /channels/{id}/messages``."""
 VOICE_TYPES = frozenset({ChannelType.GUILD_VOICE, ChannelType.GUILD_STAGE_VOICE})
 """Channels a member can be connected to."""
+THREAD_TYPES = frozenset({ChannelType.ANNOUNCEMENT_THREAD, ChannelType.PUBLIC_THREAD, ChannelType.PRIVATE_THREAD})
+"""Threads: they live in a parent channel and take its permissions."""
 
 MESSAGE_FLAG_EPHEMERAL = 1 << 6
 """Message flag: only the invoking user sees it."""
@@ -220,6 +231,18 @@ class Channel:
     recipients: list[User] = field(default_factory=list)
     last_message_id: int | None = None
     deleted: bool = False
+    owner_id: int | None = None
+    """A thread's creator."""
+    thread_members: list[int] = field(default_factory=list)
+    """A thread's members (user ids), in the order they joined."""
+    archived: bool = False
+    created_at: str = field(default_factory=iso_timestamp)
+    message_count: int = 0
+
+    @property
+    def is_thread(self) -> bool:
+        """Whether this is a thread (its permissions are its parent's)."""
+        return self.type in THREAD_TYPES
 
     @property
     def is_dm(self) -> bool:
@@ -245,6 +268,29 @@ class Channel:
                 "last_message_id": _opt_str(self.last_message_id),
                 "recipients": [user.to_payload() for user in self.recipients],
                 "flags": 0,
+            }
+        if self.is_thread:
+            return {
+                "id": str(self.id),
+                "type": self.type,
+                "guild_id": _opt_str(self.guild_id),
+                "parent_id": _opt_str(self.parent_id),
+                "owner_id": _opt_str(self.owner_id),
+                "name": self.name,
+                "last_message_id": _opt_str(self.last_message_id),
+                "rate_limit_per_user": self.rate_limit_per_user,
+                "flags": 0,
+                "message_count": self.message_count,
+                "total_message_sent": self.message_count,
+                "member_count": min(len(self.thread_members), 50),
+                "thread_metadata": {
+                    "archived": self.archived,
+                    "auto_archive_duration": 1440,
+                    "archive_timestamp": self.created_at,
+                    "locked": False,
+                    "invitable": self.type == ChannelType.PRIVATE_THREAD,
+                    "create_timestamp": self.created_at,
+                },
             }
         payload: dict[str, Any] = {
             "id": str(self.id),
@@ -545,6 +591,8 @@ class Guild:
     roles: dict[int, Role] = field(default_factory=dict)
     members: dict[int, Member] = field(default_factory=dict)
     channel_ids: list[int] = field(default_factory=list)
+    thread_ids: list[int] = field(default_factory=list)
+    """Threads are channels too, but not in the guild's channel list."""
     voice_states: dict[int, VoiceState] = field(default_factory=dict)
     joined_at: str = field(default_factory=iso_timestamp)
     system_channel_id: int | None = None

@@ -12,6 +12,7 @@ import datetime
 import re
 from typing import TYPE_CHECKING, Any
 
+from . import audit
 from .errors import DiscordError, field_error, invalid_form_body, missing_permissions, unknown
 from .models import VOICE_TYPES, ChannelType
 from .permissions import OVERWRITE_MEMBER, OVERWRITE_ROLE, Overwrite, Permission
@@ -20,6 +21,8 @@ from .world import UNSET
 
 if TYPE_CHECKING:
     from .server import FakeDiscord
+
+_ROLE_KEYS = ("name", "permissions", "color", "hoist", "mentionable")
 
 MAX_ROLES = 250
 """Roles a guild may have, @everyone included (error 30005, topics/opcodes-and-status-codes.mdx)."""
@@ -49,6 +52,7 @@ class GuildRoutes:
     def register(self, router: Router) -> None:
         """Adds these routes to the router."""
         router.add("GET", "/guilds/{guild_id}", self.get_guild)
+        router.add("GET", "/guilds/{guild_id}/audit-logs", self.get_audit_log)
         router.add("GET", "/guilds/{guild_id}/channels", self.get_channels)
         router.add("POST", "/guilds/{guild_id}/channels", self.create_channel)
         router.add("PATCH", "/guilds/{guild_id}/channels", self.move_channels)
@@ -128,6 +132,36 @@ class GuildRoutes:
             payload["approximate_presence_count"] = len(guild.members)
         return payload
 
+    async def get_audit_log(self, request: RestRequest) -> Any:
+        """GET /guilds/{guild_id}/audit-logs?user_id&action_type&before&after&limit (View Audit Log)."""
+        guild_id = request.snowflake("guild_id")
+        self.fake.state.guild(guild_id)
+        self._bot_can(guild_id, Permission.VIEW_AUDIT_LOG)
+        query = request.query
+        entries = self.fake.audit_log.of_guild(guild_id)
+        if "user_id" in query:
+            entries = [e for e in entries if str(e.user_id) == query["user_id"]]
+        if "target_id" in query:
+            entries = [e for e in entries if str(e.target_id) == query["target_id"]]
+        if "action_type" in query:
+            entries = [e for e in entries if str(e.action_type) == query["action_type"]]
+        if "before" in query:
+            entries = [e for e in entries if e.id < int(query["before"])]
+        if "after" in query:
+            entries = sorted((e for e in entries if e.id > int(query["after"])), key=lambda e: e.id)
+        entries = entries[: int(query.get("limit", "50"))]
+        user_ids = {e.user_id for e in entries if e.user_id is not None}
+        return {
+            "audit_log_entries": [entry.to_payload() for entry in entries],
+            "users": [self.fake.state.users[user_id].to_payload() for user_id in sorted(user_ids) if user_id in self.fake.state.users],
+            "integrations": [],
+            "webhooks": [],
+            "guild_scheduled_events": [],
+            "threads": [],
+            "application_commands": [],
+            "auto_moderation_rules": [],
+        }
+
     async def get_channels(self, request: RestRequest) -> Any:
         """GET /guilds/{guild_id}/channels: only the channels the bot can view ("this endpoint will
         omit any channel your bot doesn't have permissions to view", resources/guild.mdx)."""
@@ -182,7 +216,16 @@ class GuildRoutes:
             nsfw=bool(body.get("nsfw", False)),
             rate_limit_per_user=int(body.get("rate_limit_per_user") or 0),
         )
-        return RestResponse(status=201, body=channel.to_payload())
+        created = channel.to_payload()
+        keys = ["name", "type", "topic", "nsfw", "rate_limit_per_user", "bitrate", "user_limit", "parent_id", "permission_overwrites"]
+        self.fake.audit(
+            guild_id,
+            audit.CHANNEL_CREATE,
+            channel.id,
+            reason=request.record.audit_reason,
+            changes=[audit.change(key, None, created[key]) for key in keys if created.get(key) is not None],
+        )
+        return RestResponse(status=201, body=created)
 
     async def move_channels(self, request: RestRequest) -> Any:
         """PATCH /guilds/{guild_id}/channels [{id, position, parent_id, lock_permissions}]."""
@@ -200,12 +243,16 @@ class GuildRoutes:
             if entry.get("lock_permissions") and parent_id not in (UNSET, None):
                 parent = self.fake.state.channel(int(parent_id))
                 overwrites = [Overwrite(o.id, o.type, o.allow, o.deny) for o in parent.overwrites]
+            before = channel.to_payload()
             self.fake.update_channel(
                 channel.id,
                 position=entry.get("position"),
                 parent_id=parent_id,
                 overwrites=overwrites,
             )
+            moved = audit.changes_between(before, channel.to_payload(), ("position", "parent_id"))
+            if moved:
+                self.fake.audit(guild_id, audit.CHANNEL_UPDATE, channel.id, reason=request.record.audit_reason, changes=moved)
         return None
 
     # roles --------------------------------------------------------------------------
@@ -238,7 +285,15 @@ class GuildRoutes:
             hoist=bool(body.get("hoist", False)),
             mentionable=bool(body.get("mentionable", False)),
         )
-        return role.to_payload()
+        created = role.to_payload()
+        self.fake.audit(
+            guild_id,
+            audit.ROLE_CREATE,
+            role.id,
+            reason=request.record.audit_reason,
+            changes=[audit.change(key, None, created[key]) for key in _ROLE_KEYS],
+        )
+        return created
 
     async def move_roles(self, request: RestRequest) -> Any:
         """PATCH /guilds/{guild_id}/roles [{id, position}]."""
@@ -269,6 +324,7 @@ class GuildRoutes:
             self.fake.state.check_role_grant(guild_id, self.fake.state.role(guild_id, role_id).permissions, permissions)
         colors = body.get("colors") or {}
         color = body.get("color", colors.get("primary_color"))
+        before = self.fake.state.role(guild_id, role_id).to_payload()
         role = self.fake.update_role(
             guild_id,
             role_id,
@@ -278,7 +334,11 @@ class GuildRoutes:
             hoist=body.get("hoist"),
             mentionable=body.get("mentionable"),
         )
-        return role.to_payload()
+        after = role.to_payload()
+        changed = audit.changes_between(before, after, _ROLE_KEYS)
+        if changed:
+            self.fake.audit(guild_id, audit.ROLE_UPDATE, role_id, reason=request.record.audit_reason, changes=changed)
+        return after
 
     async def delete_role(self, request: RestRequest) -> Any:
         """DELETE /guilds/{guild_id}/roles/{role_id}."""
@@ -289,7 +349,15 @@ class GuildRoutes:
         self._check_role_below_bot(guild_id, role_id)
         if role.managed or role.is_everyone:
             raise DiscordError(400, 50028, "Invalid Role")
+        before = role.to_payload()
         self.fake.delete_role(guild_id, role_id)
+        self.fake.audit(
+            guild_id,
+            audit.ROLE_DELETE,
+            role_id,
+            reason=request.record.audit_reason,
+            changes=[audit.change(key, before[key]) for key in _ROLE_KEYS],
+        )
         return None
 
     # members ------------------------------------------------------------------------
@@ -327,7 +395,16 @@ class GuildRoutes:
         guild_id = request.snowflake("guild_id")
         self._bot_can(guild_id, Permission.CHANGE_NICKNAME | Permission.MANAGE_NICKNAMES)
         body = request.body()
+        before = self.fake.state.member(guild_id, self.fake.bot_user.id).nick
         member = self.fake.update_member(guild_id, self.fake.bot_user.id, nick=body.get("nick"))
+        if before != member.nick:
+            self.fake.audit(
+                guild_id,
+                audit.MEMBER_UPDATE,
+                member.id,
+                reason=request.record.audit_reason,
+                changes=[audit.change("nick", before, member.nick)],
+            )
         return member.to_payload()
 
     async def edit_member(self, request: RestRequest) -> Any:
@@ -390,6 +467,8 @@ class GuildRoutes:
                 if target.type not in VOICE_TYPES or target.guild_id != guild_id:
                     raise invalid_form_body({"channel_id": field_error("CHANNEL_TYPE_INVALID", "Not a voice channel")})
                 self._bot_can(guild_id, Permission.CONNECT, move_to)
+        before = member.to_payload(with_user=False)
+        roles_before = list(member.roles)
         updated = self.fake.update_member(
             guild_id,
             user_id,
@@ -399,11 +478,39 @@ class GuildRoutes:
             deaf=body.get("deaf"),
             timed_out_until=timeout,
         )
+        reason = request.record.audit_reason
+        changed = audit.changes_between(before, updated.to_payload(with_user=False), ("nick", "mute", "deaf", "communication_disabled_until"))
+        if changed:
+            self.fake.audit(guild_id, audit.MEMBER_UPDATE, user_id, reason=reason, changes=changed)
+        if roles is not None:
+            self._audit_roles(guild_id, user_id, roles_before, updated.roles, reason)
         if move_to is not UNSET and in_voice is not None:
             self.fake.set_voice_state(
                 guild_id, user_id, move_to, self_mute=in_voice.self_mute, self_deaf=in_voice.self_deaf
             )
+            if move_to is None:
+                self.fake.audit(guild_id, audit.MEMBER_DISCONNECT, None, reason=reason, options={"count": "1"})
+            else:
+                self.fake.audit(
+                    guild_id, audit.MEMBER_MOVE, None, reason=reason, options={"channel_id": str(move_to), "count": "1"}
+                )
         return updated.to_payload()
+
+    def _audit_roles(self, guild_id: int, user_id: int, before: list[int], after: list[int], reason: str | None) -> None:
+        guild = self.fake.state.guild(guild_id)
+
+        def named(role_ids: list[int]) -> list[dict[str, str]]:
+            return [{"id": str(role_id), "name": guild.roles[role_id].name} for role_id in role_ids if role_id in guild.roles]
+
+        added = [role_id for role_id in after if role_id not in before]
+        removed = [role_id for role_id in before if role_id not in after]
+        changes = []
+        if added:
+            changes.append(audit.change("$add", None, named(added)))
+        if removed:
+            changes.append(audit.change("$remove", None, named(removed)))
+        if changes:
+            self.fake.audit(guild_id, audit.MEMBER_ROLE_UPDATE, user_id, reason=reason, changes=changes)
 
     async def kick_member(self, request: RestRequest) -> Any:
         """DELETE /guilds/{guild_id}/members/{user_id}."""
@@ -416,6 +523,7 @@ class GuildRoutes:
         if self._outranks_bot(guild_id, user_id):
             raise missing_permissions()
         self.fake.remove_member(guild_id, user_id)
+        self.fake.audit(guild_id, audit.MEMBER_KICK, user_id, reason=request.record.audit_reason)
         return None
 
     async def add_member_role(self, request: RestRequest) -> Any:
@@ -436,7 +544,10 @@ class GuildRoutes:
         if role.managed or role.is_everyone:
             raise DiscordError(400, 50028, "Invalid Role")
         self._check_role_below_bot(guild_id, role_id)
+        before = list(self.fake.state.member(guild_id, user_id).roles)
         if add:
             self.fake.add_member_role(guild_id, user_id, role_id)
         else:
             self.fake.remove_member_role(guild_id, user_id, role_id)
+        after = self.fake.state.member(guild_id, user_id).roles
+        self._audit_roles(guild_id, user_id, before, after, request.record.audit_reason)

@@ -158,6 +158,9 @@ class DiscordState:
         timed_out = base != ALL_PERMISSIONS and member.timed_out()
         if channel_id is not None:
             channel = self.channel(channel_id)
+            if channel.is_thread and channel.parent_id is not None:
+                # "Threads inherit permissions from the parent channel" (topics/permissions.mdx)
+                channel = self.channel(channel.parent_id)
             base = apply_overwrites(
                 base,
                 guild_id=guild_id,
@@ -179,6 +182,8 @@ class DiscordState:
         guild = self.guild(guild_id)
         if user_id not in guild.members:
             return False
+        if channel.is_thread:
+            return self.can_view_thread(guild_id, channel, user_id)
         if self.permissions_for(guild_id, channel.id, user_id) & Permission.VIEW_CHANNEL:
             return True
         voice = guild.voice_states.get(user_id)
@@ -191,6 +196,24 @@ class DiscordState:
                 if child.parent_id == channel.id and child.type != ChannelType.GUILD_CATEGORY
             )
         return False
+
+    def can_view_thread(self, guild_id: int, thread: Channel, user_id: int) -> bool:
+        """A thread is seen by whoever views its parent; a private one only by its members and
+        those with Manage Threads (topics/threads.mdx; "Users must have the VIEW_CHANNEL
+        permission to view any threads in the channel", topics/permissions.mdx)."""
+        if thread.parent_id is None or user_id not in self.guild(guild_id).members:
+            return False
+        permissions = self.permissions_for(guild_id, thread.parent_id, user_id)
+        if not permissions & Permission.VIEW_CHANNEL:
+            return False
+        if thread.type != ChannelType.PRIVATE_THREAD:
+            return True
+        return user_id in thread.thread_members or bool(permissions & Permission.MANAGE_THREADS)
+
+    def guild_threads(self, guild_id: int) -> list[Channel]:
+        """The guild's live threads, in creation order."""
+        guild = self.guild(guild_id)
+        return [self.channels[thread_id] for thread_id in guild.thread_ids if not self.channels[thread_id].deleted]
 
     def check_overwrite_grants(
         self,
