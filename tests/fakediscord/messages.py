@@ -194,12 +194,31 @@ def parse_message_input(body: Any, parts: list[MultipartPart]) -> MessageInput:
     )
 
 
+_SELECT_DEFAULTS = {"min_values": 1, "max_values": 1}
+_COMPONENT_DEFAULTS: dict[Any, dict[str, Any]] = {
+    3: _SELECT_DEFAULTS,
+    5: _SELECT_DEFAULTS,
+    6: _SELECT_DEFAULTS,
+    7: _SELECT_DEFAULTS,
+    8: _SELECT_DEFAULTS,
+    11: {"description": None, "spoiler": False},
+    13: {"spoiler": False},
+    14: {"spacing": 1, "divider": True},
+    17: {"accent_color": None, "spoiler": False},
+}
+"""What Discord fills in when a component leaves it out (components/reference.mdx)."""
+
+
 def number_components(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The components as Discord stores them: every component gets an ``id``, given in order
+    """The components as Discord stores them, defaults filled in (a select's min and max
+    values are 1); and every component gets an ``id``, given in order
     from 1 where the bot left it out (or sent 0), never reusing an id it chose itself
     (developers/components/reference.mdx, "the id ... is generated sequentially if left empty")."""
     copied = copy.deepcopy(components)
     every = walk_components(copied)
+    for component in every:
+        for key, value in _COMPONENT_DEFAULTS.get(component.get("type"), {}).items():
+            component.setdefault(key, value)
     taken = {int(c["id"]) for c in every if isinstance(c.get("id"), int) and not isinstance(c.get("id"), bool) and c["id"]}
     next_id = 1
     for component in every:

@@ -56,10 +56,27 @@ CHANNEL_MESSAGE_FLAGS = SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | MESSAGE_FLAG_
 
 
 def normalize_embeds(embeds: Any) -> list[dict[str, Any]]:
-    """Embeds as Discord echoes them (``type: rich`` added)."""
+    """Embeds as Discord echoes them: ``type: rich`` added, texts trimmed ("Leading and trailing
+    whitespace characters are not included (they are trimmed automatically)", Embed Limits),
+    a field's ``inline`` false unless set."""
     if not isinstance(embeds, list):
         return []
-    return [{"type": "rich", **embed} for embed in embeds if isinstance(embed, dict)]
+    normalized: list[dict[str, Any]] = []
+    for embed in embeds:
+        if not isinstance(embed, dict):
+            continue
+        one = {"type": "rich", **embed}
+        for key in ("title", "description"):
+            if isinstance(one.get(key), str):
+                one[key] = one[key].strip()
+        if isinstance(one.get("fields"), list):
+            one["fields"] = [
+                {**field, "name": str(field.get("name") or "").strip(), "value": str(field.get("value") or "").strip(), "inline": bool(field.get("inline", False))}
+                for field in one["fields"]
+                if isinstance(field, dict)
+            ]
+        normalized.append(one)
+    return normalized
 
 
 def compose_message(

@@ -317,6 +317,14 @@ class FakeDiscord(World):
             await result.wait_answered(timeout)
         return result
 
+    def open_interaction(self, payload: dict[str, Any]) -> InteractionResult:
+        """Registers an interaction (its id and token) without delivering it to any bot, for tests
+        that answer it by hand through the REST API."""
+        result = InteractionResult(self, payload)
+        self.interactions[result.id] = result
+        self.interactions_by_token[result.token] = result
+        return result
+
     def _deliver(self, result: InteractionResult) -> None:
         session = self.gateway.interaction_session(result.guild_id)
         if session is None:

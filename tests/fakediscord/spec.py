@@ -641,10 +641,13 @@ def _leaves(error: ValidationError) -> list[ValidationError]:
         for sub in error.context:
             branches.setdefault(sub.relative_schema_path[0], []).append(sub)
         meant = [errors for errors in branches.values() if not any(_rules_out_branch(sub) for sub in errors)]
-        if len(meant) == 1:
-            return [leaf for sub in meant[0] for leaf in _leaves(sub)]
         if not meant:
             return [error]
+        # Of the branches left, the one meant is the one whose fields have the right types
+        # (a choice with a string value is the string choice, whatever else is wrong with it).
+        ranked = sorted(meant, key=lambda errors: (sum(_type_miss(sub) for sub in errors), len(errors)))
+        if len(ranked) == 1 or (sum(map(_type_miss, ranked[0])), len(ranked[0])) < (sum(map(_type_miss, ranked[1])), len(ranked[1])):
+            return [leaf for sub in ranked[0] for leaf in _leaves(sub)]
         best = jsonschema.exceptions.best_match([sub for errors in meant for sub in errors])
         return _leaves(best) if best is not None else [error]
     if error.validator == "allOf" and error.context:
@@ -652,6 +655,11 @@ def _leaves(error: ValidationError) -> list[ValidationError]:
     if error.validator == "$ref" and error.context:
         return [leaf for sub in error.context for leaf in _leaves(sub)]
     return [error]
+
+
+def _type_miss(error: ValidationError) -> int:
+    """1 when the error says a field (or the value) has the wrong type or value set."""
+    return int(error.validator in ("type", "const", "enum") and len(error.relative_path) <= 1)
 
 
 def _rules_out_branch(error: ValidationError) -> bool:
