@@ -1,3 +1,6 @@
-"""Suite-wide pytest configuration: the fake Discord's plugin (strict answers, schema-check line)."""
+"""Suite-wide pytest configuration: the fake Discord's plugin (strict answers, the schema-check line)."""
 
-pytest_plugins = ["tests.fakediscord.plugin"]
+from tests.fakediscord.plugin import (  # noqa: F401
+    fake_discord_answers_follow_the_spec,
+    pytest_terminal_summary,
+)

@@ -37,7 +37,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         return
     if spec.checked:
         each = spec.seconds / spec.checked * 1e6
-        terminalreporter.write_line(
+        line = (
             f"fakediscord: {spec.checked} REST requests checked against the OpenAPI spec "
             f"in {spec.seconds:.2f} s ({each:.0f} µs each)"
         )
+        if spec.responses_checked:
+            answer = spec.response_seconds / spec.responses_checked * 1e6
+            line += f"; {spec.responses_checked} answers in {spec.response_seconds:.2f} s ({answer:.0f} µs each)"
+        terminalreporter.write_line(line)

@@ -95,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     _table("Other 4xx answers (the fake's own rules; method route, status, code, first error):", refusals, tests)
     if spec.checked:
         print(f"Cost of the check: {spec.seconds / spec.checked * 1e6:.0f} µs per request ({spec.checked} requests).")
+    if spec.responses_checked:
+        print(f"Cost of the answer check: {spec.response_seconds / spec.responses_checked * 1e6:.0f} µs per answer.")
     return 1 if refused else 0
 
 
