@@ -172,12 +172,17 @@ async def bot_table(
     clock: Callable[[], float] | None = None,
     guild_locale: str = "ru",
     everyone_permissions: int | None = None,
+    refusals: bool = False,
 ) -> AsyncIterator[Table]:
     """A started fake with a guild of ``players`` members (``p0``...) and the bot against it.
 
     ``everyone_permissions`` replaces what the guild's @everyone may do (0: nothing at all, as a
     locked-down server); the general channel then lets @everyone in by an overwrite, so that
     members can still run the bot's commands there.
+
+    When the test ends, every REST call the bot made must have been accepted (a fault the test
+    injected aside): the fake refuses what Discord refuses, so a refusal is a bug. A test about
+    Discord refusing something the bot could not know of passes ``refusals=True``.
     """
     fake = FakeDiscord()
     world = build_standard_guild(fake, players=[f"p{i}" for i in range(players)],
@@ -192,5 +197,13 @@ async def bot_table(
         try:
             async with bot_on(fake, world, base, clock=clock) as table:
                 yield table
+            if not refusals:
+                assert refused_calls(fake) == [], "Discord would have refused these calls"
         finally:
             await fake.close()
+
+
+def refused_calls(fake: FakeDiscord) -> list[str]:
+    """The REST calls the fake refused that no injected fault explains."""
+    return [f"{c.method} {c.path} -> {c.status} {c.response}" for c in fake.calls()
+            if c.status >= 400 and c.fault is None]

@@ -609,8 +609,11 @@ class World:
         if channel.guild_id is None:
             self.gateway.dispatch(name, channel.to_payload(), intent=INTENT_GUILDS)
             return
-        visible = self.state.can_view(channel.guild_id, channel, self.bot_user.id)
-        self._bot_sees[channel.id] = visible
+        if name == "CHANNEL_DELETE":  # as the bot saw it until now (a deleted channel has no view)
+            visible = self._bot_sees.pop(channel.id, True)
+        else:
+            visible = self.state.can_view(channel.guild_id, channel, self.bot_user.id)
+            self._bot_sees[channel.id] = visible
         self.gateway.dispatch(
             name, channel.to_payload(obfuscated=not visible), guild_id=channel.guild_id, intent=INTENT_GUILDS
         )
