@@ -53,7 +53,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -91,7 +91,7 @@ FINISHED = ("over", "cancelled")
 #: the rating model: openskill's defaults (mu 25, sigma 25/3)
 MODEL = PlackettLuce()
 
-Announce = Callable[[GameRecord, ArchivedGame], list[OutboxItem]]
+Announce = Callable[[GameRecord, ArchivedGame], Awaitable[list[OutboxItem]]]
 
 
 class ArchiveError(Exception):
@@ -335,7 +335,7 @@ class Archiver:
             if source is None:
                 return None
             archived = build_archive(source, ended_at=self.clock() if post else None)
-            items = self.announce(source.record, archived) if post and self.announce else []
+            items = await self.announce(source.record, archived) if post and self.announce else []
             if not await self.storage.archive_game(archived, rate=rate_game, outbox=items):
                 return None
         except ArchiveError as error:

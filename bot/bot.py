@@ -31,6 +31,7 @@ EXTENSIONS = (
     "cogs.host",
     "cogs.admin",
     "cogs.lastword",
+    "cogs.history",
 )
 
 
