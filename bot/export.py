@@ -105,9 +105,9 @@ def scenario_data(archived: ArchivedGame) -> dict[str, Any]:
     names = scenario_names(ids, archived.names)
     steps: list[str] = []
     retoured = False
-    for data, _source in archived.log:
+    for logged, _source in archived.log:
         try:
-            command = command_from_dict(data)
+            command = command_from_dict(logged)
         except RuleError as error:
             raise ExportError(f"a logged command cannot be read: {error}") from None
         if isinstance(command, SetTouringOrder):
@@ -128,16 +128,16 @@ def scenario_data(archived: ArchivedGame) -> dict[str, Any]:
     touring = list(setup.options.touring_order) if setup.options.touring_order else None
     if retoured:
         touring = _touring_per_night(archived, setup) or list(setup.city_names)
-    data: dict[str, Any] = {
+    scenario: dict[str, Any] = {
         "seed": archived.seed,
         "rules": rules,
         "cities": {city.name: {names[player]: status.value for player, status in city.residents}
                    for city in setup.cities},
     }
     if touring is not None:
-        data["touring_order"] = touring
-    data["steps"] = steps
-    return data
+        scenario["touring_order"] = touring
+    scenario["steps"] = steps
+    return scenario
 
 
 def _expected(archived: ArchivedGame, names: dict[str, str]) -> dict[str, Any]:

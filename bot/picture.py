@@ -178,7 +178,7 @@ def _columns(say: Callable[..., str], archived: ArchivedGame, mode: str) -> list
         return [_Column(_phase_name(say, phase), (phase,), DAY if phase.startswith("day") else NIGHT)
                 for phase in every]
     size = max(1, -(-len(every) // MAX_COLUMNS))
-    columns = []
+    columns: list[_Column] = []
     for start in range(0, len(every), size):
         run = tuple(every[start:start + size])
         label = _short(say, run[0]) if len(run) == 1 else f"{_short(say, run[0])}–{_short(say, run[-1])}"
@@ -263,9 +263,10 @@ def render_png(archived: ArchivedGame, language: str) -> bytes:
             _lane_label(draw, say, archived, city, MARGIN, lane_y, residents[city], alive[city],
                         bold_face, small_face)
             for index in range(len(band)):
-                cell = cells.get((city, first + index))
-                if cell is None:
+                found = cells.get((city, first + index))
+                if found is None:
                     continue
+                cell = found
                 x = MARGIN + LABEL + index * column
                 if cell.counted:
                     _draw_counts(draw, cell, x + 8, lane_y + 8, text_face)

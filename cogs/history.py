@@ -69,7 +69,7 @@ class HistoryPage(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
         self.page = page
 
     @classmethod
-    async def from_custom_id(cls, interaction: discord.Interaction[Any], item: discord.ui.Button[Any],
+    async def from_custom_id(cls, interaction: discord.Interaction[Any], item: discord.ui.Item[Any],
                              match: re.Match[str], /) -> HistoryPage:
         return cls(int(match["page"]))
 

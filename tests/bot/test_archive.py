@@ -332,3 +332,43 @@ def test_a_touring_change_maps_to_the_touring_city_of_every_night():
     archived = ArchivedGame(**{**archived.__dict__, "deaths": [
         ArchivedDeath(d.player, d.city, d.status.value, d.cause.value, str(d.phase)) for d in deaths]})
     assert "touring_order:" in export_scenario(archived)
+
+
+async def test_last_words_are_archived_with_the_recording_and_the_message_that_posted_it(tmp_path):
+    from bot.storage import OutboxItem
+    from rules import RequestLastWord
+
+    service, archiver = await open_archive(tmp_path / "db.sqlite3")
+    live = await service.create(1, 77, lobby(12))
+    ids = [str(p["id"]) for p in live.record.lobby["players"]]
+    setup = deal({"A": ids[:6], "B": ids[6:]}, 3, RoleCounts(doctor=False, journalist=False, maniac=False))
+    await service.start(live.id, setup, 3)
+    game = live.game
+    assert game is not None
+    a = game.residents["A"]
+    await service.apply(live.id, Nominate(a[0], a[1]), source="player")
+    await service.apply(live.id, Nominate(a[2], a[3]), source="player")
+    voice = OutboxItem("voice", {"channel_id": 555}, {"path": "/data/lastwords/1-x.ogg", "duration": 83.5,
+                                                      "waveform": "AAAA", "fallback": ""})
+    await service.apply(live.id, RequestLastWord(a[1]), source="player", extra_outbox=[voice])
+    await service.apply(live.id, RequestLastWord(a[3]), source="player")  # he said nothing
+    item = next(i for i in await service.storage.pending_outbox(live.id) if i.kind == "voice")
+    await service.storage.outbox_sent_many([(item, 987654, None)])
+
+    def cancel(live: LiveGame) -> list:
+        live.record.state = "cancelled"
+        return []
+
+    await service.update(live.id, cancel)
+    await archiver.settle()
+    archived = await service.storage.archived_game(live.id)
+    assert archived is not None
+    spoken, silent = archived.last_words
+    assert (spoken.player, spoken.phase, spoken.path, spoken.duration) == (a[1], "day 1", "/data/lastwords/1-x.ogg", 83.5)
+    assert (spoken.outbox_id, spoken.channel_id, spoken.message_id) == (item.id, 555, 987654)
+    assert (silent.player, silent.outbox_id, silent.message_id) == (a[3], None, None)
+    from cogs.history import summary_lines
+    text = "\n".join(summary_lines("ru", archived))
+    assert "запись 1:23" in text and "https://discord.com/channels/1/555/987654" in text
+    assert "без записи" in text
+    await service.storage.close()
