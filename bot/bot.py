@@ -32,6 +32,7 @@ EXTENSIONS = (
     "cogs.host",
     "cogs.admin",
     "cogs.lastword",
+    "cogs.history",
 )
 
 

@@ -3,6 +3,7 @@
 import asyncio
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -42,7 +43,9 @@ async def test_migrations_are_applied_once_and_wal_is_on(tmp_path):
     await storage.close()
     with sqlite3.connect(path) as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert raw.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == version
+        # one row per migration file (numbers may have gaps while branches are merged)
+        files = list((Path(__file__).resolve().parents[2] / "bot" / "migrations").glob("V*__*.sql"))
+        assert raw.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == len(files)
 
 
 async def test_one_open_game_per_guild(tmp_path):
