@@ -59,15 +59,24 @@ class VoiceWorld:
         return channel
 
     async def connect(self) -> ReceivingVoiceClient:
-        """The bot joins the voice channel (returns before DAVE is ready, as discord.py does)."""
+        """The bot joins the voice channel (returns before DAVE is ready, as discord.py does).
+
+        Its receiver runs on the call's clock, and the fake waits for it to
+        read each packet (see :class:`tests.fakediscord.voice.MediaClock`).
+        """
         voice_client = await self.channel.connect(cls=ReceivingVoiceClient)
         assert isinstance(voice_client, ReceivingVoiceClient)
+        receiver = voice_client.receiver
+        receiver.clock = self.server.clock
+        self.server.receipts = lambda: receiver.stats.datagrams
         return voice_client
 
-    async def join(self, user_id: int) -> FakeSpeaker:
+    async def join(self, user_id: int, *, dave: bool = True) -> FakeSpeaker:
         """A member comes into the channel: main gateway voice state, then the voice server."""
         self.fake.set_voice_state(self.standard.guild.id, user_id, self.standard.voice_channel.id)
-        return self.server.add_speaker(user_id, channel_id=self.standard.voice_channel.id)
+        return self.server.add_speaker(
+            user_id, channel_id=self.standard.voice_channel.id, dave=dave
+        )
 
     async def leave(self, speaker: FakeSpeaker) -> None:
         """A member leaves: the voice server drops him, the main gateway says so."""
