@@ -608,10 +608,15 @@ class FakeSpeaker:
             raise RuntimeError("no bot is connected to this voice channel")
         if self.left or not self.connected:
             raise RuntimeError(f"speaker {self.user_id} is not in the channel")
+        if self.mode == _PENDING:
+            # A client starts talking once it can: not before its welcome executed.
+            await self.wait_in_group(self.server.response_timeout)
         gaps = dict(gaps or {})
         lost, doubled, muted = set(lose), set(duplicate), set(sfu_silence)
         if announce:
             await self.announce()
+            if not realtime:
+                await self.server._until_known(self.user_id, self.ssrc)
         first_seq = self.next_sequence if start_seq is None else start_seq
         timestamp = self.next_timestamp if start_ts is None else start_ts
         planned: list[SentPacket] = []
@@ -655,7 +660,6 @@ class FakeSpeaker:
                 if index in lost:
                     continue
                 copies = 2 if index in doubled else 1
-                mark = self.server._read_count() if waiting else None
                 packet = self._send(
                     planned[index], muted=index in muted, corrupt=corrupt_dave,
                     extension=extension, padding=padding, copies=copies,
@@ -665,8 +669,8 @@ class FakeSpeaker:
                     await asyncio.sleep(0)
                     continue
                 sent.append(packet)
-                if mark is not None:
-                    waiting = await self.server._until_read(mark + copies)
+                if waiting and bot.udp_address is not None:
+                    waiting = await self.server._until_read(bot.udp_address)
         finally:
             self._playing -= 1
             if not self._playing:
@@ -1176,7 +1180,9 @@ class FakeVoiceServer:
     ``clock`` is the call's :class:`MediaClock`; ``receipts``, when set, says
     how many datagrams the bot has read so far (its receiver's count), and
     :meth:`FakeSpeaker.play` then waits for each packet to be read before it
-    jumps the clock to the next. ``transition_lag`` is how many packets a
+    jumps the clock to the next; ``ssrc_known(user, ssrc)``, when set, says
+    whether the bot has learnt an SSRC, and a fast play() waits for it after
+    its SPEAKING. ``transition_lag`` is how many packets a
     speaker still sends the old way after a transition executed;
     ``transition_delay`` how long (on the call's clock) the gateway waits
     after the bot's op 23 before op 22. ``seed`` seeds the random SSRC-stream
@@ -1204,6 +1210,7 @@ class FakeVoiceServer:
         self.transition_delay = transition_delay
         self.rng = random.Random(seed)
         self.receipts: Callable[[], int | None] | None = None
+        self.ssrc_known: Callable[[int, int], bool] | None = None
         self.endpoint = ""
         self.bot_messages: list[dict[str, Any]] = []
         self.bot_rtp: list[RTPPacket] = []
@@ -1225,6 +1232,7 @@ class FakeVoiceServer:
         self._udp: asyncio.DatagramTransport | None = None
         self._udp_port = 0
         self._tasks: set[asyncio.Task[None]] = set()
+        self._sent_to: dict[tuple[str, int], int] = {}
 
     # Lifecycle ---------------------------------------------------------------
 
@@ -1406,17 +1414,30 @@ class FakeVoiceServer:
     def _send_udp(self, packet: bytes, address: tuple[str, int]) -> None:
         if self._udp is not None and not self.down:
             self._udp.sendto(packet, address)
+            self._sent_to[address] = self._sent_to.get(address, 0) + 1
 
-    def _read_count(self) -> int | None:
-        """How many datagrams the bot has read, if ``receipts`` can tell."""
-        return self.receipts() if self.receipts is not None else None
+    async def _until_known(self, user_id: int, ssrc: int) -> None:
+        """Wait until the bot learnt this SSRC (when ``ssrc_known`` can tell).
 
-    async def _until_read(self, target: int) -> bool:
-        """Wait until the bot has read ``target`` datagrams; False if it stopped reading."""
+        On Discord, SPEAKING and the first audio race by milliseconds; on the
+        call's jumping clock those milliseconds would be seconds of speech.
+        """
+        known = self.ssrc_known
+        deadline = time.monotonic() + 2.0
+        while known is not None and not known(user_id, ssrc) and time.monotonic() < deadline:
+            await asyncio.sleep(0.001)
+
+    async def _until_read(self, address: tuple[str, int]) -> bool:
+        """Wait until the bot has read every datagram sent to ``address``; False if it stopped.
+
+        Only when ``receipts`` can tell how many it read (discovery replies
+        and garbage count too: its receiver sees every datagram).
+        """
+        sent = self._sent_to.get(address, 0)
         deadline = time.monotonic() + 2.0
         while True:
-            count = self._read_count()
-            if count is None or count >= target:
+            count = self.receipts() if self.receipts is not None else None
+            if count is None or count >= sent:
                 return True
             if time.monotonic() > deadline:
                 _log.warning("the bot stopped reading its voice socket; not waiting for it")

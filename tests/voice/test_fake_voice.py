@@ -69,6 +69,7 @@ class VoiceWorld:
         receiver = voice_client.receiver
         receiver.clock = self.server.clock
         self.server.receipts = lambda: receiver.stats.datagrams
+        self.server.ssrc_known = lambda user, ssrc: voice_client.speakers.ssrc_for(user) == ssrc
         return voice_client
 
     async def join(self, user_id: int, *, dave: bool = True) -> FakeSpeaker:

@@ -120,7 +120,8 @@ async def test_a_nominee_speaks_and_his_city_gets_his_voice_only() -> None:
         assert all(packet in SILENCE_FRAMES for packet in packets[len(expected):])
         total = lead + file_samples(packets)
         assert duration == (total - PRE_SKIP) / RATE
-        assert (total - lead) / RATE == pytest.approx(23.0, abs=FRAME / RATE)
+        # 23 s of speech and pause, then the moment until Stop was pressed.
+        assert 23.0 - FRAME / RATE <= (total - lead) / RATE < 24.0
 
         decoded = decode(ogg)
         assert abs(len(decoded) - duration * RATE) <= 1
