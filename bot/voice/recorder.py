@@ -372,7 +372,7 @@ class Recorder:
         lead_in = (timeline.first_position or 0) / SAMPLE_RATE
         _log.info(
             "Recording of user %d ended: %s (%s); %d packets, %.2f s of audio, "
-            "%d streams, %d re-anchored",
+            "%d streams, %d re-anchored, %d late packets discarded",
             self.user_id,
             outcome.value,
             detail,
@@ -380,6 +380,7 @@ class Recorder:
             audio_end,
             timeline.timeline.streams,
             timeline.timeline.reanchors,
+            timeline.timeline.discarded,
         )
         return RecordingResult(
             outcome=outcome,

@@ -23,9 +23,11 @@ re-anchors on the arrival clock:
 
 Late, reordered packets keep the anchor they were sent under (anchors are
 kept per range of sequence numbers), so a re-anchor never misplaces the
-packets around it. Nothing is dropped here except packets before the start
-of recording; duplicates and packets too late for the file are the writer's
-to drop.
+packets around it; one whose RTP time disagrees with its arrival by more
+than the tolerance is discarded (seconds late, or a timestamp that fits
+nothing, it could only push silence into the file). Otherwise nothing is
+dropped here but packets before the start of recording; duplicates and
+packets too late for the file are the writer's to drop.
 """
 
 from __future__ import annotations
@@ -113,6 +115,8 @@ class Timeline:
         """RTP streams seen: SSRCs, and sequence restarts on one SSRC."""
         self.reanchors = 0
         """Times RTP and arrival time disagreed and a stream was re-anchored."""
+        self.discarded = 0
+        """Late packets whose RTP time fits neither their anchor nor their arrival."""
         self._streams: dict[int, _Stream] = {}
         self._next_sequence = 0
 
@@ -122,7 +126,11 @@ class Timeline:
     def place(
         self, ssrc: int, sequence: int, timestamp: int, arrival: float, samples: int
     ) -> Placement | None:
-        """Place a packet of ``samples`` samples; None if it belongs before the recording."""
+        """Place a packet of ``samples`` samples.
+
+        None if it belongs before the recording, or is a late packet whose
+        RTP time is off by more than the tolerance.
+        """
         arrived = self._arrival(arrival)
         stream = self._streams.get(ssrc)
         if stream is None:
@@ -142,6 +150,11 @@ class Timeline:
                 del stream.anchors[:-_KEPT_ANCHORS]
         else:
             anchor = stream.anchor_for(ext_sequence)
+            drift = (ext_timestamp - anchor.timestamp) - (arrived - anchor.arrival)
+            if abs(drift) > self.tolerance:
+                # Seconds late, or a timestamp that fits nothing: of no use to the file.
+                self.discarded += 1
+                return None
         return self._placed(stream, ext_sequence, anchor, ext_timestamp, samples)
 
     def _begin(
