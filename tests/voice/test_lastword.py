@@ -12,8 +12,6 @@ import asyncio
 import base64
 from dataclasses import replace
 
-import pytest
-
 from cogs.lastword import clock_text
 from tests.fakediscord import Overwrite, Permission
 from tests.fakediscord.voice import SentPacket

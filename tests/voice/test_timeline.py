@@ -141,15 +141,13 @@ def test_any_arrivals_give_placements_within_reach_of_the_arrival_clock(
 ) -> None:
     timeline = Timeline(0.0)
     latest = 0.0
-    sequences: list[int] = []
     for ssrc, seq, ts, at in arrivals:
         latest = max(latest, at)
         end_before = timeline.end
         placed = timeline.place(ssrc, seq, ts, at, FRAME)
         if placed is not None:
-            sequences.append(placed.sequence)
             assert placed.position >= 0
             # Never further ahead of what has arrived than the tolerance allows
             # (counted from the furthest anchor: what is placed, or the clock).
             assert placed.position <= max(round(latest * RATE), end_before) + 2 * RATE
-    assert len(set(sequences)) >= len(sequences) - len(arrivals) // 2
+

@@ -159,11 +159,14 @@ class Tribune:
         """``/lastword speak`` by the nominee (or someone else)."""
         return await self.table.slash(self.table.name(who or self.nominee), "lastword speak")
 
-    async def join(self, user_id: int | None = None) -> FakeSpeaker:
-        """A member comes into the tribune: main gateway voice state, then the voice server."""
+    async def join(self, user_id: int | None = None, *, dave: bool = True) -> FakeSpeaker:
+        """A member comes into the tribune: main gateway voice state, then the voice server.
+
+        ``dave=False``: his client does not support end-to-end encryption.
+        """
         user = user_id if user_id is not None else self.nominee_id
         self.table.fake.set_voice_state(self.table.guild_id, user, self.voice_channel)
-        speaker = self.server.add_speaker(user, channel_id=self.voice_channel)
+        speaker = self.server.add_speaker(user, channel_id=self.voice_channel, dave=dave)
         self.speakers[user] = speaker
         return speaker
 
