@@ -392,15 +392,38 @@ class MediaClock:
     waits until the bot has read the packet before the next jump (see
     :attr:`FakeVoiceServer.receipts`). A bot whose receiver stamps arrivals
     with the same clock then sees three minutes of speech arrive exactly as
-    in three minutes of real time, in a second or two. Between jumps it runs
+    in three minutes of real time, in a second or two. Speakers playing at
+    once take turns in time order (:meth:`wait_turn`). Between jumps it runs
     at real speed, so timeouts still expire. Reading it is thread-safe.
     """
 
     def __init__(self) -> None:
         self._skew = 0.0
+        self._due: dict[int, float] = {}
 
     def __call__(self) -> float:
         return time.monotonic() + self._skew
+
+    async def wait_turn(self, player: int, when: float) -> None:
+        """Wait until ``when`` for ``player``, jumping there once no other player is due sooner.
+
+        Speakers playing at once thus take turns in time order, like a
+        discrete-event simulation; none runs ahead of the others' schedule.
+        """
+        self._due[player] = when
+        while when > self():
+            if when <= min(self._due.values()):
+                self.advance_to(when)
+                break
+            await asyncio.sleep(0)
+
+    def hold(self, player: int) -> None:
+        """``player`` is about to send: nobody jumps past now until it has its turn."""
+        self._due[player] = self()
+
+    def rest(self, player: int) -> None:
+        """``player`` is not sending for now: others need not wait for it."""
+        self._due.pop(player, None)
 
     def advance_to(self, when: float) -> None:
         """Jump forward to ``when`` (nothing if it is already later)."""
@@ -611,12 +634,9 @@ class FakeSpeaker:
         if self.mode == _PENDING:
             # A client starts talking once it can: not before its welcome executed.
             await self.wait_in_group(self.server.response_timeout)
+        clock = self.server.clock
         gaps = dict(gaps or {})
         lost, doubled, muted = set(lose), set(duplicate), set(sfu_silence)
-        if announce:
-            await self.announce()
-            if not realtime:
-                await self.server._until_known(self.user_id, self.ssrc)
         first_seq = self.next_sequence if start_seq is None else start_seq
         timestamp = self.next_timestamp if start_ts is None else start_ts
         planned: list[SentPacket] = []
@@ -637,16 +657,22 @@ class FakeSpeaker:
         order = list(range(len(planned)))
         for first, second in reorder:
             order[first], order[second] = order[second], order[first]
-        clock = self.server.clock
-        started = clock()
         sent: list[SentPacket] = []
         waiting = True
         self._playing += 1
         try:
+            if not realtime:
+                clock.hold(id(self))
+            if announce:
+                await self.announce()
+                if not realtime:
+                    await self.server._until_known(self.user_id, self.ssrc)
+            started = clock()
             hooks = dict(at or {})
             for position, index in enumerate(order):
                 hook = hooks.get(position)
                 if hook is not None:
+                    clock.rest(id(self))
                     outcome = hook()
                     if inspect.isawaitable(outcome):
                         await outcome
@@ -656,7 +682,7 @@ class FakeSpeaker:
                     if delay > 0:
                         await asyncio.sleep(delay)
                 else:
-                    clock.advance_to(due)
+                    await clock.wait_turn(id(self), due)
                 if index in lost:
                     continue
                 copies = 2 if index in doubled else 1
@@ -672,6 +698,7 @@ class FakeSpeaker:
                 if waiting and bot.udp_address is not None:
                     waiting = await self.server._until_read(bot.udp_address)
         finally:
+            clock.rest(id(self))
             self._playing -= 1
             if not self._playing:
                 self._flush_switches()
