@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 from dataclasses import replace
+
+import av
 
 from cogs.lastword import clock_text
 from tests.fakediscord import Overwrite, Permission
 from tests.fakediscord.voice import SentPacket
 from tests.voice.speech import opus_packets
 from tests.voice.test_ogg import audio_packets
+from tests.voice.test_upload import opus_head
 from tests.voice.tribune import (
     FRAME,
     PRE_SKIP,
@@ -110,6 +114,12 @@ async def test_a_nominee_speaks_and_his_city_gets_his_voice_only() -> None:
         # The file holds his packets only, on his timeline: leading silence until
         # his first packet, the lost ones and the pause as silence frames.
         ogg = attachment.data
+        # 48 kHz mono, as Discord's clients record voice messages: his stereo packets
+        # kept bit for bit, the header telling decoders to mix them down.
+        assert opus_head(ogg)[:4] == (1, 1, PRE_SKIP, RATE)
+        with av.open(io.BytesIO(ogg)) as container:
+            stream = container.streams.audio[0]
+            assert (stream.channels, stream.sample_rate) == (1, RATE)
         packets, lead = recorded_audio(ogg)
         assert PRE_SKIP < lead < PRE_SKIP + 2 * RATE, "he spoke as soon as the recording started"
         expected = expected_packets(sent)

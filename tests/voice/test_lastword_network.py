@@ -22,6 +22,7 @@ from bot.voice.recorder import Recorder
 from tests.fakediscord.voice import FakeSpeaker, SentPacket
 from tests.voice.speech import opus_packets
 from tests.voice.test_ogg import audio_packets
+from tests.voice.test_upload import opus_head
 from tests.voice.tribune import (
     FRAME,
     PRE_SKIP,
@@ -90,7 +91,10 @@ async def posted(tb: Tribune) -> bytes:
     voice = await tb.voice_message()
     assert len(tb.voice_messages()) == 1
     assert tb.used_up()
-    return voice.attachments[0].data
+    ogg = voice.attachments[0].data
+    _, channels, pre_skip, rate, _, _ = opus_head(ogg)
+    assert (channels, pre_skip, rate) == (1, PRE_SKIP, RATE), "mono 48 kHz, as Discord records"
+    return ogg
 
 
 def assert_decodes_to(ogg: bytes, packets: Sequence[bytes]) -> None:
