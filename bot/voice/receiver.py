@@ -574,16 +574,19 @@ class VoiceReceiver:
                 route.stats.passthrough += 1
                 return frame
         elif session is None:
-            return self._dave_error(route, "no DAVE session for an encrypted frame")
+            self._dave_error(route, "no DAVE session for an encrypted frame")
+            return None
         try:
             opus: bytes = session.decrypt(route.user_id, davey.MediaType.audio, frame)
         except Exception as exc:
-            return self._dave_error(route, str(exc))
+            self._dave_error(route, str(exc))
+            return None
         if not frame.endswith(DAVE_MAGIC):
             route.stats.passthrough += 1
         return opus
 
     def _dave_error(self, route: _Route, reason: str) -> None:
+        """Count (and now and then log) a frame that end-to-end decryption refused."""
         route.stats.dave_errors += 1
         self.stats.dave_errors += 1
         if route.stats.dave_errors % _LOG_EVERY == 1:
@@ -593,7 +596,6 @@ class VoiceReceiver:
                 route.stats.dave_errors,
                 reason,
             )
-        return None
 
 
 class ReceivingVoiceClient(discord.VoiceClient):

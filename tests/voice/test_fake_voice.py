@@ -187,7 +187,7 @@ async def test_a_member_who_leaves_is_removed_from_the_group() -> None:
         await wait_until(lambda: voice_client.dave_members() == {world.bot_id, world.neighbour_id})
         await wait_until(lambda: voice_client.speakers.ssrc_for(world.nominee_id) is None)
         await wait_until(voice_client.dave_ready)
-        assert neighbour.session.ready
+        assert neighbour.session is not None and neighbour.session.ready
 
 
 async def test_bot_audio_reaches_the_fake_and_a_member_decrypts_it() -> None:
@@ -203,6 +203,7 @@ async def test_bot_audio_reaches_the_fake_and_a_member_decrypts_it() -> None:
 
         frames = [rtp.payload for rtp in world.server.bot_rtp]
         assert all(frame.endswith(b"\xfa\xfa") for frame in frames)
+        assert speaker.session is not None
         decrypted = [
             speaker.session.decrypt(world.bot_id, davey.MediaType.audio, f) for f in frames
         ]
@@ -262,6 +263,7 @@ async def test_speakers_switch_keys_when_the_transition_executes_not_at_the_comm
         bot_session = voice_client._connection.dave_session
         assert bot_session is not None and nominee.session is not None
         epoch = bot_session.epoch
+        assert epoch is not None
         executed = len(world.server.transitions_executed)
 
         await world.join(world.neighbour_id)

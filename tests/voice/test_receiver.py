@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from bot.voice.receiver import ReceivedPacket, SpeakerDirectory
+from bot.voice.receiver import DaveTransitions, ReceivedPacket, SpeakerDirectory
 from bot.voice.rtp import RTPHeader, build_rtpsize_packet
 from tests.fakediscord.voice import FakeSpeaker, SentPacket
 from tests.voice.speech import opus_packets
@@ -159,6 +159,8 @@ async def test_garbage_rtcp_and_forgeries_are_counted_and_the_reader_lives_on() 
 
         server.send_raw(b"\x00\x01 not rtp at all")
         server.send_raw(bytes([0x81, 200, 0, 6]) + bytes(24))  # an RTCP sender report
+        server.send_raw(bytes([0x81, 205, 0, 3]) + bytes(12))  # a NACK (transport feedback)
+        server.send_raw(bytes([0x81, 206, 0, 2]) + bytes(8))  # a PLI (payload feedback)
         header = RTPHeader(sequence=1, timestamp=960, ssrc=nominee.ssrc)
         server.send_raw(build_rtpsize_packet(header, b"forged", bytes(32), 1))  # wrong key
         server.send_raw(bytes([0x80, 0x78]) + struct.pack(">HII", 2, 1920, nominee.ssrc) + b"ab")
@@ -168,7 +170,7 @@ async def test_garbage_rtcp_and_forgeries_are_counted_and_the_reader_lives_on() 
 
         receiver_stats = voice_client.receiver.stats
         assert receiver_stats.not_rtp == before.not_rtp + 1
-        assert receiver_stats.rtcp == before.rtcp + 1
+        assert receiver_stats.rtcp == before.rtcp + 3
         assert stats.decrypt_errors == 2
         assert receiver_stats.unknown_ssrc == before.unknown_ssrc + 1
         assert sink.packets[1:] == as_written(sent)
@@ -358,7 +360,7 @@ async def test_a_client_without_dave_joining_and_leaving_leaves_no_ciphertext() 
 
         async def downgraded() -> None:
             await background.settle()
-            await wait_until(lambda: connection.dave_protocol_version == 0 and server.downgrades
+            await wait_until(lambda: connection.dave_protocol_version == 0 and bool(server.downgrades)
                              and server.downgrades[0] in server.executed_at)
 
         async def legacy_leaves() -> None:
@@ -390,6 +392,31 @@ async def test_a_client_without_dave_joining_and_leaving_leaves_no_ciphertext() 
         assert [p for p in sent if p.encrypted and downgrade_at < p.sent_at < upgrade_at]
         assert [p for p in sent if not p.encrypted and p.sent_at > upgrade_at]
         assert stats.passthrough == kinds.count(False)
+
+
+def test_dave_transitions_say_when_plain_frames_are_expected() -> None:
+    transitions = DaveTransitions()
+    transitions.handle({"op": 4, "d": {"dave_protocol_version": 1}}, 0.0)
+    assert not transitions.passthrough_allowed(0.0)
+    # A downgrade: passthrough from its preparation on, for as long as it lasts.
+    transitions.handle({"op": 21, "d": {"transition_id": 5, "protocol_version": 0}}, 1.0)
+    assert transitions.passthrough_allowed(1.0)
+    transitions.handle({"op": 22, "d": {"transition_id": 5}}, 1.2)
+    assert transitions.transport_only and transitions.passthrough_allowed(500.0)
+    # The upgrade: still plain until op 22 executes it, then ten seconds of grace.
+    transitions.handle({"op": 24, "d": {"epoch": 1, "protocol_version": 1}}, 600.0)
+    assert transitions.upgrading and transitions.passthrough_allowed(601.0)
+    transitions.handle({"op": 22, "d": {"transition_id": 9}}, 602.0)
+    assert not transitions.transport_only
+    assert transitions.passthrough_allowed(611.9) and not transitions.passthrough_allowed(612.1)
+    # A sole-member reset (op 24 with epoch 1 in an encrypted call, then transition 0) is no upgrade.
+    transitions.handle({"op": 24, "d": {"epoch": 1, "protocol_version": 1}}, 700.0)
+    transitions.handle({"op": 21, "d": {"transition_id": 0, "protocol_version": 1}}, 700.0)
+    assert not transitions.passthrough_allowed(700.0)
+    # A session that starts transport-only.
+    transitions.handle({"op": 4, "d": {"dave_protocol_version": 0}}, 800.0)
+    assert transitions.passthrough_allowed(800.0)
+    transitions.handle({"op": 22, "d": None}, 801.0)
 
 
 def test_directory_learns_from_the_voice_gateway() -> None:
