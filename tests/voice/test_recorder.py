@@ -154,7 +154,8 @@ async def test_a_reconnecting_speaker_is_one_recording_placed_by_arrival() -> No
         # The second stream starts where it arrived (his new timestamps say nothing).
         start = sink.positions[200] / RATE
         assert start == pytest.approx(seconds_after_start(recorder, second[0]), abs=0.005)
-        assert start - (sink.positions[199] + FRAME) / RATE >= 1.5
+        # He was away 1.5 s (and the handshake); arrival stamps may be a few ms late.
+        assert start - (sink.positions[199] + FRAME) / RATE > 1.5 - 0.02
         sequences = [sequence for sequence, _, _ in sink.placed]
         assert sequences == sorted(sequences) and len(set(sequences)) == 400
 
