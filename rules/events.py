@@ -276,12 +276,22 @@ class TouringOrderSet(Event):
 
 @dataclass(frozen=True)
 class VotesTallied(Event):
-    """The tally of a city at the end of the day: ``(candidate, votes)`` best first."""
+    """The tally of a city at the end of the day: ``(candidate, votes)`` best first.
+
+    ``tally`` holds the candidates who could be executed (a resident, or a
+    resident of another city with votes from more than half of the voters).
+    ``ballots`` is every standing vote, ``(voter, candidate)`` in the order
+    they were cast (a moved vote counts from its move). ``skipped`` is each
+    candidate of another city who had votes but not more than half of the
+    ``voters``, so was passed over: ``(candidate, votes)``, most votes first.
+    """
 
     kind: ClassVar[str] = "votes_tallied"
     city: str
     voters: int
     tally: tuple[tuple[str, int], ...]
+    ballots: tuple[tuple[str, str], ...] = ()
+    skipped: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -364,6 +374,8 @@ _FIELD_TYPES: dict[str, Any] = {
     "winner": Winner,
     "reason": GodfatherReason,
     "tally": lambda rows: tuple((str(name), int(votes)) for name, votes in rows),
+    "skipped": lambda rows: tuple((str(name), int(votes)) for name, votes in rows),
+    "ballots": lambda rows: tuple((str(voter), str(candidate)) for voter, candidate in rows),
     "winners": lambda names: tuple(str(name) for name in names),
     "order": lambda names: tuple(str(name) for name in names),
 }

@@ -523,9 +523,7 @@ class Game:
             if not self.alive(city):
                 continue
             ranking = self._ranking(city)
-            events.append(
-                VotesTallied(city, len(self.votes[city]), tuple((n, c) for n, c, _ in ranking))
-            )
+            events.append(self._tallied(city, ranking))
             chosen = next((name for name, _, _ in ranking if self.players[name].alive), None)
             by_chance = False
             if chosen is None:
@@ -561,6 +559,25 @@ class Game:
         ]
         eligible.sort(key=lambda row: (-row[1], row[2]))
         return eligible
+
+    def _tallied(self, city: str, ranking: list[tuple[str, int, int]]) -> VotesTallied:
+        """The city's count as told at the end of the day: who could be executed, every vote in
+        the order cast, and the other cities' residents passed over for lacking a majority."""
+        votes = self.votes[city]
+        ballots = tuple(
+            (voter, candidate)
+            for voter, (candidate, _) in sorted(votes.items(), key=lambda row: row[1][1])
+        )
+        eligible = {name for name, _, _ in ranking}
+        counts: dict[str, int] = {}
+        for _, candidate in ballots:
+            counts[candidate] = counts.get(candidate, 0) + 1
+        skipped = tuple(sorted(
+            ((name, count) for name, count in counts.items() if name not in eligible),
+            key=lambda row: -row[1],
+        ))
+        tally = tuple((name, count) for name, count, _ in ranking)
+        return VotesTallied(city, len(votes), tally, ballots, skipped)
 
     def _random_execution(self, city: str, day: int) -> str:
         rng = random.Random(f"{self.seed}:execution:{day}:{city}")

@@ -138,3 +138,23 @@ def test_a_city_without_living_residents_executes_nobody():
     events = play(game, "host voting", "host night")
     assert {city for _, city in executions(events)} == {"B", "C"}
     assert "A" not in {e.city for e in of(events, VotesTallied)}
+
+
+def test_the_tally_names_every_voter_in_vote_order_and_the_foreign_candidate_passed_over():
+    game = make_game(BIG)
+    play(game, "v1 nominate p1", "v2 nominate v3", "host voting",
+         "v1 vote p1", "v3 vote v3", "v2 vote p1", "v4 vote v3", "v1 vote p1")
+    tallied = {e.city: e for e in of(play(game, "host night"), VotesTallied)}["Verona"]
+    # v1 voted again last: his vote counts from then
+    assert tallied.ballots == (("v3", "v3"), ("v2", "p1"), ("v4", "v3"), ("v1", "p1"))
+    # p1 has 2 of 4 votes, not more than half: passed over, and said so
+    assert tallied.skipped == (("p1", 2),)
+    assert tallied.tally == (("v3", 2),)
+
+
+def test_a_foreign_candidate_with_a_majority_is_not_passed_over():
+    game = make_game(BIG)
+    play(game, "v1 nominate p1", "host voting", "v1 vote p1", "v2 vote p1", "v3 vote p1")
+    tallied = {e.city: e for e in of(play(game, "host night"), VotesTallied)}["Verona"]
+    assert tallied.skipped == ()
+    assert tallied.tally == (("p1", 3),)
