@@ -55,6 +55,9 @@ class LiveGame:
     language: str = "ru"
     holds: set[str] = field(default_factory=set)
     deferred: list[tuple[Command, str]] = field(default_factory=list)
+    tick_times: dict[int, float] = field(default_factory=dict)
+    """Wall time (unix) of the accepted commands that still matter, by the rules' tick: the
+    standing votes' (the rules count time in ticks; the ballot shows clock times)."""
 
     @property
     def id(self) -> int:
@@ -85,6 +88,9 @@ class Renderer(Protocol):
 
 
 Listener = Callable[[LiveGame, list[Event]], Awaitable[None]]
+Observer = Callable[[LiveGame, list[Event], float], None]
+"""Sees a command's events with the wall time it was accepted, before they are rendered and
+stored (what the game remembers of it beyond the rules' state: when each vote came)."""
 
 
 def nothing_to_render(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
@@ -116,6 +122,9 @@ class GameService:
         self.render: Renderer = nothing_to_render
         self.listeners: list[Listener] = []
         self.after_commit: list[Callable[[LiveGame], None]] = []
+        self.observers: list[Observer] = []
+        self.restorers: list[Callable[[LiveGame], Awaitable[None]]] = []
+        """Run when a running game is loaded: rebuild what observers keep in memory."""
         self._live: dict[int, LiveGame] = {}
         self._locks: dict[int, asyncio.Lock] = {}
         # interactions applied by this process: a repeat is caught without asking the database
@@ -199,6 +208,8 @@ class GameService:
         live = LiveGame(record, language=await self.language(record.guild_id))
         if record.state == "running" and record.setup is not None and record.seed is not None:
             live.game = await self._rebuild(record)
+            for restorer in self.restorers:
+                await restorer(live)
         self._live[record.id] = live
         return live
 
@@ -374,7 +385,10 @@ class GameService:
         stage_before = live.stage_key()
         events = game.apply(command)
         record.command_count += 1
+        now = self.clock()
         try:
+            for observe in self.observers:
+                observe(live, events, now)
             changed = live.stage_key() != stage_before
             if changed:
                 self._arm_deadline(live)
@@ -386,7 +400,7 @@ class GameService:
             seq = await self.storage.append_command(
                 record, command_to_dict(command), source=source, interaction_id=interaction_id,
                 outbox=items, snapshot=snapshot, record_changed=changed or game.over,
-                now=self.clock(),
+                now=now,
             )
         except aiosqlite.IntegrityError:
             log.info("game %s: interaction %s was applied before; not again", live.id, interaction_id)

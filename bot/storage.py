@@ -485,6 +485,20 @@ class Storage:
             for row in rows
         ]
 
+    async def command_times(self, game_id: int, seqs: Iterable[int]) -> dict[int, float]:
+        """When each of these commands of a game was accepted (unix time), by seq."""
+        wanted = sorted(set(seqs))
+        found: dict[int, float] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            rows = await self._fetchall(
+                f"SELECT seq, created_at FROM commands WHERE game_id = ? AND seq IN "
+                f"({','.join('?' * len(chunk))})",
+                [game_id, *chunk],
+            )
+            found.update((int(row[0]), float(row[1])) for row in rows)
+        return found
+
     async def latest_snapshot(self, game_id: int) -> tuple[int, dict[str, Any]] | None:
         """The newest snapshot of a game: (seq, state)."""
         row = await self._fetchone(

@@ -18,6 +18,7 @@ from bot.service import LiveGame
 from bot.storage import OutboxItem
 from cogs.common import phrase
 from cogs.render import NO_PINGS, deadline_text, render
+from cogs.votes import observe, restorer
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
@@ -49,6 +50,8 @@ class GameCog(commands.Cog):
         self.bot = bot
         self.handlers: dict[str, ComponentHandler] = {}
         bot.service.render = render
+        bot.service.observers.append(observe)
+        bot.service.restorers.append(restorer(bot.storage))
         bot.timers.render_reminder = reminder_items
 
     def register(self, action: str, handler: ComponentHandler) -> None:

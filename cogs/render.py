@@ -16,77 +16,18 @@ from typing import Any
 from bot.service import LiveGame
 from bot.storage import OutboxItem
 from cogs.channels import death_overwrites, end_of_game_items
-from cogs.common import mention, name_of, phrase, status_text
-from cogs.limits import CONTENT, OPTION_LABEL, PLACEHOLDER, SELECT_OPTIONS, chunks, clip
+from cogs.common import mention, phrase, status_text
+from cogs.limits import chunks
+from cogs.votes import (
+    NO_PINGS,
+    ballot_payload,
+    ballot_ref,
+    deadline_text,
+    tally_lines,
+    vote_summary_lines,
+)
 from rules import AudienceKind, Event, Game, Stage
 from rules import events as ev
-
-NO_PINGS: dict[str, Any] = {"parse": []}
-
-
-def deadline_text(live: LiveGame) -> str:
-    """When the current stage ends, as a Discord timestamp clients count down by themselves."""
-    if live.record.deadline is None:
-        return phrase(live, "deadline.host")
-    return phrase(live, "deadline.at", when=f"<t:{int(live.record.deadline)}:R>")
-
-
-def ballot_ref(city: str, day: int) -> str:
-    """The name under which a city's ballot message of a day is remembered."""
-    return f"ballot:{city}:{day}"
-
-
-def ballot_payload(live: LiveGame, city: str, *, closed: bool = False) -> dict[str, Any]:
-    """A city's ballot: the live tally, a select menu of candidates and an Unvote button.
-
-    It is one message edited in place, so it summarises: the candidates that fit
-    within Discord's 2,000 characters, then how many more; the menu offers the 25
-    with most votes (the others are voted for with the vote command).
-    """
-    game = live.game
-    assert game is not None
-    counts = game.vote_counts(city)
-    head = [phrase(live, "ballot.title", city=city, day=game.phase.number)]
-    tail = [phrase(live, "ballot.voters", voters=len(game.votes[city]))]
-    if closed:
-        tail.append(phrase(live, "ballot.closed"))
-    else:
-        if len([c for c, _ in counts if game.is_alive(c)]) > SELECT_OPTIONS:
-            tail.append(phrase(live, "ballot.more_in_command"))
-        tail.append(deadline_text(live))
-    rows = [
-        phrase(live, "ballot.row", number=number, player=mention(candidate), votes=votes)
-        for number, (candidate, votes) in enumerate(counts, start=1)
-    ] or [phrase(live, "ballot.empty")]
-    # a few characters to spare: "and N more" may grow by a digit or a plural ending
-    budget = CONTENT - sum(len(line) + 1 for line in head + tail) - 8
-    shown: list[str] = []
-    for index, row in enumerate(rows):
-        more = phrase(live, "ballot.more", count=len(rows) - index) if index < len(rows) - 1 else ""
-        if sum(len(line) + 1 for line in shown) + len(row) + 1 + len(more) > budget:
-            shown.append(phrase(live, "ballot.more", count=len(rows) - index))
-            break
-        shown.append(row)
-    content = "\n".join(head + shown + tail)
-    if closed:
-        return {"content": content, "components": [], "allowed_mentions": NO_PINGS}
-    options = [
-        {"label": clip(name_of(live, candidate), OPTION_LABEL) or candidate, "value": candidate}
-        for candidate, _ in counts if game.is_alive(candidate)
-    ][:SELECT_OPTIONS]
-    index = game.cities.index(city)
-    components: list[dict[str, Any]] = []
-    if options:
-        components.append({"type": 1, "components": [{
-            "type": 3, "custom_id": f"mafia:vote:{live.id}:{index}", "options": options,
-            "placeholder": clip(phrase(live, "ballot.placeholder"), PLACEHOLDER),
-            "min_values": 1, "max_values": 1,
-        }]})
-    components.append({"type": 1, "components": [{
-        "type": 2, "style": 2, "custom_id": f"mafia:unvote:{live.id}",
-        "label": phrase(live, "ballot.unvote"),
-    }]})
-    return {"content": content, "components": components, "allowed_mentions": NO_PINGS}
 
 
 class Announcer:
@@ -144,6 +85,10 @@ class Announcer:
                     {"content": chunk, "allowed_mentions": NO_PINGS},
                 ))
         return items + self.extra
+
+
+__all__ = ["NO_PINGS", "Announcer", "ballot_payload", "ballot_ref", "closing_channels", "deadline_text",
+           "phase_text", "render", "summary_lines", "winner_text"]
 
 
 def cause_text(live: LiveGame, event: ev.PlayerKilled) -> str:
@@ -245,8 +190,8 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
     elif isinstance(event, ev.JudgeAppointed):
         out.everyone(say("judge", city=event.city, player=mention(event.judge)))
     elif isinstance(event, ev.VotesTallied):
-        rows = ", ".join(f"{mention(name)} — {votes}" for name, votes in event.tally)
-        out.city(event.city, say("tally", voters=event.voters, rows=rows or say("tally.none")))
+        for line in tally_lines(live, event):
+            out.city(event.city, line)
         out.extra.append(OutboxItem(
             "edit", {"ref": ballot_ref(event.city, game.phase.number)},
             ballot_payload(live, event.city, closed=True),
@@ -302,7 +247,7 @@ def summary_lines(live: LiveGame, game: Game) -> list[str]:
                 fate = phrase(live, "summary.died", cause=phrase(live, f"cause_short.{death.cause.value}"),
                               phase=phase_text(live, str(death.phase)))
             lines.append(phrase(live, "summary.row", player=mention(player), status=status, fate=fate))
-    return lines
+    return lines + vote_summary_lines(live)
 
 
 def phase_text(live: LiveGame, phase: str) -> str:

@@ -11,12 +11,27 @@ from tests.harness import Table, bot_table
 
 
 def tally(table: Table, city: str, *, closed: bool = False, deadline: bool = True) -> str:
-    """The ballot text the catalogue gives for the city's votes now."""
-    game = table.game
-    counts = game.vote_counts(city)
+    """The ballot text the catalogue gives for the city's votes now: who votes for whom in vote
+    order, each candidate's last vote as a Discord timestamp of the time the bot accepted it."""
+    game, live = table.game, table.live()
+    voters: dict[str, list[str]] = {c: [] for c in game.nominees(city)}
+    last: dict[str, int] = {}
+    for voter, (candidate, tick) in sorted(game.votes[city].items(), key=lambda row: row[1][1]):
+        voters[candidate].append(voter)
+        last[candidate] = tick
+    order = sorted(voters, key=lambda c: (-len(voters[c]), last.get(c, 1 << 62)))
     lines = [t("ru", "ballot.title", city=city, day=game.phase.number)]
-    lines += [t("ru", "ballot.row", number=n, player=f"<@{p}>", votes=v)
-              for n, (p, v) in enumerate(counts, start=1)] or [t("ru", "ballot.empty")]
+    for n, candidate in enumerate(order, start=1):
+        row = t("ru", "ballot.row", number=n, player=f"<@{candidate}>", votes=len(voters[candidate]))
+        if candidate in last:
+            row = t("ru", "ballot.row_last", row=row, when=f"<t:{int(live.tick_times[last[candidate]])}:T>")
+        if game.city_of(candidate) != city:
+            row = t("ru", "ballot.foreign", row=row)
+        if voters[candidate]:
+            row = t("ru", "ballot.row_voters", row=row, voters=", ".join(f"<@{v}>" for v in voters[candidate]))
+        lines.append(row)
+    if not order:
+        lines.append(t("ru", "ballot.empty"))
     lines.append(t("ru", "ballot.voters", voters=len(game.votes[city])))
     lines.append(t("ru", "ballot.closed") if closed else t("ru", "deadline.host"))
     return "\n".join(lines)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from bot.i18n import t
 from cogs.limits import CONTENT, chunks, clip, listing
+from cogs.mentions import command
 from tests.cogs.scenes import ballot_message, quick_edits, run
 from tests.harness import bot_table
 
@@ -118,7 +119,7 @@ async def test_a_big_game_keeps_every_message_within_discords_limits(players, ci
         options = [c for row in ballot.components for c in row["components"] if c["type"] == 3]
         assert len(options[0]["options"]) == min(25, len(residents))
         if len(residents) > 25:
-            assert t("ru", "ballot.more_in_command") in ballot.content
+            assert t("ru", "ballot.more_in_command", vote=command("ru", "vote")) in ballot.content
 
         await run(table, "host", "host next")  # the day ends: a tally of every candidate
         await table.drain()

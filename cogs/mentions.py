@@ -1,0 +1,43 @@
+"""Commands named in texts: as clickable command mentions, under their localised names.
+
+A text that tells a player what to do names the command as Discord's client
+shows it to him: ``</голосовать:ID>`` in a Russian guild, ``</vote:ID>`` in an
+English one (``</мафия я:ID>`` for a subcommand). The ids are what Discord gave
+the global commands when the bot synced its tree; the bot syncs only when the
+tree changed, so they are stored (``bot.bot.ProkuratorBot.sync_commands``) and
+set here at start. Renderers only get a game, not the bot, so the ids live in
+this module: one bot process has one application and one tree. Without an id
+(before the first sync, in a test without one) a command is written as code,
+``/голосовать``, which still names it as the client shows it.
+"""
+
+from __future__ import annotations
+
+from bot.i18n import t
+
+#: top-level command (its default name) → the id Discord gave it
+COMMAND_IDS: dict[str, int] = {}
+
+
+def set_command_ids(ids: dict[str, int]) -> None:
+    """Remember the ids of the synced commands (replaces what was known)."""
+    COMMAND_IDS.clear()
+    COMMAND_IDS.update(ids)
+
+
+def localised_name(language: str, path: str) -> str:
+    """``"mafia me"`` → ``"мафия я"``: each word by its catalogue key (``cmd.mafia.name``,
+    ``cmd.mafia.me.name``)."""
+    words = path.split()
+    return " ".join(t(language, "cmd." + ".".join(words[: index + 1]) + ".name")
+                    for index in range(len(words)))
+
+
+def command(language: str, path: str) -> str:
+    """A command as a clickable mention in ``language`` (``path`` by default names, such as
+    ``"lastword speak"``), or as code when its id is unknown."""
+    name = localised_name(language, path)
+    command_id = COMMAND_IDS.get(path.split()[0])
+    if command_id is None:
+        return f"`/{name}`"
+    return f"</{name}:{command_id}>"
