@@ -21,6 +21,7 @@ from bot.permissions import invite_url
 from bot.service import Clock, GameService, NoGame
 from bot.storage import GameExists, Storage
 from bot.timers import PhaseTimers
+from cogs.mentions import set_command_ids
 from rules import RuleError
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,7 @@ EXTENSIONS = (
     "cogs.admin",
     "cogs.lastword",
     "cogs.history",
+    "cogs.help",
 )
 
 
@@ -112,16 +114,26 @@ class ProkuratorBot(commands.Bot):
             log.info("ready as %s in %d guild(s)", self.user, len(self.guilds))
 
     async def sync_commands(self) -> None:
-        """Sync the global command tree when it changed since the last sync."""
+        """Sync the global command tree when it changed since the last sync; keep the ids
+        Discord gave the commands, for the texts' clickable mentions (:mod:`cogs.mentions`)."""
         translator = self.tree.translator
         payload = [await command.get_translated_payload(self.tree, translator) for command in self.tree.get_commands()]  # type: ignore[arg-type]
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
         key = f"commands:{self.application_id}"
+        ids_key = f"command_ids:{self.application_id}"
         if await self.storage.meta(key) == digest:
-            log.info("slash commands unchanged; not synced")
-            return
-        synced = await self.tree.sync()
+            stored = await self.storage.meta(ids_key)
+            if stored is not None:
+                set_command_ids({name: int(value) for name, value in json.loads(stored).items()})
+                log.info("slash commands unchanged; not synced")
+                return
+            synced = await self.tree.fetch_commands()  # synced before their ids were kept
+        else:
+            synced = await self.tree.sync()
+        ids = {command.name: command.id for command in synced}
+        await self.storage.set_meta(ids_key, json.dumps(ids, sort_keys=True))
         await self.storage.set_meta(key, digest)
+        set_command_ids(ids)
         log.info("synced %d slash commands", len(synced))
 
     async def close(self) -> None:

@@ -153,10 +153,17 @@ class Layout:
             result.append(Overwrite(self.dead_role, READ.value, SILENCE.value, ROLE))
         return result
 
-    def mafia_overwrites(self, game: Game, name: str, *, over: bool = False) -> list[Overwrite]:
-        """A mafia room: only the city's living mafiosi (and the host) see it."""
+    def mafia_overwrites(self, game: Game, name: str, *, over: bool = False,
+                         reveal: bool = False) -> list[Overwrite]:
+        """A mafia room: only the city's living mafiosi (and the host) see it; at the end, with
+        ``reveal``, every player of the game reads it."""
         allow, deny = (READ.value, SILENCE.value) if over else (READ.value | WRITE.value, 0)
-        return self.base() + [Overwrite(int(p), allow, deny) for p in game.living_mafiosi(name)]
+        result = self.base() + [Overwrite(int(p), allow, deny) for p in game.living_mafiosi(name)]
+        return result + (self.everyone_reads_at_end() if over and reveal else [])
+
+    def everyone_reads_at_end(self) -> list[Overwrite]:
+        """Every game role reads, nobody writes: at the end, the secrets open to all players."""
+        return [Overwrite(role, READ.value, SILENCE.value, ROLE) for role in self.roles()]
 
     def voice_overwrites(self, *, over: bool = False) -> list[Overwrite]:
         """The tribune: the living speak and write in its chat; the dead (everyone, at the end)
@@ -173,19 +180,21 @@ class Layout:
         allow, deny = (READ.value, SILENCE.value) if over else (READ.value | WRITE.value, 0)
         return self.base() + [Overwrite(self.dead_role, allow, deny, ROLE)]
 
-    def log_overwrites(self) -> list[Overwrite]:
-        """The host's log: the host alone."""
-        return self.base()
+    def log_overwrites(self, *, over: bool = False, reveal: bool = False) -> list[Overwrite]:
+        """The host's log: the host alone; at the end, with ``reveal``, every player reads it."""
+        return self.base() + (self.everyone_reads_at_end() if over and reveal else [])
 
-    def channels(self, game: Game, *, over: bool = False) -> list[tuple[Target, list[Overwrite]]]:
-        """Every channel of the game with the overwrites it has (at the end, with ``over``)."""
+    def channels(self, game: Game, *, over: bool = False,
+                 reveal: bool = False) -> list[tuple[Target, list[Overwrite]]]:
+        """Every channel of the game with the overwrites it has (at the end, with ``over``; the
+        mafia rooms and the log open to every player, read-only, with ``reveal``)."""
         result: list[tuple[Target, list[Overwrite]]] = []
         for city in self.cities:
             result.append((city.text, self.city_overwrites(city.name, over=over)))
-            result.append((city.mafia, self.mafia_overwrites(game, city.name, over=over)))
+            result.append((city.mafia, self.mafia_overwrites(game, city.name, over=over, reveal=reveal)))
         result.append((self.voice, self.voice_overwrites(over=over)))
         result.append((self.dead, self.dead_overwrites(over=over)))
-        result.append((self.log, self.log_overwrites()))
+        result.append((self.log, self.log_overwrites(over=over, reveal=reveal)))
         return result
 
     def roles(self) -> list[Target]:
@@ -364,10 +373,53 @@ def death_overwrites(game: Game, channels: dict[str, Any], player: str) -> list[
     return items
 
 
-def end_of_game_items(channels: dict[str, Any], game: Game, at_end: str) -> list[OutboxItem]:
+def quiet_swap(live: LiveGame, game: Game, player: str, *, wants_pings: bool,
+               lane: str = "permissions") -> list[OutboxItem]:
+    """A living player turns pings on or off mid-game: he swaps his city's living role for its
+    quiet twin (or back), taking the new one before dropping the old (the two have the same
+    overwrites). The twin is made the first time a resident of the city needs it: the role, then
+    its overwrites wherever the living role has one, all in the provisioning lane, and the swap
+    after them there. Updates ``live.record.channels`` (the twin's key, who is quiet)."""
+    channels = live.record.channels
+    layout = _layout(channels)
+    if layout is None or not game.is_alive(player):
+        return []
+    quiet = set(channels.get("quiet", []))
+    if (player not in quiet) == wants_pings:
+        return []
+    city = layout.city(game.city_of(player))
+    items: list[OutboxItem] = []
+    if city.quiet is None:
+        index = game.cities.index(city.name)
+        city.quiet = f"notify:quiet:{index}"
+        items.append(OutboxItem("create_role", {"guild_id": layout.guild, "key": city.quiet}, {
+            "name": phrase(live, "game_role.quiet", game=live.id, city=city.name)[:100], "permissions": "0",
+            "mentionable": False, "hoist": False, "reason": phrase(live, "channel.category", game=live.id),
+        }, lane="provision"))
+        for target, overwrites in layout.channels(game):
+            for overwrite in overwrites:
+                if overwrite.target == city.quiet:
+                    items.append(OutboxItem("overwrite", {"channel_id": target, "id": city.quiet, "type": ROLE},
+                                            {"allow": str(overwrite.allow), "deny": str(overwrite.deny)},
+                                            lane="provision"))
+        channels["roles"]["cities"][city.name]["quiet"] = city.quiet
+        lane = "provision"
+    before = layout.role_of(game, player)
+    layout.quiet = quiet ^ {player}
+    after = layout.role_of(game, player)
+    channels["quiet"] = sorted(layout.quiet)
+    member = {"guild_id": layout.guild, "user_id": int(player)}
+    items.append(OutboxItem("member_role", {**member, "role": after}, {"add": True}, lane=lane))
+    items.append(OutboxItem("member_role", {**member, "role": before}, {"add": False}, lane=lane))
+    return items
+
+
+def end_of_game_items(channels: dict[str, Any], game: Game, at_end: str, *,
+                      reveal: bool = False) -> list[OutboxItem]:
     """At the end: delete the game's channels and roles (after the last messages said in them), or
-    make every channel read-only to all who read it and the tribune silent (one edit per channel,
-    in the permissions lane)."""
+    make every channel read-only to all who read it and the tribune silent, and with ``reveal``
+    open the mafia rooms and the host's log to every player, read-only (one edit per channel, in
+    the permissions lane)."""
     layout = _layout(channels)
     if layout is None:
         return []
@@ -380,7 +432,7 @@ def end_of_game_items(channels: dict[str, Any], game: Game, at_end: str) -> list
     return [
         OutboxItem("edit_channel", {"channel_id": target},
                    {"permission_overwrites": [o.to_dict() for o in overwrites]}, lane="permissions")
-        for target, overwrites in layout.channels(game, over=True)
+        for target, overwrites in layout.channels(game, over=True, reveal=reveal)
     ]
 
 
@@ -432,7 +484,7 @@ def missing_permissions(permissions: discord.Permissions) -> list[str]:
 
 __all__ = [
     "CATEGORY", "MAX_OVERWRITES", "TEXT", "VOICE_CHANNEL", "CityPlaces", "Layout", "Overwrite",
-    "death_overwrites", "end_of_game_items", "exposure", "exposure_lines", "flag_names",
+    "death_overwrites", "end_of_game_items", "quiet_swap", "exposure", "exposure_lines", "flag_names",
     "layout_for",
     "lobby_exposure", "missing_permissions", "permission_names", "provision_plan", "resolved",
     "rollback_plan",

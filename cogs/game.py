@@ -17,7 +17,7 @@ from discord.ext import commands
 from bot.service import LiveGame
 from bot.storage import OutboxItem
 from cogs.common import phrase
-from cogs.render import NO_PINGS, deadline_text, render
+from cogs.render import deadline_text, render, with_ping
 from cogs.votes import observe, restorer
 
 if TYPE_CHECKING:
@@ -30,14 +30,15 @@ PREFIX = "mafia"
 
 
 def reminder_items(live: LiveGame, offset: int) -> list[OutboxItem]:
-    """"N minutes left" in every city channel, with the deadline as a Discord timestamp."""
+    """"N minutes left" in every living city's channel, pinging its living role, with the deadline
+    as a Discord timestamp."""
     game = live.game
     if game is None or not live.record.channels:
         return []
     minutes = max(1, round(offset / 60))
     text = phrase(live, f"reminder.{game.stage.value}", minutes=minutes, deadline=deadline_text(live))
     return [
-        OutboxItem("send", {"channel_id": ids["text"]}, {"content": text, "allowed_mentions": NO_PINGS})
+        OutboxItem("send", {"channel_id": ids["text"]}, with_ping(live, city, {"content": text}))
         for city, ids in live.record.channels.get("cities", {}).items()
         if game.alive(city)
     ]

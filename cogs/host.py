@@ -46,6 +46,7 @@ from cogs.common import (
 )
 from cogs.limits import CITIES, CITY_NAME, clip
 from cogs.lobby import lobby_cities, lobby_edit, lobby_payload
+from cogs.mentions import command
 from cogs.render import (
     NO_PINGS,
     ballot_payload,
@@ -53,6 +54,7 @@ from cogs.render import (
     chunks,
     closing_channels,
     deadline_text,
+    pings_on,
     summary_lines,
 )
 from rules import (
@@ -204,6 +206,7 @@ class HostCog(commands.Cog):
         maniac_idle=key_str("maniac_idle", "opt.maniac_idle.name"),
         maniac_wins_if_survives=key_str("maniac_wins_if_survives", "opt.maniac_wins_if_survives.name"),
         last_word_seconds=key_str("last_word_seconds", "opt.last_word_seconds.name"),
+        pings=key_str("pings", "opt.pings.name"), reveal=key_str("reveal_at_end", "opt.reveal.name"),
     )
     @app_commands.describe(
         cities=key_str("City names, comma separated", "opt.cities.description"),
@@ -218,6 +221,10 @@ class HostCog(commands.Cog):
         maniac_wins_if_survives=key_str("A living maniac wins when every city is decided",
                                         "opt.maniac_wins_if_survives.description"),
         last_word_seconds=key_str("Longest last word, seconds", "opt.last_word_seconds.description"),
+        pings=key_str("Ping the living of each city at each phase and reminder (default: yes)",
+                      "opt.pings.description"),
+        reveal=key_str("At the end, every player reads the mafia rooms and the host's log (default: yes)",
+                       "opt.reveal.description"),
     )
     @app_commands.choices(
         first_phase=[_choice("day", "choice.day"), _choice("night", "choice.night")],
@@ -238,6 +245,8 @@ class HostCog(commands.Cog):
         maniac_idle: str | None = None,
         maniac_wins_if_survives: bool | None = None,
         last_word_seconds: app_commands.Range[int, 1, 180] | None = None,
+        pings: bool | None = None,
+        reveal: bool | None = None,
     ) -> None:
         live = await self._host_game(interaction, running=False)
         if live.record.state != "lobby":
@@ -265,6 +274,9 @@ class HostCog(commands.Cog):
                 if value is not None:
                     setup[key] = value
             live.record.lobby.setdefault("rules", {}).update(rules)
+            for key, value in (("pings", pings), ("reveal", reveal)):
+                if value is not None:
+                    live.record.lobby[key] = value
             return lobby_edit(live)
 
         if not await self.bot.service.update(live.id, change, interaction_id=interaction.id):
@@ -581,10 +593,13 @@ class HostCog(commands.Cog):
             # the residents that fit beside the text, the rest in messages of their own
             residents = chunks([", ".join(mention(p) for p in game.residents[city])], RESIDENTS_LIMIT)
             text = phrase(live, "welcome.city", city=city, players=residents[0] if residents else "—",
-                          touring=", ".join(game.touring_order))
+                          me=command(live.language, "mafia me"), help=command(live.language, "help"),
+                          rules=command(live.language, "rules"))
+            if len(game.cities) > 1:
+                text += "\n" + phrase(live, "welcome.touring", touring=", ".join(game.touring_order))
             living = roles.get(city, {}).get("living")
             mentions: dict[str, Any] = NO_PINGS
-            if living is not None:
+            if living is not None and pings_on(live):
                 text = f"<@&{living}>\n{text}"
                 mentions = {"parse": [], "roles": [str(living)]}
             parts = [text, *residents[1:]]
@@ -734,7 +749,8 @@ class HostCog(commands.Cog):
                         items.append(OutboxItem("send", {"channel_id": channel_id},
                                                 {"content": chunk, "allowed_mentions": NO_PINGS}))
                 items.extend(end_of_game_items(live.record.channels, game,
-                                               live.record.lobby.get("at_end", "keep")))
+                                               live.record.lobby.get("at_end", "keep"),
+                                               reveal=bool(live.record.lobby.get("reveal", True))))
             items.extend(lobby_edit(live))
             return items
 

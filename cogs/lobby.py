@@ -13,7 +13,7 @@ from bot.errors import UserError
 from bot.i18n import key_str, t
 from bot.service import LiveGame
 from bot.storage import GameExists, OutboxItem
-from cogs.channels import exposure, exposure_lines, lobby_exposure
+from cogs.channels import exposure, exposure_lines, lobby_exposure, quiet_swap
 from cogs.common import (
     answer_lines,
     guild_game,
@@ -149,7 +149,7 @@ def role_lines(live: LiveGame, player: str) -> list[str]:
 
 
 class LobbyCog(commands.Cog):
-    """``/mafia new|status|role|join|leave`` and the lobby's buttons."""
+    """``/mafia new|status|me|notify|join|leave`` and the lobby's buttons."""
 
     mafia = app_commands.Group(
         name=key_str("mafia", "cmd.mafia.name"),
@@ -210,10 +210,37 @@ class LobbyCog(commands.Cog):
         live = await guild_game(self.bot, interaction)
         await answer_lines(interaction, status_lines(live, str(interaction.user.id)))
 
-    @mafia.command(name=key_str("role", "cmd.mafia.role.name"),
-                   description=key_str("Your status, privately", "cmd.mafia.role.description"))
-    async def role(self, interaction: discord.Interaction) -> None:
+    @mafia.command(name=key_str("me", "cmd.mafia.me.name"),
+                   description=key_str("Your status and city, privately", "cmd.mafia.me.description"))
+    async def me(self, interaction: discord.Interaction) -> None:
         await self._send_role(interaction)
+
+    @mafia.command(name=key_str("notify", "cmd.mafia.notify.name"),
+                   description=key_str("Whether the game's pings reach you", "cmd.mafia.notify.description"))
+    @app_commands.rename(state=key_str("state", "opt.notify_state.name"))
+    @app_commands.describe(state=key_str("On: pinged at each phase; off: never", "opt.notify_state.description"))
+    @app_commands.choices(state=[
+        app_commands.Choice(name=key_str("on", "choice.on"), value="on"),
+        app_commands.Choice(name=key_str("off", "choice.off"), value="off"),
+    ])
+    async def notify(self, interaction: discord.Interaction, state: str) -> None:
+        wants = state == "on"
+        user = interaction.user
+        await self.bot.storage.set_pings(user.id, wants)
+        live = self.bot.service.game_of_player(user.id)
+        language = await self.bot.language_for(interaction)
+        if live is not None and live.game is not None:
+            game = live.game
+            # while the game's provisioning lane has work (a twin being made), swaps follow it there,
+            # so one member's swaps never overtake each other
+            busy = bool(await self.bot.storage.pending_outbox(live.id, 1, lane="provision"))
+
+            def change(live: LiveGame) -> list[OutboxItem]:
+                return quiet_swap(live, game, str(user.id), wants_pings=wants,
+                                  lane="provision" if busy else "permissions")
+
+            await self.bot.service.update(live.id, change)
+        await interaction.response.send_message(t(language, f"notify.{state}"), ephemeral=True)
 
     async def _send_role(self, interaction: discord.Interaction) -> None:
         live = await running_game(self.bot, interaction)

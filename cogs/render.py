@@ -17,7 +17,8 @@ from bot.service import LiveGame
 from bot.storage import OutboxItem
 from cogs.channels import death_overwrites, end_of_game_items
 from cogs.common import mention, phrase, status_text
-from cogs.limits import chunks
+from cogs.limits import CONTENT, chunks
+from cogs.mentions import command
 from cogs.votes import (
     NO_PINGS,
     ballot_payload,
@@ -30,6 +31,31 @@ from rules import AudienceKind, Event, Game, Stage
 from rules import events as ev
 
 
+def pings_on(live: LiveGame) -> bool:
+    """Whether the game pings its players at all (the host may turn it off in ``/host setup``)."""
+    return bool(live.record.lobby.get("pings", True))
+
+
+def living_role(live: LiveGame, city: str) -> str | None:
+    """The id of the role of a city's living residents who want pings (None before it is made)."""
+    role = live.record.channels.get("roles", {}).get("cities", {}).get(city, {}).get("living")
+    return str(role) if role is not None and str(role).isdigit() else None
+
+
+def with_ping(live: LiveGame, city: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` pinging the city's living role (and nobody else: names never ping), unless
+    the game's pings are off. Those who turned pings off hold the quiet twin: not pinged."""
+    role = living_role(live, city) if pings_on(live) else None
+    if role is None:
+        return {**payload, "allowed_mentions": NO_PINGS}
+    return {**payload, "content": f"<@&{role}>\n{payload['content']}",
+            "allowed_mentions": {"parse": [], "roles": [role]}}
+
+
+#: characters a role's mention and its line break take before a message
+PING_ROOM = 25
+
+
 class Announcer:
     """Collects one command's lines per destination, then makes outbox items."""
 
@@ -39,6 +65,15 @@ class Announcer:
         self.lines: dict[int, list[str]] = defaultdict(list)
         self.order: list[int] = []
         self.extra: list[OutboxItem] = []
+        self.told_maniac = False
+        self.pinged: dict[int, str] = {}
+        """Channels whose first message pings a city's living role: channel → city."""
+
+    def ping(self, city: str) -> None:
+        """Ping the city's living role with what this command tells its channel."""
+        channel = self.cities().get(city, {}).get("text")
+        if channel is not None:
+            self.pinged[int(channel)] = city
 
     def say(self, channel_id: int | None, line: str) -> None:
         if channel_id is None:
@@ -79,11 +114,13 @@ class Announcer:
     def items(self) -> list[OutboxItem]:
         items: list[OutboxItem] = []
         for channel_id in self.order:
-            for chunk in chunks(self.lines[channel_id]):
-                items.append(OutboxItem(
-                    "send", {"channel_id": channel_id},
-                    {"content": chunk, "allowed_mentions": NO_PINGS},
-                ))
+            city = self.pinged.get(int(channel_id))
+            # room for the role's mention before the first chunk
+            for index, chunk in enumerate(chunks(self.lines[channel_id], CONTENT - PING_ROOM)):
+                payload: dict[str, Any] = {"content": chunk, "allowed_mentions": NO_PINGS}
+                if city is not None and index == 0:
+                    payload = with_ping(self.live, city, payload)
+                items.append(OutboxItem("send", {"channel_id": channel_id}, payload))
         return items + self.extra
 
 
@@ -113,11 +150,18 @@ def render(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
 
 def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> None:
     say = lambda key, **params: phrase(live, key, **params)  # noqa: E731
+    cmd = lambda path: command(live.language, path)  # noqa: E731
     if isinstance(event, ev.PhaseStarted):
+        for city in game.cities:
+            if game.alive(city):
+                out.ping(city)
         if event.stage is Stage.DISCUSSION:
-            out.everyone(say("phase.day", day=event.phase.number, deadline=deadline_text(live)))
+            out.everyone(say("phase.day", day=event.phase.number, deadline=deadline_text(live),
+                             nominate=cmd("nominate"), lastword=cmd("lastword speak"),
+                             protect=cmd("protect"), compare=cmd("compare")))
         elif event.stage is Stage.VOTING:
-            out.everyone(say("phase.voting", day=event.phase.number, deadline=deadline_text(live)))
+            out.everyone(say("phase.voting", day=event.phase.number, deadline=deadline_text(live),
+                             vote=cmd("vote"), unvote=cmd("unvote"), lastword=cmd("lastword speak")))
             for city in game.cities:
                 if game.alive(city):
                     text = out.cities().get(city, {}).get("text")
@@ -127,8 +171,18 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
                             ballot_payload(live, city),
                         ))
         elif event.stage is Stage.NIGHT:
-            out.everyone(say("phase.night", night=event.phase.number, touring=event.touring_city,
-                             deadline=deadline_text(live)))
+            lines = [say("phase.night", night=event.phase.number, kill=cmd("kill"), check=cmd("check"),
+                         deadline=deadline_text(live))]
+            if len(game.cities) > 1 and event.touring_city is not None:
+                lines.append(say("phase.night_touring", city=event.touring_city))
+            out.everyone(" ".join(lines))
+            for city in game.cities:  # what the mafia does tonight, in each room with someone in it
+                if not game.living_mafiosi(city):
+                    continue
+                out.mafia(city, say("mafia.night", night=event.phase.number, kill=cmd("kill"), pass_=cmd("pass"),
+                                    elect=cmd("elect")))
+                if len(game.cities) > 1 and city == event.touring_city:
+                    out.mafia(city, say("mafia.night_touring", tour=cmd("tour")))
     elif isinstance(event, ev.Nominated):
         channel = out.cities().get(event.city, {}).get("text")
         if channel is not None:  # its own message: it carries the nominee's "Last word" button
@@ -161,7 +215,8 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
         out.to_audience(event, say("mafia.elect", voter=mention(event.voter), candidate=mention(event.candidate)))
     elif isinstance(event, ev.GodfatherChanged):
         if event.godfather is None:
-            out.to_audience(event, say("mafia.godfather_none"))
+            if game.living_mafiosi(event.city):  # nobody left to elect: no notice
+                out.to_audience(event, say("mafia.godfather_none", elect=cmd("elect")))
         else:
             out.to_audience(event, say(f"mafia.godfather_{event.reason.value}",
                                        player=mention(event.godfather)))
@@ -206,13 +261,17 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
         out.extra.extend(death_overwrites(game, live.record.channels, event.player))
     elif isinstance(event, ev.CityDecided):
         out.everyone(say(f"decided.{event.winner.value}", city=event.city))
+        if len(game.decided) == len(game.cities) and not game.over and not out.told_maniac:
+            # every city is decided, yet the maniac lives: the game goes on, say why
+            out.told_maniac = True
+            out.everyone(say("decided.maniac_goes_on"))
     elif isinstance(event, ev.GameOver):
         winners = ", ".join(winner_text(live, w) for w in event.winners) or say("winners.none")
         for channel_id in closing_channels(live):
             for line in [say("game_over", winners=winners), *summary_lines(live, game)]:
                 out.say(channel_id, line)
         out.extra.extend(end_of_game_items(live.record.channels, game, live.record.lobby.get(
-            "at_end", "keep")))
+            "at_end", "keep"), reveal=bool(live.record.lobby.get("reveal", True))))
 
 
 def closing_channels(live: LiveGame) -> list[int]:

@@ -196,15 +196,19 @@ async def play_whole_game(table: Table, language: str) -> Deal:
     return deal
 
 
-def secret_leaks(table: Table, language: str) -> list[str]:
+def secret_leaks(table: Table, language: str, channels: dict | None = None) -> list[str]:
     """Lines that show a living player's status, or a check answer, to someone not allowed.
 
     Over every message the bot posted in the guild (not ephemeral answers, which
     only their asker sees): before the game is over, a line naming a player and
     a status must announce a death (💀), unless only that city's mafia and the
     host can read the channel; the commissar's and journalist's answers appear
-    only where the host alone can read.
+    only where the host alone can read. At the end the mafia rooms and the host's log open to every
+    player (``channels``, the game's record, names them): a line posted there before the end is
+    judged by who could read it then, the host alone in the log, the city's mafia in its room.
     """
+    hidden = {int(channels["log"])} if channels else set()
+    rooms = {int(ids["mafia"]) for ids in channels["cities"].values()} if channels else set()
     words = TEXTS[language]
     checks = ("проверил", "checked", "Журналист", "Journalist")
     leaks: list[str] = []
@@ -223,6 +227,10 @@ def secret_leaks(table: Table, language: str) -> list[str]:
         for line in (message.content or "").splitlines():
             if words["over"] in line:
                 over = True
+            if not over and message.channel_id in hidden:
+                continue  # the host's alone until the end
+            if not over and message.channel_id in rooms:
+                mafia_only = True
             if not readers:
                 continue
             if any(word in line for word in checks):
@@ -244,7 +252,8 @@ async def test_a_whole_game_through_interactions(language: str, caplog: pytest.L
         everything = "\n".join(m.content or "" for m in table.fake.messages(include_deleted=True))
         assert not re.search(r"\{[a-z_]+\}", everything), "an unfilled placeholder reached Discord"
         assert "error." not in everything and "cmd." not in everything
-        assert secret_leaks(table, language) == []
+        record = await table.bot.storage.latest_game(table.guild_id)
+        assert secret_leaks(table, language, record.channels) == []
 
 
 async def test_the_dead_lose_their_voice_and_pen():
@@ -273,4 +282,5 @@ async def test_a_whole_game_on_a_locked_down_server():
         assert guild.roles[table.guild_id].permissions == 0
         assert table.fake.state.guild_permissions(table.guild_id, table.fake.bot_user.id) == INVITE.value
         await play_whole_game(table, "ru")
-        assert secret_leaks(table, "ru") == []
+        record = await table.bot.storage.latest_game(table.guild_id)
+        assert secret_leaks(table, "ru", record.channels) == []

@@ -212,7 +212,7 @@ CASES: list[Case] = [
     c("lobby", "joined", "nominate", {"player": "@outsider"}, "not_started", sample=True),
     c("lobby", "joined", "vote", {"player": "@outsider"}, "not_started"),
     c("lobby", "joined", "pass", None, "not_started"),
-    c("lobby", "joined", "mafia role", None, "not_started"),
+    c("lobby", "joined", "mafia me", None, "not_started"),
     c("lobby", "joined", "mafia join", None, "already_joined", sample=True),
     c("lobby", "outsider", "mafia leave", None, "not_joined"),
     c("lobby", "joined", "", None, "already_joined", component="join"),
@@ -222,7 +222,7 @@ CASES: list[Case] = [
     # --- no game in the guild
     c("nogame", "citizen", "nominate", {"player": "@outsider"}, "no_game", sample=True),
     c("nogame", "citizen", "mafia join", None, "no_game"),
-    c("nogame", "citizen", "mafia role", None, "no_game"),
+    c("nogame", "citizen", "mafia me", None, "no_game"),
     c("nogame", "citizen", "host start", None, "no_game"),
     # --- day 1, discussion
     c("day", "outsider", "nominate", {"player": "@nominee"}, "not_player", sample=True),
@@ -257,7 +257,7 @@ CASES: list[Case] = [
     c("day", "citizen", "mafia join", None, "not_lobby", sample=True),
     c("day", "citizen", "mafia leave", None, "not_lobby"),
     c("day", "outsider", "mafia join", None, "not_lobby"),
-    c("day", "outsider", "mafia role", None, "not_player", sample=True),
+    c("day", "outsider", "mafia me", None, "not_player", sample=True),
     *[c("day", who, command, options, "not_host", sample=command in ("host next", "host end"))
       for command, options in HOST_COMMANDS for who in ("citizen", "outsider")],
     *[c("day", "dead", command, options, "not_host")
@@ -400,7 +400,7 @@ def test_every_player_and_host_command_has_refusal_cases() -> None:
     commands = {case.command for case in CASES if case.command}
     components = {case.component for case in CASES if case.component}
     for name in ("nominate", "vote", "unvote", "protect", "compare", "elect", "kill", "tour", "pass",
-                 "check", "mafia role", "mafia join", "mafia leave", *(h for h, _ in HOST_COMMANDS)):
+                 "check", "mafia me", "mafia join", "mafia leave", *(h for h, _ in HOST_COMMANDS)):
         assert name in commands, name
     assert components == {"vote", "unvote", "join", "leave"}
     for name in ("nominate", "vote", "kill", "tour", "check", "elect", "protect", "compare"):

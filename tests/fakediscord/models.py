@@ -445,6 +445,8 @@ class Message:
     edits: list[dict[str, Any]] = field(default_factory=list)
     """Earlier versions (``content``, ``embeds``, ``components``, ``flags``, attachment names), oldest first."""
     created_monotonic: float = field(default_factory=time.monotonic)
+    pinged: frozenset[int] = frozenset()
+    """Who Discord notified when it was posted (:mod:`.pings`); edits notify nobody."""
 
     @property
     def ephemeral(self) -> bool:

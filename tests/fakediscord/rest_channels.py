@@ -33,6 +33,7 @@ from .messages import (
 )
 from .models import (
     MESSAGE_FLAG_COMPONENTS_V2,
+    MESSAGE_FLAG_EPHEMERAL,
     MESSAGE_FLAG_VOICE_MESSAGE,
     MESSAGEABLE_TYPES,
     Attachment,
@@ -41,6 +42,7 @@ from .models import (
     Message,
 )
 from .permissions import ALL_PERMISSIONS, OVERWRITE_MEMBER, OVERWRITE_ROLE, Overwrite, Permission
+from .pings import pinged
 from .rest_guilds import normalize_text_channel_name
 from .routing import RestRequest, RestResponse, Router
 from .snowflake import iso_timestamp
@@ -116,7 +118,10 @@ def compose_message(
                 {"message_reference": field_error("MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message")}
             )
     attachments = materialize(fake, channel.id, data, ephemeral=ephemeral_files)
+    ephemeral = bool(flags & MESSAGE_FLAG_EPHEMERAL)
     return Message(
+        pinged=frozenset() if ephemeral else pinged(
+            fake.state, channel, fake.bot_user.id, content, data.get("allowed_mentions")),
         id=fake.state.new_id(),
         channel_id=channel.id,
         guild_id=channel.guild_id,

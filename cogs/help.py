@@ -1,0 +1,220 @@
+"""``/help`` and ``/rules``: what you can do right now, and the rules of the game.
+
+``/help`` answers privately, from where the asker stands: a player gets his
+status and city (his own secret, told to him alone), the stage and its
+deadline, and what the rules let him do now (``Game.legal_actions``), each
+command as a clickable mention under its localised name; the dead, the host,
+someone who does not play, a lobby's players and a server without a game get
+what is theirs to do. ``/rules`` shows the rules in the guild's language,
+``docs/rules.{ru,en}.md``, one ``##`` section at a time: without a section
+the contents, with one (offered by autocomplete) that section. The texts are
+package data (``bot/texts/``, links to ``docs/``), so an installed bot finds
+them too.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.errors import UserError
+from bot.i18n import LANGUAGES, key_str, t
+from bot.service import LiveGame
+from cogs.common import answer_lines, is_host, phrase, status_text
+from cogs.limits import OPTION_LABEL, clip
+from cogs.mentions import command
+from cogs.render import deadline_text, phase_text
+from rules import Status
+
+if TYPE_CHECKING:
+    from bot.bot import ProkuratorBot
+
+#: a verb of ``legal_actions`` → the command that does it
+PLAYER_COMMANDS = {
+    "nominate": "nominate", "vote": "vote", "unvote": "unvote", "lastword": "lastword speak",
+    "protect": "protect", "compare": "compare", "elect": "elect", "kill": "kill", "tour": "tour",
+    "pass": "pass", "check": "check",
+}
+#: a verb of ``legal_host_actions`` → the host's command
+HOST_COMMANDS = {"voting": "host next", "night": "host next", "day": "host next", "kill": "host kill",
+                 "judge": "host judge", "godfather": "host godfather", "execute": "host execute"}
+#: what the host can always do while his game runs
+HOST_ALWAYS = ("host timer", "host idle", "host skip", "host end")
+
+
+@cache
+def rules_text(language: str) -> str:
+    """The rules in ``language`` (Discord markdown), as the package ships them."""
+    language = language if language in LANGUAGES else "ru"
+    return (resources.files("bot") / "texts" / f"rules.{language}.md").read_text(encoding="utf-8")
+
+
+def rule_sections(language: str) -> list[tuple[str, str]]:
+    """The rules split at their ``##`` headings: ``(title, text)``, the introduction first
+    (titled by the ``#`` heading)."""
+    sections: list[tuple[str, str]] = []
+    title, lines = "", []
+    for line in rules_text(language).splitlines():
+        if line.startswith("# ") and not sections and not lines:
+            title = line[2:].strip()
+        elif line.startswith("## "):
+            sections.append((title, "\n".join(lines).strip()))
+            title, lines = line[3:].strip(), []
+            continue
+        lines.append(line)
+    sections.append((title, "\n".join(lines).strip()))
+    return [(name, text) for name, text in sections if text]
+
+
+def action_line(live: LiveGame, verb: str, player: str) -> str:
+    """One thing a player may do now: the command and what it does for him."""
+    game = live.game
+    assert game is not None
+    path = PLAYER_COMMANDS[verb]
+    key = f"help.verb.{verb}"
+    if verb in ("kill", "tour"):
+        status = game.status_of(player)
+        godfather = game.godfather_of(game.city_of(player)) == player
+        key += ".maniac" if status is Status.MANIAC else ".godfather" if godfather else ".mafioso"
+    return phrase(live, key, command=command(live.language, path),
+                  upload=command(live.language, "lastword upload"))
+
+
+def player_lines(live: LiveGame, player: str) -> list[str]:
+    """A player's help: his status, the stage, and what he may do now."""
+    game = live.game
+    assert game is not None
+    city = game.city_of(player)
+    lines = [phrase(live, "help.player", status=status_text(live, game.status_of(player).value), city=city)]
+    if game.godfather_of(city) == player:
+        lines.append(phrase(live, "help.godfather"))
+    lines.append(stage_line(live))
+    if not game.is_alive(player):
+        lines.append(phrase(live, "help.dead"))
+        return lines
+    actions = game.legal_actions(player)
+    if actions:
+        lines.append(phrase(live, "help.can"))
+        lines.extend(action_line(live, action.verb, player) for action in actions)
+    else:
+        lines.append(phrase(live, "help.nothing"))
+    return lines
+
+
+def stage_line(live: LiveGame) -> str:
+    """Where the game is, and when the stage ends."""
+    game = live.game
+    assert game is not None
+    return phrase(live, "help.stage", phase=phase_text(live, str(game.phase)),
+                  stage=phrase(live, f"stage.{game.stage.value}"), deadline=deadline_text(live))
+
+
+def host_lines(live: LiveGame) -> list[str]:
+    """The host's help while his game runs: what the rules let him do now, and his tools."""
+    game = live.game
+    assert game is not None
+    lines = [phrase(live, "help.host", game=live.id), stage_line(live)]
+    paths = list(dict.fromkeys(HOST_COMMANDS[a.verb] for a in game.legal_host_actions()))
+    paths += [path for path in HOST_ALWAYS if path not in paths]
+    lines.append(phrase(live, "help.host_can"))
+    lines.extend(phrase(live, f"help.{path.replace(' ', '.')}", command=command(live.language, path))
+                 for path in paths)
+    return lines
+
+
+def lobby_lines(live: LiveGame, user: int, host: bool) -> list[str]:
+    """A lobby (or a game being started): join, wait, or set it up."""
+    say = lambda key, **params: phrase(live, key, **params)  # noqa: E731
+    cmd = lambda path: command(live.language, path)  # noqa: E731
+    if live.record.state == "starting":
+        return [say("help.starting", game=live.id)]
+    lines = []
+    joined = any(int(p["id"]) == user for p in live.record.lobby.get("players", []))
+    if joined:
+        lines.append(say("help.lobby_joined", game=live.id, leave=cmd("mafia leave")))
+    else:
+        lines.append(say("help.lobby_open", game=live.id, join=cmd("mafia join")))
+    if host:
+        lines.append(say("help.lobby_host", setup=cmd("host setup"), start=cmd("host start"),
+                         end=cmd("host end")))
+    return lines
+
+
+def help_lines(bot: ProkuratorBot, live: LiveGame | None, user: discord.abc.User, language: str,
+               host_role: int | None) -> list[str]:
+    """What the user can do right now (see the module docstring)."""
+    always = t(language, "help.always", me=command(language, "mafia me"), status=command(language, "mafia status"),
+               rules=command(language, "rules"), notify=command(language, "mafia notify"))
+    if live is None:
+        return [t(language, "help.no_game", new=command(language, "mafia new"), rules=command(language, "rules"),
+                  history=command(language, "mafia history")), always]
+    host = is_host(bot, live, user, host_role)
+    if live.game is None:
+        return [*lobby_lines(live, user.id, host), always]
+    player = str(user.id)
+    lines: list[str] = []
+    if player in live.game.players:
+        lines.extend(player_lines(live, player))
+    if host:
+        lines.extend(host_lines(live))
+    if not lines:
+        lines = [phrase(live, "help.spectator", game=live.id), stage_line(live)]
+    return [*lines, always]
+
+
+class HelpCog(commands.Cog):
+    """``/help`` and ``/rules``."""
+
+    def __init__(self, bot: ProkuratorBot) -> None:
+        self.bot = bot
+
+    @app_commands.command(name=key_str("help", "cmd.help.name"),
+                          description=key_str("What you can do right now (only you see it)", "cmd.help.description"))
+    @app_commands.guild_only()
+    async def help(self, interaction: discord.Interaction) -> None:
+        if interaction.guild_id is None:
+            raise UserError("error.guild_only")
+        language = await self.bot.language_for(interaction)
+        live = await self.bot.service.open_game(interaction.guild_id)
+        role = await self.bot.storage.guild_host_role(interaction.guild_id)
+        await answer_lines(interaction, help_lines(self.bot, live, interaction.user, language, role))
+
+    @app_commands.command(name=key_str("rules", "cmd.rules.name"),
+                          description=key_str("The rules of the game, a section at a time", "cmd.rules.description"))
+    @app_commands.rename(section=key_str("section", "opt.section.name"))
+    @app_commands.describe(section=key_str("The section to show (empty: the contents)", "opt.section.description"))
+    async def rules(self, interaction: discord.Interaction, section: int | None = None) -> None:
+        language = await self.bot.language_for(interaction)
+        sections = rule_sections(language)
+        if section is None:
+            title, text = sections[0]
+            contents = [t(language, "rules.entry", number=n, title=name)
+                        for n, (name, _) in enumerate(sections[1:], start=1)]
+            lines = [f"# {title}", text, t(language, "rules.contents", rules=command(language, "rules")), *contents]
+        elif 1 <= section < len(sections):
+            title, text = sections[section]
+            lines = [f"## {title}", text]
+        else:
+            raise UserError("error.no_such_section", count=len(sections) - 1, rules=command(language, "rules"))
+        await answer_lines(interaction, lines)
+
+    @rules.autocomplete("section")
+    async def _sections(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[int]]:
+        language = await self.bot.language_for(interaction)
+        lowered = current.casefold()
+        return [app_commands.Choice(name=clip(f"{n}. {title}", OPTION_LABEL), value=n)
+                for n, (title, _) in enumerate(rule_sections(language)[1:], start=1)
+                if lowered in f"{n}. {title}".casefold()][:25]
+
+
+async def setup(bot: ProkuratorBot) -> None:
+    """Load the cog."""
+    await bot.add_cog(HelpCog(bot))
+
+
+__all__ = ["HelpCog", "help_lines", "rule_sections", "rules_text"]
