@@ -119,6 +119,15 @@ async def assert_unchanged(table: Table, before: Snapshot) -> None:
     assert extra == [], f"REST calls besides the interaction answer: {extra}"
 
 
+def announcement(language: str, key: str, **params: Any) -> str:
+    """A phase's announcement as the bot words it: with its commands as clickable mentions."""
+    from cogs.mentions import command
+
+    commands = {"nominate": "nominate", "lastword": "lastword speak", "protect": "protect", "compare": "compare",
+                "vote": "vote", "unvote": "unvote", "kill": "kill", "check": "check"}
+    return t(language, key, **{name: command(language, path) for name, path in commands.items()}, **params)
+
+
 def refusal_text(language: str, key: str, **params: Any) -> str:
     """The catalogue's text of a refusal."""
     assert key.startswith(ERROR_PREFIX), key

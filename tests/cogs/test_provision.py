@@ -21,7 +21,17 @@ from typing import Any
 from bot.config import Config
 from bot.i18n import t
 from bot.permissions import SILENCE, bits, invite_url
-from tests.cogs.scenes import CONNECT, SEND, SPEAK, VIEW, accepted, lobby_message, quick_edits, run
+from tests.cogs.scenes import (
+    CONNECT,
+    SEND,
+    SPEAK,
+    VIEW,
+    accepted,
+    announcement,
+    lobby_message,
+    quick_edits,
+    run,
+)
 from tests.fakediscord import ChannelType, FakeDiscord, Permission, build_standard_guild
 from tests.harness import NO_TIMERS, Table, bot_on, bot_table
 
@@ -269,7 +279,7 @@ async def test_a_message_posted_just_before_a_restart_is_not_posted_again_after_
                 held = fake.hang("POST", rf"/channels/{text}/messages", count=1)
                 await accepted(first, "host", "host next")
                 await fake.wait_until(lambda: held.hits or None, 5.0, "the announcement was never sent")
-            voting = t("ru", "phase.voting", day=1, deadline=t("ru", "deadline.host"))
+            voting = announcement("ru", "phase.voting", day=1, deadline=t("ru", "deadline.host"))
             held.release()  # Discord carries it out; the bot that sent it is gone
             await fake.wait_until(lambda: any(voting in m for m in [x.content for x in fake.messages(text)]) or None)
             fake.forget_nonces()  # the restart took longer than Discord remembers nonces

@@ -17,7 +17,7 @@ import re
 
 from bot.i18n import t
 from rules import Status
-from tests.cogs.scenes import quick_edits, run
+from tests.cogs.scenes import SEND, VIEW, quick_edits, run
 from tests.fakediscord import Permission
 from tests.harness import Table, bot_table
 
@@ -87,7 +87,8 @@ async def test_no_non_mafioso_client_learns_who_the_mafiosi_are_through_a_game()
         admins = table.fake.create_role(table.guild_id, "Admins", permissions=int(Permission.ADMINISTRATOR))
         admin = table.member("p15").user.id
         table.fake.add_member_role(table.guild_id, admin, admins.id)
-        await table.new_game(cities="Верона, Падуя", maniac=False)
+        # the mafia rooms stay closed at the end too (by default they open to every player then)
+        await table.new_game(cities="Верона, Падуя", maniac=False, reveal_at_end=False)
         table.channels = table.live().record.channels
         others = [uid for uid in watchers(table) if uid != admin]
         assert others
@@ -126,3 +127,22 @@ async def test_no_non_mafioso_client_learns_who_the_mafiosi_are_through_a_game()
         await table.drain()
         for uid in others:
             assert leaks_to(table, uid, over=True) == [], uid
+
+
+async def test_at_the_end_every_player_reads_the_mafia_rooms_and_the_log_and_nobody_writes():
+    async with bot_table(players=16) as table:
+        quick_edits(table)
+        live = await table.new_game(cities="Верона, Падуя", maniac=False)
+        channels = live.record.channels
+        rooms = [int(ids["mafia"]) for ids in channels["cities"].values()] + [int(channels["log"])]
+        players = [int(p) for p in table.game.players]
+        honest = [p for p in players if table.game.status_of(str(p)) is not Status.MAFIOSO]
+        assert not any(table.fake.permissions_for(table.guild_id, room, honest[0]) & VIEW for room in rooms)
+        await run(table, "host", "host end")
+        await table.drain()
+        for room in rooms:
+            for player in players:
+                allowed = table.fake.permissions_for(table.guild_id, room, player)
+                assert allowed & VIEW and not allowed & SEND, (room, player)
+        calls = [c for c in table.fake.calls("PATCH", "/channels/{channel_id}") if int(c.params["channel_id"]) in rooms]
+        assert len(calls) == len(rooms)  # one edit per channel, through the permissions lane
