@@ -52,7 +52,8 @@ from bot.voice.recorder import OggSink, Recorder, RecordingOutcome
 from bot.voice.upload import PreparedAudio, UploadError, prepare_upload
 from bot.voice.voice_message import post_audio_attachment, post_voice_message
 from cogs.common import mention, phrase, player_of, require_host, running_game
-from cogs.render import NO_PINGS
+from cogs.limits import CITIES
+from cogs.render import NO_PINGS, pings_on
 from rules import RequestLastWord, RuleError
 
 if TYPE_CHECKING:
@@ -76,6 +77,11 @@ class Request:
 
     game_id: int
     player: str
+
+
+def _refs(first: str, count: int) -> list[str]:
+    """The message names of one last word's line in each of ``count`` channels."""
+    return [first] + [f"{first}:{n}" for n in range(1, count)]
 
 
 def _has_spoken(live: LiveGame, player: str) -> bool:
@@ -133,10 +139,11 @@ class LastWordCog(commands.Cog):
         if live is not None and game is not None and player in game.players and player not in game.last_words:
             log.warning("last word of %s in game %s was interrupted by a restart; dropped", player, game_id)
             (self.folder / f"{game_id}-{player}-{token}.ogg").unlink(missing_ok=True)
-            await self._post_now(live, OutboxItem("edit", {"ref": f"lastword:{player}:{token}"}, {
-                "content": phrase(live, "lastword.outcome.interrupted", player=mention(player)),
-                "components": [], "allowed_mentions": NO_PINGS,
-            }))
+            for ref in _refs(f"lastword:{player}:{token}", CITIES):  # one line per city it was told in
+                await self._post_now(live, OutboxItem("edit", {"ref": ref}, {
+                    "content": phrase(live, "lastword.outcome.interrupted", player=mention(player)),
+                    "components": [], "allowed_mentions": NO_PINGS,
+                }))
             await self._announce(live, phrase(live, "lastword.interrupted", player=mention(player)), player)
         part.unlink(missing_ok=True)
 
@@ -326,11 +333,15 @@ class LastWordCog(commands.Cog):
             return
         config = self.bot.config.last_word
 
+        channels = self._city_channels(live, player)
+        refs = _refs(ref, len(channels))
+
         async def progress(elapsed: float) -> None:
             # awaited by the recorder: stored before any later edit of the same line
-            await self._post_now(live, OutboxItem(
-                "edit", {"ref": ref}, self._progress_payload(live, player, elapsed, limit, recording=True),
-            ))
+            for each in refs:
+                await self._post_now(live, OutboxItem(
+                    "edit", {"ref": each}, self._progress_payload(live, player, elapsed, limit, recording=True),
+                ))
 
         # The .part exists before the line naming him: a restart finds every line to correct.
         part = self.folder / f"{live.id}-{player}-{token}.ogg.part"
@@ -344,10 +355,12 @@ class LastWordCog(commands.Cog):
         self.recording[live.id] = (player, recorder)
         try:
             try:
-                await self._post_now(live, OutboxItem(
-                    "send", {"channel_id": self._city_channel(live, player), "ref": ref},
-                    self._progress_payload(live, player, 0.0, limit, recording=False),
-                ))
+                # he is called where his city and the cities voting on him can hear, pinged
+                calling = self._progress_payload(live, player, 0.0, limit, recording=False)
+                if pings_on(live) and await self.bot.service.wants_pings(int(player)):
+                    calling["allowed_mentions"] = {"parse": [], "users": [player]}
+                for channel, each in zip(channels, refs, strict=True):
+                    await self._post_now(live, OutboxItem("send", {"channel_id": channel, "ref": each}, calling))
                 result = await recorder.run()
                 info = sink.close(result.end_position)
                 handle.flush()
@@ -369,7 +382,8 @@ class LastWordCog(commands.Cog):
         final = {"content": phrase(live, f"lastword.outcome.{outcome.value}", player=mention(player),
                                    length=clock_text(duration)),
                  "components": [], "allowed_mentions": NO_PINGS}
-        await self._post_now(live, OutboxItem("edit", {"ref": ref}, final))
+        for each in refs:
+            await self._post_now(live, OutboxItem("edit", {"ref": each}, final))
         if outcome.technical_failure:
             part.unlink(missing_ok=True)
             if outcome is not RecordingOutcome.no_audio:
@@ -408,17 +422,17 @@ class LastWordCog(commands.Cog):
             handle.write(audio)
             handle.flush()
             os.fsync(handle.fileno())
-        channel = self._city_channel(live, player)
-        items = [
-            OutboxItem("send", {"channel_id": channel}, {
+        items = []
+        for channel in self._city_channels(live, player):
+            items.append(OutboxItem("send", {"channel_id": channel}, {
                 "content": phrase(live, "lastword.posted", player=mention(player), length=clock_text(duration)),
                 "allowed_mentions": NO_PINGS,
-            }),
-            OutboxItem("voice", {"channel_id": channel}, {
+            }))
+            items.append(OutboxItem("voice", {"channel_id": channel}, {
                 "path": str(path), "duration": duration, "waveform": waveform,
                 "fallback": phrase(live, "lastword.attachment", player=mention(player)),
-            }),
-        ]
+                "keep": channel != self._city_channels(live, player)[-1],
+            }))
         try:
             await self.bot.service.apply(live.id, RequestLastWord(player), source="player",
                                          interaction_id=interaction_id, extra_outbox=items)
@@ -446,19 +460,24 @@ class LastWordCog(commands.Cog):
             log.info("voice message refused (%s); posting the recording as an attachment", error)
             message = await post_audio_attachment(self.bot.http, channel, audio,
                                                   str(item.payload.get("fallback") or ""), nonce=nonce)
-        path.unlink(missing_ok=True)
+        if not item.payload.get("keep"):  # the last city's post: the file is done with
+            path.unlink(missing_ok=True)
         return int(message["id"])
 
-    def _city_channel(self, live: LiveGame, player: str) -> int:
-        assert live.game is not None
-        city = live.game.city_of(player)
-        return int(live.record.channels["cities"][city]["text"])
+    def _city_channels(self, live: LiveGame, player: str) -> list[int]:
+        """Where a last word is called and posted: the cities voting on him (those that
+        nominated him today), then his own city."""
+        game = live.game
+        assert game is not None
+        voting = [city for city in game.cities if player in game.nominees(city)]
+        cities = list(dict.fromkeys([*voting, game.city_of(player)]))
+        return [int(live.record.channels["cities"][city]["text"]) for city in cities]
 
     def _progress_payload(self, live: LiveGame, player: str, elapsed: float, limit: int, *,
                           recording: bool) -> dict[str, Any]:
         key = "lastword.recording" if recording else "lastword.calling"
         content = phrase(live, key, player=mention(player), elapsed=clock_text(elapsed),
-                         limit=clock_text(limit))
+                         limit=clock_text(limit), tribune=f"<#{live.record.channels.get('voice')}>")
         return {
             "content": content, "allowed_mentions": NO_PINGS,
             "components": [{"type": 1, "components": [{
@@ -472,12 +491,12 @@ class LastWordCog(commands.Cog):
         self.bot.outbox.kick(live.id)
 
     async def _announce(self, live: LiveGame, text: str, player: str) -> None:
-        """A line in the player's city channel."""
+        """A line where his last word is called: his city's channel and the cities voting on him."""
         if live.game is None or not live.record.channels or player not in live.game.players:
             return
-        item = OutboxItem("send", {"channel_id": self._city_channel(live, player)},
-                          {"content": text, "allowed_mentions": NO_PINGS})
-        await self._post_now(live, item)
+        for channel in self._city_channels(live, player):
+            await self._post_now(live, OutboxItem("send", {"channel_id": channel},
+                                                  {"content": text, "allowed_mentions": NO_PINGS}))
 
 
 async def setup(bot: ProkuratorBot) -> None:

@@ -64,8 +64,9 @@ async def test_a_nominee_speaks_and_his_city_gets_his_voice_only() -> None:
         await neighbour.wait_in_group()
         calling = await tb.calling_message()
         assert tb.table.fake.message(calling.id).content == ru(
-            "lastword.calling", player=mention(tb.nominee), limit="3:00"
+            "lastword.calling", player=mention(tb.nominee), limit="3:00", tribune=f"<#{tb.voice_channel}>"
         )
+        assert calling.pinged == {tb.nominee_id}, "the nominee is pinged, and nobody else"
 
         # 20 s of speech with a 3 s pause, two packets lost, two pairs reordered,
         # while a neighbour blasts a loud tone into the same channel.
@@ -186,7 +187,7 @@ async def test_the_hosts_limit_is_the_cut() -> None:
         client = await tb.recording()
         line = await tb.calling_message()
         assert tb.table.fake.message(line.id).content == ru(
-            "lastword.calling", player=mention(tb.nominee), limit="0:02"
+            "lastword.calling", player=mention(tb.nominee), limit="0:02", tribune=f"<#{tb.voice_channel}>"
         )
         sent = await tb.speak_fast(nominee, opus_packets()[:250], client)
         await tb.finished()

@@ -257,14 +257,20 @@ def quick_edits(table: Table) -> None:
     table.bot.outbox.edit_interval = 0.05
 
 
-async def start_game(table: Table, *, last_word_seconds: int | None = None) -> tuple[LiveGame, str, str]:
-    """A one-city game; the first living player nominates the second."""
+async def start_game(table: Table, *, last_word_seconds: int | None = None,
+                     cities: str = "Верона") -> tuple[LiveGame, str, str]:
+    """A game (one city unless ``cities`` names more); the first living player nominates the
+    second, or, with two cities or more, the first player of the first city nominates the first
+    of the second (a cross-city nomination)."""
     quick_edits(table)
-    setup: dict[str, Any] = {"cities": "Верона"}
+    setup: dict[str, Any] = {"cities": cities}
     if last_word_seconds is not None:
         setup["last_word_seconds"] = last_word_seconds
     live = await table.new_game(**setup)
     nominator, nominee = table.game.alive()[:2]
+    if len(table.game.cities) > 1:
+        first, second = table.game.cities[:2]
+        nominator, nominee = table.game.alive(first)[0], table.game.alive(second)[0]
     nominated = await table.slash(table.name(nominator), "nominate", {"player": nominee})
     assert nominated.ephemeral and table.game.nominations, nominated.content
     await table.drain()
@@ -278,6 +284,7 @@ async def tribune(
     last_word: LastWord = FAST,
     last_word_seconds: int | None = None,
     refusals: bool = False,
+    cities: str = "Верона",
     **server_options: Any,
 ) -> AsyncIterator[Tribune]:
     """A game with a nominee, the bot and a fake voice server for its tribune (``refusals``: as
@@ -288,7 +295,8 @@ async def tribune(
         config = Config(timers=NO_TIMERS, last_word=last_word)
         async with bot_table(players=players, config=config, refusals=refusals) as table:
             table.fake.voice_server = server
-            live, nominee, nominator = await start_game(table, last_word_seconds=last_word_seconds)
+            live, nominee, nominator = await start_game(table, last_word_seconds=last_word_seconds,
+                                                        cities=cities)
             tribune = Tribune(table, server, live, nominee, nominator)
             try:
                 yield tribune
