@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import discord
@@ -81,6 +82,8 @@ class ProkuratorBot(commands.Bot):
         self.extensions_to_load = extensions
         self._opened_storage = storage
         self.tree.on_error = self.on_app_command_error
+        self.explain_refusal: Callable[[discord.Interaction, RuleError], Awaitable[str | None]] | None = None
+        """Words a refusal of the rules better than its catalogue entry (cogs.help sets it)."""
 
     async def setup_hook(self) -> None:
         """Open storage, load the cogs, restore unfinished games, sync the commands."""
@@ -165,7 +168,8 @@ class ProkuratorBot(commands.Bot):
         """Turn refusals into the user's localised ephemeral message; log everything else."""
         language = await self.language_for(interaction)
         if isinstance(original, RuleError):
-            text = t(language, f"error.{original.code}", **original.params)
+            better = await self.explain_refusal(interaction, original) if self.explain_refusal else None
+            text = better or t(language, f"error.{original.code}", **original.params)
             log.info("refused %s by %s: %s", _command_name(interaction), interaction.user.id, original)
         elif isinstance(original, UserError):
             text = t(language, original.key, **original.params)

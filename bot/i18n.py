@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -66,9 +67,24 @@ def _form(language: str, entry: Entry, params: dict[str, Any]) -> str:
     return entry.get(plural_category(language, number), entry["other"])
 
 
+#: fills a placeholder that no caller gave, from its name and the language (None: left as is);
+#: :mod:`cogs.mentions` installs one that turns ``{cmd_vote}`` into the command's mention
+def no_fallback(language: str, name: str) -> str | None:
+    """Leave an unfilled placeholder as it is."""
+    return None
+
+
+fallback: Callable[[str, str], str | None] = no_fallback
+
+
 class _Missing(dict[str, Any]):
+    def __init__(self, params: dict[str, Any], language: str) -> None:
+        super().__init__(params)
+        self.language = language
+
     def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
+        found = fallback(self.language, key)
+        return found if found is not None else "{" + key + "}"
 
 
 def t(language: str, key: str, /, **params: Any) -> str:
@@ -82,7 +98,7 @@ def t(language: str, key: str, /, **params: Any) -> str:
     if entry is None:
         log.error("missing text %r in %r", key, language)
         language, entry = DEFAULT, catalogue(DEFAULT).get(key, key)
-    return _form(language, entry, params).format_map(_Missing(params))
+    return _form(language, entry, params).format_map(_Missing(params, language))
 
 
 def has(key: str) -> bool:

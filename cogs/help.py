@@ -29,7 +29,7 @@ from cogs.common import answer_lines, is_host, phrase, status_text
 from cogs.limits import OPTION_LABEL, clip
 from cogs.mentions import command
 from cogs.render import deadline_text, phase_text
-from rules import Status
+from rules import RuleError, Status
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
@@ -43,6 +43,12 @@ PLAYER_COMMANDS = {
 #: a verb of ``legal_host_actions`` → the host's command
 HOST_COMMANDS = {"voting": "host next", "night": "host next", "day": "host next", "kill": "host kill",
                  "judge": "host judge", "godfather": "host godfather", "execute": "host execute"}
+#: the stage a command belongs to (slash commands by their default names, components by action)
+STAGE_OF = {
+    "nominate": "discussion", "vote": "voting", "unvote": "voting", "protect": "day", "compare": "day",
+    "lastword speak": "day", "lastword upload": "day", "lastword": "day", "kill": "night", "tour": "night",
+    "pass": "night", "check": "night", "host execute": "execution", "host touring": "day",
+}
 #: what the host can always do while his game runs
 HOST_ALWAYS = ("host timer", "host idle", "host skip", "host end")
 
@@ -167,11 +173,41 @@ def help_lines(bot: ProkuratorBot, live: LiveGame | None, user: discord.abc.User
     return [*lines, always]
 
 
+def wrong_stage_text(live: LiveGame, path: str) -> str | None:
+    """A refusal for the wrong stage that says where the game is and when what was asked for is
+    possible ("it is the voting now; nominations open at the start of a day"); None when the
+    command is not one of a stage."""
+    kind = STAGE_OF.get(path)
+    if kind is None or live.game is None:
+        return None
+    return " ".join([stage_line(live), phrase(live, f"wrong_stage.{kind}"), phrase(live, "help.what_now")])
+
+
+def component_path(interaction: discord.Interaction) -> str:
+    """The command an interaction stands for: a slash command's default name, a component's
+    action (``mafia:vote:...`` → ``vote``)."""
+    if interaction.command is not None:
+        return interaction.command.qualified_name
+    custom_id = str((interaction.data or {}).get("custom_id", ""))
+    parts = custom_id.split(":")
+    return parts[1] if len(parts) > 1 and parts[0] == "mafia" else ""
+
+
 class HelpCog(commands.Cog):
-    """``/help`` and ``/rules``."""
+    """``/help`` and ``/rules``; explains refusals for the wrong stage."""
 
     def __init__(self, bot: ProkuratorBot) -> None:
         self.bot = bot
+        bot.explain_refusal = self.explain
+
+    async def explain(self, interaction: discord.Interaction, error: RuleError) -> str | None:
+        """A better text for a rules' refusal than its catalogue entry, where there is one."""
+        if error.code != "wrong_phase" or interaction.guild_id is None:
+            return None
+        live = await self.bot.service.open_game(interaction.guild_id)
+        if live is None:
+            return None
+        return wrong_stage_text(live, component_path(interaction))
 
     @app_commands.command(name=key_str("help", "cmd.help.name"),
                           description=key_str("What you can do right now (only you see it)", "cmd.help.description"))

@@ -13,10 +13,22 @@ this module: one bot process has one application and one tree. Without an id
 
 from __future__ import annotations
 
+from bot import i18n
 from bot.i18n import t
 
 #: top-level command (its default name) → the id Discord gave it
 COMMAND_IDS: dict[str, int] = {}
+#: ``{cmd_...}`` placeholders any text may use, by the command they name
+PLACEHOLDERS = {
+    "cmd_help": "help", "cmd_rules": "rules", "cmd_status": "mafia status", "cmd_me": "mafia me",
+    "cmd_new": "mafia new", "cmd_join": "mafia join", "cmd_leave": "mafia leave", "cmd_notify": "mafia notify",
+    "cmd_nominate": "nominate", "cmd_vote": "vote", "cmd_unvote": "unvote", "cmd_protect": "protect",
+    "cmd_compare": "compare", "cmd_elect": "elect", "cmd_kill": "kill", "cmd_tour": "tour", "cmd_pass": "pass",
+    "cmd_check": "check", "cmd_lastword": "lastword speak", "cmd_upload": "lastword upload",
+    "cmd_setup": "host setup", "cmd_start": "host start", "cmd_next": "host next", "cmd_end": "host end",
+    "cmd_execute": "host execute", "cmd_touring": "host touring", "cmd_history": "mafia history",
+    "cmd_game": "mafia game", "cmd_godfather": "host godfather", "cmd_hostrole": "admin hostrole",
+}
 
 
 def set_command_ids(ids: dict[str, int]) -> None:
@@ -41,3 +53,12 @@ def command(language: str, path: str) -> str:
     if command_id is None:
         return f"`/{name}`"
     return f"</{name}:{command_id}>"
+
+
+def placeholder(language: str, name: str) -> str | None:
+    """A ``{cmd_...}`` placeholder no caller filled: the command's mention."""
+    path = PLACEHOLDERS.get(name)
+    return command(language, path) if path is not None else None
+
+
+i18n.fallback = placeholder

@@ -134,3 +134,40 @@ async def test_the_translator_localises_command_names(locale, expected):
     assert await CatalogueTranslator().translate(
         key_str("new", "cmd.mafia.new.name"), discord.Locale("fr"), None  # type: ignore[arg-type]
     ) is None
+
+
+#: an English clause that tells the user what to do starts with one of these
+ENGLISH_IMPERATIVES = ("pick", "choose", "wait", "join", "name", "send", "record", "check", "grant", "run",
+                       "have", "give", "use", "set", "remove", "fix", "vote", "propose", "export", "change",
+                       "take", "ask", "kill", "nominate", "follow", "open", "tell", "please try", "try", "say", "learn",
+                       "record", "turn", "get", "press")
+
+
+def tells_what_to_do(language: str, text: str) -> bool:
+    """A refusal that says what to do instead: it names a command to use, or a clause of it is an
+    instruction (a Russian imperative, «выберите», «дождитесь»; an English one, "pick", "wait")."""
+    if "{cmd_" in text or "{rules}" in text:
+        return True
+    words = re.findall(r"[\w-]+", PLACEHOLDER.sub("", text).casefold())
+    if language == "ru":
+        return any(re.fullmatch(r"\w+(те|тесь)", word) for word in words)
+    clauses = re.split(r"[:;.—,]\s+| and | or ", PLACEHOLDER.sub("X", text).casefold())
+    return any(clause.strip().startswith(ENGLISH_IMPERATIVES) for clause in clauses)
+
+
+@pytest.mark.parametrize("language", ["ru", "en"])
+def test_every_refusal_says_what_was_wrong_and_what_to_do_instead(language):
+    vague = []
+    for key, entry in catalogue(language).items():
+        if not key.startswith(("error.", "upload.")):
+            continue
+        for text in forms(entry):
+            if not tells_what_to_do(language, text) or len(PLACEHOLDER.sub("", text)) < 40:
+                vague.append(f"{key}: {text}")
+    assert vague == []
+
+
+def test_the_wrong_stage_is_not_just_wrong_stage():
+    for language in ("ru", "en"):
+        for kind in ("discussion", "voting", "day", "night", "execution"):
+            assert len(t(language, f"wrong_stage.{kind}")) > 30
