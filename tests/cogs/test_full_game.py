@@ -27,8 +27,8 @@ TEXTS = {
     "ru": {
         "cities": ("Верона", "Падуя"),
         "same": "одинаковы", "mafia": "мафия", "not_mafia": "не мафия",
-        "executed": "казнён", "touring": "гастролёрами", "procurator": "Прокуратором",
-        "over": "Игра окончена", "decided": "честные жители победили",
+        "executed": "казнь", "touring": "на гастролях", "procurator": "Прокуратором",
+        "over": "Игра окончена", "decided": "выиграли его честные жители",
         "statuses": ("гражданин", "мафиози", "комиссар", "врач", "журналист", "маньяк"),
         "night": "Ночь 1", "day2": "День 2",
     },
@@ -271,7 +271,7 @@ async def test_the_dead_lose_their_voice_and_pen():
         assert not perms(table, channels["voice"], victim) & SPEAK
         assert perms(table, channels["dead"], victim) & SEND
         refused = await say(table, victim, "nominate", {"player": table.pid(table.name(table.game.alive(city)[0]))})
-        assert "мёртв" in refused
+        assert "выбыли из игры" in refused
 
 
 async def test_a_whole_game_on_a_locked_down_server():
