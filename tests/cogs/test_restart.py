@@ -105,3 +105,39 @@ async def test_buttons_posted_before_a_restart_still_work_and_the_game_is_the_sa
                 assert len(await second.bot.storage.commands(live.id)) == record_before["count"] + 2
         finally:
             await fake.close()
+
+
+async def test_the_ballot_keeps_each_votes_clock_time_across_a_restart():
+    """The rules count ticks; the ballot's last-vote times come from the commands' stored times."""
+    fake = FakeDiscord()
+    world = build_standard_guild(fake, players=[f"p{i}" for i in range(8)])
+    clock = [1_800_000_000.0]
+    with tempfile.TemporaryDirectory() as folder:
+        config = replace(Config(timers=NO_TIMERS, snapshot_every=3), database=Path(folder) / "bot.sqlite3")
+        await fake.start()
+        try:
+            async with bot_on(fake, world, config, clock=lambda: clock[0]) as first:
+                quick_edits(first)
+                await first.new_game(cities="Верона", maniac=False)
+                city = first.game.cities[0]
+                residents = [first.name(p) for p in first.game.alive(city)]
+                await accepted(first, residents[0], "nominate", {"player": first.pid(residents[1])})
+                await accepted(first, "host", "host next")
+                clock[0] += 77
+                await accepted(first, residents[2], "vote", {"player": first.pid(residents[1])})
+                await first.drain()
+                stamp = f"<t:{int(clock[0])}:T>"
+                assert stamp in ballot_message(first, city).content
+            clock[0] += 1000
+            async with bot_on(fake, world, config, clock=lambda: clock[0]) as second:
+                quick_edits(second)
+                await accepted(second, residents[3], "vote", {"player": second.pid(residents[1])})
+                await second.drain()
+                ballot = ballot_message(second, city).content
+                # the earlier vote is told by its own time: the row shows the latest one, and both
+                # voters are listed in vote order
+                assert f"<t:{int(clock[0])}:T>" in ballot and stamp not in ballot
+                assert second.live().tick_times[min(second.live().tick_times)] == clock[0] - 1000
+                assert f"<@{second.pid(residents[2])}>, <@{second.pid(residents[3])}>" in ballot
+        finally:
+            await fake.close()

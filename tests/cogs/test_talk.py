@@ -203,3 +203,29 @@ def test_the_rules_ship_in_the_wheel(tmp_path: Path) -> None:
     assert probe.returncode == 0, probe.stderr[-2000:]
     where, count = probe.stdout.split()
     assert where.startswith(str(tmp_path / "site")) and int(count) == len(rule_sections("en"))
+
+
+async def test_a_reminder_pings_the_living_of_each_city_in_its_own_channel() -> None:
+    from bot.config import Config, Timers
+
+    now = [1_800_000_000.0]
+    config = Config(timers=Timers(discussion=600, voting=300, night=600, reminders=(120,)))
+    async with bot_table(players=16, config=config, clock=lambda: now[0]) as table:
+        quick_edits(table)
+        live = await table.new_game(cities="Верона, Падуя", maniac=False)
+        now[0] += 600 - 120  # two minutes before the end of the discussion
+        table.bot.timers.arm(table.live())
+        roles = live.record.channels["roles"]["cities"]
+
+        def reminded() -> bool:
+            return all(any("⏳" in c.json["content"] for c in posts(table, table.city_channel(city)))
+                       for city in table.game.cities)
+
+        await table.fake.wait_until(reminded, 10.0, "no reminder was posted")
+        await table.drain()
+        for city in table.game.cities:
+            reminder = [c for c in posts(table, table.city_channel(city)) if "⏳" in c.json["content"]]
+            assert len(reminder) == 1
+            role = str(roles[city]["living"])
+            assert reminder[0].json["allowed_mentions"] == {"parse": [], "roles": [role]}
+            assert message_of(table, reminder[0]).pinged == {int(p) for p in table.game.alive(city)}
