@@ -115,7 +115,7 @@ async def start_game(fake: FakeDiscord, world, players: int = 8) -> int:
     guild, host = world.guild.id, world.owner.user.id
     opened = await fake.slash(guild, host, "mafia new", {}, channel_id=world.text_channel.id, locale="ru")
     await opened.wait_original()
-    lobby = opened.original
+    lobby = await lobby_posted(fake, world)
     for member in world.players[:players]:
         await fake.click(lobby, "mafia:join:1", member.user.id)
     await fake.slash(guild, host, "host setup", {"cities": "Верона", "maniac": False}, locale="ru")
@@ -123,6 +123,15 @@ async def start_game(fake: FakeDiscord, world, players: int = 8) -> int:
     await started.wait_original(15.0)
     assert "началась" in started.text, started.text
     return 1
+
+
+async def lobby_posted(fake: FakeDiscord, world, game: int = 1, timeout: float = 10.0):
+    """The lobby message of ``game`` in the general channel, once the bot's outbox posted it."""
+    def found():
+        return next((m for m in fake.messages(world.text_channel.id)
+                     if f"mafia:join:{game}" in m.custom_ids()), None)
+
+    return await fake.wait_until(found, timeout, "the lobby message was never posted")
 
 
 async def outbox_settled(fake: FakeDiscord, tmp_path: Path, timeout: float = 20.0) -> None:

@@ -142,8 +142,8 @@ def quick_edits(table: Table, interval: float = 0.02) -> None:
 async def lobby_message(table: Table, timeout: float = 5.0) -> Message:
     """The lobby message of the guild's game, as Discord has it now.
 
-    The bot stores which message it is just after answering ``/mafia new``,
-    so this waits for that.
+    The outbox posts it after ``/mafia new`` and stores which message it is
+    once Discord accepted it, so this waits for that.
     """
     latest = await table.bot.storage.latest_game(table.guild_id)
     assert latest is not None, "no game in the guild"
