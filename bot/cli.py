@@ -115,11 +115,15 @@ def _simulate(args: argparse.Namespace) -> int:
     from bot.simulate import simulate
 
     try:
-        output = simulate(Path(args.file), args.json)
+        output = simulate(Path(args.file), args.json, args.lang)
     except ScenarioError as error:
         print(f"mafia-bot simulate: {args.file}: {error}", file=sys.stderr)
         return 2
-    print(output)
+    try:
+        print(output)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `mafia-bot simulate FILE | head`: the reader has seen enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
@@ -132,6 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
     simulate = commands.add_parser("simulate", help="play a scenario file and print what happened")
     simulate.add_argument("file", help="the scenario file (YAML)")
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
+    simulate.add_argument(
+        "--lang",
+        choices=("ru", "en"),
+        help="the transcript's language (default: Russian when the system locale, "
+        "LANGUAGE/LC_ALL/LC_MESSAGES/LANG, is Russian, else English); "
+        "the JSON is the same in every language",
+    )
     simulate.set_defaults(handler=_simulate)
     run = commands.add_parser("run", help="run the bot (token from DISCORD_TOKEN)")
     run.add_argument("--config", help="a YAML config file (optional; see config.example.yaml)")

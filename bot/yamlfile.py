@@ -1,4 +1,11 @@
-"""Reading a YAML file with one clear line for what is wrong with it."""
+"""Reading a YAML file with one clear line for what is wrong with it.
+
+PyYAML's safe loader keeps the last of two equal keys in a mapping and says
+nothing, so a scenario with a city written twice, or a config with a key
+written twice, would silently lose half of what it says. :class:`_StrictLoader`
+is PyYAML's own ``SafeLoader`` with its mapping constructor extended (the
+documented way to change how nodes are built) to refuse a duplicate key.
+"""
 
 from __future__ import annotations
 
@@ -6,26 +13,76 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.constructor import ConstructorError
+
+_MERGE = "tag:yaml.org,2002:merge"
 
 
 class YamlFileError(Exception):
     """The file cannot be read or is not valid YAML; the message names the line."""
 
 
-def read_yaml(path: Path) -> tuple[Any, str]:
-    """The parsed document and the text it came from.
+class DuplicateKeyError(ConstructorError):
+    """A mapping names the same key twice."""
+
+    def __init__(self, key: object, first: yaml.Mark, again: yaml.Mark) -> None:
+        super().__init__(None, None, f"duplicate key {key!r}", again)
+        self.key = key
+        self.first_line = first.line + 1
+        self.line = again.line + 1
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """The safe loader, refusing a mapping that names a key twice."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[object, yaml.Mark] = {}
+        for key_node, _ in node.value:
+            # "<<" merges another mapping in; its keys may be overridden by design
+            if key_node.tag == _MERGE:
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.get(key)
+            except TypeError:
+                continue  # an unhashable key: the safe loader refuses it itself
+            if first is not None:
+                raise DuplicateKeyError(key, first, key_node.start_mark)
+            seen[key] = key_node.start_mark
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return mapping
+
+
+def parse_yaml(text: str) -> Any:
+    """Parse YAML text with the safe loader, refusing duplicate keys.
 
     Raises:
-        YamlFileError: ``cannot read ...`` or ``unparsable YAML at line N: problem``.
+        YamlFileError: ``duplicate key 'K' at line N (first at line M)`` or
+            ``unparsable YAML at line N: problem``.
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise YamlFileError(f"cannot read {path}: {error.__class__.__name__}: {error}") from None
-    try:
-        return yaml.safe_load(text), text
+        # _StrictLoader is a SafeLoader: no arbitrary Python objects are built
+        return yaml.load(text, Loader=_StrictLoader)
+    except DuplicateKeyError as error:
+        raise YamlFileError(
+            f"duplicate key {error.key!r} at line {error.line} (first at line {error.first_line})"
+        ) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise YamlFileError(f"unparsable YAML{where}: {problem}") from None
+
+
+def read_yaml(path: Path) -> tuple[Any, str]:
+    """The parsed document and the text it came from.
+
+    Raises:
+        YamlFileError: ``cannot read ...``, ``duplicate key ...`` or
+            ``unparsable YAML at line N: problem``.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise YamlFileError(f"cannot read {path}: {error.__class__.__name__}: {error}") from None
+    return parse_yaml(text), text

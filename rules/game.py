@@ -730,6 +730,11 @@ class Game:
         home_targets = {
             city: self._mafia_decision(city, touring=False, events=events) for city in self.cities
         }
+        # Posts emptied at dawn are filled only after it (below), so the
+        # only Godfathers who can die at dawn are those in office at the end
+        # of the night: a mafioso seated for a moment mid-dawn (the lone
+        # survivor of the maniac's kill, say) and killed next is no
+        # Godfather who "died this night", and cannot block his city's kill.
         # 1. the maniac
         if maniac_target is not None:
             events.extend(self._night_kill(maniac_target, Cause.MANIAC))
@@ -749,6 +754,15 @@ class Game:
                 events.append(MafiaKillBlocked(city))
                 continue
             events.extend(self._night_kill(target, Cause.MAFIA))
+        # After dawn: every city whose mafia lost someone at dawn and has no
+        # Godfather fills the post (a lone survivor, or a majority recount).
+        emptied = {
+            e.city for e in events
+            if isinstance(e, PlayerKilled) and e.status is Status.MAFIOSO
+        }
+        for city in self.cities:
+            if city in emptied and city not in self.godfathers:
+                events.extend(self._fill_empty_post(city))
         return events
 
     def _maniac_decision(self, events: list[Event]) -> str | None:
@@ -802,7 +816,7 @@ class Game:
             return []
         if target == self.protected:
             return [KillPrevented(target, cause)]
-        return self._die(target, cause)
+        return self._die(target, cause, fill_post=False)
 
     def _start_night(self) -> list[Event]:
         number = self._next_night()
@@ -860,9 +874,19 @@ class Game:
         return events
 
     def _die(
-        self, name: str, cause: Cause, *, by_city: str | None = None, by_chance: bool = False
+        self,
+        name: str,
+        cause: Cause,
+        *,
+        by_city: str | None = None,
+        by_chance: bool = False,
+        fill_post: bool = True,
     ) -> list[Event]:
-        """Kill one player and clear what he held; the end check is the caller's."""
+        """Kill one player and clear what he held; the end check is the caller's.
+
+        With ``fill_post`` false (dawn's kills) an emptied Godfather's post is
+        left empty for the caller to fill once the whole batch is over.
+        """
         player = self.players[name]
         player.alive = False
         city = player.city
@@ -887,7 +911,7 @@ class Game:
                 if self.stage is Stage.NIGHT:
                     self.godfather_died.add(city)
                 events.append(GodfatherChanged(city, None, GodfatherReason.DIED))
-            if city not in self.godfathers:
+            if fill_post and city not in self.godfathers:
                 events.extend(self._fill_empty_post(city))
         return events
 

@@ -2,7 +2,8 @@
 
 This module works on already-parsed data (the command line reads the YAML);
 it turns a scenario into a setup and commands, plays it, and renders the
-result as the documented JSON or as a readable transcript.
+result as the documented JSON. The readable transcript, in the player's
+language, is the bot's (``bot/simulate.py``): texts live in its catalogues.
 """
 
 from __future__ import annotations
@@ -18,18 +19,10 @@ from rules.commands import (
     HostCommand,
     PlayerCommand,
 )
-from rules.errors import CODES, RuleError
-from rules.events import (
-    CityDecided,
-    Event,
-    GameOver,
-    PhaseStarted,
-    PlayerChecked,
-    PlayerKilled,
-    StatusesCompared,
-)
+from rules.errors import RuleError
+from rules.events import Event, PlayerChecked, StatusesCompared
 from rules.game import Game
-from rules.model import Setup, Stage
+from rules.model import Phase, Setup, Stage
 
 HOST = "host"
 
@@ -49,13 +42,21 @@ class Scenario:
 
 @dataclass
 class StepResult:
-    """What one step did: ok or the refusal code, the private reply, the events."""
+    """What one step did: ok or the refusal code, the private reply, the events.
+
+    ``phase``, ``stage`` and ``waiting`` (the cities waiting for ``host
+    execute``) are where the game stands after the step; the JSON leaves
+    them out, the transcript shows them.
+    """
 
     step: str
     ok: bool
     error: str | None = None
     reply: str | None = None
     events: list[Event] = field(default_factory=list)
+    phase: Phase | None = None
+    stage: Stage | None = None
+    waiting: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """``{step, ok, error, reply}`` as the JSON output has it."""
@@ -165,12 +166,15 @@ def run_scenario(scenario: Scenario) -> ScenarioResult:
         try:
             events = game.apply(command)
         except RuleError as error:
-            result.steps.append(StepResult(text, False, error.code))
-            continue
-        reply = next(
-            (e.reply for e in events if isinstance(e, PlayerChecked | StatusesCompared)), None
-        )
-        result.steps.append(StepResult(text, True, None, reply, events))
+            step = StepResult(text, False, error.code)
+        else:
+            reply = next(
+                (e.reply for e in events if isinstance(e, PlayerChecked | StatusesCompared)), None
+            )
+            step = StepResult(text, True, None, reply, events)
+        step.phase, step.stage = game.phase, game.stage
+        step.waiting = tuple(game.pending_executions) if game.stage is Stage.EXECUTION else ()
+        result.steps.append(step)
     return result
 
 
@@ -186,63 +190,7 @@ def result_json(result: ScenarioResult) -> dict[str, Any]:
     }
 
 
-def _header(event: PhaseStarted) -> str:
-    name = f"{event.phase.kind.value.capitalize()} {event.phase.number}"
-    if event.stage is Stage.NIGHT:
-        return f"== {name} (touring: {event.touring_city}) =="
-    return f"== {name}: {event.stage.value} =="
-
-
-def _event_lines(events: Sequence[Event]) -> list[str]:
-    lines: list[str] = []
-    for event in events:
-        if isinstance(event, PhaseStarted):
-            lines.append(_header(event))
-        elif isinstance(event, PlayerKilled):
-            how = event.cause.value
-            if event.by_city is not None and event.by_city != event.city:
-                how += f" by {event.by_city}"
-            if event.by_chance:
-                how += ", chosen at random"
-            lines.append(f"     † {event.player} ({event.city}, {event.status.value}): {how}")
-        elif isinstance(event, CityDecided):
-            lines.append(f"     * {event.city} is decided: {event.winner.value} win the city")
-        elif isinstance(event, GameOver):
-            lines.append(f"     * the game is over: {', '.join(event.winners) or 'nobody'}")
-    return lines
-
-
-def transcript(result: ScenarioResult) -> str:
-    """A readable account: phase headers, each step with ok or its refusal, deaths, result."""
-    game = result.game
-    lines = [f"Seed {game.seed}; cities:"]
-    for dealt in game.setup.cities:
-        people = ", ".join(f"{name} ({status.value})" for name, status in dealt.residents)
-        lines.append(f"  {dealt.name}: {people}")
-    lines.extend(_event_lines([e for e in result.opening if isinstance(e, PhaseStarted)]))
-    for step in result.steps:
-        if step.ok:
-            verdict = "ok" + (f": {step.reply}" if step.reply else "")
-        else:
-            assert step.error is not None
-            verdict = f"refused: {step.error} ({CODES[step.error]})"
-        lines.append(f"  {step.step} ... {verdict}")
-        # a phase header after the deaths it follows reads better
-        deaths = [e for e in step.events if not isinstance(e, PhaseStarted)]
-        headers = [e for e in step.events if isinstance(e, PhaseStarted)]
-        lines.extend(_event_lines(deaths))
-        lines.extend(_event_lines(headers))
-    lines.append("Result:")
-    for city in game.cities:
-        alive = game.alive(city)
-        lines.append(f"  {city}: alive {', '.join(alive) if alive else 'nobody'}")
-    winners = game.winners()
-    lines.append(f"  winners: {', '.join(winners) if winners else 'none yet'}")
-    lines.append(f"  over: {'yes' if game.over else 'no'}")
-    return "\n".join(lines)
-
-
 __all__ = [
     "Scenario", "ScenarioError", "ScenarioResult", "StepResult", "load_scenario",
-    "parse_step", "result_json", "run_scenario", "transcript",
+    "parse_step", "result_json", "run_scenario",
 ]
