@@ -658,14 +658,15 @@ class GameService:
         if record is None:
             self._live.pop(live.id, None)
             return
-        live.record = record
-        live.game = None
+        game = None
         if record.state == "running" and live.broken is None:
             try:
-                live.game = await self._rebuild(record)
+                game = await self._rebuild(record)
             except Broken as why:
                 live.broken = why
                 log.error("game %s became broken on reload: %s", live.id, why)
+        # swapped in at once: nothing sees the game half reloaded
+        live.record, live.game = record, game
 
     def _committed(self, live: LiveGame) -> None:
         for hook in self.after_commit:

@@ -27,7 +27,7 @@ from discord.ext import commands
 
 from bot.errors import UserError
 from bot.i18n import key_str
-from bot.service import LiveGame, MovedOn, Seen, command_for_deadline
+from bot.service import GameBroken, LiveGame, MovedOn, Seen, command_for_deadline
 from bot.storage import OutboxItem
 from cogs.channels import (
     city_overwrites,
@@ -169,6 +169,13 @@ class HostCog(commands.Cog):
         await require_host(self.bot, interaction, live)
         return live
 
+    async def _settings_game(self, interaction: discord.Interaction) -> LiveGame:
+        """The host's game for a setting (a lobby or a running game), not a broken one."""
+        live = await self._host_game(interaction, running=False)
+        if live.broken is not None:
+            raise GameBroken()
+        return live
+
     async def _apply(self, interaction: discord.Interaction, live: LiveGame, command: Command, *,
                      seen: Seen | None = None) -> None:
         applied = await self.bot.service.apply(
@@ -245,7 +252,7 @@ class HostCog(commands.Cog):
         maniac_wins_if_survives: bool | None = None,
         last_word_seconds: app_commands.Range[int, 1, 180] | None = None,
     ) -> None:
-        live = await self._host_game(interaction, running=False)
+        live = await self._settings_game(interaction)
         if live.record.state != "lobby":
             raise UserError("error.not_lobby")
         if cities is not None and not 1 <= len(cities) <= CITIES * (CITY_NAME + 2):
@@ -287,7 +294,7 @@ class HostCog(commands.Cog):
     @app_commands.describe(order=key_str("City names in touring order, comma separated", "opt.order.description"))
     async def touring(self, interaction: discord.Interaction,
                       order: app_commands.Range[str, 1, CITIES * (CITY_NAME + 2)]) -> None:
-        live = await self._host_game(interaction, running=False)
+        live = await self._settings_game(interaction)
         if not 1 <= len(order) <= CITIES * (CITY_NAME + 2):
             raise UserError("error.unknown_city", city=clip(order, 200) or "—")
         names = split_names(order)
@@ -318,7 +325,7 @@ class HostCog(commands.Cog):
                                  _choice("voting", "choice.voting"), _choice("night", "choice.night")])
     async def timer(self, interaction: discord.Interaction, stage: str,
                     seconds: app_commands.Range[int, 0, MAX_TIMER]) -> None:
-        live = await self._host_game(interaction, running=False)
+        live = await self._settings_game(interaction)
         if stage not in TIMED or not 0 <= seconds <= MAX_TIMER:  # Discord's client checks; a crafted one is not
             raise UserError("error.bad_timer", limit=MAX_TIMER)
 

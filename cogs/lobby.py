@@ -246,6 +246,8 @@ class LobbyCog(commands.Cog):
 
     async def _join(self, interaction: discord.Interaction, live: LiveGame) -> None:
         user = interaction.user
+        if live.broken is not None:
+            raise GameBroken()
         if live.record.state != "lobby":
             raise UserError("error.not_lobby")
 
@@ -269,6 +271,8 @@ class LobbyCog(commands.Cog):
 
     async def _leave(self, interaction: discord.Interaction, live: LiveGame) -> None:
         user = interaction.user
+        if live.broken is not None:
+            raise GameBroken()
         if live.record.state != "lobby":
             raise UserError("error.not_lobby")
 
