@@ -255,4 +255,33 @@ async def test_the_deadline_holds_across_a_kill(tmp_path: Path):
         posted_exactly_once(fake, tmp_path)
 
 
+async def test_killed_right_after_mafia_new_answered_the_lobby_still_counts_its_players(tmp_path: Path):
+    """The process dies as soon as /mafia new is answered, before it knows which message is the
+    lobby: after the restart the lobby is there once and shows who joins."""
+    async with crash_table(tmp_path) as (fake, world, bot):
+        guild, host, general = world.guild.id, world.owner.user.id, world.text_channel.id
+        # whatever would tell the bot which message the lobby is does not come back in time
+        posting = fake.hang("POST", rf"/channels/{general}/messages$")
+        asking = fake.hang("GET", r"/webhooks/\d+/[^/]+/messages/@original")
+        opened = await fake.slash(guild, host, "mafia new", {}, channel_id=general, locale="ru", wait=False)
+        await opened.wait_callback()
+        await fake.wait_until(lambda: posting.hits or asking.hits, 5.0, "the bot never posted nor asked")
+        bot.kill()
+        posting.release()  # Discord carries the held call out: the lobby exists, the bot never heard
+        asking.release()
+        fake.clear_faults()
+        await bot.start()
+        lobby = await lobby_posted(fake, world)
+        joined = [member.user.id for member in world.players[:3]]
+        for user in joined:
+            click = await fake.click(lobby, "mafia:join:1", user)
+            await click.wait_callback()
+        players = f"<@{joined[0]}>, <@{joined[1]}>, <@{joined[2]}>"
+        await fake.wait_until(lambda: f"3 игрока: {players}" in fake.message(lobby.id).content or None, 10.0,
+                              f"the lobby does not show its players: {fake.message(lobby.id).content}")
+        lobbies = [m for m in fake.messages(general) if "mafia:join:1" in m.custom_ids()]
+        assert lobbies == [fake.message(lobby.id)], "the lobby was posted twice"
+        posted_exactly_once(fake, tmp_path)
+
+
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
