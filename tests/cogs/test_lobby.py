@@ -14,7 +14,7 @@ from tests.cogs.scenes import (
     run,
     snapshot,
 )
-from tests.fakediscord import Permission
+from tests.fakediscord import Overwrite, Permission
 from tests.harness import Table, bot_table
 
 
@@ -201,3 +201,13 @@ async def test_host_setup_refuses_bad_cities_and_keeps_the_lobby():
         assert started.content == t("ru", "error.cannot_deal", reason=t("ru", "error.too_few_players"))
         await assert_unchanged(table, before)
         assert table.live().record.state == "lobby"
+
+
+async def test_a_lobby_is_not_opened_where_the_bot_cannot_post_it():
+    async with bot_table(players=4) as table:
+        table.fake.set_overwrite(table.world.text_channel.id, Overwrite(
+            table.fake.bot_user.id, 1, allow=0, deny=int(Permission.SEND_MESSAGES)))
+        refused = await run(table, "host", "mafia new")
+        assert refused.ephemeral and refused.content == t("ru", "error.cannot_post_lobby")
+        assert await table.bot.storage.open_game(table.guild_id) is None
+        assert posted(table) == {}
