@@ -110,6 +110,9 @@ async def test_a_host_next_naming_the_stage_it_saw_is_refused_once_the_timer_mov
         refused = await run(table, "host", "host next", {"from": "day 1 discussion"})
         assert refused.content == MOVED_ON
         await assert_unchanged(table, before)
+        unknown = await run(table, "host", "host next", {"from": "завтра"})
+        assert unknown.content == t("ru", "error.bad_stage")
+        await assert_unchanged(table, before)
         # naming the stage the game is in moves it on
         moved = await run(table, "host", "host next", {"from": "day 1 voting"})
         assert moved.content == t("ru", "host.done") and table.game.stage.value != "voting"
