@@ -18,6 +18,7 @@ from bot.errors import UserError
 from bot.i18n import CatalogueTranslator, t
 from bot.options import OptionRefused, options_within_limits
 from bot.outbox import Outbox
+from bot.permissions import invite_url
 from bot.service import Clock, Expired, GameService, NoGame
 from bot.storage import GameExists, Storage
 from bot.timers import PhaseTimers
@@ -82,9 +83,11 @@ class ProkuratorBot(commands.Bot):
 
     async def setup_hook(self) -> None:
         """Open storage, load the cogs, restore unfinished games, sync the commands."""
+        if self.application_id is not None:  # logged in: the application is known
+            log.info("invite link: %s", invite_url(self.application_id))
         self.storage = self._opened_storage or await Storage.open(self.config.database)
         self.service = GameService(self.storage, self.config, clock=self.clock)
-        self.outbox = Outbox(self.storage, self.http)
+        self.outbox = Outbox(self.storage, self.http, self_id=self.user.id if self.user else None)
         self.timers = PhaseTimers(
             self.service, reminders=self.config.timers.reminders, clock=self.clock
         )

@@ -1,28 +1,52 @@
 """The outbox: what the bot must do on Discord, stored with the command that caused it.
 
-An item is marked sent only after Discord accepted it. A crash or a Discord
-error (429, 5xx, timeout) leaves it pending, and it is tried again, in
-order, per game. A message is sent with a nonce that Discord enforces
-(``enforce_nonce``), so an item that reached Discord just before a crash is
-not posted a second time when it is retried. Edits of the same message are
-coalesced: only the newest pending edit is sent, at most one per
-``edit_interval`` seconds.
+Items go in three lanes per game, each carried out in order by a task of its
+own, so one never waits for another: ``provision`` (a game's roles and
+channels being made, or removed again), ``permissions`` (overwrites and the
+game roles of members: the executed lose their pen at once) and ``messages``
+(posts, edits, voice messages, and deleting channels after the last words
+said in them).
+
+Exactly once, never stalled:
+
+* every item is marked done, with the id Discord returned (message, role,
+  channel), right after Discord accepted it, in its own transaction;
+* every call has a timeout (:attr:`Outbox.call_timeout`); a hang, like a 429,
+  a 5xx or a network fault, is retried with backoff, and a hanging call of one
+  lane holds up nothing in the others;
+* an item that may have reached Discord without its mark being stored (it was
+  pending when an earlier process stopped, or a call of it timed out) is
+  *adopted* rather than made again: a message is sent with a nonce Discord
+  enforces (``enforce_nonce``), which covers a retry within Discord's nonce
+  memory; past that memory, and after a restart, the channel's recent
+  history is read for the bot's own message with that content, posted after
+  the item was stored and not returned to any other item (Discord does not
+  keep nonces on stored messages, so the content is what identifies it). A
+  role or channel being made is looked up by its deterministic name (a text
+  channel by its topic, as Discord rewrites text channel names), type and
+  parent. Edits, overwrites, role memberships and deletes are idempotent:
+  they are simply made again.
+
+Edits of the same message are coalesced: only the newest pending edit is
+sent, at most one per ``edit_interval`` seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from typing import Any, TypeVar
 
 import aiohttp
 import discord
 from discord.http import Route
+from discord.utils import time_snowflake
 
-from bot.storage import OutboxItem, Storage
+from bot.storage import LANES, OutboxItem, Storage
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +54,34 @@ log = logging.getLogger(__name__)
 BACKOFF_START = 0.5
 BACKOFF_MAX = 60.0
 
+#: how long one REST call may take before it counts as lost (and is retried)
+CALL_TIMEOUT = 15.0
+#: how long a handler of another module (a voice message upload) may take in all
+HANDLER_TIMEOUT = 180.0
+#: how long after its first attempt a message's nonce is trusted to stop a second post; Discord
+#: remembers enforced nonces for "a few minutes", so this stays well inside that
+NONCE_TRUST = 60.0
+#: the clocks of the bot and Discord may differ: history is read from this much before an item
+CLOCK_MARGIN = 120.0
+#: pages of 100 messages read at most when looking for a message already posted
+HISTORY_PAGES = 20
+
+#: kinds that create something on Discord without a nonce: after a lost answer, look first
+CREATES = frozenset({"create_role", "create_channel"})
+#: kinds that post a message (with a nonce)
+POSTS = frozenset({"send", "voice"})
+
+#: Discord's flag of a voice message
+VOICE_MESSAGE_FLAG = 1 << 13
+#: Discord's codes for a member or role that is not there (nothing to change then)
+UNKNOWN_MEMBER, UNKNOWN_ROLE = 10007, 10011
+
 Handler = Callable[[OutboxItem], Awaitable[int | None]]
+Adopter = Callable[[OutboxItem], Awaitable[int | None]]
+FailureHook = Callable[[OutboxItem, BaseException], Awaitable[None]]
+IdleHook = Callable[[int, str], Awaitable[None]]
+
+T = TypeVar("T")
 
 
 class PermanentFailure(Exception):
@@ -38,7 +89,7 @@ class PermanentFailure(Exception):
 
 
 def is_transient(error: BaseException) -> bool:
-    """Whether an error is worth trying again: rate limits, server errors, network faults."""
+    """Whether an error is worth trying again: rate limits, server errors, network faults, hangs."""
     if isinstance(error, discord.DiscordServerError | aiohttp.ClientError | asyncio.TimeoutError):
         return True
     if isinstance(error, discord.HTTPException):
@@ -46,8 +97,18 @@ def is_transient(error: BaseException) -> bool:
     return isinstance(error, OSError | discord.GatewayNotFound)
 
 
+def custom_ids(components: Iterable[Any]) -> list[str]:
+    """The custom ids of a message's components, rows flattened, in order."""
+    found: list[str] = []
+    for row in components or []:
+        for component in row.get("components", []) if isinstance(row, dict) else []:
+            if component.get("custom_id"):
+                found.append(str(component["custom_id"]))
+    return found
+
+
 class Outbox:
-    """Sends pending outbox items in order, one worker task per game."""
+    """Carries out pending outbox items: one task per game and lane (see the module docstring)."""
 
     def __init__(
         self,
@@ -55,18 +116,28 @@ class Outbox:
         http: discord.http.HTTPClient,
         *,
         edit_interval: float = 1.5,
-        on_failure: Callable[[OutboxItem, BaseException], Awaitable[None]] | None = None,
+        call_timeout: float = CALL_TIMEOUT,
+        self_id: int | None = None,
+        on_failure: FailureHook | None = None,
     ) -> None:
         self.storage = storage
         self.http = http
         self.edit_interval = edit_interval
-        self.on_failure = on_failure
-        self._workers: dict[int, asyncio.Task[None]] = {}
-        self._wake: dict[int, asyncio.Event] = {}
+        self.call_timeout = call_timeout
+        self.nonce_trust = NONCE_TRUST
+        self.self_id = self_id
+        """The bot's user id: its own messages are the ones it may adopt."""
+        self.failure_hooks: list[FailureHook] = [on_failure] if on_failure is not None else []
+        """Called when Discord refuses an item for good (after it is marked failed)."""
+        self.idle_hooks: list[IdleHook] = []
+        """Called with (game id, lane) each time a lane of a game has nothing left pending."""
+        self._started = time.time()
+        self._workers: dict[tuple[int, str], asyncio.Task[None]] = {}
+        self._wake: dict[tuple[int, str], asyncio.Event] = {}
         self._last_edit: dict[tuple[int, str], float] = {}
-        # delivered items not yet marked sent, per game; messages remembered for edits
-        self._done: dict[int, list[tuple[OutboxItem, int | None, tuple[str, int] | None]]] = {}
         self._refs: dict[tuple[int, str], tuple[int, int]] = {}
+        self._ids: dict[int, dict[str, int]] = {}
+        self._history: dict[int, tuple[int, list[dict[str, Any]]]] = {}
         self._closed = False
         self.handlers: dict[str, Handler] = {
             "send": self._send,
@@ -74,23 +145,41 @@ class Outbox:
             "overwrite": self._overwrite,
             "delete_channel": self._delete_channel,
             "edit_channel": self._edit_channel,
+            "create_role": self._create_role,
+            "create_channel": self._create_channel,
+            "member_role": self._member_role,
+            "delete_role": self._delete_role,
+            "sweep": self._sweep,
+        }
+        self.adopters: dict[str, Adopter] = {
+            "send": self._adopt_message,
+            "voice": self._adopt_message,
+            "create_role": self._adopt_role,
+            "create_channel": self._adopt_channel,
         }
 
-    def kick(self, game_id: int) -> None:
-        """Make sure a worker sends the game's pending items."""
+    # ------------------------------------------------------------------ workers
+
+    def kick(self, game_id: int, lanes: Iterable[str] | None = None) -> None:
+        """Make sure the game's lanes carry out their pending items: those named, else those that
+        got items since the last kick."""
         if self._closed:
             return
-        self._wake.setdefault(game_id, asyncio.Event()).set()
-        worker = self._workers.get(game_id)
-        if worker is None or worker.done():
-            self._workers[game_id] = asyncio.create_task(
-                self._work(game_id), name=f"outbox-{game_id}"
-            )
+        for lane in self.storage.new_lanes(game_id) if lanes is None else lanes:
+            key = (game_id, lane)
+            self._wake.setdefault(key, asyncio.Event()).set()
+            worker = self._workers.get(key)
+            if worker is None or worker.done():
+                self._workers[key] = asyncio.create_task(
+                    self._work(game_id, lane), name=f"outbox-{game_id}-{lane}"
+                )
 
     async def start(self) -> None:
-        """Resume every game that has pending items (after a restart)."""
+        """Resume every game that has pending items, and every game being started (after a restart)."""
         for game_id in await self.storage.games_with_pending_outbox():
-            self.kick(game_id)
+            self.kick(game_id, LANES)
+        for game_id in await self.storage.games_in_state("starting"):
+            self.kick(game_id, ("provision",))
 
     async def drain(self, timeout: float = 10.0) -> None:
         """Wait until no worker has anything left (tests and shutdown)."""
@@ -110,56 +199,85 @@ class Outbox:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
-    async def _work(self, game_id: int) -> None:
-        wake = self._wake.setdefault(game_id, asyncio.Event())
-        try:
-            while not self._closed:
-                wake.clear()
-                await self._flush(game_id)
-                items = await self.storage.pending_outbox(game_id)
-                if not items:
-                    return
-                latest: dict[str, int] = {
-                    item.target["ref"]: item.id for item in items if item.kind == "edit"
-                }
-                for item in items:
-                    if item.kind == "edit" and latest[item.target["ref"]] != item.id:
-                        # a later pending edit of the same message replaces this one
-                        self._done.setdefault(game_id, []).append((item, None, None))
-                        continue
-                    await self._deliver(item)
-        finally:
-            with contextlib.suppress(Exception):
-                await self._flush(game_id)
-
-    async def _flush(self, game_id: int) -> None:
-        """Mark what was delivered as sent, in one transaction.
-
-        Marks are written per batch rather than per item: an item delivered
-        but not yet marked when the process dies is delivered again, and
-        Discord gives back the message its nonce already created.
-        """
-        done = self._done.pop(game_id, [])
-        if done:
-            await self.storage.outbox_sent_many(done)
-
-    async def _deliver(self, item: OutboxItem) -> None:
-        handler = self.handlers.get(item.kind)
+    async def _work(self, game_id: int, lane: str) -> None:
+        wake = self._wake.setdefault((game_id, lane), asyncio.Event())
         delay = BACKOFF_START
         while not self._closed:
-            if handler is None:
-                await self.storage.outbox_failed(item, f"unknown kind {item.kind!r}")
-                log.error("outbox item %s of game %s has unknown kind %r", item.id, item.game_id, item.kind)
-                return
+            wake.clear()
             try:
-                message_id = await handler(item)
+                items = await self.storage.pending_outbox(game_id, lane=lane)
+                if items:
+                    await self._carry_out(items)
+                    delay = BACKOFF_START
+                    continue
+                if wake.is_set():
+                    continue  # something was stored while we looked
+                self._history.clear()
+                for hook in list(self.idle_hooks):
+                    try:
+                        await hook(game_id, lane)
+                    except Exception:
+                        log.exception("outbox idle hook failed for game %s (%s)", game_id, lane)
+                if not wake.is_set():
+                    return
+            except Exception:
+                # the database (a full disk, say): nothing is lost, it is all still pending
+                log.exception("outbox lane %s of game %s failed; trying again in %.1f s", lane, game_id, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, BACKOFF_MAX)
+
+    async def _carry_out(self, items: list[OutboxItem]) -> None:
+        latest: dict[str, int] = {item.target["ref"]: item.id for item in items if item.kind == "edit"}
+        # a later pending edit of the same message replaces an earlier one
+        replaced = [item for item in items if item.kind == "edit" and latest[item.target["ref"]] != item.id]
+        await self.storage.outbox_superseded(replaced)
+        skipped = {item.id for item in replaced}
+        for item in items:
+            if item.id in skipped:
+                continue
+            if not await self._deliver(item):
+                return  # refused: what is pending may have changed (a rollback), look again
+
+    async def _deliver(self, item: OutboxItem) -> bool:
+        """Carry one item out (retrying what is worth it); False when Discord refused it."""
+        handler = self.handlers.get(item.kind)
+        if handler is None:
+            await self.storage.outbox_failed(item, f"unknown kind {item.kind!r}")
+            log.error("outbox item %s of game %s has unknown kind %r", item.id, item.game_id, item.kind)
+            return False
+        delay = BACKOFF_START
+        # pending when this process started: an earlier one may have carried it out unheard
+        doubt = item.created_at < self._started
+        first: float | None = None
+        while not self._closed:
+            try:
+                result: int | None = None
+                adopted = False
+                stale_nonce = first is not None and time.time() - first > self.nonce_trust
+                adopter = self.adopters.get(item.kind)
+                if adopter is not None and (doubt or (item.kind in POSTS and stale_nonce)):
+                    result = await adopter(item)
+                    adopted = result is not None
+                    if adopted:
+                        log.info("outbox item %s (%s) of game %s was carried out already: %s adopted",
+                                 item.id, item.kind, item.game_id, result)
+                doubt = False
+                if not adopted:
+                    first = first if first is not None else time.time()
+                    # each call of the outbox's own handlers has its timeout; this bounds the rest
+                    result = await self._timed(handler(item), HANDLER_TIMEOUT)
             except Exception as error:
                 if is_transient(error):
                     log.warning(
                         "outbox item %s (%s) of game %s: %s; retrying in %.1f s",
-                        item.id, item.kind, item.game_id, error, delay,
+                        item.id, item.kind, item.game_id, repr(error), delay,
                     )
-                    await self.storage.outbox_retry(item, repr(error))
+                    # a lost answer to a create may hide a success: look before making it again
+                    # (only a 429 says for sure that nothing was done)
+                    refused = isinstance(error, discord.HTTPException) and error.status == 429
+                    doubt = doubt or (item.kind in CREATES and not refused)
+                    with contextlib.suppress(Exception):  # only a count: never worth stopping for
+                        await self.storage.outbox_retry(item, repr(error))
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, BACKOFF_MAX)
                     continue
@@ -168,26 +286,74 @@ class Outbox:
                     item.id, item.kind, item.game_id, error,
                 )
                 await self.storage.outbox_failed(item, repr(error))
-                if self.on_failure is not None:
+                for hook in list(self.failure_hooks):
                     try:
-                        await self.on_failure(item, error)
+                        await hook(item, error)
                     except Exception:
                         log.exception("reporting a failed outbox item")
-                return
+                return False
             ref = item.target.get("ref") if item.kind == "send" else None
             channel = item.target.get("channel_id")
-            remembered = (ref, int(channel)) if ref and channel and message_id else None
-            if remembered is not None:
-                self._refs[(item.game_id, remembered[0])] = (remembered[1], int(message_id or 0))
-            self._done.setdefault(item.game_id, []).append((item, message_id, remembered))
-            return
+            remembered = (str(ref), int(channel)) if ref and channel and result else None
+            if remembered is not None and result is not None:
+                self._refs[(item.game_id, remembered[0])] = (remembered[1], result)
+            key = item.target.get("key")
+            if key and result is not None:
+                self._ids.setdefault(item.game_id, {})[str(key)] = result
+            await self._mark(item, result, remembered)
+            return True
+        return False
 
-    # ------------------------------------------------------------------ handlers
+    async def _mark(self, item: OutboxItem, result: int | None, ref: tuple[str, int] | None) -> None:
+        """Store that Discord accepted the item, however long the database refuses (a full disk):
+        carrying it out again could post it twice once the nonce is forgotten."""
+        delay = BACKOFF_START
+        while True:
+            try:
+                await self.storage.outbox_sent(item, result, ref)
+                return
+            except Exception:
+                if self._closed:
+                    raise
+                log.exception("outbox item %s of game %s: could not mark it done; again in %.1f s",
+                              item.id, item.game_id, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, BACKOFF_MAX)
+
+    async def _timed(self, call: Coroutine[Any, Any, T], seconds: float | None = None) -> T:
+        """One call, given up (as a transient fault) after ``seconds`` (the call timeout)."""
+        return await asyncio.wait_for(call, self.call_timeout if seconds is None else seconds)
+
+    async def ids(self, game_id: int) -> dict[str, int]:
+        """What the game's provisioning made: the key of each role and channel → its id."""
+        known = self._ids.get(game_id)
+        if known is None:
+            known = await self.storage.provisioned(game_id)
+            self._ids[game_id] = known
+        return known
+
+    def forget(self, game_id: int) -> None:
+        """Drop what is remembered of a game's provisioning (it was rolled back)."""
+        self._ids.pop(game_id, None)
+
+    async def _resolve(self, game_id: int, value: Any) -> int:
+        """An id given as is, or the key of something the game's provisioning made."""
+        if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+            return int(value)
+        known = await self.ids(game_id)
+        if value not in known:
+            self._ids.pop(game_id, None)
+            known = await self.ids(game_id)
+        if value not in known:
+            raise PermanentFailure(f"game {game_id}: {value!r} was never made")
+        return known[value]
+
+    # ------------------------------------------------------------------ messages
 
     async def _channel_for(self, target: dict[str, Any]) -> int:
         if "channel_id" in target:
             return int(target["channel_id"])
-        data = await self.http.start_private_message(int(target["user_id"]))
+        data = await self._timed(self.http.start_private_message(int(target["user_id"])))
         return int(data["id"])
 
     async def _send(self, item: OutboxItem) -> int | None:
@@ -196,7 +362,7 @@ class Outbox:
         payload["nonce"] = f"ob{item.id}"
         payload["enforce_nonce"] = True
         route = Route("POST", "/channels/{channel_id}/messages", channel_id=channel_id)
-        data = await self.http.request(route, json=payload)
+        data = await self._timed(self.http.request(route, json=payload))
         return int(data["id"])
 
     async def _edit(self, item: OutboxItem) -> int | None:
@@ -218,29 +384,205 @@ class Outbox:
             channel_id=channel_id, message_id=message_id,
         )
         try:
-            await self.http.request(route, json=item.payload)
+            await self._timed(self.http.request(route, json=item.payload))
         finally:
             self._last_edit[key] = time.monotonic()
         return message_id
 
-    async def _overwrite(self, item: OutboxItem) -> int | None:
-        target = item.target
-        if item.payload.get("delete"):
-            await self.http.delete_channel_permissions(int(target["channel_id"]), int(target["id"]))
-        else:
-            await self.http.edit_channel_permissions(
-                int(target["channel_id"]), int(target["id"]),
-                str(item.payload.get("allow", "0")), str(item.payload.get("deny", "0")),
-                int(target.get("type", 1)),
-            )
+    async def _adopt_message(self, item: OutboxItem) -> int | None:
+        """The bot's message already posted for this item, if any (see the module docstring)."""
+        if self.self_id is None:
+            return None
+        channel_id = await self._channel_for(item.target)
+        after = time_snowflake(_utc(item.created_at - CLOCK_MARGIN))
+        messages = await self._recent(channel_id, after)
+        matching = [m for m in messages if self._is_posted(item, m)]
+        if not matching:
+            return None
+        taken = await self.storage.claimed(int(m["id"]) for m in matching)
+        for message in matching:
+            if int(message["id"]) not in taken:
+                return int(message["id"])
         return None
 
+    async def _recent(self, channel_id: int, after: int) -> list[dict[str, Any]]:
+        """The channel's messages after ``after``, oldest first (kept for the items that follow)."""
+        cached = self._history.get(channel_id)
+        if cached is not None and cached[0] <= after:
+            return [m for m in cached[1] if int(m["id"]) > after]
+        found: dict[int, dict[str, Any]] = {}
+        cursor = after
+        for _ in range(HISTORY_PAGES):
+            page = await self._timed(self.http.logs_from(channel_id, 100, after=cursor))
+            for message in page:
+                found[int(message["id"])] = message
+            if len(page) < 100:
+                break
+            cursor = max(int(message["id"]) for message in page)
+        messages = [found[key] for key in sorted(found)]
+        self._history[channel_id] = (after, messages)
+        return messages
+
+    def _is_posted(self, item: OutboxItem, message: dict[str, Any]) -> bool:
+        """Whether ``message`` is what ``item`` posts: the bot's own, no interaction's answer, the
+        same content and components (a voice item: an audio attachment)."""
+        author = message.get("author") or {}
+        if str(author.get("id")) != str(self.self_id):
+            return False
+        if message.get("interaction_metadata") or message.get("interaction") or message.get("webhook_id"):
+            return False
+        if item.kind == "voice":
+            attachments = message.get("attachments") or []
+            return bool(attachments) and (
+                bool(int(message.get("flags") or 0) & VOICE_MESSAGE_FLAG)
+                or message.get("content", "") == str(item.payload.get("fallback") or "")
+            )
+        payload = item.payload
+        return (
+            # Discord trims a message's content: compare what it keeps
+            str(message.get("content") or "").strip() == str(payload.get("content") or "").strip()
+            and custom_ids(message.get("components") or []) == custom_ids(payload.get("components") or [])
+            and len(message.get("embeds") or []) == len(payload.get("embeds") or [])
+        )
+
+    # ------------------------------------------------------------------ permissions
+
+    async def _overwrite(self, item: OutboxItem) -> int | None:
+        target = item.target
+        channel_id = await self._resolve(item.game_id, target["channel_id"])
+        target_id = await self._resolve(item.game_id, target["id"])
+        if item.payload.get("delete"):
+            # an overwrite already gone is what was asked for
+            with contextlib.suppress(discord.NotFound):
+                await self._timed(self.http.delete_channel_permissions(channel_id, target_id))
+        else:
+            await self._timed(self.http.edit_channel_permissions(
+                channel_id, target_id,
+                str(item.payload.get("allow", "0")), str(item.payload.get("deny", "0")),
+                int(target.get("type", 1)),
+            ))
+        return None
+
+    async def _member_role(self, item: OutboxItem) -> int | None:
+        target = item.target
+        guild_id, user_id = int(target["guild_id"]), int(target["user_id"])
+        role_id = await self._resolve(item.game_id, target["role"])
+        call = self.http.add_role if item.payload.get("add", True) else self.http.remove_role
+        try:
+            await self._timed(call(guild_id, user_id, role_id))
+        except discord.NotFound as error:
+            # a member who left the server has no roles to change; a role gone was removed
+            if error.code not in (UNKNOWN_MEMBER, UNKNOWN_ROLE):
+                raise
+            log.info("game %s: role %s of member %s not changed: %s", item.game_id, role_id, user_id, error)
+        return None
+
+    # ------------------------------------------------------------------ roles and channels
+
+    async def _create_role(self, item: OutboxItem) -> int | None:
+        payload = item.payload
+        data = await self._timed(self.http.create_role(
+            int(item.target["guild_id"]), reason=payload.get("reason"), name=payload["name"],
+            permissions=str(payload.get("permissions", "0")), mentionable=bool(payload.get("mentionable", False)),
+            hoist=bool(payload.get("hoist", False)),
+        ))
+        return int(data["id"])
+
+    async def _adopt_role(self, item: OutboxItem) -> int | None:
+        """The game's role made before its answer was heard: the same name, not another item's."""
+        roles = await self._timed(self.http.get_roles(int(item.target["guild_id"])))
+        matching = [int(role["id"]) for role in roles if role.get("name") == item.payload["name"]]
+        taken = await self.storage.claimed(matching)
+        return next((role_id for role_id in matching if role_id not in taken), None)
+
+    async def _create_channel(self, item: OutboxItem) -> int | None:
+        payload = item.payload
+        options: dict[str, Any] = {"name": payload["name"]}
+        if payload.get("parent") is not None:
+            options["parent_id"] = str(await self._resolve(item.game_id, payload["parent"]))
+        if payload.get("topic"):
+            options["topic"] = payload["topic"]
+        options["permission_overwrites"] = [
+            {"id": str(await self._resolve(item.game_id, overwrite["target"])), "type": overwrite["type"],
+             "allow": str(overwrite["allow"]), "deny": str(overwrite["deny"])}
+            for overwrite in payload.get("overwrites", [])
+        ]
+        data = await self._timed(self.http.create_channel(
+            int(item.target["guild_id"]), int(payload["type"]), reason=payload.get("reason"), **options
+        ))
+        return int(data["id"])
+
+    async def _adopt_channel(self, item: OutboxItem) -> int | None:
+        """The game's channel made before its answer was heard: the same type and parent, and the
+        same topic (a text channel: Discord rewrites their names) or name, not another item's."""
+        payload = item.payload
+        parent = None
+        if payload.get("parent") is not None:
+            parent = await self._resolve(item.game_id, payload["parent"])
+        channels = await self._timed(self.http.get_all_guild_channels(int(item.target["guild_id"])))
+        matching = []
+        for channel in channels:
+            found_parent = channel.get("parent_id")
+            if int(channel.get("type", -1)) != int(payload["type"]):
+                continue
+            if (int(found_parent) if found_parent else None) != parent:
+                continue
+            if payload.get("topic"):
+                if channel.get("topic") != payload["topic"]:
+                    continue
+            elif channel.get("name") != payload["name"]:
+                continue
+            matching.append(int(channel["id"]))
+        taken = await self.storage.claimed(matching)
+        return next((channel_id for channel_id in matching if channel_id not in taken), None)
+
     async def _delete_channel(self, item: OutboxItem) -> int | None:
+        channel_id = await self._resolve(item.game_id, item.target["channel_id"])
         # a channel already gone is what was asked for
         with contextlib.suppress(discord.NotFound):
-            await self.http.delete_channel(int(item.target["channel_id"]))
+            await self._timed(self.http.delete_channel(channel_id))
+        return None
+
+    async def _delete_role(self, item: OutboxItem) -> int | None:
+        role_id = await self._resolve(item.game_id, item.target["role"])
+        with contextlib.suppress(discord.NotFound):
+            await self._timed(self.http.delete_role(int(item.target["guild_id"]), role_id))
+        return None
+
+    async def _sweep(self, item: OutboxItem) -> int | None:
+        """Remove duplicates of what a provisioning made: a create whose answer was lost and that
+        was made again, yet reached Discord later after all. They bear the plan's names (channels
+        in the game's category, or a second category of its name) but no item has their id."""
+        guild_id = int(item.target["guild_id"])
+        payload = item.payload
+        channels = await self._timed(self.http.get_all_guild_channels(guild_id))
+        roles = await self._timed(self.http.get_roles(guild_id))
+        names = set(payload.get("roles", []))
+        doubles = [int(role["id"]) for role in roles if role.get("name") in names]
+        category = await self._resolve(item.game_id, payload["category"])
+        categories = {int(c["id"]) for c in channels
+                      if int(c.get("type", -1)) == 4 and c.get("name") == payload["category_name"]}
+        parents = categories | {category}
+        marks = set(payload.get("topics", [])) | set(payload.get("names", []))
+        found = [int(c["id"]) for c in channels if c.get("parent_id") and int(c["parent_id"]) in parents
+                 and (c.get("topic") in marks or c.get("name") in marks)]
+        taken = await self.storage.claimed([*doubles, *categories, *found])
+        for role_id in (role for role in doubles if role not in taken):
+            log.warning("game %s: removing a duplicate role %s", item.game_id, role_id)
+            with contextlib.suppress(discord.NotFound):
+                await self._timed(self.http.delete_role(guild_id, role_id))
+        for channel_id in [c for c in found if c not in taken] + [c for c in categories if c not in taken]:
+            log.warning("game %s: removing a duplicate channel %s", item.game_id, channel_id)
+            with contextlib.suppress(discord.NotFound):
+                await self._timed(self.http.delete_channel(channel_id))
         return None
 
     async def _edit_channel(self, item: OutboxItem) -> int | None:
-        await self.http.edit_channel(int(item.target["channel_id"]), **item.payload)
+        channel_id = await self._resolve(item.game_id, item.target["channel_id"])
+        await self._timed(self.http.edit_channel(channel_id, **item.payload))
         return None
+
+
+def _utc(seconds: float) -> datetime.datetime:
+    """A unix time as an aware datetime (never before Discord's epoch)."""
+    return datetime.datetime.fromtimestamp(max(seconds, 1_420_070_400.0), tz=datetime.UTC)

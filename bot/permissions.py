@@ -5,7 +5,12 @@ overwrite only permissions it holds itself, and never Manage Roles. So the
 invite asks for exactly the bits that appear in any overwrite the bot writes
 (:data:`OVERWRITE_BITS`) plus what its REST calls need (:data:`CALLS`), and
 nothing needs Administrator. :func:`invite_url` is the link server admins
-use; ``mafia-bot run`` prints it at startup and the README shows it.
+use; ``mafia-bot run`` logs it at startup and the README shows it.
+
+Who gets which of these in a game's channels is decided in
+:mod:`cogs.channels`: game roles (one per city for its living residents, its
+quiet twin, one for the dead) carry the public part, member overwrites the
+secret part (the mafia room) and the host.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ VOICE = P(view_channel=True, read_message_history=True, connect=True, speak=True
 LISTEN = P(view_channel=True, read_message_history=True, connect=True)
 #: the host (and co-hosts) in every game channel
 HOST = READ | WRITE | P(connect=True, speak=True, use_voice_activation=True)
-#: the bot itself in every game channel (@everyone is denied View Channel there)
+#: the bot itself in every game channel (@everyone is denied View Channel there); it pings the
+#: game's roles (not mentionable) in the welcome, so it needs Mention Everyone where it posts
 BOT = READ | P(send_messages=True, embed_links=True, attach_files=True, send_voice_messages=True,
                mention_everyone=True, connect=True, speak=True, use_voice_activation=True)
 #: what @everyone loses in every game channel
@@ -51,8 +57,55 @@ CALLS = P(manage_channels=True, manage_roles=True, mention_everyone=True)
 #: the invite: exactly what the bot asks a server for
 INVITE = OVERWRITE_BITS | CALLS
 
+#: server permissions that let a member see what overwrites hide (every hidden room) ...
+SEES_HIDDEN = P(administrator=True)
+#: ... or read who was let into a hidden room (the audit log)
+READS_AUDIT_LOG = P(view_audit_log=True)
+
 #: the scopes of the invite link
 SCOPES = ("bot", "applications.commands")
+
+#: Discord's own name of each permission bit the bot talks about (its API flag, lower case); the
+#: catalogues name them ``permission.<flag>`` as Discord's client does in each language
+FLAGS: dict[int, str] = {
+    1 << 3: "administrator",
+    1 << 4: "manage_channels",
+    1 << 6: "add_reactions",
+    1 << 7: "view_audit_log",
+    1 << 9: "stream",
+    1 << 10: "view_channel",
+    1 << 11: "send_messages",
+    1 << 14: "embed_links",
+    1 << 15: "attach_files",
+    1 << 16: "read_message_history",
+    1 << 17: "mention_everyone",
+    1 << 18: "use_external_emojis",
+    1 << 20: "connect",
+    1 << 21: "speak",
+    1 << 25: "use_vad",
+    1 << 28: "manage_roles",
+    1 << 31: "use_application_commands",
+    1 << 35: "create_public_threads",
+    1 << 36: "create_private_threads",
+    1 << 38: "send_messages_in_threads",
+    1 << 39: "use_embedded_activities",
+    1 << 42: "use_soundboard",
+    1 << 45: "use_external_sounds",
+    1 << 46: "send_voice_messages",
+    1 << 49: "send_polls",
+    1 << 50: "use_external_apps",
+}
+
+
+def bits(permissions: discord.Permissions | int) -> list[int]:
+    """The single bits set in ``permissions``, lowest first."""
+    value = permissions.value if isinstance(permissions, discord.Permissions) else permissions
+    return [1 << index for index in range(value.bit_length()) if value >> index & 1]
+
+
+def flag_names(permissions: discord.Permissions | int) -> list[str]:
+    """Discord's flag names of the bits set, lowest first."""
+    return [FLAGS.get(bit, str(bit)) for bit in bits(permissions)]
 
 
 def invite_url(application_id: int) -> str:
@@ -63,7 +116,7 @@ def invite_url(application_id: int) -> str:
 
 
 def missing(granted: discord.Permissions) -> list[str]:
-    """The invite's permissions the bot lacks (discord.py's flag names, in bit order)."""
+    """The invite's permissions the bot lacks, as Discord's flag names in bit order."""
     if granted.administrator:
         return []
-    return [name for name, value in INVITE if value and not getattr(granted, name)]
+    return flag_names(INVITE.value & ~granted.value)

@@ -54,7 +54,7 @@ import aiosqlite
 from bot.config import Config
 from bot.errors import UserError
 from bot.i18n import t
-from bot.storage import DamagedLog, GameRecord, OutboxItem, Storage, StoredSnapshot
+from bot.storage import OPEN_STATES, DamagedLog, GameRecord, OutboxItem, Storage, StoredSnapshot
 from rules import (
     Command,
     EndDay,
@@ -266,9 +266,17 @@ class GameService:
     async def open_game(self, guild_id: int) -> LiveGame | None:
         """The guild's open game. Every open game is in memory (loaded at start, created here)."""
         for live in self._live.values():
-            if live.record.guild_id == guild_id and live.record.state in ("lobby", "running"):
+            if live.record.guild_id == guild_id and live.record.state in OPEN_STATES:
                 return live
         return None
+
+    async def wants_pings(self, user_id: int) -> bool:
+        """Whether the game's roles may ping this user (yes unless he turned pings off)."""
+        return user_id not in await self.storage.quiet_users([user_id])
+
+    async def quiet_players(self, user_ids: Iterable[int]) -> set[int]:
+        """Which of these users turned pings off."""
+        return await self.storage.quiet_users(user_ids)
 
     def _remember(self, interaction_id: int | None) -> None:
         if interaction_id is None:
@@ -456,14 +464,16 @@ class GameService:
         change: Callable[[LiveGame], list[OutboxItem]],
         *,
         interaction_id: int | None = None,
+        cancel_lane: str | None = None,
         answer: Answer | None = None,
     ) -> bool:
         """Change a game's record (lobby, channels...) under its lock and store it.
 
         ``change`` mutates ``live.record`` and returns what to announce; it may
         raise to refuse, and then nothing is stored (the record is reloaded).
-        A broken game takes only a change that closes it. Returns False if the
-        interaction was already applied.
+        ``cancel_lane`` gives up the game's pending outbox items of that lane in
+        the same commit. A broken game takes only a change that closes it.
+        Returns False if the interaction was already applied.
 
         Raises:
             GameBroken: the game is broken and the change does not close it.
@@ -481,7 +491,8 @@ class GameService:
                 if live.broken is not None and live.record.open:
                     raise GameBroken()
                 await self.storage.save_game(
-                    live.record, interaction_id=interaction_id, outbox=items, now=self.clock()
+                    live.record, interaction_id=interaction_id, outbox=items, cancel_lane=cancel_lane,
+                    now=self.clock(),
                 )
             except aiosqlite.IntegrityError:
                 log.info("game %s: interaction %s was applied before; not again", game_id, interaction_id)
@@ -491,7 +502,7 @@ class GameService:
                 await self._reload(live)
                 raise
             self._remember(interaction_id)
-            if live.record.state not in ("lobby", "running"):
+            if live.record.state not in OPEN_STATES:
                 self._live.pop(game_id, None)
             self._committed(live)
             return True
@@ -504,20 +515,24 @@ class GameService:
         *,
         prepare: Callable[[LiveGame], list[OutboxItem]] | None = None,
         interaction_id: int | None = None,
+        from_state: str | None = None,
     ) -> list[Event]:
-        """Deal the game: lobby → running; returns the opening events.
+        """Deal the game: lobby (or ``starting``) → running; returns the opening events.
 
         ``prepare`` may fill ``live.record.channels`` and returns items to
         announce before the opening events.
 
         Raises:
             RuleError: the setup is not sound (nothing changes).
+            NoGame: the game is not in ``from_state`` (when given).
             GameBroken: the stored game is broken.
         """
         async with self.lock(game_id):
             live = self.live(game_id)
             if live.broken is not None:
                 raise GameBroken()
+            if from_state is not None and live.record.state != from_state:
+                raise NoGame(game_id)
             game = Game.create(setup, seed)
             record = live.record
             try:

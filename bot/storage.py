@@ -37,6 +37,19 @@ CHECKPOINT_SECONDS = 10.0
 MIGRATION_NAME = re.compile(r"^V(\d+)__[\w-]+\.sql$")
 
 
+#: a game in one of these states is the guild's open game (one at a time)
+OPEN_STATES = ("lobby", "starting", "running")
+
+#: the outbox's lanes, each carried out in order on its own (see :mod:`bot.outbox`)
+LANES = ("provision", "permissions", "messages")
+
+#: the lane of each kind of item unless the item names one
+KIND_LANES = {
+    "create_role": "provision", "create_channel": "provision", "delete_role": "provision",
+    "overwrite": "permissions", "member_role": "permissions",
+}
+
+
 class GameExists(Exception):
     """The guild already has an open game."""
 
@@ -77,8 +90,8 @@ class GameRecord:
 
     @property
     def open(self) -> bool:
-        """A lobby or a running game."""
-        return self.state in ("lobby", "running")
+        """A lobby, a game being started or a running game."""
+        return self.state in OPEN_STATES
 
 
 @dataclass(frozen=True)
@@ -92,6 +105,14 @@ class OutboxItem:
     game_id: int = 0
     seq: int | None = None
     attempts: int = 0
+    lane: str = ""
+    """The lane it goes in; empty: the lane of its kind (:data:`KIND_LANES`, else messages)."""
+    created_at: float = 0.0
+
+    @property
+    def queue(self) -> str:
+        """The lane the item is carried out in."""
+        return self.lane or KIND_LANES.get(self.kind, "messages")
 
 
 @dataclass(frozen=True)
@@ -182,6 +203,7 @@ class Storage:
         self._checkpointer: asyncio.Task[None] | None = None
         self._closed = False
         self._guilds: dict[int, tuple[str | None, int | None]] = {}
+        self._new_lanes: dict[int, set[str]] = {}
 
     @classmethod
     async def open(cls, path: Path | str) -> Storage:
@@ -274,6 +296,20 @@ class Storage:
             return list(await cursor.fetchall())
 
     async def _migrate(self) -> None:
+        # A migration may rebuild a table others refer to (SQLite's way to change a constraint):
+        # foreign keys are off meanwhile (a pragma that cannot change inside a transaction) and
+        # checked once it is done.
+        await self._db.execute("PRAGMA foreign_keys=OFF")
+        try:
+            await self._apply_migrations()
+        finally:
+            await self._db.execute("PRAGMA foreign_keys=ON")
+        async with self._db.execute("PRAGMA foreign_key_check") as cursor:
+            broken = await cursor.fetchall()
+        if broken:
+            raise aiosqlite.IntegrityError(f"foreign keys broken by a migration: {list(map(tuple, broken))}")
+
+    async def _apply_migrations(self) -> None:
         async with self.transaction() as db:
             await db.execute("BEGIN IMMEDIATE")
             await db.execute(
@@ -411,9 +447,10 @@ class Storage:
         return _game(row) if row else None
 
     async def open_game(self, guild_id: int) -> GameRecord | None:
-        """The guild's open (lobby or running) game, if any."""
+        """The guild's open (lobby, starting or running) game, if any."""
         row = await self._fetchone(
-            "SELECT * FROM games WHERE guild_id = ? AND state IN ('lobby', 'running')", (guild_id,)
+            "SELECT * FROM games WHERE guild_id = ? AND state IN ('lobby', 'starting', 'running')",
+            (guild_id,),
         )
         return _game(row) if row else None
 
@@ -425,9 +462,9 @@ class Storage:
         return _game(row) if row else None
 
     async def open_games(self) -> list[GameRecord]:
-        """Every lobby and running game, oldest first."""
+        """Every lobby, game being started and running game, oldest first."""
         rows = await self._fetchall(
-            "SELECT * FROM games WHERE state IN ('lobby', 'running') ORDER BY id"
+            "SELECT * FROM games WHERE state IN ('lobby', 'starting', 'running') ORDER BY id"
         )
         return [_game(row) for row in rows]
 
@@ -437,13 +474,24 @@ class Storage:
         *,
         interaction_id: int | None = None,
         outbox: Iterable[OutboxItem] = (),
+        cancel_lane: str | None = None,
         now: float | None = None,
     ) -> None:
-        """Store a game's record fields (lobby, state, setup, channels, deadline) with its outbox."""
+        """Store a game's record fields (lobby, state, setup, channels, deadline) with its outbox.
+
+        ``cancel_lane``: first give up the game's pending items of that lane (a provisioning
+        rolled back), in the same transaction.
+        """
         now = time.time() if now is None else now
         async with self.transaction() as db:
             await self._update_game(db, record)
             await self._record_interaction(db, interaction_id, record.id, now)
+            if cancel_lane is not None:
+                await db.execute(
+                    "UPDATE outbox SET state = 'failed', last_error = 'cancelled' "
+                    "WHERE game_id = ? AND lane = ? AND state = 'pending'",
+                    (record.id, cancel_lane),
+                )
             await self._insert_outbox(db, record.id, None, outbox, now)
 
     async def _update_game(self, db: aiosqlite.Connection, record: GameRecord) -> None:
@@ -590,40 +638,42 @@ class Storage:
         items: Iterable[OutboxItem], now: float,
     ) -> None:
         rows = [
-            (game_id, seq, item.kind, _dumps(item.target), _dumps(item.payload), now)
+            (game_id, seq, item.kind, item.queue, _dumps(item.target), _dumps(item.payload), now)
             for item in items
         ]
         if rows:
             await db.executemany(
-                "INSERT INTO outbox (game_id, seq, kind, target, payload, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO outbox (game_id, seq, kind, lane, target, payload, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
+            self._new_lanes.setdefault(game_id, set()).update(row[3] for row in rows)
+
+    def new_lanes(self, game_id: int) -> set[str]:
+        """The lanes a game got items in since this was last asked (a hint for the outbox, so it
+        wakes only those; a rolled-back transaction may leave a lane too many, never one too few)."""
+        return self._new_lanes.pop(game_id, set())
 
     async def add_outbox(self, game_id: int, items: Iterable[OutboxItem]) -> None:
         """Store outbox items on their own (reminders, results of background work)."""
         async with self.transaction() as db:
             await self._insert_outbox(db, game_id, None, items, time.time())
 
-    async def pending_outbox(self, game_id: int | None = None, limit: int = 100) -> list[OutboxItem]:
-        """Pending items, oldest first; of one game if given."""
-        if game_id is None:
-            rows = await self._fetchall(
-                "SELECT * FROM outbox WHERE state = 'pending' ORDER BY id LIMIT ?", (limit,)
-            )
-        else:
-            rows = await self._fetchall(
-                "SELECT * FROM outbox WHERE state = 'pending' AND game_id = ? ORDER BY id LIMIT ?",
-                (game_id, limit),
-            )
-        return [
-            OutboxItem(
-                kind=row["kind"], target=json.loads(row["target"]),
-                payload=json.loads(row["payload"]), id=row["id"], game_id=row["game_id"],
-                seq=row["seq"], attempts=row["attempts"],
-            )
-            for row in rows
-        ]
+    async def pending_outbox(
+        self, game_id: int | None = None, limit: int = 100, *, lane: str | None = None
+    ) -> list[OutboxItem]:
+        """Pending items, oldest first; of one game (and one lane) if given."""
+        where, params = ["state = 'pending'"], []
+        if game_id is not None:
+            where.append("game_id = ?")
+            params.append(game_id)
+        if lane is not None:
+            where.append("lane = ?")
+            params.append(lane)
+        rows = await self._fetchall(
+            f"SELECT * FROM outbox WHERE {' AND '.join(where)} ORDER BY id LIMIT ?", (*params, limit)
+        )
+        return [_item(row) for row in rows]
 
     async def games_with_pending_outbox(self) -> list[int]:
         """Ids of games that have pending outbox items."""
@@ -632,27 +682,39 @@ class Storage:
         )
         return [row[0] for row in rows]
 
-    async def outbox_sent_many(
-        self, done: list[tuple[OutboxItem, int | None, tuple[str, int] | None]]
+    async def games_in_state(self, state: str) -> list[int]:
+        """Ids of the games in one state (``starting`` ones to resume, say)."""
+        rows = await self._fetchall("SELECT id FROM games WHERE state = ? ORDER BY id", (state,))
+        return [row[0] for row in rows]
+
+    async def outbox_sent(
+        self, item: OutboxItem, result_id: int | None, ref: tuple[str, int] | None = None
     ) -> None:
-        """Mark delivered items sent, remembering messages for later edits (one transaction)."""
+        """Mark one item carried out, with the id Discord returned (a message, role or channel),
+        remembering a message for later edits under ``ref`` (name, channel id)."""
+        async with self.transaction() as db:
+            await db.execute(
+                "UPDATE outbox SET state = 'sent', message_id = ?, sent_at = ?, "
+                "attempts = attempts + 1 WHERE id = ?",
+                (result_id, time.time(), item.id),
+            )
+            if ref is not None and result_id is not None:
+                await db.execute(
+                    "INSERT OR REPLACE INTO message_refs (game_id, ref, channel_id, message_id) "
+                    "VALUES (?, ?, ?, ?)",
+                    (item.game_id, ref[0], ref[1], result_id),
+                )
+
+    async def outbox_superseded(self, items: list[OutboxItem]) -> None:
+        """Mark edits that a later edit of the same message replaces as done (nothing was sent)."""
+        if not items:
+            return
         now = time.time()
         async with self.transaction() as db:
             await db.executemany(
-                "UPDATE outbox SET state = 'sent', message_id = ?, sent_at = ?, "
-                "attempts = attempts + 1 WHERE id = ?",
-                [(message_id, now, item.id) for item, message_id, _ in done],
+                "UPDATE outbox SET state = 'sent', sent_at = ? WHERE id = ?",
+                [(now, item.id) for item in items],
             )
-            refs = [
-                (item.game_id, ref[0], ref[1], message_id)
-                for item, message_id, ref in done if ref is not None and message_id is not None
-            ]
-            if refs:
-                await db.executemany(
-                    "INSERT OR REPLACE INTO message_refs (game_id, ref, channel_id, message_id) "
-                    "VALUES (?, ?, ?, ?)",
-                    refs,
-                )
 
     async def outbox_retry(self, item: OutboxItem, error: str) -> None:
         """Count a failed attempt that will be tried again."""
@@ -687,6 +749,44 @@ class Storage:
         )
         return {row[0]: row[1] for row in rows}
 
+    async def outbox_items(self, game_id: int, lane: str | None = None) -> list[OutboxItem]:
+        """Every item of a game (of one lane), in order, whatever its state."""
+        rows = await self._fetchall(
+            "SELECT * FROM outbox WHERE game_id = ? AND (? IS NULL OR lane = ?) ORDER BY id",
+            (game_id, lane, lane),
+        )
+        return [_item(row) for row in rows]
+
+    async def provisioned(self, game_id: int) -> dict[str, int]:
+        """What a game's provisioning made so far: each role's and channel's key → its id."""
+        rows = await self._fetchall(
+            "SELECT target, message_id FROM outbox WHERE game_id = ? AND lane = 'provision' "
+            "AND state = 'sent' AND kind IN ('create_role', 'create_channel') ORDER BY id",
+            (game_id,),
+        )
+        made: dict[str, int] = {}
+        for row in rows:
+            key = json.loads(row["target"]).get("key")
+            if key and row["message_id"] is not None:
+                made[str(key)] = int(row["message_id"])
+        return made
+
+    async def claimed(self, ids: Iterable[int]) -> set[int]:
+        """Which of these Discord ids (messages, roles, channels) an item already carried out
+        returned: those are some item's, never to be adopted by another."""
+        wanted = list(ids)
+        found: set[int] = set()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = await self._fetchall(
+                f"SELECT message_id FROM outbox WHERE state = 'sent' AND message_id IN ({marks}) "
+                f"UNION SELECT message_id FROM message_refs WHERE message_id IN ({marks})",
+                (*chunk, *chunk),
+            )
+            found.update(int(row[0]) for row in rows)
+        return found
+
     async def message_ref(self, game_id: int, ref: str) -> tuple[int, int] | None:
         """(channel id, message id) of a message remembered under ``ref``."""
         row = await self._fetchone(
@@ -710,3 +810,36 @@ class Storage:
                 "VALUES (?, ?, ?, ?)",
                 (game_id, ref, channel_id, message_id),
             )
+
+    # ------------------------------------------------------------------ users
+
+    async def quiet_users(self, user_ids: Iterable[int]) -> set[int]:
+        """Which of these users turned pings off (everyone else wants them: the default)."""
+        wanted = list(user_ids)
+        quiet: set[int] = set()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            rows = await self._fetchall(
+                f"SELECT user_id FROM user_settings WHERE pings = 0 AND user_id IN "
+                f"({','.join('?' * len(chunk))})",
+                chunk,
+            )
+            quiet.update(int(row[0]) for row in rows)
+        return quiet
+
+    async def set_pings(self, user_id: int, wanted: bool) -> None:
+        """Store whether a user wants the game's roles to ping him."""
+        async with self.transaction() as db:
+            await db.execute(
+                "INSERT INTO user_settings (user_id, pings) VALUES (?, ?) "
+                "ON CONFLICT (user_id) DO UPDATE SET pings = excluded.pings",
+                (user_id, int(wanted)),
+            )
+
+
+def _item(row: aiosqlite.Row) -> OutboxItem:
+    return OutboxItem(
+        kind=row["kind"], target=json.loads(row["target"]), payload=json.loads(row["payload"]),
+        id=row["id"], game_id=row["game_id"], seq=row["seq"], attempts=row["attempts"],
+        lane=row["lane"], created_at=row["created_at"],
+    )

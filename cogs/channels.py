@@ -1,185 +1,439 @@
-"""A game's channels: what they are, who may do what in them, and provisioning them.
+"""A game's roles and channels: what they are, who may do what in them, and how they are made.
+
+Permissions go through game roles, secrets through member overwrites. Per
+game the bot makes roles that are not mentionable and grant nothing
+(permissions 0): per city one for its living residents and, when some
+resident turned pings off, its quiet twin (same overwrites, never pinged);
+and one for the game's dead. Each player holds exactly one game role at a
+time. Role membership is public on Discord, so a role carries only public
+facts: a city, alive or dead.
 
 One category per game; per city a public text channel and a hidden mafia
-channel; one voice channel (the tribune) for last words; a channel for the
-dead; a host-only log. Permissions are member overwrites the bot sets
-itself: a city's living residents write in their city's channel, everyone
-in the game may read it (``channels.everyone_reads``); only a city's living
-mafiosi see its mafia channel; the dead write only in the dead channel and
-speak nowhere; the host sees everything.
+room; one voice channel (the tribune) for last words; a channel for the
+dead; a log only the host sees. In every one @everyone is denied View
+Channel and Connect, and the bot and the host have member overwrites. A
+city channel: the city's living roles write; the other cities' living roles
+and the dead role read (all only with ``channels.everyone_reads``; without
+it only the city's own, the dead role too when there is a single city). The
+mafia room: member overwrites of the city's living mafiosi, never a role.
+The tribune: the living roles speak and write in its text chat, the dead
+role listens. The dead channel: the dead role writes. The dead are denied
+:data:`bot.permissions.SILENCE` wherever they read. At the end every channel
+is read-only to all who could read it, and the tribune silent.
+
+So a channel carries at most 3 + 2 × cities + 1 overwrites (a mafia room
+3 + its mafiosi), within Discord's 100 for 200 players in 10 cities, and a
+death is three REST calls: the city role off, the mafia room's overwrite
+dropped (a mafioso), the dead role on.
+
+Names, topics and audit-log reasons say nothing beyond those public facts.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import discord
 
-from bot.permissions import BOT, EVERYONE_DENY, HOST, LISTEN, READ, SILENCE, VOICE, WRITE, missing
+from bot.i18n import t
+from bot.permissions import (
+    BOT,
+    EVERYONE_DENY,
+    HOST,
+    LISTEN,
+    READ,
+    READS_AUDIT_LOG,
+    SEES_HIDDEN,
+    SILENCE,
+    VOICE,
+    WRITE,
+    flag_names,
+    missing,
+)
+from bot.service import LiveGame
 from bot.storage import OutboxItem
+from cogs.common import mention, phrase
+from cogs.limits import listing
 from rules import Game, Status
 
 log = logging.getLogger(__name__)
 
-P = discord.Permissions
-
 MEMBER = 1
 ROLE = 0
+TEXT, VOICE_CHANNEL, CATEGORY = 0, 2, 4
+
+#: the most overwrites Discord takes in one channel
+MAX_OVERWRITES = 100
+
+Target = int | str
+"""An id, or the key under which the game's provisioning makes it (resolved by the outbox)."""
 
 
 @dataclass(frozen=True)
 class Overwrite:
     """One permission overwrite of one member (or role) on one channel."""
 
-    target: int
+    target: Target
     allow: int
     deny: int
     type: int = MEMBER
 
     def to_dict(self) -> dict[str, Any]:
-        """The overwrite as Discord's JSON."""
+        """The overwrite as Discord's JSON (needs a resolved id)."""
         return {"id": str(self.target), "type": self.type, "allow": str(self.allow),
                 "deny": str(self.deny)}
 
+    def to_plan(self) -> dict[str, Any]:
+        """The overwrite as a provisioning intent stores it (the target may be a key)."""
+        return {"target": self.target, "type": self.type, "allow": self.allow, "deny": self.deny}
 
-def missing_permissions(permissions: discord.Permissions) -> list[str]:
-    """The names of what the bot lacks to run a game (empty when all is there)."""
-    return [name.replace("_", " ").title() for name in missing(permissions)]
+
+@dataclass
+class CityPlaces:
+    """One city's channels and roles (ids, or provisioning keys)."""
+
+    name: str
+    text: Target
+    mafia: Target
+    living: Target
+    quiet: Target | None = None
+
+    @property
+    def roles(self) -> list[Target]:
+        """The city's living roles: the pinged one and, if made, its quiet twin."""
+        return [self.living] + ([self.quiet] if self.quiet is not None else [])
 
 
-def city_overwrites(
-    game: Game, city: str, *, host_id: int, bot_id: int, guild_id: int, everyone_reads: bool
-) -> list[Overwrite]:
-    """A city channel: residents alive write, the game reads, the dead read only."""
-    result = [
-        Overwrite(guild_id, 0, EVERYONE_DENY.value, ROLE),
-        Overwrite(bot_id, BOT.value, 0),
-        Overwrite(host_id, HOST.value, 0),
-    ]
+@dataclass
+class Layout:
+    """Where a game is on Discord: its roles and channels, and who may see what."""
+
+    guild: int
+    bot: int
+    host: int
+    category: Target
+    cities: list[CityPlaces]
+    voice: Target
+    dead: Target
+    log: Target
+    dead_role: Target
+    everyone_reads: bool = True
+    quiet: set[str] = field(default_factory=set)
+
+    def base(self) -> list[Overwrite]:
+        """What every game channel has: @everyone kept out, the bot and the host in."""
+        return [Overwrite(self.guild, 0, EVERYONE_DENY.value, ROLE), Overwrite(self.bot, BOT.value, 0),
+                Overwrite(self.host, HOST.value, 0)]
+
+    def city(self, name: str) -> CityPlaces:
+        """One city's places."""
+        return next(city for city in self.cities if city.name == name)
+
+    def role_of(self, game: Game, player: str) -> Target:
+        """The living role a player holds: his city's, or its quiet twin."""
+        city = self.city(game.city_of(player))
+        return city.quiet if player in self.quiet and city.quiet is not None else city.living
+
+    # ------------------------------------------------------------------ overwrites
+
+    def city_overwrites(self, name: str, *, over: bool = False) -> list[Overwrite]:
+        """A city channel: its living roles write, the others read (see the module docstring)."""
+        result = self.base()
+        for city in self.cities:
+            if city.name == name:
+                allow, deny = (READ.value, SILENCE.value) if over else (READ.value | WRITE.value, 0)
+            elif self.everyone_reads:
+                allow, deny = READ.value, SILENCE.value
+            else:
+                continue
+            result.extend(Overwrite(role, allow, deny, ROLE) for role in city.roles)
+        if self.everyone_reads or len(self.cities) == 1:
+            result.append(Overwrite(self.dead_role, READ.value, SILENCE.value, ROLE))
+        return result
+
+    def mafia_overwrites(self, game: Game, name: str, *, over: bool = False) -> list[Overwrite]:
+        """A mafia room: only the city's living mafiosi (and the host) see it."""
+        allow, deny = (READ.value, SILENCE.value) if over else (READ.value | WRITE.value, 0)
+        return self.base() + [Overwrite(int(p), allow, deny) for p in game.living_mafiosi(name)]
+
+    def voice_overwrites(self, *, over: bool = False) -> list[Overwrite]:
+        """The tribune: the living speak and write in its chat; the dead (everyone, at the end)
+        listen."""
+        living = (LISTEN.value, SILENCE.value) if over else (VOICE.value, 0)
+        result = self.base()
+        for city in self.cities:
+            result.extend(Overwrite(role, *living, ROLE) for role in city.roles)
+        result.append(Overwrite(self.dead_role, LISTEN.value, SILENCE.value, ROLE))
+        return result
+
+    def dead_overwrites(self, *, over: bool = False) -> list[Overwrite]:
+        """The dead channel: only the dead (and the host) see and write."""
+        allow, deny = (READ.value, SILENCE.value) if over else (READ.value | WRITE.value, 0)
+        return self.base() + [Overwrite(self.dead_role, allow, deny, ROLE)]
+
+    def log_overwrites(self) -> list[Overwrite]:
+        """The host's log: the host alone."""
+        return self.base()
+
+    def channels(self, game: Game, *, over: bool = False) -> list[tuple[Target, list[Overwrite]]]:
+        """Every channel of the game with the overwrites it has (at the end, with ``over``)."""
+        result: list[tuple[Target, list[Overwrite]]] = []
+        for city in self.cities:
+            result.append((city.text, self.city_overwrites(city.name, over=over)))
+            result.append((city.mafia, self.mafia_overwrites(game, city.name, over=over)))
+        result.append((self.voice, self.voice_overwrites(over=over)))
+        result.append((self.dead, self.dead_overwrites(over=over)))
+        result.append((self.log, self.log_overwrites()))
+        return result
+
+    def roles(self) -> list[Target]:
+        """Every game role."""
+        return [role for city in self.cities for role in city.roles] + [self.dead_role]
+
+    # ------------------------------------------------------------------ stored form
+
+    def to_channels(self) -> dict[str, Any]:
+        """The record's ``channels``: what the cogs need to find the game on Discord."""
+        return {
+            "guild_id": self.guild, "bot_id": self.bot, "host_id": self.host, "category": self.category, "voice": self.voice,
+            "dead": self.dead, "log": self.log, "everyone_reads": self.everyone_reads,
+            "cities": {city.name: {"text": city.text, "mafia": city.mafia} for city in self.cities},
+            "roles": {
+                "dead": self.dead_role,
+                "cities": {city.name: {"living": city.living, **({"quiet": city.quiet} if city.quiet else {})}
+                           for city in self.cities},
+            },
+            "quiet": sorted(self.quiet),
+        }
+
+    @classmethod
+    def from_channels(cls, channels: dict[str, Any]) -> Layout:
+        """The layout of a running game from its record's ``channels``."""
+        roles = channels["roles"]
+        return cls(
+            guild=int(channels["guild_id"]), bot=int(channels["bot_id"]), host=int(channels["host_id"]),
+            category=channels["category"],
+            cities=[CityPlaces(name, ids["text"], ids["mafia"], roles["cities"][name]["living"],
+                               roles["cities"][name].get("quiet"))
+                    for name, ids in channels["cities"].items()],
+            voice=channels["voice"], dead=channels["dead"], log=channels["log"],
+            dead_role=roles["dead"], everyone_reads=bool(channels.get("everyone_reads", True)),
+            quiet=set(channels.get("quiet", [])),
+        )
+
+
+# ------------------------------------------------------------------ provisioning
+
+
+def plan_keys(attempt: int) -> dict[str, str]:
+    """The keys of one provisioning attempt's roles and channels, by what they are."""
+    return {name: f"{attempt}:{name}" for name in ("category", "voice", "dead", "log", "dead_role")}
+
+
+def layout_for(live: LiveGame, game: Game, *, guild_id: int, bot_id: int, quiet: set[str],
+               attempt: int) -> Layout:
+    """The layout a provisioning attempt makes, with keys for ids."""
+    keys = plan_keys(attempt)
+    cities = []
+    for index, city in enumerate(game.cities):
+        has_quiet = any(player in quiet for player in game.residents[city])
+        cities.append(CityPlaces(city, f"{attempt}:text:{index}", f"{attempt}:mafia:{index}",
+                                 f"{attempt}:living:{index}", f"{attempt}:quiet:{index}" if has_quiet else None))
+    return Layout(
+        guild=guild_id, bot=bot_id, host=live.record.host_id, category=keys["category"], cities=cities,
+        voice=keys["voice"], dead=keys["dead"], log=keys["log"], dead_role=keys["dead_role"],
+        everyone_reads=bool(live.record.lobby.get("everyone_reads", True)),
+        quiet={player for player in game.players if player in quiet},
+    )
+
+
+def provision_plan(live: LiveGame, game: Game, layout: Layout) -> list[OutboxItem]:
+    """Everything ``/host start`` makes, in order: the roles, the category, the channels with their
+    overwrites, each player's role. Each is an intent of the provisioning lane."""
+    guild = layout.guild
+    reason = phrase(live, "channel.category", game=live.id)
+    items: list[OutboxItem] = []
+
+    def role(key: Target | None, text_key: str, **params: Any) -> None:
+        if key is None:
+            return
+        items.append(OutboxItem("create_role", {"guild_id": guild, "key": key}, {
+            "name": phrase(live, text_key, game=live.id, **params)[:100], "permissions": "0",
+            "mentionable": False, "hoist": False, "reason": reason,
+        }, lane="provision"))
+
+    def channel(key: Target, kind: int, name: str, overwrites: list[Overwrite], *,
+                parent: Target | None, topic: str | None = None) -> None:
+        assert len(overwrites) <= MAX_OVERWRITES, (key, len(overwrites))
+        payload: dict[str, Any] = {"type": kind, "name": name[:100], "parent": parent, "reason": reason,
+                                   "overwrites": [o.to_plan() for o in overwrites]}
+        if topic:
+            payload["topic"] = topic[:1024]
+        items.append(OutboxItem("create_channel", {"guild_id": guild, "key": key}, payload, lane="provision"))
+
+    for city in layout.cities:
+        role(city.living, "game_role.living", city=city.name)
+        role(city.quiet, "game_role.quiet", city=city.name)
+    role(layout.dead_role, "game_role.dead")
+    category = layout.category
+    channel(category, CATEGORY, phrase(live, "channel.category", game=live.id), layout.base(), parent=None)
+    for city in layout.cities:
+        channel(city.text, TEXT, phrase(live, "channel.city", city=city.name),
+                layout.city_overwrites(city.name), parent=category,
+                topic=phrase(live, "channel.topic.city", city=city.name, game=live.id))
+        channel(city.mafia, TEXT, phrase(live, "channel.mafia", city=city.name),
+                layout.mafia_overwrites(game, city.name), parent=category,
+                topic=phrase(live, "channel.topic.mafia", city=city.name, game=live.id))
+    channel(layout.voice, VOICE_CHANNEL, phrase(live, "channel.voice"), layout.voice_overwrites(), parent=category)
+    channel(layout.dead, TEXT, phrase(live, "channel.dead"), layout.dead_overwrites(), parent=category,
+            topic=phrase(live, "channel.topic.dead", game=live.id))
+    channel(layout.log, TEXT, phrase(live, "channel.log"), layout.log_overwrites(), parent=category,
+            topic=phrase(live, "channel.topic.log", game=live.id))
     for player in game.players:
-        resident = game.city_of(player) == city
-        if not (resident or everyone_reads):
-            continue
-        if resident and game.is_alive(player):
-            result.append(Overwrite(int(player), READ.value | WRITE.value, 0))
-        else:
-            result.append(Overwrite(int(player), READ.value, SILENCE.value))
-    return result
+        items.append(OutboxItem("member_role", {"guild_id": guild, "user_id": int(player),
+                                                "role": layout.role_of(game, player)},
+                                {"add": True}, lane="provision"))
+    # last: remove a duplicate that a create whose answer was lost may have left
+    made = [entry.payload for entry in items if entry.kind in ("create_role", "create_channel")]
+    items.append(OutboxItem("sweep", {"guild_id": guild}, {
+        "roles": [p["name"] for p in made if "type" not in p],
+        "category": category, "category_name": phrase(live, "channel.category", game=live.id),
+        "topics": [p["topic"] for p in made if p.get("topic")],
+        "names": [p["name"] for p in made if p.get("type") == VOICE_CHANNEL],
+    }, lane="provision"))
+    return items
 
 
-def mafia_overwrites(game: Game, city: str, *, host_id: int, bot_id: int, guild_id: int) -> list[Overwrite]:
-    """A mafia channel: only the city's living mafiosi (and the host) see it."""
-    result = [
-        Overwrite(guild_id, 0, EVERYONE_DENY.value, ROLE),
-        Overwrite(bot_id, BOT.value, 0),
-        Overwrite(host_id, HOST.value, 0),
-    ]
-    for player in game.living_mafiosi(city):
-        result.append(Overwrite(int(player), READ.value | WRITE.value, 0))
-    return result
+def resolved(layout: Layout, ids: dict[str, int]) -> Layout:
+    """The layout with every key replaced by the id Discord returned for it."""
+
+    def one(value: Target | None) -> Any:
+        if value is None or isinstance(value, int):
+            return value
+        return ids[value]
+
+    return Layout(
+        guild=layout.guild, bot=layout.bot, host=layout.host, category=one(layout.category),
+        cities=[CityPlaces(c.name, one(c.text), one(c.mafia), one(c.living), one(c.quiet)) for c in layout.cities],
+        voice=one(layout.voice), dead=one(layout.dead), log=one(layout.log), dead_role=one(layout.dead_role),
+        everyone_reads=layout.everyone_reads, quiet=set(layout.quiet),
+    )
 
 
-def voice_overwrites(game: Game, *, host_id: int, bot_id: int, guild_id: int) -> list[Overwrite]:
-    """The tribune: the living may speak; the dead may listen, never speak."""
-    result = [
-        Overwrite(guild_id, 0, EVERYONE_DENY.value, ROLE),
-        Overwrite(bot_id, BOT.value, 0),
-        Overwrite(host_id, HOST.value, 0),
-    ]
-    for player in game.players:
-        if game.is_alive(player):
-            result.append(Overwrite(int(player), VOICE.value, 0))
-        else:
-            result.append(Overwrite(int(player), LISTEN.value, SILENCE.value))
-    return result
+def rollback_plan(guild_id: int, made: dict[str, int], attempt: int) -> list[OutboxItem]:
+    """Remove what one provisioning attempt made: channels (the category last), then roles."""
+    prefix = f"{attempt}:"
+    keys = [key for key in made if key.startswith(prefix)]
+    roles = [key for key in keys if key.split(":", 1)[1].split(":")[0] in ("living", "quiet", "dead_role")]
+    channels = [key for key in keys if key not in roles]
+    channels.sort(key=lambda key: key == f"{attempt}:category")
+    items = [OutboxItem("delete_channel", {"channel_id": made[key]}, {}, lane="provision") for key in channels]
+    items.extend(OutboxItem("delete_role", {"guild_id": guild_id, "role": made[key]}, {}, lane="provision")
+                 for key in roles)
+    return items
 
 
-def dead_overwrites(game: Game, *, host_id: int, bot_id: int, guild_id: int) -> list[Overwrite]:
-    """The dead channel: only the dead (and the host) see and write."""
-    result = [
-        Overwrite(guild_id, 0, EVERYONE_DENY.value, ROLE),
-        Overwrite(bot_id, BOT.value, 0),
-        Overwrite(host_id, HOST.value, 0),
-    ]
-    for player in game.players:
-        if not game.is_alive(player):
-            result.append(Overwrite(int(player), READ.value | WRITE.value, 0))
-    return result
+# ------------------------------------------------------------------ during and after the game
 
 
-def log_overwrites(*, host_id: int, bot_id: int, guild_id: int) -> list[Overwrite]:
-    """The host's log: the host alone."""
-    return [
-        Overwrite(guild_id, 0, EVERYONE_DENY.value, ROLE),
-        Overwrite(bot_id, BOT.value, 0),
-        Overwrite(host_id, HOST.value, 0),
-    ]
+def _layout(channels: dict[str, Any]) -> Layout | None:
+    if "roles" not in channels:
+        if channels:
+            log.warning("a game's channels were made before game roles: no permission change")
+        return None
+    return Layout.from_channels(channels)
 
 
 def death_overwrites(game: Game, channels: dict[str, Any], player: str) -> list[OutboxItem]:
-    """What changes when ``player`` dies: silent everywhere, welcome among the dead."""
-    if not channels:
+    """What changes when ``player`` dies: his city role off, his mafia room closed, the dead role on
+    (in this order: he never holds two game roles, whose allows would add up)."""
+    layout = _layout(channels)
+    if layout is None:
         return []
     member = int(player)
-    city = game.city_of(player)
-    items: list[OutboxItem] = []
-
-    def put(channel_id: int, allow: int, deny: int) -> None:
-        items.append(OutboxItem(
-            "overwrite", {"channel_id": channel_id, "id": member, "type": MEMBER},
-            {"allow": str(allow), "deny": str(deny)},
-        ))
-
-    for name, ids in channels.get("cities", {}).items():
-        if name == city or channels.get("everyone_reads", True):
-            put(ids["text"], READ.value, SILENCE.value)
+    items = [OutboxItem("member_role", {"guild_id": layout.guild, "user_id": member,
+                                        "role": layout.role_of(game, player)}, {"add": False})]
     if game.status_of(player) is Status.MAFIOSO:
-        put(channels["cities"][city]["mafia"], 0, READ.value | WRITE.value)
-    if "voice" in channels:
-        put(channels["voice"], LISTEN.value, SILENCE.value)
-    if "dead" in channels:
-        put(channels["dead"], READ.value | WRITE.value, 0)
+        mafia = layout.city(game.city_of(player)).mafia
+        items.append(OutboxItem("overwrite", {"channel_id": mafia, "id": member, "type": MEMBER},
+                                {"delete": True}))
+    items.append(OutboxItem("member_role", {"guild_id": layout.guild, "user_id": member,
+                                            "role": layout.dead_role}, {"add": True}))
     return items
 
 
 def end_of_game_items(channels: dict[str, Any], game: Game, at_end: str) -> list[OutboxItem]:
-    """At the end: delete the game's channels, or make every one read-only (and the voice mute) for
-    the game."""
-    if not channels:
+    """At the end: delete the game's channels and roles (after the last messages said in them), or
+    make every channel read-only to all who read it and the tribune silent (one edit per channel,
+    in the permissions lane)."""
+    layout = _layout(channels)
+    if layout is None:
         return []
-    ids: list[int] = []
-    for city in channels.get("cities", {}).values():
-        ids.extend([city["text"], city["mafia"]])
-    ids.extend(channels[key] for key in ("voice", "dead", "log") if key in channels)
     if at_end == "delete":
-        items = [OutboxItem("delete_channel", {"channel_id": cid}, {}) for cid in ids]
-        if "category" in channels:
-            items.append(OutboxItem("delete_channel", {"channel_id": channels["category"]}, {}))
+        items = [OutboxItem("delete_channel", {"channel_id": target}, {}) for target, _ in layout.channels(game)]
+        items.append(OutboxItem("delete_channel", {"channel_id": layout.category}, {}))
+        items.extend(OutboxItem("delete_role", {"guild_id": layout.guild, "role": role}, {}, lane="messages")
+                     for role in layout.roles())
         return items
-    readers: list[tuple[int, list[str]]] = [
-        (ids["text"], list(game.players)) for ids in channels.get("cities", {}).values()
+    return [
+        OutboxItem("edit_channel", {"channel_id": target},
+                   {"permission_overwrites": [o.to_dict() for o in overwrites]}, lane="permissions")
+        for target, overwrites in layout.channels(game, over=True)
     ]
-    readers.extend(
-        (ids["mafia"], game.living_mafiosi(city)) for city, ids in channels.get("cities", {}).items()
-    )
-    if "dead" in channels:
-        readers.append((channels["dead"], [p for p in game.players if not game.is_alive(p)]))
-    items = [
-        OutboxItem(
-            "overwrite", {"channel_id": channel_id, "id": int(player), "type": MEMBER},
-            {"allow": str(READ.value), "deny": str(SILENCE.value)},
-        )
-        for channel_id, players in readers
-        for player in players
-    ]
-    if "voice" in channels:  # the tribune falls silent too (the dead are silent there already)
-        items.extend(
-            OutboxItem(
-                "overwrite", {"channel_id": channels["voice"], "id": int(player), "type": MEMBER},
-                {"allow": str(LISTEN.value), "deny": str(SILENCE.value)},
-            )
-            for player in game.alive()
-        )
-    return items
+
+
+# ------------------------------------------------------------------ what a player's client can learn
+
+
+def exposure(member: discord.Member | discord.User | Any) -> list[str]:
+    """What a member's server permissions let him see of the game's secrets: ``hidden`` (every
+    hidden room: an administrator or the owner), ``audit`` (the audit log: who was let in)."""
+    permissions = getattr(member, "guild_permissions", None)
+    if permissions is None:
+        return []
+    guild = getattr(member, "guild", None)
+    owner = guild is not None and getattr(guild, "owner_id", None) == member.id
+    found = []
+    if owner or permissions.value & SEES_HIDDEN.value:
+        found.append("hidden")
+    if owner or permissions.value & (SEES_HIDDEN.value | READS_AUDIT_LOG.value):
+        found.append("audit")
+    return found
+
+
+def exposure_lines(live: LiveGame, exposed: dict[str, list[str]], limit: int = 400) -> list[str]:
+    """Warnings naming the players whose server permissions show them hidden rooms or the audit
+    log (``exposed``: player → what :func:`exposure` found), a count and the names that fit."""
+    lines = []
+    for kind in ("hidden", "audit"):
+        players = [player for player, kinds in exposed.items() if kind in kinds]
+        if players:
+            lines.append(phrase(live, f"exposed.{kind}", count=len(players),
+                                players=listing(live.language, [mention(p) for p in players], limit)))
+    return lines
+
+
+def lobby_exposure(live: LiveGame) -> dict[str, list[str]]:
+    """What the lobby's players' server permissions showed when they joined."""
+    return {str(p["id"]): list(p["exposed"]) for p in live.record.lobby.get("players", []) if p.get("exposed")}
+
+
+def permission_names(language: str, flags: list[str]) -> str:
+    """Permissions by the names Discord's client gives them in ``language``, comma separated."""
+    return ", ".join(t(language, f"permission.{flag}") for flag in flags)
+
+
+def missing_permissions(permissions: discord.Permissions) -> list[str]:
+    """Discord's flag names of what the bot lacks to run a game (empty when all is there)."""
+    return missing(permissions)
+
+
+__all__ = [
+    "CATEGORY", "MAX_OVERWRITES", "TEXT", "VOICE_CHANNEL", "CityPlaces", "Layout", "Overwrite",
+    "death_overwrites", "end_of_game_items", "exposure", "exposure_lines", "flag_names",
+    "layout_for",
+    "lobby_exposure", "missing_permissions", "permission_names", "provision_plan", "resolved",
+    "rollback_plan",
+]

@@ -15,6 +15,7 @@ new deadline and the announcement of it).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import re
@@ -26,17 +27,21 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.i18n import key_str
-from bot.service import GameBroken, LiveGame, MovedOn, Seen, command_for_deadline
+from bot.i18n import key_str, t
+from bot.service import GameBroken, LiveGame, MovedOn, NoGame, Seen, command_for_deadline
 from bot.storage import OutboxItem
 from cogs.channels import (
-    city_overwrites,
-    dead_overwrites,
+    Layout,
     end_of_game_items,
-    log_overwrites,
-    mafia_overwrites,
+    exposure,
+    exposure_lines,
+    layout_for,
+    lobby_exposure,
     missing_permissions,
-    voice_overwrites,
+    permission_names,
+    provision_plan,
+    resolved,
+    rollback_plan,
 )
 from cogs.common import (
     InteractionAnswer,
@@ -89,7 +94,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TEXT, VOICE, CATEGORY = 0, 2, 4
+#: how long /host start waits for its roles and channels before answering "still starting"
+#: (Discord accepts the answer to a deferred interaction for 15 minutes)
+START_WAIT = 840.0
+#: characters of residents' mentions in one welcome message
+RESIDENTS_LIMIT = 1500
+#: what each kind of provisioning intent needs, to name when Discord refuses it
+NEEDS = {"create_channel": ["manage_channels"], "create_role": ["manage_roles"],
+         "member_role": ["manage_roles"], "delete_channel": ["manage_channels"], "delete_role": ["manage_roles"]}
 #: the longest stage timer, seconds (a week)
 MAX_TIMER = 604800
 TIMED = ("discussion", "voting", "night")
@@ -163,6 +175,17 @@ class HostCog(commands.Cog):
 
     def __init__(self, bot: ProkuratorBot) -> None:
         self.bot = bot
+        self._waiters: dict[int, asyncio.Future[str]] = {}
+        """The /host start waiting for each game's provisioning, to answer it."""
+        bot.outbox.idle_hooks.append(self._provision_idle)
+        bot.outbox.failure_hooks.append(self._provision_failed)
+
+    async def cog_unload(self) -> None:
+        """Stop listening to the outbox."""
+        if self._provision_idle in self.bot.outbox.idle_hooks:
+            self.bot.outbox.idle_hooks.remove(self._provision_idle)
+        if self._provision_failed in self.bot.outbox.failure_hooks:
+            self.bot.outbox.failure_hooks.remove(self._provision_failed)
 
     async def _host_game(self, interaction: discord.Interaction, *, running: bool = True) -> LiveGame:
         live = await (running_game if running else guild_game)(self.bot, interaction)
@@ -348,7 +371,41 @@ class HostCog(commands.Cog):
     @host.command(name=key_str("start", "cmd.host.start.name"),
                   description=key_str("Deal the statuses, create the channels, start", "cmd.host.start.description"))
     async def start(self, interaction: discord.Interaction) -> None:
+        try:  # making roles and channels takes longer than Discord waits for an answer
+            await interaction.response.defer(ephemeral=True, thinking=True)
+        except discord.HTTPException as error:
+            log.info("/host start %s not deferred (%s): delivered twice, answered once", interaction.id, error)
+            return
+        try:
+            text = await self._start(interaction)
+        except (UserError, RuleError, NoGame) as error:
+            text = await self._refusal(interaction, error)
+        except Exception:
+            log.exception("/host start failed in guild %s", interaction.guild_id)
+            text = t(await self.bot.language_for(interaction), "error.unexpected")
+        if text is None:
+            return  # delivered twice: the first delivery answers
+        try:
+            await interaction.edit_original_response(content=text[:2000],
+                                                     allowed_mentions=discord.AllowedMentions.none())
+        except discord.HTTPException as error:
+            log.warning("could not answer /host start %s: %s", interaction.id, error)
+
+    async def _refusal(self, interaction: discord.Interaction, error: Exception) -> str:
+        language = await self.bot.language_for(interaction)
+        if isinstance(error, UserError):
+            log.info("refused /host start by %s: %s", interaction.user.id, error.key)
+            return t(language, error.key, **error.params)
+        if isinstance(error, RuleError):
+            return t(language, f"error.{error.code}", **error.params)
+        return t(language, "error.no_game")
+
+    async def _start(self, interaction: discord.Interaction) -> str | None:
+        """Deal, store the deal and the provisioning plan (lobby → starting), wait for the plan to
+        be carried out; the host's answer (None: the interaction was applied before)."""
         live = await self._host_game(interaction, running=False)
+        if live.record.state == "starting":
+            raise UserError("error.already_starting")
         if live.record.state != "lobby":
             raise UserError("error.not_lobby")
         guild = interaction.guild
@@ -359,6 +416,9 @@ class HostCog(commands.Cog):
             other = self.bot.service.game_of_player(player)
             if other is not None and other.id != live.id:
                 raise UserError("error.player_in_other_game", player=mention(str(player)))
+        lacking = missing_permissions(guild.me.guild_permissions)
+        if lacking:
+            raise UserError("error.missing_permissions", permissions=permission_names(live.language, lacking))
         seed = random.SystemRandom().randrange(2**31)
         cities = lobby_cities(live)
         setup_options = lobby.get("setup", {})
@@ -372,90 +432,215 @@ class HostCog(commands.Cog):
             )
         except RuleError as error:
             raise UserError("error.cannot_deal", reason=phrase(live, f"error.{error.code}", **error.params)) from None
-        missing = missing_permissions(guild.me.guild_permissions)
-        if missing:
-            raise UserError("error.missing_permissions", permissions=", ".join(missing))
-        await interaction.response.defer(ephemeral=True, thinking=True)
         game = Game.create(setup, seed)
+        quiet = {str(user) for user in await self.bot.service.quiet_players(players)}
+        exposed = self._exposure(guild, live)
+        bot_id = self.bot.user.id if self.bot.user else 0
+
+        def begin(live: LiveGame) -> list[OutboxItem]:
+            record = live.record
+            if record.state == "starting":
+                raise UserError("error.already_starting")
+            if record.state != "lobby":
+                raise UserError("error.not_lobby")
+            if [p["id"] for p in record.lobby.get("players", [])] != players:
+                raise UserError("error.lobby_changed")  # someone joined or left while it was dealt
+            attempt = int(record.lobby.get("attempts", 0)) + 1
+            layout = layout_for(live, game, guild_id=guild.id, bot_id=bot_id, quiet=quiet, attempt=attempt)
+            record.state, record.setup, record.seed = "starting", setup.to_dict(), seed
+            record.lobby["attempts"] = attempt
+            record.lobby["provision"] = {"attempt": attempt, "state": "creating",
+                                         "layout": layout.to_channels(), "exposed": exposed}
+            return provision_plan(live, game, layout) + lobby_edit(live)
+
+        if not await self.bot.service.update(live.id, begin, interaction_id=interaction.id):
+            return None
+        # registered before anything yields to the loop: the provisioning cannot have ended yet
+        waiter: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._waiters[live.id] = waiter
+        log.info("game %s: starting, %d players in %s", live.id, len(players), cities)
         try:
-            channels = await self._provision(guild, live, game)
-        except discord.Forbidden:
-            await interaction.followup.send(
-                phrase(live, "error.missing_permissions", permissions=", ".join(
-                    missing_permissions(guild.me.guild_permissions)) or "Manage Channels"), ephemeral=True)
+            return await asyncio.wait_for(asyncio.shield(waiter), START_WAIT)
+        except TimeoutError:
+            return phrase(live, "host.still_starting")
+        finally:
+            if self._waiters.get(live.id) is waiter:
+                del self._waiters[live.id]
+
+    def _exposure(self, guild: discord.Guild, live: LiveGame) -> dict[str, list[str]]:
+        """The players whose server permissions show them hidden rooms or the audit log: as the
+        bot sees them now, else as they were when they joined."""
+        joined = lobby_exposure(live)
+        found: dict[str, list[str]] = {}
+        for entry in live.record.lobby.get("players", []):
+            player = str(entry["id"])
+            member = guild.get_member(int(player))
+            kinds = exposure(member) if member is not None else joined.get(player, [])
+            if kinds:
+                found[player] = kinds
+        return found
+
+    def _tell(self, game_id: int, text: str) -> bool:
+        """Answer a /host start still waiting for its game (False: nobody waits any more)."""
+        waiter = self._waiters.get(game_id)
+        if waiter is None or waiter.done():
+            return False
+        waiter.set_result(text)
+        return True
+
+    async def _provision_idle(self, game_id: int, lane: str) -> None:
+        """The outbox's provisioning lane of a game has nothing left: finish its start or its
+        rollback (this is also how a start interrupted by a restart is resumed)."""
+        if lane != "provision":
             return
+        try:
+            live = self.bot.service.live(game_id)
+        except NoGame:
+            return
+        provision = live.record.lobby.get("provision")
+        if live.record.state != "starting" or not provision:
+            return
+        attempt = int(provision["attempt"])
+        made = await self.bot.storage.provisioned(game_id)
+        if provision["state"] == "rollback":
+            await self._rolled_back(live, attempt, made)
+            return
+        try:
+            layout = resolved(Layout.from_channels(provision["layout"]), made)
+        except KeyError as missing_key:
+            log.error("game %s: provisioning ended without %s; rolling back", game_id, missing_key)
+            await self._rollback(live, {"refused": f"{missing_key} was never made"})
+            return
+        await self._started(live, layout, provision.get("exposed", {}))
+
+    async def _started(self, live: LiveGame, layout: Layout, exposed: dict[str, list[str]]) -> None:
+        record = live.record
+        assert record.setup is not None and record.seed is not None
+        waiting = live.id in self._waiters
+        warnings = exposure_lines(live, exposed)
 
         def prepare(live: LiveGame) -> list[OutboxItem]:
-            live.record.channels = channels
-            return self._welcome(live)
-
-        await self.bot.service.start(live.id, setup, seed, prepare=prepare, interaction_id=interaction.id)
-        log.info("game %s started: %d players in %s", live.id, len(players), cities)
-        await interaction.followup.send(phrase(live, "host.started"), ephemeral=True)
-
-    async def _provision(self, guild: discord.Guild, live: LiveGame, game: Game) -> dict[str, Any]:
-        """Create the category and channels with their overwrites; undo all on failure."""
-        http = self.bot.http
-        ids = {"host_id": live.record.host_id, "bot_id": self.bot.user.id if self.bot.user else 0,
-               "guild_id": guild.id}
-        everyone_reads = bool(live.record.lobby.get("everyone_reads", True))
-        created: list[int] = []
-
-        async def make(kind: int, name: str, overwrites: list[Any], parent: int | None = None) -> int:
-            fields: dict[str, Any] = {"permission_overwrites": [o.to_dict() for o in overwrites]}
-            if parent is not None:
-                fields["parent_id"] = str(parent)
-            data = await http.create_channel(guild.id, kind, name=name[:100],
-                                             reason=f"Mafia game {live.id}", **fields)
-            created.append(int(data["id"]))
-            return int(data["id"])
+            live.record.channels = layout.to_channels()
+            live.record.lobby.pop("provision", None)
+            items = self._welcome(live)
+            if warnings and not waiting:  # a start resumed after a restart: tell the host in his log
+                items.append(OutboxItem("send", {"channel_id": layout.log},
+                                        {"content": "\n".join(warnings)[:2000], "allowed_mentions": NO_PINGS}))
+            return items
 
         try:
-            category = await make(CATEGORY, phrase(live, "channel.category", game=live.id),
-                                  log_overwrites(**ids))
-            cities: dict[str, dict[str, int]] = {}
-            for city in game.cities:
-                text = await make(TEXT, phrase(live, "channel.city", city=city),
-                                  city_overwrites(game, city, everyone_reads=everyone_reads, **ids), category)
-                mafia = await make(TEXT, phrase(live, "channel.mafia", city=city),
-                                   mafia_overwrites(game, city, **ids), category)
-                cities[city] = {"text": text, "mafia": mafia}
-            voice = await make(VOICE, phrase(live, "channel.voice"), voice_overwrites(game, **ids), category)
-            dead = await make(TEXT, phrase(live, "channel.dead"), dead_overwrites(game, **ids), category)
-            host_log = await make(TEXT, phrase(live, "channel.log"), log_overwrites(**ids), category)
-        except discord.HTTPException:
-            log.warning("game %s: channel provisioning failed; removing %d created channel(s)", live.id, len(created))
-            for channel_id in reversed(created):
-                try:
-                    await http.delete_channel(channel_id)
-                except discord.HTTPException:
-                    log.warning("could not delete channel %s", channel_id)
-            raise
-        return {"category": category, "cities": cities, "voice": voice, "dead": dead, "log": host_log,
-                "everyone_reads": everyone_reads}
+            await self.bot.service.start(live.id, Setup.from_dict(record.setup), record.seed, prepare=prepare,
+                                         from_state="starting")
+        except NoGame:
+            return  # finished, or rolled back, meanwhile
+        log.info("game %s started: %d players in %s", live.id, len(live.game.players) if live.game else 0,
+                 [city.name for city in layout.cities])
+        self._tell(live.id, "\n".join([phrase(live, "host.started"), *warnings]))
+
+    async def _provision_failed(self, item: OutboxItem, error: BaseException) -> None:
+        """Discord refused a provisioning intent for good: undo the attempt, telling the host what
+        to grant (by the names Discord's client gives the permissions)."""
+        if item.queue != "provision":
+            return
+        try:
+            live = self.bot.service.live(item.game_id)
+        except NoGame:
+            return
+        provision = live.record.lobby.get("provision")
+        if live.record.state != "starting" or not provision:
+            return
+        if provision["state"] == "rollback":
+            log.error("game %s: could not remove %s while rolling back: %s", live.id, item.target, error)
+            return
+        reason: dict[str, Any]
+        if isinstance(error, discord.Forbidden):
+            guild = self.bot.get_guild(live.record.guild_id)
+            lacking = missing_permissions(guild.me.guild_permissions) if guild is not None else []
+            reason = {"missing": lacking or NEEDS.get(item.kind, ["manage_roles"])}
+        else:
+            reason = {"refused": str(error)[:300]}
+        await self._rollback(live, reason)
+
+    async def _rollback(self, live: LiveGame, reason: dict[str, Any], target: str = "lobby") -> None:
+        """Remove what the game's provisioning made, then the lobby is a lobby again (or, after
+        /host end, cancelled). The removals are intents of the provisioning lane too."""
+        made = await self.bot.storage.provisioned(live.id)
+
+        def change(live: LiveGame) -> list[OutboxItem]:
+            provision = live.record.lobby["provision"]
+            provision.update(state="rollback", reason=reason, target=target)
+            return rollback_plan(live.record.guild_id, made, int(provision["attempt"]))
+
+        await self.bot.service.update(live.id, change, cancel_lane="provision")
+        self.bot.outbox.kick(live.id, ("provision",))  # with nothing to remove, it ends the rollback
+
+    async def _rolled_back(self, live: LiveGame, attempt: int, made: dict[str, int]) -> None:
+        removed = {int(item.target.get("channel_id") or item.target.get("role") or 0)
+                   for item in await self.bot.storage.outbox_items(live.id, "provision")
+                   if item.kind in ("delete_channel", "delete_role")}
+        left = {key: value for key, value in made.items() if key.startswith(f"{attempt}:") and value not in removed}
+        if left:  # made while the rollback was being decided: remove it too
+            await self.bot.service.update(
+                live.id, lambda live: rollback_plan(live.record.guild_id, left, attempt))
+            return
+        provision = live.record.lobby["provision"]
+        reason, target = provision.get("reason", {}), provision.get("target", "lobby")
+        text = self._failure_text(live, reason) if target == "lobby" else phrase(live, "host.ended_reply")
+        waiting = live.id in self._waiters
+
+        def change(live: LiveGame) -> list[OutboxItem]:
+            record = live.record
+            record.state, record.setup, record.seed, record.channels = target, None, None, {}
+            record.lobby.pop("provision", None)
+            items = lobby_edit(live)
+            channel = record.lobby.get("channel_id")
+            if target == "lobby" and not waiting and channel:  # resumed after a restart: say it
+                items.append(OutboxItem("send", {"channel_id": int(channel)},
+                                        {"content": text, "allowed_mentions": NO_PINGS}))
+            return items
+
+        await self.bot.service.update(live.id, change)
+        self.bot.outbox.forget(live.id)
+        log.warning("game %s: provisioning rolled back (%s)", live.id, reason)
+        self._tell(live.id, text)
+
+    def _failure_text(self, live: LiveGame, reason: dict[str, Any]) -> str:
+        if reason.get("missing"):
+            return phrase(live, "error.missing_permissions",
+                          permissions=permission_names(live.language, list(reason["missing"])))
+        return phrase(live, "error.provision_refused", reason=str(reason.get("refused", "—")))
 
     def _welcome(self, live: LiveGame) -> list[OutboxItem]:
-        """The first messages: residents per city with a "my status" button, the deal in the log."""
+        """The first messages: residents per city (pinging the city's role) with a "my status"
+        button, the mafia its own, the deal in the log."""
         game = live.game
         assert game is not None
         channels = live.record.channels
+        roles = channels.get("roles", {}).get("cities", {})
         items: list[OutboxItem] = []
         role_button = [{"type": 1, "components": [{
             "type": 2, "style": 1, "custom_id": f"mafia:role:{live.id}", "label": phrase(live, "welcome.role"),
         }]}]
         for city in game.cities:
-            residents = ", ".join(mention(p) for p in game.residents[city])
-            text = phrase(live, "welcome.city", city=city, players=residents,
+            # the residents that fit beside the text, the rest in messages of their own
+            residents = chunks([", ".join(mention(p) for p in game.residents[city])], RESIDENTS_LIMIT)
+            text = phrase(live, "welcome.city", city=city, players=residents[0] if residents else "—",
                           touring=", ".join(game.touring_order))
-            for index, part in enumerate(chunks([text])):  # the button goes with the first part
-                payload: dict[str, Any] = {"content": part, "allowed_mentions": NO_PINGS}
-                if index == 0:
+            living = roles.get(city, {}).get("living")
+            mentions: dict[str, Any] = NO_PINGS
+            if living is not None:
+                text = f"<@&{living}>\n{text}"
+                mentions = {"parse": [], "roles": [str(living)]}
+            parts = [text, *residents[1:]]
+            for index, part in enumerate(parts):
+                payload: dict[str, Any] = {"content": part, "allowed_mentions": mentions if index == 0 else NO_PINGS}
+                if index == len(parts) - 1:
                     payload["components"] = role_button
                 items.append(OutboxItem("send", {"channel_id": channels["cities"][city]["text"]}, payload))
-            mafia = ", ".join(mention(p) for p in game.living_mafiosi(city))
-            for part in chunks([phrase(live, "welcome.mafia", city=city, players=mafia)]):
-                items.append(OutboxItem("send", {"channel_id": channels["cities"][city]["mafia"]},
-                                        {"content": part, "allowed_mentions": NO_PINGS}))
+            for part in chunks([", ".join(mention(p) for p in game.living_mafiosi(city))], RESIDENTS_LIMIT):
+                items.append(OutboxItem("send", {"channel_id": channels["cities"][city]["mafia"]}, {
+                    "content": phrase(live, "welcome.mafia", city=city, players=part), "allowed_mentions": NO_PINGS,
+                }))
         deal_lines = [phrase(live, "log.deal", seed=game.seed)]
         for city in game.cities:
             deal_lines.append(phrase(live, "summary.city", city=city))
@@ -604,6 +789,13 @@ class HostCog(commands.Cog):
                   description=key_str("End the game now", "cmd.host.end.description"))
     async def end(self, interaction: discord.Interaction) -> None:
         live = await self._host_game(interaction, running=False)
+        if live.record.state == "starting":
+            # being started: what was made is removed (a rollback), then the game is cancelled
+            provision = live.record.lobby.get("provision") or {}
+            if provision.get("state") != "rollback":
+                await self._rollback(live, {}, target="cancelled")
+            await interaction.response.send_message(phrase(live, "host.ended_reply"), ephemeral=True)
+            return
 
         def change(live: LiveGame) -> list[OutboxItem]:
             items: list[OutboxItem] = []

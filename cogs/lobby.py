@@ -21,6 +21,7 @@ from bot.errors import UserError
 from bot.i18n import key_str, t
 from bot.service import GameBroken, LiveGame
 from bot.storage import GameExists, OutboxItem
+from cogs.channels import exposure, exposure_lines, lobby_exposure
 from cogs.common import (
     InteractionAnswer,
     answer,
@@ -76,8 +77,11 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
             roles.append(phrase(live, f"lobby.{'with' if setup[status] else 'without'}",
                                 status=status_text(live, status)))
     lines.append(phrase(live, "lobby.roles", roles=", ".join(roles) or phrase(live, "lobby.roles_default")))
-    after = [phrase(live, "lobby.howto") if live.record.state == "lobby"
-             else phrase(live, f"lobby.state_{live.record.state}")]
+    if live.record.state == "lobby":
+        # who will see the hidden rooms or the audit log anyway: the host should know before
+        after = [*exposure_lines(live, lobby_exposure(live), limit=300), phrase(live, "lobby.howto")]
+    else:
+        after = [phrase(live, f"lobby.state_{live.record.state}")]
     # one message edited in place: the players that fit, then how many more
     frame = phrase(live, "lobby.players", count=len(players), players="")
     budget = CONTENT - len(frame) - sum(len(line) + 1 for line in lines + after) - 1
@@ -262,7 +266,9 @@ class LobbyCog(commands.Cog):
                 raise UserError("error.already_joined")
             if len(players) >= MAX_PLAYERS:
                 raise UserError("error.lobby_full", count=MAX_PLAYERS)
-            players.append({"id": user.id, "name": getattr(user, "display_name", user.name)})
+            seen = exposure(user)  # what his server permissions show him of the hidden rooms
+            players.append({"id": user.id, "name": getattr(user, "display_name", user.name),
+                            **({"exposed": seen} if seen else {})})
             return lobby_edit(live)
 
         if await self.bot.service.update(live.id, change, interaction_id=interaction.id,

@@ -31,8 +31,13 @@ from tests.fakediscord import (
     running_client,
 )
 from tests.fakediscord.fixtures import StandardGuild
+from tests.fakediscord.permissions import OVERWRITE_ROLE, Overwrite, Permission
 
 NO_TIMERS = Timers(discussion=0, voting=0, night=0, reminders=())
+
+#: what @everyone may do in the general channel of a locked-down guild
+GENERAL_CHANNEL = int(Permission.VIEW_CHANNEL | Permission.SEND_MESSAGES | Permission.READ_MESSAGE_HISTORY
+                      | Permission.USE_APPLICATION_COMMANDS)
 
 
 @dataclass
@@ -143,7 +148,7 @@ class Table:
             configured = await self.slash("host", "host setup", setup)
             assert configured.ephemeral, configured.describe()
         started = await self.slash("host", "host start")
-        await started.wait_original()
+        await started.wait_original(60.0)  # roles, channels and each player's role are made first
         assert "началась" in started.text or "started" in started.text, started.text
         await self.drain()
         return self.live()
@@ -177,16 +182,39 @@ async def bot_table(
     config: Config | None = None,
     clock: Callable[[], float] | None = None,
     guild_locale: str = "ru",
+    everyone_permissions: int | None = None,
+    refusals: bool = False,
 ) -> AsyncIterator[Table]:
-    """A started fake with a guild of ``players`` members (``p0``...) and the bot against it."""
+    """A started fake with a guild of ``players`` members (``p0``...) and the bot against it.
+
+    ``everyone_permissions`` replaces what the guild's @everyone may do (0: nothing at all, as a
+    locked-down server); the general channel then lets @everyone in by an overwrite, so that
+    members can still run the bot's commands there.
+
+    When the test ends, every REST call the bot made must have been accepted (a fault the test
+    injected aside): the fake refuses what Discord refuses, so a refusal is a bug. A test about
+    Discord refusing something the bot could not know of passes ``refusals=True``.
+    """
     fake = FakeDiscord()
     world = build_standard_guild(fake, players=[f"p{i}" for i in range(players)],
                                  preferred_locale=guild_locale)
+    if everyone_permissions is not None:
+        guild_id = world.guild.id
+        fake.update_role(guild_id, guild_id, permissions=everyone_permissions)
+        fake.set_overwrite(world.text_channel.id, Overwrite(guild_id, OVERWRITE_ROLE, allow=GENERAL_CHANNEL))
     with tempfile.TemporaryDirectory() as folder:
         base = replace(config or Config(timers=NO_TIMERS), database=Path(folder) / "bot.sqlite3")
         await fake.start()
         try:
             async with bot_on(fake, world, base, clock=clock) as table:
                 yield table
+            if not refusals:
+                assert refused_calls(fake) == [], "Discord would have refused these calls"
         finally:
             await fake.close()
+
+
+def refused_calls(fake: FakeDiscord) -> list[str]:
+    """The REST calls the fake refused that no injected fault explains."""
+    return [f"{c.method} {c.path} -> {c.status} {c.response}" for c in fake.calls()
+            if c.status >= 400 and c.fault is None]

@@ -285,3 +285,40 @@ async def test_killed_right_after_mafia_new_answered_the_lobby_still_counts_its_
 
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+
+
+async def test_killed_while_the_channels_are_made_resumes_without_a_second_category(tmp_path: Path):
+    """SIGKILL while Discord makes the category (it does; nobody hears): the next process adopts
+    it, makes the rest once, and the game starts."""
+    async with crash_table(tmp_path) as (fake, world, bot):
+        guild, host = world.guild.id, world.owner.user.id
+        opened = await fake.slash(guild, host, "mafia new", {}, channel_id=world.text_channel.id, locale="ru")
+        await opened.wait_original()
+        lobby = await lobby_posted(fake, world)
+        for member in world.players[:8]:
+            await fake.click(lobby, "mafia:join:1", member.user.id)
+        held = fake.hang("POST", r"/guilds/\d+/channels", count=1)
+        await fake.slash(guild, host, "host start", {}, locale="ru", wait=False)
+        await fake.wait_until(lambda: held.hits or None, 10.0, "no channel was being made")
+        bot.kill()
+        with database(tmp_path) as db:
+            assert db.execute("SELECT state FROM games WHERE id = 1").fetchone()[0] == "starting"
+        held.release()
+        await fake.wait_until(lambda: [c for c in fake.state.guild_channels(guild) if c.type == 4] or None)
+        await bot.start()
+
+        def running() -> bool | None:
+            with database(tmp_path) as db:
+                return db.execute("SELECT state FROM games WHERE id = 1").fetchone()[0] == "running" or None
+
+        await fake.wait_until(running, 30.0, "the start was not resumed")
+        await outbox_settled(fake, tmp_path)
+        with database(tmp_path) as db:
+            channels = json.loads(db.execute("SELECT channels FROM games WHERE id = 1").fetchone()[0])
+        made = [int(c.response["id"]) for c in fake.calls("POST", "/guilds/{guild_id}/channels") if c.ok]
+        alive = sorted(i for i in made if not fake.state.channels[i].deleted)
+        ours = [channels["category"], channels["voice"], channels["dead"], channels["log"]] + [
+            ids[kind] for ids in channels["cities"].values() for kind in ("text", "mafia")]
+        assert alive == sorted(ours)
+        assert len([c for c in fake.state.guild_channels(guild) if c.type == 4]) == 1
+        posted_exactly_once(fake, tmp_path)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from bot.permissions import INVITE
 from tests.fakediscord import ChannelType
 from tests.harness import Table, bot_table
 
@@ -262,3 +263,14 @@ async def test_the_dead_lose_their_voice_and_pen():
         assert perms(table, channels["dead"], victim) & SEND
         refused = await say(table, victim, "nominate", {"player": table.pid(table.name(table.game.alive(city)[0]))})
         assert "мёртв" in refused
+
+
+async def test_a_whole_game_on_a_locked_down_server():
+    """@everyone may do nothing at all and the bot holds exactly its invite: the game's roles and
+    overwrites alone let every player see, write and speak where he may, and no further."""
+    async with bot_table(players=16, everyone_permissions=0) as table:
+        guild = table.fake.state.guild(table.guild_id)
+        assert guild.roles[table.guild_id].permissions == 0
+        assert table.fake.state.guild_permissions(table.guild_id, table.fake.bot_user.id) == INVITE.value
+        await play_whole_game(table, "ru")
+        assert secret_leaks(table, "ru") == []

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import copy
+
 from bot.config import Channels, Config, Timers
 from bot.i18n import t
 from tests.cogs.scenes import (
@@ -211,9 +213,9 @@ async def test_host_start_without_manage_channels_answers_once_with_what_is_miss
         channels_before = {c.id for c in table.fake.state.guild_channels(table.guild_id)}
 
         started = await run(table, "host", "host start")
-        assert started.ephemeral
-        assert started.content == t("ru", "error.missing_permissions",
-                                    permissions="Manage Channels, Mention Everyone")
+        assert started.ephemeral and started.deferred
+        assert started.content == t("ru", "error.missing_permissions", permissions=", ".join(
+            [t("ru", "permission.manage_channels"), t("ru", "permission.mention_everyone")]))
         assert started.followups == [] and len(started.attempts) == 1
         await assert_unchanged(table, before)
         assert {c.id for c in table.fake.state.guild_channels(table.guild_id)} == channels_before
@@ -238,6 +240,7 @@ async def test_host_start_refused_by_discord_mid_way_removes_what_it_made():
         quick_edits(table)
         await table.open_lobby()
         before = await snapshot(table)
+        lobby_before = copy.deepcopy(table.live().record.lobby)
         route = r"/guilds/\d+/channels"
         first = table.fake.hang("POST", route, count=1)
         started = await table.slash("host", "host start")
@@ -247,13 +250,21 @@ async def test_host_start_refused_by_discord_mid_way_removes_what_it_made():
         await started.wait_original()
         assert refusal.hits == 1
         assert started.ephemeral and len(started.messages) == 1
-        assert started.content == t("ru", "error.missing_permissions", permissions="Manage Channels")
+        assert started.content == t("ru", "error.missing_permissions",
+                                    permissions=t("ru", "permission.manage_channels"))
         created = [int(c.response["id"]) for c in table.fake.calls("POST", "/guilds/{guild_id}/channels") if c.ok]
         assert len(created) == 1
         assert all(table.fake.state.channels[channel_id].deleted for channel_id in created)
+        roles = [int(c.response["id"]) for c in table.fake.calls("POST", "/guilds/{guild_id}/roles") if c.ok]
+        assert len(roles) == 2  # the city's living residents, the dead
+        assert not set(roles) & set(table.fake.state.guild(table.guild_id).roles)
+        assert table.fake.calls("PUT", "/guilds/{guild_id}/members/{user_id}/roles/{role_id}") == []
         after = await snapshot(table)
-        assert (after.state, after.record, after.commands, after.messages, after.lobby) == (
-            before.state, before.record, before.commands, before.messages, before.lobby)
+        assert (after.state, after.commands, after.messages) == (before.state, before.commands, before.messages)
+        assert after.lobby is not None and before.lobby is not None
+        assert after.lobby[0] == before.lobby[0]  # "starting", then the lobby as it was
+        assert {**after.record, "lobby": ""} == {**before.record, "lobby": ""}
+        assert table.live().record.lobby == {**lobby_before, "attempts": 1}
         assert table.live().record.state == "lobby" and table.live().game is None
 
 

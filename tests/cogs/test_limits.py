@@ -63,7 +63,7 @@ def refused(table) -> list[str]:
             if c.status >= 400]
 
 
-@pytest.mark.parametrize(("players", "cities"), [(96, "Верона"), (96, "Верона, Падуя, Мантуя, Милан")])
+@pytest.mark.parametrize(("players", "cities"), [(200, "Верона"), (200, "Верона, Падуя, Мантуя, Милан")])
 async def test_a_big_game_keeps_every_message_within_discords_limits(players, cities):
     async with bot_table(players=players) as table:
         quick_edits(table)

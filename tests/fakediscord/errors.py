@@ -59,8 +59,17 @@ def missing_access() -> DiscordError:
 
 
 def invalid_form_body(errors: dict[str, Any]) -> DiscordError:
-    """400 50035 with Discord's nested ``errors`` object."""
-    return DiscordError(400, 50035, "Invalid Form Body", errors)
+    """400 50035 with Discord's nested ``errors`` object (see :func:`tidy_errors`)."""
+    return DiscordError(400, 50035, "Invalid Form Body", tidy_errors(errors))
+
+
+def tidy_errors(errors: dict[str, Any]) -> dict[str, Any]:
+    """The ``errors`` tree in Discord's shape: a node is either a leaf with ``_errors`` or an
+    object of children, never both (the spec's ErrorDetails). Where a check found both, the
+    node's own errors are kept: they are about the whole value (too many items, too long)."""
+    if "_errors" in errors:
+        return {"_errors": errors["_errors"]}
+    return {key: tidy_errors(value) if isinstance(value, dict) else value for key, value in errors.items()}
 
 
 def field_error(code: str, message: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pytest_asyncio
 
 from .models import Channel, ChannelType, Guild, Member
-from .permissions import DEFAULT_BOT_PERMISSIONS
+from .permissions import DEFAULT_BOT_PERMISSIONS, DEFAULT_EVERYONE_PERMISSIONS
 from .server import FakeDiscord
 
 DEFAULT_PLAYERS = ("alice", "boris", "vera", "gleb", "dasha")
@@ -47,11 +47,20 @@ def build_standard_guild(
     players: Sequence[str] = DEFAULT_PLAYERS,
     preferred_locale: str = "ru",
     bot_permissions: int = DEFAULT_BOT_PERMISSIONS,
+    everyone_permissions: int = DEFAULT_EVERYONE_PERMISSIONS,
 ) -> StandardGuild:
-    """Creates the standard guild in ``fake`` (before or after it started)."""
+    """Creates the standard guild in ``fake`` (before or after it started).
+
+    ``everyone_permissions=0`` strips @everyone of every permission: what members
+    may then do comes from roles and overwrites alone.
+    """
     owner_user = fake.create_user("host", global_name="Host")
     guild = fake.create_guild(
-        "Mafia Club", owner=owner_user, preferred_locale=preferred_locale, bot_permissions=bot_permissions
+        "Mafia Club",
+        owner=owner_user,
+        preferred_locale=preferred_locale,
+        bot_permissions=bot_permissions,
+        everyone_permissions=everyone_permissions,
     )
     text_channel = fake.create_channel(guild.id, "general", ChannelType.GUILD_TEXT)
     voice_channel = fake.create_channel(guild.id, "Voice", ChannelType.GUILD_VOICE)

@@ -49,8 +49,26 @@ CLOSE_DECODE_ERROR = 4002
 CLOSE_NOT_AUTHENTICATED = 4003
 CLOSE_AUTHENTICATION_FAILED = 4004
 CLOSE_ALREADY_AUTHENTICATED = 4005
+CLOSE_RATE_LIMITED = 4008
 CLOSE_INVALID_INTENTS = 4013
 CLOSE_DISALLOWED_INTENTS = 4014
+
+CLOSE_HEARTBEAT_TIMEOUT = 1000
+"""How Discord closes a connection whose heartbeat did not come in time. The docs say only that
+"your connection will be closed and you will be forced to Resume" (events/gateway.mdx, Sending
+Heartbeats); the close code seen for it is 1000 (discord-api-docs#2922), which discord.py takes
+as resumable when the server sends it. The session stays resumable here too."""
+
+SEND_LIMIT = 120
+SEND_WINDOW = 60.0
+"""Discord: "Apps can send 120 gateway events per connection every 60 seconds ... Apps that
+surpass the limit are immediately disconnected" (events/gateway.mdx, Rate Limiting), with 4008
+(topics/opcodes-and-status-codes.mdx). The window is fixed from its first frame, as discord.py's
+own limiter counts it."""
+HEARTBEAT_GRACE = 5.0
+"""Seconds of tolerance after a heartbeat is due. Discord documents that a tolerance exists
+("There is already tolerance in the heartbeat_interval that will cover network latency"), not
+its size: this one is the fake's choice (``fake.gateway.heartbeat_grace``)."""
 
 _CONTENT_FIELDS = ("content", "embeds", "attachments", "components", "poll")
 
@@ -117,15 +135,66 @@ class GatewaySession:
 
 
 class GatewayConnection:
-    """One websocket; frames go out in order through a writer task."""
+    """One websocket; frames go out in order through a writer task.
 
-    def __init__(self, ws: web.WebSocketResponse) -> None:
+    It also keeps what Discord holds a connection to: how many frames the
+    client sent (all of them count, heartbeats included), the most in any
+    :attr:`Gateway.send_window` seconds, and how late each heartbeat came
+    against the interval announced in HELLO; and how it was closed.
+    """
+
+    def __init__(self, ws: web.WebSocketResponse, number: int, heartbeat_interval: float) -> None:
         self.ws = ws
+        self.number = number
+        """Connections are numbered from 1 in the order they opened."""
         self.session: GatewaySession | None = None
         self.closed = False
         self.heartbeats = 0
+        self.opened_at = time.monotonic()
+        self.heartbeat_interval = heartbeat_interval
+        """Seconds, as announced in this connection's HELLO."""
+        self.last_heartbeat_at: float | None = None
+        self.max_heartbeat_lateness = 0.0
+        """Seconds the latest heartbeat came after it was due (0 when none was late)."""
+        self.sends = 0
+        """Frames the client sent on this connection."""
+        self.max_sends_in_window = 0
+        """The most frames the client sent within any send window (60 s on Discord)."""
+        self._recent: deque[float] = deque()
+        self._window_start = 0.0
+        self._window_sends = 0
+        self.close_code: int | None = None
+        self.close_reason = ""
+        self.closed_by: str | None = None
+        """``"server"`` when the fake closed it, ``"client"`` when the client did."""
         self._queue: asyncio.Queue[str | None] = asyncio.Queue()
         self._writer = asyncio.create_task(self._write_frames())
+
+    @property
+    def heartbeat_due(self) -> float:
+        """When the next heartbeat is due (an interval after HELLO or the last heartbeat)."""
+        return (self.last_heartbeat_at or self.opened_at) + self.heartbeat_interval
+
+    def count_send(self, now: float, window: float) -> int:
+        """Counts one frame from the client; returns the count in the current fixed window."""
+        self.sends += 1
+        self._recent.append(now)
+        while self._recent and self._recent[0] <= now - window:
+            self._recent.popleft()
+        self.max_sends_in_window = max(self.max_sends_in_window, len(self._recent))
+        if now - self._window_start >= window:
+            self._window_start = now
+            self._window_sends = 0
+        self._window_sends += 1
+        return self._window_sends
+
+    def count_heartbeat(self, now: float) -> float:
+        """Counts one heartbeat; returns how late it was (0 when in time)."""
+        lateness = max(0.0, now - self.heartbeat_due)
+        self.max_heartbeat_lateness = max(self.max_heartbeat_lateness, lateness)
+        self.last_heartbeat_at = now
+        self.heartbeats += 1
+        return lateness
 
     def send(self, payload: dict[str, Any]) -> None:
         """Queues a frame; it is sent after every frame queued before it."""
@@ -147,16 +216,30 @@ class GatewayConnection:
         if self.closed:
             return
         self.closed = True
+        self.close_code, self.close_reason, self.closed_by = code, message, "server"
         self._queue.put_nowait(None)
         with contextlib.suppress(ConnectionError, RuntimeError, asyncio.TimeoutError):
             await asyncio.wait_for(self.ws.close(code=code, message=message.encode()), timeout=2.0)
 
     async def finish(self) -> None:
         """Stops the writer task once the socket is gone."""
+        if self.closed_by is None:
+            self.close_code, self.closed_by = self.ws.close_code, "client"
         self.closed = True
         self._queue.put_nowait(None)
         with contextlib.suppress(asyncio.CancelledError):
             await self._writer
+
+
+@dataclass
+class GatewayClose:
+    """How one connection ended."""
+
+    connection: int
+    session_id: str | None
+    code: int | None
+    reason: str
+    by: str
 
 
 class Gateway:
@@ -175,6 +258,14 @@ class Gateway:
         """Privileged intents the application may use; others close the socket with 4014."""
         self.ack_heartbeats = True
         """Set to False to stop answering heartbeats (the client then sees a zombie connection)."""
+        self.send_limit = SEND_LIMIT
+        """Frames a client may send per connection within :attr:`send_window` (Discord: 120)."""
+        self.send_window = SEND_WINDOW
+        """Seconds of the send limit's window (Discord: 60)."""
+        self.heartbeat_grace = HEARTBEAT_GRACE
+        """Seconds a heartbeat may come after it is due before the connection is closed."""
+        self.history: list[GatewayConnection] = []
+        """Every connection so far, open or closed, in the order they opened."""
 
     # websocket handling -----------------------------------------------------------
 
@@ -182,10 +273,12 @@ class Gateway:
         """The aiohttp handler for the gateway websocket."""
         ws = web.WebSocketResponse(autoping=True, max_msg_size=0)
         await ws.prepare(request)
-        connection = GatewayConnection(ws)
+        connection = GatewayConnection(ws, len(self.history) + 1, self.heartbeat_interval_ms / 1000)
+        self.history.append(connection)
         self.connections.add(connection)
         self._log("connect", None, request.query_string)
         connection.send({"op": OP_HELLO, "d": {"heartbeat_interval": self.heartbeat_interval_ms}})
+        watchdog = asyncio.create_task(self._watch_heartbeats(connection))
         try:
             async for message in ws:
                 if message.type == WSMsgType.TEXT:
@@ -199,6 +292,9 @@ class Gateway:
                     await connection.close(CLOSE_DECODE_ERROR, "Error while decoding payload.")
                     break
         finally:
+            watchdog.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watchdog
             session = connection.session
             if session is not None and session.connection is connection:
                 session.connection = None
@@ -208,12 +304,32 @@ class Gateway:
             self._fake.notify()
         return ws
 
+    async def _watch_heartbeats(self, connection: GatewayConnection) -> None:
+        """Closes the connection when a heartbeat is later than the grace allows, as Discord does."""
+        while not connection.closed:
+            wait = connection.heartbeat_due + self.heartbeat_grace - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+                continue
+            lateness = time.monotonic() - connection.heartbeat_due
+            connection.max_heartbeat_lateness = max(connection.max_heartbeat_lateness, lateness)
+            session_id = connection.session.session_id if connection.session else None
+            self._log("heartbeat-timeout", session_id, f"{lateness:.3f}")
+            await connection.close(CLOSE_HEARTBEAT_TIMEOUT, "Heartbeat timed out.")
+            return
+
     async def _on_frame(self, connection: GatewayConnection, payload: dict[str, Any]) -> None:
         op = payload.get("op")
         data = payload.get("d")
-        self.received.append((time.monotonic(), op if isinstance(op, int) else -1, data))
+        now = time.monotonic()
+        self.received.append((now, op if isinstance(op, int) else -1, data))
+        if connection.count_send(now, self.send_window) > self.send_limit:
+            session_id = connection.session.session_id if connection.session else None
+            self._log("rate-limited", session_id, f"{connection.sends} sends")
+            await connection.close(CLOSE_RATE_LIMITED, "You are being rate limited.")
+            return
         if op == OP_HEARTBEAT:
-            connection.heartbeats += 1
+            connection.count_heartbeat(now)
             if self.ack_heartbeats:
                 connection.send({"op": OP_HEARTBEAT_ACK})
         elif op == OP_IDENTIFY:
@@ -425,3 +541,45 @@ class Gateway:
     def count(self, kind: str) -> int:
         """How many log entries of this kind there are (``identify``, ``resume``, ``connect``...)."""
         return sum(1 for entry in self.log if entry.kind == kind)
+
+    # what Discord would hold against the client ------------------------------------
+
+    @property
+    def sends_per_connection(self) -> list[int]:
+        """Frames the client sent on each connection, in the order they opened."""
+        return [connection.sends for connection in self.history]
+
+    @property
+    def max_sends_in_window(self) -> int:
+        """The most frames any connection sent within one send window (60 s)."""
+        return max((connection.max_sends_in_window for connection in self.history), default=0)
+
+    @property
+    def max_heartbeat_lateness(self) -> float:
+        """Seconds the latest heartbeat of any connection came after it was due."""
+        return max((connection.max_heartbeat_lateness for connection in self.history), default=0.0)
+
+    @property
+    def closes(self) -> list[GatewayClose]:
+        """How each closed connection ended: code, reason and who closed it."""
+        return [
+            GatewayClose(
+                connection=connection.number,
+                session_id=connection.session.session_id if connection.session else None,
+                code=connection.close_code,
+                reason=connection.close_reason,
+                by=connection.closed_by or "",
+            )
+            for connection in self.history
+            if connection.closed_by is not None
+        ]
+
+    @property
+    def rate_limited(self) -> int:
+        """Connections closed with 4008 because the client sent too much."""
+        return self.count("rate-limited")
+
+    @property
+    def heartbeat_timeouts(self) -> int:
+        """Connections closed because a heartbeat came too late."""
+        return self.count("heartbeat-timeout")

@@ -111,6 +111,8 @@ class InteractionResult:
         self.followup_ids: list[int] = []
         message = payload.get("message")
         self.source_message_id = int(message["id"]) if message else None
+        self.triggered_by: InteractionResult | None = None
+        """For a modal submission: the interaction whose answer opened the modal."""
 
     def __repr__(self) -> str:
         return f"<InteractionResult id={self.id} type={self.type} callback={self.callback_type}>"

@@ -1,14 +1,45 @@
-"""Reading a message body (JSON or multipart) and checking it against Discord's limits.
+"""Reading a message body (JSON or multipart) and Discord's rules for it that no schema states.
 
-The checks are the ones a bot most easily trips over: lengths of content and
-embed parts, empty embed fields, too many components, duplicated custom ids,
-empty messages, and the rules of native voice messages. A failed check is a
-400 with Discord's error code, so the bot's error handling sees what it would
-see in production.
+The OpenAPI spec checks types and most lengths (:mod:`.spec`); the rules here
+are the ones it cannot express, or that must hold when the spec file is
+absent. Each cites the page of Discord's documentation (``discord/discord-api-docs``,
+``developers/...``) it comes from:
+
+- content up to 2000 characters (``resources/message.mdx``, Create Message: the
+  spec says 4000, which only Nitro users get);
+- up to 10 embeds; title 256, description 4096, up to 25 fields, field name 256
+  and value 1024 (both required), footer text 2048, author name 256, and 6000
+  characters across all embeds, whitespace at the ends not counted
+  (``resources/message.mdx``, Embed Limits);
+- legacy components: up to 5 action rows, each with 1 to 5 buttons or exactly
+  one select; buttons and selects only inside rows (``components/reference.mdx``,
+  Action Row); a custom_id of 1 to 100 characters, unique in the message; a
+  component ``id`` unique in the message (Anatomy of a Component); button labels
+  up to 80, non-link buttons need a custom_id and no url, link buttons a url and
+  no custom_id, premium buttons a sku_id only (Button); selects: placeholder up
+  to 150, min_values 0 to 25, max_values 1 to 25 and not below min_values; a
+  string select has 1 to 25 options, each label and value 1 to 100 characters,
+  description up to 100, values unique, no more defaults than max_values
+  (String Select); with IS_COMPONENTS_V2 up to 40 components in all and no
+  content or embeds (Component Reference, IS_COMPONENTS_V2);
+- allowed_mentions: up to 100 users and 100 roles, and ``parse`` excludes the
+  explicit list of the same kind unless that list is empty (``resources/message.mdx``,
+  Allowed Mentions Object);
+- attachments: at most 10 files; ``attachments[].id`` of a new message names an
+  uploaded ``files[n]``; in an edit it names an attachment the message has or a
+  new upload; ids appear once (``reference.mdx``, Uploading Files and Editing
+  Message Attachments);
+- a message needs content, an embed, a component, a file, a sticker or a poll
+  (50006); voice messages (IS_VOICE_MESSAGE) carry one audio file with
+  duration and waveform and nothing else, and cannot be edited.
+
+A failed check is a 400 with Discord's error code and ``errors`` tree, so the
+bot's error handling sees what it would see in production.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,12 +51,25 @@ from .recording import MultipartPart
 MAX_CONTENT = 2000
 MAX_EMBEDS = 10
 MAX_EMBED_TOTAL = 6000
+MAX_EMBED_FIELDS = 25
 MAX_ACTION_ROWS = 5
 MAX_ROW_BUTTONS = 5
 MAX_CUSTOM_ID = 100
 MAX_BUTTON_LABEL = 80
 MAX_SELECT_OPTIONS = 25
+MAX_SELECT_VALUES = 25
+MAX_OPTION_TEXT = 100
+MAX_PLACEHOLDER = 150
 MAX_V2_COMPONENTS = 40
+MAX_MENTIONS = 100
+MAX_FILES = 10
+
+COMPONENT_ACTION_ROW = 1
+COMPONENT_BUTTON = 2
+COMPONENT_STRING_SELECT = 3
+SELECT_TYPES = frozenset({3, 5, 6, 7, 8})
+BUTTON_STYLE_LINK = 5
+BUTTON_STYLE_PREMIUM = 6
 
 _FILE_PART = re.compile(r"files\[(\d+)\]|file(\d*)")
 
@@ -62,6 +106,10 @@ class MessageInput:
     fields: dict[str, Any]
     new_files: list[NewFile] = field(default_factory=list)
     kept_attachment_ids: list[int] | None = None
+    attachment_ids: list[Any] = field(default_factory=list)
+    """Every ``attachments[].id`` of the body, as sent."""
+    uploaded_parts: int = 0
+    """How many file parts the multipart body carried."""
 
     def has(self, key: str) -> bool:
         """Whether the body set this key (even to null)."""
@@ -105,9 +153,15 @@ def parse_message_input(body: Any, parts: list[MultipartPart]) -> MessageInput:
         uploads[index] = part
     metadata: dict[int, dict[str, Any]] = {}
     kept: list[int] | None = None
+    attachment_ids: list[Any] = []
     if "attachments" in body:
         kept = []
         for entry in body.get("attachments") or []:
+            if not isinstance(entry, dict) or not str(entry.get("id", "")).isdigit():
+                raise invalid_form_body(
+                    {"attachments": {str(len(attachment_ids)): {"id": field_error("BASE_TYPE_REQUIRED", "This field is required")}}}
+                )
+            attachment_ids.append(entry.get("id"))
             raw_id = int(str(entry.get("id")))
             if raw_id in uploads:
                 metadata[raw_id] = entry
@@ -131,7 +185,50 @@ def parse_message_input(body: Any, parts: list[MultipartPart]) -> MessageInput:
                 flags=int(meta.get("flags") or 0),
             )
         )
-    return MessageInput(fields=fields, new_files=new_files, kept_attachment_ids=kept)
+    return MessageInput(
+        fields=fields,
+        new_files=new_files,
+        kept_attachment_ids=kept,
+        attachment_ids=attachment_ids,
+        uploaded_parts=len(uploads),
+    )
+
+
+_SELECT_DEFAULTS = {"min_values": 1, "max_values": 1}
+_COMPONENT_DEFAULTS: dict[Any, dict[str, Any]] = {
+    3: _SELECT_DEFAULTS,
+    5: _SELECT_DEFAULTS,
+    6: _SELECT_DEFAULTS,
+    7: _SELECT_DEFAULTS,
+    8: _SELECT_DEFAULTS,
+    11: {"description": None, "spoiler": False},
+    13: {"spoiler": False},
+    14: {"spacing": 1, "divider": True},
+    17: {"accent_color": None, "spoiler": False},
+}
+"""What Discord fills in when a component leaves it out (components/reference.mdx)."""
+
+
+def number_components(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The components as Discord stores them, defaults filled in (a select's min and max
+    values are 1); and every component gets an ``id``, given in order
+    from 1 where the bot left it out (or sent 0), never reusing an id it chose itself
+    (developers/components/reference.mdx, "the id ... is generated sequentially if left empty")."""
+    copied = copy.deepcopy(components)
+    every = walk_components(copied)
+    for component in every:
+        for key, value in _COMPONENT_DEFAULTS.get(component.get("type"), {}).items():
+            component.setdefault(key, value)
+    taken = {int(c["id"]) for c in every if isinstance(c.get("id"), int) and not isinstance(c.get("id"), bool) and c["id"]}
+    next_id = 1
+    for component in every:
+        if component.get("id"):
+            continue
+        while next_id in taken:
+            next_id += 1
+        component["id"] = next_id
+        taken.add(next_id)
+    return copied
 
 
 def check_file_sizes(new_files: list[NewFile], limit: int) -> None:
@@ -154,6 +251,7 @@ def validate_message(
     flags: int,
     attachment_count: int,
     has_sticker_or_poll: bool = False,
+    allowed_mentions: Any = None,
 ) -> None:
     """Raises Discord's 400 for a message that Discord would refuse."""
     errors: dict[str, Any] = {}
@@ -161,7 +259,8 @@ def validate_message(
         errors.update(nest(["content"], field_error("BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CONTENT} or fewer in length.")))
     if len(embeds) > MAX_EMBEDS:
         errors.update(nest(["embeds"], field_error("BASE_TYPE_MAX_LENGTH", f"Must be {MAX_EMBEDS} or fewer in length.")))
-    errors.update(_embed_errors(embeds))
+    else:
+        errors.update(_embed_errors(embeds))
     if flags & MESSAGE_FLAG_COMPONENTS_V2:
         if content or embeds:
             errors.update(
@@ -173,10 +272,32 @@ def validate_message(
         errors.update(_v2_component_errors(components))
     else:
         errors.update(_legacy_component_errors(components))
+    errors.update(_allowed_mentions_errors(allowed_mentions))
+    if attachment_count > MAX_FILES:
+        errors.update(nest(["attachments"], field_error("BASE_TYPE_MAX_LENGTH", f"Must be {MAX_FILES} or fewer in length.")))
     if errors:
         raise invalid_form_body(errors)
     if not (content or embeds or components or attachment_count or has_sticker_or_poll):
         raise DiscordError(400, 50006, "Cannot send an empty message")
+
+
+def check_attachments(data: MessageInput, existing_ids: set[int] | None) -> None:
+    """``attachments`` against the uploads: a new message (``existing_ids`` None) may name only
+    its ``files[n]``; an edit also the attachments the message has; each id once."""
+    errors: dict[str, Any] = {}
+    uploads = {new_file.index for new_file in data.new_files}
+    seen: set[int] = set()
+    for index, raw in enumerate(data.attachment_ids):
+        attachment_id = int(str(raw))
+        if attachment_id in seen:
+            errors[str(index)] = {"id": field_error("ATTACHMENT_DUPLICATE_ID", "Attachment ids must be unique")}
+        elif attachment_id not in uploads and (existing_ids is None or attachment_id not in existing_ids):
+            errors[str(index)] = {"id": field_error("ATTACHMENT_NOT_FOUND", "Unknown attachment")}
+        seen.add(attachment_id)
+    if data.uploaded_parts > MAX_FILES:
+        errors["_errors"] = [{"code": "BASE_TYPE_MAX_LENGTH", "message": f"Must be {MAX_FILES} or fewer in length."}]
+    if errors:
+        raise invalid_form_body({"attachments": errors})
 
 
 def validate_voice_message(
@@ -201,6 +322,12 @@ def is_voice_message(flags: int) -> bool:
     return bool(flags & MESSAGE_FLAG_VOICE_MESSAGE)
 
 
+def _length_error(limit: int, low: int = 0) -> dict[str, Any]:
+    if low:
+        return field_error("BASE_TYPE_BAD_LENGTH", f"Must be between {low} and {limit} in length.")
+    return field_error("BASE_TYPE_MAX_LENGTH", f"Must be {limit} or fewer in length.")
+
+
 def _embed_errors(embeds: list[dict[str, Any]]) -> dict[str, Any]:
     errors: dict[str, Any] = {}
     total = 0
@@ -209,63 +336,67 @@ def _embed_errors(embeds: list[dict[str, Any]]) -> dict[str, Any]:
         for key, limit in _EMBED_LIMITS.items():
             value = embed.get(key)
             if value is not None:
-                total += len(str(value))
-                if len(str(value)) > limit:
-                    embed_errors[key] = field_error("BASE_TYPE_MAX_LENGTH", f"Must be {limit} or fewer in length.")
-        footer = embed.get("footer") or {}
-        if footer.get("text") is not None:
-            total += len(str(footer["text"]))
-            if len(str(footer["text"])) > 2048:
-                embed_errors["footer"] = {"text": field_error("BASE_TYPE_MAX_LENGTH", "Must be 2048 or fewer in length.")}
-        author = embed.get("author") or {}
-        if author.get("name") is not None:
-            total += len(str(author["name"]))
-            if len(str(author["name"])) > 256:
-                embed_errors["author"] = {"name": field_error("BASE_TYPE_MAX_LENGTH", "Must be 256 or fewer in length.")}
+                text = str(value).strip()
+                total += len(text)
+                if len(text) > limit:
+                    embed_errors[key] = _length_error(limit)
+        for part, key, limit in (("footer", "text", 2048), ("author", "name", 256)):
+            holder = embed.get(part) or {}
+            if isinstance(holder, dict) and holder.get(key) is not None:
+                text = str(holder[key]).strip()
+                total += len(text)
+                if len(text) > limit:
+                    embed_errors[part] = {key: _length_error(limit)}
         fields = embed.get("fields") or []
-        if len(fields) > 25:
-            embed_errors["fields"] = field_error("BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")
+        if len(fields) > MAX_EMBED_FIELDS:
+            embed_errors["fields"] = _length_error(MAX_EMBED_FIELDS)
+            fields = []
         field_errors: dict[str, Any] = {}
         for field_index, embed_field in enumerate(fields):
             one: dict[str, Any] = {}
             for key, limit in (("name", 256), ("value", 1024)):
-                value = str(embed_field.get(key) or "")
-                total += len(value)
-                if not value.strip():
+                text = str(embed_field.get(key) or "").strip()
+                total += len(text)
+                if not text:
                     one[key] = field_error("BASE_TYPE_REQUIRED", "This field is required")
-                elif len(value) > limit:
-                    one[key] = field_error("BASE_TYPE_MAX_LENGTH", f"Must be {limit} or fewer in length.")
+                elif len(text) > limit:
+                    one[key] = _length_error(limit)
             if one:
                 field_errors[str(field_index)] = one
-        if field_errors and "fields" not in embed_errors:
+        if field_errors:
             embed_errors["fields"] = field_errors
         if embed_errors:
             errors[str(index)] = embed_errors
     if total > MAX_EMBED_TOTAL:
-        errors["_errors"] = [{"code": "MAX_EMBED_SIZE_EXCEEDED", "message": "Embed size exceeds maximum size of 6000"}]
+        # The whole list is too big: Discord says so about the list, not about one embed.
+        return {"embeds": {"_errors": [{"code": "MAX_EMBED_SIZE_EXCEEDED", "message": f"Embed size exceeds maximum size of {MAX_EMBED_TOTAL}"}]}}
     return {"embeds": errors} if errors else {}
 
 
 def _legacy_component_errors(components: list[dict[str, Any]]) -> dict[str, Any]:
-    errors: dict[str, Any] = {}
     if len(components) > MAX_ACTION_ROWS:
-        return nest(["components"], field_error("BASE_TYPE_MAX_LENGTH", f"Must be {MAX_ACTION_ROWS} or fewer in length."))
-    seen: set[str] = set()
+        return nest(["components"], _length_error(MAX_ACTION_ROWS))
+    errors: dict[str, Any] = {}
+    ids = _IdRegister()
     for row_index, row in enumerate(components):
-        if row.get("type") != 1:
-            errors[str(row_index)] = field_error(
-                "UNION_TYPE_CHOICES", "Value of field \"type\" must be one of (1,)."
+        if not isinstance(row, dict) or row.get("type") != COMPONENT_ACTION_ROW:
+            errors[str(row_index)] = field_error("UNION_TYPE_CHOICES", 'Value of field "type" must be one of (1,).')
+            continue
+        row_errors = ids.component_id(row)
+        if row_errors:
+            errors[str(row_index)] = row_errors
+        children = row.get("components") or []
+        selects = [c for c in children if isinstance(c, dict) and c.get("type") in SELECT_TYPES]
+        if not children or len(children) > MAX_ROW_BUTTONS:
+            errors.setdefault(str(row_index), {})["components"] = _length_error(MAX_ROW_BUTTONS, 1)
+            continue
+        if selects and len(children) > 1:
+            errors.setdefault(str(row_index), {})["components"] = field_error(
+                "COMPONENT_LAYOUT_WIDTH_EXCEEDED", "The specified component exceeds the maximum width"
             )
             continue
-        children = row.get("components") or []
-        selects = [c for c in children if c.get("type") in (3, 5, 6, 7, 8)]
-        if not children or len(children) > MAX_ROW_BUTTONS or (selects and len(children) > 1):
-            errors[str(row_index)] = {
-                "components": field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 5 in length.")
-            }
-            continue
         for child_index, child in enumerate(children):
-            child_errors = _interactive_errors(child, seen)
+            child_errors = _interactive_errors(child, ids)
             if child_errors:
                 errors.setdefault(str(row_index), {}).setdefault("components", {})[str(child_index)] = child_errors
     return {"components": errors} if errors else {}
@@ -275,27 +406,136 @@ def _v2_component_errors(components: list[dict[str, Any]]) -> dict[str, Any]:
     every = walk_components(components)
     if len(every) > MAX_V2_COMPONENTS:
         return nest(["components"], field_error("COMPONENT_MAX_TOTAL_COMPONENTS_EXCEEDED", f"The maximum number of components is {MAX_V2_COMPONENTS}."))
-    seen: set[str] = set()
+    ids = _IdRegister()
     for component in every:
-        child_errors = _interactive_errors(component, seen)
+        if component.get("type") in SELECT_TYPES | {COMPONENT_BUTTON}:
+            child_errors = _interactive_errors(component, ids)
+        else:
+            child_errors = ids.component_id(component)
         if child_errors:
+            # Discord names the place in the tree; a flat search keeps only the first fault.
             return {"components": child_errors}
     return {}
 
 
-def _interactive_errors(component: dict[str, Any], seen: set[str]) -> dict[str, Any]:
-    errors: dict[str, Any] = {}
+class _IdRegister:
+    """The custom ids and component ids seen so far in one message (each must be unique)."""
+
+    def __init__(self) -> None:
+        self.custom_ids: set[str] = set()
+        self.component_ids: set[int] = set()
+
+    def component_id(self, component: dict[str, Any]) -> dict[str, Any]:
+        """``{"id": error}`` when the component repeats an id given before, else ``{}``."""
+        value = component.get("id")
+        if not isinstance(value, int) or isinstance(value, bool) or not value:
+            return {}
+        if value in self.component_ids:
+            return {"id": field_error("COMPONENT_ID_DUPLICATED", "Component id cannot be duplicated")}
+        self.component_ids.add(value)
+        return {}
+
+
+def _interactive_errors(component: Any, ids: _IdRegister) -> dict[str, Any]:
+    """The errors of one button or select (as a dict for its place in the tree)."""
+    if not isinstance(component, dict):
+        return field_error("DICT_TYPE_CONVERT", "Only dictionaries may be used in a DictType")
+    kind = component.get("type")
+    if kind not in SELECT_TYPES and kind != COMPONENT_BUTTON:
+        return {"type": field_error("COMPONENT_TYPE_INVALID", "Only buttons and select menus may be placed in an action row")}
+    one: dict[str, Any] = ids.component_id(component)
     custom_id = component.get("custom_id")
-    if custom_id is not None:
-        if len(str(custom_id)) > MAX_CUSTOM_ID:
-            errors["custom_id"] = field_error("BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CUSTOM_ID} or fewer in length.")
-        elif custom_id in seen:
-            errors["custom_id"] = field_error("COMPONENT_CUSTOM_ID_DUPLICATED", "Component custom id cannot be duplicated")
-        seen.add(str(custom_id))
-    label = component.get("label")
-    if component.get("type") == 2 and label is not None and len(str(label)) > MAX_BUTTON_LABEL:
-        errors["label"] = field_error("BASE_TYPE_MAX_LENGTH", f"Must be {MAX_BUTTON_LABEL} or fewer in length.")
-    options = component.get("options")
-    if component.get("type") == 3 and options is not None and not 1 <= len(options) <= MAX_SELECT_OPTIONS:
-        errors["options"] = field_error("BASE_TYPE_BAD_LENGTH", f"Must be between 1 and {MAX_SELECT_OPTIONS} in length.")
-    return errors
+    style = component.get("style")
+    if kind == COMPONENT_BUTTON:
+        label = component.get("label")
+        if label is not None and len(str(label)) > MAX_BUTTON_LABEL:
+            one["label"] = _length_error(MAX_BUTTON_LABEL)
+        if style == BUTTON_STYLE_LINK:
+            if not component.get("url"):
+                one["url"] = field_error("BUTTON_COMPONENT_URL_REQUIRED", "A link button requires a url")
+            if custom_id is not None:
+                one["custom_id"] = field_error("BUTTON_COMPONENT_CUSTOM_ID_FORBIDDEN", "A link button cannot have a custom_id")
+            return one
+        if style == BUTTON_STYLE_PREMIUM:
+            if not component.get("sku_id"):
+                one["sku_id"] = field_error("BASE_TYPE_REQUIRED", "This field is required")
+            for key in ("custom_id", "label", "url", "emoji"):
+                if component.get(key) is not None:
+                    one[key] = field_error("BUTTON_COMPONENT_PREMIUM_FIELD_FORBIDDEN", f"A premium button cannot have {key}")
+            return one
+        if component.get("url") is not None:
+            one["url"] = field_error("BUTTON_COMPONENT_URL_FORBIDDEN", "Only link buttons can have a url")
+    else:
+        placeholder = component.get("placeholder")
+        if placeholder is not None and len(str(placeholder)) > MAX_PLACEHOLDER:
+            one["placeholder"] = _length_error(MAX_PLACEHOLDER)
+        low = component.get("min_values", 1)
+        high = component.get("max_values", 1)
+        if isinstance(low, int) and not 0 <= low <= MAX_SELECT_VALUES:
+            one["min_values"] = field_error("NUMBER_TYPE_MAX" if low > 0 else "NUMBER_TYPE_MIN", f"int value should be between 0 and {MAX_SELECT_VALUES}.")
+        if isinstance(high, int) and not 1 <= high <= MAX_SELECT_VALUES:
+            one["max_values"] = field_error("NUMBER_TYPE_MAX" if high > 1 else "NUMBER_TYPE_MIN", f"int value should be between 1 and {MAX_SELECT_VALUES}.")
+        elif isinstance(low, int) and isinstance(high, int) and low > high:
+            one["min_values"] = field_error("SELECT_COMPONENT_MIN_VALUES_TOO_LARGE", "min_values cannot be greater than max_values")
+        if kind == COMPONENT_STRING_SELECT:
+            one.update(_option_errors(component.get("options"), high if isinstance(high, int) else 1))
+    if custom_id is None or custom_id == "":
+        one["custom_id"] = field_error("BASE_TYPE_REQUIRED", "This field is required")
+    elif len(str(custom_id)) > MAX_CUSTOM_ID:
+        one["custom_id"] = _length_error(MAX_CUSTOM_ID, 1)
+    elif str(custom_id) in ids.custom_ids:
+        one["custom_id"] = field_error("COMPONENT_CUSTOM_ID_DUPLICATED", "Component custom id cannot be duplicated")
+    if custom_id:
+        ids.custom_ids.add(str(custom_id))
+    return one
+
+
+def _option_errors(options: Any, max_values: int) -> dict[str, Any]:
+    if not isinstance(options, list) or not 1 <= len(options) <= MAX_SELECT_OPTIONS:
+        return {"options": _length_error(MAX_SELECT_OPTIONS, 1)}
+    errors: dict[str, Any] = {}
+    values: set[str] = set()
+    defaults = 0
+    for index, option in enumerate(options):
+        one: dict[str, Any] = {}
+        if not isinstance(option, dict):
+            errors[str(index)] = field_error("DICT_TYPE_CONVERT", "Only dictionaries may be used in a DictType")
+            continue
+        for key in ("label", "value"):
+            text = option.get(key)
+            if text is None or not 1 <= len(str(text)) <= MAX_OPTION_TEXT:
+                one[key] = _length_error(MAX_OPTION_TEXT, 1)
+        description = option.get("description")
+        if description is not None and len(str(description)) > MAX_OPTION_TEXT:
+            one["description"] = _length_error(MAX_OPTION_TEXT)
+        value = str(option.get("value"))
+        if "value" not in one and value in values:
+            one["value"] = field_error("SELECT_COMPONENT_OPTION_VALUE_DUPLICATED", "Select option values must be unique")
+        values.add(value)
+        defaults += bool(option.get("default"))
+        if one:
+            errors[str(index)] = one
+    if errors:
+        return {"options": errors}
+    if defaults > max_values:
+        return {"options": field_error("SELECT_COMPONENT_TOO_MANY_DEFAULT_VALUES", "The number of default options exceeds max_values")}
+    return {}
+
+
+def _allowed_mentions_errors(allowed: Any) -> dict[str, Any]:
+    if not isinstance(allowed, dict):
+        return {}
+    errors: dict[str, Any] = {}
+    parse = allowed.get("parse") or []
+    for kind in ("users", "roles"):
+        explicit = allowed.get(kind) or []
+        if isinstance(explicit, list) and len(explicit) > MAX_MENTIONS:
+            errors[kind] = _length_error(MAX_MENTIONS)
+        elif explicit and isinstance(parse, list) and kind in parse:
+            errors["_errors"] = [
+                {
+                    "code": "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE",
+                    "message": f'parse:["{kind}"] and {kind}: [ids...] are mutually exclusive.',
+                }
+            ]
+    return {"allowed_mentions": errors} if errors else {}

@@ -38,6 +38,12 @@ class ChannelType(enum.IntEnum):
     """A stage channel."""
     GUILD_FORUM = 15
     """A forum channel."""
+    ANNOUNCEMENT_THREAD = 10
+    """A thread in an announcement channel."""
+    PUBLIC_THREAD = 11
+    """A thread everyone who views its parent sees."""
+    PRIVATE_THREAD = 12
+    """A thread only its members (and those with Manage Threads) see."""
 
 
 TEXT_LIKE_TYPES = frozenset({ChannelType.GUILD_TEXT, ChannelType.GUILD_ANNOUNCEMENT})
@@ -49,11 +55,16 @@ MESSAGEABLE_TYPES = frozenset(
         ChannelType.GUILD_VOICE,
         ChannelType.GUILD_ANNOUNCEMENT,
         ChannelType.GUILD_STAGE_VOICE,
+        ChannelType.ANNOUNCEMENT_THREAD,
+        ChannelType.PUBLIC_THREAD,
+        ChannelType.PRIVATE_THREAD,
     }
 )
 """Channels that accept ``POST /channels/{id}/messages``."""
 VOICE_TYPES = frozenset({ChannelType.GUILD_VOICE, ChannelType.GUILD_STAGE_VOICE})
 """Channels a member can be connected to."""
+THREAD_TYPES = frozenset({ChannelType.ANNOUNCEMENT_THREAD, ChannelType.PUBLIC_THREAD, ChannelType.PRIVATE_THREAD})
+"""Threads: they live in a parent channel and take its permissions."""
 
 MESSAGE_FLAG_EPHEMERAL = 1 << 6
 """Message flag: only the invoking user sees it."""
@@ -102,6 +113,8 @@ class User:
             "banner": None,
             "accent_color": None,
             "avatar_decoration_data": None,
+            "collectibles": None,
+            "primary_guild": None,
         }
 
 
@@ -218,6 +231,18 @@ class Channel:
     recipients: list[User] = field(default_factory=list)
     last_message_id: int | None = None
     deleted: bool = False
+    owner_id: int | None = None
+    """A thread's creator."""
+    thread_members: list[int] = field(default_factory=list)
+    """A thread's members (user ids), in the order they joined."""
+    archived: bool = False
+    created_at: str = field(default_factory=iso_timestamp)
+    message_count: int = 0
+
+    @property
+    def is_thread(self) -> bool:
+        """Whether this is a thread (its permissions are its parent's)."""
+        return self.type in THREAD_TYPES
 
     @property
     def is_dm(self) -> bool:
@@ -231,8 +256,11 @@ class Channel:
                 return overwrite
         return None
 
-    def to_payload(self) -> dict[str, Any]:
-        """Discord's channel object."""
+    def to_payload(self, *, obfuscated: bool = False) -> dict[str, Any]:
+        """Discord's channel object; ``obfuscated`` gives what a member who cannot view it
+        receives over the gateway (see :func:`obfuscate_channel`)."""
+        if obfuscated and self.guild_id is not None:
+            return obfuscate_channel(self.to_payload(), self.guild_id)
         if self.type == ChannelType.DM:
             return {
                 "id": str(self.id),
@@ -240,6 +268,29 @@ class Channel:
                 "last_message_id": _opt_str(self.last_message_id),
                 "recipients": [user.to_payload() for user in self.recipients],
                 "flags": 0,
+            }
+        if self.is_thread:
+            return {
+                "id": str(self.id),
+                "type": self.type,
+                "guild_id": _opt_str(self.guild_id),
+                "parent_id": _opt_str(self.parent_id),
+                "owner_id": _opt_str(self.owner_id),
+                "name": self.name,
+                "last_message_id": _opt_str(self.last_message_id),
+                "rate_limit_per_user": self.rate_limit_per_user,
+                "flags": 0,
+                "message_count": self.message_count,
+                "total_message_sent": self.message_count,
+                "member_count": min(len(self.thread_members), 50),
+                "thread_metadata": {
+                    "archived": self.archived,
+                    "auto_archive_duration": 1440,
+                    "archive_timestamp": self.created_at,
+                    "locked": False,
+                    "invitable": self.type == ChannelType.PRIVATE_THREAD,
+                    "create_timestamp": self.created_at,
+                },
             }
         payload: dict[str, Any] = {
             "id": str(self.id),
@@ -263,6 +314,45 @@ class Channel:
             payload["rtc_region"] = None
             payload["video_quality_mode"] = 1
         return payload
+
+
+CHANNEL_FLAG_OBFUSCATED = 1 << 17
+"""Channel flag: the channel's metadata was obfuscated because the receiver cannot view it."""
+HIDDEN_CHANNEL_NAME = "___hidden___"
+
+_VIEW_CHANNEL = 1 << 10
+
+
+def obfuscate_channel(payload: dict[str, Any], guild_id: int) -> dict[str, Any]:
+    """A channel object as Discord sends it over the gateway to someone who cannot view it.
+
+    Documented (developers/resources/channel.mdx, Obfuscated Channels, and the change log
+    "Channel Obfuscation for Users and Bots", 2026; for bots from 16 November 2026): the name
+    becomes ``___hidden___``, the CHANNEL_OBFUSCATED flag (1 << 17) is set, the overwrites are
+    one @everyone overwrite denying VIEW_CHANNEL, and ``id``, ``type``, ``position`` and
+    ``parent_id`` stay. "Other sensitive fields are nulled or reduced" without a list: the fake
+    nulls the topic and the last message id and reduces nsfw, slowmode, bitrate and user limit
+    to their defaults, so nothing of the channel but its place in the list comes through.
+    """
+    hidden = dict(payload)
+    hidden["name"] = HIDDEN_CHANNEL_NAME
+    hidden["flags"] = int(payload.get("flags") or 0) | CHANNEL_FLAG_OBFUSCATED
+    hidden["permission_overwrites"] = [
+        {"id": str(guild_id), "type": 0, "allow": "0", "deny": str(_VIEW_CHANNEL)}
+    ]
+    reduced = {
+        "topic": None,
+        "last_message_id": None,
+        "nsfw": False,
+        "rate_limit_per_user": 0,
+        "bitrate": 64000,
+        "user_limit": 0,
+        "rtc_region": None,
+    }
+    for key, value in reduced.items():
+        if key in hidden:
+            hidden[key] = value
+    return hidden
 
 
 @dataclass
@@ -501,6 +591,8 @@ class Guild:
     roles: dict[int, Role] = field(default_factory=dict)
     members: dict[int, Member] = field(default_factory=dict)
     channel_ids: list[int] = field(default_factory=list)
+    thread_ids: list[int] = field(default_factory=list)
+    """Threads are channels too, but not in the guild's channel list."""
     voice_states: dict[int, VoiceState] = field(default_factory=dict)
     joined_at: str = field(default_factory=iso_timestamp)
     system_channel_id: int | None = None
@@ -587,13 +679,22 @@ class ApplicationCommand:
             "contexts": None,
             "integration_types": [0],
         }
-        payload.update(self.data)
+        # Discord echoes the command in its own normalised form: absent lists get their defaults,
+        # a permission set comes back as a string.
+        payload.update({key: value for key, value in self.data.items() if value is not None or key in _NULLABLE_COMMAND_FIELDS})
+        if payload.get("default_member_permissions") is not None:
+            payload["default_member_permissions"] = str(payload["default_member_permissions"])
         payload["id"] = str(self.id)
         payload["application_id"] = str(self.application_id)
         payload["version"] = str(self.version)
         if self.guild_id is not None:
             payload["guild_id"] = str(self.guild_id)
         return payload
+
+
+_NULLABLE_COMMAND_FIELDS = frozenset(
+    {"default_member_permissions", "name_localizations", "description_localizations", "contexts"}
+)
 
 
 def walk_components(components: list[dict[str, Any]]) -> list[dict[str, Any]]:

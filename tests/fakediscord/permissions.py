@@ -7,10 +7,13 @@ then, in a channel, the @everyone overwrite applies, then all of the member's
 role overwrites together (denies before allows), then the member's own
 overwrite. Two implicit rules are applied afterwards, as Discord does: without
 VIEW_CHANNEL a member has none of the channel permissions (only guild-wide ones
-like CHANGE_NICKNAME remain), and in a text channel without SEND_MESSAGES the
-permissions that only make sense when sending (mention everyone, TTS, embeds,
-attachments) are dropped too. (discord.py's ``permissions_for`` also hides
-voice permissions in text channels; Discord's algorithm does not.)
+like CHANGE_NICKNAME remain), and in a channel with a text chat (text,
+announcement, and the chat of voice and stage channels) without SEND_MESSAGES
+the permissions that only make sense when sending (mention everyone, TTS,
+embeds, attachments) are dropped too; in a voice or stage channel without
+CONNECT, MANAGE_CHANNELS is dropped (topics/permissions.mdx, "Implicit
+Permissions"). (discord.py's ``permissions_for`` also hides voice permissions
+in text channels; Discord's algorithm does not.)
 """
 
 from __future__ import annotations
@@ -260,10 +263,15 @@ def apply_overwrites(
     member_role_ids: Iterable[int],
     overwrites: Iterable[Overwrite],
     is_text_channel: bool,
+    is_voice_channel: bool = False,
 ) -> int:
     """A member's permissions in a channel, given its guild-wide ``base``.
 
-    ``guild_id`` is also the id of the @everyone role.
+    ``guild_id`` is also the id of the @everyone role. ``is_text_channel`` says
+    the channel has a text chat (voice and stage channels have one too), where
+    no SEND_MESSAGES drops what only sending needs; in a voice channel
+    (``is_voice_channel``) no CONNECT drops MANAGE_CHANNELS ("Implicit
+    Permissions", topics/permissions.mdx).
     """
     if base & Permission.ADMINISTRATOR:
         return ALL_PERMISSIONS
@@ -289,6 +297,8 @@ def apply_overwrites(
         return permissions & GUILD_ONLY_PERMISSIONS
     if is_text_channel and not permissions & Permission.SEND_MESSAGES:
         permissions &= ~_NEEDS_SEND_MESSAGES
+    if is_voice_channel and not permissions & Permission.CONNECT:
+        permissions &= ~int(Permission.MANAGE_CHANNELS)
     return permissions
 
 

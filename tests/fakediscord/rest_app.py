@@ -78,7 +78,7 @@ def _localization_errors(item: dict[str, Any], *, slash: bool) -> dict[str, Any]
         bad: dict[str, Any] = {}
         for locale, value in localizations.items():
             if locale not in VALID_LOCALES:
-                bad[locale] = field_error("BASE_TYPE_CHOICES", f"Value must be one of {sorted(VALID_LOCALES)}.")
+                bad[locale] = field_error("BASE_TYPE_CHOICES", f"Value must be one of ({', '.join(repr(locale) for locale in sorted(VALID_LOCALES))}).")
             elif is_name and slash and not is_valid_slash_name(str(value)):
                 bad[locale] = field_error("APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid")
             elif is_name and not 1 <= len(str(value)) <= 32:
@@ -104,7 +104,7 @@ def _options_errors(options: list[dict[str, Any]], *, depth: int) -> dict[str, A
         option_type = int(option.get("type", 0))
         name = str(option.get("name", ""))
         if option_type not in OPTION_TYPES:
-            one["type"] = field_error("BASE_TYPE_CHOICES", "Value must be one of {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}.")
+            one["type"] = field_error("BASE_TYPE_CHOICES", "Value must be one of (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11).")
         if not is_valid_slash_name(name):
             one["name"] = field_error("APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid")
         elif name in seen:
@@ -221,22 +221,22 @@ class AppRoutes:
             "rpc_origins": [],
             "bot_public": True,
             "bot_require_code_grant": False,
-            "terms_of_service_url": None,
-            "privacy_policy_url": None,
             "owner": state.owner.to_payload(),
             "verify_key": "0" * 64,
             "team": None,
-            "guild_id": None,
             "flags": state.application_flags,
+            "flags_new": str(state.application_flags),
             "tags": [],
             "install_params": {"scopes": ["bot", "applications.commands"], "permissions": "0"},
             "integration_types_config": {"0": {}},
-            "custom_install_url": None,
             "interactions_endpoint_url": None,
             "redirect_uris": [],
             "approximate_guild_count": len(state.guilds),
             "approximate_user_install_count": 0,
+            "approximate_user_authorization_count": 0,
             "role_connections_verification_url": None,
+            "explicit_content_filter": 0,
+            "eligible_oauth2_scopes": ["bot", "applications.commands"],
         }
 
     async def get_gateway(self, request: RestRequest) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from . import audit
 from .errors import (
     DiscordError,
     field_error,
@@ -21,8 +22,10 @@ from .errors import (
 )
 from .messages import (
     MessageInput,
+    check_attachments,
     check_file_sizes,
     is_voice_message,
+    number_components,
     parse_message_input,
     upload_limit,
     validate_message,
@@ -53,10 +56,27 @@ CHANNEL_MESSAGE_FLAGS = SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | MESSAGE_FLAG_
 
 
 def normalize_embeds(embeds: Any) -> list[dict[str, Any]]:
-    """Embeds as Discord echoes them (``type: rich`` added)."""
+    """Embeds as Discord echoes them: ``type: rich`` added, texts trimmed ("Leading and trailing
+    whitespace characters are not included (they are trimmed automatically)", Embed Limits),
+    a field's ``inline`` false unless set."""
     if not isinstance(embeds, list):
         return []
-    return [{"type": "rich", **embed} for embed in embeds if isinstance(embed, dict)]
+    normalized: list[dict[str, Any]] = []
+    for embed in embeds:
+        if not isinstance(embed, dict):
+            continue
+        one = {"type": "rich", **embed}
+        for key in ("title", "description"):
+            if isinstance(one.get(key), str):
+                one[key] = one[key].strip()
+        if isinstance(one.get("fields"), list):
+            one["fields"] = [
+                {**field, "name": str(field.get("name") or "").strip(), "value": str(field.get("value") or "").strip(), "inline": bool(field.get("inline", False))}
+                for field in one["fields"]
+                if isinstance(field, dict)
+            ]
+        normalized.append(one)
+    return normalized
 
 
 def compose_message(
@@ -83,7 +103,9 @@ def compose_message(
         flags=flags,
         attachment_count=len(data.new_files),
         has_sticker_or_poll=bool(data.get("sticker_ids") or data.get("poll")),
+        allowed_mentions=data.get("allowed_mentions"),
     )
+    check_attachments(data, None)
     premium_tier = fake.state.guilds[channel.guild_id].premium_tier if channel.guild_id in fake.state.guilds else 0
     check_file_sizes(data.new_files, upload_limit(premium_tier))
     reference = data.get("message_reference")
@@ -102,7 +124,7 @@ def compose_message(
         kind=kind,
         content=content,
         embeds=embeds,
-        components=components,
+        components=number_components(components),
         attachments=attachments,
         flags=flags,
         type=19 if reference is not None else 0,
@@ -159,18 +181,38 @@ def apply_edit(fake: FakeDiscord, message: Message, data: MessageInput, *, clear
         components=components,
         flags=flags,
         attachment_count=len(kept) + len(data.new_files),
+        allowed_mentions=data.get("allowed_mentions"),
     )
+    check_attachments(data, {attachment.id for attachment in message.attachments})
     new_attachments = materialize(fake, message.channel_id, data, ephemeral=message.ephemeral)
     return fake.edit_message(
         message,
         content=content if data.has("content") else UNSET,
         embeds=embeds if data.has("embeds") else UNSET,
-        components=components if data.has("components") else UNSET,
+        components=number_components(components) if data.has("components") else UNSET,
         flags=flags,
         attachments=kept + new_attachments
         if data.kept_attachment_ids is not None or data.new_files
         else UNSET,
     )
+
+
+def _stored(payload: dict[str, Any]) -> dict[str, Any]:
+    """A message as Discord gives it back later: the nonce is only in the answer to its creation
+    and in MESSAGE_CREATE, never stored with the message."""
+    payload.pop("nonce", None)
+    return payload
+
+
+_CHANNEL_KEYS = ("name", "topic", "nsfw", "bitrate", "user_limit", "rate_limit_per_user", "position", "parent_id")
+
+
+def _existing(channel: Channel, overwrite: Overwrite) -> Overwrite | None:
+    """The channel's current overwrite for the same role or member."""
+    for current in channel.overwrites:
+        if current.id == overwrite.id and current.type == overwrite.type:
+            return current
+    return None
 
 
 #: how long Discord remembers an enforced nonce ("the past few minutes")
@@ -204,6 +246,14 @@ class ChannelRoutes:
         router.add("GET", "/channels/{channel_id}/messages/{message_id}", self.get_message)
         router.add("PATCH", "/channels/{channel_id}/messages/{message_id}", self.edit_message)
         router.add("DELETE", "/channels/{channel_id}/messages/{message_id}", self.delete_message)
+        router.add("POST", "/channels/{channel_id}/threads", self.start_thread)
+        router.add("POST", "/channels/{channel_id}/messages/{message_id}/threads", self.start_thread_from_message)
+        router.add("GET", "/channels/{channel_id}/thread-members", self.list_thread_members)
+        router.add("GET", "/channels/{channel_id}/thread-members/{user_id}", self.get_thread_member)
+        router.add("PUT", "/channels/{channel_id}/thread-members/@me", self.join_thread)
+        router.add("DELETE", "/channels/{channel_id}/thread-members/@me", self.leave_thread)
+        router.add("PUT", "/channels/{channel_id}/thread-members/{user_id}", self.add_thread_member)
+        router.add("DELETE", "/channels/{channel_id}/thread-members/{user_id}", self.remove_thread_member)
 
     # helpers ------------------------------------------------------------------------
 
@@ -217,17 +267,17 @@ class ChannelRoutes:
         permissions = self._permissions(channel)
         if not permissions & Permission.VIEW_CHANNEL:
             raise missing_access()
+        if (
+            channel.is_thread
+            and channel.guild_id is not None
+            and not self.fake.state.can_view(channel.guild_id, channel, self.fake.bot_user.id)
+        ):
+            raise missing_access()
         return channel, permissions
 
     @staticmethod
     def _need(permissions: int, permission: int) -> None:
         if not permissions & permission:
-            raise missing_permissions()
-
-    def _check_grantable(self, channel: Channel, bits: int) -> None:
-        assert channel.guild_id is not None
-        bot_permissions = self.fake.state.guild_permissions(channel.guild_id, self.fake.bot_user.id)
-        if bot_permissions != ALL_PERMISSIONS and bits & ~bot_permissions:
             raise missing_permissions()
 
     # channels -----------------------------------------------------------------------
@@ -248,8 +298,12 @@ class ChannelRoutes:
         if "permission_overwrites" in body:
             self._need(permissions, Permission.MANAGE_ROLES)
             overwrites = self.fake.guild_routes.parse_overwrites(channel.guild_id, body.get("permission_overwrites") or [])
-            for overwrite in overwrites:
-                self._check_grantable(channel, overwrite.allow | overwrite.deny)
+            self.fake.state.check_overwrite_grants(
+                channel.guild_id,
+                channel,
+                [(_existing(channel, overwrite), overwrite) for overwrite in overwrites],
+                creating=False,
+            )
         parent_id: Any = UNSET
         if "parent_id" in body:
             raw_parent = body.get("parent_id")
@@ -267,6 +321,8 @@ class ChannelRoutes:
                 raise invalid_form_body({"name": field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")})
             if channel.type in (ChannelType.GUILD_TEXT, ChannelType.GUILD_ANNOUNCEMENT):
                 name = normalize_text_channel_name(name)
+        before = channel.to_payload()
+        overwrites_before = list(channel.overwrites)
         updated = self.fake.update_channel(
             channel.id,
             name=name,
@@ -279,7 +335,43 @@ class ChannelRoutes:
             user_limit=body.get("user_limit"),
             rate_limit_per_user=body.get("rate_limit_per_user"),
         )
-        return updated.to_payload()
+        after = updated.to_payload()
+        reason = request.record.audit_reason
+        changed = audit.changes_between(before, after, _CHANNEL_KEYS)
+        if changed:
+            self.fake.audit(channel.guild_id, audit.CHANNEL_UPDATE, channel.id, reason=reason, changes=changed)
+        if overwrites is not None:
+            self._audit_overwrites(channel, overwrites_before, list(updated.overwrites), reason)
+        return after
+
+    def _audit_overwrites(self, channel: Channel, before: list[Overwrite], after: list[Overwrite], reason: str | None) -> None:
+        """One entry per overwrite created, changed or removed, as Discord logs them."""
+        assert channel.guild_id is not None
+        guild = self.fake.state.guild(channel.guild_id)
+        old = {(o.type, o.id): o for o in before}
+        new = {(o.type, o.id): o for o in after}
+        for key in [*old, *(k for k in new if k not in old)]:
+            previous, current = old.get(key), new.get(key)
+            if previous is not None and current is not None and (previous.allow, previous.deny) == (current.allow, current.deny):
+                continue
+            action = (
+                audit.CHANNEL_OVERWRITE_CREATE
+                if previous is None
+                else audit.CHANNEL_OVERWRITE_DELETE
+                if current is None
+                else audit.CHANNEL_OVERWRITE_UPDATE
+            )
+            subject = current or previous
+            assert subject is not None
+            role = guild.roles.get(subject.id) if subject.type == OVERWRITE_ROLE else None
+            self.fake.audit(
+                channel.guild_id,
+                action,
+                channel.id,
+                reason=reason,
+                changes=audit.overwrite_changes(previous, current),
+                options=audit.overwrite_options(subject, role.name if role else None),
+            )
 
     async def delete_channel(self, request: RestRequest) -> Any:
         """DELETE /channels/{channel_id}: answers the deleted channel."""
@@ -287,7 +379,16 @@ class ChannelRoutes:
         if channel.guild_id is None:
             return channel.to_payload()
         self._need(permissions, Permission.MANAGE_CHANNELS)
-        return self.fake.delete_channel(channel.id).to_payload()
+        gone = self.fake.delete_channel(channel.id).to_payload()
+        keys = ("name", "type", "permission_overwrites") if not channel.is_thread else ("name", "type")
+        self.fake.audit(
+            channel.guild_id,
+            audit.THREAD_DELETE if channel.is_thread else audit.CHANNEL_DELETE,
+            channel.id,
+            reason=request.record.audit_reason,
+            changes=[audit.change(key, gone[key]) for key in keys if key in gone],
+        )
+        return gone
 
     async def put_overwrite(self, request: RestRequest) -> Any:
         """PUT /channels/{channel_id}/permissions/{overwrite_id} {allow, deny, type}."""
@@ -304,15 +405,22 @@ class ChannelRoutes:
             raise unknown("Role")
         if overwrite.type == OVERWRITE_MEMBER and overwrite.id not in guild.members:
             raise unknown("Member")
-        self._check_grantable(channel, overwrite.allow | overwrite.deny)
+        before = list(channel.overwrites)
+        self.fake.state.check_overwrite_grants(
+            channel.guild_id, channel, [(_existing(channel, overwrite), overwrite)], creating=False
+        )
         self.fake.set_overwrite(channel.id, overwrite)
+        self._audit_overwrites(channel, before, list(channel.overwrites), request.record.audit_reason)
         return None
 
     async def delete_overwrite(self, request: RestRequest) -> Any:
         """DELETE /channels/{channel_id}/permissions/{overwrite_id}."""
         channel, permissions = self._visible_channel(request)
         self._need(permissions, Permission.MANAGE_ROLES)
+        before = list(channel.overwrites)
         self.fake.delete_overwrite(channel.id, request.snowflake("overwrite_id"))
+        if channel.guild_id is not None:
+            self._audit_overwrites(channel, before, list(channel.overwrites), request.record.audit_reason)
         return None
 
     async def typing(self, request: RestRequest) -> Any:
@@ -331,10 +439,10 @@ class ChannelRoutes:
             raise DiscordError(400, 50008, "Cannot send messages in a non-text channel")
         data = parse_message_input(request.json, request.parts)
         if channel.guild_id is not None:
-            permissions = self._permissions(channel)
-            if not permissions & Permission.VIEW_CHANNEL:
-                raise missing_access()
-            self._need(permissions, Permission.SEND_MESSAGES)
+            _, permissions = self._visible_channel(request)
+            # In a thread it is Send Messages in Threads that counts ("The SEND_MESSAGES
+            # permission is not inherited", topics/permissions.mdx, Inherited Permissions).
+            self._need(permissions, Permission.SEND_MESSAGES_IN_THREADS if channel.is_thread else Permission.SEND_MESSAGES)
             if data.new_files:
                 self._need(permissions, Permission.ATTACH_FILES)
             if is_voice_message(int(data.get("flags", 0))):
@@ -381,13 +489,13 @@ class ChannelRoutes:
             chosen = older + newer
         else:
             chosen = messages[-limit:]
-        return [self.fake.message_payload(m) for m in sorted(chosen, key=lambda m: m.id, reverse=True)]
+        return [_stored(self.fake.message_payload(m)) for m in sorted(chosen, key=lambda m: m.id, reverse=True)]
 
     async def get_message(self, request: RestRequest) -> Any:
         """GET /channels/{channel_id}/messages/{message_id}."""
         channel, permissions = self._visible_channel(request)
         self._need(permissions, Permission.READ_MESSAGE_HISTORY)
-        return self.fake.message_payload(self.fake.state.message(channel.id, request.snowflake("message_id")))
+        return _stored(self.fake.message_payload(self.fake.state.message(channel.id, request.snowflake("message_id"))))
 
     async def edit_message(self, request: RestRequest) -> Any:
         """PATCH /channels/{channel_id}/messages/{message_id}: only the bot's own messages."""
@@ -407,6 +515,15 @@ class ChannelRoutes:
                 raise DiscordError(403, 50003, "Cannot execute action on a DM channel")
             self._need(permissions, Permission.MANAGE_MESSAGES)
         self.fake.delete_message(message)
+        if message.author.id != self.fake.bot_user.id and channel.guild_id is not None:
+            # Discord logs deleting someone else's message only.
+            self.fake.audit(
+                channel.guild_id,
+                audit.MESSAGE_DELETE,
+                message.author.id,
+                reason=request.record.audit_reason,
+                options={"channel_id": str(channel.id), "count": "1"},
+            )
         return None
 
     async def bulk_delete(self, request: RestRequest) -> Any:
@@ -416,10 +533,118 @@ class ChannelRoutes:
         ids = [int(str(raw)) for raw in request.body().get("messages") or []]
         if not 2 <= len(ids) <= 100:
             raise invalid_form_body({"messages": field_error("BASE_TYPE_BAD_LENGTH", "Must be between 2 and 100 in length.")})
+        deleted = 0
         for message_id in ids:
             message = self.fake.state.messages.get(message_id)
             if message is not None and message.channel_id == channel.id and not message.deleted:
                 self.fake.delete_message(message)
+                deleted += 1
+        if channel.guild_id is not None:
+            self.fake.audit(
+                channel.guild_id,
+                audit.MESSAGE_BULK_DELETE,
+                channel.id,
+                reason=request.record.audit_reason,
+                options={"count": str(deleted)},
+            )
+        return None
+
+    # threads ------------------------------------------------------------------------
+
+    def _thread_parent(self, request: RestRequest, *, private: bool) -> Channel:
+        parent, permissions = self._visible_channel(request)
+        if parent.guild_id is None or parent.is_thread or parent.type not in (ChannelType.GUILD_TEXT, ChannelType.GUILD_ANNOUNCEMENT):
+            raise DiscordError(400, 50024, "Cannot execute action on this channel type")
+        self._need(permissions, Permission.CREATE_PRIVATE_THREADS if private else Permission.CREATE_PUBLIC_THREADS)
+        return parent
+
+    async def start_thread(self, request: RestRequest) -> Any:
+        """POST /channels/{channel_id}/threads {name, type}: a thread without a message
+        (private unless type 11 or 10 is asked for, resources/channel.mdx, Start Thread without Message)."""
+        body = request.body()
+        private = int(body.get("type") or ChannelType.PRIVATE_THREAD) == ChannelType.PRIVATE_THREAD
+        parent = self._thread_parent(request, private=private)
+        name = str(body.get("name") or "")
+        if not 1 <= len(name) <= 100:
+            raise invalid_form_body({"name": field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")})
+        thread = self.fake.create_thread(parent.id, name, owner_id=self.fake.bot_user.id, private=private)
+        self._audit_thread(thread, request)
+        return RestResponse(status=201, body=thread.to_payload())
+
+    async def start_thread_from_message(self, request: RestRequest) -> Any:
+        """POST /channels/{channel_id}/messages/{message_id}/threads {name}: a public thread
+        whose id is the message's."""
+        parent = self._thread_parent(request, private=False)
+        message = self.fake.state.message(parent.id, request.snowflake("message_id"))
+        if message.id in self.fake.state.channels:
+            raise DiscordError(400, 160004, "A thread has already been created for this message")
+        name = str(request.body().get("name") or "")
+        if not 1 <= len(name) <= 100:
+            raise invalid_form_body({"name": field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")})
+        thread = self.fake.create_thread(parent.id, name, owner_id=self.fake.bot_user.id, thread_id=message.id)
+        self._audit_thread(thread, request)
+        return RestResponse(status=201, body=thread.to_payload())
+
+    def _audit_thread(self, thread: Channel, request: RestRequest) -> None:
+        assert thread.guild_id is not None
+        self.fake.audit(
+            thread.guild_id,
+            audit.THREAD_CREATE,
+            thread.id,
+            reason=request.record.audit_reason,
+            changes=[audit.change("name", None, thread.name), audit.change("type", None, thread.type)],
+        )
+
+    def _thread(self, request: RestRequest) -> tuple[Channel, int]:
+        thread, permissions = self._visible_channel(request)
+        if not thread.is_thread:
+            raise DiscordError(400, 50024, "Cannot execute action on this channel type")
+        return thread, permissions
+
+    async def list_thread_members(self, request: RestRequest) -> Any:
+        """GET /channels/{channel_id}/thread-members."""
+        thread, _ = self._thread(request)
+        return [self.fake.thread_member_payload(thread, user_id) for user_id in thread.thread_members]
+
+    async def get_thread_member(self, request: RestRequest) -> Any:
+        """GET /channels/{channel_id}/thread-members/{user_id}."""
+        thread, _ = self._thread(request)
+        user_id = request.snowflake("user_id")
+        if user_id not in thread.thread_members:
+            raise DiscordError(404, 10007, "Unknown Member")
+        return self.fake.thread_member_payload(thread, user_id)
+
+    async def join_thread(self, request: RestRequest) -> Any:
+        """PUT /channels/{channel_id}/thread-members/@me."""
+        thread, _ = self._thread(request)
+        self.fake.add_thread_member(thread.id, self.fake.bot_user.id)
+        return None
+
+    async def leave_thread(self, request: RestRequest) -> Any:
+        """DELETE /channels/{channel_id}/thread-members/@me."""
+        thread, _ = self._thread(request)
+        self.fake.remove_thread_member(thread.id, self.fake.bot_user.id)
+        return None
+
+    async def add_thread_member(self, request: RestRequest) -> Any:
+        """PUT /channels/{channel_id}/thread-members/{user_id}: "Requires the ability to send
+        messages in the thread" (resources/channel.mdx, Add Thread Member)."""
+        thread, permissions = self._thread(request)
+        self._need(permissions, Permission.SEND_MESSAGES_IN_THREADS)
+        assert thread.guild_id is not None
+        user_id = request.snowflake("user_id")
+        self.fake.state.member(thread.guild_id, user_id)
+        self.fake.add_thread_member(thread.id, user_id)
+        return None
+
+    async def remove_thread_member(self, request: RestRequest) -> Any:
+        """DELETE /channels/{channel_id}/thread-members/{user_id}: "Requires the MANAGE_THREADS
+        permission, or the creator of the thread if it is a PRIVATE_THREAD"."""
+        thread, permissions = self._thread(request)
+        is_owner = thread.type == ChannelType.PRIVATE_THREAD and thread.owner_id == self.fake.bot_user.id
+        if not is_owner:
+            self._need(permissions, Permission.MANAGE_THREADS)
+        self.fake.remove_thread_member(thread.id, request.snowflake("user_id"))
         return None
 
     # pins ---------------------------------------------------------------------------
@@ -458,4 +683,12 @@ class ChannelRoutes:
             self._need(permissions, Permission.MANAGE_MESSAGES | Permission.PIN_MESSAGES)
         message = self.fake.state.message(channel.id, request.snowflake("message_id"))
         self.fake.set_pinned(message, pinned)
+        if channel.guild_id is not None:
+            self.fake.audit(
+                channel.guild_id,
+                audit.MESSAGE_PIN if pinned else audit.MESSAGE_UNPIN,
+                message.author.id,
+                reason=request.record.audit_reason,
+                options={"channel_id": str(channel.id), "message_id": str(message.id)},
+            )
         return RestResponse(status=204)

@@ -12,14 +12,20 @@ import datetime
 import re
 from typing import TYPE_CHECKING, Any
 
+from . import audit
 from .errors import DiscordError, field_error, invalid_form_body, missing_permissions, unknown
 from .models import VOICE_TYPES, ChannelType
-from .permissions import ALL_PERMISSIONS, OVERWRITE_MEMBER, OVERWRITE_ROLE, Overwrite, Permission
+from .permissions import OVERWRITE_MEMBER, OVERWRITE_ROLE, Overwrite, Permission
 from .routing import RestRequest, RestResponse, Router
 from .world import UNSET
 
 if TYPE_CHECKING:
     from .server import FakeDiscord
+
+_ROLE_KEYS = ("name", "permissions", "color", "hoist", "mentionable")
+
+MAX_ROLES = 250
+"""Roles a guild may have, @everyone included (error 30005, topics/opcodes-and-status-codes.mdx)."""
 
 _CREATABLE_TYPES = {
     ChannelType.GUILD_TEXT,
@@ -46,6 +52,7 @@ class GuildRoutes:
     def register(self, router: Router) -> None:
         """Adds these routes to the router."""
         router.add("GET", "/guilds/{guild_id}", self.get_guild)
+        router.add("GET", "/guilds/{guild_id}/audit-logs", self.get_audit_log)
         router.add("GET", "/guilds/{guild_id}/channels", self.get_channels)
         router.add("POST", "/guilds/{guild_id}/channels", self.create_channel)
         router.add("PATCH", "/guilds/{guild_id}/channels", self.move_channels)
@@ -88,14 +95,6 @@ class GuildRoutes:
         bot_top = state.highest_role_position(guild_id, self.fake.bot_user.id)
         return state.highest_role_position(guild_id, user_id) >= bot_top
 
-    def _check_grantable(self, guild_id: int, bits: int) -> None:
-        """Only permissions the bot has itself may be put in roles and overwrites (unless admin)."""
-        bot_permissions = self.fake.state.guild_permissions(guild_id, self.fake.bot_user.id)
-        if bot_permissions == ALL_PERMISSIONS:
-            return
-        if bits & ~bot_permissions:
-            raise missing_permissions()
-
     def parse_overwrites(self, guild_id: int, raw: Any) -> list[Overwrite]:
         """Checks a ``permission_overwrites`` list: targets must exist, types must be 0 or 1."""
         if not isinstance(raw, list):
@@ -117,7 +116,7 @@ class GuildRoutes:
                 raise unknown("Member")
             if overwrite.type not in (OVERWRITE_ROLE, OVERWRITE_MEMBER):
                 raise invalid_form_body(
-                    {"permission_overwrites": {str(index): {"type": field_error("BASE_TYPE_CHOICES", "Value must be one of {0, 1}.")}}}
+                    {"permission_overwrites": {str(index): {"type": field_error("BASE_TYPE_CHOICES", "Value must be one of (0, 1).")}}}
                 )
             overwrites.append(overwrite)
         return overwrites
@@ -133,9 +132,46 @@ class GuildRoutes:
             payload["approximate_presence_count"] = len(guild.members)
         return payload
 
+    async def get_audit_log(self, request: RestRequest) -> Any:
+        """GET /guilds/{guild_id}/audit-logs?user_id&action_type&before&after&limit (View Audit Log)."""
+        guild_id = request.snowflake("guild_id")
+        self.fake.state.guild(guild_id)
+        self._bot_can(guild_id, Permission.VIEW_AUDIT_LOG)
+        query = request.query
+        entries = self.fake.audit_log.of_guild(guild_id)
+        if "user_id" in query:
+            entries = [e for e in entries if str(e.user_id) == query["user_id"]]
+        if "target_id" in query:
+            entries = [e for e in entries if str(e.target_id) == query["target_id"]]
+        if "action_type" in query:
+            entries = [e for e in entries if str(e.action_type) == query["action_type"]]
+        if "before" in query:
+            entries = [e for e in entries if e.id < int(query["before"])]
+        if "after" in query:
+            entries = sorted((e for e in entries if e.id > int(query["after"])), key=lambda e: e.id)
+        entries = entries[: int(query.get("limit", "50"))]
+        user_ids = {e.user_id for e in entries if e.user_id is not None}
+        return {
+            "audit_log_entries": [entry.to_payload() for entry in entries],
+            "users": [self.fake.state.users[user_id].to_payload() for user_id in sorted(user_ids) if user_id in self.fake.state.users],
+            "integrations": [],
+            "webhooks": [],
+            "guild_scheduled_events": [],
+            "threads": [],
+            "application_commands": [],
+            "auto_moderation_rules": [],
+        }
+
     async def get_channels(self, request: RestRequest) -> Any:
-        """GET /guilds/{guild_id}/channels."""
-        return [channel.to_payload() for channel in self.fake.state.guild_channels(request.snowflake("guild_id"))]
+        """GET /guilds/{guild_id}/channels: only the channels the bot can view ("this endpoint will
+        omit any channel your bot doesn't have permissions to view", resources/guild.mdx)."""
+        guild_id = request.snowflake("guild_id")
+        state = self.fake.state
+        return [
+            channel.to_payload()
+            for channel in state.guild_channels(guild_id)
+            if state.can_view(guild_id, channel, self.fake.bot_user.id)
+        ]
 
     async def create_channel(self, request: RestRequest) -> Any:
         """POST /guilds/{guild_id}/channels."""
@@ -148,7 +184,7 @@ class GuildRoutes:
             raise invalid_form_body({"name": field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")})
         channel_type = int(body.get("type") or 0)
         if channel_type not in _CREATABLE_TYPES:
-            raise invalid_form_body({"type": field_error("BASE_TYPE_CHOICES", "Value must be one of {0, 2, 4, 5, 13, 15}.")})
+            raise invalid_form_body({"type": field_error("BASE_TYPE_CHOICES", "Value must be one of (0, 2, 4, 5, 13, 15).")})
         if channel_type in (ChannelType.GUILD_TEXT, ChannelType.GUILD_ANNOUNCEMENT):
             name = normalize_text_channel_name(name)
         parent_id = int(str(body["parent_id"])) if body.get("parent_id") is not None else None
@@ -161,8 +197,9 @@ class GuildRoutes:
         overwrites = self.parse_overwrites(guild_id, body.get("permission_overwrites") or [])
         if overwrites:
             self._bot_can(guild_id, Permission.MANAGE_ROLES)
-            for overwrite in overwrites:
-                self._check_grantable(guild_id, overwrite.allow | overwrite.deny)
+            self.fake.state.check_overwrite_grants(
+                guild_id, None, [(None, overwrite) for overwrite in overwrites], creating=True
+            )
         topic = body.get("topic")
         if topic is not None and len(str(topic)) > 1024:
             raise invalid_form_body({"topic": field_error("BASE_TYPE_MAX_LENGTH", "Must be 1024 or fewer in length.")})
@@ -179,7 +216,16 @@ class GuildRoutes:
             nsfw=bool(body.get("nsfw", False)),
             rate_limit_per_user=int(body.get("rate_limit_per_user") or 0),
         )
-        return RestResponse(status=201, body=channel.to_payload())
+        created = channel.to_payload()
+        keys = ["name", "type", "topic", "nsfw", "rate_limit_per_user", "bitrate", "user_limit", "parent_id", "permission_overwrites"]
+        self.fake.audit(
+            guild_id,
+            audit.CHANNEL_CREATE,
+            channel.id,
+            reason=request.record.audit_reason,
+            changes=[audit.change(key, None, created[key]) for key in keys if created.get(key) is not None],
+        )
+        return RestResponse(status=201, body=created)
 
     async def move_channels(self, request: RestRequest) -> Any:
         """PATCH /guilds/{guild_id}/channels [{id, position, parent_id, lock_permissions}]."""
@@ -197,12 +243,16 @@ class GuildRoutes:
             if entry.get("lock_permissions") and parent_id not in (UNSET, None):
                 parent = self.fake.state.channel(int(parent_id))
                 overwrites = [Overwrite(o.id, o.type, o.allow, o.deny) for o in parent.overwrites]
+            before = channel.to_payload()
             self.fake.update_channel(
                 channel.id,
                 position=entry.get("position"),
                 parent_id=parent_id,
                 overwrites=overwrites,
             )
+            moved = audit.changes_between(before, channel.to_payload(), ("position", "parent_id"))
+            if moved:
+                self.fake.audit(guild_id, audit.CHANNEL_UPDATE, channel.id, reason=request.record.audit_reason, changes=moved)
         return None
 
     # roles --------------------------------------------------------------------------
@@ -222,8 +272,10 @@ class GuildRoutes:
         self.fake.state.guild(guild_id)
         self._bot_can(guild_id, Permission.MANAGE_ROLES)
         body = request.body()
+        if len(self.fake.state.guild(guild_id).roles) >= MAX_ROLES:
+            raise DiscordError(400, 30005, f"Maximum number of guild roles reached ({MAX_ROLES})")
         permissions = int(str(body.get("permissions") or 0))
-        self._check_grantable(guild_id, permissions)
+        self.fake.state.check_role_grant(guild_id, 0, permissions)
         colors = body.get("colors") or {}
         role = self.fake.create_role(
             guild_id,
@@ -233,7 +285,15 @@ class GuildRoutes:
             hoist=bool(body.get("hoist", False)),
             mentionable=bool(body.get("mentionable", False)),
         )
-        return role.to_payload()
+        created = role.to_payload()
+        self.fake.audit(
+            guild_id,
+            audit.ROLE_CREATE,
+            role.id,
+            reason=request.record.audit_reason,
+            changes=[audit.change(key, None, created[key]) for key in _ROLE_KEYS],
+        )
+        return created
 
     async def move_roles(self, request: RestRequest) -> Any:
         """PATCH /guilds/{guild_id}/roles [{id, position}]."""
@@ -261,9 +321,10 @@ class GuildRoutes:
         body = request.body()
         permissions = int(str(body["permissions"])) if body.get("permissions") is not None else None
         if permissions is not None:
-            self._check_grantable(guild_id, permissions)
+            self.fake.state.check_role_grant(guild_id, self.fake.state.role(guild_id, role_id).permissions, permissions)
         colors = body.get("colors") or {}
         color = body.get("color", colors.get("primary_color"))
+        before = self.fake.state.role(guild_id, role_id).to_payload()
         role = self.fake.update_role(
             guild_id,
             role_id,
@@ -273,7 +334,11 @@ class GuildRoutes:
             hoist=body.get("hoist"),
             mentionable=body.get("mentionable"),
         )
-        return role.to_payload()
+        after = role.to_payload()
+        changed = audit.changes_between(before, after, _ROLE_KEYS)
+        if changed:
+            self.fake.audit(guild_id, audit.ROLE_UPDATE, role_id, reason=request.record.audit_reason, changes=changed)
+        return after
 
     async def delete_role(self, request: RestRequest) -> Any:
         """DELETE /guilds/{guild_id}/roles/{role_id}."""
@@ -284,7 +349,15 @@ class GuildRoutes:
         self._check_role_below_bot(guild_id, role_id)
         if role.managed or role.is_everyone:
             raise DiscordError(400, 50028, "Invalid Role")
+        before = role.to_payload()
         self.fake.delete_role(guild_id, role_id)
+        self.fake.audit(
+            guild_id,
+            audit.ROLE_DELETE,
+            role_id,
+            reason=request.record.audit_reason,
+            changes=[audit.change(key, before[key]) for key in _ROLE_KEYS],
+        )
         return None
 
     # members ------------------------------------------------------------------------
@@ -322,7 +395,16 @@ class GuildRoutes:
         guild_id = request.snowflake("guild_id")
         self._bot_can(guild_id, Permission.CHANGE_NICKNAME | Permission.MANAGE_NICKNAMES)
         body = request.body()
+        before = self.fake.state.member(guild_id, self.fake.bot_user.id).nick
         member = self.fake.update_member(guild_id, self.fake.bot_user.id, nick=body.get("nick"))
+        if before != member.nick:
+            self.fake.audit(
+                guild_id,
+                audit.MEMBER_UPDATE,
+                member.id,
+                reason=request.record.audit_reason,
+                changes=[audit.change("nick", before, member.nick)],
+            )
         return member.to_payload()
 
     async def edit_member(self, request: RestRequest) -> Any:
@@ -385,6 +467,8 @@ class GuildRoutes:
                 if target.type not in VOICE_TYPES or target.guild_id != guild_id:
                     raise invalid_form_body({"channel_id": field_error("CHANNEL_TYPE_INVALID", "Not a voice channel")})
                 self._bot_can(guild_id, Permission.CONNECT, move_to)
+        before = member.to_payload(with_user=False)
+        roles_before = list(member.roles)
         updated = self.fake.update_member(
             guild_id,
             user_id,
@@ -394,11 +478,39 @@ class GuildRoutes:
             deaf=body.get("deaf"),
             timed_out_until=timeout,
         )
+        reason = request.record.audit_reason
+        changed = audit.changes_between(before, updated.to_payload(with_user=False), ("nick", "mute", "deaf", "communication_disabled_until"))
+        if changed:
+            self.fake.audit(guild_id, audit.MEMBER_UPDATE, user_id, reason=reason, changes=changed)
+        if roles is not None:
+            self._audit_roles(guild_id, user_id, roles_before, updated.roles, reason)
         if move_to is not UNSET and in_voice is not None:
             self.fake.set_voice_state(
                 guild_id, user_id, move_to, self_mute=in_voice.self_mute, self_deaf=in_voice.self_deaf
             )
+            if move_to is None:
+                self.fake.audit(guild_id, audit.MEMBER_DISCONNECT, None, reason=reason, options={"count": "1"})
+            else:
+                self.fake.audit(
+                    guild_id, audit.MEMBER_MOVE, None, reason=reason, options={"channel_id": str(move_to), "count": "1"}
+                )
         return updated.to_payload()
+
+    def _audit_roles(self, guild_id: int, user_id: int, before: list[int], after: list[int], reason: str | None) -> None:
+        guild = self.fake.state.guild(guild_id)
+
+        def named(role_ids: list[int]) -> list[dict[str, str]]:
+            return [{"id": str(role_id), "name": guild.roles[role_id].name} for role_id in role_ids if role_id in guild.roles]
+
+        added = [role_id for role_id in after if role_id not in before]
+        removed = [role_id for role_id in before if role_id not in after]
+        changes = []
+        if added:
+            changes.append(audit.change("$add", None, named(added)))
+        if removed:
+            changes.append(audit.change("$remove", None, named(removed)))
+        if changes:
+            self.fake.audit(guild_id, audit.MEMBER_ROLE_UPDATE, user_id, reason=reason, changes=changes)
 
     async def kick_member(self, request: RestRequest) -> Any:
         """DELETE /guilds/{guild_id}/members/{user_id}."""
@@ -411,6 +523,7 @@ class GuildRoutes:
         if self._outranks_bot(guild_id, user_id):
             raise missing_permissions()
         self.fake.remove_member(guild_id, user_id)
+        self.fake.audit(guild_id, audit.MEMBER_KICK, user_id, reason=request.record.audit_reason)
         return None
 
     async def add_member_role(self, request: RestRequest) -> Any:
@@ -431,7 +544,10 @@ class GuildRoutes:
         if role.managed or role.is_everyone:
             raise DiscordError(400, 50028, "Invalid Role")
         self._check_role_below_bot(guild_id, role_id)
+        before = list(self.fake.state.member(guild_id, user_id).roles)
         if add:
             self.fake.add_member_role(guild_id, user_id, role_id)
         else:
             self.fake.remove_member_role(guild_id, user_id, role_id)
+        after = self.fake.state.member(guild_id, user_id).roles
+        self._audit_roles(guild_id, user_id, before, after, request.record.audit_reason)

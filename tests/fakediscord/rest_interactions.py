@@ -38,7 +38,9 @@ if TYPE_CHECKING:
     from .server import FakeDiscord
 
 INTERACTION_MESSAGE_FLAGS = CHANNEL_MESSAGE_FLAGS | MESSAGE_FLAG_EPHEMERAL
-"""Flags an interaction answer or followup may set."""
+"""Flags an interaction answer or followup may set (others are dropped, as Discord drops them)."""
+MAX_CHOICES = 25
+MAX_CHOICE_TEXT = 100
 
 _VALID_CALLBACKS = {
     CALLBACK_PONG: {INTERACTION_PING},
@@ -53,6 +55,27 @@ _VALID_CALLBACKS = {
     CALLBACK_AUTOCOMPLETE_RESULT: {INTERACTION_AUTOCOMPLETE},
     CALLBACK_MODAL: {INTERACTION_APPLICATION_COMMAND, INTERACTION_MESSAGE_COMPONENT},
 }
+
+
+def interaction_metadata(fake: FakeDiscord, result: InteractionResult, *, nested: bool = False) -> dict[str, Any]:
+    """A message's ``interaction_metadata``: who did what; a modal's submission names the
+    interaction that opened the modal (``triggering_interaction_metadata``)."""
+    metadata: dict[str, Any] = {
+        "id": str(result.id),
+        "type": result.type,
+        "user": fake.state.user(result.user_id).to_payload(),
+        "authorizing_integration_owners": result.payload.get("authorizing_integration_owners", {}),
+    }
+    if result.type == INTERACTION_APPLICATION_COMMAND:
+        metadata["name"] = str(result.payload.get("data", {}).get("name", ""))
+        metadata["command_type"] = int(result.payload.get("data", {}).get("type", 1))
+    if result.source_message_id is not None:
+        metadata["interacted_message_id"] = str(result.source_message_id)
+    if result.original_message_id is not None:
+        metadata["original_response_message_id"] = str(result.original_message_id)
+    if result.type == INTERACTION_MODAL_SUBMIT and not nested and result.triggered_by is not None:
+        metadata["triggering_interaction_metadata"] = interaction_metadata(fake, result.triggered_by, nested=True)
+    return metadata
 
 
 class InteractionRoutes:
@@ -160,27 +183,17 @@ class InteractionRoutes:
             )
             resource["message"] = fake.message_payload(resource_message)
         body: dict[str, Any] = {"interaction": interaction}
-        if attempt.type != CALLBACK_PONG:
+        # Discord's resource carries the message of a new or updated message only (the spec's
+        # InteractionCallbackResponse knows no resource for deferrals, choices or modals).
+        if attempt.type in (CALLBACK_CHANNEL_MESSAGE, CALLBACK_UPDATE_MESSAGE) and "message" in resource:
             body["resource"] = resource
         return RestResponse(status=200, body=body)
 
     def _adopt(self, result: InteractionResult, message: Message) -> Message:
         """Marks a new message as the interaction's answer and stores it."""
         fake = self.fake
-        user = fake.state.user(result.user_id)
-        metadata: dict[str, Any] = {
-            "id": str(result.id),
-            "type": result.type,
-            "user": user.to_payload(),
-            "authorizing_integration_owners": result.payload.get("authorizing_integration_owners", {}),
-        }
-        if result.type == INTERACTION_APPLICATION_COMMAND:
-            metadata["name"] = str(result.payload.get("data", {}).get("name", ""))
-            metadata["command_type"] = int(result.payload.get("data", {}).get("type", 1))
-        if result.source_message_id is not None:
-            metadata["interacted_message_id"] = str(result.source_message_id)
         message.interaction_id = result.id
-        message.interaction_metadata = metadata
+        message.interaction_metadata = interaction_metadata(fake, result)
         message.webhook_id = fake.application_id
         message.application_id = fake.application_id
         message.type = 20 if result.type == INTERACTION_APPLICATION_COMMAND else 0
@@ -190,22 +203,50 @@ class InteractionRoutes:
 
     @staticmethod
     def _check_choices(data: dict[str, Any]) -> None:
+        """Autocomplete choices: at most 25 (interactions/receiving-and-responding.mdx, Autocomplete),
+        each name 1-100 characters and a string value up to 100 (application-commands.mdx, choice)."""
         choices = data.get("choices")
         if not isinstance(choices, list):
             raise invalid_form_body({"data": {"choices": field_error("BASE_TYPE_REQUIRED", "This field is required")}})
-        if len(choices) > 25:
-            raise invalid_form_body({"data": {"choices": field_error("BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")}})
+        if len(choices) > MAX_CHOICES:
+            raise invalid_form_body({"data": {"choices": field_error("BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CHOICES} or fewer in length.")}})
+        errors: dict[str, Any] = {}
         for index, choice in enumerate(choices):
-            if not 1 <= len(str(choice.get("name", ""))) <= 100:
-                raise invalid_form_body(
-                    {"data": {"choices": {str(index): {"name": field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")}}}}
-                )
+            one: dict[str, Any] = {}
+            if not isinstance(choice, dict):
+                errors[str(index)] = field_error("DICT_TYPE_CONVERT", "Only dictionaries may be used in a DictType")
+                continue
+            if not 1 <= len(str(choice.get("name", ""))) <= MAX_CHOICE_TEXT:
+                one["name"] = field_error("BASE_TYPE_BAD_LENGTH", f"Must be between 1 and {MAX_CHOICE_TEXT} in length.")
+            value = choice.get("value")
+            if value is None:
+                one["value"] = field_error("BASE_TYPE_REQUIRED", "This field is required")
+            elif isinstance(value, str) and len(value) > MAX_CHOICE_TEXT:
+                one["value"] = field_error("BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CHOICE_TEXT} or fewer in length.")
+            localized = choice.get("name_localizations") or {}
+            if isinstance(localized, dict):
+                bad = {
+                    locale: field_error("BASE_TYPE_BAD_LENGTH", f"Must be between 1 and {MAX_CHOICE_TEXT} in length.")
+                    for locale, text in localized.items()
+                    if not 1 <= len(str(text)) <= MAX_CHOICE_TEXT
+                }
+                if bad:
+                    one["name_localizations"] = bad
+            if one:
+                errors[str(index)] = one
+        if errors:
+            raise invalid_form_body({"data": {"choices": errors}})
 
     @staticmethod
     def _check_modal(data: dict[str, Any]) -> None:
+        """A modal: custom_id 1-100, title 1-45, 1 to 5 components
+        (interactions/receiving-and-responding.mdx, Modal)."""
         errors: dict[str, Any] = {}
-        if not data.get("custom_id"):
+        custom_id = data.get("custom_id")
+        if not custom_id:
             errors["custom_id"] = field_error("BASE_TYPE_REQUIRED", "This field is required")
+        elif len(str(custom_id)) > 100:
+            errors["custom_id"] = field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
         if not 1 <= len(str(data.get("title") or "")) <= 45:
             errors["title"] = field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 45 in length.")
         if not 1 <= len(data.get("components") or []) <= 5:
@@ -221,6 +262,9 @@ class InteractionRoutes:
         result = self.fake.interactions_by_token.get(request.params["interaction_token"])
         if result is None or result.callback is None:
             raise unknown("Webhook")
+        if time.monotonic() - result.sent_at > self.fake.interaction_token_lifetime:
+            # "Interaction tokens are valid for 15 minutes" (interactions/receiving-and-responding.mdx).
+            raise DiscordError(401, 50027, "Invalid Webhook Token")
         return result
 
     def _target(self, request: RestRequest, result: InteractionResult) -> Message:
@@ -259,12 +303,7 @@ class InteractionRoutes:
             message.webhook_id = fake.application_id
             message.application_id = fake.application_id
             message.interaction_id = result.id
-            message.interaction_metadata = {
-                "id": str(result.id),
-                "type": result.type,
-                "user": fake.state.user(result.user_id).to_payload(),
-                "authorizing_integration_owners": result.payload.get("authorizing_integration_owners", {}),
-            }
+            message.interaction_metadata = interaction_metadata(fake, result)
             fake.add_message(message)
             result.followup_ids.append(message.id)
         fake.notify()

@@ -93,6 +93,10 @@ class Router:
         self._routes.append(route)
         self._routes.sort(key=lambda r: r.placeholders)
 
+    def routes(self) -> list[tuple[str, str]]:
+        """Every (method, template) served."""
+        return [(route.method, route.template) for route in self._routes]
+
     def resolve(self, method: str, path: str) -> tuple[Route | None, dict[str, str], bool]:
         """The route and its parameters; the last item says whether the path exists with another method."""
         other_method = False

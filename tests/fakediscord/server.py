@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from aiohttp import BodyPartReader, hdrs, web
 
-from .errors import DiscordError
+from .errors import DiscordError, invalid_form_body
 from .faults import Fault, FaultInjector, compile_path
 from .gateway import Gateway, GatewaySession
 from .interactions import (
@@ -25,16 +25,22 @@ from .interactions import (
 )
 from .models import Member, Message, User
 from .ratelimits import RateLimits
-from .recording import CallRecord, MultipartPart, Recorder
+from .recording import CallRecord, MultipartPart, Recorder, RecordFile, record_entry
 from .rest_app import AppRoutes
 from .rest_channels import ChannelRoutes
 from .rest_guilds import GuildRoutes
 from .rest_interactions import InteractionRoutes
 from .routing import RestRequest, RestResponse, Route, Router
+from .spec import OpenApiSpec, Operation, Violation, default_spec, errors_tree
 from .state import DiscordState
 from .world import World
 
 T = TypeVar("T")
+
+_DEFAULT_SPEC: Any = object()
+RESPONSE_FINDINGS: list[str] = []
+"""Every answer of any fake in this process that disagreed with the spec's response schema, as
+``"METHOD path -> status: violation"``: a bug of the fake (the pytest plugin fails the test)."""
 
 API_PREFIX = "/api/v10"
 MAX_BODY = 256 * 1024 * 1024
@@ -60,6 +66,7 @@ class FakeDiscord(World):
         interaction_ack_deadline: float = 3.0,
         rate_limit: int = 50,
         rate_limit_window: float = 1.0,
+        openapi: OpenApiSpec | None = _DEFAULT_SPEC,
     ) -> None:
         self.token = token
         """The bot token the fake accepts (REST ``Authorization: Bot <token>`` and IDENTIFY)."""
@@ -71,18 +78,27 @@ class FakeDiscord(World):
         """The shard count ``GET /gateway/bot`` recommends (used by AutoShardedClient)."""
         self.interaction_ack_deadline = interaction_ack_deadline
         """Seconds the bot has to acknowledge an interaction (Discord: 3)."""
+        self.interaction_token_lifetime = 15 * 60.0
+        """Seconds an interaction's token takes followups and edits (Discord: 15 minutes)."""
         self.interactions: dict[int, InteractionResult] = {}
         self.interactions_by_token: dict[str, InteractionResult] = {}
         self.builder = InteractionBuilder(self)
         self.router = Router()
         self.guild_routes = GuildRoutes(self)
-        for routes in (AppRoutes(self), self.guild_routes, ChannelRoutes(self), InteractionRoutes(self)):
+        self.channel_routes = ChannelRoutes(self)
+        for routes in (AppRoutes(self), self.guild_routes, self.channel_routes, InteractionRoutes(self)):
             routes.register(self.router)
         self._cdn_router = Router()
         self._cdn_router.add("GET", "/attachments/{channel_id}/{attachment_id}/{filename}", self._serve_attachment, auth=False)
         self._runner: web.AppRunner | None = None
         self._change = asyncio.Event()
         self.port = 0
+        self.spec: OpenApiSpec | None = default_spec() if openapi is _DEFAULT_SPEC else openapi
+        """Discord's OpenAPI spec every request is checked against (None: the schema check is off)."""
+        self.check_responses = True
+        """Whether the fake's answers are checked against the spec's response schemas too."""
+        self.record_file = RecordFile.from_environment()
+        """Where ``$FAKEDISCORD_RECORD`` asks every served call to be appended."""
 
     # lifecycle ----------------------------------------------------------------------
 
@@ -266,6 +282,11 @@ class FakeDiscord(World):
             Fault(kind="hang", method=method.upper() if method else None, pattern=compile_path(path_regex), count=count)
         )
 
+    def forget_nonces(self) -> None:
+        """Discord's memory of enforced nonces runs out ("a few minutes"), as during a long outage
+        of the bot: a message posted again with the same nonce is then a second message."""
+        self.channel_routes.enforced_nonces.clear()
+
     def clear_faults(self) -> None:
         """Removes every fault (held calls are released)."""
         self.faults.clear()
@@ -282,15 +303,32 @@ class FakeDiscord(World):
 
     # interactions ----------------------------------------------------------------------
 
-    async def send_interaction(self, payload: dict[str, Any], *, wait: bool = True, timeout: float = 5.0) -> InteractionResult:
+    async def send_interaction(
+        self,
+        payload: dict[str, Any],
+        *,
+        wait: bool = True,
+        timeout: float = 5.0,
+        triggered_by: InteractionResult | None = None,
+    ) -> InteractionResult:
         """Dispatches a ready-made INTERACTION_CREATE payload and (by default) waits until the bot
-        acknowledged it, or until Discord refused its callback (``result.attempts`` tells why)."""
+        acknowledged it, or until Discord refused its callback (``result.attempts`` tells why).
+        ``triggered_by`` is, for a modal submission, the interaction that opened the modal."""
         result = InteractionResult(self, payload)
+        result.triggered_by = triggered_by
         self.interactions[result.id] = result
         self.interactions_by_token[result.token] = result
         self._deliver(result)
         if wait:
             await result.wait_answered(timeout)
+        return result
+
+    def open_interaction(self, payload: dict[str, Any]) -> InteractionResult:
+        """Registers an interaction (its id and token) without delivering it to any bot, for tests
+        that answer it by hand through the REST API."""
+        result = InteractionResult(self, payload)
+        self.interactions[result.id] = result
+        self.interactions_by_token[result.token] = result
         return result
 
     def _deliver(self, result: InteractionResult) -> None:
@@ -475,7 +513,7 @@ class FakeDiscord(World):
         if source.source_message_id is not None:
             payload["message"] = self.message_payload(self.message(source.source_message_id))
         payload["data"] = self.builder.modal_data(modal, values)
-        return await self.send_interaction(payload, wait=wait, timeout=timeout)
+        return await self.send_interaction(payload, wait=wait, timeout=timeout, triggered_by=source)
 
     # HTTP handling ---------------------------------------------------------------------
 
@@ -502,13 +540,19 @@ class FakeDiscord(World):
         )
         self.recorder.add(record)
         headers: dict[str, str] = {"Via": "1.1 google"}
+        operation: list[Operation] = []
         try:
             record.json, record.parts = await self._read_body(request)
             self.notify()
-            status, body, extra = await self._serve(request, record, route, other_method, rate_limited)
+            status, body, extra = await self._serve(request, record, route, other_method, rate_limited, operation)
         except DiscordError as error:
             status, body, extra = error.status, error.body(), {}
         headers.update(extra)
+        if operation and self.spec is not None and self.check_responses and (record.fault is None or record.fault.startswith("delay")):
+            record.response_violations = self.spec.check_response(
+                operation[0], status, body if not isinstance(body, bytes) else None
+            )
+            RESPONSE_FINDINGS.extend(f"{record.method} {record.path} -> {status}: {v}" for v in record.response_violations)
         record.status = status
         record.response = body if not isinstance(body, bytes) else None
         record.duration = time.monotonic() - started
@@ -520,6 +564,8 @@ class FakeDiscord(World):
             raw = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
         record.response_headers = dict(headers)
+        if self.record_file is not None and rate_limited:
+            self.record_file.append(record_entry(record), record.files)
         self.notify()
         return web.Response(status=status, body=raw or None, headers=headers)
 
@@ -566,10 +612,23 @@ class FakeDiscord(World):
         route: Route | None,
         other_method: bool,
         rate_limited: bool,
+        operation_found: list[Operation],
     ) -> tuple[int, Any, dict[str, str]]:
+        # ``rate_limited`` marks the API (the CDN is neither rate limited nor in the spec).
+        spec = self.spec if rate_limited else None
+        found = spec.find(record.method, record.path) if spec is not None else None
+        if found is not None and found[0] is not None:
+            operation_found.append(found[0])
+            record.spec_route = found[0].template
         if route is None:
             if other_method:
                 raise DiscordError(405, 0, "405: Method Not Allowed")
+            raise DiscordError(404, 0, "404: Not Found")
+        if spec is not None and not operation_found:
+            # The fake serves it, Discord does not: answer as Discord would, and say so.
+            record.violations.append(
+                Violation("route", (), "route", "UNKNOWN_ROUTE", f"{record.method} {route.template} is not in the spec")
+            )
             raise DiscordError(404, 0, "404: Not Found")
         if route.auth and request.headers.get(hdrs.AUTHORIZATION) != f"Bot {self.token}":
             raise DiscordError(401, 0, "401: Unauthorized")
@@ -597,6 +656,20 @@ class FakeDiscord(World):
                 body = {"message": "You are being rate limited.", "retry_after": round(over, 3), "global": False}
                 headers.update({"Retry-After": str(max(1, math.ceil(over))), "X-RateLimit-Scope": "user"})
                 return 429, body, headers
+        if spec is not None:
+            checked = spec.check_request(
+                record.method,
+                record.path,
+                record.query,
+                record.json,
+                multipart=bool(record.parts),
+                part_names=[part.name for part in record.parts],
+                found=found,
+            )
+            if checked.violations:
+                record.violations = checked.violations
+                error = invalid_form_body(errors_tree(checked.violations))
+                return error.status, error.body(), headers
         rest_request = RestRequest(
             method=record.method,
             path=record.path,

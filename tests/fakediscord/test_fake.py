@@ -451,7 +451,15 @@ async def test_create_channels_with_overwrites(fake_guild: StandardGuild, bot: M
     alice = guild.get_member(fake_guild.player("alice").id)
     vera = guild.get_member(fake_guild.player("vera").id)
     assert alice is not None and vera is not None
-    category = await guild.create_category("Город 1", overwrites={guild.default_role: discord.PermissionOverwrite(view_channel=False)})
+    # The bot lets itself into the category: edits of a child's overwrites are checked against
+    # what the bot may do in the parent category.
+    category = await guild.create_category(
+        "Город 1",
+        overwrites={
+            guild.default_role: discord.PermissionOverwrite(view_channel=False),
+            guild.me: discord.PermissionOverwrite(view_channel=True, send_messages=True),
+        },
+    )
     overwrites: dict[discord.Role | discord.Member | discord.Object, discord.PermissionOverwrite] = {
         guild.default_role: discord.PermissionOverwrite(view_channel=False),
         guild.me: discord.PermissionOverwrite(view_channel=True, send_messages=True),
@@ -501,6 +509,8 @@ async def test_fake_and_discord_py_agree_on_permissions(fake_guild: StandardGuil
             Overwrite(dead.id, 0, allow=int(Permission.VIEW_CHANNEL), deny=int(Permission.SEND_MESSAGES)),
             Overwrite(mod.id, 0, allow=int(Permission.VIEW_CHANNEL | Permission.SEND_MESSAGES)),
             Overwrite(gleb.id, 1, allow=int(Permission.SEND_MESSAGES)),
+            # the bot must view the channel, or it gets the channel obfuscated (no overwrites to compare)
+            Overwrite(fake.bot_user.id, 1, allow=int(Permission.VIEW_CHANNEL)),
         ],
     )
     guild = bot.get_guild(gid)

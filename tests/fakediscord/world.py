@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .audit import AuditEntry, AuditLog
+from .client_view import ClientView, build_client_view
 from .gateway import (
     INTENT_DIRECT_MESSAGES,
     INTENT_GUILD_MEMBERS,
@@ -87,6 +89,34 @@ class World:
         """Every op 4 payload the bot sent, in order."""
         self.base_url = ""
         """``http://127.0.0.1:PORT`` once the server runs (used for attachment URLs)."""
+        self.audit_log = AuditLog()
+        """Every guild's audit log (entries for the changes the bot made by REST)."""
+        self._bot_sees: dict[int, bool] = {}
+        """Channel id → whether the bot was last sent it in full (False: obfuscated)."""
+
+    def audit(
+        self,
+        guild_id: int,
+        action_type: int,
+        target_id: int | None,
+        *,
+        reason: str | None,
+        changes: list[dict[str, Any]] | None = None,
+        options: dict[str, str] | None = None,
+    ) -> AuditEntry:
+        """Writes an audit log entry for a change the bot made (``reason``: its X-Audit-Log-Reason)."""
+        return self.audit_log.add(
+            AuditEntry(
+                id=self.state.new_id(),
+                guild_id=guild_id,
+                action_type=action_type,
+                user_id=self.bot_user.id,
+                target_id=target_id,
+                changes=list(changes or []),
+                options=dict(options or {}),
+                reason=reason,
+            )
+        )
 
     # users and guilds ------------------------------------------------------------------
 
@@ -282,6 +312,7 @@ class World:
             guild_id=guild_id,
             intent=INTENT_GUILDS,
         )
+        self.refresh_bot_view(guild_id)
 
     def set_bot_permissions(self, guild_id: int, permissions: int) -> Role:
         """Changes the permissions of the bot's managed role (e.g. to test 403 answers)."""
@@ -297,6 +328,7 @@ class World:
             guild_id=role.guild_id,
             intent=INTENT_GUILDS,
         )
+        self.refresh_bot_view(role.guild_id)
 
     # members -----------------------------------------------------------------------
 
@@ -337,6 +369,8 @@ class World:
         voice_state = guild.voice_states.get(user_id)
         if voice_changed and voice_state is not None:
             self._dispatch_voice_state(guild, voice_state.session_id, user_id, voice_state)
+        if user_id == self.bot_user.id:
+            self.refresh_bot_view(guild_id)
         return member
 
     def add_member_role(self, guild_id: int, user_id: int, role_id: int) -> Member:
@@ -446,13 +480,109 @@ class World:
             for voice_state in list(guild.voice_states.values()):
                 if voice_state.channel_id == channel_id:
                     self.set_voice_state(guild.id, voice_state.user_id, None)
+        if channel.is_thread:
+            channel.deleted = True
+            self._dispatch_thread_delete(channel)
+            return channel
         channel.deleted = True
         self._dispatch_channel("CHANNEL_DELETE", channel)
+        if channel.guild_id is not None:
+            for thread in self.state.guild_threads(channel.guild_id):
+                if thread.parent_id == channel_id:
+                    thread.deleted = True
+                    self._dispatch_thread_delete(thread)
         if channel.guild_id is not None and channel.type == ChannelType.GUILD_CATEGORY:
             for child in self.state.guild_channels(channel.guild_id):
                 if child.parent_id == channel_id:
                     self.update_channel(child.id, parent_id=None)
         return channel
+
+    # threads ------------------------------------------------------------------------
+
+    def create_thread(
+        self,
+        parent_id: int,
+        name: str,
+        *,
+        owner_id: int,
+        private: bool = False,
+        members: Iterable[int] = (),
+        thread_id: int | None = None,
+    ) -> Channel:
+        """A member (or the bot) opens a thread in a channel: THREAD_CREATE to those who see it.
+
+        ``thread_id`` is given for a thread started from a message (it takes the message's id).
+        """
+        parent = self.state.channel(parent_id)
+        if parent.guild_id is None:
+            raise ValueError("threads live in guild channels")
+        kind = ChannelType.PRIVATE_THREAD if private else (
+            ChannelType.ANNOUNCEMENT_THREAD if parent.type == ChannelType.GUILD_ANNOUNCEMENT else ChannelType.PUBLIC_THREAD
+        )
+        thread = Channel(
+            id=thread_id if thread_id is not None else self.state.new_id(),
+            type=int(kind),
+            name=name,
+            guild_id=parent.guild_id,
+            parent_id=parent_id,
+            owner_id=owner_id,
+            thread_members=list(dict.fromkeys([owner_id, *members])),
+        )
+        self.state.channels[thread.id] = thread
+        self.state.guild(parent.guild_id).thread_ids.append(thread.id)
+        if self.state.can_view(parent.guild_id, thread, self.bot_user.id):
+            self.gateway.dispatch(
+                "THREAD_CREATE", {**thread.to_payload(), "newly_created": True}, guild_id=parent.guild_id, intent=INTENT_GUILDS
+            )
+        return thread
+
+    def add_thread_member(self, thread_id: int, user_id: int) -> None:
+        """Someone joins a thread (or is added): THREAD_MEMBERS_UPDATE, and THREAD_CREATE to the
+        bot when it is the one added to a thread it could not see."""
+        thread = self.state.channel(thread_id)
+        assert thread.guild_id is not None
+        if user_id in thread.thread_members:
+            return
+        saw = self.state.can_view(thread.guild_id, thread, self.bot_user.id)
+        thread.thread_members.append(user_id)
+        if user_id == self.bot_user.id and not saw:
+            self.gateway.dispatch("THREAD_CREATE", thread.to_payload(), guild_id=thread.guild_id, intent=INTENT_GUILDS)
+        self._dispatch_thread_members(thread, added=[user_id], removed=[])
+
+    def remove_thread_member(self, thread_id: int, user_id: int) -> None:
+        """Someone leaves a thread (or is removed): THREAD_MEMBERS_UPDATE."""
+        thread = self.state.channel(thread_id)
+        if user_id not in thread.thread_members:
+            return
+        thread.thread_members.remove(user_id)
+        self._dispatch_thread_members(thread, added=[], removed=[user_id])
+
+    def thread_member_payload(self, thread: Channel, user_id: int) -> dict[str, Any]:
+        """Discord's thread member object."""
+        return {"id": str(thread.id), "user_id": str(user_id), "join_timestamp": thread.created_at, "flags": 0}
+
+    def _dispatch_thread_members(self, thread: Channel, *, added: list[int], removed: list[int]) -> None:
+        assert thread.guild_id is not None
+        payload: dict[str, Any] = {
+            "id": str(thread.id),
+            "guild_id": str(thread.guild_id),
+            "member_count": min(len(thread.thread_members), 50),
+        }
+        if added:
+            payload["added_members"] = [self.thread_member_payload(thread, user_id) for user_id in added]
+        if removed:
+            payload["removed_member_ids"] = [str(user_id) for user_id in removed]
+        if self.state.can_view(thread.guild_id, thread, self.bot_user.id) or removed == [self.bot_user.id]:
+            self.gateway.dispatch("THREAD_MEMBERS_UPDATE", payload, guild_id=thread.guild_id, intent=INTENT_GUILD_MEMBERS)
+
+    def _dispatch_thread_delete(self, thread: Channel) -> None:
+        assert thread.guild_id is not None
+        self.gateway.dispatch(
+            "THREAD_DELETE",
+            {"id": str(thread.id), "guild_id": str(thread.guild_id), "parent_id": str(thread.parent_id), "type": thread.type},
+            guild_id=thread.guild_id,
+            intent=INTENT_GUILDS,
+        )
 
     def set_overwrite(self, channel_id: int, overwrite: Overwrite) -> Channel:
         """Adds or replaces the overwrite for one role or member: CHANNEL_UPDATE."""
@@ -469,8 +599,48 @@ class World:
         self._dispatch_channel("CHANNEL_UPDATE", channel)
         return channel
 
+    def channel_seen_by(self, channel: Channel, user_id: int) -> dict[str, Any]:
+        """The channel object a member's gateway gets: in full, or obfuscated when he cannot view it."""
+        if channel.guild_id is None:
+            return channel.to_payload()
+        return channel.to_payload(obfuscated=not self.state.can_view(channel.guild_id, channel, user_id))
+
     def _dispatch_channel(self, name: str, channel: Channel) -> None:
-        self.gateway.dispatch(name, channel.to_payload(), guild_id=channel.guild_id, intent=INTENT_GUILDS)
+        if channel.guild_id is None:
+            self.gateway.dispatch(name, channel.to_payload(), intent=INTENT_GUILDS)
+            return
+        if name == "CHANNEL_DELETE":  # as the bot saw it until now (a deleted channel has no view)
+            visible = self._bot_sees.pop(channel.id, True)
+        else:
+            visible = self.state.can_view(channel.guild_id, channel, self.bot_user.id)
+            self._bot_sees[channel.id] = visible
+        self.gateway.dispatch(
+            name, channel.to_payload(obfuscated=not visible), guild_id=channel.guild_id, intent=INTENT_GUILDS
+        )
+        if name != "CHANNEL_DELETE":
+            self.refresh_bot_view(channel.guild_id)
+
+    def refresh_bot_view(self, guild_id: int) -> None:
+        """CHANNEL_UPDATE for every channel the bot now sees differently (it gained or lost
+        View Channel through a role, an overwrite or voice), as Discord sends one when a channel
+        stops (or starts) being obfuscated for it."""
+        if guild_id not in self.state.guilds:
+            return
+        for channel in self.state.guild_channels(guild_id):
+            before = self._bot_sees.get(channel.id)
+            if before is None:
+                continue
+            visible = self.state.can_view(guild_id, channel, self.bot_user.id)
+            if visible != before:
+                self._bot_sees[channel.id] = visible
+                self.gateway.dispatch(
+                    "CHANNEL_UPDATE", channel.to_payload(obfuscated=not visible), guild_id=guild_id, intent=INTENT_GUILDS
+                )
+
+    def _bot_channel(self, channel: Channel) -> dict[str, Any]:
+        visible = channel.guild_id is None or self.state.can_view(channel.guild_id, channel, self.bot_user.id)
+        self._bot_sees[channel.id] = visible
+        return channel.to_payload(obfuscated=not visible)
 
     def open_dm(self, user_id: int) -> Channel:
         """The bot's DM channel with the user, created on first use."""
@@ -533,13 +703,25 @@ class World:
             member = guild.members.get(message.author.id) if guild else None
         return message.to_payload(member=member, users=self.state.users)
 
+    def _bot_reads(self, message: Message) -> bool:
+        """Whether the bot's gateway gets events about this message (it must view the channel)."""
+        if message.ephemeral:
+            return False
+        channel = self.state.channels.get(message.channel_id)
+        if channel is None or channel.guild_id is None:
+            return True
+        return self.state.can_view(channel.guild_id, channel, self.bot_user.id)
+
     def add_message(self, message: Message) -> Message:
-        """Stores a new message; MESSAGE_CREATE unless it is ephemeral."""
+        """Stores a new message; MESSAGE_CREATE unless it is ephemeral (or the bot cannot view it)."""
         self.state.messages[message.id] = message
         if not message.ephemeral:
             channel = self.state.channels.get(message.channel_id)
             if channel is not None:
                 channel.last_message_id = message.id
+                if channel.is_thread:
+                    channel.message_count += 1
+        if self._bot_reads(message):
             self.gateway.dispatch_message(
                 "MESSAGE_CREATE",
                 self.message_payload(message),
@@ -599,7 +781,7 @@ class World:
         if attachments is not UNSET:
             message.attachments = list(attachments or [])
         message.edited_timestamp = iso_timestamp()
-        if not message.ephemeral:
+        if self._bot_reads(message):
             self.gateway.dispatch_message(
                 "MESSAGE_UPDATE",
                 self.message_payload(message),
@@ -611,7 +793,7 @@ class World:
     def delete_message(self, message: Message) -> None:
         """Marks a message deleted (it stays findable for tests): MESSAGE_DELETE."""
         message.deleted = True
-        if message.ephemeral:
+        if not self._bot_reads(message):
             return
         payload: dict[str, Any] = {"id": str(message.id), "channel_id": str(message.channel_id)}
         if message.guild_id is not None:
@@ -732,6 +914,8 @@ class World:
             if member is not None:
                 payload["member"] = member.to_payload()
         self.gateway.dispatch("VOICE_STATE_UPDATE", payload, guild_id=guild.id, intent=INTENT_GUILD_VOICE_STATES)
+        if user_id == self.bot_user.id:
+            self.refresh_bot_view(guild.id)
 
     def handle_bot_voice_state(self, session: GatewaySession, data: dict[str, Any]) -> None:
         """The bot's op 4: move its voice state, then hand it a voice server if one is attached."""
@@ -758,6 +942,16 @@ class World:
             )
 
     # questions ---------------------------------------------------------------------
+
+    def client_view(self, user_id: int, guild_id: int | None = None) -> ClientView:
+        """What that member's Discord client receives about the guild right now (see
+        :mod:`tests.fakediscord.client_view`); ``guild_id`` may be left out when he is in one guild."""
+        if guild_id is None:
+            guilds = [guild.id for guild in self.state.guilds.values() if user_id in guild.members]
+            if len(guilds) != 1:
+                raise ValueError(f"user {user_id} is in {len(guilds)} guilds: name the guild")
+            guild_id = guilds[0]
+        return build_client_view(self, user_id, guild_id)
 
     def permissions_for(self, guild_id: int, channel_id: int | None, user_id: int) -> int:
         """Discord's computed permissions of a member in a channel (guild-wide for None)."""
@@ -852,8 +1046,12 @@ class World:
                     for user_id, voice_state in guild.voice_states.items()
                 ],
                 "members": [member.to_payload() for member in members],
-                "channels": [channel.to_payload() for channel in self.state.guild_channels(guild_id)],
-                "threads": [],
+                "channels": [self._bot_channel(channel) for channel in self.state.guild_channels(guild_id)],
+                "threads": [
+                    thread.to_payload()
+                    for thread in self.state.guild_threads(guild_id)
+                    if not thread.archived and self.state.can_view(guild_id, thread, self.bot_user.id)
+                ],
                 "presences": [],
                 "stage_instances": [],
                 "guild_scheduled_events": [],

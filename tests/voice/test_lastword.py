@@ -229,7 +229,7 @@ async def test_the_days_end_waits_for_the_speaker_then_executes_him() -> None:
 
 
 async def test_a_refused_voice_message_is_posted_once_as_an_audio_attachment() -> None:
-    async with tribune() as tb:
+    async with tribune(refusals=True) as tb:  # the server took Send Voice Messages from the bot
         fake = tb.table.fake
         bot_id = fake.bot_user.id
         channel = fake.channel(tb.city_channel)

@@ -252,14 +252,16 @@ async def tribune(
     players: int = 8,
     last_word: LastWord = FAST,
     last_word_seconds: int | None = None,
+    refusals: bool = False,
     **server_options: Any,
 ) -> AsyncIterator[Tribune]:
-    """A game with a nominee, the bot and a fake voice server for its tribune."""
+    """A game with a nominee, the bot and a fake voice server for its tribune (``refusals``: as
+    for :func:`tests.harness.bot_table`)."""
     server = FakeVoiceServer(**server_options)
     await server.start()
     try:
         config = Config(timers=NO_TIMERS, last_word=last_word)
-        async with bot_table(players=players, config=config) as table:
+        async with bot_table(players=players, config=config, refusals=refusals) as table:
             table.fake.voice_server = server
             live, nominee, nominator = await start_game(table, last_word_seconds=last_word_seconds)
             tribune = Tribune(table, server, live, nominee, nominator)
