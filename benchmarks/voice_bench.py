@@ -9,9 +9,11 @@ stereo 48 kHz Opus in 20 ms frames, from ``tests/voice/fixtures/speech.ogg``)
 with a little network damage: 0.5 % lost, 1 % swapped with their neighbour,
 0.5 % duplicated.
 
-* Our path: :class:`bot.voice.ogg.OggOpusWriter` to a file on disk, gap
-  filling and waveform (each packet decoded by libopus at 16 kHz mono for
-  its loudness), then ``close()``.
+* Our path, as the bot records: each packet placed on the recording's
+  timeline (:class:`bot.voice.timeline.Timeline`, arrival times 0-30 ms late)
+  and written by :class:`bot.voice.ogg.OggOpusWriter` (48 kHz mono header) to
+  a file on disk, gap filling and waveform (each packet decoded by libopus at
+  16 kHz mono for its loudness), then ``close()``.
 * The usual path: decode every packet to 48 kHz stereo PCM with
   ``discord.opus.Decoder``, silence for the gaps, a pydub ``AudioSegment``,
   then export to Ogg Opus. pydub's own export needs an ffmpeg binary; when
@@ -53,7 +55,9 @@ with warnings.catch_warnings():
 
 from bot.voice import opuslib  # noqa: E402
 from bot.voice.ogg import OggOpusWriter  # noqa: E402
+from bot.voice.recorder import OGG_START  # noqa: E402
 from bot.voice.rtp import RTPHeader, build_rtpsize_packet, decrypt_rtpsize  # noqa: E402
+from bot.voice.timeline import Timeline  # noqa: E402
 from bot.voice.upload import prepare_upload  # noqa: E402
 from bot.voice.waveform import WaveformBuilder, to_base64  # noqa: E402
 from tests.voice.speech import opus_packets, speech_pcm  # noqa: E402
@@ -113,20 +117,38 @@ def peak_memory(work: Callable[[], Any]) -> int:
 # --- our path -----------------------------------------------------------------------------
 
 
-def our_path(arrival: Arrival, directory: str, measure_levels: bool = True) -> dict[str, float]:
-    """Write the packets into an Ogg file on disk; return timings."""
+def arrival_times(arrival: Arrival, seed: int = 11) -> list[float]:
+    """When each packet arrived: its send time (by its timestamp) plus 0-30 ms of jitter."""
+    rng = random.Random(seed)
+    first = arrival[0][1]
+    return [((ts - first) & 0xFFFFFFFF) / 48_000 + rng.uniform(0, 0.03) for _, ts, _ in arrival]
+
+
+def our_path(
+    arrival: Arrival, times: list[float], directory: str, measure_levels: bool = True
+) -> dict[str, float]:
+    """Place the packets and write them into an Ogg file on disk, as OggSink does; timings."""
     path = os.path.join(directory, "last-word.ogg")
     with open(path, "wb") as sink:
         start = time.perf_counter()
-        writer = OggOpusWriter(sink, max_seconds=180, measure_levels=measure_levels)
-        for sequence, timestamp, packet in arrival:
-            writer.feed(sequence, timestamp, packet)
+        timeline = Timeline(0.0)
+        writer = OggOpusWriter(
+            sink, max_seconds=180, start_timestamp=0, channels=1, measure_levels=measure_levels
+        )
+        placing = 0.0
+        for (sequence, timestamp, packet), at in zip(arrival, times, strict=True):
+            placed_at = time.perf_counter()
+            placed = timeline.place(0x1234, sequence, timestamp, at, 960)
+            placing += time.perf_counter() - placed_at
+            if placed is not None:
+                writer.feed(placed.sequence & 0xFFFF, (OGG_START + placed.position) & 0xFFFFFFFF, packet)
         fed = time.perf_counter()
         info = writer.close()
         done = time.perf_counter()
     return {
         "total": done - start,
         "feed": fed - start,
+        "place": placing,
         "close": done - fed,
         "duration": info.duration_secs,
         "bytes": info.byte_size,
@@ -268,15 +290,16 @@ def main() -> None:
     )
 
     arrival = received_packets()
+    times = arrival_times(arrival)
     print(f"\ninput: {len(arrival)} packets received for {PACKETS} sent (3 min, 20 ms, stereo)")
 
     with tempfile.TemporaryDirectory() as directory:
-        our_time, _, ours = best_of(runs, lambda: our_path(arrival, directory))
-        _, _, closes = best_of(runs, lambda: our_path(arrival, directory))
+        our_time, _, ours = best_of(runs, lambda: our_path(arrival, times, directory))
+        _, _, closes = best_of(runs, lambda: our_path(arrival, times, directory))
         writer_only_time, _, writer_only = best_of(
-            runs, lambda: our_path(arrival, directory, measure_levels=False)
+            runs, lambda: our_path(arrival, times, directory, measure_levels=False)
         )
-        our_peak = peak_memory(lambda: our_path(arrival, directory))
+        our_peak = peak_memory(lambda: our_path(arrival, times, directory))
     usual_time, _, usual = best_of(runs, lambda: usual_path(arrival, use_ffmpeg))
     usual_peak = peak_memory(lambda: usual_path(arrival, use_ffmpeg))
 
@@ -286,7 +309,7 @@ def main() -> None:
     ratio = usual_time / our_time
     finalise = min(ours["close"], closes["close"])
 
-    print("\n== our path: packets -> Ogg Opus (gap filling, reordering, waveform) ==")
+    print("\n== our path: packets -> timeline -> Ogg Opus (gap filling, reordering, waveform) ==")
     print(f"output: {ours['duration']:.3f} s of audio, {ours['bytes'] / 1024:.0f} KiB")
     print(f"total {our_time * 1000:.1f} ms  (feeding {ours['feed'] * 1000:.1f} ms)")
     print(
@@ -298,7 +321,8 @@ def main() -> None:
         f" one core  [our share of the 5 % receive budget: {verdict(cpu < 5)}]"
     )
     print(
-        f"  of which the Ogg writer alone: {writer_per_packet * 1e6:.1f} us/packet"
+        f"  of which placing on the timeline: {ours['place'] / len(arrival) * 1e6:.1f} us/packet;"
+        f" timeline and Ogg writer without the waveform: {writer_per_packet * 1e6:.1f} us/packet"
         f" ({writer_only_time * 1000:.1f} ms total); the rest is libopus decoding for the waveform"
     )
     print(

@@ -16,8 +16,8 @@ simulated speaker in the MLS group. It measures:
   DAVE decryption (``DaveSession.decrypt``);
 * per packet, the whole receive path as it runs in the bot: the socket
   listener in a thread (as discord.py's reader calls it) and the event loop
-  draining into a sink, as CPU time of the process over ``--packets``
-  datagrams of real speech;
+  draining into a sink (duplicate check and the DAVE rules included), as CPU
+  time of the process over ``--packets`` datagrams of real speech;
 * the cost of dropping a datagram of a user nobody records;
 * and from these, the share of one core a speaker takes at 50 packets/s.
 
@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:
 
 import davey  # noqa: E402
 
-from bot.voice.receiver import ReceivingVoiceClient  # noqa: E402
+from bot.voice.receiver import ReceivedPacket, ReceivingVoiceClient  # noqa: E402
 from bot.voice.rtp import RTPHeader, build_rtpsize_packet, decrypt_rtpsize, parse_header  # noqa: E402
 from tests.fakediscord.voice import FakeSpeaker  # noqa: E402
 from tests.voice.speech import opus_packets  # noqa: E402
@@ -61,9 +61,9 @@ class CountingSink:
         self.count = 0
         self.size = 0
 
-    def write_packet(self, sequence: int, timestamp: int, opus: bytes) -> None:
+    def write_packet(self, packet: ReceivedPacket) -> None:
         self.count += 1
-        self.size += len(opus)
+        self.size += len(packet.opus)
         if self.count == self.expected:
             self.done.set()
 

@@ -33,6 +33,7 @@ EXTENSIONS = (
     "cogs.host",
     "cogs.admin",
     "cogs.lastword",
+    "cogs.history",
 )
 
 

@@ -127,6 +127,78 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from bot.export import ExportError, export_scenario
+
+    async def read() -> str:
+        archived = await _archived(args.database, args.game)
+        return export_scenario(archived)
+
+    try:
+        text = asyncio.run(read())
+    except (_CliError, ExportError) as error:
+        return _fail("export", str(error))
+    if args.out:
+        try:
+            Path(args.out).write_text(text, encoding="utf-8")
+        except OSError as error:
+            return _fail("export", f"cannot write {args.out}: {error}")
+        print(f"{args.out}: game {args.game} written; check it with: mafia-bot simulate {args.out}")
+    else:
+        print(text, end="")
+    return 0
+
+
+class _CliError(Exception):
+    """A command line task that cannot be done; the message says why."""
+
+
+async def _archived(database: str, game_id: int) -> Any:
+    """The archived game ``game_id`` of ``database``, archiving it first if it ended unarchived."""
+    from bot.archive import Archiver
+    from bot.storage import Storage, StorageError
+
+    if not Path(database).exists():
+        raise _CliError(f"{database}: no such database")
+    try:
+        storage = await Storage.open(database)
+    except StorageError as error:
+        raise _CliError(str(error)) from None
+    try:
+        archived = await storage.archived_game(game_id)
+        if archived is None:
+            await Archiver(storage).archive(game_id, post=False)
+            archived = await storage.archived_game(game_id)
+    finally:
+        await storage.close()
+    if archived is None:
+        raise _CliError(f"game {game_id} is not a finished game of {database}")
+    return archived
+
+
+def _rebuild_stats(args: argparse.Namespace) -> int:
+    from bot.archive import Archiver, rebuild_stats
+    from bot.storage import Storage, StorageError
+
+    async def rebuild() -> tuple[int, int]:
+        storage = await Storage.open(args.database)
+        try:
+            archived = await Archiver(storage).sweep()
+            return archived, await rebuild_stats(storage)
+        finally:
+            await storage.close()
+
+    if not Path(args.database).exists():
+        return _fail("rebuild-stats", f"{args.database}: no such database")
+    try:
+        archived, counted = asyncio.run(rebuild())
+    except StorageError as error:
+        return _fail("rebuild-stats", str(error))
+    print(f"{args.database}: {archived} game(s) archived now; figures and ratings rebuilt "
+          f"from {counted} game(s) played to the end")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
@@ -151,6 +223,16 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check-config", help="validate a config file without connecting")
     check.add_argument("file", help="the YAML config file")
     check.set_defaults(handler=_check_config)
+    export = commands.add_parser(
+        "export", help="write a finished game as a scenario file that `simulate` replays")
+    export.add_argument("--database", required=True, help="the bot's SQLite file")
+    export.add_argument("--game", required=True, type=int, help="the game's number")
+    export.add_argument("--out", help="the file to write (default: standard output)")
+    export.set_defaults(handler=_export)
+    rebuild = commands.add_parser(
+        "rebuild-stats", help="recompute every player's figures and rating from the archive")
+    rebuild.add_argument("--database", required=True, help="the bot's SQLite file")
+    rebuild.set_defaults(handler=_rebuild_stats)
     return parser
 
 

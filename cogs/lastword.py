@@ -18,7 +18,9 @@ takes his own recording, prepared in a worker thread.
 
 The file follows the recorder's timeline: the silence before his first word
 is in it and counts towards the limit, so a full recording lasts exactly
-``last_word_seconds``. Until his last word is committed the recording is a
+``last_word_seconds``; a client that reconnects mid-speech (new SSRC, new
+timestamps) gives one file, with the time he was away as silence. The file
+is 48 kHz mono Ogg Opus, as Discord's clients record voice messages. Until his last word is committed the recording is a
 ``.part`` file; one that a stopped or killed process leaves behind is
 reported at the next start (the line naming him says the recording was
 interrupted, his city is told he may ask again) and dropped.
@@ -31,9 +33,11 @@ import contextlib
 import logging
 import os
 import secrets
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
@@ -43,9 +47,8 @@ from bot.errors import UserError
 from bot.i18n import key_str
 from bot.service import LiveGame, NoGame
 from bot.storage import OutboxItem
-from bot.voice.ogg import DEFAULT_PRE_SKIP, SAMPLE_RATE, OggOpusWriter, RecordingInfo
 from bot.voice.receiver import ReceivingVoiceClient
-from bot.voice.recorder import Recorder, RecordingOutcome
+from bot.voice.recorder import OggSink, Recorder, RecordingOutcome
 from bot.voice.upload import PreparedAudio, UploadError, prepare_upload
 from bot.voice.voice_message import post_audio_attachment, post_voice_message
 from cogs.common import mention, phrase, player_of, require_host, running_game
@@ -59,8 +62,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
-#: The shortest Opus frame (2.5 ms): an Ogg writer fills gaps in multiples of it.
-SHORTEST_FRAME = 120
 
 
 def clock_text(seconds: float) -> str:
@@ -77,56 +78,9 @@ class Request:
     player: str
 
 
-def lead_in_samples(lead_in: float) -> int:
-    """Samples from the start of an Ogg writer's timeline to the nominee's first packet.
-
-    The recorder counts the silence before his first packet towards the limit,
-    so the file starts with it too. A writer's playable audio begins after its
-    pre-skip and its gaps are filled in whole 2.5 ms frames: the lead-in is
-    rounded up to a whole number of those, past the pre-skip, so the file's
-    timeline is never behind the recorder's and the file is full (cut at
-    exactly ``max_seconds``) no later than the recorder stops writing.
-    """
-    exact = round(lead_in * SAMPLE_RATE) + DEFAULT_PRE_SKIP + 1
-    return -(-exact // SHORTEST_FRAME) * SHORTEST_FRAME
-
-
 def _has_spoken(live: LiveGame, player: str) -> bool:
     """Whether the rules have the player's last word of today (it is committed)."""
     return live.game is not None and player in live.game.last_words
-
-
-class _Sink:
-    """The recorder's PacketSink: an Ogg writer, started at the nominee's first packet.
-
-    The writer needs the start of recording on the nominee's RTP clock, which
-    is known only once his first packet is here: the recorder has just placed
-    that packet on its timeline, ``clock() - recording_started`` after the
-    recording started (read again here, a moment later, so a little more
-    lead-in and never less).
-    """
-
-    def __init__(self, handle: BinaryIO, max_seconds: float) -> None:
-        self.handle = handle
-        self.max_seconds = max_seconds
-        self.recorder: Recorder | None = None
-        self.writer: OggOpusWriter | None = None
-
-    def write_packet(self, sequence: int, timestamp: int, opus: bytes) -> None:
-        if self.writer is None:
-            assert self.recorder is not None
-            lead_in = max(0.0, self.recorder.clock() - self.recorder.recording_started)
-            self.writer = OggOpusWriter(
-                self.handle, max_seconds=self.max_seconds,
-                start_timestamp=(timestamp - lead_in_samples(lead_in)) & 0xFFFFFFFF,
-            )
-        self.writer.feed(sequence, timestamp, opus)
-
-    def close(self, end_timestamp: int | None) -> RecordingInfo | None:
-        """Finish the file; None when no packet ever came (nothing was written)."""
-        if self.writer is None:
-            return None
-        return self.writer.close(end_timestamp=end_timestamp)
 
 
 class LastWordCog(commands.Cog):
@@ -148,6 +102,8 @@ class LastWordCog(commands.Cog):
         self.current: dict[int, str] = {}
         """The player whose turn it is in each game (connecting, waiting for him, recording)."""
         self._reports: set[asyncio.Task[None]] = set()
+        self.clock: Callable[[], float] = time.monotonic
+        """Stamps received audio and times recordings (tests drive a simulated one)."""
         game_cog: GameCog = bot.get_cog("GameCog")  # type: ignore[assignment]
         game_cog.register("lastword", self._lastword_button)
         game_cog.register("stop", self._stop_button)
@@ -329,6 +285,7 @@ class LastWordCog(commands.Cog):
             raise ConnectionError("the tribune voice channel is gone")
         voice = guild.voice_client
         if isinstance(voice, ReceivingVoiceClient) and voice.channel == channel and voice.link_alive():
+            voice.receiver.clock = self.clock
             return voice
         if voice is not None:
             await self._disconnect(guild.id)
@@ -336,6 +293,7 @@ class LastWordCog(commands.Cog):
         client = await channel.connect(cls=ReceivingVoiceClient, timeout=timeout, reconnect=False,
                                        self_mute=True)
         assert isinstance(client, ReceivingVoiceClient)
+        client.receiver.clock = self.clock
         return client
 
     async def _record(self, live: LiveGame, request: Request) -> None:
@@ -377,13 +335,12 @@ class LastWordCog(commands.Cog):
         # The .part exists before the line naming him: a restart finds every line to correct.
         part = self.folder / f"{live.id}-{player}-{token}.ogg.part"
         handle = part.open("wb")
-        sink = _Sink(handle, float(limit))
+        sink = OggSink(handle, float(limit))
         recorder = Recorder(
-            voice, int(player), sink, max_seconds=float(limit),
+            voice, int(player), sink, max_seconds=float(limit), clock=self.clock,
             join_timeout=float(config.join_timeout), dave_timeout=float(config.dave_timeout),
             on_progress=progress, progress_interval=float(config.progress_every),
         )
-        sink.recorder = recorder
         self.recording[live.id] = (player, recorder)
         try:
             try:
@@ -392,7 +349,7 @@ class LastWordCog(commands.Cog):
                     self._progress_payload(live, player, 0.0, limit, recording=False),
                 ))
                 result = await recorder.run()
-                info = sink.close(result.end_timestamp)
+                info = sink.close(result.end_position)
                 handle.flush()
                 os.fsync(handle.fileno())
             finally:

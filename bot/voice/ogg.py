@@ -14,7 +14,8 @@ and timestamp; the writer puts them on an exact timeline:
   later than the recording;
 * ``max_seconds`` is a hard limit: the packet that crosses it ends the file
   and the last page's granule position marks the exact end, so decoders
-  stop at exactly ``max_seconds``.
+  stop at exactly ``max_seconds``;
+* a page holds at most one second of audio (and 255 segments, about 4 KiB).
 
 Pages are streamed to a binary file object as they fill, so a recording in
 progress holds a few kilobytes, not the audio.
@@ -59,6 +60,11 @@ _MAX_PACKET_SAMPLES: Final = 5760
 #: A page is written once its body would grow past this many bytes.
 _PAGE_BODY_TARGET: Final = 4096
 _MAX_SEGMENTS: Final = 255
+#: ... or once it would hold more than this much audio (one second): a player
+#: that seeks, or a reader that streams the file, waits for a whole page, and
+#: during silence 4 KiB of 3-byte frames would be five seconds (opusinfo calls
+#: that "high muxing delay").
+PAGE_MAX_SAMPLES: Final = SAMPLE_RATE
 
 _PAGE_HEADER: Final = struct.Struct("<4sBBqIIIB")
 _FLAG_BOS: Final = 0x02
@@ -273,6 +279,7 @@ class OggOpusWriter:
         self._body: list[bytes] = []
         self._body_size = 0
         self._page_granule = 0
+        self._page_start = 0
         self._granule = 0
         self._full = False
         self._closed = False
@@ -387,8 +394,10 @@ class OggOpusWriter:
         if self._lacing and (
             len(self._lacing) + len(lacing) > _MAX_SEGMENTS
             or self._body_size + len(packet) > _PAGE_BODY_TARGET
+            or self._granule + samples - self._page_start > PAGE_MAX_SAMPLES
         ):
             self._flush_page(0, self._page_granule)
+            self._page_start = self._granule
         self._lacing += lacing
         self._body.append(packet)
         self._body_size += len(packet)

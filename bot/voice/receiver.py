@@ -6,32 +6,55 @@ on, and what this module uses:
 * ``VoiceConnectionState(voice_client, hook=...)``: the hook coroutine sees
   every JSON message of the voice websocket (after discord.py handled it), on
   every (re)connection. :class:`ReceivingVoiceClient` passes one from
-  ``create_connection_state`` so the SSRC of each user is learnt from op 5
-  SPEAKING (and op 12), and forgotten on op 13 CLIENT_DISCONNECT, from the
-  first message on. Use it as ``await channel.connect(cls=ReceivingVoiceClient)``.
+  ``create_connection_state``: the SSRC of each user is learnt from op 5
+  SPEAKING (and op 12), and forgotten on op 13 CLIENT_DISCONNECT, and the DAVE
+  transitions (ops 4, 21, 22, 24) are followed, from the first message on.
+  Use it as ``await channel.connect(cls=ReceivingVoiceClient)``.
 * ``VoiceConnectionState.add_socket_listener(callback)``: the callback gets
-  every UDP datagram, in discord.py's socket-reader *thread*.
+  every UDP datagram, in discord.py's socket-reader *thread*. It is installed
+  for the connection's whole life: discord.py stops reading the socket while
+  no listener is installed, and what piled up in the kernel meanwhile (seconds
+  of old audio) would otherwise arrive all at once when a recording starts.
 * ``VoiceConnectionState.dave_session`` (a ``davey.DaveSession``):
   ``decrypt(user_id, davey.MediaType.audio, frame)`` turns a DAVE frame back
   into the Opus packet.
 
 In the reader thread a datagram costs a few dictionary lookups unless it
-belongs to a registered user: RTCP and other users' audio are counted and
-dropped there, before any decryption. Packets on an SSRC no SPEAKING event
-has named yet are held (50 per SSRC, replayed for two seconds): SPEAKING
-travels on the websocket and races the first audio, so without the hold the
-start of a sentence is lost. Registered users' packets
-are transport-decrypted in the thread (PyNaCl is thread-safe) and queued; the
-event loop drains the queue, DAVE-decrypts (the davey session is also driven
-by discord.py on the loop, so it is only touched from there) and hands each
-Opus packet to the user's :class:`PacketSink`. Nothing raised here reaches
-discord.py's reader thread.
+belongs to a registered user: RTCP (RFC 5761's range, feedback included) and
+other users' audio are counted and dropped there, before any decryption.
+Packets on an SSRC no SPEAKING event has named yet are held (50 per SSRC,
+replayed for two seconds): SPEAKING travels on the websocket and races the
+first audio, so without the hold the start of a sentence is lost. Registered
+users' packets are transport-decrypted in the thread (PyNaCl is thread-safe),
+stamped with their arrival time and queued; the event loop drains the queue,
+drops repeated sequence numbers of an SSRC (a duplicate would fail DAVE's
+replay check and look like an attack), DAVE-decrypts (the davey session is
+also driven by discord.py on the loop, so it is only touched from there) and
+hands each Opus packet to the user's :class:`PacketSink`. Nothing raised here
+reaches discord.py's reader thread.
+
+End-to-end encryption follows the DAVE whitepaper's rules for receivers
+(https://daveprotocol.com, "Protocol Version Negotiation", "Protocol Frame
+Check", "Silence Packets"):
+
+* a frame ending in the DAVE marker ``0xFAFA`` is always decrypted, with the
+  keys of the current or a recent epoch (davey keeps a previous epoch's for
+  ten seconds after a commit, and the session is not reset by a downgrade, so
+  frames still in flight when the call drops to transport-only encryption
+  decrypt too); one that cannot be decrypted is dropped, never written raw;
+* a frame without the marker passes through unencrypted while the call is
+  transport-only, while a downgrade or upgrade is being prepared, and for ten
+  seconds after an upgrade executes (senders switch on op 22; frames already
+  on their way are still plain), and while the bot's own session is not ready
+  (it could decrypt nothing then); otherwise it is davey's to refuse;
+* the SFU's silence frame ``F8 FF FE`` always passes.
 """
 
 from __future__ import annotations
 
 import collections
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -42,10 +65,14 @@ import davey
 import discord
 from discord.voice_state import VoiceConnectionState
 
-from .rtp import RTP_HEADER_SIZE, RTPError, decrypt_rtpsize
+from .rtp import RTCP_SECOND_BYTES, RTP_HEADER_SIZE, RTPError, decrypt_rtpsize, sequence_delta
 
 __all__ = [
+    "DAVE_MAGIC",
+    "SFU_SILENCE",
+    "DaveTransitions",
     "PacketSink",
+    "ReceivedPacket",
     "ReceiverStats",
     "ReceivingVoiceClient",
     "SpeakerDirectory",
@@ -57,40 +84,65 @@ _log = logging.getLogger(__name__)
 
 DAVE_MAGIC = b"\xfa\xfa"
 """Every DAVE-encrypted frame ends with these two bytes."""
+SFU_SILENCE = b"\xf8\xff\xfe"
+"""The silence frame Discord's SFU synthesises for a muted source, never encrypted."""
+TRANSITION_GRACE = 10.0
+"""Seconds a receiver keeps accepting what a transition replaced (the whitepaper's "up to ten seconds")."""
 
+_OP_SESSION_DESCRIPTION = 4
 _OP_SPEAKING = 5
 _OP_CLIENTS_CONNECT = 11
 _OP_CLIENT_CONNECT = 12
 _OP_CLIENT_DISCONNECT = 13
-_RTCP_TYPES = frozenset(range(200, 205))
+_OP_DAVE_PREPARE_TRANSITION = 21
+_OP_DAVE_EXECUTE_TRANSITION = 22
+_OP_DAVE_PREPARE_EPOCH = 24
 _LOG_EVERY = 500
 _HELD_PER_SSRC = 50
 _HELD_SSRCS = 16
 _HELD_SECONDS = 2.0
+_SEEN_WINDOW = 128
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedPacket:
+    """One decrypted Opus packet of a user, as it came: its RTP stream and arrival time.
+
+    ``arrival`` is the receiver's clock when the datagram was read from the
+    socket (not when the event loop got to it).
+    """
+
+    ssrc: int
+    sequence: int
+    timestamp: int
+    opus: bytes
+    arrival: float
 
 
 class PacketSink(Protocol):
     """Where one user's received Opus packets go, in arrival order."""
 
-    def write_packet(self, sequence: int, timestamp: int, opus: bytes) -> None:
-        """Take one Opus packet with its RTP sequence number and timestamp."""
+    def write_packet(self, packet: ReceivedPacket) -> None:
+        """Take one Opus packet with its RTP stream position and arrival time."""
 
 
 @dataclass
 class UserStats:
     """What arrived for one registered user (updated live; copy to keep a snapshot).
 
-    ``packets`` counts RTP packets that arrived on the user's SSRC;
+    ``packets`` counts RTP packets that arrived on the user's SSRCs;
     ``delivered`` those handed to the sink. The gap between them is
-    ``decrypt_errors`` (transport: wrong key, damaged packet),
-    ``dave_errors`` (end-to-end: no key for the sender, failed
-    authentication, an unencrypted frame where DAVE requires encryption) and
-    ``sink_errors``. ``passthrough`` counts frames accepted unencrypted.
-    Times are the receiver's clock.
+    ``duplicates`` (a sequence number of that SSRC seen again: dropped before
+    any end-to-end decryption), ``decrypt_errors`` (transport: wrong key,
+    damaged packet), ``dave_errors`` (end-to-end: no key for the sender,
+    failed authentication, an unencrypted frame where DAVE requires
+    encryption) and ``sink_errors``. ``passthrough`` counts frames accepted
+    unencrypted, SFU silence frames included. Times are the receiver's clock.
     """
 
     packets: int = 0
     delivered: int = 0
+    duplicates: int = 0
     decrypt_errors: int = 0
     dave_errors: int = 0
     sink_errors: int = 0
@@ -110,6 +162,7 @@ class ReceiverStats:
     """Packets on an SSRC no SPEAKING event had named: held a moment, replayed if one does."""
     unregistered: int = 0
     """Packets of known users nobody asked for: dropped before any decryption."""
+    duplicates: int = 0
     decrypt_errors: int = 0
     dave_errors: int = 0
     delivered: int = 0
@@ -156,7 +209,7 @@ class SpeakerDirectory:
             listener(user_id, ssrc)
 
     def forget(self, user_id: int) -> None:
-        """Drop ``user_id``'s SSRC (he left the voice channel)."""
+        """Drop ``user_id``'s SSRC (he left the voice channel, or his client reconnects)."""
         ssrc = self._ssrcs_by_user.pop(user_id, None)
         if ssrc is not None and self._users_by_ssrc.get(ssrc) == user_id:
             del self._users_by_ssrc[ssrc]
@@ -169,17 +222,14 @@ class SpeakerDirectory:
         self.connected_users.clear()
 
     async def on_voice_ws_message(self, ws: Any, message: dict[str, Any]) -> None:
-        """discord.py's voice websocket hook: learn from ops 2, 5, 11, 12 and 13.
-
-        Never raises: an exception here would end discord.py's websocket poller.
-        """
+        """A voice websocket hook that only feeds this directory; never raises."""
         try:
             self.handle(message)
         except Exception:
             _log.exception("Ignoring a malformed voice gateway message: %r", message)
 
     def handle(self, message: dict[str, Any]) -> None:
-        """Update the directory from one voice gateway message."""
+        """Update the directory from one voice gateway message (ops 2, 5, 11, 12, 13)."""
         op = message.get("op")
         data = message.get("d")
         if not isinstance(data, dict):
@@ -199,22 +249,126 @@ class SpeakerDirectory:
             self.forget(int(data["user_id"]))
 
 
+class DaveTransitions:
+    """Whether unencrypted audio is to be expected now, from the voice gateway's DAVE messages.
+
+    The whitepaper's receiver side of "Protocol Version Changes" and "Initial
+    Transitory Phase": passthrough while the call is transport-only (op 4 with
+    protocol version 0, or a prepared downgrade, op 21 to version 0), through
+    an upgrade (op 24 creating a new group while transport-only) until it
+    executes (op 22), and for :data:`TRANSITION_GRACE` seconds after that, for
+    the frames senders sent before they switched. discord.py tells davey
+    nothing of the upgrade window, so davey alone would refuse those frames.
+    """
+
+    def __init__(self) -> None:
+        self.transport_only = False
+        """The call carries no end-to-end encryption (now or while a downgrade is prepared)."""
+        self.upgrading = False
+        """A transport-only call is creating its MLS group; senders switch on op 22."""
+        self.grace_until = -math.inf
+        """Until then (receiver's clock), frames of the upgrade's window still pass."""
+        self._prepared: dict[int, int] = {}
+
+    def passthrough_allowed(self, now: float) -> bool:
+        """Whether a frame without the DAVE marker is legitimate at ``now``."""
+        return self.transport_only or now < self.grace_until
+
+    def handle(self, message: dict[str, Any], now: float) -> None:
+        """Follow one voice gateway message (ops 4, 21, 22 and 24; others are ignored)."""
+        op = message.get("op")
+        data = message.get("d")
+        if not isinstance(data, dict):
+            return
+        if op == _OP_SESSION_DESCRIPTION:
+            self.transport_only = int(data.get("dave_protocol_version") or 0) == 0
+            self.upgrading = False
+            self.grace_until = -math.inf
+            self._prepared.clear()
+        elif op == _OP_DAVE_PREPARE_TRANSITION:
+            transition = int(data.get("transition_id", 0))
+            version = int(data.get("protocol_version", 0))
+            self._prepared[transition] = version
+            if version == 0:
+                self.transport_only = True
+                self.upgrading = False
+            if transition == 0:
+                self._execute(transition, now)
+        elif op == _OP_DAVE_PREPARE_EPOCH:
+            if int(data.get("epoch", 0)) == 1 and int(data.get("protocol_version", 0)) > 0:
+                self.upgrading = self.transport_only
+        elif op == _OP_DAVE_EXECUTE_TRANSITION:
+            self._execute(int(data.get("transition_id", 0)), now)
+
+    def _execute(self, transition: int, now: float) -> None:
+        version = self._prepared.pop(transition, None)
+        if version == 0:
+            self.transport_only = True
+        elif self.upgrading and transition != 0:
+            self.transport_only = False
+            self.upgrading = False
+            self.grace_until = now + TRANSITION_GRACE
+
+
+class _SeenSequences:
+    """The sequence numbers of one SSRC seen lately (a bit mask over the last 128)."""
+
+    __slots__ = ("highest", "mask")
+
+    def __init__(self) -> None:
+        self.highest: int | None = None
+        self.mask = 0
+
+    def is_repeat(self, sequence: int) -> bool:
+        """Record ``sequence``; True if it was seen already.
+
+        A number further back than the window starts the window afresh: it is
+        either a sender that restarted its counter or a packet too late to
+        matter; neither is a duplicate we could tell.
+        """
+        highest = self.highest
+        if highest is None:
+            self.highest, self.mask = sequence, 1
+            return False
+        delta = sequence_delta(sequence, highest)
+        if delta > 0:
+            self.mask = (
+                ((self.mask << delta) | 1) & ((1 << _SEEN_WINDOW) - 1)
+                if delta < _SEEN_WINDOW
+                else 1
+            )
+            self.highest = sequence
+            return False
+        if -delta >= _SEEN_WINDOW:
+            self.highest, self.mask = sequence, 1
+            return False
+        bit = 1 << -delta
+        if self.mask & bit:
+            return True
+        self.mask |= bit
+        return False
+
+
 @dataclass
 class _Route:
     user_id: int
     sink: PacketSink
     stats: UserStats = field(default_factory=UserStats)
+    seen: dict[int, _SeenSequences] = field(default_factory=dict)
 
 
-_Queued = tuple[_Route, int, int, bytes]
-"""A transport-decrypted packet waiting for the event loop: route, sequence, timestamp, frame."""
+_Queued = tuple[_Route, int, int, int, bytes, float]
+"""A transport-decrypted packet waiting for the event loop: route, SSRC, sequence,
+timestamp, frame, arrival."""
 
 
 class VoiceReceiver:
     """Routes received audio of registered users to their sinks.
 
-    Create it through :class:`ReceivingVoiceClient` (its ``receiver``). The
-    socket listener is installed while at least one user is registered.
+    Create it through :class:`ReceivingVoiceClient` (its ``receiver``): the
+    socket listener is installed at once and stays for the connection's life.
+    ``clock`` stamps arrivals and times the DAVE transition windows; it may be
+    replaced (tests drive a simulated one) before audio flows.
     """
 
     def __init__(
@@ -228,15 +382,16 @@ class VoiceReceiver:
         self.speakers = speakers
         self.clock = clock
         self.stats = ReceiverStats()
+        self.transitions = DaveTransitions()
         self._routes: dict[int, _Route] = {}
         self._queue: collections.deque[_Queued] = collections.deque()
         self._drain_scheduled = False
-        self._listening = False
         self._key_source: object = None
         self._key = b""
         self._held: dict[int, collections.deque[tuple[bytes, float]]] = {}
         self._held_lock = threading.Lock()
         speakers.add_listener(self._on_ssrc_learnt)
+        self._connection.add_socket_listener(self._on_datagram)
 
     @property
     def _connection(self) -> VoiceConnectionState:
@@ -253,21 +408,19 @@ class VoiceReceiver:
             raise ValueError(f"user {user_id} already has a sink")
         route = _Route(user_id, sink)
         self._routes[user_id] = route
-        if not self._listening:
-            self._listening = True
-            self._connection.add_socket_listener(self._on_datagram)
         return route.stats
 
     def unregister(self, user_id: int) -> None:
         """Stop delivering ``user_id``'s packets (queued ones are dropped)."""
         self._routes.pop(user_id, None)
-        if not self._routes and self._listening:
-            self._listening = False
-            self._connection.remove_socket_listener(self._on_datagram)
 
     def is_registered(self, user_id: int) -> bool:
         """Whether ``user_id`` currently has a sink."""
         return user_id in self._routes
+
+    def on_voice_ws_message(self, message: dict[str, Any]) -> None:
+        """Follow the DAVE transitions of one voice gateway message (on the event loop)."""
+        self.transitions.handle(message, self.clock())
 
     # The socket reader thread -------------------------------------------------
 
@@ -286,7 +439,7 @@ class VoiceReceiver:
         if len(data) < RTP_HEADER_SIZE or data[0] >> 6 != 2:
             stats.not_rtp += 1
             return
-        if data[1] in _RTCP_TYPES:
+        if data[1] in RTCP_SECOND_BYTES:
             stats.rtcp += 1
             return
         ssrc = int.from_bytes(data[8:12], "big")
@@ -345,7 +498,7 @@ class VoiceReceiver:
                 )
             return None
         header = packet.header
-        return route, header.sequence, header.timestamp, packet.payload
+        return route, header.ssrc, header.sequence, header.timestamp, packet.payload, now
 
     def _on_ssrc_learnt(self, user_id: int, ssrc: int) -> None:
         """On the event loop: replay what arrived on ``ssrc`` before it was named."""
@@ -382,14 +535,22 @@ class VoiceReceiver:
         self._drain_scheduled = False
         queue = self._queue
         while queue:
-            route, sequence, timestamp, frame = queue.popleft()
+            route, ssrc, sequence, timestamp, frame, arrival = queue.popleft()
             if self._routes.get(route.user_id) is not route:
                 continue
-            opus = self._end_to_end_decrypt(route, frame)
+            seen = route.seen.get(ssrc)
+            if seen is None:
+                seen = route.seen[ssrc] = _SeenSequences()
+            if seen.is_repeat(sequence):
+                # Before DAVE: davey would refuse the repeated nonce as a replay.
+                route.stats.duplicates += 1
+                self.stats.duplicates += 1
+                continue
+            opus = self._end_to_end_decrypt(route, frame, arrival)
             if opus is None:
                 continue
             try:
-                route.sink.write_packet(sequence, timestamp, opus)
+                route.sink.write_packet(ReceivedPacket(ssrc, sequence, timestamp, opus, arrival))
             except Exception:
                 route.stats.sink_errors += 1
                 _log.exception("Sink of user %d failed on packet %d", route.user_id, sequence)
@@ -398,33 +559,43 @@ class VoiceReceiver:
             route.stats.last_delivered_time = self.clock()
             self.stats.delivered += 1
 
-    def _end_to_end_decrypt(self, route: _Route, frame: bytes) -> bytes | None:
-        """Undo DAVE as davey allows; None (and a counted error) if it cannot."""
-        connection = self._connection
-        session = connection.dave_session
-        if session is None or connection.dave_protocol_version == 0:
+    def _end_to_end_decrypt(self, route: _Route, frame: bytes, arrival: float) -> bytes | None:
+        """Undo DAVE where the frame has it; None (and a counted error) where it cannot be."""
+        if frame == SFU_SILENCE:
             route.stats.passthrough += 1
             return frame
-        if not frame.endswith(DAVE_MAGIC) and not session.ready:
-            # Audio from before this call's MLS group exists is sent unencrypted.
-            route.stats.passthrough += 1
-            return frame
+        session = self._connection.dave_session
+        if not frame.endswith(DAVE_MAGIC):
+            if (
+                session is None
+                or not session.ready
+                or self.transitions.passthrough_allowed(arrival)
+            ):
+                route.stats.passthrough += 1
+                return frame
+        elif session is None:
+            self._dave_error(route, "no DAVE session for an encrypted frame")
+            return None
         try:
             opus: bytes = session.decrypt(route.user_id, davey.MediaType.audio, frame)
         except Exception as exc:
-            route.stats.dave_errors += 1
-            self.stats.dave_errors += 1
-            if route.stats.dave_errors % _LOG_EVERY == 1:
-                _log.warning(
-                    "DAVE decryption failed for user %d (%d so far): %s",
-                    route.user_id,
-                    route.stats.dave_errors,
-                    exc,
-                )
+            self._dave_error(route, str(exc))
             return None
-        if opus is frame or not frame.endswith(DAVE_MAGIC):
+        if not frame.endswith(DAVE_MAGIC):
             route.stats.passthrough += 1
         return opus
+
+    def _dave_error(self, route: _Route, reason: str) -> None:
+        """Count (and now and then log) a frame that end-to-end decryption refused."""
+        route.stats.dave_errors += 1
+        self.stats.dave_errors += 1
+        if route.stats.dave_errors % _LOG_EVERY == 1:
+            _log.warning(
+                "DAVE decryption failed for user %d (%d so far): %s",
+                route.user_id,
+                route.stats.dave_errors,
+                reason,
+            )
 
 
 class ReceivingVoiceClient(discord.VoiceClient):
@@ -442,7 +613,17 @@ class ReceivingVoiceClient(discord.VoiceClient):
 
     def create_connection_state(self) -> VoiceConnectionState:
         """discord.py's connection state, with our voice websocket hook installed."""
-        return VoiceConnectionState(self, hook=self.speakers.on_voice_ws_message)
+        return VoiceConnectionState(self, hook=self._on_voice_ws_message)
+
+    async def _on_voice_ws_message(self, ws: Any, message: dict[str, Any]) -> None:
+        """discord.py's voice websocket hook; never raises (that would end its poller)."""
+        try:
+            self.speakers.handle(message)
+            receiver = getattr(self, "receiver", None)
+            if receiver is not None:
+                receiver.on_voice_ws_message(message)
+        except Exception:
+            _log.exception("Ignoring a malformed voice gateway message: %r", message)
 
     def dave_ready(self) -> bool:
         """Whether end-to-end encryption is settled: group ready, no transition pending.

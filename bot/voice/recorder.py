@@ -2,25 +2,27 @@
 
 :class:`Recorder` waits until the nominee is in the bot's voice channel and
 the call's end-to-end encryption is settled with him in the MLS group, then
-hands his Opus packets to a :class:`~bot.voice.receiver.PacketSink` until one
-of the :class:`RecordingOutcome` ends. The caller decides what an outcome
-means for the game; :attr:`RecordingOutcome.technical_failure` says which ones
-are not the player's doing, so his last word is not used up by them.
+places his Opus packets on the recording's timeline and hands them to a
+:class:`RecordingSink` until one of the :class:`RecordingOutcome` ends. The
+caller decides what an outcome means for the game;
+:attr:`RecordingOutcome.technical_failure` says which ones are not the
+player's doing, so his last word is not used up by them.
 
-The timeline starts when recording starts and counts silence: a packet's
-position is the wall-clock delay before the nominee's first packet plus the
-RTP time since that packet (gaps in the timestamps included). Packets that
-start at or after ``max_seconds`` are not written; the one that crosses it is
-(the Ogg writer trims to the exact sample count). Discord clients send nothing
-while their user is silent, so the wall clock also ends the recording, a
-moment (``wall_grace``) after ``max_seconds``.
+The timeline (:class:`bot.voice.timeline.Timeline`) starts when recording
+starts and counts silence: a packet's position is where it arrived, followed
+by RTP time, re-anchored on the arrival clock whenever the nominee's client
+reconnects (new SSRC, new random timestamps) or its RTP time jumps. The limit
+is measured in audio written: the sink says when it holds ``max_seconds``
+(:class:`OggSink`'s writer cuts at the exact sample), and nothing an RTP
+clock claims ends a recording early. Discord clients send nothing while their
+user is silent, so the wall clock also ends the recording, a moment
+(``wall_grace``) after ``max_seconds``; ``result.end_position`` then tells the
+sink where the recording ended, so trailing silence is kept and the file is
+exactly as long as the recording, at most ``max_seconds``.
 
-With :class:`bot.voice.ogg.OggOpusWriter` the sink makes the writer at the
-nominee's first packet, with ``start_timestamp`` set back by the lead-in (the
-silence since recording started, which counts towards the limit), feeds it
-every packet, and closes it with ``end_timestamp=result.end_timestamp`` so
-trailing silence up to the end of recording is kept; the file is then exactly
-as long as the recording, at most ``max_seconds`` (cogs/lastword.py does this).
+The nominee leaving the voice channel (the main gateway's voice state) ends
+the recording; his client dropping off the voice server and coming back (op
+13, then a new SSRC) does not.
 """
 
 from __future__ import annotations
@@ -29,21 +31,76 @@ import asyncio
 import enum
 import inspect
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import BinaryIO, Protocol
 
-from .ogg import InvalidOpusPacket, opus_packet_samples
-from .receiver import PacketSink, ReceivingVoiceClient, UserStats
-from .rtp import timestamp_delta
+from .ogg import InvalidOpusPacket, OggOpusWriter, RecordingInfo, opus_packet_samples
+from .receiver import ReceivedPacket, ReceivingVoiceClient, UserStats
+from .timeline import Timeline
 
-__all__ = ["Recorder", "RecordingOutcome", "RecordingResult"]
+__all__ = [
+    "OggSink",
+    "Recorder",
+    "RecordingOutcome",
+    "RecordingResult",
+    "RecordingSink",
+]
 
 _log = logging.getLogger(__name__)
 
 SAMPLE_RATE = 48_000
 _DEFAULT_FRAME_SAMPLES = 960
 ProgressCallback = Callable[[float], Awaitable[None] | None]
+
+
+class RecordingSink(Protocol):
+    """Where a recording's packets go, already placed on its timeline."""
+
+    def write(self, sequence: int, position: int, opus: bytes) -> bool:
+        """Take one packet: an ever-growing sequence number, its position in samples.
+
+        Returns False once the sink holds ``max_seconds`` of audio (the
+        recording is then complete).
+        """
+
+
+#: Where the recording's start sits on an Ogg writer's RTP clock: past the
+#: pre-skip (312 samples) and a whole 2.5 ms frame more, because the writer
+#: fills gaps in whole frames rounded down. Audio thus plays at most 3.5 ms
+#: after its place on the recording's timeline and never before it, and
+#: silence filled up to the end of recording always reaches the limit.
+OGG_START: int = 480
+
+
+class OggSink:
+    """A :class:`RecordingSink` writing an Ogg Opus file, 48 kHz mono like Discord's voice messages.
+
+    Discord's clients send stereo Opus; the file announces one output channel
+    (RFC 7845 allows packets of either kind in a stream, the decoder mixes
+    them down), so the received packets are kept bit for bit. The writer is
+    made at the first packet: :meth:`close` returns None when none came.
+    """
+
+    def __init__(self, handle: BinaryIO, max_seconds: float) -> None:
+        self.handle = handle
+        self.max_seconds = max_seconds
+        self.writer: OggOpusWriter | None = None
+
+    def write(self, sequence: int, position: int, opus: bytes) -> bool:
+        """Feed the packet to the writer; False once the file is full."""
+        if self.writer is None:
+            self.writer = OggOpusWriter(
+                self.handle, max_seconds=self.max_seconds, start_timestamp=0, channels=1
+            )
+        return self.writer.feed(sequence & 0xFFFF, (OGG_START + position) & 0xFFFFFFFF, opus)
+
+    def close(self, end_position: int | None) -> RecordingInfo | None:
+        """Finish the file, with silence up to ``end_position`` (samples); None if empty."""
+        if self.writer is None:
+            return None
+        end = None if end_position is None else (OGG_START + end_position) & 0xFFFFFFFF
+        return self.writer.close(end_timestamp=end)
 
 
 class RecordingOutcome(enum.Enum):
@@ -86,13 +143,10 @@ class RecordingResult:
     """Timeline position of the end of the last packet written (lead-in included)."""
     lead_in_seconds: float
     """Silence from the start of recording to the nominee's first packet."""
-    start_timestamp: int | None
-    """The start of recording on the nominee's RTP clock (his first packet's
-    timestamp less the lead-in), e.g. an Ogg writer's ``start_timestamp``;
-    None when no packet was written."""
-    end_timestamp: int | None
-    """The end of recording on his RTP clock (for an Ogg writer's ``close``:
-    trailing silence up to when recording ended, at most ``max_seconds``)."""
+    end_position: int | None
+    """Where the recording ended on its timeline, in samples (for the sink's
+    close: trailing silence up to it, at most ``max_seconds``); None when no
+    packet was written."""
     packets_written: int
     stats: UserStats
     """The receiver's counters for the nominee, at the end."""
@@ -102,6 +156,10 @@ class RecordingResult:
     """From run() to the start of recording (join and DAVE)."""
     recorded_seconds: float
     """Wall-clock length of the recording phase."""
+    streams: int = 0
+    """RTP streams the nominee's audio came in: one, plus one per reconnect."""
+    reanchors: int = 0
+    """Times his RTP time jumped away from the arrival clock and was re-anchored."""
 
 
 def _packet_samples(packet: bytes) -> int:
@@ -112,41 +170,35 @@ def _packet_samples(packet: bytes) -> int:
 
 
 class _TimelineSink:
-    """Between the receiver and the real sink: places packets on the timeline, cuts at the limit."""
+    """Between the receiver and the real sink: places packets on the timeline, stops when full."""
 
-    def __init__(self, recorder: Recorder, sink: PacketSink) -> None:
+    def __init__(self, recorder: Recorder, sink: RecordingSink) -> None:
         self._recorder = recorder
         self._sink = sink
-        self.first_timestamp: int | None = None
-        self.lead_in = 0.0
-        self.audio_end = 0.0
+        self.timeline = Timeline(recorder.recording_started)
+        self.first_position: int | None = None
+        self.audio_end = 0
         self.written = 0
         self.full = False
 
-    def write_packet(self, sequence: int, timestamp: int, opus: bytes) -> None:
+    def write_packet(self, packet: ReceivedPacket) -> None:
         if self.full:
             return
-        recorder = self._recorder
-        if self.first_timestamp is None:
-            self.first_timestamp = timestamp
-            self.lead_in = max(0.0, recorder.clock() - recorder.recording_started)
-        start = self.lead_in + timestamp_delta(timestamp, self.first_timestamp) / SAMPLE_RATE
-        if start < 0:
+        samples = _packet_samples(packet.opus)
+        placed = self.timeline.place(
+            packet.ssrc, packet.sequence, packet.timestamp, packet.arrival, samples
+        )
+        if placed is None:
             # Reordered from before the start of recording.
             return
-        if start >= recorder.max_seconds:
-            self._fill()
-            return
-        self._sink.write_packet(sequence, timestamp, opus)
+        if self.first_position is None:
+            self.first_position = placed.position
+        accepting = self._sink.write(placed.sequence, placed.position, packet.opus)
         self.written += 1
-        end = start + _packet_samples(opus) / SAMPLE_RATE
-        self.audio_end = max(self.audio_end, end)
-        if end >= recorder.max_seconds:
-            self._fill()
-
-    def _fill(self) -> None:
-        self.full = True
-        self._recorder._wake.set()
+        self.audio_end = max(self.audio_end, placed.position + samples)
+        if not accepting:
+            self.full = True
+            self._recorder._wake.set()
 
 
 class Recorder:
@@ -160,7 +212,8 @@ class Recorder:
     nominee may take to come into the channel; ``dave_timeout`` how long, once
     he is there, end-to-end encryption may take to include him. ``clock``
     gives the time in seconds for every deadline (waits poll it every
-    ``poll_interval``). ``on_progress(elapsed_seconds)``, plain or async, is
+    ``poll_interval``); it defaults to, and must be, the receiver's clock,
+    which stamps every packet's arrival. ``on_progress(elapsed_seconds)``, plain or async, is
     called every ``progress_interval`` seconds while recording. Without any
     decrypted packet after ``no_audio_timeout`` seconds of recording, or once
     ``dave_failure_threshold`` of his frames failed DAVE decryption with none
@@ -171,12 +224,12 @@ class Recorder:
         self,
         voice_client: ReceivingVoiceClient,
         user_id: int,
-        sink: PacketSink,
+        sink: RecordingSink,
         *,
         max_seconds: float = 180.0,
         join_timeout: float = 60.0,
         dave_timeout: float = 15.0,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,
         on_progress: ProgressCallback | None = None,
         progress_interval: float = 5.0,
         no_audio_timeout: float = 30.0,
@@ -192,7 +245,7 @@ class Recorder:
         self.max_seconds = max_seconds
         self.join_timeout = join_timeout
         self.dave_timeout = dave_timeout
-        self.clock = clock
+        self.clock = clock if clock is not None else voice_client.receiver.clock
         self.on_progress = on_progress
         self.progress_interval = progress_interval
         self.no_audio_timeout = no_audio_timeout
@@ -302,42 +355,46 @@ class Recorder:
                     outcome, detail = ended
                     break
                 if self.on_progress is not None and now >= next_progress:
-                    next_progress += self.progress_interval
-                    await self._report_progress(
-                        min(self.max_seconds, max(elapsed, timeline.audio_end))
-                    )
+                    # Once per interval, never a backlog of them after a stall.
+                    while next_progress <= now:
+                        next_progress += self.progress_interval
+                    audio = timeline.audio_end / SAMPLE_RATE
+                    await self._report_progress(min(self.max_seconds, max(elapsed, audio)))
                 await self._sleep()
         finally:
             receiver.unregister(self.user_id)
         finished = self.clock()
         recorded = finished - self.recording_started
-        start_timestamp = end_timestamp = None
-        if timeline.first_timestamp is not None:
-            start_timestamp = (
-                timeline.first_timestamp - round(timeline.lead_in * SAMPLE_RATE)
-            ) & 0xFFFFFFFF
-            end_position = min(self.max_seconds, max(timeline.audio_end, recorded))
-            end_timestamp = (start_timestamp + round(end_position * SAMPLE_RATE)) & 0xFFFFFFFF
+        audio_end = timeline.audio_end / SAMPLE_RATE
+        end_position = None
+        if timeline.first_position is not None:
+            end_position = round(min(self.max_seconds, max(audio_end, recorded)) * SAMPLE_RATE)
+        lead_in = (timeline.first_position or 0) / SAMPLE_RATE
         _log.info(
-            "Recording of user %d ended: %s (%s); %d packets, %.2f s of audio",
+            "Recording of user %d ended: %s (%s); %d packets, %.2f s of audio, "
+            "%d streams, %d re-anchored, %d late packets discarded",
             self.user_id,
             outcome.value,
             detail,
             timeline.written,
-            timeline.audio_end,
+            audio_end,
+            timeline.timeline.streams,
+            timeline.timeline.reanchors,
+            timeline.timeline.discarded,
         )
         return RecordingResult(
             outcome=outcome,
             detail=detail,
-            audio_seconds=min(timeline.audio_end, self.max_seconds),
-            lead_in_seconds=timeline.lead_in,
-            start_timestamp=start_timestamp,
-            end_timestamp=end_timestamp,
+            audio_seconds=min(audio_end, self.max_seconds),
+            lead_in_seconds=lead_in,
+            end_position=end_position,
             packets_written=timeline.written,
             stats=replace(stats),
             unknown_ssrc_packets=receiver.stats.unknown_ssrc - unknown_before,
             waited_seconds=self.recording_started - began,
             recorded_seconds=recorded,
+            streams=timeline.timeline.streams,
+            reanchors=timeline.timeline.reanchors,
         )
 
     def _check_recording(
@@ -403,8 +460,7 @@ class Recorder:
             detail=detail,
             audio_seconds=0.0,
             lead_in_seconds=0.0,
-            start_timestamp=None,
-            end_timestamp=None,
+            end_position=None,
             packets_written=0,
             stats=UserStats(),
             unknown_ssrc_packets=0,

@@ -28,6 +28,7 @@ __all__ = [
     "EXTENSION_PROFILE_ONE_BYTE",
     "NONCE_SUFFIX_SIZE",
     "OPUS_PAYLOAD_TYPE",
+    "RTCP_SECOND_BYTES",
     "RTP_HEADER_SIZE",
     "RTPError",
     "RTPHeader",
@@ -54,7 +55,9 @@ EXTENSION_PROFILE_ONE_BYTE = 0xBEDE
 """RFC 8285 one-byte header extensions; what Discord's clients send."""
 KEY_SIZE = 32
 _NONCE_PAD = bytes(24 - NONCE_SUFFIX_SIZE)
-_RTCP_TYPES = range(200, 205)
+RTCP_SECOND_BYTES = range(192, 224)
+"""Second bytes RFC 5761 §4 leaves to RTCP on a shared port: packet types 192-223,
+which an RTP packet would show only with the marker bit on payload types 64-95."""
 
 _FIXED = struct.Struct(">BBHII")
 _PREAMBLE = struct.Struct(">HH")
@@ -149,12 +152,16 @@ def peek_ssrc(packet: bytes) -> int:
 
 
 def is_rtcp(packet: bytes) -> bool:
-    """Tell RTCP (sender/receiver reports, SDES, BYE, APP: types 200-204) from RTP.
+    """Tell RTCP from RTP on a shared port (RFC 5761 §4).
 
-    Uses RFC 5761's demultiplexing rule: the second byte of an RTCP packet is
-    its packet type, which no RTP payload type with the marker bit reaches.
+    The second byte of an RTCP packet is its packet type: the reports, SDES,
+    BYE and APP (200-204), but also the feedback messages Discord's clients
+    send (205 transport-layer, 206 payload-specific, 207 extended reports).
+    RFC 5761 reserves the whole range 192-223 for RTCP, because an RTP packet
+    could only show it with the marker bit set on payload types 64-95, which
+    RTP sessions sharing a port with RTCP must not use.
     """
-    return len(packet) >= 2 and packet[0] >> 6 == RTP_VERSION and packet[1] in _RTCP_TYPES
+    return len(packet) >= 2 and packet[0] >> 6 == RTP_VERSION and packet[1] in RTCP_SECOND_BYTES
 
 
 def parse_header(packet: bytes) -> RTPHeader:

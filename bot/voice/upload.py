@@ -6,7 +6,11 @@ in memory, cuts it there with a short fade-out, normalises its loudness with
 pydub (on raw PCM: no ffmpeg binary is involved), re-encodes it as 48 kHz
 mono Ogg Opus with PyAV's libopus and measures its waveform.
 
-Everything it refuses raises :class:`UploadError` with a stable ``code``.
+Everything it refuses raises :class:`UploadError` with a stable ``code``:
+what is not audio at all (an image, a web page, text, whatever its name says)
+is told apart from an audio file that is damaged, and a recording shorter
+than half a second or silent throughout (judged on the mono mix, as it will
+be heard: a stereo file whose channels cancel out is silence) is refused.
 The work is CPU-bound and shares no state between calls, so callers run it
 in a thread (``await asyncio.to_thread(prepare_upload, ...)``).
 
@@ -19,6 +23,7 @@ open anything else.
 from __future__ import annotations
 
 import io
+import math
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -36,6 +41,9 @@ with warnings.catch_warnings():
     warnings.filterwarnings(
         "ignore", message="'audioop' is deprecated", category=DeprecationWarning
     )
+    # The same C code pydub measures with (audioop-lts on Python 3.13+).
+    import audioop
+
     from pydub import AudioSegment  # type: ignore[import-untyped]
 
 from bot.voice.ogg import SAMPLE_RATE, InvalidOpusPacket, OggOpusWriter, opus_packet_samples
@@ -54,6 +62,12 @@ NOISE_FLOOR_DBFS: Final = -55.0
 FADE_OUT_MS: Final = 500
 #: Bitrate of the re-encoded voice.
 OPUS_BITRATE: Final = 64000
+#: The shortest recording accepted.
+MIN_SECONDS: Final = 0.5
+#: A recording none of whose 50 ms windows is louder than this (RMS) is silence.
+SILENCE_DBFS: Final = -50.0
+#: The window over which loudness is measured to tell silence.
+_SILENCE_WINDOW: Final = 2400
 
 _FRAME_SAMPLES: Final = 960
 _CHANNELS: Final = 1
@@ -64,15 +78,20 @@ UPLOAD_EMPTY: Final = "upload_empty"
 UPLOAD_NOT_AUDIO: Final = "upload_not_audio"
 UPLOAD_CORRUPT: Final = "upload_corrupt"
 UPLOAD_UNSUPPORTED: Final = "upload_unsupported"
+UPLOAD_TOO_SHORT: Final = "upload_too_short"
+UPLOAD_SILENT: Final = "upload_silent"
 
 
 class UploadError(Exception):
     """An upload that cannot become a voice message; ``code`` says why.
 
     Codes: ``upload_too_large`` (over 25 MiB), ``upload_empty`` (no bytes or
-    no audio samples), ``upload_not_audio`` (no audio stream at all),
-    ``upload_corrupt`` (an audio file that fails to decode),
-    ``upload_unsupported`` (audio in a format outside the accepted list).
+    no audio samples), ``upload_not_audio`` (no audio stream at all, or bytes
+    that are not an audio file whatever their name), ``upload_corrupt`` (an
+    audio file, by its first bytes, that fails to decode),
+    ``upload_unsupported`` (audio in a format outside the accepted list),
+    ``upload_too_short`` (under half a second), ``upload_silent`` (nothing
+    audible in it).
     """
 
     def __init__(self, code: str, detail: str = "") -> None:
@@ -166,6 +185,48 @@ _OTHER_AUDIO_MAGIC: Final = (
 )
 
 
+#: First bytes of common files that are not audio (images, documents, archives, programs).
+_NOT_AUDIO_MAGIC: Final = (
+    b"\x89PNG",
+    b"\xff\xd8\xff",
+    b"GIF87a",
+    b"GIF89a",
+    b"%PDF",
+    b"PK\x03\x04",
+    b"\x1f\x8b",
+    b"7z\xbc\xaf",
+    b"Rar!",
+    b"\x7fELF",
+    b"MZ",
+    b"BM",
+    b"II*\x00",
+    b"MM\x00*",
+)
+
+
+def _looks_like_text(data: bytes) -> bool:
+    """Text of any kind (HTML, JSON, a playlist, a note): UTF-8 with few control characters."""
+    head = data[:4096]
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as error:
+        if error.start < len(head) - 4:
+            return False
+        text = head[: error.start].decode("utf-8")
+    if not text:
+        return False
+    controls = sum(1 for char in text if ord(char) < 32 and char not in "\t\n\r\f")
+    return controls <= len(text) // 100
+
+
+def _not_audio(data: bytes) -> bool:
+    """Whether the bytes are plainly something else than audio."""
+    head = data[:16]
+    if head.startswith(_NOT_AUDIO_MAGIC) or (head.startswith(b"RIFF") and head[8:12] == b"WEBP"):
+        return True
+    return _looks_like_text(data)
+
+
 def _sniff(data: bytes) -> str | None:
     """Name the container from the first bytes: a key of ``_CONTAINERS``, ``"other"`` or None."""
     head = data[:16]
@@ -173,7 +234,7 @@ def _sniff(data: bytes) -> str | None:
         return "ogg"
     if head.startswith(b"RIFF") and head[8:12] == b"WAVE":
         return "wav"
-    if head.startswith((b"RIFF", b"RF64", b"FORM")):
+    if head.startswith((b"RIFF", b"RF64", b"FORM")) and head[8:12] != b"WEBP":
         return "other"
     if head.startswith(b"\x1a\x45\xdf\xa3"):
         return "webm"
@@ -205,20 +266,25 @@ def _declared(filename: str, content_type: str | None) -> str | None:
     return None
 
 
-def _choose_container(data: bytes, filename: str, content_type: str | None) -> _Container:
-    """Pick the demuxer to try, or refuse.
+def _choose_container(
+    data: bytes, filename: str, content_type: str | None
+) -> tuple[_Container, bool]:
+    """Pick the demuxer to try, and say whether the bytes themselves showed it; or refuse.
 
     Raises:
         UploadError: ``upload_unsupported`` or ``upload_not_audio``.
     """
     kind = _sniff(data)
+    sniffed = kind is not None
     if kind is None:
+        if _not_audio(data):
+            raise UploadError(UPLOAD_NOT_AUDIO, "an image, a document or text, not audio")
         kind = _declared(filename, content_type)
     if kind is None:
         raise UploadError(UPLOAD_NOT_AUDIO, "not a recognised audio file")
     if kind == "other":
         raise UploadError(UPLOAD_UNSUPPORTED, "audio format outside the accepted list")
-    return _CONTAINERS[kind]
+    return _CONTAINERS[kind], sniffed
 
 
 def _codec_allowed(container: _Container, codec_name: str) -> bool:
@@ -281,6 +347,16 @@ def _decode(data: bytes, container: _Container, max_samples: int) -> tuple[bytea
     cut = len(pcm) > max_samples * 2 * _CHANNELS
     del pcm[max_samples * 2 * _CHANNELS :]
     return pcm, cut
+
+
+def _loudest_window_dbfs(pcm: bytearray) -> float:
+    """RMS of the loudest 50 ms of mono s16 PCM, in dBFS (-inf for digital silence)."""
+    window = _SILENCE_WINDOW * 2 * _CHANNELS
+    loudest = 0
+    view = memoryview(pcm)
+    for offset in range(0, len(view), window):
+        loudest = max(loudest, audioop.rms(view[offset : offset + window], 2))
+    return 20 * math.log10(loudest / 32768) if loudest else -math.inf
 
 
 def _normalise(pcm: bytearray, cut: bool) -> bytes:
@@ -360,12 +436,13 @@ def prepare_upload(
     """Turn an uploaded recording into Ogg Opus with its duration and waveform.
 
     Accepts Ogg (Opus or Vorbis), MP3, M4A/MP4 and raw ADTS AAC, WAV (PCM)
-    and WebM (Opus or Vorbis). Decodes at most ``max_seconds``; a longer
-    recording is cut there with a 0.5 s fade-out. Thread-safe.
+    and WebM (Opus or Vorbis). Decodes at most ``max_seconds``, mixed down to
+    mono; a longer recording is cut there with a 0.5 s fade-out. Thread-safe.
 
     Raises:
         UploadError: ``upload_too_large``, ``upload_empty``,
-            ``upload_not_audio``, ``upload_corrupt`` or ``upload_unsupported``.
+            ``upload_not_audio``, ``upload_corrupt``, ``upload_unsupported``,
+            ``upload_too_short`` or ``upload_silent``.
         ValueError: ``max_seconds`` is not positive.
     """
     if max_seconds <= 0:
@@ -374,12 +451,23 @@ def prepare_upload(
         raise UploadError(UPLOAD_TOO_LARGE, f"{len(data)} bytes")
     if not data:
         raise UploadError(UPLOAD_EMPTY, "no bytes")
-    container = _choose_container(data, filename, content_type)
+    container, sniffed = _choose_container(data, filename, content_type)
     max_samples = max_seconds * SAMPLE_RATE
-    pcm, cut = _decode(data, container, max_samples)
+    try:
+        pcm, cut = _decode(data, container, max_samples)
+    except UploadError as error:
+        if error.code == UPLOAD_CORRUPT and not sniffed:
+            # Only the name said audio, and it does not decode: nothing shows it ever was.
+            raise UploadError(UPLOAD_NOT_AUDIO, f"named {filename!r} but {error.detail}") from error
+        raise
     samples = len(pcm) // (2 * _CHANNELS)
     if samples == 0:
         raise UploadError(UPLOAD_EMPTY, "no audio samples")
+    if samples < MIN_SECONDS * SAMPLE_RATE:
+        raise UploadError(UPLOAD_TOO_SHORT, f"{samples} samples")
+    loudest = _loudest_window_dbfs(pcm)
+    if loudest < SILENCE_DBFS:
+        raise UploadError(UPLOAD_SILENT, f"loudest 50 ms at {loudest:.1f} dBFS")
     normalised = _normalise(pcm, cut)
     del pcm
     ogg_bytes, duration, waveform = _encode(normalised, samples)

@@ -49,7 +49,8 @@ def dynamic_keys() -> set[str]:
     keys |= {f"lastword.outcome.{o}" for o in ("complete", "stopped", "left", "not_joined",
                                                 "connection_lost", "no_audio", "dave_failed")}
     keys |= {f"upload.{c}" for c in ("upload_too_large", "upload_empty", "upload_not_audio",
-                                      "upload_corrupt", "upload_unsupported")}
+                                      "upload_corrupt", "upload_unsupported", "upload_too_short",
+                                      "upload_silent")}
     keys |= {f"{base}{tour}" for base in ("mafia.decision", "mafia.proposal", "reply.decision",
                                           "reply.proposal") for tour in ("", "_tour")}
     return keys

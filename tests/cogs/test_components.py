@@ -9,6 +9,7 @@ and changes nothing.
 
 from __future__ import annotations
 
+import re
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -118,3 +119,18 @@ async def test_buttons_of_every_form_posted_before_a_restart_reach_their_handler
                 assert f"mafia:join:{live.id}" not in lobby.custom_ids()  # started: the buttons are gone
         finally:
             await fake.close()
+
+
+async def test_every_mafia_dynamic_item_of_the_bot_is_left_to_its_own_callback():
+    """Retired answers only the ids no other registered DynamicItem takes: each registered
+    ``mafia:`` template's form is among those it leaves alone."""
+    from cogs.components import RETIRED, Retired
+
+    async with bot_table(players=4) as table:
+        registered = table.bot._connection._view_store._dynamic_items  # discord.py's router
+        forms = [re.sub(r"\(\?P<\w+>", "(", pattern.pattern.removeprefix("mafia:"))
+                 for pattern, item in registered.items()
+                 if item is not Retired and pattern.pattern.startswith("mafia:")]
+        assert len(forms) >= 8, forms
+        for form in forms:
+            assert form in RETIRED, f"{form} is answered twice: add it to cogs.components.ELSEWHERE"

@@ -147,6 +147,25 @@ async def test_two_lobby_joins_at_once_as_the_lobby_appears_are_both_counted_and
         assert t("ru", "lobby.players", count=2, players=both) in table.fake.message(lobby.id).content
 
 
+async def test_a_join_that_meets_a_start_is_refused_rather_than_left_out_of_the_deal():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.open_lobby([f"p{i}" for i in range(7)])
+        lobby = await lobby_message(table)
+        live = table.live()
+        lock = table.bot.service.lock(live.id)
+        async with lock:  # a command of the lobby is being stored: both wait behind it
+            started = await table.slash("host", "host start", wait=False)
+            await table.fake.wait_until(lambda: len(lock._waiters or ()) == 1, 5.0, "the start never waited")
+            late = await table.fake.click(lobby, f"mafia:join:{live.id}", table.member("p7").user.id, wait=False)
+            await table.fake.wait_until(lambda: len(lock._waiters or ()) == 2, 5.0, "the join never waited")
+        assert await finished(late) == t("ru", "error.not_lobby") and late.ephemeral
+        await started.wait_original(15.0)
+        assert started.content == t("ru", "host.started"), started.content
+        assert table.pid("p7") not in table.game.players
+        assert table.member("p7").user.id not in [p["id"] for p in table.live().record.lobby["players"]]
+
+
 async def test_host_timer_on_the_running_stage_is_one_commit():
     """The stage's new length, its new deadline and the cities' notice are one transaction:
     a failure of the database after the first write leaves none of them half-done."""

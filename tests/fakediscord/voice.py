@@ -4,20 +4,39 @@
 ``VoiceClient`` talks to after the main gateway's VOICE_SERVER_UPDATE:
 
 * the voice websocket (v8, over TLS: discord.py hard-codes ``wss://``): HELLO,
-  IDENTIFY, READY, heartbeats, SELECT_PROTOCOL, SESSION_DESCRIPTION, SPEAKING
-  (op 5) and clients connect/disconnect (ops 11 and 13) for simulated users;
+  IDENTIFY, READY (with the modes in Discord's order, AES-GCM first, which
+  discord.py does not support), heartbeats, SELECT_PROTOCOL,
+  SESSION_DESCRIPTION, SPEAKING (op 5) and clients connect/disconnect (ops 11
+  and 13) for simulated users;
 * UDP IP discovery and an RTP endpoint (``aead_xchacha20_poly1305_rtpsize``);
-* DAVE (protocol version 1): an external sender (a P-256 key of our own,
+* DAVE (protocol version 1), as the whitepaper (github.com/discord/dave-protocol)
+  has the voice gateway do it: an external sender (a P-256 key of our own,
   op 25), external Add/Remove proposals it signs (op 27), the bot's
   commit/welcome (op 28), announced commits (op 29), welcomes (op 30) and
-  transitions (ops 23 and 22). Whoever is in the MLS group commits: the bot
-  when it is a member ("bot commits"), otherwise a simulated speaker ("other
-  member commits", the bot then gets a Welcome).
+  transitions (op 23 from the bot, then op 22). Whoever is in the MLS group
+  commits: the bot when it is a member ("bot commits"), otherwise a simulated
+  speaker ("other member commits", the bot then gets a Welcome). A sole
+  remaining member is reset (op 24 with epoch 1, then op 21 with transition
+  0). A client without DAVE joining downgrades the call (op 21 to protocol
+  version 0, op 23, op 22); the last one leaving upgrades it (op 24, a new
+  group of every member in one commit, op 22).
 
-Simulated speakers (:meth:`FakeVoiceServer.add_speaker`) are MLS members with
-their own davey session; :meth:`FakeSpeaker.play` sends Opus packets to the bot
-as a Discord client's audio reaches it: DAVE-encrypted, in RTP with a header
-extension and padding, transport-encrypted with the bot's key.
+Simulated speakers (:meth:`FakeVoiceServer.add_speaker`) are Discord clients,
+with their own davey session when they support DAVE. They switch their media
+keys when a transition executes (op 22), not when they process a commit, send
+in the clear while the call is transport-only or not yet upgraded, and send
+nothing while they wait to be welcomed. :meth:`FakeSpeaker.play` sends Opus
+packets to the bot as a Discord client's audio reaches it: DAVE-encrypted, in
+RTP with a header extension and padding, transport-encrypted with the bot's
+key; duplicated by the network or replaced by the SFU's silence frames when
+asked. :meth:`FakeSpeaker.reconnect` drops a client off the voice server and
+brings it back with a new SSRC and new random RTP counters.
+
+Time. The call has a :class:`MediaClock`: real time that a fast ``play()``
+jumps forward packet by packet, waiting each time until the bot has read the
+packet (:attr:`FakeVoiceServer.receipts`). Give the same clock to the bot's
+receiver and a three-minute speech is received as in three minutes, in
+seconds of wall time.
 
 TLS. The certificate is made at first use (a throwaway CA and a leaf for IP
 127.0.0.1, with ``cryptography``) and the CA is added to the SSL context that
@@ -30,7 +49,8 @@ first, unlike ``SSL_CERT_FILE``, and keeps discord.py's own ``wss://`` code path
 Fault switches: ``bad_proposal_signature`` (the bot's websocket poller dies on
 the proposal, its DAVE session never becomes ready), ``corrupt_dave`` in
 :meth:`FakeSpeaker.play` (frames still look like DAVE frames but fail to
-decrypt) and :meth:`FakeVoiceServer.drop_connection`.
+decrypt), ``transition_lag`` and ``transition_delay`` (frames in flight across
+a transition) and :meth:`FakeVoiceServer.drop_connection`.
 """
 
 from __future__ import annotations
@@ -38,14 +58,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import functools
+import inspect
 import ipaddress
 import itertools
 import json
 import logging
 import os
+import random
 import ssl
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +92,7 @@ from bot.voice.rtp import (
     is_rtcp,
 )
 
-__all__ = ["FakeSpeaker", "FakeVoiceServer", "SentPacket"]
+__all__ = ["OFFERED_MODES", "FakeSpeaker", "FakeVoiceServer", "MediaClock", "SentPacket"]
 
 _log = logging.getLogger(__name__)
 
@@ -90,8 +114,10 @@ OP_RESUME = 7
 OP_HELLO = 8
 OP_CLIENTS_CONNECT = 11
 OP_CLIENT_DISCONNECT = 13
+OP_DAVE_PREPARE_TRANSITION = 21
 OP_DAVE_EXECUTE_TRANSITION = 22
 OP_DAVE_TRANSITION_READY = 23
+OP_DAVE_PREPARE_EPOCH = 24
 OP_MLS_EXTERNAL_SENDER = 25
 OP_MLS_KEY_PACKAGE = 26
 OP_MLS_PROPOSALS = 27
@@ -355,6 +381,69 @@ class _ExternalSender:
 
 
 # --------------------------------------------------------------------------
+# The call's clock
+
+
+class MediaClock:
+    """The clock of a simulated call: real time, jumped forward when speakers run ahead of it.
+
+    :meth:`FakeSpeaker.play` (not ``realtime``) sends every packet at its
+    planned time on this clock, jumping it forward instead of waiting, and
+    waits until the bot has read the packet before the next jump (see
+    :attr:`FakeVoiceServer.receipts`). A bot whose receiver stamps arrivals
+    with the same clock then sees three minutes of speech arrive exactly as
+    in three minutes of real time, in a second or two. Speakers playing at
+    once take turns in time order (:meth:`wait_turn`). Between jumps it runs
+    at real speed, so timeouts still expire. Reading it is thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._skew = 0.0
+        self._due: dict[int, float] = {}
+
+    def __call__(self) -> float:
+        return time.monotonic() + self._skew
+
+    async def wait_turn(self, player: int, when: float) -> None:
+        """Wait until ``when`` for ``player``, jumping there once no other player is due sooner.
+
+        Speakers playing at once thus take turns in time order, like a
+        discrete-event simulation; none runs ahead of the others' schedule.
+        """
+        self._due[player] = when
+        while when > self():
+            if when <= min(self._due.values()):
+                self.advance_to(when)
+                break
+            await asyncio.sleep(0)
+
+    def hold(self, player: int) -> None:
+        """``player`` is about to send: nobody jumps past now until it has its turn."""
+        self._due[player] = self()
+
+    def rest(self, player: int) -> None:
+        """``player`` is not sending for now: others need not wait for it."""
+        self._due.pop(player, None)
+
+    def advance_to(self, when: float) -> None:
+        """Jump forward to ``when`` (nothing if it is already later)."""
+        now = self()
+        if when > now:
+            self._skew += when - now
+
+    def advance(self, seconds: float) -> None:
+        """Jump forward by ``seconds``."""
+        if seconds > 0:
+            self._skew += seconds
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait until ``seconds`` have passed on this clock (jumps included)."""
+        until = self() + seconds
+        while self() < until:
+            await asyncio.sleep(min(0.005, max(0.0, until - self())))
+
+
+# --------------------------------------------------------------------------
 # Speakers
 
 
@@ -366,108 +455,299 @@ class SentPacket:
     sequence: int
     timestamp: int
     opus: bytes
+    ssrc: int = 0
+    sent_at: float = 0.0
+    """The call's clock (:class:`MediaClock`) when it was sent."""
+    encrypted: bool = False
+    """Sent DAVE-encrypted (else in the clear: transport-only, a transition, SFU silence)."""
+
+
+SFU_SILENCE = b"\xf8\xff\xfe"
+
+_PENDING = "pending"
+_E2EE = "e2ee"
+_PLAIN = "plain"
 
 
 class FakeSpeaker:
-    """A simulated member of the voice channel with his own davey session."""
+    """A simulated member of the voice channel: a Discord client, with or without DAVE.
 
-    def __init__(self, server: FakeVoiceServer, call: _Call, user_id: int, ssrc: int) -> None:
+    His client sends as the whitepaper says senders do: DAVE-encrypted once
+    it executed a transition into the MLS group (op 22), in the clear while
+    the call is transport-only or an upgrade has not executed yet, and nothing
+    while it waits to be welcomed into an encrypted call. A transition reaches
+    him with the server's ``transition_lag``: he still sends that many packets
+    the old way after the bot got op 22 (frames already encoded, in flight).
+    """
+
+    def __init__(self, server: FakeVoiceServer, call: _Call, user_id: int, *, dave: bool) -> None:
         self.server = server
         self.user_id = user_id
-        self.ssrc = ssrc
+        self.dave = dave
         self.channel_id = call.channel_id
-        self.session = davey.DaveSession(DAVE_VERSION, user_id, call.channel_id)
-        self.key_package = self.session.get_serialized_key_package()
-        self.session.set_external_sender(call.external_sender.package())
         self.in_group = asyncio.Event()
         self.left = False
+        self.connected = False
+        self.ssrc = 0
+        self.session: davey.DaveSession | None = None
+        self.key_package = b""
+        self.mode = _PLAIN
+        self.next_sequence = 0
+        self.next_timestamp = 0
+        self.reconnects = 0
         self._call = call
         self._nonce = itertools.count(1)
         self._announced_to: set[int] = set()
+        self._switches: list[list[Any]] = []
+        self._playing = 0
+
+    # connection --------------------------------------------------------------
+
+    def _connect(self, *, fresh_stream: bool) -> None:
+        """A (re)connection to the voice server: new SSRC, new session, maybe new counters."""
+        call = self._call
+        self.connected = True
+        self.ssrc = self.server._next_ssrc()
+        self._announced_to.clear()
+        self._nonce = itertools.count(1)
+        if fresh_stream:
+            # WebRTC picks both at random for every new stream.
+            self.next_sequence = self.server.rng.randrange(1 << 16)
+            self.next_timestamp = self.server.rng.randrange(1 << 32)
+        if self.dave and call.protocol_version > 0:
+            self._new_session()
+            self.mode = _PENDING
+            self.in_group.clear()
+        else:
+            self.session = None
+            self.mode = _PLAIN
+            self.in_group.set()
+
+    def _new_session(self) -> None:
+        call = self._call
+        self.session = davey.DaveSession(DAVE_VERSION, self.user_id, call.channel_id)
+        self.session.set_external_sender(call.external_sender.package())
+        self.key_package = self.session.get_serialized_key_package()
 
     async def wait_in_group(self, timeout: float = 5.0) -> None:
-        """Wait until the speaker is a member of the MLS group with the bot."""
+        """Wait until the speaker sends what the call expects (in the MLS group, or in the clear)."""
         await asyncio.wait_for(self.in_group.wait(), timeout)
+
+    async def leave(self) -> None:
+        """Leave the channel: the bot gets op 13 and the MLS group removes him."""
+        await self.server._remove_speaker(self)
+
+    async def reconnect(self, away: float = 1.0) -> None:
+        """His client drops off the voice server and comes back ``away`` seconds later.
+
+        The bot gets op 13, the MLS group loses him (a sole remaining member is
+        reset), the call's clock moves on by ``away``, then he connects again
+        (op 11) with a new SSRC, a new random sequence number and timestamp
+        base and a new DAVE session, and is added to the group anew. He stays
+        in the voice channel as far as the main gateway is concerned. Await
+        :meth:`wait_in_group` before playing again.
+        """
+        self._flush_switches()
+        await self.server._disconnect_speaker(self)
+        self.server.clock.advance(away)
+        self.reconnects += 1
+        self.server._connect_speaker(self, fresh_stream=True)
+
+    # transitions -------------------------------------------------------------
+
+    def _schedule(self, switch: Callable[[], None]) -> None:
+        """Apply a transition now, or after ``transition_lag`` more packets while playing."""
+        lag = self.server.transition_lag
+        if self._playing and lag > 0:
+            self._switches.append([lag, switch])
+        else:
+            switch()
+
+    def _flush_switches(self) -> None:
+        switches, self._switches = self._switches, []
+        for _, switch in switches:
+            switch()
+
+    def _count_packet(self) -> None:
+        due: list[Callable[[], None]] = []
+        for entry in self._switches:
+            entry[0] -= 1
+            if entry[0] <= 0:
+                due.append(entry[1])
+        if due:
+            self._switches = [entry for entry in self._switches if entry[0] > 0]
+            for switch in due:
+                switch()
+
+    def _enter_group(self) -> None:
+        self.mode = _E2EE
+        self.in_group.set()
+
+    def _go_plain(self) -> None:
+        self.mode = _PLAIN
+        self.in_group.set()
+
+    # audio -------------------------------------------------------------------
 
     async def play(
         self,
         packets: Sequence[bytes],
         *,
-        start_seq: int = 0,
-        start_ts: int = 0,
+        start_seq: int | None = None,
+        start_ts: int | None = None,
         lose: Iterable[int] = (),
         reorder: Iterable[tuple[int, int]] = (),
         gaps: Mapping[int, float] | None = None,
+        duplicate: Iterable[int] = (),
+        sfu_silence: Iterable[int] = (),
         realtime: bool = False,
         padding: bool = True,
         extension: bool = True,
         corrupt_dave: bool = False,
         announce: bool = True,
-        fast_interval: float = 0.001,
+        at: Mapping[int, Callable[[], object]] | None = None,
     ) -> list[SentPacket]:
         """Send Opus packets to the bot as his Discord client would; return what was sent.
 
         Packet ``i`` gets sequence ``start_seq + i`` and timestamp ``start_ts +
         960 i`` plus every gap before it (``gaps[i]`` seconds of silence before
-        packet ``i``: the timestamp jumps, the sequence does not). ``lose``
-        skips packets, ``reorder`` swaps pairs in the sending order.
-        ``realtime`` paces packets at 20 ms (plus the gaps); otherwise one
-        every ``fast_interval`` seconds. ``corrupt_dave`` damages each DAVE
-        frame's ciphertext so the bot cannot decrypt it. Unless ``announce``
-        is False, op 5 SPEAKING names his SSRC first (once per bot connection),
-        racing the audio as on Discord.
+        packet ``i``: the timestamp jumps, the sequence does not); both start
+        where his previous play() ended unless given. ``lose`` skips packets,
+        ``reorder`` swaps pairs in the sending order, ``duplicate`` sends
+        packets twice (byte for byte, as a network does), ``sfu_silence``
+        replaces packets by the SFU's unencrypted silence frame (he is muted).
+        ``realtime`` paces packets at 20 ms (plus the gaps) of real time;
+        otherwise the call's :class:`MediaClock` is jumped to each packet's
+        time. ``corrupt_dave`` damages each DAVE frame's ciphertext so the bot
+        cannot decrypt it. Unless ``announce`` is False, op 5 SPEAKING names
+        his SSRC first (once per connection), racing the audio as on Discord.
+        ``at[i]`` is called (and awaited, if it returns an awaitable) before
+        the ``i``-th packet in sending order is due: something happens in the
+        call while he speaks. Packets his client could not encrypt (he waits
+        for a welcome) are not sent and not returned.
         """
         bot = self._call.bot
         if bot is None or bot.udp_address is None or bot.secret_key is None:
             raise RuntimeError("no bot is connected to this voice channel")
-        if self.left:
-            raise RuntimeError(f"speaker {self.user_id} has left the channel")
+        if self.left or not self.connected:
+            raise RuntimeError(f"speaker {self.user_id} is not in the channel")
+        if self.mode == _PENDING:
+            # A client starts talking once it can: not before its welcome executed.
+            await self.wait_in_group(self.server.response_timeout)
+        clock = self.server.clock
         gaps = dict(gaps or {})
-        lost = set(lose)
-        if announce:
-            await self.announce()
+        lost, doubled, muted = set(lose), set(duplicate), set(sfu_silence)
+        first_seq = self.next_sequence if start_seq is None else start_seq
+        timestamp = self.next_timestamp if start_ts is None else start_ts
         planned: list[SentPacket] = []
         offsets: list[float] = []
-        timestamp = start_ts
         offset = 0.0
         for index, opus in enumerate(packets):
             silence = gaps.get(index, 0.0)
             timestamp += round(silence * SAMPLE_RATE)
             offset += silence
             planned.append(
-                SentPacket(index, (start_seq + index) & 0xFFFF, timestamp & 0xFFFFFFFF, opus)
+                SentPacket(index, (first_seq + index) & 0xFFFF, timestamp & 0xFFFFFFFF, opus)
             )
             offsets.append(offset)
             timestamp += SAMPLES_PER_FRAME
             offset += FRAME_SECONDS
+        self.next_sequence = (first_seq + len(packets)) & 0xFFFF
+        self.next_timestamp = timestamp & 0xFFFFFFFF
         order = list(range(len(planned)))
         for first, second in reorder:
             order[first], order[second] = order[second], order[first]
-        loop = asyncio.get_running_loop()
-        started = loop.time()
         sent: list[SentPacket] = []
-        for position, index in enumerate(order):
-            if realtime:
-                delay = started + offsets[position] - loop.time()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-            elif position:
-                await asyncio.sleep(fast_interval)
-            if index in lost:
-                continue
-            packet = planned[index]
-            frame = self.session.encrypt_opus(packet.opus) if self.session.ready else packet.opus
-            if corrupt_dave and frame.endswith(b"\xfa\xfa"):
-                frame = bytes([frame[0] ^ 0x55]) + frame[1:]
-            bot.send_rtp(
-                RTPHeader(packet.sequence, packet.timestamp, self.ssrc, marker=index == 0),
-                frame,
-                nonce=next(self._nonce),
-                extension=extension,
-                padding=(index % 7) + 1 if padding else 0,
-            )
-            sent.append(packet)
+        waiting = True
+        self._playing += 1
+        try:
+            if not realtime:
+                clock.hold(id(self))
+            if announce:
+                await self.announce()
+                if not realtime:
+                    await self.server._until_known(self.user_id, self.ssrc)
+            started = clock()
+            hooks = dict(at or {})
+            for position, index in enumerate(order):
+                hook = hooks.get(position)
+                if hook is not None:
+                    clock.rest(id(self))
+                    outcome = hook()
+                    if inspect.isawaitable(outcome):
+                        await outcome
+                due = started + offsets[position]
+                if realtime:
+                    delay = due - clock()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                else:
+                    await clock.wait_turn(id(self), due)
+                if index in lost:
+                    continue
+                copies = 2 if index in doubled else 1
+                packet = self._send(
+                    planned[index], muted=index in muted, corrupt=corrupt_dave,
+                    extension=extension, padding=padding, copies=copies,
+                )
+                self._count_packet()
+                if packet is None:
+                    await asyncio.sleep(0)
+                    continue
+                sent.append(packet)
+                if waiting and bot.udp_address is not None:
+                    waiting = await self.server._until_read(bot.udp_address)
+        finally:
+            clock.rest(id(self))
+            self._playing -= 1
+            if not self._playing:
+                self._flush_switches()
         return sent
+
+    def _send(
+        self,
+        packet: SentPacket,
+        *,
+        muted: bool,
+        corrupt: bool,
+        extension: bool,
+        padding: bool,
+        copies: int,
+    ) -> SentPacket | None:
+        bot = self._call.bot
+        if bot is None or bot.udp_address is None or bot.secret_key is None:
+            return None
+        encrypted = False
+        if muted:
+            frame = SFU_SILENCE
+        elif self.mode == _E2EE and self.session is not None:
+            frame = self.session.encrypt_opus(packet.opus)
+            encrypted = True
+            if corrupt and frame.endswith(b"\xfa\xfa"):
+                frame = bytes([frame[0] ^ 0x55]) + frame[1:]
+        elif self.mode == _PLAIN:
+            frame = packet.opus
+        else:
+            return None  # libdave has no key to encrypt with: the frame is dropped
+        datagram = bot.rtp_datagram(
+            RTPHeader(packet.sequence, packet.timestamp, self.ssrc, marker=packet.index == 0),
+            frame,
+            nonce=next(self._nonce),
+            extension=extension,
+            padding=(packet.index % 7) + 1 if padding else 0,
+        )
+        sent_at = self.server.clock()
+        for _ in range(copies):
+            self.server._send_udp(datagram, bot.udp_address)
+        return SentPacket(
+            packet.index,
+            packet.sequence,
+            packet.timestamp,
+            SFU_SILENCE if muted else packet.opus,
+            ssrc=self.ssrc,
+            sent_at=sent_at,
+            encrypted=encrypted,
+        )
 
     async def announce(self) -> None:
         """Op 5 SPEAKING to the connected bot: this user speaks on this SSRC (once per connection)."""
@@ -478,10 +758,6 @@ class FakeSpeaker:
         await bot.send_json(
             OP_SPEAKING, {"user_id": str(self.user_id), "ssrc": self.ssrc, "speaking": 1}
         )
-
-    async def leave(self) -> None:
-        """Leave the channel: the bot gets op 13 and the MLS group removes him."""
-        await self.server._remove_speaker(self)
 
 
 # --------------------------------------------------------------------------
@@ -515,11 +791,11 @@ class _BotConnection:
         self.udp_address: tuple[str, int] | None = None
         self.secret_key: bytes | None = None
         self.key_package: bytes | None = None
-        self.leaf_index: int | None = None
         self.dave = False
+        """The bot's client supports DAVE (its IDENTIFY said so)."""
         self._seq = itertools.count(1)
-        self._nonce = itertools.count(1)
         self.waiting_commit: asyncio.Future[bytes] | None = None
+        self.waiting_key_package: asyncio.Future[bytes] | None = None
         self.transition_ready: dict[int, asyncio.Future[None]] = {}
 
     @property
@@ -536,7 +812,7 @@ class _BotConnection:
             return
         await self.ws.send_bytes(struct.pack(">HB", next(self._seq), op) + payload)
 
-    def send_rtp(
+    def rtp_datagram(
         self,
         header: RTPHeader,
         frame: bytes,
@@ -544,8 +820,9 @@ class _BotConnection:
         nonce: int,
         extension: bool,
         padding: int,
-    ) -> None:
-        assert self.secret_key is not None and self.udp_address is not None
+    ) -> bytes:
+        """A client's RTP packet for the bot, transport-encrypted with the bot's key."""
+        assert self.secret_key is not None
         extension_body = b""
         if extension:
             # One RFC 8285 element (id 1, one byte: an audio level) padded to a word.
@@ -557,7 +834,7 @@ class _BotConnection:
                 extension_profile=EXTENSION_PROFILE_ONE_BYTE,
             )
             extension_body = bytes([0x10, 0x7F, 0, 0])
-        packet = build_rtpsize_packet(
+        return build_rtpsize_packet(
             header,
             frame,
             self.secret_key,
@@ -565,7 +842,6 @@ class _BotConnection:
             extension_body=extension_body,
             padding=padding,
         )
-        self.server._send_udp(packet, self.udp_address)
 
 
 # --------------------------------------------------------------------------
@@ -573,7 +849,7 @@ class _BotConnection:
 
 
 class _Call:
-    """Members, MLS group state and the external sender of one voice channel."""
+    """Members, protocol version, MLS group state and the external sender of one voice channel."""
 
     def __init__(self, server: FakeVoiceServer, channel_id: int) -> None:
         self.server = server
@@ -581,6 +857,7 @@ class _Call:
         self.external_sender = _ExternalSender()
         self.speakers: dict[int, FakeSpeaker] = {}
         self.bot: _BotConnection | None = None
+        self.protocol_version = DAVE_VERSION if server.dave else 0
         # MLS group: epoch is None while nobody holds a group; leaves[i] is the
         # user at leaf i (None for a blank leaf), tracked as RFC 9420 assigns them.
         self.epoch: int | None = None
@@ -597,6 +874,9 @@ class _Call:
 
     def _member_speakers(self) -> list[FakeSpeaker]:
         return [s for s in self.speakers.values() if self._is_member(s.user_id)]
+
+    def _members(self) -> list[int]:
+        return [user for user in self.leaves if user is not None]
 
     def _found(self, user_id: int) -> None:
         self.epoch = 0
@@ -619,11 +899,21 @@ class _Call:
         self.epoch = None
         self.leaves = []
 
+    def _without_dave(self) -> list[FakeSpeaker]:
+        return [s for s in self.speakers.values() if not s.dave]
+
+    def _flush_speakers(self) -> None:
+        for speaker in self.speakers.values():
+            speaker._flush_switches()
+
     # Operations ------------------------------------------------------------
 
     async def join(self, user_id: int, key_package: bytes) -> None:
         """Bring a new member (the bot or a speaker) into the MLS group."""
         async with self.lock:
+            if self.protocol_version == 0:
+                return
+            self._flush_speakers()
             if self.epoch is None:
                 self._found(user_id)
                 self.server._record_dave(f"{user_id} founds the group of channel {self.channel_id}")
@@ -631,38 +921,51 @@ class _Call:
             if self._is_member(user_id):
                 # A member that sends a new key package has reset its session.
                 self._apply_remove(user_id)
-            epoch = self.epoch
-            bot_commits = self._bot_is_member()
-            proposal = self.external_sender.add(
+            await self._add([(user_id, key_package)])
+
+    async def _add(self, newcomers: list[tuple[int, bytes]]) -> None:
+        """One commit adding ``newcomers`` (user, key package) to the established group."""
+        assert self.epoch is not None
+        epoch = self.epoch
+        bot_commits = self._bot_is_member()
+        proposals = [
+            self.external_sender.add(
                 self.channel_id,
                 epoch,
                 key_package,
                 valid=not (bot_commits and self.server.bad_proposal_signature),
             )
-            committed = await self._commit([proposal], bot_commits)
-            if committed is None:
-                return
-            commit, welcome = committed
+            for _, key_package in newcomers
+        ]
+        committed = await self._commit(proposals, bot_commits)
+        if committed is None:
+            return
+        commit, welcome = committed
+        for user_id, _ in newcomers:
             self._apply_add(user_id)
-            self.epoch = epoch + 1
-            if welcome is None:
-                raise RuntimeError("a commit adding a member came without a Welcome")
-            await self._deliver(commit, welcome, new_member=user_id, bot_committed=bot_commits)
+        self.epoch = epoch + 1
+        if welcome is None:
+            raise RuntimeError("a commit adding a member came without a Welcome")
+        await self._deliver(
+            commit, welcome, new_members=[user for user, _ in newcomers], bot_committed=bot_commits
+        )
 
     async def leave(self, user_id: int) -> None:
-        """Remove a member from the MLS group (external Remove proposal)."""
+        """Remove a member from the MLS group; a sole remaining member is reset (whitepaper)."""
         async with self.lock:
             if self.epoch is None or not self._is_member(user_id):
+                return
+            self._flush_speakers()
+            remaining = [user for user in self._members() if user != user_id]
+            if len(remaining) <= 1:
+                self._reset()
+                if remaining:
+                    await self._sole_member_reset(remaining[0])
                 return
             leaf = self.leaves.index(user_id)
             bot_commits = (
                 self.bot is not None and self.bot.user_id != user_id and self._bot_is_member()
             )
-            other_speakers = [s for s in self._member_speakers() if s.user_id != user_id]
-            if not bot_commits and not other_speakers:
-                # Nobody else is left to commit: the group ends with its last member.
-                self._reset()
-                return
             proposal = self.external_sender.remove(
                 self.channel_id,
                 self.epoch,
@@ -675,7 +978,94 @@ class _Call:
             commit, _ = committed
             self._apply_remove(user_id)
             self.epoch += 1
-            await self._deliver(commit, None, new_member=None, bot_committed=bot_commits)
+            await self._deliver(commit, None, new_members=[], bot_committed=bot_commits)
+
+    async def _sole_member_reset(self, user_id: int) -> None:
+        """Op 24 (epoch 1) then op 21 (transition 0): the last member starts a new pending group."""
+        self.server._record_dave(f"sole member {user_id} is reset")
+        bot = self.bot
+        if bot is not None and bot.user_id == user_id:
+            # Its new key package (op 26) founds the next group.
+            await bot.send_json(
+                OP_DAVE_PREPARE_EPOCH, {"protocol_version": DAVE_VERSION, "epoch": 1}
+            )
+            await bot.send_json(
+                OP_DAVE_PREPARE_TRANSITION, {"protocol_version": DAVE_VERSION, "transition_id": 0}
+            )
+            return
+        speaker = self.speakers.get(user_id)
+        if speaker is not None:
+            speaker._new_session()
+            self._found(user_id)
+            self.server._record_dave(f"{user_id} founds the group of channel {self.channel_id}")
+
+    async def downgrade(self) -> None:
+        """A client without DAVE joined: ops 21 (to version 0), 23, 22; senders go plain."""
+        async with self.lock:
+            if self.protocol_version == 0:
+                return
+            self._flush_speakers()
+            self.protocol_version = 0
+            transition_id = self.server._next_transition_id()
+            self.server.downgrades.append(transition_id)
+            bot = self.bot
+            if bot is not None and bot.dave:
+                await self._prepare_and_execute(
+                    bot, OP_DAVE_PREPARE_TRANSITION,
+                    {"protocol_version": 0, "transition_id": transition_id}, transition_id,
+                    binary=False,
+                )
+            for speaker in list(self.speakers.values()):
+                if speaker.dave and speaker.connected:
+                    speaker._schedule(speaker._go_plain)
+            self.server._record_dave(f"downgraded to transport-only as transition {transition_id}")
+
+    async def upgrade(self) -> None:
+        """The last client without DAVE left: op 24 (epoch 1), a new group of everyone, op 22."""
+        async with self.lock:
+            if self.protocol_version != 0 or not self.server.dave:
+                return
+            self._flush_speakers()
+            self.protocol_version = DAVE_VERSION
+            self._reset()
+            self.server._record_dave("upgrading to DAVE: a new group")
+            bot = self.bot
+            pending: list[tuple[int, bytes]] = []
+            speakers = [s for s in self.speakers.values() if s.dave and s.connected]
+            for speaker in speakers:
+                # Each keeps sending in the clear until the upgrade executes (op 22).
+                speaker._new_session()
+                pending.append((speaker.user_id, speaker.key_package))
+            if bot is not None and bot.dave:
+                loop = asyncio.get_running_loop()
+                bot.waiting_key_package = loop.create_future()
+                await bot.send_json(
+                    OP_DAVE_PREPARE_EPOCH, {"protocol_version": DAVE_VERSION, "epoch": 1}
+                )
+                await bot.send_binary(OP_MLS_EXTERNAL_SENDER, self.external_sender.package())
+                try:
+                    key_package = await asyncio.wait_for(
+                        bot.waiting_key_package, self.server.response_timeout
+                    )
+                except (TimeoutError, asyncio.CancelledError):
+                    self.server._record_dave("the bot sent no key package for the upgrade")
+                else:
+                    pending.append((bot.user_id, key_package))
+                finally:
+                    bot.waiting_key_package = None
+            if not pending:
+                return
+            founder, _ = pending[0]
+            self._found(founder)
+            self.server._record_dave(f"{founder} founds the group of channel {self.channel_id}")
+            if len(pending) == 1:
+                if bot is not None and bot.user_id == founder:
+                    await bot.send_json(
+                        OP_DAVE_PREPARE_TRANSITION,
+                        {"protocol_version": DAVE_VERSION, "transition_id": 0},
+                    )
+                return
+            await self._add(pending[1:])
 
     async def _commit(
         self, proposals: list[bytes], bot_commits: bool, *, exclude: int | None = None
@@ -684,7 +1074,7 @@ class _Call:
         vector = _vbytes(b"".join(proposals))
         chosen: tuple[bytes, bytes | None] | None = None
         for speaker in self._member_speakers():
-            if speaker.user_id == exclude:
+            if speaker.user_id == exclude or speaker.session is None:
                 continue
             result = speaker.session.process_proposals(davey.ProposalsOperationType.append, vector)
             if chosen is None and not bot_commits and result is not None:
@@ -708,42 +1098,76 @@ class _Call:
         return chosen
 
     async def _deliver(
-        self, commit: bytes, welcome: bytes | None, *, new_member: int | None, bot_committed: bool
+        self,
+        commit: bytes,
+        welcome: bytes | None,
+        *,
+        new_members: list[int],
+        bot_committed: bool,
     ) -> None:
-        """Send the commit to members, the welcome to the new one, run the transition."""
+        """Commit to the members, welcome to the new ones, then the transition (ops 23, 22).
+
+        Speakers apply it when op 22 is sent, as real clients switch their
+        media keys on execute, not when they process the commit: the bot
+        processed the commit before it said it was ready, so it can decrypt
+        both epochs by then.
+        """
         transition_id = self.server._next_transition_id()
-        for speaker in self._member_speakers():
-            if speaker.user_id == new_member:
-                continue
-            speaker.session.process_commit(commit)
         bot = self.bot
-        if new_member is not None and welcome is not None:
-            newcomer = self.speakers.get(new_member)
-            if newcomer is not None:
-                newcomer.session.process_welcome(welcome)
-            elif bot is not None and bot.user_id == new_member:
-                await self._transition(
-                    bot, OP_MLS_WELCOME, struct.pack(">H", transition_id) + welcome, transition_id
-                )
-        if bot is not None and self._bot_is_member() and bot.user_id != new_member:
-            await self._transition(
+        if bot is not None and bot.user_id in new_members and welcome is not None:
+            await self._prepare_and_execute(
+                bot, OP_MLS_WELCOME, struct.pack(">H", transition_id) + welcome, transition_id
+            )
+        elif bot is not None and self._bot_is_member():
+            await self._prepare_and_execute(
                 bot,
                 OP_MLS_ANNOUNCE_COMMIT_TRANSITION,
                 struct.pack(">H", transition_id) + commit,
                 transition_id,
             )
-        self._mark_ready_speakers()
+        for speaker in self._member_speakers():
+            session = speaker.session
+            if session is None:
+                continue
+            if speaker.user_id in new_members:
+                if welcome is not None:
+                    speaker._schedule(functools.partial(self._welcomed, speaker, session, welcome))
+            else:
+                speaker._schedule(functools.partial(self._committed, speaker, session, commit))
         self.server._record_dave(
             f"epoch {self.epoch} executed as transition {transition_id}"
             + (" (bot committed)" if bot_committed else "")
         )
 
-    async def _transition(
-        self, bot: _BotConnection, op: int, payload: bytes, transition_id: int
+    @staticmethod
+    def _welcomed(speaker: FakeSpeaker, session: davey.DaveSession, welcome: bytes) -> None:
+        if speaker.session is session:
+            session.process_welcome(welcome)
+            speaker._enter_group()
+
+    @staticmethod
+    def _committed(speaker: FakeSpeaker, session: davey.DaveSession, commit: bytes) -> None:
+        if speaker.session is session:
+            session.process_commit(commit)
+            if session.ready:
+                speaker._enter_group()
+
+    async def _prepare_and_execute(
+        self,
+        bot: _BotConnection,
+        op: int,
+        payload: bytes | dict[str, Any],
+        transition_id: int,
+        *,
+        binary: bool = True,
     ) -> None:
+        """Send what prepares a transition, wait for op 23 (or time out), send op 22."""
         ready = asyncio.get_running_loop().create_future()
         bot.transition_ready[transition_id] = ready
-        await bot.send_binary(op, payload)
+        if isinstance(payload, bytes):
+            await bot.send_binary(op, payload)
+        else:
+            await bot.send_json(op, payload)
         try:
             await asyncio.wait_for(ready, self.server.response_timeout)
         except TimeoutError:
@@ -751,17 +1175,25 @@ class _Call:
             return
         finally:
             bot.transition_ready.pop(transition_id, None)
+        if self.server.transition_delay > 0:
+            # The gateway waits for every member's op 23 (or a timeout), not just the bot's.
+            await self.server.clock.sleep(self.server.transition_delay)
         await bot.send_json(OP_DAVE_EXECUTE_TRANSITION, {"transition_id": transition_id})
         self.server.transitions_executed.append(transition_id)
-
-    def _mark_ready_speakers(self) -> None:
-        for speaker in self._member_speakers():
-            if speaker.session.ready:
-                speaker.in_group.set()
+        self.server.executed_at[transition_id] = self.server.clock()
 
 
 # --------------------------------------------------------------------------
 # The server
+
+
+#: What Discord's voice servers offer in READY, in their order (Discord's voice
+#: docs): a client must pick the first one it supports, not the first one.
+OFFERED_MODES = (
+    "aead_aes256_gcm_rtpsize",
+    TRANSPORT_MODE,
+    "xsalsa20_poly1305_lite_rtpsize",
+)
 
 
 class FakeVoiceServer:
@@ -771,6 +1203,17 @@ class FakeVoiceServer:
     VOICE_SERVER_UPDATE. Attributes record what the bot did: ``bot_messages``
     (every JSON payload it sent, in order), ``bot_rtp`` (its RTP packets,
     transport-decrypted), ``transitions_executed`` and ``dave_log``.
+
+    ``clock`` is the call's :class:`MediaClock`; ``receipts``, when set, says
+    how many datagrams the bot has read so far (its receiver's count), and
+    :meth:`FakeSpeaker.play` then waits for each packet to be read before it
+    jumps the clock to the next; ``ssrc_known(user, ssrc)``, when set, says
+    whether the bot has learnt an SSRC, and a fast play() waits for it after
+    its SPEAKING. ``transition_lag`` is how many packets a
+    speaker still sends the old way after a transition executed;
+    ``transition_delay`` how long (on the call's clock) the gateway waits
+    after the bot's op 23 before op 22. ``seed`` seeds the random SSRC-stream
+    counters of reconnecting speakers.
     """
 
     def __init__(
@@ -780,15 +1223,29 @@ class FakeVoiceServer:
         bad_proposal_signature: bool = False,
         response_timeout: float = 5.0,
         heartbeat_interval_ms: float = 41_250.0,
+        clock: MediaClock | None = None,
+        transition_lag: int = 0,
+        transition_delay: float = 0.0,
+        seed: int = 0,
     ) -> None:
         self.dave = dave
         self.bad_proposal_signature = bad_proposal_signature
         self.response_timeout = response_timeout
         self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.clock = clock if clock is not None else MediaClock()
+        self.transition_lag = transition_lag
+        self.transition_delay = transition_delay
+        self.rng = random.Random(seed)
+        self.receipts: Callable[[], int | None] | None = None
+        self.ssrc_known: Callable[[int, int], bool] | None = None
         self.endpoint = ""
         self.bot_messages: list[dict[str, Any]] = []
         self.bot_rtp: list[RTPPacket] = []
         self.transitions_executed: list[int] = []
+        self.executed_at: dict[int, float] = {}
+        """When (the call's clock) each transition's op 22 went to the bot."""
+        self.downgrades: list[int] = []
+        """Transition ids of the downgrades to transport-only, in order."""
         self.dave_log: list[str] = []
         self.connections: list[_BotConnection] = []
         self.bot_connected = asyncio.Event()
@@ -802,6 +1259,7 @@ class FakeVoiceServer:
         self._udp: asyncio.DatagramTransport | None = None
         self._udp_port = 0
         self._tasks: set[asyncio.Task[None]] = set()
+        self._sent_to: dict[tuple[str, int], int] = {}
 
     # Lifecycle ---------------------------------------------------------------
 
@@ -865,37 +1323,61 @@ class FakeVoiceServer:
 
     # Simulated members ---------------------------------------------------------
 
-    def add_speaker(self, user_id: int, *, channel_id: int | None = None) -> FakeSpeaker:
-        """A user joins the voice channel: op 11 to the bot and an MLS Add.
+    def add_speaker(
+        self, user_id: int, *, channel_id: int | None = None, dave: bool = True
+    ) -> FakeSpeaker:
+        """A user joins the voice channel: op 11 to the bot, and his client's DAVE part.
 
         ``channel_id`` may be left out when the server knows one channel only.
-        The MLS join runs in the background; await
-        :meth:`FakeSpeaker.wait_in_group` before playing.
+        A DAVE client's MLS join runs in the background; await
+        :meth:`FakeSpeaker.wait_in_group` before playing. A client without
+        DAVE (``dave=False``) downgrades an encrypted call to transport-only
+        (ops 21, 23, 22), in the background too.
         """
         call = self._call(channel_id if channel_id is not None else self._only_channel())
         if user_id in call.speakers:
             raise ValueError(f"speaker {user_id} is already in channel {call.channel_id}")
-        speaker = FakeSpeaker(self, call, user_id, next(self._ssrcs))
+        speaker = FakeSpeaker(self, call, user_id, dave=dave)
         call.speakers[user_id] = speaker
+        self._connect_speaker(speaker, fresh_stream=False)
+        return speaker
+
+    def _connect_speaker(self, speaker: FakeSpeaker, *, fresh_stream: bool) -> None:
+        call = self._calls[speaker.channel_id]
+        speaker._connect(fresh_stream=fresh_stream)
         bot = call.bot
         if bot is not None and bot.secret_key is not None:
-            self._spawn(bot.send_json(OP_CLIENTS_CONNECT, {"user_ids": [str(user_id)]}))
-        if self.dave:
-            self._spawn(call.join(user_id, speaker.key_package))
-        else:
-            speaker.in_group.set()
-        return speaker
+            self._spawn(bot.send_json(OP_CLIENTS_CONNECT, {"user_ids": [str(speaker.user_id)]}))
+        if not speaker.dave:
+            if call.protocol_version > 0:
+                self._spawn(call.downgrade())
+        elif speaker.session is not None:
+            self._spawn(call.join(speaker.user_id, speaker.key_package))
+
+    async def _disconnect_speaker(self, speaker: FakeSpeaker) -> None:
+        """His client leaves the voice server: op 13, then the MLS group or the upgrade."""
+        call = self._calls[speaker.channel_id]
+        if not speaker.connected:
+            return
+        speaker.connected = False
+        speaker.in_group.clear()
+        if call.bot is not None:
+            await call.bot.send_json(OP_CLIENT_DISCONNECT, {"user_id": str(speaker.user_id)})
+        if not speaker.dave:
+            others = [s for s in call._without_dave() if s is not speaker and s.connected]
+            if not others:
+                await call.upgrade()
+        elif self.dave:
+            await call.leave(speaker.user_id)
 
     async def _remove_speaker(self, speaker: FakeSpeaker) -> None:
         call = self._calls[speaker.channel_id]
         if speaker.left:
             return
+        speaker._flush_switches()
         speaker.left = True
+        await self._disconnect_speaker(speaker)
         call.speakers.pop(speaker.user_id, None)
-        if call.bot is not None:
-            await call.bot.send_json(OP_CLIENT_DISCONNECT, {"user_id": str(speaker.user_id)})
-        if self.dave:
-            await call.leave(speaker.user_id)
 
     # Faults ----------------------------------------------------------------------
 
@@ -936,6 +1418,9 @@ class FakeVoiceServer:
             raise ValueError(f"{len(self._calls)} voice channels known: say which one")
         return next(iter(self._calls))
 
+    def _next_ssrc(self) -> int:
+        return next(self._ssrcs)
+
     def _next_transition_id(self) -> int:
         return next(self._transition_ids)
 
@@ -956,6 +1441,35 @@ class FakeVoiceServer:
     def _send_udp(self, packet: bytes, address: tuple[str, int]) -> None:
         if self._udp is not None and not self.down:
             self._udp.sendto(packet, address)
+            self._sent_to[address] = self._sent_to.get(address, 0) + 1
+
+    async def _until_known(self, user_id: int, ssrc: int) -> None:
+        """Wait until the bot learnt this SSRC (when ``ssrc_known`` can tell).
+
+        On Discord, SPEAKING and the first audio race by milliseconds; on the
+        call's jumping clock those milliseconds would be seconds of speech.
+        """
+        known = self.ssrc_known
+        deadline = time.monotonic() + 2.0
+        while known is not None and not known(user_id, ssrc) and time.monotonic() < deadline:
+            await asyncio.sleep(0.001)
+
+    async def _until_read(self, address: tuple[str, int]) -> bool:
+        """Wait until the bot has read every datagram sent to ``address``; False if it stopped.
+
+        Only when ``receipts`` can tell how many it read (discovery replies
+        and garbage count too: its receiver sees every datagram).
+        """
+        sent = self._sent_to.get(address, 0)
+        deadline = time.monotonic() + 2.0
+        while True:
+            count = self.receipts() if self.receipts is not None else None
+            if count is None or count >= sent:
+                return True
+            if time.monotonic() > deadline:
+                _log.warning("the bot stopped reading its voice socket; not waiting for it")
+                return False
+            await asyncio.sleep(0)
 
     def _on_datagram(self, data: bytes, address: tuple[str, int]) -> None:
         if self.down:
@@ -1008,14 +1522,14 @@ class FakeVoiceServer:
                 return
             connection.expected = expected
             connection.dave = self.dave and int(data.get("max_dave_protocol_version", 0)) >= 1
-            connection.ssrc = next(self._ssrcs)
+            connection.ssrc = self._next_ssrc()
             await connection.send_json(
                 OP_READY,
                 {
                     "ssrc": connection.ssrc,
                     "ip": "127.0.0.1",
                     "port": self._udp_port,
-                    "modes": [TRANSPORT_MODE, "aead_aes256_gcm_rtpsize"],
+                    "modes": list(OFFERED_MODES),
                     "heartbeat_interval": self.heartbeat_interval_ms,
                 },
             )
@@ -1039,6 +1553,7 @@ class FakeVoiceServer:
             return
         address = data.get("data", {})
         if address.get("mode") != TRANSPORT_MODE:
+            # The other offered modes are Discord's too, but this fake serves only this one.
             await connection.ws.close(code=4016)
             return
         connection.udp_address = (address["address"], int(address["port"]))
@@ -1047,21 +1562,23 @@ class FakeVoiceServer:
         if call.bot is not None and call.bot is not connection:
             await self._connection_closed(call.bot)
         call.bot = connection
+        version = call.protocol_version if connection.dave else 0
         await connection.send_json(
             OP_SESSION_DESCRIPTION,
             {
                 "mode": TRANSPORT_MODE,
                 "secret_key": list(connection.secret_key),
-                "dave_protocol_version": DAVE_VERSION if connection.dave else 0,
+                "dave_protocol_version": version,
                 "audio_codec": "opus",
                 "media_session_id": os.urandom(8).hex(),
             },
         )
-        if connection.dave:
+        if version > 0:
             await connection.send_binary(OP_MLS_EXTERNAL_SENDER, call.external_sender.package())
-        if call.speakers:
+        connected = [user for user, speaker in call.speakers.items() if speaker.connected]
+        if connected:
             await connection.send_json(
-                OP_CLIENTS_CONNECT, {"user_ids": [str(user) for user in call.speakers]}
+                OP_CLIENTS_CONNECT, {"user_ids": [str(user) for user in connected]}
             )
         self.bot_connected.set()
 
@@ -1072,12 +1589,15 @@ class FakeVoiceServer:
         call = self._call(connection.expected.channel_id)
         if op == OP_MLS_KEY_PACKAGE:
             connection.key_package = payload
-            if call.bot is connection:
-                self._spawn(call.join(connection.user_id, payload))
-        elif op == OP_MLS_COMMIT_WELCOME:
-            waiting = connection.waiting_commit
+            waiting = connection.waiting_key_package
             if waiting is not None and not waiting.done():
                 waiting.set_result(payload)
+            elif call.bot is connection:
+                self._spawn(call.join(connection.user_id, payload))
+        elif op == OP_MLS_COMMIT_WELCOME:
+            waiting_commit = connection.waiting_commit
+            if waiting_commit is not None and not waiting_commit.done():
+                waiting_commit.set_result(payload)
 
     async def _connection_closed(self, connection: _BotConnection) -> None:
         if connection.expected is None:

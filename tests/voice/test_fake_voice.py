@@ -25,7 +25,12 @@ from bot.voice.receiver import ReceivingVoiceClient
 from tests.fakediscord.fixtures import StandardGuild, build_standard_guild
 from tests.fakediscord.harness import running_client
 from tests.fakediscord.server import FakeDiscord
-from tests.fakediscord.voice import FakeSpeaker, FakeVoiceServer, split_commit_welcome
+from tests.fakediscord.voice import (
+    OFFERED_MODES,
+    FakeSpeaker,
+    FakeVoiceServer,
+    split_commit_welcome,
+)
 from tests.voice.speech import opus_packets
 
 
@@ -59,15 +64,25 @@ class VoiceWorld:
         return channel
 
     async def connect(self) -> ReceivingVoiceClient:
-        """The bot joins the voice channel (returns before DAVE is ready, as discord.py does)."""
+        """The bot joins the voice channel (returns before DAVE is ready, as discord.py does).
+
+        Its receiver runs on the call's clock, and the fake waits for it to
+        read each packet (see :class:`tests.fakediscord.voice.MediaClock`).
+        """
         voice_client = await self.channel.connect(cls=ReceivingVoiceClient)
         assert isinstance(voice_client, ReceivingVoiceClient)
+        receiver = voice_client.receiver
+        receiver.clock = self.server.clock
+        self.server.receipts = lambda: receiver.stats.datagrams
+        self.server.ssrc_known = lambda user, ssrc: voice_client.speakers.ssrc_for(user) == ssrc
         return voice_client
 
-    async def join(self, user_id: int) -> FakeSpeaker:
+    async def join(self, user_id: int, *, dave: bool = True) -> FakeSpeaker:
         """A member comes into the channel: main gateway voice state, then the voice server."""
         self.fake.set_voice_state(self.standard.guild.id, user_id, self.standard.voice_channel.id)
-        return self.server.add_speaker(user_id, channel_id=self.standard.voice_channel.id)
+        return self.server.add_speaker(
+            user_id, channel_id=self.standard.voice_channel.id, dave=dave
+        )
 
     async def leave(self, speaker: FakeSpeaker) -> None:
         """A member leaves: the voice server drops him, the main gateway says so."""
@@ -172,7 +187,7 @@ async def test_a_member_who_leaves_is_removed_from_the_group() -> None:
         await wait_until(lambda: voice_client.dave_members() == {world.bot_id, world.neighbour_id})
         await wait_until(lambda: voice_client.speakers.ssrc_for(world.nominee_id) is None)
         await wait_until(voice_client.dave_ready)
-        assert neighbour.session.ready
+        assert neighbour.session is not None and neighbour.session.ready
 
 
 async def test_bot_audio_reaches_the_fake_and_a_member_decrypts_it() -> None:
@@ -188,6 +203,7 @@ async def test_bot_audio_reaches_the_fake_and_a_member_decrypts_it() -> None:
 
         frames = [rtp.payload for rtp in world.server.bot_rtp]
         assert all(frame.endswith(b"\xfa\xfa") for frame in frames)
+        assert speaker.session is not None
         decrypted = [
             speaker.session.decrypt(world.bot_id, davey.MediaType.audio, f) for f in frames
         ]
@@ -227,3 +243,94 @@ def test_split_commit_welcome_rejects_what_is_not_a_commit() -> None:
         split_commit_welcome(b"\x00\x01\x00\x01")
     with pytest.raises(ValueError):
         split_commit_welcome(b"\x00\x02\x00\x01" + bytes(20))
+
+
+def test_ready_offers_the_modes_in_discords_order() -> None:
+    # Discord's voice docs: AES-GCM first. discord.py must skip it (it cannot do it).
+    assert OFFERED_MODES == (
+        "aead_aes256_gcm_rtpsize",
+        "aead_xchacha20_poly1305_rtpsize",
+        "xsalsa20_poly1305_lite_rtpsize",
+    )
+    assert "aead_aes256_gcm_rtpsize" not in ReceivingVoiceClient.supported_modes
+
+
+async def test_speakers_switch_keys_when_the_transition_executes_not_at_the_commit() -> None:
+    async with voice_world(transition_delay=0.5) as world:
+        nominee = await world.join(world.nominee_id)
+        voice_client = await connected_with_dave(world)
+        await nominee.wait_in_group()
+        bot_session = voice_client._connection.dave_session
+        assert bot_session is not None and nominee.session is not None
+        epoch = bot_session.epoch
+        assert epoch is not None
+        executed = len(world.server.transitions_executed)
+
+        await world.join(world.neighbour_id)
+        # The bot has the commit (op 29) and said it is ready (op 23); op 22 is half a second away.
+        await wait_until(lambda: bot_session.epoch == epoch + 1)
+        assert nominee.session.epoch == epoch, "the speaker still sends with the old keys"
+        await wait_until(lambda: len(world.server.transitions_executed) > executed)
+        await wait_until(lambda: nominee.session is not None and nominee.session.epoch == epoch + 1)
+        ready = [m["d"]["transition_id"] for m in world.server.bot_messages if m["op"] == 23]
+        assert world.server.transitions_executed[-1] in ready, "op 23 came before op 22"
+
+
+async def test_a_client_without_dave_downgrades_the_call_and_its_leaving_upgrades_it() -> None:
+    async with voice_world() as world:
+        nominee = await world.join(world.nominee_id)
+        voice_client = await connected_with_dave(world)
+        await nominee.wait_in_group()
+        connection = voice_client._connection
+
+        legacy = await world.join(world.neighbour_id, dave=False)
+        await wait_until(lambda: connection.dave_protocol_version == 0 and connection.dave_downgraded)
+        downgrade = world.server.downgrades[0]
+        ops = [(m["op"], m["d"].get("transition_id")) for m in world.server.bot_messages]
+        assert (23, downgrade) in ops, "the bot got op 21 and answered op 23"
+        assert downgrade in world.server.transitions_executed
+        assert nominee.mode == "plain" and legacy.mode == "plain"
+
+        await world.leave(legacy)
+        await wait_until(lambda: voice_client.dave_ready() and not connection.dave_downgraded)
+        assert connection.dave_protocol_version == 1
+        assert voice_client.dave_members() == {world.bot_id, world.nominee_id}
+        assert "upgrading to DAVE: a new group" in world.server.dave_log
+        await wait_until(lambda: nominee.mode == "e2ee")
+
+
+async def test_a_sole_remaining_member_is_reset_and_founds_the_next_group() -> None:
+    async with voice_world() as world:
+        nominee = await world.join(world.nominee_id)
+        voice_client = await connected_with_dave(world)
+        await nominee.wait_in_group()
+
+        await world.leave(nominee)
+        await wait_until(lambda: f"sole member {world.bot_id} is reset" in world.server.dave_log)
+        await wait_until(lambda: not voice_client.dave_ready())
+        founded = f"{world.bot_id} founds the group"
+        await wait_until(lambda: any(founded in event for event in world.server.dave_log))
+
+        neighbour = await world.join(world.neighbour_id)
+        await neighbour.wait_in_group()
+        await wait_until(lambda: voice_client.dave_members() == {world.bot_id, world.neighbour_id})
+
+
+async def test_a_reconnecting_client_comes_back_with_a_new_ssrc_and_counters() -> None:
+    async with voice_world() as world:
+        nominee = await world.join(world.nominee_id)
+        voice_client = await connected_with_dave(world)
+        await nominee.wait_in_group()
+        first = await nominee.play(opus_packets()[:5])
+        old_ssrc = nominee.ssrc
+
+        await nominee.reconnect(away=1.0)
+        await nominee.wait_in_group()
+        second = await nominee.play(opus_packets()[5:10])
+
+        assert nominee.ssrc != old_ssrc and voice_client.speakers.ssrc_for(world.nominee_id) == nominee.ssrc
+        assert voice_client.speakers.user_for(old_ssrc) is None
+        assert (first[0].sequence, first[0].timestamp) == (0, 0)
+        assert (second[0].sequence, second[0].timestamp) != (5, 5 * 960), "new random counters"
+        assert second[0].sent_at - first[-1].sent_at >= 1.0
+        assert voice_client.dave_members() == {world.bot_id, world.nominee_id}

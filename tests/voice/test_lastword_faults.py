@@ -150,6 +150,7 @@ async def test_a_dropped_voice_connection_is_technical_and_he_may_speak_again() 
         try:
             tb.table.fake.voice_server = second
             tb.server = second
+            tb.wire()
             speaker = second.add_speaker(tb.nominee_id, channel_id=tb.voice_channel)
             await speak_and_post(tb, speaker)
         finally:

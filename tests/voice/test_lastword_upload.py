@@ -19,7 +19,16 @@ from cogs.lastword import clock_text
 from tests.fakediscord import InteractionResult, Upload
 from tests.harness import NO_TIMERS, Table, bot_table
 from tests.voice.speech import speech_pcm
-from tests.voice.test_upload import FORMATS, encode_file, mono_pcm, wav_bytes
+from tests.voice.test_upload import (
+    FORMATS,
+    encode_file,
+    mono_pcm,
+    opus_head,
+    png_bytes,
+    stereo,
+    tone,
+    wav_bytes,
+)
 from tests.voice.tribune import (
     RATE,
     VOICE_MESSAGE,
@@ -109,6 +118,7 @@ async def test_each_accepted_format_is_posted_as_his_voice_message(files: dict[s
             assert 0 < len(amplitudes) <= 256 and max(amplitudes) > 0
             assert posted[-2].content == ru("lastword.posted", player=mention(player),
                                             length=clock_text(duration))
+            assert opus_head(attachment.data)[1:4:2] == (1, 48000), "mono 48 kHz, as Discord's"
             decoded = decode(attachment.data)
             assert len(decoded) == round(duration * RATE)
             # His speech, normalised: the loudness follows the source's, 100 ms by 100 ms.
@@ -147,9 +157,19 @@ async def test_ten_minutes_are_posted_cut_at_three_with_a_fade() -> None:
         assert fade[-1] < 0.3 * steady and fade[-1] < fade[0], "faded out at the cut"
 
 
+VOICE = tone(2, 12_000)
 REFUSED = {
     "not audio": (Upload("notes.txt", b"Who killed the baker? Not me.\n" * 40, "text/plain"),
                   "upload.upload_not_audio"),
+    "an image named .mp3": (Upload("last-word.mp3", png_bytes(), "audio/mpeg"),
+                            "upload.upload_not_audio"),
+    "a web page named .mp3": (Upload("last-word.mp3", b"<!doctype html><html><body>404</body></html>",
+                                     "audio/mpeg"), "upload.upload_not_audio"),
+    "too short": (Upload("oops.wav", wav_bytes(mono_pcm()[: 2 * 14_400], 48000), "audio/wav"),
+                  "upload.upload_too_short"),
+    "channels that cancel": (Upload("phase.wav", wav_bytes(stereo(VOICE, [-v for v in VOICE]),
+                                                           48000, 2), "audio/wav"),
+                             "upload.upload_silent"),
     "corrupt": (Upload("speech.ogg", b"OggS" + bytes(range(256)) * 40, "audio/ogg"),
                 "upload.upload_corrupt"),
     "empty": (Upload("silence.mp3", b"", "audio/mpeg"), "upload.upload_empty"),

@@ -256,6 +256,21 @@ def test_pages_are_streamed_while_recording(packets: list[bytes]) -> None:
     assert final - sizes[-1] <= 4096 + 27 + 255, "at most one page held back"
 
 
+def test_no_page_holds_more_than_a_second(packets: list[bytes]) -> None:
+    # Speech, then 20 s of silence frames (3 bytes each: 4 KiB would be 27 s), then speech.
+    sink = io.BytesIO()
+    writer = OggOpusWriter(sink, max_seconds=60)
+    for index, packet in enumerate(packets[:200]):
+        writer.feed(index, index * FRAME, packet)
+    for index, packet in enumerate(packets[200:400], start=200):
+        writer.feed(index, index * FRAME + 20 * 48000, packet)
+    writer.close()
+    pages, _ = parse_ogg(sink.getvalue())
+    durations = [b.granule - a.granule for a, b in zip(pages[1:], pages[2:], strict=False)]
+    assert max(durations) <= 48000
+    assert sum(1 for d in durations if d == 48000) >= 19, "silence goes in one-second pages"
+
+
 # --- the timeline: gaps, losses, reordering, wrap-around ----------------------------------
 
 

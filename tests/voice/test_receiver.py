@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 import pytest
 
-from bot.voice.receiver import SpeakerDirectory
+from bot.voice.receiver import DaveTransitions, ReceivedPacket, SpeakerDirectory
 from bot.voice.rtp import RTPHeader, build_rtpsize_packet
-from tests.fakediscord.voice import SentPacket
+from tests.fakediscord.voice import FakeSpeaker, SentPacket
 from tests.voice.speech import opus_packets
 from tests.voice.test_fake_voice import (
     connected_with_dave,
@@ -23,18 +25,20 @@ class ListSink:
 
     def __init__(self) -> None:
         self.packets: list[tuple[int, int, bytes]] = []
+        self.received: list[ReceivedPacket] = []
 
-    def write_packet(self, sequence: int, timestamp: int, opus: bytes) -> None:
-        self.packets.append((sequence, timestamp, opus))
+    def write_packet(self, packet: ReceivedPacket) -> None:
+        self.received.append(packet)
+        self.packets.append((packet.sequence, packet.timestamp, packet.opus))
 
 
 class BrokenSink(ListSink):
     """Fails on every third packet."""
 
-    def write_packet(self, sequence: int, timestamp: int, opus: bytes) -> None:
-        if sequence % 3 == 0:
+    def write_packet(self, packet: ReceivedPacket) -> None:
+        if packet.sequence % 3 == 0:
             raise OSError("disk full")
-        super().write_packet(sequence, timestamp, opus)
+        super().write_packet(packet)
 
 
 def as_written(sent: list[SentPacket]) -> list[tuple[int, int, bytes]]:
@@ -151,10 +155,12 @@ async def test_garbage_rtcp_and_forgeries_are_counted_and_the_reader_lives_on() 
         await wait_until(lambda: len(sink.packets) == 1)
         server = world.server
         key = server.bot_secret_key()
-        unknown_before = voice_client.receiver.stats.unknown_ssrc
+        before = replace(voice_client.receiver.stats)
 
         server.send_raw(b"\x00\x01 not rtp at all")
         server.send_raw(bytes([0x81, 200, 0, 6]) + bytes(24))  # an RTCP sender report
+        server.send_raw(bytes([0x81, 205, 0, 3]) + bytes(12))  # a NACK (transport feedback)
+        server.send_raw(bytes([0x81, 206, 0, 2]) + bytes(8))  # a PLI (payload feedback)
         header = RTPHeader(sequence=1, timestamp=960, ssrc=nominee.ssrc)
         server.send_raw(build_rtpsize_packet(header, b"forged", bytes(32), 1))  # wrong key
         server.send_raw(bytes([0x80, 0x78]) + struct.pack(">HII", 2, 1920, nominee.ssrc) + b"ab")
@@ -163,10 +169,10 @@ async def test_garbage_rtcp_and_forgeries_are_counted_and_the_reader_lives_on() 
         await wait_until(lambda: len(sink.packets) == 6)
 
         receiver_stats = voice_client.receiver.stats
-        assert receiver_stats.not_rtp == 1
-        assert receiver_stats.rtcp == 1
+        assert receiver_stats.not_rtp == before.not_rtp + 1
+        assert receiver_stats.rtcp == before.rtcp + 3
         assert stats.decrypt_errors == 2
-        assert receiver_stats.unknown_ssrc == unknown_before + 1
+        assert receiver_stats.unknown_ssrc == before.unknown_ssrc + 1
         assert sink.packets[1:] == as_written(sent)
 
 
@@ -219,20 +225,198 @@ async def test_without_dave_frames_pass_through() -> None:
         assert stats.passthrough == 10
 
 
-async def test_unregistering_removes_the_socket_listener() -> None:
+async def test_the_socket_is_read_all_along_so_nothing_old_reaches_a_new_sink() -> None:
     async with voice_world() as world:
         nominee = await world.join(world.nominee_id)
         voice_client = await connected_with_dave(world)
+        await nominee.wait_in_group()
         receiver = voice_client.receiver
         reader = voice_client._connection._socket_reader
-        receiver.register(world.nominee_id, ListSink())
         assert receiver._on_datagram in reader._callbacks
 
+        # He talks before anyone records him: read and dropped at once, not left in the socket.
+        before = receiver.stats.unregistered
+        await nominee.play(opus_packets()[:40])
+        await wait_until(lambda: receiver.stats.unregistered == before + 40)
+        sink = ListSink()
+        receiver.register(world.nominee_id, sink)
+        later = await nominee.play(opus_packets()[40:50])
+        await wait_until(lambda: len(sink.packets) == 10)
         receiver.unregister(world.nominee_id)
 
-        assert receiver._on_datagram not in reader._callbacks
+        assert sink.packets == as_written(later)
         assert not receiver.is_registered(world.nominee_id)
-        await nominee.play(opus_packets()[:3])
+        assert receiver._on_datagram in reader._callbacks
+
+
+async def test_duplicates_are_dropped_before_dave_and_are_not_dave_errors(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with voice_world() as world:
+        nominee = await world.join(world.nominee_id)
+        voice_client = await connected_with_dave(world)
+        await nominee.wait_in_group()
+        sink = ListSink()
+        stats = voice_client.receiver.register(world.nominee_id, sink)
+
+        sent = await nominee.play(opus_packets()[:60], duplicate={0, 5, 6, 59}, reorder=[(7, 9)])
+        await wait_until(lambda: stats.delivered + stats.duplicates == 64)
+
+        assert sink.packets == as_written(sent)
+        assert stats.duplicates == 4 and voice_client.receiver.stats.duplicates == 4
+        assert stats.dave_errors == 0
+        assert not [r for r in caplog.records if "DAVE" in r.getMessage()]
+
+
+async def test_sfu_silence_frames_pass_unencrypted() -> None:
+    async with voice_world() as world:
+        nominee = await world.join(world.nominee_id)
+        voice_client = await connected_with_dave(world)
+        await nominee.wait_in_group()
+        sink = ListSink()
+        stats = voice_client.receiver.register(world.nominee_id, sink)
+
+        sent = await nominee.play(opus_packets()[:40], sfu_silence=range(10, 25))
+        await wait_until(lambda: len(sink.packets) == 40)
+
+        assert sink.packets == as_written(sent)
+        assert [p[2] for p in sink.packets[10:25]] == [b"\xf8\xff\xfe"] * 15
+        assert stats.passthrough == 15 and stats.dave_errors == 0
+
+
+def speech(count: int) -> list[bytes]:
+    source = opus_packets()
+    return [source[i % len(source)] for i in range(count)]
+
+
+class Background:
+    """Things started while he speaks, awaited later (so their tasks are kept)."""
+
+    def __init__(self) -> None:
+        self.tasks: list[asyncio.Task[object]] = []
+
+    def start(self, coroutine: Callable[[], Awaitable[object]]) -> Callable[[], None]:
+        def hook() -> None:
+            self.tasks.append(asyncio.ensure_future(coroutine()))
+
+        return hook
+
+    async def settle(self) -> None:
+        await asyncio.gather(*self.tasks)
+
+
+async def test_an_epoch_change_mid_speech_loses_nothing() -> None:
+    async with voice_world(transition_lag=8) as world:
+        nominee = await world.join(world.nominee_id)
+        voice_client = await connected_with_dave(world)
+        await nominee.wait_in_group()
+        sink = ListSink()
+        stats = voice_client.receiver.register(world.nominee_id, sink)
+        session = voice_client._connection.dave_session
+        assert session is not None
+        epoch = session.epoch
+        assert epoch is not None
+        background = Background()
+        joined: list[FakeSpeaker] = []
+
+        async def neighbour_joins() -> None:
+            joined.append(await world.join(world.neighbour_id))
+
+        async def neighbour_leaves() -> None:
+            await world.leave(joined[0])
+
+        async def epoch_is(expected: int) -> None:
+            await background.settle()
+            await wait_until(lambda: session.epoch == expected)
+
+        sent = await nominee.play(speech(2000), at={
+            200: background.start(neighbour_joins),
+            700: lambda: epoch_is(epoch + 1),
+            800: background.start(neighbour_leaves),
+            1300: lambda: epoch_is(epoch + 2),
+        })
+        await wait_until(lambda: stats.delivered + stats.dave_errors == len(sent))
+
+        assert len(world.server.transitions_executed) >= 3, "welcome, add and remove transitions"
+        assert sink.packets == as_written(sent)
+        assert all(packet.encrypted for packet in sent)
+        assert stats.dave_errors == 0 and stats.passthrough == 0
+
+
+async def test_a_client_without_dave_joining_and_leaving_leaves_no_ciphertext() -> None:
+    async with voice_world(transition_lag=12, transition_delay=0.3) as world:
+        nominee = await world.join(world.nominee_id)
+        voice_client = await connected_with_dave(world)
+        await nominee.wait_in_group()
+        sink = ListSink()
+        stats = voice_client.receiver.register(world.nominee_id, sink)
+        connection = voice_client._connection
+        server = world.server
+        background = Background()
+        legacy: list[FakeSpeaker] = []
+
+        async def legacy_joins() -> None:
+            legacy.append(await world.join(world.neighbour_id, dave=False))
+
+        async def downgraded() -> None:
+            await background.settle()
+            await wait_until(lambda: connection.dave_protocol_version == 0 and bool(server.downgrades)
+                             and server.downgrades[0] in server.executed_at)
+
+        async def legacy_leaves() -> None:
+            await world.leave(legacy[0])
+
+        async def upgraded() -> None:
+            await background.settle()
+            await wait_until(voice_client.dave_ready)
+
+        sent = await nominee.play(speech(2500), at={
+            200: background.start(legacy_joins),
+            700: downgraded,
+            1000: background.start(legacy_leaves),
+            1800: upgraded,
+        })
+        await wait_until(lambda: stats.delivered + stats.dave_errors == len(sent))
+
+        assert stats.dave_errors == 0
+        assert sink.packets == as_written(sent)
+        assert not [p for p in sink.packets if p[2].endswith(b"\xfa\xfa")]
+        assert stats.dave_errors == 0
+        # Encrypted, then plain, then encrypted again; encrypted frames still came
+        # after the downgrade executed, plain ones after the upgrade did.
+        kinds = [packet.encrypted for packet in sent]
+        switches = [i for i in range(1, len(kinds)) if kinds[i] != kinds[i - 1]]
+        assert len(switches) == 2 and kinds[0] and kinds[-1]
+        downgrade_at = server.executed_at[server.downgrades[0]]
+        upgrade_at = server.executed_at[max(server.executed_at)]
+        assert [p for p in sent if p.encrypted and downgrade_at < p.sent_at < upgrade_at]
+        assert [p for p in sent if not p.encrypted and p.sent_at > upgrade_at]
+        assert stats.passthrough == kinds.count(False)
+
+
+def test_dave_transitions_say_when_plain_frames_are_expected() -> None:
+    transitions = DaveTransitions()
+    transitions.handle({"op": 4, "d": {"dave_protocol_version": 1}}, 0.0)
+    assert not transitions.passthrough_allowed(0.0)
+    # A downgrade: passthrough from its preparation on, for as long as it lasts.
+    transitions.handle({"op": 21, "d": {"transition_id": 5, "protocol_version": 0}}, 1.0)
+    assert transitions.passthrough_allowed(1.0)
+    transitions.handle({"op": 22, "d": {"transition_id": 5}}, 1.2)
+    assert transitions.transport_only and transitions.passthrough_allowed(500.0)
+    # The upgrade: still plain until op 22 executes it, then ten seconds of grace.
+    transitions.handle({"op": 24, "d": {"epoch": 1, "protocol_version": 1}}, 600.0)
+    assert transitions.upgrading and transitions.passthrough_allowed(601.0)
+    transitions.handle({"op": 22, "d": {"transition_id": 9}}, 602.0)
+    assert not transitions.transport_only
+    assert transitions.passthrough_allowed(611.9) and not transitions.passthrough_allowed(612.1)
+    # A sole-member reset (op 24 with epoch 1 in an encrypted call, then transition 0) is no upgrade.
+    transitions.handle({"op": 24, "d": {"epoch": 1, "protocol_version": 1}}, 700.0)
+    transitions.handle({"op": 21, "d": {"transition_id": 0, "protocol_version": 1}}, 700.0)
+    assert not transitions.passthrough_allowed(700.0)
+    # A session that starts transport-only.
+    transitions.handle({"op": 4, "d": {"dave_protocol_version": 0}}, 800.0)
+    assert transitions.passthrough_allowed(800.0)
+    transitions.handle({"op": 22, "d": None}, 801.0)
 
 
 def test_directory_learns_from_the_voice_gateway() -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import io
+import itertools
 
 import pytest
 
 from bot.voice.receiver import ReceivingVoiceClient
-from bot.voice.recorder import Recorder, RecordingOutcome, RecordingResult
+from bot.voice.recorder import OggSink, Recorder, RecordingOutcome, RecordingResult, RecordingSink
 from tests.fakediscord.voice import FakeSpeaker, SentPacket
 from tests.voice.speech import opus_packets
 from tests.voice.test_fake_voice import (
@@ -16,24 +18,35 @@ from tests.voice.test_fake_voice import (
     voice_world,
     wait_until,
 )
+from tests.voice.tribune import FRAME, PRE_SKIP, RATE, recorded_audio
 
 
 class ListSink:
-    """Keeps every packet it is given."""
+    """Keeps every placed packet; full once ``max_seconds`` of audio are placed."""
 
-    def __init__(self) -> None:
-        self.packets: list[tuple[int, int, bytes]] = []
+    def __init__(self, max_seconds: float = 3600.0) -> None:
+        self.placed: list[tuple[int, int, bytes]] = []
+        self.limit = round(max_seconds * RATE)
 
-    def write_packet(self, sequence: int, timestamp: int, opus: bytes) -> None:
-        self.packets.append((sequence, timestamp, opus))
+    @property
+    def packets(self) -> list[bytes]:
+        return [opus for _, _, opus in self.placed]
+
+    @property
+    def positions(self) -> list[int]:
+        return [position for _, position, _ in self.placed]
+
+    def write(self, sequence: int, position: int, opus: bytes) -> bool:
+        self.placed.append((sequence, position, opus))
+        return position + FRAME < self.limit
 
 
-def as_written(sent: list[SentPacket]) -> list[tuple[int, int, bytes]]:
-    return [(packet.sequence, packet.timestamp, packet.opus) for packet in sent]
+def opus_of(sent: list[SentPacket]) -> list[bytes]:
+    return [packet.opus for packet in sent]
 
 
 def start_recording(
-    world: VoiceWorld, voice_client: ReceivingVoiceClient, sink: ListSink, **options: float
+    world: VoiceWorld, voice_client: ReceivingVoiceClient, sink: RecordingSink, **options: float
 ) -> tuple[Recorder, asyncio.Task[RecordingResult]]:
     settings: dict[str, float] = {"max_seconds": 2.0, "join_timeout": 2.0, "dave_timeout": 2.0}
     settings.update(options)
@@ -54,6 +67,11 @@ async def nominee_in_channel(
     return voice_client, speaker, ListSink()
 
 
+def seconds_after_start(recorder: Recorder, packet: SentPacket) -> float:
+    """When a packet was sent, on the recording's clock."""
+    return packet.sent_at - recorder.recording_started
+
+
 def test_technical_failures_are_the_bots_not_the_players() -> None:
     technical = {outcome for outcome in RecordingOutcome if outcome.technical_failure}
     assert technical == {
@@ -65,31 +83,38 @@ def test_technical_failures_are_the_bots_not_the_players() -> None:
 
 async def test_fast_speaker_is_cut_at_exactly_max_seconds_of_audio() -> None:
     async with voice_world() as world:
-        voice_client, speaker, sink = await nominee_in_channel(world)
-        _, running = start_recording(world, voice_client, sink, max_seconds=2.0)
+        voice_client, speaker, _ = await nominee_in_channel(world)
+        handle = io.BytesIO()
+        sink = OggSink(handle, 2.0)
+        recorder, running = start_recording(world, voice_client, sink, max_seconds=2.0)
         await recording_started(world, voice_client)
 
-        # 3 s of speech sent about 20 times faster than real time, across both wrap-arounds.
+        # 3 s of speech (received as in real time, sent faster), across both wrap-arounds.
         sent = await speaker.play(opus_packets()[:150], start_seq=65_500, start_ts=2**32 - 48_000)
         result = await asyncio.wait_for(running, 5)
+        info = sink.close(result.end_position)
 
         assert result.outcome is RecordingOutcome.complete
         assert not result.outcome.technical_failure
-        written = len(sink.packets)
-        assert sink.packets == as_written(sent)[:written]
+        assert info is not None and info.duration_secs == 2.0 and info.truncated
+        packets, lead = recorded_audio(handle.getvalue())
+        assert packets == opus_of(sent)[: len(packets)]
         # Every packet that starts before 2 s on the timeline (lead-in included), no other.
-        lead_in = result.lead_in_seconds
-        assert lead_in + (written - 1) * 0.02 < 2.0 <= lead_in + written * 0.02 + 1e-9
+        assert lead / RATE + (len(packets) - 1) * 0.02 < 2.0 + PRE_SKIP / RATE
+        assert len(packets) < len(sent)
+        assert result.lead_in_seconds == pytest.approx(
+            seconds_after_start(recorder, sent[0]), abs=0.005
+        )
         assert result.audio_seconds == 2.0
-        assert result.packets_written == written
-        assert result.recorded_seconds < 1.5
-        assert result.start_timestamp == (sent[0].timestamp - round(lead_in * 48_000)) % 2**32
-        assert result.end_timestamp == (result.start_timestamp + 2 * 48_000) % 2**32
+        assert result.streams == 1 and result.reanchors == 0
+        assert result.recorded_seconds >= 2.0
+        assert result.end_position == 2 * RATE
 
 
 async def test_silence_counts_towards_the_limit() -> None:
     async with voice_world() as world:
-        voice_client, speaker, sink = await nominee_in_channel(world)
+        voice_client, speaker, _ = await nominee_in_channel(world)
+        sink = ListSink(2.0)
         _, running = start_recording(world, voice_client, sink, max_seconds=2.0)
         await recording_started(world, voice_client)
 
@@ -98,19 +123,72 @@ async def test_silence_counts_towards_the_limit() -> None:
 
         assert result.outcome is RecordingOutcome.complete
         first = sent[0].timestamp
-        on_time = [
-            packet
-            for packet in sent
-            if result.lead_in_seconds + (packet.timestamp - first) / 48_000 < 2.0
+        assert sink.packets == opus_of(sent)[: len(sink.packets)]
+        # Placed by RTP time after the first: the lost ones and a second of silence are gaps.
+        assert [p - sink.positions[0] for p in sink.positions] == [
+            packet.timestamp - first for packet in sent[: len(sink.positions)]
         ]
-        assert sink.packets == as_written(on_time)
         # 10 packets (2 of them lost), a second of silence, then speech up to the limit.
-        assert 8 + 35 <= len(on_time) <= 8 + 40
+        assert 8 + 35 <= len(sink.packets) <= 8 + 40
+
+
+async def test_a_reconnecting_speaker_is_one_recording_placed_by_arrival() -> None:
+    async with voice_world() as world:
+        voice_client, speaker, sink = await nominee_in_channel(world)
+        recorder, running = start_recording(world, voice_client, sink, max_seconds=30.0)
+        await recording_started(world, voice_client)
+
+        first = await speaker.play(opus_packets()[:200])
+        old_ssrc = speaker.ssrc
+        await speaker.reconnect(away=1.5)
+        await speaker.wait_in_group()
+        second = await speaker.play(opus_packets()[200:400])
+        await wait_until(lambda: len(sink.placed) == 400)
+        recorder.stop()
+        result = await asyncio.wait_for(running, 5)
+
+        assert speaker.ssrc != old_ssrc
+        assert result.outcome is RecordingOutcome.stopped
+        assert result.streams == 2
+        assert sink.packets == opus_of(first + second)
+        # The second stream starts where it arrived (his new timestamps say nothing).
+        start = sink.positions[200] / RATE
+        assert start == pytest.approx(seconds_after_start(recorder, second[0]), abs=0.005)
+        # He was away 1.5 s (and the handshake); arrival stamps may be a few ms late.
+        assert start - (sink.positions[199] + FRAME) / RATE > 1.5 - 0.02
+        sequences = [sequence for sequence, _, _ in sink.placed]
+        assert sequences == sorted(sequences) and len(set(sequences)) == 400
+
+
+@pytest.mark.parametrize("jump", [-10.0, 60.0])
+async def test_a_timestamp_jump_on_the_same_ssrc_loses_nothing(jump: float) -> None:
+    async with voice_world() as world:
+        voice_client, speaker, sink = await nominee_in_channel(world)
+        recorder, running = start_recording(world, voice_client, sink, max_seconds=10.0)
+        await recording_started(world, voice_client)
+
+        before = await speaker.play(opus_packets()[:150])
+        after = await speaker.play(
+            opus_packets()[150:300], start_ts=speaker.next_timestamp + round(jump * RATE)
+        )
+        await wait_until(lambda: len(sink.placed) == 300)
+        recorder.stop()
+        result = await asyncio.wait_for(running, 5)
+
+        assert result.outcome is RecordingOutcome.stopped, result.detail
+        assert result.streams == 1 and result.reanchors == 1
+        assert sink.packets == opus_of(before + after)
+        gaps = [b - a for a, b in itertools.pairwise(sink.positions)]
+        assert gaps == [FRAME] * 299, "the jump is undone: the speech goes on where it arrived"
+        assert sink.positions[150] / RATE == pytest.approx(
+            seconds_after_start(recorder, after[0]), abs=0.025
+        )
 
 
 async def test_realtime_recording_reports_progress_and_ends_on_time() -> None:
     async with voice_world() as world:
-        voice_client, speaker, sink = await nominee_in_channel(world)
+        voice_client, speaker, _ = await nominee_in_channel(world)
+        sink = ListSink(1.0)
         progress: list[float] = []
 
         async def on_progress(elapsed: float) -> None:
@@ -137,7 +215,7 @@ async def test_realtime_recording_reports_progress_and_ends_on_time() -> None:
         assert len(progress) >= 3
         assert progress == sorted(progress)
         assert all(0 < value <= 1.0 for value in progress)
-        assert 45 <= len(sink.packets) <= 50
+        assert 45 <= len(sink.placed) <= 50
 
 
 async def test_nominee_who_never_joins() -> None:
@@ -152,7 +230,7 @@ async def test_nominee_who_never_joins() -> None:
         assert result.outcome is RecordingOutcome.not_joined
         assert not result.outcome.technical_failure
         assert result.waited_seconds >= 0.3
-        assert sink.packets == []
+        assert sink.placed == []
 
 
 async def test_nominee_who_leaves_while_speaking() -> None:
@@ -162,7 +240,7 @@ async def test_nominee_who_leaves_while_speaking() -> None:
         await recording_started(world, voice_client)
 
         await speaker.play(opus_packets()[:20])
-        await wait_until(lambda: len(sink.packets) == 20)
+        await wait_until(lambda: len(sink.placed) == 20)
         await world.leave(speaker)
         result = await asyncio.wait_for(running, 5)
 
@@ -178,7 +256,7 @@ async def test_connection_drop_is_a_technical_failure() -> None:
         await recording_started(world, voice_client)
 
         await speaker.play(opus_packets()[:10])
-        await wait_until(lambda: len(sink.packets) == 10)
+        await wait_until(lambda: len(sink.placed) == 10)
         await world.server.drop_connection()
         result = await asyncio.wait_for(running, 5)
 
@@ -203,7 +281,7 @@ async def test_frames_that_fail_dave_decryption() -> None:
         assert result.stats.delivered == 0
         assert result.stats.decrypt_errors == 0
         assert "failed DAVE decryption" in result.detail
-        assert sink.packets == []
+        assert sink.placed == []
 
 
 async def test_dave_that_never_becomes_ready() -> None:
@@ -233,7 +311,7 @@ async def test_stop_ends_the_recording() -> None:
         await recording_started(world, voice_client)
 
         await speaker.play(opus_packets()[:5])
-        await wait_until(lambda: len(sink.packets) == 5)
+        await wait_until(lambda: len(sink.placed) == 5)
         recorder.stop()
         result = await asyncio.wait_for(running, 5)
 

@@ -78,7 +78,7 @@ def test_build_then_decrypt_round_trips(
     assert got.padding == (padding > 0)
     assert peek_ssrc(packet) == header.ssrc
     assert packet[-4:] == nonce.to_bytes(4, "big")
-    assert not is_rtcp(packet) or 200 <= packet[1] <= 204
+    assert not is_rtcp(packet) or 192 <= packet[1] <= 223
 
 
 @given(st.binary(max_size=200))
@@ -169,9 +169,15 @@ def test_extension_body_longer_than_payload_is_rejected() -> None:
         decrypt_rtpsize(clear + sealed + nonce, KEY)
 
 
-@pytest.mark.parametrize("packet_type", [200, 201, 202, 203, 204])
-def test_rtcp_is_recognised(packet_type: int) -> None:
+@pytest.mark.parametrize("packet_type", [192, 200, 201, 202, 203, 204, 205, 206, 207, 223])
+def test_rtcp_is_recognised_by_the_rfc_5761_range(packet_type: int) -> None:
+    # 205-207 are the feedback (NACK, PLI, REMB) and extended reports clients send.
     assert is_rtcp(bytes([0x81, packet_type, 0, 7]) + bytes(28))
+
+
+@pytest.mark.parametrize("second", [0x78, 0xF8, 191, 224])
+def test_rtp_payload_types_outside_the_range_are_not_rtcp(second: int) -> None:
+    assert not is_rtcp(bytes([0x80, second, 0, 7]) + bytes(28))
 
 
 def test_opus_rtp_and_ip_discovery_are_not_rtcp() -> None:

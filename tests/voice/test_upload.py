@@ -26,6 +26,7 @@ from bot.voice.upload import (
     MAX_GAIN_DB,
     MAX_UPLOAD_BYTES,
     NOISE_FLOOR_DBFS,
+    SILENCE_DBFS,
     TARGET_DBFS,
     PreparedAudio,
     UploadError,
@@ -145,9 +146,16 @@ def uploads() -> dict[str, bytes]:
     }
 
 
+def opus_head(ogg: bytes) -> tuple[int, int, int, int, int, int]:
+    """(version, channels, pre-skip, input rate, gain, mapping family) of the first page."""
+    assert ogg[:4] == b"OggS" and ogg[28:36] == b"OpusHead"
+    fields: tuple[int, int, int, int, int, int] = struct.unpack("<BBHIhB", ogg[36:47])
+    return fields
+
+
 def check_prepared(prepared: PreparedAudio) -> array.array[float]:
-    assert prepared.ogg_bytes[:4] == b"OggS"
-    assert prepared.ogg_bytes[28:36] == b"OpusHead"
+    version, channels, _, rate, _, family = opus_head(prepared.ogg_bytes)
+    assert (version, channels, rate, family) == (1, 1, 48000, 0), "mono 48 kHz, as Discord records"
     decoded = decode_mono(prepared.ogg_bytes)
     assert len(decoded) == round(prepared.duration_secs * 48000)
     waveform = base64.b64decode(prepared.waveform)
@@ -261,10 +269,15 @@ def test_the_rule_covers_each_case() -> None:
 
 
 def test_noise_is_not_amplified() -> None:
-    hiss = array.array("h", [(i * 7919) % 7 - 3 for i in range(48000 * 4)]).tobytes()
-    assert NOISE_FLOOR_DBFS - 40 < level_db(hiss)[0] < NOISE_FLOOR_DBFS - 20
-    prepared = prepare_upload(wav_bytes(hiss, 48000), "hiss.wav", None)
-    assert rms_db(decode_mono(prepared.ogg_bytes)) == pytest.approx(level_db(hiss)[0], abs=3)
+    # A faint tone in hiss: audible, but on average below the noise floor.
+    hiss = array.array("h", [(i * 7919) % 7 - 3 for i in range(48000 * 4)])
+    for i in range(48000):
+        hiss[i] += round(150 * math.sin(2 * math.pi * 440 * i / 48000))
+    quiet = hiss.tobytes()
+    loudness, _ = level_db(quiet)
+    assert NOISE_FLOOR_DBFS - 20 < loudness < NOISE_FLOOR_DBFS
+    prepared = prepare_upload(wav_bytes(quiet, 48000), "hiss.wav", None)
+    assert rms_db(decode_mono(prepared.ogg_bytes)) == pytest.approx(loudness, abs=3)
 
 
 # --- refusals -----------------------------------------------------------------------------
@@ -323,13 +336,66 @@ def test_not_audio() -> None:
     assert refusal(video_only_mp4(), "clip.mp4", "video/mp4") == "upload_not_audio"
 
 
+def test_what_is_not_audio_is_not_audio_whatever_its_name() -> None:
+    page = b"<!DOCTYPE html><html><head><title>404</title></head><body>Not found</body></html>"
+    assert refusal(png_bytes(), "last-word.mp3", "audio/mpeg") == "upload_not_audio"
+    assert refusal(page, "last-word.mp3", "audio/mpeg") == "upload_not_audio"
+    assert refusal(page * 50, "last-word.ogg", None) == "upload_not_audio"
+    assert refusal(b"not really an mp3 " * 40, "song.mp3", "audio/mpeg") == "upload_not_audio"
+    assert refusal(b"\xff\xd8\xff\xe0" + bytes(500), "photo.m4a", None) == "upload_not_audio"
+    assert refusal(b"%PDF-1.7\n" + bytes(500), "speech.wav", "audio/wav") == "upload_not_audio"
+    assert refusal(bytes(range(256)) * 4, "noise.mp3", "audio/mpeg") == "upload_not_audio", (
+        "nothing in the bytes says audio: only the name did"
+    )
+
+
 def test_corrupt(uploads: dict[str, bytes]) -> None:
     assert refusal(b"OggS" + bytes(range(256)) * 8, "broken.ogg", "audio/ogg") == "upload_corrupt"
     m4a = uploads["m4a"]
     assert refusal(m4a[: len(m4a) // 2], "cut.m4a", "audio/mp4") == "upload_corrupt"
     garbled_wav = b"RIFF\xff\xff\xff\xffWAVEfmt \x02\x00\x00\x00\x01\x00" + bytes(64)
     assert refusal(garbled_wav, "broken.wav", "audio/wav") == "upload_corrupt"
-    assert refusal(b"not really an mp3 " * 40, "song.mp3", "audio/mpeg") == "upload_corrupt"
+    assert refusal(b"ID3\x04\x00\x00\x00\x00\x00\x10" + bytes(range(256)) * 4, "cut.mp3",
+                   None) == "upload_corrupt"
+
+
+def test_shorter_than_half_a_second_is_refused() -> None:
+    pcm = mono_pcm()
+    assert refusal(wav_bytes(pcm[: 2 * 19_200], 48000), "oops.wav", None) == "upload_too_short"
+    assert refusal(wav_bytes(pcm[:2], 48000), "click.wav", None) == "upload_too_short"
+    accepted = prepare_upload(wav_bytes(pcm[: 2 * 28_800], 48000), "short.wav", None)
+    assert accepted.duration_secs == pytest.approx(0.6, abs=0.01)
+
+
+def stereo(left: Sequence[int], right: Sequence[int]) -> bytes:
+    frames = array.array("h")
+    for sample in zip(left, right, strict=True):
+        frames.extend(sample)
+    return frames.tobytes()
+
+
+def tone(seconds: float, amplitude: int, frequency: float = 440.0) -> list[int]:
+    return [
+        round(amplitude * math.sin(2 * math.pi * frequency * i / 48000))
+        for i in range(round(seconds * 48000))
+    ]
+
+
+def test_silence_is_refused_both_channels_considered() -> None:
+    voice = tone(3, 12_000)
+    assert refusal(wav_bytes(bytes(48000 * 4), 48000), "nothing.wav", None) == "upload_silent"
+    hiss = [(i * 7919) % 7 - 3 for i in range(48000 * 3)]
+    assert refusal(wav_bytes(array.array("h", hiss).tobytes(), 48000), "hiss.wav", None) == (
+        "upload_silent"
+    )
+    # Channels that cancel: Discord plays voice messages mixed down, and that is silence.
+    opposite = stereo(voice, [-sample for sample in voice])
+    assert refusal(wav_bytes(opposite, 48000, 2), "phase.wav", None) == "upload_silent"
+    assert refusal(encode_file("ogg", "libopus", opposite), "phase.ogg", None) == "upload_silent"
+    # One silent channel is not silence: the other is heard, in the one mono channel.
+    one_sided = prepare_upload(wav_bytes(stereo(voice, [0] * len(voice)), 48000, 2), "l.wav", None)
+    assert rms_db(check_prepared(one_sided)) > SILENCE_DBFS + 20
+
 
 
 def test_unsupported() -> None:
@@ -355,6 +421,8 @@ def _prepare_or_refuse(data: bytes, filename: str, content_type: str | None) -> 
             "upload_not_audio",
             "upload_corrupt",
             "upload_unsupported",
+            "upload_too_short",
+            "upload_silent",
         }
         return
     assert prepared.ogg_bytes.startswith(b"OggS")

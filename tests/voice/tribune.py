@@ -64,6 +64,29 @@ class Tribune:
     nominator: str
     speakers: dict[int, FakeSpeaker] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.wire()
+
+    def wire(self) -> None:
+        """Run the bot's recordings on the voice server's clock, and let it pace its speakers.
+
+        The speakers then send faster than real time and the bot receives as
+        in real time (see :class:`tests.fakediscord.voice.MediaClock`).
+        """
+        self.cog.clock = self.server.clock
+        self.server.receipts = self.datagrams_read
+        self.server.ssrc_known = self.ssrc_known
+
+    def ssrc_known(self, user_id: int, ssrc: int) -> bool:
+        """Whether the bot's voice client knows that ``user_id`` speaks on ``ssrc``."""
+        client = self.voice_client()
+        return client is not None and client.speakers.ssrc_for(user_id) == ssrc
+
+    def datagrams_read(self) -> int | None:
+        """How many datagrams the bot's voice client has read (None while it has none)."""
+        client = self.voice_client()
+        return client.receiver.stats.datagrams if client is not None else None
+
     # who and where ---------------------------------------------------------------------
 
     @property
@@ -136,11 +159,14 @@ class Tribune:
         """``/lastword speak`` by the nominee (or someone else)."""
         return await self.table.slash(self.table.name(who or self.nominee), "lastword speak")
 
-    async def join(self, user_id: int | None = None) -> FakeSpeaker:
-        """A member comes into the tribune: main gateway voice state, then the voice server."""
+    async def join(self, user_id: int | None = None, *, dave: bool = True) -> FakeSpeaker:
+        """A member comes into the tribune: main gateway voice state, then the voice server.
+
+        ``dave=False``: his client does not support end-to-end encryption.
+        """
         user = user_id if user_id is not None else self.nominee_id
         self.table.fake.set_voice_state(self.table.guild_id, user, self.voice_channel)
-        speaker = self.server.add_speaker(user, channel_id=self.voice_channel)
+        speaker = self.server.add_speaker(user, channel_id=self.voice_channel, dave=dave)
         self.speakers[user] = speaker
         return speaker
 
@@ -163,18 +189,18 @@ class Tribune:
         """Wait until the bot has taken ``total`` packets of recorded users on this connection."""
         await self.table.fake.wait_until(
             lambda: client.receiver.stats.delivered >= total, timeout,
-            f"the bot took {client.receiver.stats.delivered} packets, not {total}",
+            f"the bot took {client.receiver.stats.delivered} packets, not {total}: "
+            f"{client.receiver.stats}",
         )
 
     async def speak_fast(
         self, speaker: FakeSpeaker, packets: Sequence[bytes], client: ReceivingVoiceClient,
         *, burst: int = 50, timeout: float = 5.0,
     ) -> list[SentPacket]:
-        """Send packets far faster than real time, in bursts the socket buffer holds.
+        """Send packets far faster than real time (on the call's clock, as in real time).
 
-        After each burst, wait until the bot has taken it (or stopped recording),
-        so no packet is lost to an overflowing buffer. Stops once the recording
-        has ended; returns what was sent.
+        In bursts; after each, wait until the bot has taken it (or stopped
+        recording). Stops once the recording has ended; returns what was sent.
         """
         sent: list[SentPacket] = []
         base = client.receiver.stats.delivered
@@ -182,8 +208,7 @@ class Tribune:
         for start in range(0, len(packets), burst):
             if not self.is_recording():
                 break
-            sent += await speaker.play(packets[start : start + burst], start_seq=start,
-                                       start_ts=start * FRAME, fast_interval=0)
+            sent += await speaker.play(packets[start : start + burst])
             deadline = loop.time() + timeout
             while client.receiver.stats.delivered < base + len(sent) and self.is_recording():
                 if loop.time() > deadline:
@@ -327,12 +352,16 @@ def decoded_length(ogg: bytes) -> int:
         return sum(frame.samples for frame in container.decode(audio=0))
 
 
-def decode_raw(packets: Sequence[bytes]) -> array.array[float]:
-    """Decode raw stereo Opus packets with a fresh decoder (no pre-skip); the first channel."""
+def decode_raw(packets: Sequence[bytes], layout: str = "mono") -> array.array[float]:
+    """Decode raw Opus packets with a fresh decoder (no pre-skip); the first channel.
+
+    Mono by default, as a player decodes the bot's recordings (their OpusHead
+    says one channel; stereo packets are mixed down by the decoder).
+    """
     decoder = av.CodecContext.create("opus", "r")
     assert isinstance(decoder, av.AudioCodecContext)
     decoder.sample_rate = RATE
-    decoder.layout = "stereo"
+    decoder.layout = layout
     samples: array.array[float] = array.array("f")
     for packet in packets:
         for frame in decoder.decode(av.Packet(packet)):
