@@ -186,7 +186,7 @@ class LastWordCog(commands.Cog):
             text = phrase(live, "lastword.upload_failed")
         finally:
             await self.bot.service.release(live.id, key)
-        await interaction.followup.send(text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none())
+        await interaction.edit_original_response(content=text, allowed_mentions=discord.AllowedMentions.none())
 
     async def skip(self, interaction: discord.Interaction) -> None:
         """``/host skip``: stop the last word being recorded."""
