@@ -107,9 +107,11 @@ class Bench:
         opened = await self.fake.slash(guild.id, owner.id, "mafia new", {}, channel_id=general.id,
                                        locale="ru", timeout=30.0)
         await opened.wait_original(30.0)
-        lobby = opened.original
-        game_id = next(c["custom_id"] for row in lobby.components for c in row["components"]
-                       ).split(":")[2]
+        # the lobby message is posted by the outbox, with the Join button carrying the game's id
+        lobby = await self.fake.wait_until(lambda: next(
+            (m for m in self.fake.messages(general.id) if any(
+                c.startswith("mafia:join:") for c in m.custom_ids())), None), 30.0, "no lobby message")
+        game_id = next(c for c in lobby.custom_ids() if c.startswith("mafia:join:")).split(":")[2]
         for member in members:
             await self.fake.click(lobby, f"mafia:join:{game_id}", member.user.id, timeout=30.0)
         await self.slash(guild, owner, "host setup", {"cities": cities, "maniac": False})

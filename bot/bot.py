@@ -17,9 +17,10 @@ from discord.ext import commands
 from bot.config import Config
 from bot.errors import UserError
 from bot.i18n import CatalogueTranslator, t
+from bot.options import OptionRefused, options_within_limits
 from bot.outbox import Outbox
 from bot.permissions import invite_url
-from bot.service import Clock, GameService, NoGame
+from bot.service import Clock, Expired, GameService, NoGame
 from bot.storage import GameExists, Storage
 from bot.timers import PhaseTimers
 from cogs.mentions import set_command_ids
@@ -82,6 +83,7 @@ class ProkuratorBot(commands.Bot):
         self.extensions_to_load = extensions
         self._opened_storage = storage
         self.tree.on_error = self.on_app_command_error
+        self.tree.interaction_check = options_within_limits  # type: ignore[method-assign]
         self.explain_refusal: Callable[[discord.Interaction, RuleError], Awaitable[str | None]] | None = None
         """Words a refusal of the rules better than its catalogue entry (cogs.help sets it)."""
 
@@ -166,8 +168,16 @@ class ProkuratorBot(commands.Bot):
 
     async def handle_error(self, interaction: discord.Interaction, original: BaseException) -> None:
         """Turn refusals into the user's localised ephemeral message; log everything else."""
+        if isinstance(original, Expired):
+            log.info("%s by %s: Discord no longer takes the interaction; not applied, not answered",
+                     _command_name(interaction), interaction.user.id)
+            return
         language = await self.language_for(interaction)
-        if isinstance(original, RuleError):
+        if isinstance(original, OptionRefused):
+            key = original.params.get("option_key")
+            option = t(language, key) if key else original.params.get("option")
+            text = t(language, original.key, **{**original.params, "option": option})
+        elif isinstance(original, RuleError):
             better = await self.explain_refusal(interaction, original) if self.explain_refusal else None
             text = better or t(language, f"error.{original.code}", **original.params)
             log.info("refused %s by %s: %s", _command_name(interaction), interaction.user.id, original)

@@ -4,22 +4,57 @@ One asyncio lock per game, so concurrent interactions are applied in order.
 A command is validated by the rules, committed with its outbox (and, now and
 then, a snapshot), and only then are its effects announced. An interaction
 Discord delivers twice is applied once.
+
+**What the sender saw.** A command whose meaning depends on the stage (the
+host's "next stage", the timer's "time is up") carries the stage it is meant
+for (:class:`Seen`): the stage it names, or the moment Discord created its
+interaction. Under the game's lock a command for a stage the game has left,
+or sent before the current stage began, is refused (:class:`MovedOn`) and
+changes nothing: two "next" at once move the game on once.
+
+**Answer first where Discord needs it.** Discord takes an interaction's
+answer for 3 s after it was created. A command whose interaction is older
+than :data:`DEFER_AFTER` (from its snowflake's time), or that has to wait for
+the game's lock, is acknowledged ("thinking…") *before* it is committed, and
+answered by editing that message after the commit. If Discord no longer
+accepts the acknowledgement, the command is not applied (:class:`Expired`):
+the player sees "interaction failed" and nothing counted. A young command
+that finds the lock free is committed first and answered at once (one REST
+call); if that answer still fails, the command stands and the log says so.
+
+**Storage faults.** Each snapshot is stored with a SHA-256 checksum of its
+text and the version of the rules that wrote it. At load a snapshot is used
+only if its checksum holds, it parses, and the log replays to it: from the
+snapshot before it (at most ``snapshot_every`` commands, so loading stays
+cheap), or from the setup when the rules changed since it was written or it
+is the first. A snapshot failing any of these is logged and the whole log is
+replayed instead. A game whose log does not replay (an unreadable row, a
+command the rules refuse) is loaded as **broken**: its host is told in the
+game's log channel (or the lobby's channel), every command in it is refused
+with the catalogue's "this game is broken", and only closing it (``/host
+end``) is accepted, so the guild can play again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import hashlib
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
 from typing import Any, Protocol
 
 import aiosqlite
 
 from bot.config import Config
-from bot.storage import OPEN_STATES, GameRecord, OutboxItem, Storage
+from bot.errors import UserError
+from bot.i18n import t
+from bot.storage import OPEN_STATES, DamagedLog, GameRecord, OutboxItem, Storage, StoredSnapshot
 from rules import (
     Command,
     EndDay,
@@ -41,9 +76,81 @@ Clock = Callable[[], float]
 #: how many interaction ids a process remembers to catch repeats without the database
 RECENT_INTERACTIONS = 50_000
 
+#: an interaction older than this (seconds since Discord created it) is acknowledged before
+#: its command is committed: Discord refuses answers after 3 s, and the commit, the answer's
+#: trip and a clock a little off must fit in what is left
+DEFER_AFTER = 1.5
+
 
 class NoGame(Exception):
     """No such game, or it is not running."""
+
+
+class MovedOn(UserError):
+    """The command was meant for a stage the game has already left; nothing changed."""
+
+    def __init__(self) -> None:
+        super().__init__("error.moved_on")
+
+
+class GameBroken(UserError):
+    """The game's log no longer replays: only closing it is accepted."""
+
+    def __init__(self) -> None:
+        super().__init__("error.game_broken")
+
+
+class Expired(Exception):
+    """Discord no longer accepts the interaction's answer: the command was not applied."""
+
+
+class Broken(Exception):
+    """A stored game cannot be rebuilt; ``key`` and ``params`` say why, in the catalogue."""
+
+    def __init__(self, key: str, **params: Any) -> None:
+        super().__init__(f"{key} {params}")
+        self.key = key
+        self.params = params
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a command's sender saw: the stage he names (``day 1 discussion``) and/or when he
+    sent it (unix time, from his interaction's snowflake). Either may be unknown."""
+
+    stage: str | None = None
+    at: float | None = None
+
+
+class Answer(Protocol):
+    """The interaction a command came with, as far as the service needs it."""
+
+    @property
+    def sent_at(self) -> float:
+        """Unix time Discord created the interaction."""
+        ...
+
+    @property
+    def deferred(self) -> bool:
+        """Whether it is acknowledged already."""
+        ...
+
+    async def defer(self) -> bool:
+        """Acknowledge it now ("thinking…"); False if Discord refused."""
+        ...
+
+
+@cache
+def rules_version() -> str:
+    """A digest of the rules' source: a snapshot written by other rules is checked by a
+    full replay."""
+    digest = hashlib.sha256()
+    folder = resources.files("rules")
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".py"):
+            digest.update(entry.name.encode())
+            digest.update(entry.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 @dataclass
@@ -54,7 +161,9 @@ class LiveGame:
     game: Game | None = None
     language: str = "ru"
     holds: set[str] = field(default_factory=set)
-    deferred: list[tuple[Command, str]] = field(default_factory=list)
+    deferred: list[tuple[Command, str, str | None]] = field(default_factory=list)
+    broken: Broken | None = None
+    """Why the stored game cannot be played on (None: it can)."""
     tick_times: dict[int, float] = field(default_factory=dict)
     """Wall time (unix) of the accepted commands that still matter, by the rules' tick: the
     standing votes' (the rules count time in ticks; the ballot shows clock times)."""
@@ -125,6 +234,9 @@ class GameService:
         self.observers: list[Observer] = []
         self.restorers: list[Callable[[LiveGame], Awaitable[None]]] = []
         """Run when a running game is loaded: rebuild what observers keep in memory."""
+        # Discord's clock, not the game's (which tests and benchmarks replace): a command's
+        # snowflake time is compared with the moment its stage began
+        self.wall: Clock = time.time
         self._live: dict[int, LiveGame] = {}
         self._locks: dict[int, asyncio.Lock] = {}
         # interactions applied by this process: a repeat is caught without asking the database
@@ -147,6 +259,10 @@ class GameService:
         if live is None:
             raise NoGame(game_id)
         return live
+
+    def find(self, game_id: int) -> LiveGame | None:
+        """A loaded game, or None."""
+        return self._live.get(game_id)
 
     def games(self) -> list[LiveGame]:
         """Every loaded game."""
@@ -195,7 +311,7 @@ class GameService:
     # ------------------------------------------------------------------ restore
 
     async def restore(self) -> list[LiveGame]:
-        """Load every open game: snapshot + replay of the log after it."""
+        """Load every open game: snapshot + replay of the log after it (see the module docstring)."""
         restored = []
         for record in await self.storage.open_games():
             try:
@@ -206,29 +322,117 @@ class GameService:
 
     async def _load(self, record: GameRecord) -> LiveGame:
         live = LiveGame(record, language=await self.language(record.guild_id))
-        if record.state == "running" and record.setup is not None and record.seed is not None:
-            live.game = await self._rebuild(record)
-            for restorer in self.restorers:
-                await restorer(live)
+        if record.damaged is not None:
+            live.broken = Broken("broken.unreadable_game")
+        elif record.state == "running" and record.setup is not None and record.seed is not None:
+            try:
+                live.game = await self._rebuild(record)
+            except Broken as why:
+                live.broken = why
+            else:
+                for restorer in self.restorers:
+                    await restorer(live)
         self._live[record.id] = live
+        if live.broken is not None:
+            log.error("game %s is broken and can only be closed: %s", record.id, live.broken)
+            await self._tell_broken(live)
         return live
 
+    async def _tell_broken(self, live: LiveGame) -> None:
+        """Tell the host, once per reason, in the game's log channel or else the lobby's."""
+        assert live.broken is not None
+        why = t(live.language, live.broken.key, **live.broken.params)
+        key = f"broken:{live.id}"
+        if await self.storage.meta(key) == why:
+            return
+        channel = live.record.channels.get("log") or live.record.lobby.get("channel_id")
+        if channel:
+            text = t(live.language, "broken.notice", game=live.id, reason=why)
+            await self.storage.add_outbox(live.id, [OutboxItem(
+                "send", {"channel_id": int(channel)}, {"content": text, "allowed_mentions": {"parse": []}})])
+        await self.storage.set_meta(key, why)
+        self._committed(live)
+
     async def _rebuild(self, record: GameRecord) -> Game:
+        """The game as its log makes it, through its newest sound snapshot.
+
+        Raises:
+            Broken: the setup, or a command of the log, does not replay.
+        """
         assert record.setup is not None and record.seed is not None
-        snapshot = await self.storage.latest_snapshot(record.id)
-        if snapshot is None:
-            game, after = Game.create(Setup.from_dict(record.setup), record.seed), 0
-        else:
-            after, state = snapshot
-            game = Game.from_dict(state)
-        for row in await self.storage.commands(record.id, after):
-            try:
-                game.apply(command_from_dict(row.command))
-            except RuleError as error:
-                log.error("game %s: stored command %s refused on replay (%s)", record.id, row.seq, error)
-            after = row.seq
-        record.command_count = after
+        try:
+            setup = Setup.from_dict(record.setup)
+            Game.create(setup, record.seed)
+        except (RuleError, KeyError, TypeError, ValueError) as error:
+            log.error("game %s: its setup does not make a game: %s", record.id, error)
+            raise Broken("broken.setup") from None
+
+        def fresh() -> Game:
+            return Game.create(setup, int(record.seed or 0))
+
+        stored = await self.storage.snapshots(record.id, limit=2)
+        game, after = fresh(), 0
+        latest = self._snapshot_game(record.id, stored[0]) if stored else None
+        if latest is not None:
+            newest = stored[0]
+            previous = None
+            if len(stored) > 1 and newest.rules_version == rules_version():
+                previous = self._snapshot_game(record.id, stored[1], quiet=True)
+            base, base_seq = (previous, stored[1].seq) if previous is not None else (fresh(), 0)
+            replayed, _ = await self._replay(record.id, base, base_seq, upto=newest.seq)
+            if replayed != latest and base_seq:
+                replayed, _ = await self._replay(record.id, fresh(), 0, upto=newest.seq)
+            if replayed != latest:
+                log.error("game %s: snapshot %s disagrees with the replay of its log; the log wins",
+                          record.id, newest.seq)
+            game, after = replayed, newest.seq
+        game, last = await self._replay(record.id, game, after)
+        record.command_count = last
         return game
+
+    def _snapshot_game(self, game_id: int, snapshot: StoredSnapshot, *, quiet: bool = False) -> Game | None:
+        """The game a stored snapshot holds, or None (logged) if it is not sound."""
+        level = logging.DEBUG if quiet else logging.WARNING
+        if snapshot.checksum is None:  # written before snapshots had checksums: expected once
+            log.info("game %s: snapshot %s has no checksum; the log is replayed", game_id, snapshot.seq)
+            return None
+        if not snapshot.intact:
+            log.log(level, "game %s: snapshot %s does not match its checksum; the log is replayed",
+                    game_id, snapshot.seq)
+            return None
+        try:
+            return Game.from_dict(json.loads(snapshot.text))
+        except (RuleError, KeyError, TypeError, ValueError) as error:
+            log.log(level, "game %s: snapshot %s is unreadable (%s); the log is replayed",
+                    game_id, snapshot.seq, error)
+            return None
+
+    async def _replay(self, game_id: int, game: Game, after: int, upto: int | None = None) -> tuple[Game, int]:
+        """Apply the log's commands after ``after`` (up to ``upto``) to ``game``; returns it and
+        the last seq applied.
+
+        Raises:
+            Broken: a row is unreadable or the rules refuse a command.
+        """
+        try:
+            rows = await self.storage.commands(game_id, after, upto)
+        except DamagedLog as error:
+            log.error("%s", error)
+            raise Broken("broken.unreadable_command", seq=error.seq) from None
+        last = after
+        for row in rows:
+            try:
+                command = command_from_dict(row.command)
+            except (RuleError, KeyError, TypeError, ValueError) as error:
+                log.error("game %s: stored command %s is unreadable: %r", game_id, row.seq, error)
+                raise Broken("broken.unreadable_command", seq=row.seq) from None
+            try:
+                game.apply(command)
+            except RuleError as error:
+                log.error("game %s: stored command %s is refused on replay (%s)", game_id, row.seq, error)
+                raise Broken("broken.refused_command", seq=row.seq, code=error.code) from None
+            last = row.seq
+        return game, last
 
     # ------------------------------------------------------------------ lobby
 
@@ -240,22 +444,30 @@ class GameService:
         *,
         interaction_id: int | None = None,
         outbox: Callable[[LiveGame], list[OutboxItem]] | None = None,
+        answer: Answer | None = None,
     ) -> LiveGame:
-        """Open a lobby; ``outbox`` renders what to announce once the game has its id.
+        """Open a lobby; ``outbox`` renders what to announce once the game has its id, and it
+        is committed with the game.
 
         Raises:
             bot.storage.GameExists: the guild already has an open game.
+            Expired: Discord no longer accepts the interaction; nothing was stored.
         """
+        await self._answer_first(answer, None)
+        language = await self.language(guild_id)
+
+        def render(record: GameRecord) -> list[OutboxItem]:
+            assert outbox is not None
+            return outbox(LiveGame(record, language=language))
+
         record = await self.storage.create_game(
-            guild_id, host_id, lobby, interaction_id=interaction_id, now=self.clock()
+            guild_id, host_id, lobby, interaction_id=interaction_id, now=self.clock(),
+            outbox=render if outbox is not None else None,
         )
-        live = LiveGame(record, language=await self.language(guild_id))
+        live = LiveGame(record, language=language)
         self._live[record.id] = live
-        if outbox is not None:
-            items = outbox(live)
-            if items:
-                await self.storage.add_outbox(record.id, items)
-                self._committed(live)
+        self._remember(interaction_id)
+        self._committed(live)
         return live
 
     async def update(
@@ -265,20 +477,31 @@ class GameService:
         *,
         interaction_id: int | None = None,
         cancel_lane: str | None = None,
+        answer: Answer | None = None,
     ) -> bool:
         """Change a game's record (lobby, channels...) under its lock and store it.
 
         ``change`` mutates ``live.record`` and returns what to announce; it may
         raise to refuse, and then nothing is stored (the record is reloaded).
         ``cancel_lane`` gives up the game's pending outbox items of that lane in
-        the same commit. Returns False if the interaction was already applied.
+        the same commit. A broken game takes only a change that closes it.
+        Returns False if the interaction was already applied.
+
+        Raises:
+            GameBroken: the game is broken and the change does not close it.
+            Expired: Discord no longer accepts the interaction; nothing changed.
         """
-        async with self.lock(game_id):
+        lock = self.lock(game_id)
+        await self._answer_first(answer, lock)
+        async with lock:
+            await self._answer_first(answer, None)
             if self._seen(interaction_id):
                 return False
             live = self.live(game_id)
             try:
                 items = change(live)
+                if live.broken is not None and live.record.open:
+                    raise GameBroken()
                 await self.storage.save_game(
                     live.record, interaction_id=interaction_id, outbox=items, cancel_lane=cancel_lane,
                     now=self.clock(),
@@ -314,9 +537,12 @@ class GameService:
         Raises:
             RuleError: the setup is not sound (nothing changes).
             NoGame: the game is not in ``from_state`` (when given).
+            GameBroken: the stored game is broken.
         """
         async with self.lock(game_id):
             live = self.live(game_id)
+            if live.broken is not None:
+                raise GameBroken()
             if from_state is not None and live.record.state != from_state:
                 raise NoGame(game_id)
             game = Game.create(setup, seed)
@@ -327,7 +553,7 @@ class GameService:
                 live.game = game
                 items = prepare(live) if prepare is not None else []
                 events = game.opening_events()
-                self._arm_deadline(live)  # before rendering: the first announcement shows it
+                self._stage_began(live)  # before rendering: the first announcement shows the deadline
                 items.extend(self.render(live, events))
                 await self.storage.save_game(
                     record, interaction_id=interaction_id, outbox=items, now=self.clock()
@@ -350,31 +576,72 @@ class GameService:
         source: str,
         interaction_id: int | None = None,
         extra_outbox: list[OutboxItem] | None = None,
+        seen: Seen | None = None,
+        answer: Answer | None = None,
     ) -> Applied:
         """Validate, commit and announce one command.
 
         ``extra_outbox`` is committed with the command, after what its events
-        render (a last word's recording, say).
+        render (a last word's recording, say). ``seen`` is what its sender saw
+        (checked under the lock); ``answer`` its interaction, acknowledged
+        before the commit when Discord needs it (see the module docstring).
 
         Raises:
             RuleError: the rules refuse it; nothing changes.
             NoGame: the game is not running.
+            MovedOn: it was meant for a stage the game has left; nothing changes.
+            GameBroken: the game is broken.
+            Expired: Discord no longer accepts the interaction; nothing changes.
         """
-        async with self.lock(game_id):
+        lock = self.lock(game_id)
+        await self._answer_first(answer, lock)
+        async with lock:
+            await self._answer_first(answer, None)
             live = self.live(game_id)
+            if live.broken is not None:
+                raise GameBroken()
             if live.game is None or live.record.state != "running":
                 raise NoGame(game_id)
             if self._seen(interaction_id):
                 log.info("game %s: interaction %s delivered again; applied once", game_id, interaction_id)
                 return Applied([], duplicate=True)
+            self._check_seen(live, seen, command)
             if isinstance(command, EndDay) and live.holds:
                 live.game.check(command)
-                live.deferred.append((command, source))
+                live.deferred.append((command, source, live.stage_key()))
                 log.info("game %s: the day's end waits for %s", game_id, sorted(live.holds))
                 return Applied([], deferred=True)
             applied = await self._commit(live, command, source, interaction_id, extra_outbox or [])
         await self._notify(live, applied.events)
         return applied
+
+    async def _answer_first(self, answer: Answer | None, lock: asyncio.Lock | None) -> None:
+        """Acknowledge the interaction now if it is old, or (``lock`` given) must wait for it.
+
+        Raises:
+            Expired: Discord refused the acknowledgement.
+        """
+        if answer is None or answer.deferred:
+            return
+        waits = lock is not None and lock.locked()
+        if not waits and self.wall() - answer.sent_at <= DEFER_AFTER:
+            return
+        if not await answer.defer():
+            raise Expired()
+
+    def _check_seen(self, live: LiveGame, seen: Seen | None, command: Command) -> None:
+        if seen is None:
+            return
+        current = live.stage_key()
+        since = live.record.stage_since
+        named = seen.stage is not None and seen.stage != current
+        # in whole milliseconds, as snowflakes count: a command sent in the millisecond the
+        # stage began is taken as sent after it
+        earlier = seen.at is not None and since is not None and int(seen.at * 1000) < int(since * 1000)
+        if named or earlier:
+            log.info("game %s: %s was meant for %s; the game is at %s: refused",
+                     live.id, command, seen.stage or f"the stage before {since}", current)
+            raise MovedOn()
 
     async def _commit(
         self, live: LiveGame, command: Command, source: str, interaction_id: int | None,
@@ -391,7 +658,7 @@ class GameService:
                 observe(live, events, now)
             changed = live.stage_key() != stage_before
             if changed:
-                self._arm_deadline(live)
+                self._stage_began(live)
             if game.over:
                 record.state = "over"
             items = self.render(live, events) + extra_outbox
@@ -399,8 +666,8 @@ class GameService:
             snapshot = game.to_dict() if record.command_count % every == 0 else None
             seq = await self.storage.append_command(
                 record, command_to_dict(command), source=source, interaction_id=interaction_id,
-                outbox=items, snapshot=snapshot, record_changed=changed or game.over,
-                now=now,
+                outbox=items, snapshot=snapshot, rules_version=rules_version(),
+                record_changed=changed or game.over, now=now,
             )
         except aiosqlite.IntegrityError:
             log.info("game %s: interaction %s was applied before; not again", live.id, interaction_id)
@@ -421,8 +688,15 @@ class GameService:
         if record is None:
             self._live.pop(live.id, None)
             return
-        live.record = record
-        live.game = await self._rebuild(record) if record.state == "running" else None
+        game = None
+        if record.state == "running" and live.broken is None:
+            try:
+                game = await self._rebuild(record)
+            except Broken as why:
+                live.broken = why
+                log.error("game %s became broken on reload: %s", live.id, why)
+        # swapped in at once: nothing sees the game half reloaded
+        live.record, live.game = record, game
 
     def _committed(self, live: LiveGame) -> None:
         for hook in self.after_commit:
@@ -445,7 +719,8 @@ class GameService:
         self.live(game_id).holds.add(key)
 
     async def release(self, game_id: int, key: str) -> None:
-        """Drop a hold; a day's end that waited for it is applied now."""
+        """Drop a hold; a day's end that waited for it is applied now (if the game is still at
+        the stage it was meant for)."""
         live = self._live.get(game_id)
         if live is None:
             return
@@ -453,10 +728,10 @@ class GameService:
         if live.holds or not live.deferred:
             return
         waiting, live.deferred = live.deferred, []
-        command, source = waiting[0]
+        command, source, stage = waiting[0]
         try:
-            await self.apply(game_id, command, source=source)
-        except RuleError as error:
+            await self.apply(game_id, command, source=source, seen=Seen(stage=stage))
+        except (RuleError, MovedOn, GameBroken, NoGame) as error:
             log.info("game %s: the deferred %s is no longer possible: %s", game_id, command, error)
 
     # ------------------------------------------------------------------ deadlines
@@ -471,30 +746,30 @@ class GameService:
         overrides = live.record.lobby.get("timers", {})
         return int(overrides.get(name, getattr(self.config.timers, name)))
 
-    def _arm_deadline(self, live: LiveGame) -> None:
+    def _stage_began(self, live: LiveGame) -> None:
+        """A new stage: when it began (by Discord's clock) and, if timed, its deadline."""
+        live.record.stage_since = self.wall()
         duration = self.stage_duration(live)
         record = live.record
         record.deadline = self.clock() + duration if duration > 0 else None
         record.deadline_stage = live.stage_key() if duration > 0 else None
         record.reminders_sent = []
 
-    async def set_deadline(self, game_id: int, deadline: float | None) -> None:
-        """Move the current stage's deadline (the host's ``/host timer``)."""
-        async with self.lock(game_id):
-            live = self.live(game_id)
-            live.record.deadline = deadline
-            live.record.deadline_stage = live.stage_key() if deadline is not None else None
-            live.record.reminders_sent = []
-            await self.storage.save_game(live.record, now=self.clock())
-            self._committed(live)
-
-    async def mark_reminder(self, game_id: int, offset: int, items: Iterable[OutboxItem]) -> bool:
-        """Announce a reminder once: stored with the offset it belongs to."""
+    async def mark_reminder(self, game_id: int, offset: int, items: Iterable[OutboxItem], *,
+                            stage: str | None, deadline: float | None) -> bool:
+        """Announce a reminder once: stored with the offset it belongs to, if the game still has
+        the deadline (``stage``, ``deadline``) it was worked out for."""
         async with self.lock(game_id):
             live = self._live.get(game_id)
             if live is None or offset in live.record.reminders_sent:
                 return False
+            if (live.record.deadline_stage, live.record.deadline) != (stage, deadline):
+                return False  # the stage moved on while the reminder waited for the lock
             live.record.reminders_sent.append(offset)
-            await self.storage.save_game(live.record, outbox=list(items), now=self.clock())
+            try:
+                await self.storage.save_game(live.record, outbox=list(items), now=self.clock())
+            except BaseException:
+                live.record.reminders_sent.remove(offset)
+                raise
             self._committed(live)
             return True

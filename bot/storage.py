@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import re
@@ -57,6 +58,15 @@ class StorageError(Exception):
     """The database cannot be opened or used: damaged, not a database, unreadable."""
 
 
+class DamagedLog(Exception):
+    """A stored command row cannot be read (not JSON, not an object)."""
+
+    def __init__(self, game_id: int, seq: int, detail: str) -> None:
+        super().__init__(f"game {game_id}: command {seq} is unreadable: {detail}")
+        self.game_id = game_id
+        self.seq = seq
+
+
 @dataclass
 class GameRecord:
     """A game as stored: its lobby until dealt, then its setup, seed and channels."""
@@ -74,6 +84,9 @@ class GameRecord:
     deadline_stage: str | None = None
     reminders_sent: list[int] = field(default_factory=list)
     command_count: int = 0
+    stage_since: float | None = None
+    damaged: str | None = None
+    """Why the stored row could not be read (its JSON fields are then empty), or None."""
 
     @property
     def open(self) -> bool:
@@ -103,6 +116,21 @@ class OutboxItem:
 
 
 @dataclass(frozen=True)
+class StoredSnapshot:
+    """A snapshot as stored: its text, checked against its checksum by :attr:`intact`."""
+
+    seq: int
+    text: str
+    checksum: str | None
+    rules_version: str | None
+
+    @property
+    def intact(self) -> bool:
+        """Whether the text is what was written (a snapshot from before checksums never is)."""
+        return self.checksum is not None and checksum(self.text) == self.checksum
+
+
+@dataclass(frozen=True)
 class CommandRow:
     """One entry of a game's command log."""
 
@@ -122,21 +150,43 @@ def _migrations() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
+def checksum(text: str) -> str:
+    """The checksum stored with a snapshot: SHA-256 of its text, in hex."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def _game(row: aiosqlite.Row) -> GameRecord:
+    try:
+        return _parse_game(row)
+    except (ValueError, TypeError) as error:
+        # one damaged row must not keep the other games from loading: it is kept, marked
+        log.error("game %s: its stored row is unreadable: %s", row["id"], error)
+        return GameRecord(
+            id=row["id"], guild_id=row["guild_id"], host_id=row["host_id"], state=row["state"],
+            created_at=row["created_at"], lobby={"players": []}, damaged=str(error),
+        )
+
+
+def _parse_game(row: aiosqlite.Row) -> GameRecord:
+    lobby = json.loads(row["lobby"])
+    channels = json.loads(row["channels"])
+    if not isinstance(lobby, dict) or not isinstance(channels, dict):
+        raise ValueError("lobby or channels is not a JSON object")
     return GameRecord(
         id=row["id"],
         guild_id=row["guild_id"],
         host_id=row["host_id"],
         state=row["state"],
         created_at=row["created_at"],
-        lobby=json.loads(row["lobby"]),
+        lobby=lobby,
         setup=json.loads(row["setup"]) if row["setup"] else None,
         seed=row["seed"],
-        channels=json.loads(row["channels"]),
+        channels=channels,
         deadline=row["deadline"],
         deadline_stage=row["deadline_stage"],
         reminders_sent=json.loads(row["reminders_sent"]),
         command_count=row["command_count"],
+        stage_since=row["stage_since"],
     )
 
 
@@ -318,6 +368,27 @@ class Storage:
         """The id of the guild's host role, if set (kept in memory once read)."""
         return (await self._guild(guild_id))[1]
 
+    async def set_guild_language(self, guild_id: int, language: str) -> None:
+        """Store the guild's language, leaving its host role as it is."""
+        async with self.transaction() as db:
+            await db.execute(
+                "INSERT INTO guild_settings (guild_id, language) VALUES (?, ?) "
+                "ON CONFLICT (guild_id) DO UPDATE SET language = excluded.language",
+                (guild_id, language),
+            )
+        self._guilds.pop(guild_id, None)  # read again: the other column may be newer than memory
+
+    async def set_guild_host_role(self, guild_id: int, host_role_id: int | None, *, language: str) -> None:
+        """Store the guild's host role, leaving its language as it is (``language`` only
+        fills a guild never set)."""
+        async with self.transaction() as db:
+            await db.execute(
+                "INSERT INTO guild_settings (guild_id, language, host_role_id) VALUES (?, ?, ?) "
+                "ON CONFLICT (guild_id) DO UPDATE SET host_role_id = excluded.host_role_id",
+                (guild_id, language, host_role_id),
+            )
+        self._guilds.pop(guild_id, None)
+
     async def set_guild_settings(
         self, guild_id: int, *, language: str, host_role_id: int | None
     ) -> None:
@@ -340,10 +411,11 @@ class Storage:
         lobby: dict[str, Any],
         *,
         interaction_id: int | None = None,
-        outbox: Iterable[OutboxItem] = (),
+        outbox: Callable[[GameRecord], Iterable[OutboxItem]] | None = None,
         now: float | None = None,
     ) -> GameRecord:
-        """Open a lobby in a guild.
+        """Open a lobby in a guild; ``outbox`` makes, from the new record (its id known),
+        what to announce, committed in the same transaction as the game.
 
         Raises:
             GameExists: the guild already has an open game.
@@ -358,7 +430,9 @@ class Storage:
                 )
                 game_id = int(cursor.lastrowid or 0)
                 await self._record_interaction(db, interaction_id, game_id, now)
-                await self._insert_outbox(db, game_id, None, outbox, now)
+                if outbox is not None:
+                    created = GameRecord(game_id, guild_id, host_id, "lobby", now, lobby)
+                    await self._insert_outbox(db, game_id, None, outbox(created), now)
         except aiosqlite.IntegrityError as error:
             if "games" in str(error) or "UNIQUE" in str(error):
                 raise GameExists(guild_id) from None
@@ -423,14 +497,26 @@ class Storage:
     async def _update_game(self, db: aiosqlite.Connection, record: GameRecord) -> None:
         await db.execute(
             "UPDATE games SET host_id = ?, state = ?, lobby = ?, setup = ?, seed = ?, channels = ?, "
-            "deadline = ?, deadline_stage = ?, reminders_sent = ?, command_count = ? WHERE id = ?",
+            "deadline = ?, deadline_stage = ?, reminders_sent = ?, command_count = ?, stage_since = ? "
+            "WHERE id = ?",
             (
                 record.host_id, record.state, _dumps(record.lobby),
                 _dumps(record.setup) if record.setup is not None else None, record.seed,
                 _dumps(record.channels), record.deadline, record.deadline_stage,
-                _dumps(record.reminders_sent), record.command_count, record.id,
+                _dumps(record.reminders_sent), record.command_count, record.stage_since, record.id,
             ),
         )
+
+    async def close_damaged(self, record: GameRecord, *, interaction_id: int | None = None,
+                            outbox: Iterable[OutboxItem] = (), now: float | None = None) -> None:
+        """Store only the state of a game whose row is unreadable (its other fields are not
+        known, so they are left as they are)."""
+        now = time.time() if now is None else now
+        async with self.transaction() as db:
+            await db.execute("UPDATE games SET state = ?, deadline = NULL WHERE id = ?",
+                             (record.state, record.id))
+            await self._record_interaction(db, interaction_id, record.id, now)
+            await self._insert_outbox(db, record.id, None, outbox, now)
 
     async def append_command(
         self,
@@ -441,6 +527,7 @@ class Storage:
         interaction_id: int | None = None,
         outbox: Iterable[OutboxItem] = (),
         snapshot: dict[str, Any] | None = None,
+        rules_version: str | None = None,
         record_changed: bool = True,
         now: float | None = None,
     ) -> int:
@@ -467,23 +554,35 @@ class Storage:
                 await self._update_game(db, record)
             await self._insert_outbox(db, record.id, seq, outbox, now)
             if snapshot is not None:
+                text = _dumps(snapshot)
                 await db.execute(
-                    "INSERT OR REPLACE INTO snapshots (game_id, seq, state) VALUES (?, ?, ?)",
-                    (record.id, seq, _dumps(snapshot)),
+                    "INSERT OR REPLACE INTO snapshots (game_id, seq, state, checksum, rules_version) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (record.id, seq, text, checksum(text), rules_version),
                 )
         return seq
 
-    async def commands(self, game_id: int, after: int = 0) -> list[CommandRow]:
-        """The command log of a game after seq ``after``, in order."""
+    async def commands(self, game_id: int, after: int = 0, upto: int | None = None) -> list[CommandRow]:
+        """The command log of a game after seq ``after`` (up to ``upto``), in order.
+
+        Raises:
+            DamagedLog: a row is not a JSON object (the first such row is named).
+        """
         rows = await self._fetchall(
             "SELECT seq, command, interaction_id, source FROM commands "
-            "WHERE game_id = ? AND seq > ? ORDER BY seq",
-            (game_id, after),
+            "WHERE game_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+            (game_id, after, upto if upto is not None else 2**62),
         )
-        return [
-            CommandRow(row["seq"], json.loads(row["command"]), row["interaction_id"], row["source"])
-            for row in rows
-        ]
+        result = []
+        for row in rows:
+            try:
+                command = json.loads(row["command"])
+            except (ValueError, TypeError) as error:
+                raise DamagedLog(game_id, row["seq"], str(error)) from None
+            if not isinstance(command, dict):
+                raise DamagedLog(game_id, row["seq"], f"not a JSON object: {str(row['command'])[:40]!r}")
+            result.append(CommandRow(row["seq"], command, row["interaction_id"], row["source"]))
+        return result
 
     async def command_times(self, game_id: int, seqs: Iterable[int]) -> dict[int, float]:
         """When each of these commands of a game was accepted (unix time), by seq."""
@@ -500,12 +599,26 @@ class Storage:
         return found
 
     async def latest_snapshot(self, game_id: int) -> tuple[int, dict[str, Any]] | None:
-        """The newest snapshot of a game: (seq, state)."""
+        """The newest snapshot of a game: (seq, state), unchecked (see :meth:`snapshots`).
+
+        Raises:
+            ValueError: its text is not JSON.
+        """
         row = await self._fetchone(
             "SELECT seq, state FROM snapshots WHERE game_id = ? ORDER BY seq DESC LIMIT 1",
             (game_id,),
         )
         return (row["seq"], json.loads(row["state"])) if row else None
+
+    async def snapshots(self, game_id: int, limit: int = 2) -> list[StoredSnapshot]:
+        """The newest ``limit`` snapshots of a game as stored, newest first."""
+        rows = await self._fetchall(
+            "SELECT seq, state, checksum, rules_version FROM snapshots WHERE game_id = ? "
+            "ORDER BY seq DESC LIMIT ?",
+            (game_id, limit),
+        )
+        return [StoredSnapshot(row["seq"], str(row["state"]), row["checksum"], row["rules_version"])
+                for row in rows]
 
     # ------------------------------------------------------------------ interactions
 
@@ -695,6 +808,13 @@ class Storage:
             (game_id, ref),
         )
         return (row["channel_id"], row["message_id"]) if row else None
+
+    async def ref_of_message(self, game_id: int, message_id: int) -> str | None:
+        """The name a message of the game is remembered under, if any."""
+        row = await self._fetchone(
+            "SELECT ref FROM message_refs WHERE game_id = ? AND message_id = ?", (game_id, message_id)
+        )
+        return str(row["ref"]) if row else None
 
     async def set_message_ref(self, game_id: int, ref: str, channel_id: int, message_id: int) -> None:
         """Remember a message (sent as an interaction answer, say) under ``ref``."""

@@ -4,6 +4,13 @@ The deadline is stored with the game, so a restart re-arms it (a deadline
 that passed while the bot was down fires at once). Each game has one task
 that sleeps until its next reminder or deadline and is woken whenever the
 game's record changes.
+
+The timer's command names the stage its deadline belongs to, and the service
+checks it under the game's lock: a host who moved the game on a moment
+earlier is not followed by a second move. A step that fails (a full disk, a
+database error) is logged and tried again after a back-off (0.5 s doubling to
+a minute, or sooner when the game's record changes): the task never dies, so
+a deadline passed while the disk was full fires once there is room.
 """
 
 from __future__ import annotations
@@ -14,11 +21,24 @@ import logging
 import time
 from collections.abc import Callable
 
-from bot.service import Clock, GameService, LiveGame, NoGame, command_for_deadline
+from bot.service import (
+    Clock,
+    GameBroken,
+    GameService,
+    LiveGame,
+    MovedOn,
+    NoGame,
+    Seen,
+    command_for_deadline,
+)
 from bot.storage import OutboxItem
 from rules import RuleError
 
 log = logging.getLogger(__name__)
+
+#: after a failed step, the first wait and the longest one (seconds)
+BACKOFF_START = 0.5
+BACKOFF_MAX = 60.0
 
 ReminderRenderer = Callable[[LiveGame, int], list[OutboxItem]]
 
@@ -80,53 +100,77 @@ class PhaseTimers:
 
     async def _run(self, game_id: int) -> None:
         wake = self._wake.setdefault(game_id, asyncio.Event())
+        backoff = 0.0
         while not self._closed:
             wake.clear()
             try:
                 live = self.service.live(game_id)
             except NoGame:
                 return
-            deadline = live.record.deadline
-            if deadline is None:
+            if live.broken is not None or live.record.deadline is None:
                 return
-            now = self.clock()
-            if now >= deadline:
-                await self._fire(live)
-                continue
-            reminders = self._due_reminders(live)
-            due = [offset for offset in reminders if deadline - offset <= now]
-            if due:
-                offset = min(due)
-                items = self.render_reminder(live, offset)
-                # an older reminder that came due at the same time is not worth a message
-                for stale in due:
-                    if await self.service.mark_reminder(game_id, stale, items if stale == offset else []):
-                        log.info("game %s: reminder %s s before %s", game_id, stale, live.record.deadline_stage)
-                continue
-            upcoming = [deadline - offset for offset in reminders] + [deadline]
-            delay = max(0.0, min(upcoming) - now)
+            delay: float | None
+            try:
+                delay = await self._step(live)
+            except Exception as error:
+                backoff = min(backoff * 2, BACKOFF_MAX) if backoff else BACKOFF_START
+                log.warning("game %s: the timer could not act (%r); trying again in %.1f s",
+                            game_id, error, backoff)
+                delay = backoff
+            else:
+                backoff = 0.0
+            if delay is None:
+                continue  # it acted: look at the game again at once
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), timeout=delay)
 
-    async def _fire(self, live: LiveGame) -> None:
+    async def _step(self, live: LiveGame) -> float | None:
+        """Fire the deadline or a due reminder (None: done, look again), else how long to sleep."""
         record = live.record
-        stage_key = record.deadline_stage
+        deadline, stage = record.deadline, record.deadline_stage
+        assert deadline is not None
+        now = self.clock()
+        if now >= deadline:
+            await self._fire(live, deadline, stage)
+            return None
+        reminders = self._due_reminders(live)
+        due = [offset for offset in reminders if deadline - offset <= now]
+        if due:
+            offset = min(due)
+            items = self.render_reminder(live, offset)
+            # an older reminder that came due at the same time is not worth a message
+            for stale in due:
+                if await self.service.mark_reminder(live.id, stale, items if stale == offset else [],
+                                                    stage=stage, deadline=deadline):
+                    log.info("game %s: reminder %s s before %s", live.id, stale, stage)
+            return None
+        upcoming = [deadline - offset for offset in reminders] + [deadline]
+        return max(0.0, min(upcoming) - now)
+
+    def _forget(self, game_id: int, deadline: float, stage: str | None) -> None:
+        """Drop a deadline the timer is done with, unless the game has a newer one by now."""
+        live = self.service.find(game_id)
+        if live is not None and (live.record.deadline, live.record.deadline_stage) == (deadline, stage):
+            live.record.deadline = None
+
+    async def _fire(self, live: LiveGame, deadline: float, stage: str | None) -> None:
         game = live.game
-        if game is None or stage_key != live.stage_key():
-            record.deadline = None
+        command = command_for_deadline(game.stage) if game is not None else None
+        if command is None or stage is None:
+            self._forget(live.id, deadline, stage)
             return
-        command = command_for_deadline(game.stage)
-        if command is None:
-            record.deadline = None
-            return
-        log.info("game %s: time is up for %s: %s", live.id, stage_key, command)
+        log.info("game %s: time is up for %s: %s", live.id, stage, command)
         try:
-            applied = await self.service.apply(live.id, command, source="timer")
-        except (RuleError, NoGame) as error:
-            log.warning("game %s: the timer's %s was refused: %s", live.id, command, error)
-            record.deadline = None
+            applied = await self.service.apply(live.id, command, source="timer", seen=Seen(stage=stage))
+        except MovedOn:
+            log.info("game %s: %s was over before its deadline fired", live.id, stage)
+            self._forget(live.id, deadline, stage)  # the stage that followed has its own deadline
             return
-        self.fired.append((live.id, stage_key or ""))
+        except (RuleError, NoGame, GameBroken) as error:
+            log.warning("game %s: the timer's %s was refused: %s", live.id, command, error)
+            self._forget(live.id, deadline, stage)
+            return
+        self.fired.append((live.id, stage))
         if applied.deferred:
             # the day's end waits for a last word; the timer is done with this stage
-            record.deadline = None
+            self._forget(live.id, deadline, stage)

@@ -1,4 +1,7 @@
-"""``/admin``: the guild's language and host role (members who may manage the server)."""
+"""``/admin``: the guild's language and host role (members who may manage the server).
+
+Each command stores its own setting alone, so two at once never undo each other.
+"""
 
 from __future__ import annotations
 
@@ -38,9 +41,8 @@ class AdminCog(commands.Cog):
     @app_commands.checks.has_permissions(manage_guild=True)
     async def language(self, interaction: discord.Interaction, language: str) -> None:
         assert interaction.guild_id is not None
-        storage = self.bot.storage
-        role = await storage.guild_host_role(interaction.guild_id)
-        await storage.set_guild_settings(interaction.guild_id, language=language, host_role_id=role)
+        # one column each: a /admin hostrole at the same moment is not undone by this
+        await self.bot.storage.set_guild_language(interaction.guild_id, language)
         for live in self.bot.service.games():
             if live.record.guild_id == interaction.guild_id:
                 live.language = language
@@ -55,8 +57,8 @@ class AdminCog(commands.Cog):
     async def hostrole(self, interaction: discord.Interaction, role: discord.Role | None = None) -> None:
         assert interaction.guild_id is not None
         language = await self.bot.service.language(interaction.guild_id)
-        await self.bot.storage.set_guild_settings(
-            interaction.guild_id, language=language, host_role_id=role.id if role else None
+        await self.bot.storage.set_guild_host_role(
+            interaction.guild_id, role.id if role else None, language=language
         )
         key = "admin.hostrole" if role else "admin.hostrole_none"
         await interaction.response.send_message(

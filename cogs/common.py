@@ -1,7 +1,15 @@
-"""What every game cog shares: finding the game, players' names, hosts, targets."""
+"""What every game cog shares: finding the game, players' names, hosts, targets, answering.
+
+Answering follows the service's policy (see :mod:`bot.service`): a cog hands
+its interaction to the service as an :class:`InteractionAnswer`, which the
+service acknowledges before the commit when Discord needs it, and the cog
+answers after the commit with :func:`answer_lines`, which edits that
+acknowledgement or sends the first answer.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -9,14 +17,45 @@ from discord import app_commands
 
 from bot.errors import UserError
 from bot.i18n import key_str, t
-from bot.service import LiveGame
+from bot.service import GameBroken, LiveGame, Seen
 from cogs.limits import OPTION_LABEL, SELECT_OPTIONS, chunks, clip
 from rules import LegalAction
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
 
+log = logging.getLogger(__name__)
+
 MAX_CHOICES = SELECT_OPTIONS
+
+
+class InteractionAnswer:
+    """An interaction as the service sees it: when Discord created it, and a way to
+    acknowledge it ("thinking…", visible to the user alone) before a commit."""
+
+    def __init__(self, interaction: discord.Interaction) -> None:
+        self.interaction = interaction
+        self.sent_at = interaction.created_at.timestamp()
+
+    @property
+    def deferred(self) -> bool:
+        """Whether it is acknowledged (deferred or answered) already."""
+        return self.interaction.response.is_done()
+
+    async def defer(self) -> bool:
+        """Acknowledge it now; False (logged) if Discord no longer takes it."""
+        try:
+            await self.interaction.response.defer(ephemeral=True, thinking=True)
+        except discord.HTTPException as error:
+            log.info("interaction %s could not be acknowledged (%s): its command is not applied",
+                     self.interaction.id, error)
+            return False
+        return True
+
+
+def sent_at(interaction: discord.Interaction) -> Seen:
+    """What the sender of a slash command saw: the game as it was when Discord created it."""
+    return Seen(at=interaction.created_at.timestamp())
 
 
 def names(live: LiveGame) -> dict[str, str]:
@@ -73,9 +112,11 @@ async def running_game(bot: ProkuratorBot, interaction: discord.Interaction) -> 
     """The running game of the guild.
 
     Raises:
-        UserError: no running game here.
+        UserError: no running game here (:class:`GameBroken`: it is broken).
     """
     live = await guild_game(bot, interaction)
+    if live.broken is not None:
+        raise GameBroken()
     if live.game is None or live.record.state != "running":
         raise UserError("error.not_started")
     return live
@@ -125,6 +166,11 @@ def resolve_player(live: LiveGame, text: str) -> str:
     raise UserError("error.no_such_player", name=clip(value, 60))
 
 
+async def answer(interaction: discord.Interaction, text: str) -> None:
+    """Answer privately after a commit: edit the acknowledgement, or send the first answer."""
+    await answer_lines(interaction, [text])
+
+
 async def answer_lines(interaction: discord.Interaction, lines: list[str], *, ephemeral: bool = True) -> None:
     """Answer with ``lines``, split into as many messages as Discord's limits need.
 
@@ -172,7 +218,7 @@ def host_choices(live: LiveGame, verb: str, current: str) -> list[app_commands.C
 
 
 __all__ = [
-    "MAX_CHOICES", "answer_lines", "guild_game", "host_choices", "is_host", "key_str", "mention", "name_of",
+    "MAX_CHOICES", "InteractionAnswer", "answer", "answer_lines", "sent_at", "guild_game", "host_choices", "is_host", "key_str", "mention", "name_of",
     "names", "phrase", "player_of", "require_host", "resolve_player", "running_game",
     "status_text", "target_choices",
 ]

@@ -1,8 +1,9 @@
 """The glue between the game service and Discord: rendering, buttons, reminders.
 
-Buttons and select menus carry persistent custom ids (``mafia:<action>:<game>:...``)
-and are dispatched here from ``on_interaction``, so they keep working after a
-restart. Other cogs register a handler per action.
+Buttons and select menus carry persistent custom ids (``mafia:<action>:<game>:...``),
+parsed by discord.py's ``DynamicItem`` router (:mod:`cogs.components`, registered
+here), so they keep working after a restart. Other cogs register a handler per
+action.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from discord.ext import commands
 from bot.service import LiveGame
 from bot.storage import OutboxItem
 from cogs.common import phrase
+from cogs.components import ITEMS
 from cogs.render import deadline_text, render, with_ping
 from cogs.votes import observe, restorer
 
@@ -26,7 +28,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ComponentHandler = Callable[[discord.Interaction, list[str]], Awaitable[None]]
-PREFIX = "mafia"
 
 
 def reminder_items(live: LiveGame, offset: int) -> list[OutboxItem]:
@@ -45,7 +46,7 @@ def reminder_items(live: LiveGame, offset: int) -> list[OutboxItem]:
 
 
 class GameCog(commands.Cog):
-    """Installs the renderer and dispatches persistent components."""
+    """Installs the renderer and the persistent components; holds their handlers."""
 
     def __init__(self, bot: ProkuratorBot) -> None:
         self.bot = bot
@@ -55,26 +56,18 @@ class GameCog(commands.Cog):
         bot.service.restorers.append(restorer(bot.storage))
         bot.timers.render_reminder = reminder_items
 
-    def register(self, action: str, handler: ComponentHandler) -> None:
-        """Handle components whose custom id is ``mafia:<action>:...``."""
-        self.handlers[action] = handler
+    async def cog_load(self) -> None:
+        """Route the ``mafia:`` components through discord.py's dynamic items."""
+        self.bot.add_dynamic_items(*ITEMS)
 
-    @commands.Cog.listener()
-    async def on_interaction(self, interaction: discord.Interaction) -> None:
-        if interaction.type is not discord.InteractionType.component:
-            return
-        custom_id = str((interaction.data or {}).get("custom_id", ""))
-        parts = custom_id.split(":")
-        if len(parts) < 3 or parts[0] != PREFIX:
-            return
-        handler = self.handlers.get(parts[1])
-        if handler is None:
-            log.warning("no handler for component %r", custom_id)
-            return
-        try:
-            await handler(interaction, parts[2:])
-        except Exception as error:  # the same answers as for slash commands
-            await self.bot.handle_error(interaction, error)
+    async def cog_unload(self) -> None:
+        """Stop routing them."""
+        self.bot.remove_dynamic_items(*ITEMS)
+
+    def register(self, action: str, handler: ComponentHandler) -> None:
+        """Handle components whose custom id is ``mafia:<action>:...``; the handler gets the
+        id's fields (:data:`cogs.components.FORMS`)."""
+        self.handlers[action] = handler
 
 
 async def setup(bot: ProkuratorBot) -> None:

@@ -1,6 +1,16 @@
 """``/host``: the Procurator's tools: set up, start, move the game on, act, end.
 
 Only the game's host, or a member with the host role, may use them.
+
+A command whose meaning depends on the stage carries the stage its sender
+saw, checked under the game's lock (:class:`bot.service.Seen`): ``/host next``
+names it in its ``from`` option (offered by autocomplete) or, left out, is
+taken as meant for the stage the game was in when Discord created the
+interaction; ``/host execute`` likewise. So a second "next", or one sent while
+the timer moved the game on, is refused ("already moved on") and changes
+nothing. Lobby settings and ``/host timer`` look at the game under the lock
+too, and ``/host timer`` on the running stage is one commit (its length, the
+new deadline and the announcement of it).
 """
 
 from __future__ import annotations
@@ -8,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -16,7 +28,7 @@ from discord.ext import commands
 
 from bot.errors import UserError
 from bot.i18n import key_str, t
-from bot.service import LiveGame, NoGame, command_for_deadline
+from bot.service import GameBroken, LiveGame, MovedOn, NoGame, Seen, command_for_deadline
 from bot.storage import OutboxItem
 from cogs.channels import (
     Layout,
@@ -32,6 +44,8 @@ from cogs.channels import (
     rollback_plan,
 )
 from cogs.common import (
+    InteractionAnswer,
+    answer,
     answer_lines,
     guild_game,
     host_choices,
@@ -42,6 +56,7 @@ from cogs.common import (
     require_host,
     resolve_player,
     running_game,
+    sent_at,
     status_text,
 )
 from cogs.limits import CITIES, CITY_NAME, clip
@@ -54,6 +69,7 @@ from cogs.render import (
     chunks,
     closing_channels,
     deadline_text,
+    phase_text,
     pings_on,
     summary_lines,
 )
@@ -88,6 +104,11 @@ RESIDENTS_LIMIT = 1500
 #: what each kind of provisioning intent needs, to name when Discord refuses it
 NEEDS = {"create_channel": ["manage_channels"], "create_role": ["manage_roles"],
          "member_role": ["manage_roles"], "delete_channel": ["manage_channels"], "delete_role": ["manage_roles"]}
+#: the longest stage timer, seconds (a week)
+MAX_TIMER = 604800
+TIMED = ("discussion", "voting", "night")
+#: a stage as the service names it: ``day 1 discussion``
+STAGE_KEY = re.compile(r"(day|night) \d{1,6} (discussion|voting|execution|night)")
 PLAYER = key_str("player", "opt.player.name")
 PLAYER_DESCRIPTION = key_str("The player", "opt.player.description")
 
@@ -173,14 +194,29 @@ class HostCog(commands.Cog):
         await require_host(self.bot, interaction, live)
         return live
 
-    async def _apply(self, interaction: discord.Interaction, live: LiveGame, command: Command) -> None:
+    async def _settings_game(self, interaction: discord.Interaction) -> LiveGame:
+        """The host's game for a setting (a lobby or a running game), not a broken one."""
+        live = await self._host_game(interaction, running=False)
+        if live.broken is not None:
+            raise GameBroken()
+        return live
+
+    async def _apply(self, interaction: discord.Interaction, live: LiveGame, command: Command, *,
+                     seen: Seen | None = None) -> None:
         applied = await self.bot.service.apply(
-            live.id, command, source="host", interaction_id=interaction.id
+            live.id, command, source="host", interaction_id=interaction.id, seen=seen,
+            answer=InteractionAnswer(interaction),
         )
-        if applied.duplicate:
-            return
+        if applied.duplicate and not interaction.response.is_done():
+            return  # delivered twice: done and answered the first time
         key = "host.deferred" if applied.deferred else "host.done"
-        await interaction.response.send_message(phrase(live, key), ephemeral=True)
+        await answer(interaction, phrase(live, key))
+
+    async def _update(self, interaction: discord.Interaction, live: LiveGame,
+                      change: Callable[[LiveGame], list[OutboxItem]]) -> bool:
+        """Change the game's record under its lock; False if delivered twice (answered then)."""
+        return await self.bot.service.update(live.id, change, interaction_id=interaction.id,
+                                             answer=InteractionAnswer(interaction))
 
     async def _host_targets(self, interaction: discord.Interaction, verb: str, current: str) -> list[app_commands.Choice[str]]:
         if interaction.guild_id is None:
@@ -248,9 +284,11 @@ class HostCog(commands.Cog):
         pings: bool | None = None,
         reveal: bool | None = None,
     ) -> None:
-        live = await self._host_game(interaction, running=False)
+        live = await self._settings_game(interaction)
         if live.record.state != "lobby":
             raise UserError("error.not_lobby")
+        if cities is not None and not 1 <= len(cities) <= CITIES * (CITY_NAME + 2):
+            raise UserError("error.bad_cities", count=CITIES)
         names = split_names(cities) if cities is not None else None
         if names is not None:
             check_city_names(names)
@@ -265,6 +303,8 @@ class HostCog(commands.Cog):
         RuleOptions.from_dict(rules)
 
         def change(live: LiveGame) -> list[OutboxItem]:
+            if live.record.state != "lobby":  # started while this waited for the lock
+                raise UserError("error.not_lobby")
             setup = live.record.lobby.setdefault("setup", {})
             if names is not None:
                 setup["cities"] = names
@@ -279,11 +319,9 @@ class HostCog(commands.Cog):
                     live.record.lobby[key] = value
             return lobby_edit(live)
 
-        if not await self.bot.service.update(live.id, change, interaction_id=interaction.id):
+        if not await self._update(interaction, live, change):
             return  # delivered twice: done and answered the first time
-        await interaction.response.send_message(
-            lobby_payload(live)["content"], ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
-        )
+        await answer(interaction, lobby_payload(live)["content"])
 
     @host.command(name=key_str("touring", "cmd.host.touring.name"),
                   description=key_str("Set the touring rotation of the cities", "cmd.host.touring.description"))
@@ -291,23 +329,27 @@ class HostCog(commands.Cog):
     @app_commands.describe(order=key_str("City names in touring order, comma separated", "opt.order.description"))
     async def touring(self, interaction: discord.Interaction,
                       order: app_commands.Range[str, 1, CITIES * (CITY_NAME + 2)]) -> None:
-        live = await self._host_game(interaction, running=False)
+        live = await self._settings_game(interaction)
+        if not 1 <= len(order) <= CITIES * (CITY_NAME + 2):
+            raise UserError("error.unknown_city", city=clip(order, 200) or "—")
         names = split_names(order)
         if live.record.state == "running":
             await self._apply(interaction, live, SetTouringOrder(tuple(names)))
             return
-        known = lobby_cities(live)
-        unknown = [name for name in names if name not in known]
-        if not names or unknown:
-            raise UserError("error.unknown_city", city=clip(", ".join(unknown), 200) or "—")
 
         def change(live: LiveGame) -> list[OutboxItem]:
+            if live.record.state != "lobby":  # started while this waited for the lock
+                raise UserError("error.not_lobby")
+            known = lobby_cities(live)
+            unknown = [name for name in names if name not in known]
+            if not names or unknown:
+                raise UserError("error.unknown_city", city=clip(", ".join(unknown), 200) or "—")
             live.record.lobby.setdefault("rules", {})["touring_order"] = names
             return []
 
-        if not await self.bot.service.update(live.id, change, interaction_id=interaction.id):
+        if not await self._update(interaction, live, change):
             return  # delivered twice: done and answered the first time
-        await interaction.response.send_message(phrase(live, "host.touring", order=", ".join(names)), ephemeral=True)
+        await answer(interaction, phrase(live, "host.touring", order=", ".join(names)))
 
     @host.command(name=key_str("timer", "cmd.host.timer.name"),
                   description=key_str("Change how long a stage lasts (0: no timer)", "cmd.host.timer.description"))
@@ -317,24 +359,26 @@ class HostCog(commands.Cog):
     @app_commands.choices(stage=[_choice("discussion", "choice.discussion"),
                                  _choice("voting", "choice.voting"), _choice("night", "choice.night")])
     async def timer(self, interaction: discord.Interaction, stage: str,
-                    seconds: app_commands.Range[int, 0, 604800]) -> None:
-        live = await self._host_game(interaction, running=False)
+                    seconds: app_commands.Range[int, 0, MAX_TIMER]) -> None:
+        live = await self._settings_game(interaction)
+        if stage not in TIMED or not 0 <= seconds <= MAX_TIMER:  # Discord's client checks; a crafted one is not
+            raise UserError("error.bad_timer", limit=MAX_TIMER)
 
         def change(live: LiveGame) -> list[OutboxItem]:
             live.record.lobby.setdefault("timers", {})[stage] = seconds
-            return []
+            game = live.game
+            if game is None or game.over or game.stage.value != stage:
+                return []  # only remembered for the stage's next turn
+            # the running stage: its new end, stored and announced in this same commit
+            record = live.record
+            record.deadline = self.bot.clock() + seconds if seconds > 0 else None
+            record.deadline_stage = live.stage_key() if seconds > 0 else None
+            record.reminders_sent = []
+            return deadline_changed_items(live)
 
-        if not await self.bot.service.update(live.id, change, interaction_id=interaction.id):
+        if not await self._update(interaction, live, change):
             return  # delivered twice: done and answered the first time
-        game = live.game
-        if game is not None and not game.over and game.stage.value == stage:
-            deadline = self.bot.clock() + seconds if seconds > 0 else None
-            await self.bot.service.set_deadline(live.id, deadline)
-            # the stage's announcement (and ballot) showed the old end: tell the cities the new one
-            await self.bot.service.update(live.id, deadline_changed_items)
-        await interaction.response.send_message(
-            phrase(live, "host.timer", stage=phrase(live, f"stage.{stage}"), seconds=seconds), ephemeral=True
-        )
+        await answer(interaction, phrase(live, "host.timer", stage=phrase(live, f"stage.{stage}"), seconds=seconds))
 
     @host.command(name=key_str("start", "cmd.host.start.name"),
                   description=key_str("Deal the statuses, create the channels, start", "cmd.host.start.description"))
@@ -628,14 +672,44 @@ class HostCog(commands.Cog):
 
     @host.command(name=key_str("next", "cmd.host.next.name"),
                   description=key_str("Move to the next stage now", "cmd.host.next.description"))
-    async def next(self, interaction: discord.Interaction) -> None:
+    @app_commands.rename(from_stage=key_str("from", "opt.from_stage.name"))
+    @app_commands.describe(from_stage=key_str("The stage you move on from (as offered): refused if the game "
+                                              "has left it", "opt.from_stage.description"))
+    async def next(self, interaction: discord.Interaction,
+                   from_stage: app_commands.Range[str, 1, 40] | None = None) -> None:
         live = await self._host_game(interaction)
-        assert live.game is not None
-        if live.game.stage is Stage.EXECUTION:
+        seen = sent_at(interaction)
+        if from_stage is not None:
+            if not STAGE_KEY.fullmatch(from_stage):
+                raise UserError("error.bad_stage")
+            seen = Seen(stage=from_stage, at=seen.at)
+        game = live.game
+        assert game is not None
+        if game.stage is Stage.EXECUTION:
+            if from_stage is not None and from_stage != live.stage_key():
+                raise MovedOn()
             raise UserError("error.use_execute")
-        command = command_for_deadline(live.game.stage)
+        # worked out from the stage as it is now; under the lock the service refuses it
+        # unless that is still the stage the host saw
+        command = command_for_deadline(game.stage)
         assert command is not None
-        await self._apply(interaction, live, command)
+        await self._apply(interaction, live, command, seen=seen)
+
+    @next.autocomplete("from_stage")
+    async def _next_stages(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        if interaction.guild_id is None:
+            return []
+        live = await self.bot.service.open_game(interaction.guild_id)
+        if live is None or live.game is None or live.game.over or live.game.stage is Stage.EXECUTION:
+            return []
+        role = await self.bot.storage.guild_host_role(live.record.guild_id)
+        if not is_host(self.bot, live, interaction.user, role):
+            return []
+        key = live.stage_key()
+        assert key is not None
+        label = phrase(live, f"host.next_choice.{live.game.stage.value}",
+                       phase=phase_text(live, str(live.game.phase)))
+        return [app_commands.Choice(name=clip(label, 100), value=key)]
 
     @host.command(name=key_str("kill", "cmd.host.kill.name"),
                   description=key_str("Strike out a player: he dies at once", "cmd.host.kill.description"))
@@ -679,7 +753,7 @@ class HostCog(commands.Cog):
     @app_commands.describe(player=PLAYER_DESCRIPTION)
     async def execute(self, interaction: discord.Interaction, player: str) -> None:
         live = await self._host_game(interaction)
-        await self._apply(interaction, live, Execute(resolve_player(live, player)))
+        await self._apply(interaction, live, Execute(resolve_player(live, player)), seen=sent_at(interaction))
 
     @execute.autocomplete("player")
     async def _execute_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
@@ -689,7 +763,8 @@ class HostCog(commands.Cog):
                   description=key_str("Who has not acted for how many phases", "cmd.host.idle.description"))
     async def idle(self, interaction: discord.Interaction) -> None:
         live = await self._host_game(interaction)
-        quiet = await self.idle_phases(live)
+        async with self.bot.service.lock(live.id):  # the log and the game as of one moment
+            quiet = await self.idle_phases(live)
         lines = [phrase(live, "host.idle.title")]
         for player, phases in sorted(quiet.items(), key=lambda row: -row[1]):
             lines.append(phrase(live, "host.idle.row", player=mention(player), phases=phases))

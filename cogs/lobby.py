@@ -1,4 +1,12 @@
-"""``/mafia``: open a lobby, join and leave it, see the game and one's own status."""
+"""``/mafia``: open a lobby, join and leave it, see the game and one's own status.
+
+The lobby message is an outbox item committed with the game itself (its
+reference is stored when Discord accepts it), and ``/mafia new`` is answered
+privately: a crash at any moment leaves either no game or a game whose lobby
+message is posted, once, and edited as players join. Joining and leaving
+check the lobby under the game's lock, so a join that meets a start is
+refused rather than left out of the deal.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +19,12 @@ from discord.ext import commands
 
 from bot.errors import UserError
 from bot.i18n import key_str, t
-from bot.service import LiveGame
+from bot.service import GameBroken, LiveGame
 from bot.storage import GameExists, OutboxItem
 from cogs.channels import exposure, exposure_lines, lobby_exposure, quiet_swap
 from cogs.common import (
+    InteractionAnswer,
+    answer,
     answer_lines,
     guild_game,
     is_host,
@@ -92,6 +102,12 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
 def lobby_edit(live: LiveGame) -> list[OutboxItem]:
     """Refresh the lobby message."""
     return [OutboxItem("edit", {"ref": "lobby"}, lobby_payload(live))]
+
+
+def lobby_post(live: LiveGame) -> list[OutboxItem]:
+    """Post the lobby message in the channel it was opened from, remembered as ``lobby``."""
+    channel = live.record.lobby["channel_id"]
+    return [OutboxItem("send", {"channel_id": channel, "ref": "lobby"}, lobby_payload(live))]
 
 
 def status_lines(live: LiveGame, viewer: str | None) -> list[str]:
@@ -183,6 +199,9 @@ class LobbyCog(commands.Cog):
             raise UserError("error.guild_only")
         if not await self._may_host(interaction):
             raise UserError("error.not_host")
+        permissions = interaction.app_permissions
+        if not (permissions.view_channel and permissions.send_messages):
+            raise UserError("error.cannot_post_lobby")
         config = self.bot.config
         lobby: dict[str, Any] = {
             "players": [], "channel_id": interaction.channel_id, "setup": {}, "rules": {},
@@ -191,23 +210,20 @@ class LobbyCog(commands.Cog):
         }
         try:
             live = await self.bot.service.create(
-                interaction.guild_id, interaction.user.id, lobby, interaction_id=interaction.id
+                interaction.guild_id, interaction.user.id, lobby, interaction_id=interaction.id,
+                outbox=lobby_post, answer=InteractionAnswer(interaction),
             )
         except GameExists:
             raise UserError("error.game_exists") from None
-        payload = lobby_payload(live)
-        await interaction.response.send_message(
-            payload["content"], view=_RawView(payload["components"]),
-            allowed_mentions=discord.AllowedMentions.none(),
-        )
-        message = await interaction.original_response()
-        await self.bot.storage.set_message_ref(live.id, "lobby", message.channel.id, message.id)
         log.info("game %s: lobby opened in guild %s by %s", live.id, interaction.guild_id, interaction.user.id)
+        await answer(interaction, phrase(live, "lobby.opened", game=live.id))
 
     @mafia.command(name=key_str("status", "cmd.mafia.status.name"),
                    description=key_str("Show the game of this server", "cmd.mafia.status.description"))
     async def status(self, interaction: discord.Interaction) -> None:
         live = await guild_game(self.bot, interaction)
+        if live.broken is not None:
+            raise GameBroken()
         await answer_lines(interaction, status_lines(live, str(interaction.user.id)))
 
     @mafia.command(name=key_str("me", "cmd.mafia.me.name"),
@@ -261,12 +277,17 @@ class LobbyCog(commands.Cog):
 
     async def _join(self, interaction: discord.Interaction, live: LiveGame) -> None:
         user = interaction.user
+        if live.broken is not None:
+            raise GameBroken()
         if live.record.state != "lobby":
             raise UserError("error.not_lobby")
-        if self.bot.service.game_of_player(user.id) is not None:
-            raise UserError("error.in_other_game")
 
         def change(live: LiveGame) -> list[OutboxItem]:
+            # under the game's lock: the lobby may have closed while this waited
+            if live.record.state != "lobby":
+                raise UserError("error.not_lobby")
+            if self.bot.service.game_of_player(user.id) is not None:
+                raise UserError("error.in_other_game")
             players = live.record.lobby["players"]
             if any(p["id"] == user.id for p in players):
                 raise UserError("error.already_joined")
@@ -277,27 +298,34 @@ class LobbyCog(commands.Cog):
                             **({"exposed": seen} if seen else {})})
             return lobby_edit(live)
 
-        if await self.bot.service.update(live.id, change, interaction_id=interaction.id):
-            await interaction.response.send_message(t(live.language, "lobby.joined"), ephemeral=True)
+        if await self.bot.service.update(live.id, change, interaction_id=interaction.id,
+                                         answer=InteractionAnswer(interaction)):
+            await answer(interaction, t(live.language, "lobby.joined"))
 
     async def _leave(self, interaction: discord.Interaction, live: LiveGame) -> None:
         user = interaction.user
+        if live.broken is not None:
+            raise GameBroken()
         if live.record.state != "lobby":
             raise UserError("error.not_lobby")
 
         def change(live: LiveGame) -> list[OutboxItem]:
+            if live.record.state != "lobby":
+                raise UserError("error.not_lobby")
             players = live.record.lobby["players"]
             if not any(p["id"] == user.id for p in players):
                 raise UserError("error.not_joined")
             live.record.lobby["players"] = [p for p in players if p["id"] != user.id]
             return lobby_edit(live)
 
-        if await self.bot.service.update(live.id, change, interaction_id=interaction.id):
-            await interaction.response.send_message(t(live.language, "lobby.left"), ephemeral=True)
+        if await self.bot.service.update(live.id, change, interaction_id=interaction.id,
+                                         answer=InteractionAnswer(interaction)):
+            await answer(interaction, t(live.language, "lobby.left"))
 
     async def _game_from_button(self, interaction: discord.Interaction, parts: list[str]) -> LiveGame:
-        live = await guild_game(self.bot, interaction)
-        if not parts or parts[0] != str(live.id):
+        """The guild's open game if the button is one of its own (else it is no longer active)."""
+        live = await self.bot.service.open_game(interaction.guild_id) if interaction.guild_id else None
+        if live is None or not parts or parts[0] != str(live.id):
             raise UserError("error.stale_button")
         return live
 
@@ -308,21 +336,10 @@ class LobbyCog(commands.Cog):
         await self._leave(interaction, await self._game_from_button(interaction, parts))
 
     async def _role_button(self, interaction: discord.Interaction, parts: list[str]) -> None:
+        live = await self._game_from_button(interaction, parts)
+        if live.broken is not None:
+            raise GameBroken()
         await self._send_role(interaction)
-
-
-class _RawView(discord.ui.View):
-    """A view that only carries raw component JSON (handled by the GameCog dispatcher)."""
-
-    def __init__(self, components: list[dict[str, Any]]) -> None:
-        super().__init__(timeout=None)
-        self._raw = components
-
-    def to_components(self) -> list[dict[str, Any]]:
-        return self._raw
-
-    def is_finished(self) -> bool:
-        return True
 
 
 async def setup(bot: ProkuratorBot) -> None:
@@ -330,4 +347,4 @@ async def setup(bot: ProkuratorBot) -> None:
     await bot.add_cog(LobbyCog(bot))
 
 
-__all__ = ["LobbyCog", "is_host", "lobby_edit", "lobby_payload", "role_lines", "status_lines"]
+__all__ = ["LobbyCog", "is_host", "lobby_edit", "lobby_payload", "lobby_post", "role_lines", "status_lines"]

@@ -17,8 +17,17 @@ from discord.ext import commands
 
 from bot.errors import UserError
 from bot.i18n import key_str
-from bot.service import LiveGame
-from cogs.common import mention, phrase, player_of, resolve_player, running_game, target_choices
+from bot.service import LiveGame, Seen
+from cogs.common import (
+    InteractionAnswer,
+    answer,
+    mention,
+    phrase,
+    player_of,
+    resolve_player,
+    running_game,
+    target_choices,
+)
 from rules import (
     CastVote,
     Check,
@@ -76,20 +85,25 @@ class PlayCog(commands.Cog):
         game_cog.register("vote", self._vote_select)
         game_cog.register("unvote", self._unvote_button)
 
-    async def act(self, interaction: discord.Interaction, build: Callable[[LiveGame, str], Command]) -> None:
-        """Apply the command ``build`` makes for the interaction's player; answer privately."""
+    async def act(self, interaction: discord.Interaction, build: Callable[[LiveGame, str], Command], *,
+                  seen: Seen | None = None) -> None:
+        """Apply the command ``build`` makes for the interaction's player; answer privately.
+
+        The rules refuse a player's command out of its stage, so a player's slash command
+        carries no stage; a ballot's menu and button carry the ballot's (``seen``).
+        """
         live = await running_game(self.bot, interaction)
         player = player_of(live, interaction)
         command = build(live, player)
         applied = await self.bot.service.apply(
-            live.id, command, source="player", interaction_id=interaction.id
+            live.id, command, source="player", interaction_id=interaction.id, seen=seen,
+            answer=InteractionAnswer(interaction),
         )
         if applied.duplicate:
+            if interaction.response.is_done():  # acknowledged before the repeat was seen
+                await answer(interaction, phrase(live, "reply.done"))
             return
-        await interaction.response.send_message(
-            reply_text(live, command, applied.events), ephemeral=True,
-            allowed_mentions=discord.AllowedMentions.none(),
-        )
+        await answer(interaction, reply_text(live, command, applied.events))
 
     async def _choices(self, interaction: discord.Interaction, verb: str, current: str) -> list[app_commands.Choice[str]]:
         if interaction.guild_id is None:
@@ -215,22 +229,34 @@ class PlayCog(commands.Cog):
 
     # ------------------------------------------------------------------ the ballot
 
-    async def _ballot_game(self, interaction: discord.Interaction, game_id: str) -> None:
+    async def _ballot(self, interaction: discord.Interaction, parts: list[str]) -> tuple[LiveGame, Seen | None]:
+        """The game of a ballot's component, and the voting it was posted for (known once
+        Discord accepted the ballot message): a ballot of another day, city or game is no
+        longer active."""
         live = await running_game(self.bot, interaction)
-        if str(live.id) != game_id:
+        if not parts or parts[0] != str(live.id):
             raise UserError("error.stale_button")
+        message = interaction.message
+        ref = await self.bot.storage.ref_of_message(live.id, message.id) if message is not None else None
+        if ref is None or not ref.startswith("ballot:"):
+            return live, None
+        city, _, day = ref.removeprefix("ballot:").rpartition(":")  # ballot_ref's form
+        assert live.game is not None
+        if len(parts) > 1 and (city not in live.game.cities or str(live.game.cities.index(city)) != parts[1]):
+            raise UserError("error.stale_button")
+        return live, Seen(stage=f"day {day} voting")
 
     async def _vote_select(self, interaction: discord.Interaction, parts: list[str]) -> None:
-        await self._ballot_game(interaction, parts[0])
+        _, seen = await self._ballot(interaction, parts)
         values = (interaction.data or {}).get("values", [])
         if not values:
             raise UserError("error.no_such_player", name="")
         candidate = str(values[0])
-        await self.act(interaction, lambda live, me: CastVote(me, resolve_player(live, candidate)))
+        await self.act(interaction, lambda live, me: CastVote(me, resolve_player(live, candidate)), seen=seen)
 
     async def _unvote_button(self, interaction: discord.Interaction, parts: list[str]) -> None:
-        await self._ballot_game(interaction, parts[0])
-        await self.act(interaction, lambda live, me: Unvote(me))
+        _, seen = await self._ballot(interaction, parts)
+        await self.act(interaction, lambda live, me: Unvote(me), seen=seen)
 
 
 async def setup(bot: ProkuratorBot) -> None:

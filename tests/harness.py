@@ -26,6 +26,7 @@ from tests.fakediscord import (
     FakeDiscord,
     InteractionResult,
     Member,
+    Message,
     build_standard_guild,
     running_client,
 )
@@ -119,11 +120,21 @@ class Table:
             self.name(p) for p in game.alive(city) if game.status_of(p).value == status
         ]
 
+    async def lobby_message(self) -> Message:
+        """The lobby message of the guild's latest game, once the outbox has posted it."""
+        await self.drain()
+        latest = await self.bot.storage.latest_game(self.guild_id)
+        assert latest is not None, "no game in the guild"
+        reference = await self.bot.storage.message_ref(latest.id, "lobby")
+        assert reference is not None, "the lobby message was never posted"
+        return self.fake.message(reference[1])
+
     async def open_lobby(self, players: list[str] | None = None) -> InteractionResult:
-        """``/mafia new`` by the host, then everyone presses Join."""
+        """``/mafia new`` by the host (answered privately; the lobby message is posted by the
+        outbox), then everyone presses Join."""
         opened = await self.slash("host", "mafia new")
-        assert opened.original is not None, opened.describe()
-        lobby = opened.original
+        assert opened.ephemeral and opened.callback_type == 4, opened.describe()
+        lobby = await self.lobby_message()
         live = self.live()
         for name in players if players is not None else [m.user.username for m in self.world.players]:
             joined = await self.fake.click(lobby, f"mafia:join:{live.id}", self.member(name).user.id)

@@ -115,7 +115,7 @@ async def start_game(fake: FakeDiscord, world, players: int = 8) -> int:
     guild, host = world.guild.id, world.owner.user.id
     opened = await fake.slash(guild, host, "mafia new", {}, channel_id=world.text_channel.id, locale="ru")
     await opened.wait_original()
-    lobby = opened.original
+    lobby = await lobby_posted(fake, world)
     for member in world.players[:players]:
         await fake.click(lobby, "mafia:join:1", member.user.id)
     await fake.slash(guild, host, "host setup", {"cities": "Верона", "maniac": False}, locale="ru")
@@ -123,6 +123,15 @@ async def start_game(fake: FakeDiscord, world, players: int = 8) -> int:
     await started.wait_original(15.0)
     assert "началась" in started.text, started.text
     return 1
+
+
+async def lobby_posted(fake: FakeDiscord, world, game: int = 1, timeout: float = 10.0):
+    """The lobby message of ``game`` in the general channel, once the bot's outbox posted it."""
+    def found():
+        return next((m for m in fake.messages(world.text_channel.id)
+                     if f"mafia:join:{game}" in m.custom_ids()), None)
+
+    return await fake.wait_until(found, timeout, "the lobby message was never posted")
 
 
 async def outbox_settled(fake: FakeDiscord, tmp_path: Path, timeout: float = 20.0) -> None:
@@ -246,6 +255,35 @@ async def test_the_deadline_holds_across_a_kill(tmp_path: Path):
         posted_exactly_once(fake, tmp_path)
 
 
+async def test_killed_right_after_mafia_new_answered_the_lobby_still_counts_its_players(tmp_path: Path):
+    """The process dies as soon as /mafia new is answered, before it knows which message is the
+    lobby: after the restart the lobby is there once and shows who joins."""
+    async with crash_table(tmp_path) as (fake, world, bot):
+        guild, host, general = world.guild.id, world.owner.user.id, world.text_channel.id
+        # whatever would tell the bot which message the lobby is does not come back in time
+        posting = fake.hang("POST", rf"/channels/{general}/messages$")
+        asking = fake.hang("GET", r"/webhooks/\d+/[^/]+/messages/@original")
+        opened = await fake.slash(guild, host, "mafia new", {}, channel_id=general, locale="ru", wait=False)
+        await opened.wait_callback()
+        await fake.wait_until(lambda: posting.hits or asking.hits, 5.0, "the bot never posted nor asked")
+        bot.kill()
+        posting.release()  # Discord carries the held call out: the lobby exists, the bot never heard
+        asking.release()
+        fake.clear_faults()
+        await bot.start()
+        lobby = await lobby_posted(fake, world)
+        joined = [member.user.id for member in world.players[:3]]
+        for user in joined:
+            click = await fake.click(lobby, "mafia:join:1", user)
+            await click.wait_callback()
+        players = f"<@{joined[0]}>, <@{joined[1]}>, <@{joined[2]}>"
+        await fake.wait_until(lambda: f"3 игрока: {players}" in fake.message(lobby.id).content or None, 10.0,
+                              f"the lobby does not show its players: {fake.message(lobby.id).content}")
+        lobbies = [m for m in fake.messages(general) if "mafia:join:1" in m.custom_ids()]
+        assert lobbies == [fake.message(lobby.id)], "the lobby was posted twice"
+        posted_exactly_once(fake, tmp_path)
+
+
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 
 
@@ -256,8 +294,9 @@ async def test_killed_while_the_channels_are_made_resumes_without_a_second_categ
         guild, host = world.guild.id, world.owner.user.id
         opened = await fake.slash(guild, host, "mafia new", {}, channel_id=world.text_channel.id, locale="ru")
         await opened.wait_original()
+        lobby = await lobby_posted(fake, world)
         for member in world.players[:8]:
-            await fake.click(opened.original, "mafia:join:1", member.user.id)
+            await fake.click(lobby, "mafia:join:1", member.user.id)
         held = fake.hang("POST", r"/guilds/\d+/channels", count=1)
         await fake.slash(guild, host, "host start", {}, locale="ru", wait=False)
         await fake.wait_until(lambda: held.hits or None, 10.0, "no channel was being made")

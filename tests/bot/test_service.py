@@ -136,19 +136,21 @@ async def test_restore_is_snapshot_plus_replay_and_equals_the_game(tmp_path):
     await again.storage.close()
 
 
-async def test_a_corrupt_snapshot_does_not_stop_other_games(tmp_path):
+async def test_a_corrupt_snapshot_falls_back_to_the_log_and_other_games_load(tmp_path):
     path = tmp_path / "db.sqlite3"
     service = await open_service(path, snapshot_every=1)
     first = await started(service, guild=1)
     second = await started(service, guild=2)
     await service.apply(first.id, Nominate("a0", "a1"), source="player")
     await service.apply(second.id, Nominate("a0", "a1"), source="player")
+    expected = first.game.to_dict()
     await service.storage.close()
     with sqlite3.connect(path) as raw:
         raw.execute("UPDATE snapshots SET state = ? WHERE game_id = ?", (json.dumps({"bad": 1}), first.id))
     again = await open_service(path)
     restored = await again.restore()
-    assert [g.id for g in restored] == [second.id]
+    assert [g.id for g in restored] == [first.id, second.id]
+    assert restored[0].broken is None and restored[0].game.to_dict() == expected
     await again.storage.close()
 
 

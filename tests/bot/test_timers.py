@@ -2,6 +2,8 @@
 
 import asyncio
 
+import pytest
+
 from bot.config import Config, Timers
 from bot.service import GameService
 from bot.storage import OutboxItem, Storage
@@ -100,5 +102,79 @@ async def test_a_stage_without_timer_has_no_deadline(tmp_path):
     runner.arm(live)
     await asyncio.sleep(0.05)
     assert live.game.stage.value == "discussion"
+    await runner.close()
+    await service.storage.close()
+
+
+async def test_a_deadline_passed_while_the_disk_is_full_fires_once_there_is_room(tmp_path, caplog):
+    """A real SQLITE_FULL: the database may not grow past its size (``max_page_count``) and its
+    free pages are used up. The timer logs, backs off and tries again: once room is freed the
+    passed deadline fires, once, with nothing else to wake it."""
+    import logging
+    import sqlite3
+
+    path = tmp_path / "db"
+    with sqlite3.connect(path) as raw:  # small pages: an announcement needs new ones
+        raw.execute("PRAGMA page_size = 512")
+        raw.execute("CREATE TABLE filler (x BLOB)")
+    clock = Clock()
+    service, runner, _ = await setup(path, clock, Timers(600, 300, 600, ()))
+    service.render = lambda live, events: [
+        OutboxItem("send", {"channel_id": 1}, {"content": f"{e.kind} " + "·" * 600}) for e in events]
+    live = await service.create(1, 9, {"players": []})
+    await service.start(live.id, deal(CITIES, 3), 3)
+    storage = service.storage
+
+    async def scalar(sql: str) -> int:
+        async with storage.transaction() as db, db.execute(sql) as cursor:
+            return int((await cursor.fetchone())[0])
+
+    await scalar(f"PRAGMA max_page_count = {await scalar('PRAGMA page_count')}")
+    with pytest.raises(sqlite3.OperationalError, match="full"):
+        while True:  # use up the free pages
+            async with storage.transaction() as db:
+                await db.execute("INSERT INTO filler VALUES (zeroblob(400))")
+
+    with caplog.at_level(logging.WARNING):
+        clock.now += 601  # the discussion's deadline passes while the disk is full
+        runner.arm(live)
+        await until(lambda: sum("could not be stored" in r.getMessage() for r in caplog.records) >= 2, 10.0)
+    async with service.lock(live.id):  # between two tries: the game as stored
+        assert live.game.stage.value == "discussion" and await storage.commands(live.id) == []
+
+    # room is freed on the disk (the file may grow again); nothing else happens in the game
+    await scalar("PRAGMA max_page_count = 1073741823")
+    await until(lambda: runner.fired, 15.0)
+    assert live.game.stage.value == "voting"
+    rows = await storage.commands(live.id)
+    assert [(r.command["verb"], r.source) for r in rows] == [("voting", "timer")]
+    assert service.live(live.id).record.deadline == clock.now + 300
+    await runner.close()
+    await storage.close()
+
+
+async def test_a_reminder_that_waited_for_the_lock_while_the_stage_moved_on_is_not_posted(tmp_path):
+    """The discussion's "1 minute left" came due as the host moved to voting: it waited for the
+    game's lock behind his command, and must not be posted in (or counted for) the voting."""
+    from rules import StartVoting
+
+    clock = Clock()
+    service, runner, reminders = await setup(tmp_path / "db", clock, Timers(600, 300, 600, (60,)))
+    live = await service.create(1, 9, {"players": []})
+    await service.start(live.id, deal(CITIES, 3), 3)
+    lock = service.lock(live.id)
+    async with lock:
+        host = asyncio.create_task(service.apply(live.id, StartVoting(), source="host"))
+        await until(lambda: len(lock._waiters or ()) == 1)
+        clock.now += 541  # the reminder is due
+        runner.arm(live)
+        await until(lambda: reminders == [(live.id, 60)] and len(lock._waiters or ()) == 2)
+    await host
+    await until(lambda: not lock.locked() and not lock._waiters)
+    await asyncio.sleep(0.05)  # the timer goes back to sleep until the voting's reminder
+    record = service.live(live.id).record
+    assert record.deadline_stage == "day 1 voting" and record.reminders_sent == []
+    pending = [item.payload["content"] for item in await service.storage.pending_outbox(live.id)]
+    assert "60 left" not in pending
     await runner.close()
     await service.storage.close()

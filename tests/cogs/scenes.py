@@ -91,16 +91,18 @@ async def snapshot(table: Table) -> Snapshot:
     record = live.record
     lobby_message = await table.bot.storage.message_ref(live.id, "lobby")
     lobby = None
+    messages = posted(table)
     if lobby_message is not None:
         message = table.fake.message(lobby_message[1])
         lobby = (message.content, len(message.edits))
+        messages.pop(message.id, None)  # the lobby is its own field
     return Snapshot(
         state=live.game.to_dict() if live.game is not None else None,
         record={"state": record.state, "lobby": repr(record.lobby), "channels": repr(record.channels),
                 "deadline": record.deadline, "count": record.command_count},
         commands=len(await table.bot.storage.commands(live.id)),
         calls=len(table.fake.calls()),
-        messages=posted(table),
+        messages=messages,
         lobby=lobby,
     )
 
@@ -151,8 +153,8 @@ def quick_edits(table: Table, interval: float = 0.02) -> None:
 async def lobby_message(table: Table, timeout: float = 5.0) -> Message:
     """The lobby message of the guild's game, as Discord has it now.
 
-    The bot stores which message it is just after answering ``/mafia new``,
-    so this waits for that.
+    The outbox posts it after ``/mafia new`` and stores which message it is
+    once Discord accepted it, so this waits for that.
     """
     latest = await table.bot.storage.latest_game(table.guild_id)
     assert latest is not None, "no game in the guild"

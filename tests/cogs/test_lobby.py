@@ -14,7 +14,7 @@ from tests.cogs.scenes import (
     run,
     snapshot,
 )
-from tests.fakediscord import Permission
+from tests.fakediscord import Overwrite, Permission
 from tests.harness import Table, bot_table
 
 
@@ -35,14 +35,17 @@ async def test_only_a_host_opens_a_lobby_and_only_one_per_guild():
         assert posted(table) == {}
 
         opened = await run(table, "host", "mafia new")
-        assert not opened.ephemeral, "the lobby is for everyone to see"
-        lobby = opened.original
-        assert lobby is not None and lobby.channel_id == table.world.text_channel.id
         live = table.live()
+        assert opened.ephemeral and opened.content == t("ru", "lobby.opened", game=live.id)
+        lobby = await lobby_message(table)
+        assert lobby.channel_id == table.world.text_channel.id and not lobby.ephemeral, \
+            "the lobby is for everyone to see"
         assert live.record.state == "lobby" and live.record.host_id == table.host.user.id
         assert t("ru", "lobby.title", game=live.id) in lobby.content
         assert set(lobby.custom_ids()) == {f"mafia:join:{live.id}", f"mafia:leave:{live.id}"}
-        assert (await lobby_message(table)).id == lobby.id
+        lobbies = [m for m in table.fake.messages(table.world.text_channel.id)
+                   if t("ru", "lobby.title", game=live.id) in m.content]
+        assert lobbies == [lobby], "the lobby is posted once"
 
         # a second game in the same guild, by the owner or by another member who manages the server
         managers = table.fake.create_role(table.guild_id, "Админы", permissions=int(Permission.MANAGE_GUILD))
@@ -58,9 +61,8 @@ async def test_only_a_host_opens_a_lobby_and_only_one_per_guild():
 async def test_join_and_leave_by_button_and_by_command_edit_the_lobby_message():
     async with bot_table(players=4) as table:
         quick_edits(table)
-        opened = await run(table, "host", "mafia new")
-        lobby = opened.original
-        assert lobby is not None
+        await run(table, "host", "mafia new")
+        lobby = await lobby_message(table)
         game = table.live().id
         first_text = lobby.content
         assert t("ru", "lobby.players", count=0, players=t("ru", "lobby.nobody")) in first_text
@@ -110,9 +112,8 @@ async def test_a_player_of_a_running_game_cannot_join_or_be_dealt_into_another()
         table_a.fake.add_member(table_b.guild_id, wanderer)
         await table_a.fake.wait_until(lambda: table_a.bot.get_guild(table_b.guild_id).get_member(wanderer.id))
 
-        opened_b = await run(table_b, "host", "mafia new")
-        lobby_b = opened_b.original
-        assert lobby_b is not None
+        await run(table_b, "host", "mafia new")
+        lobby_b = await lobby_message(table_b)
         game_b = table_b.live().id
         early = await table_b.fake.click(lobby_b, f"mafia:join:{game_b}", wanderer.id)
         assert early.content == t("ru", "lobby.joined")
@@ -200,3 +201,13 @@ async def test_host_setup_refuses_bad_cities_and_keeps_the_lobby():
         assert started.content == t("ru", "error.cannot_deal", reason=t("ru", "error.too_few_players"))
         await assert_unchanged(table, before)
         assert table.live().record.state == "lobby"
+
+
+async def test_a_lobby_is_not_opened_where_the_bot_cannot_post_it():
+    async with bot_table(players=4) as table:
+        table.fake.set_overwrite(table.world.text_channel.id, Overwrite(
+            table.fake.bot_user.id, 1, allow=0, deny=int(Permission.SEND_MESSAGES)))
+        refused = await run(table, "host", "mafia new")
+        assert refused.ephemeral and refused.content == t("ru", "error.cannot_post_lobby")
+        assert await table.bot.storage.open_game(table.guild_id) is None
+        assert posted(table) == {}

@@ -1,0 +1,150 @@
+"""Persistent components: discord.py ``DynamicItem``\\ s over the ``mafia:`` custom ids.
+
+Every button and menu the bot posts carries its meaning in its custom id
+(``mafia:join:{game}``, ``mafia:vote:{game}:{city_index}``, ...), so a message
+posted before a restart keeps working after it. Each form below is a
+``DynamicItem`` registered with ``bot.add_dynamic_items``: discord.py matches
+the id against its template, and the item's callback hands the interaction,
+with the id's fields, to the handler the owning cog registered with
+:meth:`cogs.game.GameCog.register` (the last word's buttons stay in
+``cogs/lastword.py``). A refusal raised by a handler gets the same localised,
+private answer as a slash command's.
+
+Every other ``mafia:`` id (a retired action, a malformed id) is answered with
+"this button is no longer active" by :class:`Retired`, a ``DynamicItem`` whose
+template matches exactly the ``mafia:`` ids that no other form matches.
+discord.py dispatches an id to *every* template that matches it, so a plain
+``mafia:.*`` would answer known ids twice; a negative look-ahead over the
+other forms keeps the catch-all inside the library's router rather than in a
+hand-written ``on_interaction`` that would have to know which ids the router
+took.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import discord
+from discord.ui import Button, DynamicItem, Item, Select
+
+from bot.errors import UserError
+
+if TYPE_CHECKING:
+    from bot.bot import ProkuratorBot
+    from cogs.game import GameCog
+
+log = logging.getLogger(__name__)
+
+#: the forms of the ids, after ``mafia:``, by action; groups are the fields handed on
+FORMS: dict[str, str] = {
+    "join": r"join:(\d+)",
+    "leave": r"leave:(\d+)",
+    "role": r"role:(\d+)",
+    "vote": r"vote:(\d+):(\d+)",
+    "unvote": r"unvote:(\d+)",
+    "lastword": r"lastword:(\d+)(?::(\d+))?",
+    "stop": r"stop:(\d+)(?::(\d+))?",
+}
+
+
+#: ``mafia:`` forms whose DynamicItems live in other cogs; a new one must be named here too,
+#: or :class:`Retired` answers it as well (``tests/cogs/test_components.py`` checks)
+ELSEWHERE: dict[str, str] = {
+    "history": r"history:([0-9]{1,7})",  # cogs/history.py: HistoryPage
+}
+
+
+def template(action: str) -> str:
+    """The whole custom id template of an action."""
+    return rf"mafia:{FORMS[action]}"
+
+
+#: every ``mafia:`` id that no form matches (``\Z``: a trailing newline is not an end)
+RETIRED = r"(?s)mafia:(?!(?:" + "|".join([*FORMS.values(), *ELSEWHERE.values()]) + r")\Z).*"
+
+
+class _Routed:
+    """What every game component does: find the cog's handler and answer refusals."""
+
+    action: ClassVar[str]
+
+    def __init__(self, item: Any, fields: list[str]) -> None:
+        super().__init__(item)  # type: ignore[call-arg]
+        self.fields = fields
+
+    @classmethod
+    async def from_custom_id(cls, interaction: discord.Interaction, item: Item[Any], match: re.Match[str], /) -> Any:
+        return cls(item, [group for group in match.groups() if group is not None])
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        bot: ProkuratorBot = interaction.client  # type: ignore[assignment]
+        game_cog: GameCog | None = bot.get_cog("GameCog")  # type: ignore[assignment]
+        handler = game_cog.handlers.get(self.action) if game_cog is not None else None
+        try:
+            if handler is None:
+                raise UserError("error.stale_button")
+            await handler(interaction, self.fields)
+        except Exception as error:  # the same answers as for slash commands
+            await bot.handle_error(interaction, error)
+
+
+class JoinButton(_Routed, DynamicItem[Button[Any]], template=template("join")):
+    """The lobby's "Join"."""
+
+    action = "join"
+
+
+class LeaveButton(_Routed, DynamicItem[Button[Any]], template=template("leave")):
+    """The lobby's "Leave"."""
+
+    action = "leave"
+
+
+class RoleButton(_Routed, DynamicItem[Button[Any]], template=template("role")):
+    """"My status" under each city's welcome."""
+
+    action = "role"
+
+
+class VoteSelect(_Routed, DynamicItem[Select[Any]], template=template("vote")):
+    """A city's ballot: the menu of candidates (``{game}:{city index}``)."""
+
+    action = "vote"
+
+
+class UnvoteButton(_Routed, DynamicItem[Button[Any]], template=template("unvote")):
+    """A ballot's "Unvote"."""
+
+    action = "unvote"
+
+
+class LastWordButton(_Routed, DynamicItem[Button[Any]], template=template("lastword")):
+    """"Last word" on a nomination (``{game}:{player}``), handled by the last word's cog."""
+
+    action = "lastword"
+
+
+class StopButton(_Routed, DynamicItem[Button[Any]], template=template("stop")):
+    """"Stop" on a last word being recorded (``{game}:{player}``), handled by the last word's cog."""
+
+    action = "stop"
+
+
+class Retired(_Routed, DynamicItem[Item[Any]], template=RETIRED):
+    """Any other ``mafia:`` id: "this button is no longer active"."""
+
+    action = "retired"
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        bot: ProkuratorBot = interaction.client  # type: ignore[assignment]
+        custom_id = (interaction.data or {}).get("custom_id")
+        log.info("component %r of user %s matches no form: answered as no longer active",
+                 custom_id, interaction.user.id)
+        await bot.handle_error(interaction, UserError("error.stale_button"))
+
+
+ITEMS: tuple[type[DynamicItem[Any]], ...] = (
+    JoinButton, LeaveButton, RoleButton, VoteSelect, UnvoteButton, LastWordButton, StopButton, Retired,
+)

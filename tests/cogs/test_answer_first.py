@@ -1,0 +1,111 @@
+"""Answer first where Discord needs it (bot/service.py's policy).
+
+An interaction that has to wait for its game's lock, or that reaches the bot
+already old, is acknowledged before its command is committed and answered
+afterwards by editing that acknowledgement; one whose acknowledgement Discord
+refuses is not applied at all. A young one finding the lock free is answered
+at once, in one callback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import random
+import time
+
+import discord
+
+from bot.i18n import t
+from tests.cogs.scenes import accepted, assert_unchanged, quick_edits, snapshot
+from tests.fakediscord.interactions import (
+    CALLBACK_CHANNEL_MESSAGE,
+    CALLBACK_DEFERRED_CHANNEL_MESSAGE,
+)
+from tests.harness import Table, bot_table
+
+CALLBACK = r"/interactions/\d+/[^/]+/callback"
+
+
+def sent_ago(seconds: float) -> int:
+    """An interaction id Discord would have made ``seconds`` ago."""
+    moment = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=seconds)
+    return discord.utils.time_snowflake(moment) + random.randrange(1, 1 << 22)
+
+
+async def handled(table: Table) -> None:
+    """Wait until discord.py's command tasks are done (a refused interaction gets no answer)."""
+    running = [task for task in asyncio.all_tasks() if task.get_name() == "CommandTree-invoker" and not task.done()]
+    if running:
+        await asyncio.wait(running, timeout=5.0)
+
+
+async def voting_game(table: Table) -> tuple[str, str]:
+    """Day 1's voting with one nominee; a voter and the nominee."""
+    await table.new_game(cities="Верона", maniac=False, doctor=False, journalist=False)
+    residents = [table.name(p) for p in table.game.alive("Верона")]
+    await accepted(table, residents[0], "nominate", {"player": table.pid(residents[1])})
+    await accepted(table, "host", "host next")
+    await table.drain()
+    return residents[2], residents[1]
+
+
+async def test_a_vote_waiting_for_the_lock_is_acknowledged_first_and_counts_once_answered():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        voter, nominee = await voting_game(table)
+        table.fake.interaction_ack_deadline = 0.5
+        lock = table.bot.service.lock(table.live().id)
+        async with lock:  # another command of the game is being committed, slowly
+            vote = await table.slash(voter, "vote", {"player": table.pid(nominee)}, wait=False)
+            await table.fake.wait_until(lambda: vote.callback, 5.0, "the vote was not acknowledged")
+            assert vote.callback_type == CALLBACK_DEFERRED_CHANNEL_MESSAGE and vote.ephemeral
+            # the lock is held past Discord's deadline for a first answer
+            await table.fake.wait_until(
+                lambda: time.monotonic() - vote.sent_at > table.fake.interaction_ack_deadline, 5.0)
+        answer = await vote.wait_original()
+        assert answer.content == t("ru", "reply.vote", target=f"<@{table.pid(nominee)}>")
+        assert table.game.voter_of(table.pid(voter)) == table.pid(nominee)
+        assert len(vote.attempts) == 1, "acknowledged twice"
+
+
+async def test_an_old_interaction_is_acknowledged_before_its_commit():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        voter, nominee = await voting_game(table)
+        rows = len(await table.bot.storage.commands(table.live().id))
+        vote = await table.fake.slash(table.guild_id, table.member(voter).user.id, "vote",
+                                      {"player": table.pid(nominee)}, locale="ru", interaction_id=sent_ago(2.0))
+        assert vote.callback_type == CALLBACK_DEFERRED_CHANNEL_MESSAGE
+        answer = await vote.wait_original()
+        assert answer.ephemeral and answer.content == t("ru", "reply.vote", target=f"<@{table.pid(nominee)}>")
+        assert len(await table.bot.storage.commands(table.live().id)) == rows + 1
+
+
+async def test_a_command_whose_acknowledgement_discord_refuses_is_not_applied():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        voter, nominee = await voting_game(table)
+        before = await snapshot(table)
+        # it reached the bot 3.5 s after it was made: Discord no longer takes its answer
+        refused = table.fake.fail("POST", CALLBACK, status=404, code=10062, message="Unknown interaction")
+        vote = await table.fake.slash(table.guild_id, table.member(voter).user.id, "vote",
+                                      {"player": table.pid(nominee)}, locale="ru", interaction_id=sent_ago(3.5),
+                                      wait=False)
+        await table.fake.wait_until(lambda: refused.hits, 5.0, "the bot never tried to answer")
+        await handled(table)
+        assert vote.callback is None
+        callbacks = table.fake.calls("POST", "/interactions/{interaction_id}/{interaction_token}/callback")
+        assert len([c for c in callbacks if c.params.get("interaction_id") == str(vote.id)]) == 1, \
+            "answered again after Discord refused"
+        await assert_unchanged(table, before)
+        assert table.game.voter_of(table.pid(voter)) is None
+
+
+async def test_a_young_command_with_the_lock_free_is_answered_in_one_callback():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        voter, nominee = await voting_game(table)
+        vote = await table.slash(voter, "vote", {"player": table.pid(nominee)})
+        assert vote.callback_type == CALLBACK_CHANNEL_MESSAGE and len(vote.attempts) == 1
+        assert vote.content == t("ru", "reply.vote", target=f"<@{table.pid(nominee)}>")
