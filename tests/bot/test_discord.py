@@ -49,7 +49,7 @@ async def test_an_unchanged_command_tree_is_not_synced_again(tmp_path):
 async def test_mafia_new_answers_with_the_lobby_and_status_shows_the_game():
     async with bot_table(players=4) as table:
         opened = await table.slash("host", "mafia new")
-        assert opened.callback_type == 4 and opened.ephemeral and "#1" in opened.content
+        assert opened.callback_type == 4 and opened.ephemeral and "№1" in opened.content
         lobby = await table.lobby_message()
         assert "лобби игры #1" in lobby.content and not lobby.ephemeral
         assert "mafia:join:1" in lobby.custom_ids()

@@ -21,7 +21,11 @@ from tests.cogs.scenes import accepted, assert_unchanged, lobby_message, quick_e
 from tests.fakediscord import FakeDiscord, Message, build_standard_guild
 from tests.harness import NO_TIMERS, Table, bot_on, bot_table
 
-STALE = t("ru", "error.stale_button")
+
+def stale() -> str:
+    """The refusal's text, worked out once the bot has installed its command mentions."""
+    return t("ru", "error.stale_button")
+
 
 
 def bot_message(table: Table, custom_ids: list[str], *, select: str | None = None,
@@ -53,7 +57,7 @@ async def test_a_retired_malformed_or_finished_games_button_is_answered_no_longe
             clicked = await table.fake.click(message, custom_id, table.member("p1").user.id, locale="en-US")
             assert clicked.callback_type == 4, (custom_id, clicked.describe())
             assert clicked.ephemeral, custom_id
-            expected = t("ru", "error.not_started") if custom_id.startswith("mafia:unvote") else STALE
+            expected = t("ru", "error.not_started") if custom_id.startswith("mafia:unvote") else stale()
             assert clicked.content == expected, custom_id
             assert clicked.followups == []
             await assert_unchanged(table, before)

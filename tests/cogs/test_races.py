@@ -32,7 +32,11 @@ from tests.fakediscord import InteractionResult
 from tests.fakediscord.interactions import INTERACTION_APPLICATION_COMMAND
 from tests.harness import Table, bot_table
 
-MOVED_ON = t("ru", "error.moved_on")
+
+def moved_on() -> str:
+    """The refusal of a command sent for an earlier stage (worked out once the bot has its commands
+    mentions)."""
+    return t("ru", "error.moved_on")
 
 
 async def finished(result: InteractionResult) -> str:
@@ -70,7 +74,7 @@ async def test_two_host_next_at_once_move_the_game_on_once():
         pressed = [written(table, "host", "host next") for _ in range(2)]
         first, second = [await table.fake.send_interaction(payload, wait=False) for payload in pressed]
         answers = sorted([await finished(first), await finished(second)])
-        assert answers == sorted([t("ru", "host.done"), MOVED_ON])
+        assert answers == sorted([t("ru", "host.done"), moved_on()])
         assert table.game.stage.value == "voting" and table.game.phase.number == 1
         assert await commands_of(table) == [("voting", "host")]
 
@@ -87,7 +91,7 @@ async def test_a_host_next_sent_as_the_discussion_timer_fired_does_not_end_the_d
         await table.fake.wait_until(lambda: table.game.stage.value == "voting", 5.0, "the timer did not fire")
         before = await snapshot(table)
         result = await table.fake.send_interaction(late)
-        assert await finished(result) == MOVED_ON and result.ephemeral
+        assert await finished(result) == moved_on() and result.ephemeral
         await assert_unchanged(table, before)
         assert await commands_of(table) == [("voting", "timer")]
         assert table.game.stage.value == "voting" and table.live().record.deadline == now[0] + 300
@@ -108,7 +112,7 @@ async def test_a_host_next_naming_the_stage_it_saw_is_refused_once_the_timer_mov
         await table.fake.wait_until(lambda: table.game.stage.value == "voting", 5.0, "the timer did not fire")
         before = await snapshot(table)
         refused = await run(table, "host", "host next", {"from": "day 1 discussion"})
-        assert refused.content == MOVED_ON
+        assert refused.content == moved_on()
         await assert_unchanged(table, before)
         unknown = await run(table, "host", "host next", {"from": "завтра"})
         assert unknown.content == t("ru", "error.bad_stage")
@@ -222,7 +226,7 @@ async def test_a_ballot_of_an_earlier_day_is_no_longer_active():
         before = await snapshot(table)
         picked = await table.fake.select(day_one.id, f"mafia:vote:{table.live().id}:0", [table.pid(r[2])],
                                          table.member(r[5]).user.id)
-        assert await finished(picked) == MOVED_ON and picked.ephemeral
+        assert await finished(picked) == moved_on() and picked.ephemeral
         await assert_unchanged(table, before)
         # today's ballot takes the same vote
         today = await table.fake.select(ballot_message(table, city), f"mafia:vote:{table.live().id}:0",
