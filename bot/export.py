@@ -1,4 +1,4 @@
-"""A finished game as a scenario file (RULES.md, "Scenario files") that anyone can replay.
+"""A finished game as a scenario file (docs/scenarios.md) that anyone can replay.
 
 ``mafia-bot export`` and ``/mafia export`` write the archived game's seed,
 rules, cities with every resident's status, touring order and steps. Players

@@ -1,6 +1,6 @@
 """``mafia-bot simulate FILE [--json] [--lang ru|en]``: read a scenario file and play it.
 
-The JSON (RULES.md, "Scenario files") is the same in every language; the
+The JSON (docs/scenarios.md) is the same in every language; the
 transcript is written in the chosen language from the bot's catalogues
 (``simulate.*`` keys, the statuses' ``status.*``). Without ``--lang`` the
 language is the system locale's (the first of ``LANGUAGE``, ``LC_ALL``,

@@ -1,4 +1,4 @@
-"""Scenario files: a whole game written down (RULES.md, "Scenario files").
+"""Scenario files: a whole game written down (docs/scenarios.md).
 
 This module works on already-parsed data (the command line reads the YAML);
 it turns a scenario into a setup and commands, plays it, and renders the
