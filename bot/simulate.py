@@ -254,7 +254,7 @@ def transcript(result: ScenarioResult, language: str = "en") -> str:
         if step.stage is Stage.EXECUTION:
             if stage is not Stage.EXECUTION:
                 lines.append(writer.waiting_header())
-            elif step.waiting != waiting:
+            elif step.waiting and step.waiting != waiting:  # none left: the game ended there
                 cities = ", ".join(step.waiting)
                 lines.append("     " + writer.say("simulate.still_waiting", cities=cities))
         if step.stage is not None:

@@ -133,10 +133,10 @@ def mark_leaving(live: LiveGame, player: str, *, now: float, strike: int, reason
     if player in leaving:
         raise UserError("error.already_leaving")
     leaving[player] = now + strike if strike > 0 else None
-    then = (phrase(live, "log.strike_at", when=f"<t:{int(now + strike)}:R>") if strike > 0
-            else phrase(live, "log.strike_off"))
-    line = phrase(live, f"log.left_{reason}", player=mention(player), then=then,
-                  replace=command(live.language, "host replace"), kill=command(live.language, "host kill"))
+    tools = {"replace": command(live.language, "host replace"), "kill": command(live.language, "host kill")}
+    then = (phrase(live, "log.strike_at", when=f"<t:{int(now + strike)}:R>", **tools) if strike > 0
+            else phrase(live, "log.strike_off", **tools))
+    line = phrase(live, f"log.left_{reason}", player=mention(player), then=then)
     return log_items(live, line)
 
 
