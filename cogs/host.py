@@ -1149,8 +1149,8 @@ class HostCog(commands.Cog):
         for row in await self.bot.storage.commands(live.id):
             command = command_from_dict(row.command)
             events = replay.apply(command)
-            actor = getattr(command, "actor", None)
-            if actor is not None:
+            actor = getattr(command, "actor", None) or (command.new if isinstance(command, Replace) else None)
+            if actor is not None:  # a newcomer counts from the phase he came in
                 last[actor] = phases
             phases += sum(1 for e in events if isinstance(e, PhaseStarted) and e.stage in (
                 Stage.DISCUSSION, Stage.NIGHT))
