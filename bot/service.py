@@ -598,7 +598,8 @@ class GameService:
         Raises:
             RuleError: the rules refuse it; nothing changes.
             NoGame: the game is not running.
-            MovedOn: it was meant for a stage the game has left; nothing changes.
+            MovedOn: it was meant for a stage the game has left (or is a timer's move while
+                the host has paused the game); nothing changes.
             GameBroken: the game is broken.
             Expired: Discord no longer accepts the interaction; nothing changes.
         """
@@ -615,6 +616,10 @@ class GameService:
                 log.info("game %s: interaction %s delivered again; applied once", game_id, interaction_id)
                 return Applied([], duplicate=True)
             self._check_seen(live, seen, command)
+            if source == "timer" and live.record.lobby.get("paused") and command == command_for_deadline(live.game.stage):
+                # the host paused while this deadline waited for the lock: the clock stands
+                log.info("game %s: the timer's %s came after the pause; not applied", game_id, command)
+                raise MovedOn()
             if isinstance(command, EndDay) and live.holds:
                 live.game.check(command)
                 live.deferred.append((command, source, live.stage_key()))

@@ -181,7 +181,8 @@ def deadline_changed_items(live: LiveGame, key: str = "host.timer_changed", **pa
     return items
 
 
-def replaced_items(live: LiveGame, old: str, new: str, *, name: str, quiet: bool) -> list[OutboxItem]:
+def replaced_items(live: LiveGame, old: str, new: str, *, name: str, quiet: bool,
+                   exposed: list[str] | None = None) -> list[OutboxItem]:
     """After ``/host replace``: the lobby knows the newcomer (and that the old player left), the
     roles and the mafia room's overwrite move to him, and he is told where to look, pinged alone:
     his status behind "My status" (privately), a mafioso's room greeting him. The host's log
@@ -193,7 +194,7 @@ def replaced_items(live: LiveGame, old: str, new: str, *, name: str, quiet: bool
     for entry in players:
         if str(entry["id"]) == old:
             entry["replaced_by"] = int(new)
-    players.append({"id": int(new), "name": name, "replaces": int(old)})
+    players.append({"id": int(new), "name": name, "replaces": int(old), **({"exposed": exposed} if exposed else {})})
     record.lobby.get("leaving", {}).pop(old, None)
     items = replace_overwrites(live, game, old, new, quiet=quiet)
     city = game.city_of(new)
@@ -217,6 +218,8 @@ def replaced_items(live: LiveGame, old: str, new: str, *, name: str, quiet: bool
         }))
     items += log_items(live, phrase(live, "log.replaced", old=mention(old), new=mention(new), city=city,
                                     status=status_text(live, game.status_of(new).value)))
+    for line in exposure_lines(live, {new: exposed} if exposed else {}):  # he sees more than his seat
+        items += log_items(live, line)
     return items
 
 
@@ -1107,10 +1110,10 @@ class HostCog(commands.Cog):
         if self.bot.service.game_of_player(new.id) is not None:
             raise UserError("error.player_in_other_game", player=who)
         quiet = not await self.bot.service.wants_pings(new.id)
-        name = new.display_name
+        name, exposed = new.display_name, exposure(new)
 
         def after(live: LiveGame, events: list[Any]) -> list[OutboxItem]:
-            return replaced_items(live, leaving, str(new.id), name=name, quiet=quiet)
+            return replaced_items(live, leaving, str(new.id), name=name, quiet=quiet, exposed=exposed)
 
         applied = await self.bot.service.apply(
             live.id, Replace(leaving, str(new.id)), source="host", interaction_id=interaction.id,

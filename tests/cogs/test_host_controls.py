@@ -309,3 +309,25 @@ async def test_the_hosts_wait_is_a_timer_he_can_set():
         citizen = next(p for p in table.game.alive() if table.game.status_of(p).value == "citizen")
         await accepted(table, "host", "host execute", {"player": citizen})
         assert table.game.stage.value == "night"
+
+
+async def test_a_deadline_that_waited_for_the_lock_while_the_host_paused_does_not_move_the_game():
+    from bot.service import MovedOn, Seen
+    from rules import StartVoting
+
+    now = [NOW]
+    async with bot_table(players=8, config=Config(timers=TIMED), clock=lambda: now[0]) as table:
+        quick_edits(table)
+        live = await table.new_game(cities="Верона")
+        await run(table, "host", "host pause")
+        before = await snapshot(table)
+        try:
+            await table.bot.service.apply(live.id, StartVoting(), source="timer", seen=Seen(stage="day 1 discussion"))
+        except MovedOn:
+            pass
+        else:
+            raise AssertionError("the timer moved a paused game on")
+        await assert_unchanged(table, before)
+        # the host himself still may
+        await accepted(table, "host", "host next")
+        assert table.game.stage.value == "voting"

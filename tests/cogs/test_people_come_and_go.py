@@ -207,3 +207,17 @@ def _mention(table: Table, path: str) -> str:
     from cogs.mentions import command
 
     return command("ru", path)
+
+
+async def test_the_host_is_warned_when_a_newcomer_sees_hidden_rooms_anyway():
+    async with bot_table(players=9) as table:
+        quick_edits(table)
+        await table.new_game(players=[f"p{i}" for i in range(8)], cities="Верона", mafiosi=2)
+        admins = table.fake.create_role(table.guild_id, "Админы", permissions=1 << 3)
+        (new,) = newcomers(table, 1)
+        table.fake.add_member_role(table.guild_id, new, admins.id)
+        citizen = next(p for p in table.game.alive() if table.game.status_of(p) is Status.CITIZEN)
+        await accepted(table, "host", "host replace", {"player": citizen, "newcomer": new})
+        await table.drain()
+        log_lines = table.channel_messages(int(table.live().record.channels["log"]))
+        assert t("ru", "exposed.hidden", count=1, players=f"<@{new}>") in log_lines, log_lines[-3:]
