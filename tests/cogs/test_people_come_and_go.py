@@ -221,3 +221,35 @@ async def test_the_host_is_warned_when_a_newcomer_sees_hidden_rooms_anyway():
         await table.drain()
         log_lines = table.channel_messages(int(table.live().record.channels["log"]))
         assert t("ru", "exposed.hidden", count=1, players=f"<@{new}>") in log_lines, log_lines[-3:]
+
+
+async def test_a_pending_strike_survives_a_restart():
+    import tempfile
+    from dataclasses import replace as with_fields
+    from pathlib import Path
+
+    from tests.fakediscord import FakeDiscord, build_standard_guild
+    from tests.harness import bot_on
+
+    now = [NOW]
+    fake = FakeDiscord()
+    world = build_standard_guild(fake, players=[f"p{i}" for i in range(8)])
+    with tempfile.TemporaryDirectory() as folder:
+        config = with_fields(Config(timers=Timers(discussion=0, voting=0, night=0, execution=0, reminders=(),
+                                                  leave_strike=300)),
+                             database=Path(folder) / "bot.sqlite3")
+        await fake.start()
+        try:
+            async with bot_on(fake, world, config, clock=lambda: now[0]) as first:
+                quick_edits(first)
+                await first.new_game(cities="Верона")
+                leaver = next(p for p in first.game.alive() if first.game.status_of(p) is Status.CITIZEN)
+                await run(first, int(leaver), "mafia leave")
+                assert first.live().record.lobby["leaving"] == {leaver: NOW + 300}
+            now[0] += 301
+            async with bot_on(fake, world, config, clock=lambda: now[0]) as second:
+                await second.fake.wait_until(lambda: not second.game.is_alive(leaver), 5.0,
+                                             "the strike was lost in the restart")
+                assert second.game.deaths[-1].cause.value == "procurator"
+        finally:
+            await fake.close()
