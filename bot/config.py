@@ -30,6 +30,11 @@ class Timers:
     discussion: int = 900
     voting: int = 300
     night: int = 600
+    execution: int = 600
+    """How long a day waits for the host's ``/host execute`` before the city executes by lot."""
+    leave_strike: int = 0
+    """How long after a player leaves the game (or the server) the Procurator strikes him out
+    (0: never; the host decides)."""
     reminders: tuple[int, ...] = (300, 60)
 
 
@@ -135,7 +140,7 @@ def config_from_dict(data: Any) -> Config:
         section = _section("timers", data["timers"])
         _unknown("timers.", section, tuple(f.name for f in fields(Timers)))
         timers: dict[str, Any] = {}
-        for name in ("discussion", "voting", "night"):
+        for name in ("discussion", "voting", "night", "execution", "leave_strike"):
             if name in section:
                 timers[name] = _check_int(f"timers.{name}", section[name], 0, 7 * 24 * 3600)
         if "reminders" in section:

@@ -5,7 +5,9 @@ rules, cities with every resident's status, touring order and steps. Players
 are named by their display names in the lobby, made valid scenario names (one
 word, not ``host``, not empty) and unique. Every command of the log becomes a
 step: a player's act as ``NAME VERB [NAME...]``, the host's acts and the
-timer's moves (discussion → voting → night → day) as ``host ...`` steps.
+timer's moves (discussion → voting → night → day, an absent host's
+execution by lot) as ``host ...`` steps; a newcomer seated by ``host replace
+OLD NEW`` is named like the dealt players.
 
 The one logged command the format cannot say is the host's mid-game change
 of the touring rotation (``SetTouringOrder``, ``/host touring``). It is
@@ -36,6 +38,7 @@ from rules import (
     Game,
     HostCommand,
     PlayerCommand,
+    Replace,
     SetTouringOrder,
     Setup,
     command_from_dict,
@@ -91,6 +94,16 @@ def _touring_per_night(archived: ArchivedGame, setup: Setup) -> list[str]:
     return nights
 
 
+def player_ids(archived: ArchivedGame, setup: Setup) -> list[str]:
+    """Every player of the game: the dealt ones, then each newcomer of a ``host replace`` step
+    in the order he came."""
+    ids = [player for city in setup.cities for player, _ in city.residents]
+    for logged, _source in archived.log:
+        if logged.get("by") == "host" and logged.get("verb") == Replace.verb and isinstance(logged.get("new"), str):
+            ids.append(str(logged["new"]))
+    return ids
+
+
 def scenario_data(archived: ArchivedGame) -> dict[str, Any]:
     """The scenario (plain data) of an archived game, not yet checked.
 
@@ -101,8 +114,7 @@ def scenario_data(archived: ArchivedGame) -> dict[str, Any]:
         setup = Setup.from_dict(archived.setup)
     except RuleError as error:
         raise ExportError(f"the stored setup cannot be read: {error}") from None
-    ids = [player for city in setup.cities for player, _ in city.residents]
-    names = scenario_names(ids, archived.names)
+    names = scenario_names(player_ids(archived, setup), archived.names)
     steps: list[str] = []
     retoured = False
     for logged, _source in archived.log:
@@ -172,7 +184,7 @@ def export_scenario(archived: ArchivedGame) -> str:
     if refused:
         raise ExportError(f"step {refused[0].step!r} is refused when simulated ({refused[0].error})")
     simulated = result_json(result)
-    ids = [player for city in Setup.from_dict(archived.setup).cities for player, _ in city.residents]
+    ids = player_ids(archived, Setup.from_dict(archived.setup))
     expected = _expected(archived, scenario_names(ids, archived.names))
     for key in ("deaths", "winners", "over"):
         if simulated[key] != expected[key]:

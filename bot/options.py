@@ -8,16 +8,26 @@ option to Discord). The command tree's interaction check
 with the limits its own declaration gives Discord, before the command runs:
 one place, so no command can forget it. A refused option gets the
 catalogue's "this option takes ..." privately and runs nothing.
+
+Durations (``/host timer``, ``/host extend``, ``/host setup leave_strike``) are
+text options read here by :func:`parse_duration`: ``90s``, ``10m``, ``1h``,
+``1h30m`` and plain seconds, with the Russian units as well (``10м``, ``1ч``,
+``30с``, ``10 мин``). No well-kept library reads both languages' units
+(``pytimeparse`` knows English only), so this is a small grammar of its own.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import discord
 from discord import app_commands
 from discord.enums import AppCommandOptionType
+
+from bot.errors import UserError
+from bot.i18n import t
 
 log = logging.getLogger(__name__)
 
@@ -83,3 +93,51 @@ async def options_within_limits(interaction: discord.Interaction) -> bool:
                      parameter.display_name, given[parameter.display_name], problem.key)
             raise problem
     return True
+
+
+#: the longest duration an option takes, seconds (a week)
+MAX_DURATION = 604800
+#: a unit's spellings (casefolded) → seconds
+UNITS = {
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours", "ч", "час", "часа", "часов"), 3600),
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes", "м", "мин", "минута", "минуты", "минут"), 60),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds", "с", "сек", "секунда", "секунды", "секунд"), 1),
+}
+_PART = re.compile(r"(\d{1,7})\s*([^\d\s.,]+)\.?")
+
+
+def parse_duration(text: str, *, allow_zero: bool = False) -> int:
+    """Seconds in a duration such as ``90``, ``90s``, ``10m``, ``1h30m``, ``10м``, ``1ч 30мин``:
+    each unit at most once, the larger first, within :data:`MAX_DURATION`.
+
+    Raises:
+        UserError: ``error.bad_duration`` naming what was typed (and ``0`` unless ``allow_zero``).
+    """
+    value = " ".join(str(text).split()).casefold()
+    refused = UserError("error.bad_duration", value=value[:40] or "—", limit=MAX_DURATION // 86400)
+    if value.isdigit() and len(value) <= 7:
+        seconds = int(value)
+    else:
+        seconds, last, position = 0, None, 0
+        for match in _PART.finditer(value):
+            if value[position:match.start()].strip():
+                raise refused
+            unit = UNITS.get(match.group(2))
+            if unit is None or (last is not None and unit >= last):
+                raise refused
+            seconds += int(match.group(1)) * unit
+            last, position = unit, match.end()
+        if last is None or value[position:].strip():
+            raise refused
+    if seconds > MAX_DURATION or (seconds == 0 and not allow_zero):
+        raise refused
+    return seconds
+
+
+def duration_text(language: str, seconds: int) -> str:
+    """``5400`` → "1 час 30 минут" (each unit by its plural form)."""
+    hours, rest = divmod(int(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [t(language, f"duration.{unit}", count=count)
+             for unit, count in (("hours", hours), ("minutes", minutes), ("seconds", secs)) if count]
+    return " ".join(parts) or t(language, "duration.seconds", count=0)

@@ -60,6 +60,7 @@ from rules import (
     EndDay,
     EndNight,
     Event,
+    ExecuteByLot,
     Game,
     RuleError,
     Setup,
@@ -207,7 +208,10 @@ def nothing_to_render(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
     return []
 
 
-TIMED_STAGES = {Stage.DISCUSSION: "discussion", Stage.VOTING: "voting", Stage.NIGHT: "night"}
+#: the stages a timer ends, by their timer's name (``execution``: how long a day waits for an
+#: absent host's ``/host execute`` before the city executes by lot)
+TIMED_STAGES = {Stage.DISCUSSION: "discussion", Stage.VOTING: "voting", Stage.NIGHT: "night",
+                Stage.EXECUTION: "execution"}
 
 
 def command_for_deadline(stage: Stage) -> Command | None:
@@ -218,6 +222,8 @@ def command_for_deadline(stage: Stage) -> Command | None:
         return EndDay()
     if stage is Stage.NIGHT:
         return EndNight()
+    if stage is Stage.EXECUTION:
+        return ExecuteByLot()
     return None
 
 
@@ -578,18 +584,22 @@ class GameService:
         extra_outbox: list[OutboxItem] | None = None,
         seen: Seen | None = None,
         answer: Answer | None = None,
+        after: Callable[[LiveGame, list[Event]], list[OutboxItem]] | None = None,
     ) -> Applied:
         """Validate, commit and announce one command.
 
         ``extra_outbox`` is committed with the command, after what its events
-        render (a last word's recording, say). ``seen`` is what its sender saw
+        render (a last word's recording, say); ``after`` sees the game once the command is
+        applied, may change the game's record (stored with the command) and returns more
+        items for the same commit. ``seen`` is what its sender saw
         (checked under the lock); ``answer`` its interaction, acknowledged
         before the commit when Discord needs it (see the module docstring).
 
         Raises:
             RuleError: the rules refuse it; nothing changes.
             NoGame: the game is not running.
-            MovedOn: it was meant for a stage the game has left; nothing changes.
+            MovedOn: it was meant for a stage the game has left (or is a timer's move while
+                the host has paused the game); nothing changes.
             GameBroken: the game is broken.
             Expired: Discord no longer accepts the interaction; nothing changes.
         """
@@ -606,12 +616,16 @@ class GameService:
                 log.info("game %s: interaction %s delivered again; applied once", game_id, interaction_id)
                 return Applied([], duplicate=True)
             self._check_seen(live, seen, command)
+            if source == "timer" and live.record.lobby.get("paused") and command == command_for_deadline(live.game.stage):
+                # the host paused while this deadline waited for the lock: the clock stands
+                log.info("game %s: the timer's %s came after the pause; not applied", game_id, command)
+                raise MovedOn()
             if isinstance(command, EndDay) and live.holds:
                 live.game.check(command)
                 live.deferred.append((command, source, live.stage_key()))
                 log.info("game %s: the day's end waits for %s", game_id, sorted(live.holds))
                 return Applied([], deferred=True)
-            applied = await self._commit(live, command, source, interaction_id, extra_outbox or [])
+            applied = await self._commit(live, command, source, interaction_id, extra_outbox or [], after)
         await self._notify(live, applied.events)
         return applied
 
@@ -646,6 +660,7 @@ class GameService:
     async def _commit(
         self, live: LiveGame, command: Command, source: str, interaction_id: int | None,
         extra_outbox: list[OutboxItem],
+        after: Callable[[LiveGame, list[Event]], list[OutboxItem]] | None = None,
     ) -> Applied:
         game, record = live.game, live.record
         assert game is not None
@@ -662,12 +677,14 @@ class GameService:
             if game.over:
                 record.state = "over"
             items = self.render(live, events) + extra_outbox
+            if after is not None:
+                items += after(live, events)
             every = self.config.snapshot_every
             snapshot = game.to_dict() if record.command_count % every == 0 else None
             seq = await self.storage.append_command(
                 record, command_to_dict(command), source=source, interaction_id=interaction_id,
                 outbox=items, snapshot=snapshot, rules_version=rules_version(),
-                record_changed=changed or game.over, now=now,
+                record_changed=changed or game.over or after is not None, now=now,
             )
         except aiosqlite.IntegrityError:
             log.info("game %s: interaction %s was applied before; not again", live.id, interaction_id)
@@ -751,6 +768,11 @@ class GameService:
         live.record.stage_since = self.wall()
         duration = self.stage_duration(live)
         record = live.record
+        paused = record.lobby.get("paused")
+        if isinstance(paused, dict):  # paused by the host: the new stage waits, its time kept
+            paused.update(stage=live.stage_key(), remaining=duration if duration > 0 else None)
+            record.deadline, record.deadline_stage, record.reminders_sent = None, None, []
+            return
         record.deadline = self.clock() + duration if duration > 0 else None
         record.deadline_stage = live.stage_key() if duration > 0 else None
         record.reminders_sent = []

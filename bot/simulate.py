@@ -32,6 +32,7 @@ from rules.events import (
     ManiacChose,
     PhaseStarted,
     PlayerKilled,
+    PlayerReplaced,
 )
 from rules.model import Cause, PhaseKind, Stage
 from rules.scenario import (
@@ -179,6 +180,8 @@ class _Writer:
                 lines.append(self.say("simulate.blocked", city=event.city))
             elif isinstance(event, ExecutionAwaitingHost):
                 lines.append(self.say("simulate.awaiting", city=event.city))
+            elif isinstance(event, PlayerReplaced):
+                lines.append(self.say("simulate.replaced", old=event.old, new=event.new, city=event.city))
             elif isinstance(event, CityDecided):
                 lines.append(self.say(f"simulate.decided.{event.winner.value}", city=event.city))
             elif isinstance(event, GameOver):
@@ -251,7 +254,7 @@ def transcript(result: ScenarioResult, language: str = "en") -> str:
         if step.stage is Stage.EXECUTION:
             if stage is not Stage.EXECUTION:
                 lines.append(writer.waiting_header())
-            elif step.waiting != waiting:
+            elif step.waiting and step.waiting != waiting:  # none left: the game ended there
                 cities = ", ".join(step.waiting)
                 lines.append("     " + writer.say("simulate.still_waiting", cities=cities))
         if step.stage is not None:

@@ -121,11 +121,12 @@ class Layout:
     dead_role: Target
     everyone_reads: bool = True
     quiet: set[str] = field(default_factory=set)
+    cohosts: list[int] = field(default_factory=list)
 
     def base(self) -> list[Overwrite]:
-        """What every game channel has: @everyone kept out, the bot and the host in."""
+        """What every game channel has: @everyone kept out, the bot, the host and his co-hosts in."""
         return [Overwrite(self.guild, 0, EVERYONE_DENY.value, ROLE), Overwrite(self.bot, BOT.value, 0),
-                Overwrite(self.host, HOST.value, 0)]
+                Overwrite(self.host, HOST.value, 0), *(Overwrite(c, HOST.value, 0) for c in self.cohosts)]
 
     def city(self, name: str) -> CityPlaces:
         """One city's places."""
@@ -215,6 +216,7 @@ class Layout:
                            for city in self.cities},
             },
             "quiet": sorted(self.quiet),
+            "cohosts": list(self.cohosts),
         }
 
     @classmethod
@@ -229,7 +231,7 @@ class Layout:
                     for name, ids in channels["cities"].items()],
             voice=channels["voice"], dead=channels["dead"], log=channels["log"],
             dead_role=roles["dead"], everyone_reads=bool(channels.get("everyone_reads", True)),
-            quiet=set(channels.get("quiet", [])),
+            quiet=set(channels.get("quiet", [])), cohosts=[int(c) for c in channels.get("cohosts", [])],
         )
 
 
@@ -255,6 +257,7 @@ def layout_for(live: LiveGame, game: Game, *, guild_id: int, bot_id: int, quiet:
         voice=keys["voice"], dead=keys["dead"], log=keys["log"], dead_role=keys["dead_role"],
         everyone_reads=bool(live.record.lobby.get("everyone_reads", True)),
         quiet={player for player in game.players if player in quiet},
+        cohosts=[int(c) for c in live.record.lobby.get("cohosts", [])],
     )
 
 
@@ -327,7 +330,7 @@ def resolved(layout: Layout, ids: dict[str, int]) -> Layout:
         guild=layout.guild, bot=layout.bot, host=layout.host, category=one(layout.category),
         cities=[CityPlaces(c.name, one(c.text), one(c.mafia), one(c.living), one(c.quiet)) for c in layout.cities],
         voice=one(layout.voice), dead=one(layout.dead), log=one(layout.log), dead_role=one(layout.dead_role),
-        everyone_reads=layout.everyone_reads, quiet=set(layout.quiet),
+        everyone_reads=layout.everyone_reads, quiet=set(layout.quiet), cohosts=list(layout.cohosts),
     )
 
 
@@ -414,6 +417,50 @@ def quiet_swap(live: LiveGame, game: Game, player: str, *, wants_pings: bool,
     return items
 
 
+def replace_overwrites(live: LiveGame, game: Game, old: str, new: str, *, quiet: bool) -> list[OutboxItem]:
+    """``new`` took ``old``'s place (the game already names ``new``): the city's living role (its
+    quiet twin if he turned pings off and the twin exists) to him, off the old one; for a
+    mafioso the mafia room's member overwrite too, the newcomer's first. Updates who is quiet."""
+    channels = live.record.channels
+    layout = _layout(channels)
+    if layout is None:
+        return []
+    city = layout.city(game.city_of(new))
+    old_role = city.quiet if old in layout.quiet and city.quiet is not None else city.living
+    to_quiet = quiet and city.quiet is not None
+    new_role = city.quiet if to_quiet and city.quiet is not None else city.living
+    channels["quiet"] = sorted((layout.quiet - {old}) | ({new} if to_quiet else set()))
+    guild = layout.guild
+    items = [
+        OutboxItem("member_role", {"guild_id": guild, "user_id": int(new), "role": new_role}, {"add": True},
+                   lane="permissions"),
+        OutboxItem("member_role", {"guild_id": guild, "user_id": int(old), "role": old_role}, {"add": False},
+                   lane="permissions"),
+    ]
+    if game.status_of(new) is Status.MAFIOSO and game.is_alive(new):
+        items.append(OutboxItem("overwrite", {"channel_id": city.mafia, "id": int(new), "type": MEMBER},
+                                {"allow": str(READ.value | WRITE.value), "deny": "0"}, lane="permissions"))
+        items.append(OutboxItem("overwrite", {"channel_id": city.mafia, "id": int(old), "type": MEMBER},
+                                {"delete": True}, lane="permissions"))
+    return items
+
+
+def cohost_items(live: LiveGame, member: int, *, add: bool) -> list[OutboxItem]:
+    """A co-host added (or removed) mid-game: the host's member overwrite on every game channel
+    and the category, given (or taken back) in the permissions lane. Updates
+    ``live.record.channels``' co-hosts, so later edits of whole channels keep them."""
+    channels = live.record.channels
+    layout = _layout(channels)
+    if layout is None or live.game is None:
+        return []
+    others = [c for c in layout.cohosts if c != member]
+    channels["cohosts"] = [*others, member] if add else others
+    targets = [layout.category, *(target for target, _ in layout.channels(live.game))]
+    payload: dict[str, Any] = {"allow": str(HOST.value), "deny": "0"} if add else {"delete": True}
+    return [OutboxItem("overwrite", {"channel_id": target, "id": member, "type": MEMBER}, dict(payload),
+                       lane="permissions") for target in targets]
+
+
 def end_of_game_items(channels: dict[str, Any], game: Game, at_end: str, *,
                       reveal: bool = False) -> list[OutboxItem]:
     """At the end: delete the game's channels and roles (after the last messages said in them), or
@@ -483,7 +530,7 @@ def missing_permissions(permissions: discord.Permissions) -> list[str]:
 
 
 __all__ = [
-    "CATEGORY", "MAX_OVERWRITES", "TEXT", "VOICE_CHANNEL", "CityPlaces", "Layout", "Overwrite",
+    "CATEGORY", "MAX_OVERWRITES", "cohost_items", "replace_overwrites", "TEXT", "VOICE_CHANNEL", "CityPlaces", "Layout", "Overwrite",
     "death_overwrites", "end_of_game_items", "quiet_swap", "exposure", "exposure_lines", "flag_names",
     "layout_for",
     "lobby_exposure", "missing_permissions", "permission_names", "provision_plan", "resolved",

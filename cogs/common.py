@@ -83,15 +83,35 @@ def status_text(live: LiveGame, status: str) -> str:
     return phrase(live, f"status.{status}")
 
 
-def is_host(bot: ProkuratorBot, live: LiveGame, member: discord.abc.User, host_role_id: int | None) -> bool:
-    """The game's host, or a member with the configured host role."""
-    if member.id == live.record.host_id:
+def plays_in(live: LiveGame, user_id: int) -> bool:
+    """Whether the user plays in this game: joined its lobby, was dealt a status, or was
+    replaced in it (he knew its secrets)."""
+    player = str(user_id)
+    if live.game is not None and player in live.game.players:
+        return True
+    return any(str(entry["id"]) == player for entry in live.record.lobby.get("players", []))
+
+
+def cohosts(live: LiveGame) -> list[int]:
+    """The game's co-hosts (``/host cohost add``): they see what the host sees."""
+    return [int(member) for member in live.record.lobby.get("cohosts", [])]
+
+
+def host_rights(bot: ProkuratorBot, live: LiveGame, member: discord.abc.User, host_role_id: int | None) -> bool:
+    """The game's host, a co-host, or a member with the configured host role (playing or not)."""
+    if member.id == live.record.host_id or member.id in cohosts(live):
         return True
     roles = getattr(member, "roles", [])
     if host_role_id is not None and any(role.id == host_role_id for role in roles):
         return True
     name = bot.config.host_role
     return name is not None and any(role.name == name for role in roles)
+
+
+def is_host(bot: ProkuratorBot, live: LiveGame, member: discord.abc.User, host_role_id: int | None) -> bool:
+    """May use the host's commands and lists in this game: he has host rights and does not play
+    in it (whatever his roles: a player never sees what the host sees)."""
+    return host_rights(bot, live, member, host_role_id) and not plays_in(live, member.id)
 
 
 async def guild_game(bot: ProkuratorBot, interaction: discord.Interaction) -> LiveGame:
@@ -123,14 +143,18 @@ async def running_game(bot: ProkuratorBot, interaction: discord.Interaction) -> 
 
 
 async def require_host(bot: ProkuratorBot, interaction: discord.Interaction, live: LiveGame) -> None:
-    """Refuse anyone but the game's host or the host role.
+    """Refuse anyone but the game's host, its co-hosts or the host role, and any of them who
+    plays in the game.
 
     Raises:
-        UserError: ``error.not_host``.
+        UserError: ``error.not_host``, or ``error.host_plays`` for a player with host rights.
     """
     role = await bot.storage.guild_host_role(live.record.guild_id)
-    if not is_host(bot, live, interaction.user, role):
+    if not host_rights(bot, live, interaction.user, role):
         raise UserError("error.not_host")
+    if plays_in(live, interaction.user.id):
+        log.info("refused a host command to %s in game %s: he plays in it", interaction.user.id, live.id)
+        raise UserError("error.host_plays")
 
 
 def player_of(live: LiveGame, interaction: discord.Interaction) -> str:
@@ -218,7 +242,7 @@ def host_choices(live: LiveGame, verb: str, current: str) -> list[app_commands.C
 
 
 __all__ = [
-    "MAX_CHOICES", "InteractionAnswer", "answer", "answer_lines", "sent_at", "guild_game", "host_choices", "is_host", "key_str", "mention", "name_of",
-    "names", "phrase", "player_of", "require_host", "resolve_player", "running_game",
+    "MAX_CHOICES", "InteractionAnswer", "answer", "answer_lines", "sent_at", "guild_game", "cohosts", "host_choices", "host_rights", "is_host", "key_str", "mention", "name_of",
+    "names", "phrase", "player_of", "plays_in", "require_host", "resolve_player", "running_game",
     "status_text", "target_choices",
 ]

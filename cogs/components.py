@@ -46,6 +46,8 @@ FORMS: dict[str, str] = {
     "unvote": r"unvote:(\d+)",
     "lastword": r"lastword:(\d+)(?::(\d+))?",
     "stop": r"stop:(\d+)(?::(\d+))?",
+    "confirm": r"confirm:(\d+):(end|kill):(\d+)(?::(\d+))?",
+    "cancel": r"cancel:(\d+)",
 }
 
 
@@ -132,6 +134,19 @@ class StopButton(_Routed, DynamicItem[Button[Any]], template=template("stop")):
     action = "stop"
 
 
+class ConfirmButton(_Routed, DynamicItem[Button[Any]], template=template("confirm")):
+    """"Yes" under the host's ``/host end`` or ``/host kill`` (``{game}:{action}:{issued ms}[:{player}]``),
+    handled by the host's cog: the act happens only on it, and only while it is fresh."""
+
+    action = "confirm"
+
+
+class CancelButton(_Routed, DynamicItem[Button[Any]], template=template("cancel")):
+    """"No" under a host's confirmation: nothing happens."""
+
+    action = "cancel"
+
+
 class Retired(_Routed, DynamicItem[Item[Any]], template=RETIRED):
     """Any other ``mafia:`` id: "this button is no longer active"."""
 
@@ -146,5 +161,6 @@ class Retired(_Routed, DynamicItem[Item[Any]], template=RETIRED):
 
 
 ITEMS: tuple[type[DynamicItem[Any]], ...] = (
-    JoinButton, LeaveButton, RoleButton, VoteSelect, UnvoteButton, LastWordButton, StopButton, Retired,
+    JoinButton, LeaveButton, RoleButton, VoteSelect, UnvoteButton, LastWordButton, StopButton, ConfirmButton,
+    CancelButton, Retired,
 )

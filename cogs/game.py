@@ -19,8 +19,10 @@ from bot.service import LiveGame
 from bot.storage import OutboxItem
 from cogs.common import phrase
 from cogs.components import ITEMS
+from cogs.mentions import command
 from cogs.render import deadline_text, render, with_ping
 from cogs.votes import observe, restorer
+from rules import Stage
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
@@ -37,6 +39,14 @@ def reminder_items(live: LiveGame, offset: int) -> list[OutboxItem]:
     if game is None or not live.record.channels:
         return []
     minutes = max(1, round(offset / 60))
+    log_channel = live.record.channels.get("log")
+    if game.stage is Stage.EXECUTION:  # the host is awaited: remind him alone
+        if log_channel is None:
+            return []
+        return [OutboxItem("send", {"channel_id": log_channel}, {
+            "content": phrase(live, "log.execution_soon", minutes=minutes, deadline=deadline_text(live),
+                              execute=command(live.language, "host execute")),
+            "allowed_mentions": {"parse": []}})]
     text = phrase(live, f"reminder.{game.stage.value}", minutes=minutes, deadline=deadline_text(live))
     return [
         OutboxItem("send", {"channel_id": ids["text"]}, with_ping(live, city, {"content": text}))

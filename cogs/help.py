@@ -50,7 +50,8 @@ STAGE_OF = {
     "pass": "night", "check": "night", "host execute": "execution", "host touring": "day",
 }
 #: what the host can always do while his game runs
-HOST_ALWAYS = ("host timer", "host idle", "host skip", "host end")
+HOST_ALWAYS = ("host timer", "host extend", "host pause", "host resume", "host replace", "host idle",
+               "host skip", "host end")
 
 
 @cache

@@ -16,6 +16,7 @@ new deadline and the announcement of it).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import re
@@ -28,10 +29,12 @@ from discord.ext import commands
 
 from bot.errors import UserError
 from bot.i18n import key_str, t
+from bot.options import duration_text, parse_duration
 from bot.service import GameBroken, LiveGame, MovedOn, NoGame, Seen, command_for_deadline
 from bot.storage import OutboxItem
 from cogs.channels import (
     Layout,
+    cohost_items,
     end_of_game_items,
     exposure,
     exposure_lines,
@@ -40,6 +43,7 @@ from cogs.channels import (
     missing_permissions,
     permission_names,
     provision_plan,
+    replace_overwrites,
     resolved,
     rollback_plan,
 )
@@ -47,20 +51,23 @@ from cogs.common import (
     InteractionAnswer,
     answer,
     answer_lines,
+    cohosts,
     guild_game,
     host_choices,
     is_host,
     mention,
     name_of,
     phrase,
+    plays_in,
     require_host,
     resolve_player,
     running_game,
     sent_at,
     status_text,
 )
+from cogs.components import CancelButton, ConfirmButton
 from cogs.limits import CITIES, CITY_NAME, clip
-from cogs.lobby import lobby_cities, lobby_edit, lobby_payload
+from cogs.lobby import lobby_cities, lobby_edit, lobby_payload, log_items
 from cogs.mentions import command
 from cogs.render import (
     NO_PINGS,
@@ -80,12 +87,14 @@ from rules import (
     Execute,
     Game,
     ProcuratorKill,
+    Replace,
     RoleCounts,
     RuleError,
     RuleOptions,
     SetTouringOrder,
     Setup,
     Stage,
+    Status,
     command_from_dict,
     deal,
 )
@@ -93,6 +102,7 @@ from rules.events import PhaseStarted
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
+    from cogs.game import GameCog
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +116,11 @@ NEEDS = {"create_channel": ["manage_channels"], "create_role": ["manage_roles"],
          "member_role": ["manage_roles"], "delete_channel": ["manage_channels"], "delete_role": ["manage_roles"]}
 #: the longest stage timer, seconds (a week)
 MAX_TIMER = 604800
-TIMED = ("discussion", "voting", "night")
+TIMED = ("discussion", "voting", "night", "execution")
+#: how long a host's confirmation button may be pressed, seconds
+CONFIRM_SECONDS = 120
+#: the most co-hosts a game may have (each is an overwrite on every game channel)
+MAX_COHOSTS = 5
 #: a stage as the service names it: ``day 1 discussion``
 STAGE_KEY = re.compile(r"(day|night) \d{1,6} (discussion|voting|execution|night)")
 PLAYER = key_str("player", "opt.player.name")
@@ -148,12 +162,13 @@ def seat_players(players: list[int], cities: list[str], seed: int) -> dict[str, 
     return seats
 
 
-def deadline_changed_items(live: LiveGame) -> list[OutboxItem]:
-    """The current stage's new end in every living city's channel, and on its ballot while voting."""
+def deadline_changed_items(live: LiveGame, key: str = "host.timer_changed", **params: Any) -> list[OutboxItem]:
+    """A line about the clock (by default: the current stage's new end) in every living city's
+    channel, and the ballot's deadline refreshed while voting."""
     game = live.game
     if game is None or not live.record.channels:
         return []
-    line = phrase(live, "host.timer_changed", deadline=deadline_text(live))
+    line = phrase(live, key, deadline=deadline_text(live), **params)
     items: list[OutboxItem] = []
     for city, ids in live.record.channels.get("cities", {}).items():
         if not game.alive(city):
@@ -166,6 +181,130 @@ def deadline_changed_items(live: LiveGame) -> list[OutboxItem]:
     return items
 
 
+def replaced_items(live: LiveGame, old: str, new: str, *, name: str, quiet: bool,
+                   exposed: list[str] | None = None) -> list[OutboxItem]:
+    """After ``/host replace``: the lobby knows the newcomer (and that the old player left), the
+    roles and the mafia room's overwrite move to him, and he is told where to look, pinged alone:
+    his status behind "My status" (privately), a mafioso's room greeting him. The host's log
+    names the status; nobody else learns it."""
+    game = live.game
+    assert game is not None
+    record = live.record
+    players = record.lobby.setdefault("players", [])
+    for entry in players:
+        if str(entry["id"]) == old:
+            entry["replaced_by"] = int(new)
+    players.append({"id": int(new), "name": name, "replaces": int(old), **({"exposed": exposed} if exposed else {})})
+    record.lobby.get("leaving", {}).pop(old, None)
+    items = replace_overwrites(live, game, old, new, quiet=quiet)
+    city = game.city_of(new)
+    ids = record.channels.get("cities", {}).get(city, {})
+    only_him = {"parse": [], "users": [new]}
+    if ids.get("text") is not None:
+        items.append(OutboxItem("send", {"channel_id": ids["text"]}, {
+            "content": phrase(live, "replace.welcome", player=mention(new), old=mention(old),
+                              me=command(live.language, "mafia me")),
+            "allowed_mentions": only_him,
+            "components": [{"type": 1, "components": [{
+                "type": 2, "style": 1, "custom_id": f"mafia:role:{live.id}", "label": phrase(live, "welcome.role"),
+            }]}],
+        }))
+    if game.status_of(new) is Status.MAFIOSO and ids.get("mafia") is not None:
+        godfather = game.godfather_of(city)
+        items.append(OutboxItem("send", {"channel_id": ids["mafia"]}, {
+            "content": phrase(live, "replace.mafia", player=mention(new), old=mention(old),
+                              godfather=mention(godfather) if godfather else phrase(live, "role.no_godfather")),
+            "allowed_mentions": only_him,
+        }))
+    items += log_items(live, phrase(live, "log.replaced", old=mention(old), new=mention(new), city=city,
+                                    status=status_text(live, game.status_of(new).value)))
+    for line in exposure_lines(live, {new: exposed} if exposed else {}):  # he sees more than his seat
+        items += log_items(live, line)
+    return items
+
+
+class LeaveStrikes:
+    """The Procurator's strike of players who left the game or the server (``leave_strike``):
+    each game's pending strikes are stored in its record (``lobby.leaving``: player → when), so
+    a restart re-arms them; one task per game sleeps until the earliest and is woken by every
+    commit. A strike is a :class:`rules.ProcuratorKill` (the rules announce the status, as for
+    any death); one no longer possible (he died meanwhile) is dropped."""
+
+    def __init__(self, bot: ProkuratorBot) -> None:
+        self.bot = bot
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._wake: dict[int, asyncio.Event] = {}
+        self._closed = False
+
+    @staticmethod
+    def pending(live: LiveGame | None) -> dict[str, float]:
+        """The game's strikes to come: player → unix time."""
+        if live is None or live.record.state != "running" or live.game is None or live.broken is not None:
+            return {}
+        return {player: float(at) for player, at in live.record.lobby.get("leaving", {}).items() if at is not None}
+
+    def arm(self, live: LiveGame) -> None:
+        """(Re)consider a game's strikes; called after every commit."""
+        if self._closed or not self.pending(live):
+            return
+        self._wake.setdefault(live.id, asyncio.Event()).set()
+        task = self._tasks.get(live.id)
+        if task is None or task.done():
+            self._tasks[live.id] = asyncio.create_task(self._run(live.id), name=f"strikes-{live.id}")
+
+    async def restore(self, live: LiveGame) -> None:
+        """A game loaded at start: arm what it had pending."""
+        self.arm(live)
+
+    async def close(self) -> None:
+        """Stop every task (the strikes stay stored)."""
+        self._closed = True
+        for task in self._tasks.values():
+            task.cancel()
+        for task in self._tasks.values():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def _run(self, game_id: int) -> None:
+        wake = self._wake.setdefault(game_id, asyncio.Event())
+        while not self._closed:
+            wake.clear()
+            live = self.bot.service.find(game_id)
+            due = self.pending(live)
+            if live is None or not due:
+                return
+            player, at = min(due.items(), key=lambda row: row[1])
+            delay = at - self.bot.clock()
+            if delay <= 0:
+                try:
+                    await self._strike(live, player)
+                except Exception:
+                    log.exception("game %s: could not strike out %s; trying again", game_id, player)
+                    delay = 1.0
+                else:
+                    continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout=delay)
+
+    async def _strike(self, live: LiveGame, player: str) -> None:
+        def after(live: LiveGame, events: list[Any]) -> list[OutboxItem]:
+            live.record.lobby.get("leaving", {}).pop(player, None)
+            return log_items(live, phrase(live, "log.struck", player=mention(player)))
+
+        try:
+            await self.bot.service.apply(live.id, ProcuratorKill(player), source="timer", after=after)
+            log.info("game %s: %s struck out after leaving", live.id, player)
+        except (RuleError, NoGame, GameBroken, MovedOn) as error:
+            log.info("game %s: no strike of %s (%s)", live.id, player, error)
+
+            def forget(live: LiveGame) -> list[OutboxItem]:
+                live.record.lobby.get("leaving", {}).pop(player, None)
+                return []
+
+            with contextlib.suppress(NoGame, GameBroken):
+                await self.bot.service.update(live.id, forget)
+
+
 class HostCog(commands.Cog):
     """The Procurator's commands."""
 
@@ -175,12 +314,24 @@ class HostCog(commands.Cog):
         guild_only=True,
     )
 
+    cohost = app_commands.Group(
+        name=key_str("cohost", "cmd.host.cohost.name"),
+        description=key_str("Co-hosts: they see what you see and cannot play", "cmd.host.cohost.description"),
+        parent=host,
+    )
+
     def __init__(self, bot: ProkuratorBot) -> None:
         self.bot = bot
         self._waiters: dict[int, asyncio.Future[str]] = {}
         """The /host start waiting for each game's provisioning, to answer it."""
         bot.outbox.idle_hooks.append(self._provision_idle)
         bot.outbox.failure_hooks.append(self._provision_failed)
+        game_cog: GameCog = bot.get_cog("GameCog")  # type: ignore[assignment]
+        game_cog.register("confirm", self._confirmed)
+        game_cog.register("cancel", self._cancelled)
+        self.strikes = LeaveStrikes(bot)
+        bot.service.after_commit.append(self.strikes.arm)
+        bot.service.restorers.append(self.strikes.restore)
 
     async def cog_unload(self) -> None:
         """Stop listening to the outbox."""
@@ -188,6 +339,11 @@ class HostCog(commands.Cog):
             self.bot.outbox.idle_hooks.remove(self._provision_idle)
         if self._provision_failed in self.bot.outbox.failure_hooks:
             self.bot.outbox.failure_hooks.remove(self._provision_failed)
+        if self.strikes.arm in self.bot.service.after_commit:
+            self.bot.service.after_commit.remove(self.strikes.arm)
+        if self.strikes.restore in self.bot.service.restorers:
+            self.bot.service.restorers.remove(self.strikes.restore)
+        await self.strikes.close()
 
     async def _host_game(self, interaction: discord.Interaction, *, running: bool = True) -> LiveGame:
         live = await (running_game if running else guild_game)(self.bot, interaction)
@@ -243,6 +399,7 @@ class HostCog(commands.Cog):
         maniac_wins_if_survives=key_str("maniac_wins_if_survives", "opt.maniac_wins_if_survives.name"),
         last_word_seconds=key_str("last_word_seconds", "opt.last_word_seconds.name"),
         pings=key_str("pings", "opt.pings.name"), reveal=key_str("reveal_at_end", "opt.reveal.name"),
+        leave_strike=key_str("leave_strike", "opt.leave_strike.name"),
     )
     @app_commands.describe(
         cities=key_str("City names, comma separated", "opt.cities.description"),
@@ -261,6 +418,8 @@ class HostCog(commands.Cog):
                       "opt.pings.description"),
         reveal=key_str("At the end, every player reads the mafia rooms and the host's log (default: yes)",
                        "opt.reveal.description"),
+        leave_strike=key_str("Strike out a player who left, after: 10m, 1h... or off (default: off)",
+                             "opt.leave_strike.description"),
     )
     @app_commands.choices(
         first_phase=[_choice("day", "choice.day"), _choice("night", "choice.night")],
@@ -283,8 +442,13 @@ class HostCog(commands.Cog):
         last_word_seconds: app_commands.Range[int, 1, 180] | None = None,
         pings: bool | None = None,
         reveal: bool | None = None,
+        leave_strike: app_commands.Range[str, 1, 40] | None = None,
     ) -> None:
         live = await self._settings_game(interaction)
+        strike = None
+        if leave_strike is not None:
+            off = leave_strike.strip().casefold() in ("off", "no", "0", "выкл", "нет")
+            strike = 0 if off else parse_duration(leave_strike)
         if live.record.state != "lobby":
             raise UserError("error.not_lobby")
         if cities is not None and not 1 <= len(cities) <= CITIES * (CITY_NAME + 2):
@@ -314,7 +478,7 @@ class HostCog(commands.Cog):
                 if value is not None:
                     setup[key] = value
             live.record.lobby.setdefault("rules", {}).update(rules)
-            for key, value in (("pings", pings), ("reveal", reveal)):
+            for key, value in (("pings", pings), ("reveal", reveal), ("leave_strike", strike)):
                 if value is not None:
                     live.record.lobby[key] = value
             return lobby_edit(live)
@@ -351,18 +515,102 @@ class HostCog(commands.Cog):
             return  # delivered twice: done and answered the first time
         await answer(interaction, phrase(live, "host.touring", order=", ".join(names)))
 
-    @host.command(name=key_str("timer", "cmd.host.timer.name"),
-                  description=key_str("Change how long a stage lasts (0: no timer)", "cmd.host.timer.description"))
-    @app_commands.rename(stage=key_str("stage", "opt.stage.name"), seconds=key_str("seconds", "opt.seconds.name"))
-    @app_commands.describe(stage=key_str("The stage", "opt.stage.description"),
-                           seconds=key_str("Its length in seconds (0: no timer)", "opt.seconds.description"))
-    @app_commands.choices(stage=[_choice("discussion", "choice.discussion"),
-                                 _choice("voting", "choice.voting"), _choice("night", "choice.night")])
-    async def timer(self, interaction: discord.Interaction, stage: str,
-                    seconds: app_commands.Range[int, 0, MAX_TIMER]) -> None:
+    @cohost.command(name=key_str("add", "cmd.host.cohost.add.name"),
+                    description=key_str("Make a member your co-host: he sees the log and the mafia rooms",
+                                        "cmd.host.cohost.add.description"))
+    @app_commands.rename(member=key_str("member", "opt.member.name"))
+    @app_commands.describe(member=key_str("The member", "opt.member.description"))
+    async def cohost_add(self, interaction: discord.Interaction, member: discord.Member) -> None:
+        await self._cohost(interaction, member, add=True)
+
+    @cohost.command(name=key_str("remove", "cmd.host.cohost.remove.name"),
+                    description=key_str("Take a co-host's access back", "cmd.host.cohost.remove.description"))
+    @app_commands.rename(member=key_str("member", "opt.member.name"))
+    @app_commands.describe(member=key_str("The member", "opt.member.description"))
+    async def cohost_remove(self, interaction: discord.Interaction, member: discord.Member) -> None:
+        await self._cohost(interaction, member, add=False)
+
+    async def _cohost(self, interaction: discord.Interaction, member: discord.Member, *, add: bool) -> None:
         live = await self._settings_game(interaction)
-        if stage not in TIMED or not 0 <= seconds <= MAX_TIMER:  # Discord's client checks; a crafted one is not
+        if interaction.user.id != live.record.host_id:
+            raise UserError("error.only_host")
+        who = mention(str(member.id))
+        if add and (member.bot or member.id == live.record.host_id):
+            raise UserError("error.cohost_bad", member=who)
+
+        def change(live: LiveGame) -> list[OutboxItem]:
+            record = live.record
+            if record.state == "starting":  # the channels being made carry the co-hosts they had
+                raise UserError("error.already_starting")
+            current = cohosts(live)
+            if add:
+                if plays_in(live, member.id):
+                    raise UserError("error.cohost_plays", member=who)
+                if member.id in current:
+                    raise UserError("error.cohost_already", member=who)
+                if len(current) >= MAX_COHOSTS:
+                    raise UserError("error.cohosts_full", count=MAX_COHOSTS)
+                record.lobby["cohosts"] = [*current, member.id]
+            else:
+                if member.id not in current:
+                    raise UserError("error.not_cohost", member=who)
+                record.lobby["cohosts"] = [c for c in current if c != member.id]
+            items = cohost_items(live, member.id, add=add) if record.state == "running" else []
+            items += log_items(live, phrase(live, "log.cohost_added" if add else "log.cohost_removed", member=who))
+            return items + lobby_edit(live)
+
+        if not await self._update(interaction, live, change):
+            return
+        log.info("game %s: co-host %s %s", live.id, member.id, "added" if add else "removed")
+        await answer(interaction, phrase(live, "host.cohost_added" if add else "host.cohost_removed", member=who))
+
+    @host.command(name=key_str("kick", "cmd.host.kick.name"),
+                  description=key_str("Remove a player from the lobby", "cmd.host.kick.description"))
+    @app_commands.rename(member=key_str("member", "opt.member.name"))
+    @app_commands.describe(member=key_str("The member", "opt.member.description"))
+    async def kick(self, interaction: discord.Interaction, member: discord.User) -> None:
+        live = await self._settings_game(interaction)
+        who = mention(str(member.id))
+        if live.record.state != "lobby":
+            raise UserError("error.kick_not_lobby", player=who)
+
+        def change(live: LiveGame) -> list[OutboxItem]:
+            record = live.record
+            if record.state != "lobby":
+                raise UserError("error.kick_not_lobby", player=who)
+            players = record.lobby.get("players", [])
+            if not any(p["id"] == member.id for p in players):
+                raise UserError("error.not_in_lobby", player=who)
+            record.lobby["players"] = [p for p in players if p["id"] != member.id]
+            items = lobby_edit(live)
+            channel = record.lobby.get("channel_id")
+            if channel:  # he is told where he joined, pinged alone
+                items.append(OutboxItem("send", {"channel_id": int(channel)}, {
+                    "content": phrase(live, "lobby.kicked", player=who, join=command(live.language, "mafia join")),
+                    "allowed_mentions": {"parse": [], "users": [str(member.id)]},
+                }))
+            return items
+
+        if not await self._update(interaction, live, change):
+            return
+        log.info("game %s: %s kicked from the lobby", live.id, member.id)
+        await answer(interaction, phrase(live, "host.kicked", player=who))
+
+    @host.command(name=key_str("timer", "cmd.host.timer.name"),
+                  description=key_str("Change how long a stage lasts from now on (0: no timer)",
+                                      "cmd.host.timer.description"))
+    @app_commands.rename(stage=key_str("stage", "opt.stage.name"), duration=key_str("duration", "opt.duration.name"))
+    @app_commands.describe(stage=key_str("The stage", "opt.stage.description"),
+                           duration=key_str("90s, 10m, 1h30m or seconds (0: no timer)", "opt.duration.description"))
+    @app_commands.choices(stage=[_choice("discussion", "choice.discussion"),
+                                 _choice("voting", "choice.voting"), _choice("night", "choice.night"),
+                                 _choice("execution", "choice.execution")])
+    async def timer(self, interaction: discord.Interaction, stage: str,
+                    duration: app_commands.Range[str, 1, 40]) -> None:
+        live = await self._settings_game(interaction)
+        if stage not in TIMED:  # Discord's client checks; a crafted one is not
             raise UserError("error.bad_timer", limit=MAX_TIMER)
+        seconds = parse_duration(duration, allow_zero=True)
 
         def change(live: LiveGame) -> list[OutboxItem]:
             live.record.lobby.setdefault("timers", {})[stage] = seconds
@@ -371,6 +619,10 @@ class HostCog(commands.Cog):
                 return []  # only remembered for the stage's next turn
             # the running stage: its new end, stored and announced in this same commit
             record = live.record
+            paused = record.lobby.get("paused")
+            if isinstance(paused, dict):  # it starts counting on resume
+                paused["remaining"] = seconds if seconds > 0 else None
+                return []
             record.deadline = self.bot.clock() + seconds if seconds > 0 else None
             record.deadline_stage = live.stage_key() if seconds > 0 else None
             record.reminders_sent = []
@@ -378,7 +630,85 @@ class HostCog(commands.Cog):
 
         if not await self._update(interaction, live, change):
             return  # delivered twice: done and answered the first time
-        await answer(interaction, phrase(live, "host.timer", stage=phrase(live, f"stage.{stage}"), seconds=seconds))
+        key = "host.timer_set" if seconds else "host.timer_off"
+        await answer(interaction, phrase(live, key, stage=phrase(live, f"stage.{stage}"),
+                                         duration=duration_text(live.language, seconds)))
+
+    @host.command(name=key_str("extend", "cmd.host.extend.name"),
+                  description=key_str("Give the current stage more time (this stage only)",
+                                      "cmd.host.extend.description"))
+    @app_commands.rename(duration=key_str("duration", "opt.duration.name"))
+    @app_commands.describe(duration=key_str("How much more: 90s, 10m, 1h30m or seconds",
+                                            "opt.extend_duration.description"))
+    async def extend(self, interaction: discord.Interaction, duration: app_commands.Range[str, 1, 40]) -> None:
+        live = await self._host_game(interaction)
+        seconds = parse_duration(duration)
+        now = self.bot.clock()
+
+        def change(live: LiveGame) -> list[OutboxItem]:
+            record = live.record
+            paused = record.lobby.get("paused")
+            if isinstance(paused, dict):
+                if paused.get("remaining") is None:
+                    raise UserError("error.no_deadline")
+                paused["remaining"] = min(MAX_TIMER, float(paused["remaining"]) + seconds)
+            else:
+                if record.deadline is None:
+                    raise UserError("error.no_deadline")
+                record.deadline = min(now + MAX_TIMER, record.deadline + seconds)
+                # a reminder already sent counts again if its moment moved into the future
+                record.reminders_sent = [o for o in record.reminders_sent if o >= record.deadline - now]
+            return deadline_changed_items(live, "host.extended_notice",
+                                          duration=duration_text(live.language, seconds))
+
+        if not await self._update(interaction, live, change):
+            return
+        await answer(interaction, phrase(live, "host.extended", duration=duration_text(live.language, seconds),
+                                         deadline=deadline_text(live)))
+
+    @host.command(name=key_str("pause", "cmd.host.pause.name"),
+                  description=key_str("Stop the clock: the stage waits until you resume", "cmd.host.pause.description"))
+    async def pause(self, interaction: discord.Interaction) -> None:
+        live = await self._host_game(interaction)
+        now = self.bot.clock()
+
+        def change(live: LiveGame) -> list[OutboxItem]:
+            record = live.record
+            if record.lobby.get("paused"):
+                raise UserError("error.already_paused")
+            remaining = max(0.0, record.deadline - now) if record.deadline is not None else None
+            record.lobby["paused"] = {"stage": live.stage_key(), "remaining": remaining}
+            record.deadline, record.deadline_stage = None, None
+            return deadline_changed_items(live, "host.paused_notice",
+                                          resume=command(live.language, "host resume"))
+
+        if not await self._update(interaction, live, change):
+            return
+        await answer(interaction, phrase(live, "host.paused", resume=command(live.language, "host resume")))
+
+    @host.command(name=key_str("resume", "cmd.host.resume.name"),
+                  description=key_str("Start the clock again where it stopped", "cmd.host.resume.description"))
+    async def resume(self, interaction: discord.Interaction) -> None:
+        live = await self._host_game(interaction)
+        now = self.bot.clock()
+        reminders = self.bot.timers.reminders
+
+        def change(live: LiveGame) -> list[OutboxItem]:
+            record = live.record
+            paused = record.lobby.pop("paused", None)
+            if not isinstance(paused, dict):
+                raise UserError("error.not_paused")
+            remaining = paused.get("remaining")
+            if remaining is not None and live.stage_key() is not None:
+                record.deadline = now + float(remaining)
+                record.deadline_stage = live.stage_key()
+                # reminders whose moment passed while the clock stood are not sent late
+                record.reminders_sent = [o for o in reminders if o >= float(remaining)]
+            return deadline_changed_items(live, "host.resumed_notice")
+
+        if not await self._update(interaction, live, change):
+            return
+        await answer(interaction, phrase(live, "host.resumed", deadline=deadline_text(live)))
 
     @host.command(name=key_str("start", "cmd.host.start.name"),
                   description=key_str("Deal the statuses, create the channels, start", "cmd.host.start.description"))
@@ -717,7 +1047,10 @@ class HostCog(commands.Cog):
     @app_commands.describe(player=PLAYER_DESCRIPTION)
     async def kill(self, interaction: discord.Interaction, player: str) -> None:
         live = await self._host_game(interaction)
-        await self._apply(interaction, live, ProcuratorKill(resolve_player(live, player)))
+        target = resolve_player(live, player)
+        assert live.game is not None
+        live.game.check(ProcuratorKill(target))  # refused now, not after the confirmation
+        await self._ask(interaction, live, "kill", target, phrase(live, "confirm.kill", player=mention(target)))
 
     @kill.autocomplete("player")
     async def _kill_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
@@ -759,6 +1092,42 @@ class HostCog(commands.Cog):
     async def _execute_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
         return await self._host_targets(interaction, "execute", current)
 
+    @host.command(name=key_str("replace", "cmd.host.replace.name"),
+                  description=key_str("Seat a newcomer in a living player's place", "cmd.host.replace.description"))
+    @app_commands.rename(old=key_str("player", "opt.old.name"), new=key_str("newcomer", "opt.new.name"))
+    @app_commands.describe(old=key_str("The player who leaves", "opt.old.description"),
+                           new=key_str("The member who takes his place", "opt.new.description"))
+    async def replace(self, interaction: discord.Interaction, old: str, new: discord.Member) -> None:
+        live = await self._host_game(interaction)
+        leaving = resolve_player(live, old)
+        who = mention(str(new.id))
+        if new.bot:
+            raise UserError("error.replace_bad", member=who)
+        if new.id == live.record.host_id or new.id in cohosts(live):
+            raise UserError("error.host_cannot_play")
+        if plays_in(live, new.id):
+            raise UserError("error.replace_plays", member=who)
+        if self.bot.service.game_of_player(new.id) is not None:
+            raise UserError("error.player_in_other_game", player=who)
+        quiet = not await self.bot.service.wants_pings(new.id)
+        name, exposed = new.display_name, exposure(new)
+
+        def after(live: LiveGame, events: list[Any]) -> list[OutboxItem]:
+            return replaced_items(live, leaving, str(new.id), name=name, quiet=quiet, exposed=exposed)
+
+        applied = await self.bot.service.apply(
+            live.id, Replace(leaving, str(new.id)), source="host", interaction_id=interaction.id,
+            answer=InteractionAnswer(interaction), after=after,
+        )
+        if applied.duplicate and not interaction.response.is_done():
+            return
+        log.info("game %s: %s replaces %s", live.id, new.id, leaving)
+        await answer(interaction, phrase(live, "host.replaced", old=mention(leaving), new=who))
+
+    @replace.autocomplete("old")
+    async def _replace_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        return await self._host_targets(interaction, "kill", current)  # the living
+
     @host.command(name=key_str("idle", "cmd.host.idle.name"),
                   description=key_str("Who has not acted for how many phases", "cmd.host.idle.description"))
     async def idle(self, interaction: discord.Interaction) -> None:
@@ -783,8 +1152,8 @@ class HostCog(commands.Cog):
         for row in await self.bot.storage.commands(live.id):
             command = command_from_dict(row.command)
             events = replay.apply(command)
-            actor = getattr(command, "actor", None)
-            if actor is not None:
+            actor = getattr(command, "actor", None) or (command.new if isinstance(command, Replace) else None)
+            if actor is not None:  # a newcomer counts from the phase he came in
                 last[actor] = phases
             phases += sum(1 for e in events if isinstance(e, PhaseStarted) and e.stage in (
                 Stage.DISCUSSION, Stage.NIGHT))
@@ -804,12 +1173,17 @@ class HostCog(commands.Cog):
                   description=key_str("End the game now", "cmd.host.end.description"))
     async def end(self, interaction: discord.Interaction) -> None:
         live = await self._host_game(interaction, running=False)
+        await self._ask(interaction, live, "end", None, phrase(live, "confirm.end"))
+
+    async def _end(self, interaction: discord.Interaction, live: LiveGame) -> None:
+        """End the game (confirmed): a game being started is rolled back, a running one summed up
+        in its channels, which turn read-only (or are deleted)."""
         if live.record.state == "starting":
             # being started: what was made is removed (a rollback), then the game is cancelled
             provision = live.record.lobby.get("provision") or {}
             if provision.get("state") != "rollback":
                 await self._rollback(live, {}, target="cancelled")
-            await interaction.response.send_message(phrase(live, "host.ended_reply"), ephemeral=True)
+            await settle(interaction, phrase(live, "host.ended_reply"))
             return
 
         def change(live: LiveGame) -> list[OutboxItem]:
@@ -831,7 +1205,67 @@ class HostCog(commands.Cog):
 
         if not await self.bot.service.update(live.id, change, interaction_id=interaction.id):
             return  # delivered twice: done and answered the first time
-        await interaction.response.send_message(phrase(live, "host.ended_reply"), ephemeral=True)
+        await settle(interaction, phrase(live, "host.ended_reply"))
+
+    # ------------------------------------------------------------------ confirmations
+
+    async def _ask(self, interaction: discord.Interaction, live: LiveGame, action: str, target: str | None,
+                   question: str) -> None:
+        """Answer privately with the question and "Yes"/"No" buttons: the act happens only on
+        "Yes", pressed within :data:`CONFIRM_SECONDS` while the game is at the stage it was at."""
+        issued = interaction.created_at.timestamp()
+        custom_id = f"mafia:confirm:{live.id}:{action}:{int(issued * 1000)}" + (f":{target}" if target else "")
+        view = discord.ui.View(timeout=None)
+        view.add_item(ConfirmButton(discord.ui.Button(style=discord.ButtonStyle.danger, custom_id=custom_id,
+                                                      label=phrase(live, "confirm.yes")), []))
+        view.add_item(CancelButton(discord.ui.Button(style=discord.ButtonStyle.secondary,
+                                                     custom_id=f"mafia:cancel:{live.id}",
+                                                     label=phrase(live, "confirm.no")), []))
+        text = phrase(live, "confirm.question", question=question,
+                      until=f"<t:{int(issued + CONFIRM_SECONDS)}:R>")
+        await interaction.response.send_message(text, view=view, ephemeral=True,
+                                                allowed_mentions=discord.AllowedMentions.none())
+
+    async def _confirmed(self, interaction: discord.Interaction, parts: list[str]) -> None:
+        """"Yes" pressed: refused if it is not this guild's open game's, stale, or the game
+        left the stage it was asked in; else the act."""
+        game_id, action, issued = int(parts[0]), parts[1], int(parts[2]) / 1000
+        live = await self.bot.service.open_game(interaction.guild_id) if interaction.guild_id else None
+        if live is None or live.id != game_id:
+            raise UserError("error.stale_button")
+        await require_host(self.bot, interaction, live)
+        if self.bot.service.wall() - issued > CONFIRM_SECONDS:
+            raise UserError("error.confirm_expired")
+        if action == "end":
+            await self._end(interaction, live)
+            return
+        if len(parts) < 4:
+            raise UserError("error.stale_button")
+        live = await running_game(self.bot, interaction)
+        applied = await self.bot.service.apply(
+            live.id, ProcuratorKill(parts[3]), source="host", interaction_id=interaction.id,
+            seen=Seen(at=issued), answer=InteractionAnswer(interaction),
+        )
+        if applied.duplicate and not interaction.response.is_done():
+            return
+        await settle(interaction, phrase(live, "host.done"))
+
+    async def _cancelled(self, interaction: discord.Interaction, parts: list[str]) -> None:
+        """"No" pressed: nothing happens; the question is replaced by "cancelled"."""
+        language = await self.bot.language_for(interaction)
+        await settle(interaction, t(language, "confirm.cancelled"))
+
+
+async def settle(interaction: discord.Interaction, text: str) -> None:
+    """Answer a confirmation's button: its question becomes ``text``, without buttons (or, if the
+    press was acknowledged already, the acknowledgement says it)."""
+    none = discord.AllowedMentions.none()
+    if interaction.type is not discord.InteractionType.component:
+        await answer(interaction, text)
+    elif interaction.response.is_done():
+        await interaction.edit_original_response(content=text, view=None, allowed_mentions=none)
+    else:
+        await interaction.response.edit_message(content=text, view=None, allowed_mentions=none)
 
 
 async def setup(bot: ProkuratorBot) -> None:

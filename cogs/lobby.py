@@ -26,6 +26,7 @@ from cogs.common import (
     InteractionAnswer,
     answer,
     answer_lines,
+    cohosts,
     guild_game,
     is_host,
     mention,
@@ -35,6 +36,7 @@ from cogs.common import (
     status_text,
 )
 from cogs.limits import CONTENT, listing
+from cogs.mentions import command
 from cogs.render import NO_PINGS, deadline_text, phase_text, winner_text
 
 if TYPE_CHECKING:
@@ -69,6 +71,8 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
         phrase(live, "lobby.host", host=mention(str(live.record.host_id))),
         phrase(live, "lobby.cities", cities=", ".join(lobby_cities(live))),
     ]
+    if cohosts(live):
+        lines.insert(2, phrase(live, "lobby.cohosts", cohosts=", ".join(mention(str(c)) for c in cohosts(live))))
     roles = []
     if setup.get("mafiosi"):
         roles.append(phrase(live, "lobby.mafiosi", count=setup["mafiosi"]))
@@ -97,6 +101,43 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
     else:
         components = []
     return {"content": "\n".join(lines), "components": components, "allowed_mentions": NO_PINGS}
+
+
+def log_items(live: LiveGame, line: str) -> list[OutboxItem]:
+    """One line in the host's log (nothing before the game has channels)."""
+    channel = live.record.channels.get("log")
+    if channel is None:
+        return []
+    return [OutboxItem("send", {"channel_id": channel}, {"content": line, "allowed_mentions": NO_PINGS})]
+
+
+def leave_strike(live: LiveGame, default: int) -> int:
+    """Seconds after a player leaves before the Procurator strikes him out (0: never)."""
+    value = live.record.lobby.get("leave_strike")
+    return int(default if value is None else value)
+
+
+def mark_leaving(live: LiveGame, player: str, *, now: float, strike: int, reason: str) -> list[OutboxItem]:
+    """A living player leaves the running game (``reason``: ``left`` by ``/mafia leave``,
+    ``server``: he left the server): stored with when he is struck out (if ever), and the host
+    told in his log. Nobody else is told: a strike is a death, announced as the rules say.
+
+    Raises:
+        UserError: he is dead already, or leaving already.
+    """
+    game = live.game
+    assert game is not None
+    if not game.is_alive(player):
+        raise UserError("error.leave_dead")
+    leaving = live.record.lobby.setdefault("leaving", {})
+    if player in leaving:
+        raise UserError("error.already_leaving")
+    leaving[player] = now + strike if strike > 0 else None
+    tools = {"replace": command(live.language, "host replace"), "kill": command(live.language, "host kill")}
+    then = (phrase(live, "log.strike_at", when=f"<t:{int(now + strike)}:R>", **tools) if strike > 0
+            else phrase(live, "log.strike_off", **tools))
+    line = phrase(live, f"log.left_{reason}", player=mention(player), then=then)
+    return log_items(live, line)
 
 
 def lobby_edit(live: LiveGame) -> list[OutboxItem]:
@@ -161,6 +202,9 @@ def role_lines(live: LiveGame, player: str) -> list[str]:
         godfather = game.godfather_of(city)
         lines.append(phrase(live, "role.mafia", players=mafia,
                             godfather=mention(godfather) if godfather else phrase(live, "role.no_godfather")))
+        room = live.record.channels.get("cities", {}).get(city, {}).get("mafia")
+        if room is not None and game.is_alive(player):
+            lines.append(phrase(live, "role.room", room=f"<#{room}>"))
     return lines
 
 
@@ -279,6 +323,9 @@ class LobbyCog(commands.Cog):
         user = interaction.user
         if live.broken is not None:
             raise GameBroken()
+        if live.record.state == "running" and str(user.id) in live.record.lobby.get("leaving", {}):
+            await self._come_back(interaction, live)
+            return
         if live.record.state != "lobby":
             raise UserError("error.not_lobby")
 
@@ -286,6 +333,8 @@ class LobbyCog(commands.Cog):
             # under the game's lock: the lobby may have closed while this waited
             if live.record.state != "lobby":
                 raise UserError("error.not_lobby")
+            if user.id == live.record.host_id or user.id in cohosts(live):
+                raise UserError("error.host_cannot_play")  # he would see the log and every mafia room
             if self.bot.service.game_of_player(user.id) is not None:
                 raise UserError("error.in_other_game")
             players = live.record.lobby["players"]
@@ -306,6 +355,9 @@ class LobbyCog(commands.Cog):
         user = interaction.user
         if live.broken is not None:
             raise GameBroken()
+        if live.record.state == "running":
+            await self._leave_game(interaction, live)
+            return
         if live.record.state != "lobby":
             raise UserError("error.not_lobby")
 
@@ -322,6 +374,78 @@ class LobbyCog(commands.Cog):
                                          answer=InteractionAnswer(interaction)):
             await answer(interaction, t(live.language, "lobby.left"))
 
+    async def _leave_game(self, interaction: discord.Interaction, live: LiveGame) -> None:
+        """``/mafia leave`` during the game: the host is told; with ``leave_strike`` set, the
+        Procurator strikes him out after it (``cogs.host.LeaveStrikes``)."""
+        player = player_of(live, interaction)
+        strike = leave_strike(live, self.bot.config.timers.leave_strike)
+        now = self.bot.clock()
+
+        def change(live: LiveGame) -> list[OutboxItem]:
+            return mark_leaving(live, player, now=now, strike=strike, reason="left")
+
+        if await self.bot.service.update(live.id, change, interaction_id=interaction.id,
+                                         answer=InteractionAnswer(interaction)):
+            log.info("game %s: %s leaves the game (strike in %s s)", live.id, player, strike or "never")
+            if strike > 0:
+                text = t(live.language, "lobby.left_game_strike", when=f"<t:{int(now + strike)}:R>",
+                         join=command(live.language, "mafia join"))
+            else:
+                text = t(live.language, "lobby.left_game", join=command(live.language, "mafia join"))
+            await answer(interaction, text)
+
+    async def _come_back(self, interaction: discord.Interaction, live: LiveGame) -> None:
+        """``/mafia join`` by a player who left the running game: he stays, the strike is off."""
+        player = str(interaction.user.id)
+
+        def change(live: LiveGame) -> list[OutboxItem]:
+            leaving = live.record.lobby.get("leaving", {})
+            if player not in leaving:
+                raise UserError("error.not_lobby")
+            del leaving[player]
+            return log_items(live, phrase(live, "log.back", player=mention(player)))
+
+        if await self.bot.service.update(live.id, change, interaction_id=interaction.id,
+                                         answer=InteractionAnswer(interaction)):
+            await answer(interaction, t(live.language, "lobby.back"))
+
+    @commands.Cog.listener()
+    async def on_raw_member_remove(self, payload: discord.RawMemberRemoveEvent) -> None:
+        """A member left the server (GUILD_MEMBER_REMOVE): out of the lobby he was in, or, a living
+        player of the running game, handled as ``/mafia leave``."""
+        try:
+            await self._member_gone(payload.guild_id, payload.user.id)
+        except UserError as refusal:
+            log.info("member %s left guild %s: %s", payload.user.id, payload.guild_id, refusal.key)
+        except Exception:
+            log.exception("member %s left guild %s: not handled", payload.user.id, payload.guild_id)
+
+    async def _member_gone(self, guild_id: int, user_id: int) -> None:
+        live = await self.bot.service.open_game(guild_id)
+        if live is None or live.broken is not None:
+            return
+        player = str(user_id)
+        if live.record.state == "lobby":
+            def drop(live: LiveGame) -> list[OutboxItem]:
+                players = live.record.lobby.get("players", [])
+                if not any(p["id"] == user_id for p in players):
+                    return []
+                live.record.lobby["players"] = [p for p in players if p["id"] != user_id]
+                return lobby_edit(live)
+
+            await self.bot.service.update(live.id, drop)
+            return
+        game = live.game
+        if live.record.state != "running" or game is None or player not in game.players:
+            return
+        if not game.is_alive(player) or player in live.record.lobby.get("leaving", {}):
+            return
+        strike = leave_strike(live, self.bot.config.timers.leave_strike)
+        now = self.bot.clock()
+        await self.bot.service.update(
+            live.id, lambda live: mark_leaving(live, player, now=now, strike=strike, reason="server"))
+        log.info("game %s: %s left the server (strike in %s s)", live.id, player, strike or "never")
+
     async def _game_from_button(self, interaction: discord.Interaction, parts: list[str]) -> LiveGame:
         """The guild's open game if the button is one of its own (else it is no longer active)."""
         live = await self.bot.service.open_game(interaction.guild_id) if interaction.guild_id else None
@@ -333,7 +457,10 @@ class LobbyCog(commands.Cog):
         await self._join(interaction, await self._game_from_button(interaction, parts))
 
     async def _leave_button(self, interaction: discord.Interaction, parts: list[str]) -> None:
-        await self._leave(interaction, await self._game_from_button(interaction, parts))
+        live = await self._game_from_button(interaction, parts)
+        if live.record.state != "lobby":  # a lobby's button, pressed late: leaving a game takes the command
+            raise UserError("error.not_lobby")
+        await self._leave(interaction, live)
 
     async def _role_button(self, interaction: discord.Interaction, parts: list[str]) -> None:
         live = await self._game_from_button(interaction, parts)
@@ -347,4 +474,4 @@ async def setup(bot: ProkuratorBot) -> None:
     await bot.add_cog(LobbyCog(bot))
 
 
-__all__ = ["LobbyCog", "is_host", "lobby_edit", "lobby_payload", "lobby_post", "role_lines", "status_lines"]
+__all__ = ["LobbyCog", "is_host", "leave_strike", "lobby_edit", "log_items", "mark_leaving", "lobby_payload", "lobby_post", "role_lines", "status_lines"]

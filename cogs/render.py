@@ -254,6 +254,10 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
     elif isinstance(event, ev.ExecutionAwaitingHost):
         out.city(event.city, say("execution.awaiting"))
         out.log(say("log.awaiting", city=event.city))
+        if live.record.deadline is not None:  # an absent host: the city executes by lot then
+            out.log(say("log.awaiting_lot", when=f"<t:{int(live.record.deadline)}:R>"))
+    elif isinstance(event, ev.PlayerReplaced):
+        out.everyone(say("replaced", old=mention(event.old), new=mention(event.new), city=event.city))
     elif isinstance(event, ev.PlayerKilled):
         out.everyone(say("death", player=mention(event.player), city=event.city,
                          status=status_text(live, event.status.value), cause=cause_text(live, event)))

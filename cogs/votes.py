@@ -72,7 +72,10 @@ def restorer(storage: Storage) -> Any:
 
 
 def deadline_text(live: LiveGame) -> str:
-    """When the current stage ends, as a Discord timestamp clients count down by themselves."""
+    """When the current stage ends, as a Discord timestamp clients count down by themselves (or
+    that the host has paused the clock)."""
+    if live.record.lobby.get("paused"):
+        return phrase(live, "deadline.paused")
     if live.record.deadline is None:
         return phrase(live, "deadline.host")
     return phrase(live, "deadline.at", when=f"<t:{int(live.record.deadline)}:R>")

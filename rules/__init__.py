@@ -20,6 +20,7 @@ from rules.commands import (
     EndDay,
     EndNight,
     Execute,
+    ExecuteByLot,
     HostCommand,
     Kill,
     Nominate,
@@ -27,6 +28,7 @@ from rules.commands import (
     PlayerCommand,
     ProcuratorKill,
     Protect,
+    Replace,
     RequestLastWord,
     SetTouringOrder,
     StartVoting,
@@ -59,9 +61,9 @@ from rules.setup import RoleCounts, deal, validate_setup
 __all__ = [
     "CODES", "AppointGodfather", "AppointJudge", "Audience", "AudienceKind", "CastVote",
     "Cause", "Check", "CitySetup", "Command", "Compare", "DayFallback", "Death", "Elect",
-    "EndDay", "EndNight", "Event", "Execute", "FirstPhase", "Game", "HostCommand", "Kill",
+    "EndDay", "EndNight", "Event", "Execute", "ExecuteByLot", "FirstPhase", "Game", "HostCommand", "Kill",
     "LegalAction", "ManiacIdle", "Nominate", "Pass", "Phase", "PhaseKind", "PlayerCommand",
-    "ProcuratorKill", "Protect", "RequestLastWord", "RoleCounts", "RuleError", "RuleOptions",
+    "ProcuratorKill", "Protect", "Replace", "RequestLastWord", "RoleCounts", "RuleError", "RuleOptions",
     "SetTouringOrder", "Setup", "Stage", "StartVoting", "Status", "Tour", "Unvote", "Winner", "command_from_dict",
     "command_to_dict", "deal", "event_from_dict", "event_to_dict", "validate_setup",
 ]

@@ -171,6 +171,24 @@ class Execute(HostCommand):
 
 
 @dataclass(frozen=True)
+class ExecuteByLot(HostCommand):
+    """The Procurator named nobody in time: every city left waiting executes by lot, as
+    ``day_fallback: random`` would (the bot's timer gives this for an absent host)."""
+
+    verb: ClassVar[str] = "lot"
+
+
+@dataclass(frozen=True)
+class Replace(HostCommand):
+    """The Procurator seats ``new``, a newcomer, in the living player ``old``'s place: his
+    status, city, posts, votes and choices; ``old`` leaves the game."""
+
+    verb: ClassVar[str] = "replace"
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
 class SetTouringOrder(HostCommand):
     """The Procurator sets the public touring rotation (by day; from the next night on).
 
@@ -192,6 +210,7 @@ HOST_COMMANDS: dict[str, type[HostCommand]] = {
     cls.verb: cls
     for cls in (
         StartVoting, EndDay, EndNight, ProcuratorKill, AppointJudge, AppointGodfather, Execute,
+        ExecuteByLot, Replace,
     )
 }
 

@@ -41,6 +41,7 @@ CODES: dict[str, str] = {
     "unknown_city": "no such city",
     "too_few_players": "too few players for a sound deal",
     "bad_command": "malformed command",
+    "already_playing": "the newcomer already plays in this game",
 }
 
 

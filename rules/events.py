@@ -303,6 +303,17 @@ class ExecutionAwaitingHost(Event):
 
 
 @dataclass(frozen=True)
+class PlayerReplaced(Event):
+    """``new`` took ``old``'s place in ``city``: his status and secrets, unsaid (public: who
+    left and who came, as everyone sees the city's residents change)."""
+
+    kind: ClassVar[str] = "player_replaced"
+    old: str
+    new: str
+    city: str
+
+
+@dataclass(frozen=True)
 class PlayerKilled(Event):
     """A player died; his status is announced to everyone.
 
@@ -343,7 +354,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ProtectionChosen, StatusesCompared, PlayerChecked, GodfatherVoteCast,
         GodfatherChanged, MafiaKillChosen, MafiaKillRefused, ConsigliereDecided,
         ManiacChose, KillPrevented, MafiaKillBlocked, JudgeAppointed, TouringOrderSet, VotesTallied,
-        ExecutionAwaitingHost, PlayerKilled, CityDecided, GameOver,
+        ExecutionAwaitingHost, PlayerReplaced, PlayerKilled, CityDecided, GameOver,
     )
 }
 
@@ -403,7 +414,7 @@ __all__ = [
     "GameOver", "GodfatherChanged", "GodfatherReason", "GodfatherVoteCast", "JudgeAppointed",
     "KillPrevented", "LastWordRequested", "MafiaKillBlocked", "MafiaKillChosen",
     "MafiaKillRefused", "ManiacChose", "Nominated", "PhaseKind", "PhaseStarted",
-    "PlayerChecked", "PlayerKilled", "ProtectionChosen", "StatusesCompared", "TouringOrderSet",
+    "PlayerChecked", "PlayerKilled", "PlayerReplaced", "ProtectionChosen", "StatusesCompared", "TouringOrderSet",
     "VoteCast",
     "VoteWithdrawn", "VotesTallied", "event_from_dict", "event_to_dict",
 ]

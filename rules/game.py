@@ -25,11 +25,13 @@ from rules.commands import (
     EndDay,
     EndNight,
     Execute,
+    ExecuteByLot,
     Kill,
     Nominate,
     Pass,
     ProcuratorKill,
     Protect,
+    Replace,
     RequestLastWord,
     SetTouringOrder,
     StartVoting,
@@ -57,6 +59,7 @@ from rules.events import (
     PhaseStarted,
     PlayerChecked,
     PlayerKilled,
+    PlayerReplaced,
     ProtectionChosen,
     StatusesCompared,
     TouringOrderSet,
@@ -170,6 +173,8 @@ class Game:
         self.maniac_choice: str | None = None
         self.checked: set[str] = set()
         self.godfather_died: set[str] = set()
+        self.replaced: list[tuple[str, str]] = []
+        """(old, new) of every replacement, in order: the deal names the old ones."""
         for city in self.cities:
             mafiosi = self.living_mafiosi(city)
             if len(mafiosi) == 1:
@@ -193,6 +198,8 @@ class Game:
             AppointJudge: self._appoint_judge,
             AppointGodfather: self._appoint_godfather,
             Execute: self._execute,
+            ExecuteByLot: self._execute_by_lot,
+            Replace: self._replace,
             SetTouringOrder: self._set_touring_order,
         }
 
@@ -598,6 +605,22 @@ class Game:
         events.extend(self._after_pending())
         return events
 
+    def _execute_by_lot(self, command: ExecuteByLot, dry: bool) -> list[Event]:
+        self._require_stage(Stage.EXECUTION)
+        if dry:
+            return []
+        day = self.phase.number
+        events: list[Event] = []
+        waiting, self.pending_executions = self.pending_executions, []
+        for city in waiting:
+            if not self.alive(city):
+                continue
+            chosen = self._random_execution(city, day)
+            events.extend(self._die(chosen, Cause.EXECUTION, by_city=city, by_chance=True))
+        events.extend(self._check_end())
+        events.extend(self._after_pending())
+        return events
+
     def _after_pending(self) -> list[Event]:
         """Drop waiting cities left without residents; start the night once none waits."""
         self.pending_executions = [city for city in self.pending_executions if self.alive(city)]
@@ -932,6 +955,50 @@ class Game:
                 events.extend(self._fill_empty_post(city))
         return events
 
+    # ------------------------------------------------------------------ replacement
+
+    def _replace(self, command: Replace, dry: bool) -> list[Event]:
+        old = self._living_target(command.old)
+        new = command.new
+        if not new or new in self.players or any(new in pair for pair in self.replaced):
+            raise RuleError("already_playing", player=new)
+        if dry:
+            return []
+        name, city = old.name, old.city
+        self._rename(name, new)
+        self.replaced.append((name, new))
+        return [PlayerReplaced(name, new, city)]
+
+    def _rename(self, old: str, new: str) -> None:
+        """Put ``new`` wherever the state names ``old`` (players, posts, votes, choices)."""
+
+        def one(name: str | None) -> str | None:
+            return new if name == old else name
+
+        def name(value: str) -> str:
+            return new if value == old else value
+
+        self.players[old].name = new
+        self.players = {name(key): player for key, player in self.players.items()}
+        self.residents = {city: tuple(name(p) for p in people) for city, people in self.residents.items()}
+        self.judges = {city: name(p) for city, p in self.judges.items()}
+        self.godfathers = {city: name(p) for city, p in self.godfathers.items()}
+        self.elect_votes = {city: {name(v): name(c) for v, c in votes.items()}
+                            for city, votes in self.elect_votes.items()}
+        self.nominations = {city: {name(c): name(n) for c, n in noms.items()}
+                            for city, noms in self.nominations.items()}
+        self.nominators = {name(p) for p in self.nominators}
+        self.votes = {city: {name(v): (name(c), tick) for v, (c, tick) in votes.items()}
+                      for city, votes in self.votes.items()}
+        self.last_words = {name(p) for p in self.last_words}
+        self.doctor_choice = one(self.doctor_choice)
+        self.protected = one(self.protected)
+        self.kill_choices = {city: {name(p): (one(t), tick) for p, (t, tick) in choices.items()}
+                             for city, choices in self.kill_choices.items()}
+        self.tour_choices = {name(p): (one(t), tick) for p, (t, tick) in self.tour_choices.items()}
+        self.maniac_choice = one(self.maniac_choice)
+        self.checked = {name(p) for p in self.checked}
+
     def _fill_empty_post(self, city: str) -> list[Event]:
         living = self.living_mafiosi(city)
         if len(living) == 1:
@@ -1010,6 +1077,7 @@ class Game:
             "maniac_choice": self.maniac_choice,
             "checked": sorted(self.checked),
             "godfather_died": sorted(self.godfather_died),
+            **({"replaced": [list(pair) for pair in self.replaced]} if self.replaced else {}),
         }
 
     @classmethod
@@ -1025,6 +1093,9 @@ class Game:
         game.stage = Stage(data["stage"])
         game.tick = int(data["tick"])
         game.over = bool(data["over"])
+        for old, new in data.get("replaced", []):  # the deal names the players who left
+            game._rename(str(old), str(new))
+            game.replaced.append((str(old), str(new)))
         for name, alive in data["alive"].items():
             game.players[name].alive = bool(alive)
         game.decided = {city: Winner(w) for city, w in data["decided"].items()}

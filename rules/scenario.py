@@ -18,6 +18,7 @@ from rules.commands import (
     Command,
     HostCommand,
     PlayerCommand,
+    Replace,
 )
 from rules.errors import RuleError
 from rules.events import Event, PlayerChecked, StatusesCompared
@@ -107,9 +108,13 @@ def parse_step(text: str, players: Mapping[str, object]) -> Command:
             raise ScenarioError(f"unknown verb {verb!r} in {text!r}")
     if len(args) != _arity(cls):
         raise ScenarioError(f"{verb!r} takes {_arity(cls)} argument(s), got {len(args)} in {text!r}")
-    for name in args:
+    # a replacement's newcomer is the one name a step may bring in
+    known = args[:1] if cls is Replace else args
+    for name in known:
         if name not in players:
             raise ScenarioError(f"unknown player {name!r} in {text!r}")
+    if cls is Replace and args[1] == HOST:
+        raise ScenarioError(f"'host' is reserved for the Procurator in {text!r}")
     if issubclass(cls, HostCommand):
         return cls(*args)
     return cls(actor, *args)
@@ -147,14 +152,18 @@ def load_scenario(data: object, step_lines: Sequence[int] | None = None) -> Scen
     if not isinstance(raw_steps, list):
         raise ScenarioError("'steps' must be a list")
     steps: list[tuple[str, Command]] = []
+    players: dict[str, object] = dict(game.players)
     for index, raw in enumerate(raw_steps):
         if not isinstance(raw, str):
             raise ScenarioError(f"{_where(index, step_lines)}: a step must be text, got {raw!r}")
         text = " ".join(raw.split())
         try:
-            steps.append((text, parse_step(text, game.players)))
+            command = parse_step(text, players)
         except ScenarioError as error:
             raise ScenarioError(f"{_where(index, step_lines)}: {error}") from None
+        steps.append((text, command))
+        if isinstance(command, Replace):  # the newcomer plays from the next step on
+            players[command.new] = command
     return Scenario(setup, seed, tuple(steps))
 
 

@@ -33,7 +33,7 @@ from tests.fakediscord import (
 from tests.fakediscord.fixtures import StandardGuild
 from tests.fakediscord.permissions import OVERWRITE_ROLE, Overwrite, Permission
 
-NO_TIMERS = Timers(discussion=0, voting=0, night=0, reminders=())
+NO_TIMERS = Timers(discussion=0, voting=0, night=0, execution=0, reminders=())
 
 #: what @everyone may do in the general channel of a locked-down guild
 GENERAL_CHANNEL = int(Permission.VIEW_CHANNEL | Permission.SEND_MESSAGES | Permission.READ_MESSAGE_HISTORY

@@ -37,13 +37,32 @@ async def another_guild(table: Table, prefix: str, players: int, *, locale: str 
 
 
 async def run(table: Table, who: Any, command: str, options: dict[str, Any] | None = None,
-              **kwargs: Any) -> InteractionResult:
-    """A slash command, waited for until its answer is final."""
+              *, confirm: bool = True, **kwargs: Any) -> InteractionResult:
+    """A slash command, waited for until its answer is final. A host's command that asks for
+    confirmation (``/host end``, ``/host kill``) is confirmed by pressing its "Yes" (unless
+    ``confirm`` is false): the press's answer is returned."""
     result = await table.slash(who, command, options, **kwargs)
     await result.wait_callback()
     if result.deferred:
         await result.wait_original()
+    button = confirmation(result)
+    if confirm and button is not None:
+        assert result.ephemeral, result.describe()
+        pressed = await table.fake.click(result.original, button, table.member(who).user.id)
+        await pressed.wait_callback()
+        if pressed.deferred:
+            await pressed.wait_original()
+        return pressed
     return result
+
+
+def confirmation(result: InteractionResult) -> str | None:
+    """The custom id of the "Yes" of a host's confirmation in an answer, if it asks one."""
+    for row in result.components:
+        for component in row.get("components", []):
+            if str(component.get("custom_id", "")).startswith("mafia:confirm:"):
+                return str(component["custom_id"])
+    return None
 
 
 async def accepted(table: Table, who: Any, command: str, options: dict[str, Any] | None = None) -> str:

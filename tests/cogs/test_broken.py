@@ -54,7 +54,7 @@ async def test_a_game_whose_log_no_longer_replays_is_broken_until_the_host_ends_
                     (residents[4], "mafia status", {}),
                     ("host", "host next", {}),
                     ("host", "host kill", {"player": second.pid(residents[5])}),
-                    ("host", "host timer", {"stage": "voting", "seconds": 60}),
+                    ("host", "host timer", {"stage": "voting", "duration": "60"}),
                     ("host", "host setup", {"mafiosi": 2}),
                     ("host", "host touring", {"order": "Верона"}),
                     (residents[4], "mafia join", {}),

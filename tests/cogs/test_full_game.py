@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pytest
 
 from bot.permissions import INVITE
+from tests.cogs.scenes import confirmation
 from tests.fakediscord import ChannelType
 from tests.harness import Table, bot_table
 
@@ -80,6 +81,10 @@ async def say(table: Table, who: str, command: str, options: dict | None = None,
               expect: str | None = None, ephemeral: bool = True) -> str:
     result = await table.slash(who, command, options)
     await result.wait_callback()
+    button = confirmation(result)
+    if button is not None:  # /host kill asks first: the host says yes
+        result = await table.fake.click(result.original, button, table.member(who).user.id)
+        await result.wait_callback()
     assert result.ephemeral == ephemeral, (command, result.content)
     if expect is not None:
         assert expect in result.content, (command, result.content)

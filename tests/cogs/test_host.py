@@ -90,9 +90,9 @@ async def test_host_timer_moves_the_deadline_and_says_so():
         assert old in (await run(table, "p0", "mafia status")).content
 
         now[0] += 30
-        answer = await run(table, "host", "host timer", {"stage": "discussion", "seconds": 120})
+        answer = await run(table, "host", "host timer", {"stage": "discussion", "duration": "120"})
         assert answer.ephemeral
-        assert answer.content == t("ru", "host.timer", stage=t("ru", "stage.discussion"), seconds=120)
+        assert answer.content == t("ru", "host.timer_set", stage=t("ru", "stage.discussion"), duration="2 минуты")
         new = f"<t:{int(now[0] + 120)}:R>"
         stored = await table.bot.storage.game(live.id)
         assert stored is not None and stored.deadline == now[0] + 120
@@ -104,7 +104,7 @@ async def test_host_timer_moves_the_deadline_and_says_so():
         assert new in status.content and old not in status.content
 
         # another stage's length is only remembered for later
-        await run(table, "host", "host timer", {"stage": "voting", "seconds": 45})
+        await run(table, "host", "host timer", {"stage": "voting", "duration": "45"})
         assert (await table.bot.storage.game(live.id)).deadline == now[0] + 120
         assert table.channel_messages(text)[-1] == told
 
@@ -118,7 +118,7 @@ async def test_host_timer_moves_the_deadline_and_says_so():
         assert f"<t:{int(now[0] + 45)}:R>" in ballot.content
 
         # while voting, the ballot shows the new end as well
-        await run(table, "host", "host timer", {"stage": "voting", "seconds": 200})
+        await run(table, "host", "host timer", {"stage": "voting", "duration": "200"})
         await table.drain()
         later = f"<t:{int(now[0] + 200)}:R>"
         assert later in table.fake.message(ballot.id).content
@@ -300,7 +300,7 @@ async def test_a_host_timer_delivered_twice_moves_the_deadline_once():
     async with bot_table(players=8, config=config, clock=lambda: now[0]) as table:
         quick_edits(table)
         live = await table.new_game(cities="Верона")
-        answer = await run(table, "host", "host timer", {"stage": "discussion", "seconds": 120})
+        answer = await run(table, "host", "host timer", {"stage": "discussion", "duration": "120"})
         await table.drain()
         moved = now[0] + 120
         told = len(table.channel_messages(table.city_channel("Верона")))

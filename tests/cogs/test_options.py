@@ -55,13 +55,15 @@ def text(key: str, option: str, **params: Any) -> str:
 
 
 CASES = [
-    ("lobby", "host timer", {"stage": "voting", "seconds": 60}, {"seconds": -5},
-     text("error.option_range", "opt.seconds.name", low=0, high=604800)),
-    ("lobby", "host timer", {"stage": "voting", "seconds": 60}, {"stage": "sunrise"},
+    ("lobby", "host timer", {"stage": "voting", "duration": "60"}, {"duration": "-5"},
+     t("ru", "error.bad_duration", value="-5", limit=7)),
+    ("lobby", "host timer", {"stage": "voting", "duration": "60"}, {"stage": "sunrise"},
      text("error.option_choice", "opt.stage.name")),
-    ("running", "host timer", {"stage": "discussion", "seconds": 60}, {"seconds": 10**9},
-     text("error.option_range", "opt.seconds.name", low=0, high=604800)),
-    ("running", "host timer", {"stage": "discussion", "seconds": 60}, {"stage": "execution"},
+    ("running", "host timer", {"stage": "discussion", "duration": "60"}, {"duration": "9" * 41},
+     text("error.option_length", "opt.duration.name", low=1, high=40)),
+    ("running", "host timer", {"stage": "discussion", "duration": "60"}, {"duration": "8d"},
+     t("ru", "error.bad_duration", value="8d", limit=7)),
+    ("running", "host timer", {"stage": "discussion", "duration": "60"}, {"stage": "dawn"},
      text("error.option_choice", "opt.stage.name")),
     ("lobby", "host setup", {"mafiosi": 2}, {"mafiosi": 0},
      text("error.option_range", "opt.mafiosi.name", low=1, high=50)),
@@ -75,8 +77,10 @@ CASES = [
      text("error.option_length", "opt.cities.name", low=1, high=CITIES * (CITY_NAME + 2))),
     ("running", "host next", {"from": "day 1 discussion"}, {"from": "d" * 41},
      text("error.option_length", "opt.from_stage.name", low=1, high=40)),
-    ("running", "host timer", {"stage": "voting", "seconds": 60}, {"seconds": "60"},
-     text("error.option_type", "opt.seconds.name")),
+    ("running", "host timer", {"stage": "voting", "duration": "60"}, {"duration": 60},
+     text("error.option_type", "opt.duration.name")),
+    ("running", "host extend", {"duration": "10m"}, {"duration": "10 parsecs"},
+     t("ru", "error.bad_duration", value="10 parsecs", limit=7)),
     ("lobby", "admin language", {"language": "en"}, {"language": "xx"},
      text("error.option_choice", "opt.language.name")),
 ]
@@ -102,6 +106,6 @@ async def test_a_crafted_option_is_refused_and_stores_nothing(
 @pytest.mark.asyncio(loop_scope="module")
 async def test_the_same_options_within_their_limits_are_taken(tables: tuple[Table, Table]) -> None:
     lobby, _ = tables
-    result = await crafted(lobby, "host", "host timer", {"stage": "voting", "seconds": 60}, seconds=0)
-    assert result.content == t("ru", "host.timer", stage=t("ru", "stage.voting"), seconds=0)
+    result = await crafted(lobby, "host", "host timer", {"stage": "voting", "duration": "60"}, duration="0")
+    assert result.content == t("ru", "host.timer_off", stage=t("ru", "stage.voting"))
     assert lobby.live().record.lobby["timers"] == {"voting": 0}

@@ -190,10 +190,10 @@ async def test_host_timer_on_the_running_stage_is_one_commit():
 
         storage.save_game = save_once  # type: ignore[method-assign]
         try:
-            answer = await run(table, "host", "host timer", {"stage": "discussion", "seconds": 120})
+            answer = await run(table, "host", "host timer", {"stage": "discussion", "duration": "120"})
         finally:
             storage.save_game = save_game  # type: ignore[method-assign]
-        assert answer.content == t("ru", "host.timer", stage=t("ru", "stage.discussion"), seconds=120)
+        assert answer.content == t("ru", "host.timer_set", stage=t("ru", "stage.discussion"), duration="2 минуты")
         assert len(writes) == 1
         stored = await storage.game(live.id)
         assert stored.lobby["timers"] == {"discussion": 120} and stored.deadline == now[0] + 120

@@ -197,7 +197,7 @@ def c(scene: str, who: str, command: str, options: dict[str, Any] | None, key: s
 HOST_COMMANDS: list[tuple[str, dict[str, Any]]] = [
     ("host setup", {"cities": "Рим, Милан"}),
     ("host touring", {"order": "Падуя, Верона"}),
-    ("host timer", {"stage": "voting", "seconds": 60}),
+    ("host timer", {"stage": "voting", "duration": "60"}),
     ("host start", {}),
     ("host next", {}),
     ("host kill", {"player": "@citizen"}),
@@ -257,7 +257,8 @@ CASES: list[Case] = [
     c("day", "mafioso_a", "pass", None, "wrong_phase"),
     c("day", "commissar", "check", {"player": "@mafioso_b"}, "wrong_phase", sample=True),
     c("day", "citizen", "mafia join", None, "not_lobby", sample=True),
-    c("day", "citizen", "mafia leave", None, "not_lobby"),
+    c("day", "outsider", "mafia leave", None, "not_player"),
+    c("day", "dead", "mafia leave", None, "leave_dead"),
     c("day", "outsider", "mafia join", None, "not_lobby"),
     c("day", "outsider", "mafia me", None, "not_player", sample=True),
     *[c("day", who, command, options, "not_host", sample=command in ("host next", "host end"))
