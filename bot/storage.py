@@ -1144,11 +1144,14 @@ class Storage:
         await db.executemany(
             "INSERT INTO player_stats (guild_id, player, name, games, wins, survived, executed, votes, "
             "votes_mafia, checks, hits, mu, sigma, rating) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (guild_id, player) DO UPDATE SET name = excluded.name, games = games + 1, "
-            "wins = wins + excluded.wins, survived = survived + excluded.survived, "
-            "executed = executed + excluded.executed, votes = votes + excluded.votes, "
-            "votes_mafia = votes_mafia + excluded.votes_mafia, checks = checks + excluded.checks, "
-            "hits = hits + excluded.hits, mu = excluded.mu, sigma = excluded.sigma, "
+            "ON CONFLICT (guild_id, player) DO UPDATE SET name = excluded.name, "
+            "games = player_stats.games + 1, wins = player_stats.wins + excluded.wins, "
+            "survived = player_stats.survived + excluded.survived, "
+            "executed = player_stats.executed + excluded.executed, "
+            "votes = player_stats.votes + excluded.votes, "
+            "votes_mafia = player_stats.votes_mafia + excluded.votes_mafia, "
+            "checks = player_stats.checks + excluded.checks, hits = player_stats.hits + excluded.hits, "
+            "mu = excluded.mu, sigma = excluded.sigma, "
             "rating = excluded.rating",
             [(guild_id, p.player, p.name, p.won, p.survived, p.executed, p.votes, p.votes_mafia,
               p.checks, p.hits, new_ratings[p.player][0], new_ratings[p.player][1],
@@ -1157,8 +1160,8 @@ class Storage:
         )
         await db.executemany(
             "INSERT INTO player_status_stats (guild_id, player, status, games, wins) VALUES (?, ?, ?, 1, ?) "
-            "ON CONFLICT (guild_id, player, status) DO UPDATE SET games = games + 1, "
-            "wins = wins + excluded.wins",
+            "ON CONFLICT (guild_id, player, status) DO UPDATE SET games = player_status_stats.games + 1, "
+            "wins = player_status_stats.wins + excluded.wins",
             [(guild_id, p.player, p.status, p.won) for p in players],
         )
         await db.executemany(
