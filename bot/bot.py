@@ -28,9 +28,8 @@ from bot.options import OptionRefused, options_within_limits
 from bot.outbox import Outbox
 from bot.permissions import invite_url
 from bot.service import Clock, Expired, GameService, NoGame
-from bot.storage import GameExists, PlayerBusy, Storage
+from bot.storage import GameExists, Storage
 from bot.timers import PhaseTimers
-from cogs.common import mention
 from cogs.mentions import set_command_ids
 from rules import RuleError
 
@@ -251,11 +250,6 @@ class ProkuratorBot(commands.AutoShardedBot):
             log.info("refused %s by %s: %s", _command_name(interaction), interaction.user.id, original.key)
         elif isinstance(original, NoGame):
             text = t(language, "error.no_game")
-        elif isinstance(original, PlayerBusy):
-            # the database refused him: he plays in a game started meanwhile (maybe by another process)
-            text = t(language, "error.player_in_other_game", player=mention(str(original.user_id)))
-            log.info("refused %s by %s: user %s already plays in game %s", _command_name(interaction),
-                     interaction.user.id, original.user_id, original.game_id)
         elif isinstance(original, GameExists):
             text = t(language, "error.game_exists")
         elif isinstance(original, app_commands.CheckFailure):

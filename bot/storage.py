@@ -42,6 +42,8 @@ from typing import Any
 
 import aiosqlite
 
+from bot.errors import UserError
+
 log = logging.getLogger(__name__)
 
 #: how often the WAL is checkpointed in the background
@@ -68,13 +70,17 @@ class IntegrityError(sqlite3.IntegrityError):
     of sqlite3's, so code that catches that one catches both)."""
 
 
-class PlayerBusy(Exception):
-    """A player is already in another game being started or running (the database refused him)."""
+class PlayerBusy(UserError):
+    """A player is already in another game being started or running (the database refused him);
+    a refusal the user reads like any other (``error.player_in_other_game``)."""
 
     def __init__(self, user_id: int, game_id: int | None = None) -> None:
-        super().__init__(f"user {user_id} already plays in game {game_id}")
+        super().__init__("error.player_in_other_game", player=f"<@{user_id}>")
         self.user_id = user_id
         self.game_id = game_id
+
+    def __str__(self) -> str:
+        return f"user {self.user_id} already plays in game {self.game_id}"
 
 
 #: the states whose players are in ``active_players``

@@ -152,3 +152,25 @@ async def test_two_processes_on_two_shards_share_one_postgresql(tmp_path: Path, 
         first.stop()
         second.stop()
         await fake.close()
+
+
+async def test_a_start_the_database_refuses_is_answered_with_the_players_name(database):
+    """Another process started a game with one of this lobby's players (its row is in the
+    database, this process knows nothing of it): /host start is refused, localised, nothing
+    starts."""
+    from tests.cogs.scenes import run
+    from tests.harness import bot_table
+
+    async with bot_table(players=8, database=database) as table:
+        await table.open_lobby()
+        wanderer = table.world.players[3].user.id
+        storage = table.bot.storage
+        elsewhere = await storage.create_game(table.guild_id + (1 << 22), 5, {"players": [{"id": wanderer}]})
+        elsewhere.state = "running"
+        await storage.save_game(elsewhere)  # as the other process would
+        refused = await run(table, "host", "host start")
+        expected = t("ru", "error.player_in_other_game", player=f"<@{wanderer}>")
+        assert refused.text == expected, refused.describe()
+        assert table.live().record.state == "lobby"
+        assert await storage.player_game(wanderer) == elsewhere.id
+        assert await storage.player_game(table.world.players[0].user.id) is None
