@@ -95,7 +95,7 @@ class TwoShards(Bench):
                 self.processes.append(subprocess.Popen(
                     [sys.executable, "-m", "bot", "run", "--config", str(config),
                      "--shards", str(shard), "--shard-count", "2"],
-                    env=env, cwd=ROOT, stdout=out, stderr=out))
+                    env=env, cwd=folder, stdout=out, stderr=out))  # its files (last words) there
         for log in self.logs:
             await self.fake.wait_until(lambda log=log: "ready as" in log.read_text(errors="replace") or None,
                                        60.0, f"{log.name}: the bot was never ready")

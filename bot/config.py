@@ -72,6 +72,14 @@ class Config:
     rules: RuleOptions = field(default_factory=RuleOptions)
 
     @property
+    def data_folder(self) -> Path:
+        """Where the process keeps its files (last-word recordings): the SQLite file's folder,
+        or the working directory when the database is a PostgreSQL server."""
+        if isinstance(self.database, str):
+            return Path.cwd()
+        return self.database.resolve().parent
+
+    @property
     def log_level_number(self) -> int:
         """The logging level as the logging module's number."""
         level: int = logging.getLevelName(self.log_level)

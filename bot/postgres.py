@@ -13,9 +13,11 @@ here, in one place, translated mechanically:
   :class:`bot.storage.IntegrityError`, which code catching sqlite3's catches too.
 
 Statements that only one database can run are marked in the migration files themselves (see
-:func:`bot.storage.migration_statements`). The connection is one, like SQLite's, behind the
-same lock: a transaction is never interleaved with another of the process. Migrations take a
-PostgreSQL advisory lock, so processes starting together apply each one once.
+:func:`bot.storage.migration_statements`). Unlike SQLite's one connection, a pool: the
+transactions of different games run at once (their commits, each flushed to disk, share the
+server's flushes), those of one game one at a time in the order they were asked for (so its
+outbox items are numbered in the order they are committed), and reads take any connection.
+Migrations take a PostgreSQL advisory lock, so processes starting together apply each one once.
 
 No library does this translation for both aiosqlite and asyncpg without an ORM, and the
 storage's SQL is plain on purpose; hence these few lines.
@@ -23,9 +25,11 @@ storage's SQL is plain on purpose; hence these few lines.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import re
+import weakref
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from types import TracebackType
@@ -33,8 +37,11 @@ from typing import Any
 
 from bot.storage import IntegrityError, Storage, StorageError
 
-#: the advisory lock key migrations hold (any constant number; "Прокуратор" in short)
+#: the advisory lock key migrations hold (any constant number; "PROK" in ASCII)
 MIGRATION_LOCK = 0x50524F4B
+
+#: connections per process: transactions of this many games at once
+POOL_SIZE = 8
 
 
 @functools.lru_cache(maxsize=1024)
@@ -134,6 +141,11 @@ class PostgresStorage(Storage):
     dialect = "postgresql"
     begin_migrations = f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"
 
+    def __init__(self, pool: Any) -> None:
+        super().__init__(None)
+        self._pool = pool
+        self._game_locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
+
     @classmethod
     async def connect(cls, url: str) -> PostgresStorage:
         """Connect, apply pending migrations (one process at a time), and return the storage.
@@ -146,64 +158,67 @@ class PostgresStorage(Storage):
 
         shown = re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
         try:
-            raw = await asyncpg.connect(url)
+            pool = await asyncpg.create_pool(url, min_size=1, max_size=POOL_SIZE)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as error:
             raise StorageError(f"{shown}: cannot connect to PostgreSQL: {error}") from error
-        storage = cls(_Connection(raw))
+        storage = cls(pool)
         try:
             await storage._apply_migrations()
         except BaseException as error:
             with contextlib.suppress(Exception):
-                await raw.close()
+                await pool.close()
             if isinstance(error, asyncpg.PostgresError):
                 raise StorageError(f"{shown}: a migration failed: {error}") from error
             raise
         return storage
 
-    @property
-    def connection(self) -> Any:
-        """The asyncpg connection (tests and benchmarks look at the tables through it)."""
-        return self._db.raw
-
     def _ddl(self, statement: str) -> str:
         return postgres_ddl(statement)
 
     async def close(self) -> None:
-        """Close the connection (once)."""
+        """Close the pool's connections (once)."""
         if self._closed:
             return
         self._closed = True
-        with contextlib.suppress(Exception):
-            await self._db.raw.close(timeout=5)
+        try:
+            await asyncio.wait_for(self._pool.close(), 5)
+        except (TimeoutError, OSError):
+            self._pool.terminate()
+
+    def _lock_of(self, game_id: int | None) -> asyncio.Lock:
+        if game_id is None:
+            return self._lock
+        lock = self._game_locks.get(game_id)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._game_locks[game_id] = lock
+        return lock
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Any]:
-        """One transaction; rolled back if the block raises."""
-        async with self._lock:
-            transaction = self._db.raw.transaction()
+    async def transaction(self, game_id: int | None = None) -> AsyncIterator[Any]:
+        """One transaction on a connection of its own; rolled back if the block raises. One
+        game's transactions run one at a time; other games' (and those of no game) meanwhile."""
+        import asyncpg
+
+        lock = self._lock_of(game_id)
+        async with lock, self._pool.acquire() as raw:
+            transaction = raw.transaction()
             await transaction.start()
             try:
-                yield self._db
+                yield _Connection(raw)
             except BaseException:
-                self._forget_active()
-                await transaction.rollback()
+                with contextlib.suppress(asyncpg.InterfaceError, OSError):
+                    await transaction.rollback()
                 raise
             try:
                 await transaction.commit()
-            except BaseException as error:
-                self._forget_active()
-                import asyncpg
-
-                if isinstance(error, asyncpg.IntegrityConstraintViolationError):
-                    raise IntegrityError(str(error)) from None
-                raise
-            self._active_dirty.clear()
+            except asyncpg.IntegrityConstraintViolationError as error:
+                raise IntegrityError(str(error)) from None
 
     async def _fetchone(self, sql: str, params: Iterable[Any] = ()) -> Any:
-        async with self._lock:
-            return await self._db.raw.fetchrow(placeholders(sql), *tuple(params))
+        async with self._pool.acquire() as raw:
+            return await raw.fetchrow(placeholders(sql), *tuple(params))
 
     async def _fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
-        async with self._lock:
-            return list(await self._db.raw.fetch(placeholders(sql), *tuple(params)))
-
+        async with self._pool.acquire() as raw:
+            return list(await raw.fetch(placeholders(sql), *tuple(params)))

@@ -265,8 +265,6 @@ class Storage:
         self._new_lanes: dict[int, set[str]] = {}
         self._active: dict[int, set[int]] = {}
         """game id -> the players this process stored in ``active_players`` for it."""
-        self._active_dirty: set[int] = set()
-        """Games whose ``_active`` entry the open transaction changed (forgotten if it rolls back)."""
         self._shard_sql = ""
         """A condition on ``guild_id`` choosing the games of this process's shards ('' : all)."""
 
@@ -364,28 +362,18 @@ class Storage:
         await self._db.close()
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """One write transaction (begun by its first write); rolled back if the block raises."""
+    async def transaction(self, game_id: int | None = None) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction (begun by its first write); rolled back if the block raises.
+
+        ``game_id``: the game it writes (PostgreSQL runs transactions of different games at
+        once, and one game's one at a time; SQLite runs every one in turn)."""
         async with self._lock:
             try:
                 yield self._db
             except BaseException:
-                self._forget_active()
                 await self._db.rollback()
                 raise
-            try:
-                await self._db.commit()
-            except BaseException:
-                self._forget_active()
-                raise
-            self._active_dirty.clear()
-
-    def _forget_active(self) -> None:
-        """A transaction rolled back: what it meant to store in ``active_players`` is unknown
-        to memory again (read back from the table next time)."""
-        for game_id in self._active_dirty:
-            self._active.pop(game_id, None)
-        self._active_dirty.clear()
+            await self._db.commit()
 
     async def _fetchone(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
         async with self._lock, self._db.execute(sql, tuple(params)) as cursor:
@@ -592,9 +580,9 @@ class Storage:
                 in another such game (nothing is stored).
         """
         now = time.time() if now is None else now
-        async with self.transaction() as db:
+        async with self.transaction(record.id) as db:
             await self._update_game(db, record)
-            await self._sync_active(db, record)
+            active = await self._sync_active(db, record)
             await self._record_interaction(db, interaction_id, record.id, now)
             if cancel_lane is not None:
                 await db.execute(
@@ -603,10 +591,13 @@ class Storage:
                     (record.id, cancel_lane),
                 )
             await self._insert_outbox(db, record.id, None, outbox, now)
+        self._remember_active(record, active)
 
-    async def _sync_active(self, db: Any, record: GameRecord) -> None:
+    async def _sync_active(self, db: Any, record: GameRecord) -> set[int] | None:
         """Make ``active_players`` hold exactly the players of a game being started or running
-        (and none of a game in another state), in the caller's transaction.
+        (and none of a game in another state), in the caller's transaction. Returns what the
+        table then holds for the game, for :meth:`_remember_active` once the transaction is
+        committed.
 
         Raises:
             PlayerBusy: a player's row belongs to another game (the key refuses him).
@@ -620,8 +611,7 @@ class Storage:
             async with db.execute("SELECT user_id FROM active_players WHERE game_id = ?", (record.id,)) as cursor:
                 stored = {int(row[0]) for row in await cursor.fetchall()}
         if stored == wanted:
-            self._active[record.id] = stored
-            return
+            return wanted
         gone, new = stored - wanted, wanted - stored
         if gone:
             await db.executemany("DELETE FROM active_players WHERE user_id = ? AND game_id = ?",
@@ -634,22 +624,25 @@ class Storage:
             ) as cursor:
                 taken = await cursor.fetchone()
             if taken is not None:
-                self._active.pop(record.id, None)
                 raise PlayerBusy(int(taken[0]), int(taken[1]))
             try:
                 await db.executemany("INSERT INTO active_players (user_id, game_id) VALUES (?, ?)",
                                      [(user, record.id) for user in sorted(new)])
             except sqlite3.IntegrityError as error:
                 # another process stored him between the look and the insert: its commit won
-                self._active.pop(record.id, None)
                 log.info("game %s: a player joined another game meanwhile: %s", record.id, error)
                 raise PlayerBusy(min(new)) from None
+        return wanted
+
+    def _remember_active(self, record: GameRecord, active: set[int] | None) -> None:
+        """After the commit: what ``active_players`` holds for the game (nothing kept for a game
+        that ended; None: nothing was looked at)."""
+        if active is None:
+            return
         if record.state in OPEN_STATES:
-            self._active[record.id] = set(wanted)
+            self._active[record.id] = active
         else:
             self._active.pop(record.id, None)
-        # the transaction may still roll back: forget on failure (see transaction())
-        self._active_dirty.add(record.id)
 
     async def player_game(self, user_id: int) -> int | None:
         """The game (being started or running, in any process) a user plays in, if any."""
@@ -674,14 +667,15 @@ class Storage:
         """Store only the state of a game whose row is unreadable (its other fields are not
         known, so they are left as they are)."""
         now = time.time() if now is None else now
-        async with self.transaction() as db:
+        async with self.transaction(record.id) as db:
             await db.execute("UPDATE games SET state = ?, deadline = NULL WHERE id = ?",
                              (record.state, record.id))
             if record.state not in OPEN_STATES:
                 await db.execute("DELETE FROM active_players WHERE game_id = ?", (record.id,))
-                self._active.pop(record.id, None)
             await self._record_interaction(db, interaction_id, record.id, now)
             await self._insert_outbox(db, record.id, None, outbox, now)
+        if record.state not in OPEN_STATES:
+            self._active.pop(record.id, None)
 
     async def append_command(
         self,
@@ -709,7 +703,8 @@ class Storage:
         """
         now = time.time() if now is None else now
         seq = record.command_count
-        async with self.transaction() as db:
+        active = None
+        async with self.transaction(record.id) as db:
             await db.execute(
                 "INSERT INTO commands (game_id, seq, command, interaction_id, source, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -718,7 +713,7 @@ class Storage:
             if record_changed:
                 await self._update_game(db, record)
                 if record.state not in OPEN_STATES:  # the game is over: its players are free
-                    await self._sync_active(db, record)
+                    active = await self._sync_active(db, record)
             await self._insert_outbox(db, record.id, seq, outbox, now)
             if snapshot is not None:
                 text = _dumps(snapshot)
@@ -729,6 +724,7 @@ class Storage:
                     "rules_version = excluded.rules_version",
                     (record.id, seq, text, checksum(text), rules_version),
                 )
+        self._remember_active(record, active)
         return seq
 
     async def commands(self, game_id: int, after: int = 0, upto: int | None = None) -> list[CommandRow]:
@@ -839,7 +835,7 @@ class Storage:
 
     async def add_outbox(self, game_id: int, items: Iterable[OutboxItem]) -> None:
         """Store outbox items on their own (reminders, results of background work)."""
-        async with self.transaction() as db:
+        async with self.transaction(game_id) as db:
             await self._insert_outbox(db, game_id, None, items, time.time())
 
     async def pending_outbox(
@@ -883,7 +879,7 @@ class Storage:
     ) -> None:
         """Mark one item carried out, with the id Discord returned (a message, role or channel),
         remembering a message for later edits under ``ref`` (name, channel id)."""
-        async with self.transaction() as db:
+        async with self.transaction(item.game_id) as db:
             await db.execute(
                 "UPDATE outbox SET state = 'sent', message_id = ?, sent_at = ?, "
                 "attempts = attempts + 1 WHERE id = ?",
@@ -902,7 +898,7 @@ class Storage:
         if not items:
             return
         now = time.time()
-        async with self.transaction() as db:
+        async with self.transaction(items[0].game_id) as db:
             await db.executemany(
                 "UPDATE outbox SET state = 'sent', sent_at = ? WHERE id = ?",
                 [(now, item.id) for item in items],
@@ -910,7 +906,7 @@ class Storage:
 
     async def outbox_retry(self, item: OutboxItem, error: str) -> None:
         """Count a failed attempt that will be tried again."""
-        async with self.transaction() as db:
+        async with self.transaction(item.game_id) as db:
             await db.execute(
                 "UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?",
                 (error[:500], item.id),
@@ -918,7 +914,7 @@ class Storage:
 
     async def outbox_failed(self, item: OutboxItem, error: str) -> None:
         """Give up on an item Discord refuses for good (it stays in the table with its error)."""
-        async with self.transaction() as db:
+        async with self.transaction(item.game_id) as db:
             await db.execute(
                 "UPDATE outbox SET state = 'failed', attempts = attempts + 1, last_error = ? "
                 "WHERE id = ?",
@@ -998,7 +994,7 @@ class Storage:
 
     async def set_message_ref(self, game_id: int, ref: str, channel_id: int, message_id: int) -> None:
         """Remember a message (sent as an interaction answer, say) under ``ref``."""
-        async with self.transaction() as db:
+        async with self.transaction(game_id) as db:
             await db.execute(
                 "INSERT INTO message_refs (game_id, ref, channel_id, message_id) "
                 "VALUES (?, ?, ?, ?) ON CONFLICT (game_id, ref) DO UPDATE SET "
@@ -1085,7 +1081,7 @@ class Storage:
         ``rate`` computes the new ratings of the game's players and sides from the stored ones
         (called inside the transaction, only for a game played to the end).
         """
-        async with self.transaction() as db:
+        async with self.transaction(game.game_id) as db:
             async with db.execute("SELECT 1 FROM archive WHERE game_id = ?", (game.game_id,)) as cursor:
                 if await cursor.fetchone() is not None:
                     await db.execute("DELETE FROM archive_backfill WHERE game_id = ?", (game.game_id,))

@@ -66,17 +66,21 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 
 @pytest.fixture
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
-    """A new, empty database: a SQLite file path, or a PostgreSQL URL (its own schema)."""
+def database(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path | str:
+    """A new, empty database: a SQLite file path, or a PostgreSQL URL (its own schema). With
+    PostgreSQL the bot keeps its files in the working directory: the test's folder, then."""
     if request.param == "sqlite":
         return tmp_path / "db.sqlite3"
     server: PostgresServer = request.getfixturevalue("postgres_server")
+    monkeypatch.chdir(tmp_path)
     return server.new_url()
 
 
 @pytest.fixture
-def postgres_url(postgres_server: PostgresServer) -> str:
-    """A new, empty PostgreSQL schema's URL (for what needs a server: several processes)."""
+def postgres_url(postgres_server: PostgresServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A new, empty PostgreSQL schema's URL (for what needs a server: several processes); the
+    working directory is the test's folder."""
+    monkeypatch.chdir(tmp_path)
     return postgres_server.new_url()
 
 

@@ -44,7 +44,7 @@ class ShardProcess:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "bot", "run", "--config", str(self.config),
                  "--shards", str(self.shard), "--shard-count", "2"],
-                env=env, cwd=ROOT, stdout=out, stderr=out)
+                env=env, cwd=self.log.parent, stdout=out, stderr=out)
         await self.fake.wait_until(lambda: self.text().count("ready as") > ready or None, 60.0,
                                    f"shard {self.shard} was never ready:\n{self.text()[-3000:]}")
 
