@@ -617,21 +617,27 @@ class Storage:
             await db.executemany("DELETE FROM active_players WHERE user_id = ? AND game_id = ?",
                                  [(user, record.id) for user in sorted(gone)])
         if new:
-            marks = ",".join("?" * len(new))
+            # the key decides: whoever another game (of any process) holds is not inserted; a
+            # concurrent start of another game with him waits here until that one commits
+            ordered = sorted(new)
+            values = ", ".join("(?, ?)" for _ in ordered)
             async with db.execute(
-                f"SELECT user_id, game_id FROM active_players WHERE user_id IN ({marks}) ORDER BY user_id",
-                sorted(new),
+                f"INSERT INTO active_players (user_id, game_id) VALUES {values} "
+                "ON CONFLICT (user_id) DO NOTHING RETURNING user_id",
+                [value for user in ordered for value in (user, record.id)],
             ) as cursor:
-                taken = await cursor.fetchone()
-            if taken is not None:
-                raise PlayerBusy(int(taken[0]), int(taken[1]))
-            try:
-                await db.executemany("INSERT INTO active_players (user_id, game_id) VALUES (?, ?)",
-                                     [(user, record.id) for user in sorted(new)])
-            except sqlite3.IntegrityError as error:
-                # another process stored him between the look and the insert: its commit won
-                log.info("game %s: a player joined another game meanwhile: %s", record.id, error)
-                raise PlayerBusy(min(new)) from None
+                inserted = {int(row[0]) for row in await cursor.fetchall()}
+            refused = sorted(new - inserted)
+            if refused:
+                marks = ",".join("?" * len(refused))
+                async with db.execute(
+                    f"SELECT user_id, game_id FROM active_players WHERE user_id IN ({marks}) "
+                    "ORDER BY user_id", refused,
+                ) as cursor:
+                    holder = await cursor.fetchone()
+                if holder is not None:
+                    raise PlayerBusy(int(holder[0]), int(holder[1]))
+                raise PlayerBusy(refused[0])  # his game ended meanwhile: he may try again
         return wanted
 
     def _remember_active(self, record: GameRecord, active: set[int] | None) -> None:
