@@ -154,7 +154,10 @@ class PostgresStorage(Storage):
             StorageError: the server cannot be reached or refuses (the URL's password is not
                 repeated in the message).
         """
-        import asyncpg
+        try:
+            import asyncpg
+        except ImportError:
+            raise StorageError('database: a postgresql:// URL needs asyncpg: pip install -e ".[postgres]"') from None
 
         shown = re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
         try:

@@ -5,6 +5,7 @@ are refused with a clear message."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import subprocess
@@ -40,7 +41,7 @@ async def guilds_on_every_shard(fake: FakeDiscord, count: int, players: int = 8)
     return worlds
 
 
-async def test_one_process_runs_every_recommended_shard_and_each_guild_is_on_its_own(tmp_path: Path):
+async def test_one_process_runs_every_recommended_shard_and_each_guild_is_on_its_own(tmp_path: Path, caplog):
     fake = FakeDiscord()
     fake.recommended_shards = 2
     worlds = await guilds_on_every_shard(fake, 2)
@@ -65,6 +66,17 @@ async def test_one_process_runs_every_recommended_shard_and_each_guild_is_on_its
                 assert opened.ephemeral and opened.callback_type == 4, opened.describe()
             games = {live.record.guild_id for live in bot.service.games()}
             assert games == {next(w for w in worlds if shard_of(w.guild.id, 2) == s).guild.id for s in (0, 1)}
+            # each shard's connection drops and resumes on its own, and the log names it
+            with caplog.at_level(logging.INFO, logger="bot.bot"):
+                await fake.gateway.drop(code=4000, resumable=True)
+                await fake.wait_until(lambda: fake.gateway.count("resume") >= 2 or None, 20.0,
+                                      "the shards did not resume")
+                await fake.wait_until(lambda: sum("resumed its session" in r.getMessage()
+                                                  for r in caplog.records) >= 2 or None, 20.0, caplog.text)
+            tagged = {(r.getMessage(), getattr(r, "shard", None)) for r in caplog.records}
+            for shard in (0, 1):
+                assert (f"shard {shard} disconnected from the gateway", shard) in tagged
+                assert (f"shard {shard} resumed its session", shard) in tagged
     finally:
         await fake.close()
 
@@ -145,3 +157,21 @@ async def test_a_process_given_shard_1_of_2_hears_only_its_guilds(tmp_path: Path
         except subprocess.TimeoutExpired:
             process.kill()
         await fake.close()
+
+
+def test_log_lines_name_their_shard():
+    from bot.bot import LOG_FORMAT, ShardFilter
+
+    formatter, tag = logging.Formatter(LOG_FORMAT), ShardFilter()
+
+    def line(message: str, *args: object, **extra: object) -> str:
+        record = logging.LogRecord("discord.gateway", logging.INFO, __file__, 1, message, args, None)
+        record.__dict__.update(extra)
+        assert tag.filter(record)
+        return formatter.format(record).split(None, 3)[3]
+
+    assert line("Shard ID %s has connected to Gateway (Session ID: %s).", 3, "abc") == \
+        "discord.gateway [shard 3]: Shard ID 3 has connected to Gateway (Session ID: abc)."
+    assert line("For Shard ID %s: WebSocket Event: %s", 1, "{}").startswith("discord.gateway [shard 1]:")
+    assert line("shard %d ready", 2, shard=2) == "discord.gateway [shard 2]: shard 2 ready"
+    assert line("no shard here") == "discord.gateway: no shard here"
