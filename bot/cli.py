@@ -23,13 +23,15 @@ def _fail(command: str, message: str, code: int = 2) -> int:
 
 
 def _check_config(args: argparse.Namespace) -> int:
-    from bot.config import ConfigError, load_config
+    from bot.config import ConfigError, load_config, shown_database
 
     try:
         config = load_config(Path(args.file))
     except ConfigError as error:
         return _fail("check-config", str(error))
-    print(f"{args.file}: ok (database {config.database}, language {config.language}, "
+    shards = (f", shards {','.join(map(str, config.shards))} of {config.shard_count}"
+              if config.shards is not None else "")
+    print(f"{args.file}: ok (database {shown_database(config.database)}{shards}, language {config.language}, "
           f"timers {config.timers.discussion}/{config.timers.voting}/{config.timers.night} s)")
     return 0
 

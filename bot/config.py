@@ -275,6 +275,11 @@ def database_setting(value: str) -> Path | str:
     return Path(value)
 
 
+def shown_database(database: Path | str) -> str:
+    """The ``database:`` value to print or log: a URL's password replaced by ``***``."""
+    return re.sub(r"//([^:/@]+):[^/]*@", r"//\1:***@", str(database))
+
+
 def load_config(path: Path | None) -> Config:
     """The defaults, or the defaults with the YAML file at ``path`` on top.
 

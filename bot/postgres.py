@@ -35,6 +35,7 @@ from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any
 
+from bot.config import shown_database
 from bot.storage import IntegrityError, Storage, StorageError
 
 #: the advisory lock key migrations hold (any constant number; "PROK" in ASCII)
@@ -159,7 +160,7 @@ class PostgresStorage(Storage):
         except ImportError:
             raise StorageError('database: a postgresql:// URL needs asyncpg: pip install -e ".[postgres]"') from None
 
-        shown = re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
+        shown = shown_database(url)
         try:
             pool = await asyncpg.create_pool(url, min_size=1, max_size=POOL_SIZE)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as error:

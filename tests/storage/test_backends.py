@@ -139,3 +139,13 @@ async def test_an_unreachable_server_is_one_clear_error_without_the_password(tmp
     with pytest.raises(StorageError) as failed:
         await Storage.open(url)
     assert "cannot connect to PostgreSQL" in str(failed.value) and "hunter2" not in str(failed.value)
+
+
+def test_check_config_shows_the_database_without_its_password(tmp_path: Path, capsys):
+    from bot.cli import main
+
+    config = tmp_path / "c.yaml"
+    config.write_text("database: postgresql://bot:p@ss@db.example/prokurator\nshards: 0-1\nshard_count: 4\n")
+    assert main(["check-config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "postgresql://bot:***@db.example/prokurator, shards 0,1 of 4" in out and "p@ss" not in out
