@@ -35,6 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from tests.fakediscord import FakeDiscord, InteractionResult  # noqa: E402
 
+#: ``--database``: a postgresql:// URL of an empty database instead of a SQLite file
+DATABASE: str | None = None
 CONFIG = """\
 database: {database}
 log_level: WARNING
@@ -69,7 +71,7 @@ class Bench:
     async def start_bot(self, folder: Path) -> None:
         await self.fake.start()
         config = folder / "config.yaml"
-        config.write_text(CONFIG.format(database=folder / "bench.sqlite3"))
+        config.write_text(CONFIG.format(database=DATABASE or folder / "bench.sqlite3"))
         env = {**os.environ, "DISCORD_TOKEN": self.fake.token, "DISCORD_API_BASE": self.fake.api_base,
                "DISCORD_GATEWAY_URL": self.fake.gateway_url, "PYTHONPATH": str(ROOT)}
         command = os.environ.get("BENCH_BOT_COMMAND", f"{sys.executable} -m bot run").split()
@@ -204,7 +206,11 @@ def main() -> None:
     parser.add_argument("--memory-games", type=int, default=200)
     parser.add_argument("--pace", type=float, default=0.5,
                         help="mean seconds between two commands of one game")
+    parser.add_argument("--database", help="an empty PostgreSQL database's postgresql:// URL "
+                        "(one run per database: use --memory-games 0 with --games)")
     args = parser.parse_args()
+    global DATABASE
+    DATABASE = args.database
     if args.games:
         asyncio.run(latency_run(args.games, args.pace))
     if args.memory_games:

@@ -11,6 +11,9 @@ The fake Discord runs in this process with ``--guilds`` guilds (each an owner,
    beforehand through the game service: the time to every game restored and
    every deadline re-armed (the bot's "restored" log line) and to ready.
 
+``--postgres`` runs both on a PostgreSQL server this script starts (initdb into a temporary
+folder; see ``tests/storage/server.py``), ``--database URL`` on an empty one of yours.
+
 For each run it prints what the bot sent on the gateway: the most events
 in any 60 s window (Discord closes a connection past 120), the requests for
 member lists (op 8), and the longest gap between two heartbeats against the
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import re
@@ -62,7 +66,7 @@ def build_fake(guilds: int, members: int) -> tuple[FakeDiscord, list[tuple[int, 
     return fake, made
 
 
-async def write_games(database: Path, guilds: list[tuple[int, int, list[int]]], games: int) -> None:
+async def write_games(database: Path | str, guilds: list[tuple[int, int, list[int]]], games: int) -> None:
     """Running games straight through the game service, as a bot would have left them."""
     config = Config(database=database, timers=Timers(discussion=3600, voting=3600, night=3600,
                                                      reminders=()))
@@ -111,10 +115,11 @@ def gateway_figures(fake: FakeDiscord, since: float) -> str:
             f"{requests} member-list requests (op 8), {beat}")
 
 
-async def run_bot(fake: FakeDiscord, folder: Path, *, watch_for: float) -> dict[str, float]:
+async def run_bot(fake: FakeDiscord, folder: Path, *, watch_for: float, database: Path | str
+                  ) -> dict[str, float]:
     """Start the bot process; the seconds from launch to 'restored' and 'ready'; stop it."""
     config = folder / "config.yaml"
-    config.write_text(CONFIG.format(database=folder / "bench.sqlite3"))
+    config.write_text(CONFIG.format(database=json.dumps(str(database))))
     env = {**os.environ, "DISCORD_TOKEN": fake.token, "DISCORD_API_BASE": fake.api_base,
            "DISCORD_GATEWAY_URL": fake.gateway_url, "PYTHONPATH": str(ROOT)}
     began_gateway = time.monotonic()
@@ -144,18 +149,21 @@ async def run_bot(fake: FakeDiscord, folder: Path, *, watch_for: float) -> dict[
     return figures
 
 
-async def main_async(guilds: int, members: int, games: int, watch_for: float) -> None:
+async def main_async(guilds: int, members: int, games: int, watch_for: float,
+                     database: str | None = None) -> None:
     fake, made = build_fake(guilds, members)
     fake.gateway.heartbeat_interval_ms = int(watch_for * 1000 / 2.5)
     await fake.start()
     try:
         with tempfile.TemporaryDirectory() as folder:
-            first = await run_bot(fake, Path(folder), watch_for=watch_for)
+            where: Path | str = database or Path(folder) / "bench.sqlite3"
+            print(f"database: {'PostgreSQL' if database else 'SQLite'}")
+            first = await run_bot(fake, Path(folder), watch_for=watch_for, database=where)
             print(f"first start, {guilds} guilds of {members} members: ready in "
                   f"{first['ready']:.2f} s ({first['guilds']:.0f} guilds)")
             print("  " + gateway_figures(fake, first["gateway_since"]))
-            await write_games(Path(folder) / "bench.sqlite3", made, games)
-            again = await run_bot(fake, Path(folder), watch_for=watch_for)
+            await write_games(where, made, games)
+            again = await run_bot(fake, Path(folder), watch_for=watch_for, database=where)
             print(f"restart with {again['games']:.0f} open games: restored and "
                   f"{again['armed']:.0f} deadlines armed {again['restored']:.2f} s after launch "
                   f"(restore itself {again['restore_s']:.2f} s); ready in {again['ready']:.2f} s")
@@ -171,8 +179,18 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=1000)
     parser.add_argument("--watch", type=float, default=5.0,
                         help="seconds to keep the bot connected after ready (heartbeats)")
+    parser.add_argument("--postgres", action="store_true",
+                        help="on a PostgreSQL server started for the run (needs initdb, asyncpg)")
+    parser.add_argument("--database", help="on this empty PostgreSQL database (postgresql:// URL)")
     args = parser.parse_args()
-    asyncio.run(main_async(args.guilds, args.members, min(args.games, args.guilds), args.watch))
+    games = min(args.games, args.guilds)
+    if args.postgres:
+        from tests.storage.server import running_server
+
+        with running_server(durable=True) as server:
+            asyncio.run(main_async(args.guilds, args.members, games, args.watch, server.new_url()))
+    else:
+        asyncio.run(main_async(args.guilds, args.members, games, args.watch, args.database))
 
 
 if __name__ == "__main__":

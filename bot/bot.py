@@ -1,7 +1,14 @@
-"""The Bot subclass: intents, storage, the game service, cogs, one error handler."""
+"""The Bot subclass: intents, shards, storage, the game service, cogs, one error handler.
+
+The bot is discord.py's auto-sharded bot: one process runs every shard by default (as many as
+Discord recommends), or the shards of ``config.shards`` out of ``config.shard_count``, each
+shard with its own gateway connection, rate limits and reconnects. A process restores and
+serves only the games of its shards' guilds (:meth:`bot.storage.Storage.set_shards`).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import hashlib
 import json
@@ -50,8 +57,33 @@ def intents() -> discord.Intents:
     return wanted
 
 
-class ProkuratorBot(commands.Bot):
-    """The bot process: one instance hosts every game of every guild."""
+#: Discord lets a bot IDENTIFY once per 5 seconds (with max_concurrency 1): the pause between shards
+IDENTIFY_PAUSE = 5.0
+
+
+class ShardFilter(logging.Filter):
+    """Gives every log record ``shard_tag``: `` [shard N]`` when the record names its shard (an
+    ``extra={"shard": N}``, or discord.py's "Shard ID %s ..." lines), else nothing; the log
+    format carries it after the logger's name."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Tag the record (never drops one)."""
+        shard = getattr(record, "shard", None)
+        if shard is None and isinstance(record.msg, str) and "Shard ID %s" in record.msg and record.args:
+            args = record.args if isinstance(record.args, tuple) else (record.args,)
+            position = record.msg[: record.msg.index("Shard ID %s")].count("%s")
+            if position < len(args):
+                shard = args[position]
+        record.shard_tag = f" [shard {shard}]" if shard is not None else ""
+        return True
+
+
+#: the log line of ``mafia-bot run``
+LOG_FORMAT = "%(asctime)s %(levelname)-7s %(name)s%(shard_tag)s: %(message)s"
+
+
+class ProkuratorBot(commands.AutoShardedBot):
+    """The bot process: one instance hosts every game of the guilds of its shards."""
 
     storage: Storage
     service: GameService
@@ -65,8 +97,14 @@ class ProkuratorBot(commands.Bot):
         clock: Clock = time.time,
         extensions: tuple[str, ...] = EXTENSIONS,
         storage: Storage | None = None,
+        identify_pause: float = IDENTIFY_PAUSE,
         **options: Any,
     ) -> None:
+        if config.shards is not None:
+            options.setdefault("shard_ids", list(config.shards))
+        if config.shard_count is not None:
+            options.setdefault("shard_count", config.shard_count)
+        self.identify_pause = identify_pause
         super().__init__(
             command_prefix=commands.when_mentioned,
             intents=intents(),
@@ -92,6 +130,9 @@ class ProkuratorBot(commands.Bot):
         if self.application_id is not None:  # logged in: the application is known
             log.info("invite link: %s", invite_url(self.application_id))
         self.storage = self._opened_storage or await Storage.open(self.config.database)
+        self.storage.set_shards(self.shard_ids, self.shard_count)
+        if self.shard_ids is not None:
+            log.info("running shard(s) %s of %s", ",".join(map(str, self.shard_ids)), self.shard_count)
         self.service = GameService(self.storage, self.config, clock=self.clock)
         self.outbox = Outbox(self.storage, self.http, self_id=self.user.id if self.user else None)
         self.timers = PhaseTimers(
@@ -109,6 +150,29 @@ class ProkuratorBot(commands.Bot):
         log.info("restored %d open game(s) in %.2f s; %d deadline(s) armed",
                  len(restored), time.perf_counter() - began, armed)
         await self.sync_commands()
+
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        """Wait :attr:`identify_pause` before each shard's IDENTIFY but the first (Discord's
+        limit; a test against the local fake passes 0)."""
+        if not initial and self.identify_pause > 0:
+            await asyncio.sleep(self.identify_pause)
+
+    async def on_shard_connect(self, shard_id: int) -> None:
+        """Log each shard's gateway connection on its own."""
+        log.info("shard %d connected to the gateway", shard_id, extra={"shard": shard_id})
+
+    async def on_shard_ready(self, shard_id: int) -> None:
+        """Log each shard's guilds once it has them all."""
+        count = sum(1 for guild in self.guilds if guild.shard_id == shard_id)
+        log.info("shard %d ready with %d guild(s)", shard_id, count, extra={"shard": shard_id})
+
+    async def on_shard_resumed(self, shard_id: int) -> None:
+        """Log a shard's resumed session."""
+        log.info("shard %d resumed its session", shard_id, extra={"shard": shard_id})
+
+    async def on_shard_disconnect(self, shard_id: int) -> None:
+        """Log a shard's lost connection (discord.py reconnects it on its own)."""
+        log.warning("shard %d disconnected from the gateway", shard_id, extra={"shard": shard_id})
 
     async def on_ready(self) -> None:
         """Once the caches are built, keep the garbage collector off what lives for good."""

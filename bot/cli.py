@@ -23,13 +23,15 @@ def _fail(command: str, message: str, code: int = 2) -> int:
 
 
 def _check_config(args: argparse.Namespace) -> int:
-    from bot.config import ConfigError, load_config
+    from bot.config import ConfigError, load_config, shown_database
 
     try:
         config = load_config(Path(args.file))
     except ConfigError as error:
         return _fail("check-config", str(error))
-    print(f"{args.file}: ok (database {config.database}, language {config.language}, "
+    shards = (f", shards {','.join(map(str, config.shards))} of {config.shard_count}"
+              if config.shards is not None else "")
+    print(f"{args.file}: ok (database {shown_database(config.database)}{shards}, language {config.language}, "
           f"timers {config.timers.discussion}/{config.timers.voting}/{config.timers.night} s)")
     return 0
 
@@ -41,17 +43,33 @@ def _run(args: argparse.Namespace) -> int:
         config = load_config(Path(args.config) if args.config else None)
     except ConfigError as error:
         return _fail("run", str(error))
+    level = args.log_level.upper() if args.log_level else config.log_level
+    if logging.getLevelName(level) not in range(0, 60):
+        return _fail("run", f"--log-level: unknown level {args.log_level!r}")
+    from dataclasses import replace
+
+    from bot.bot import LOG_FORMAT, ShardFilter
+    from bot.config import MAX_SHARDS, check_shards, parse_shards
+
+    try:
+        shards = parse_shards("--shards", args.shards) if args.shards is not None else config.shards
+        if args.shard_count is not None and not 1 <= args.shard_count <= MAX_SHARDS:
+            raise ConfigError(f"--shard-count: must be from 1 to {MAX_SHARDS}, got {args.shard_count}")
+        count = args.shard_count if args.shard_count is not None else config.shard_count
+        check_shards(shards, count, names=(
+            "--shards" if args.shards is not None else "shards",
+            "--shard-count" if args.shard_count is not None or args.shards is not None else "shard_count",
+        ))
+    except ConfigError as error:
+        return _fail("run", str(error))
+    config = replace(config, shards=shards, shard_count=count)
     token = os.environ.get("DISCORD_TOKEN", "").strip()
     if not token:
         return _fail("run", "DISCORD_TOKEN is not set: put the bot's token in the environment "
                             "(it is never read from the config file)")
-    level = args.log_level.upper() if args.log_level else config.log_level
-    if logging.getLevelName(level) not in range(0, 60):
-        return _fail("run", f"--log-level: unknown level {args.log_level!r}")
-    logging.basicConfig(
-        stream=sys.stderr, level=level,
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-    )
+    logging.basicConfig(stream=sys.stderr, level=level, format=LOG_FORMAT)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(ShardFilter())
     return asyncio.run(_serve(config, token))
 
 
@@ -156,9 +174,9 @@ class _CliError(Exception):
 async def _archived(database: str, game_id: int) -> Any:
     """The archived game ``game_id`` of ``database``, archiving it first if it ended unarchived."""
     from bot.archive import Archiver
-    from bot.storage import Storage, StorageError
+    from bot.storage import Storage, StorageError, is_postgres
 
-    if not Path(database).exists():
+    if not is_postgres(database) and not Path(database).exists():
         raise _CliError(f"{database}: no such database")
     try:
         storage = await Storage.open(database)
@@ -188,7 +206,9 @@ def _rebuild_stats(args: argparse.Namespace) -> int:
         finally:
             await storage.close()
 
-    if not Path(args.database).exists():
+    from bot.storage import is_postgres
+
+    if not is_postgres(args.database) and not Path(args.database).exists():
         return _fail("rebuild-stats", f"{args.database}: no such database")
     try:
         archived, counted = asyncio.run(rebuild())
@@ -219,19 +239,24 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run the bot (token from DISCORD_TOKEN)")
     run.add_argument("--config", help="a YAML config file (optional; see config.example.yaml)")
     run.add_argument("--log-level", help="override the config's log_level")
+    run.add_argument("--shards", help="the shards this process runs, e.g. 0-3 or 0,2 "
+                                      "(default: the config's shards, else all of them)")
+    run.add_argument("--shard-count", type=int,
+                     help="the bot's number of shards in all (needed with --shards unless the "
+                          "config has shard_count)")
     run.set_defaults(handler=_run)
     check = commands.add_parser("check-config", help="validate a config file without connecting")
     check.add_argument("file", help="the YAML config file")
     check.set_defaults(handler=_check_config)
     export = commands.add_parser(
         "export", help="write a finished game as a scenario file that `simulate` replays")
-    export.add_argument("--database", required=True, help="the bot's SQLite file")
+    export.add_argument("--database", required=True, help="the bot's SQLite file or postgresql:// URL")
     export.add_argument("--game", required=True, type=int, help="the game's number")
     export.add_argument("--out", help="the file to write (default: standard output)")
     export.set_defaults(handler=_export)
     rebuild = commands.add_parser(
         "rebuild-stats", help="recompute every player's figures and rating from the archive")
-    rebuild.add_argument("--database", required=True, help="the bot's SQLite file")
+    rebuild.add_argument("--database", required=True, help="the bot's SQLite file or postgresql:// URL")
     rebuild.set_defaults(handler=_rebuild_stats)
     return parser
 

@@ -7,6 +7,7 @@ with one :class:`ConfigError` naming the key and the problem.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -60,7 +61,12 @@ class Channels:
 class Config:
     """The whole configuration with its defaults."""
 
-    database: Path = Path("prokurator.sqlite3")
+    database: Path | str = Path("prokurator.sqlite3")
+    """A SQLite file, or a ``postgresql://`` URL (a str) for several processes sharing one server."""
+    shards: tuple[int, ...] | None = None
+    """The shards this process runs (None: all of them, as many as Discord recommends)."""
+    shard_count: int | None = None
+    """How many shards the bot has in all (None: as many as Discord recommends)."""
     language: str = "ru"
     log_level: str = "INFO"
     host_role: str | None = None
@@ -71,10 +77,76 @@ class Config:
     rules: RuleOptions = field(default_factory=RuleOptions)
 
     @property
+    def data_folder(self) -> Path:
+        """Where the process keeps its files (last-word recordings): the SQLite file's folder,
+        or the working directory when the database is a PostgreSQL server."""
+        if isinstance(self.database, str):
+            return Path.cwd()
+        return self.database.resolve().parent
+
+    @property
     def log_level_number(self) -> int:
         """The logging level as the logging module's number."""
         level: int = logging.getLevelName(self.log_level)
         return level
+
+
+#: the most shards accepted (Discord's largest bots run a few thousand)
+MAX_SHARDS = 65536
+
+
+def parse_shards(key: str, value: Any) -> tuple[int, ...]:
+    """Shard ids from ``3``, ``"0-3"``, ``"0,2,5-7"`` or a list of ids, sorted, each once.
+
+    Raises:
+        ConfigError: naming ``key`` and what is wrong.
+    """
+    if isinstance(value, bool):
+        raise ConfigError(f"{key}: must be shard numbers like 0-3 or 0,2,5, got {value!r}")
+    if isinstance(value, int):
+        parts: list[Any] = [value]
+    elif isinstance(value, list):
+        parts = value
+    elif isinstance(value, str):
+        parts = [part.strip() for part in value.split(",")]
+    else:
+        raise ConfigError(f"{key}: must be shard numbers like 0-3 or 0,2,5, got {value!r}")
+    found: set[int] = set()
+    for part in parts:
+        if isinstance(part, int) and not isinstance(part, bool):
+            low = high = part
+        elif isinstance(part, str) and re.fullmatch(r"\d+", part):
+            low = high = int(part)
+        elif isinstance(part, str) and re.fullmatch(r"\d+\s*-\s*\d+", part):
+            low, high = (int(bound) for bound in part.split("-"))
+            if low > high:
+                raise ConfigError(f"{key}: the range {part!r} runs backwards")
+        else:
+            raise ConfigError(f"{key}: {part!r} is not a shard number or a range like 0-3")
+        if low < 0 or high >= MAX_SHARDS:
+            raise ConfigError(f"{key}: shard numbers go from 0 to {MAX_SHARDS - 1}, got {part!r}")
+        found.update(range(low, high + 1))
+    if not found:
+        raise ConfigError(f"{key}: names no shard")
+    return tuple(sorted(found))
+
+
+def check_shards(shards: tuple[int, ...] | None, shard_count: int | None, *,
+                 names: tuple[str, str] = ("shards", "shard_count")) -> None:
+    """Shards given need their count, and each must be below it (``names``: how the two are
+    called where they were given, for the message).
+
+    Raises:
+        ConfigError: what is missing or out of range.
+    """
+    shards_name, count_name = names
+    if shards is not None and shard_count is None:
+        raise ConfigError(f"{shards_name}: needs {count_name}, the bot's number of shards in all")
+    if shards is not None and shard_count is not None:
+        beyond = [shard for shard in shards if shard >= shard_count]
+        if beyond:
+            raise ConfigError(f"{shards_name}: shard {beyond[0]} does not exist with "
+                              f"{count_name} {shard_count} (shards are 0 to {shard_count - 1})")
 
 
 def _check_int(key: str, value: Any, low: int, high: int | None = None) -> int:
@@ -119,8 +191,13 @@ def config_from_dict(data: Any) -> Config:
     values: dict[str, Any] = {}
     if "database" in data:
         if not isinstance(data["database"], str) or not data["database"]:
-            raise ConfigError(f"database: must be a file path, got {data['database']!r}")
-        values["database"] = Path(data["database"])
+            raise ConfigError(f"database: must be a file path or a postgresql:// URL, got {data['database']!r}")
+        values["database"] = database_setting(data["database"])
+    if "shards" in data and data["shards"] is not None:
+        values["shards"] = parse_shards("shards", data["shards"])
+    if "shard_count" in data and data["shard_count"] is not None:
+        values["shard_count"] = _check_int("shard_count", data["shard_count"], 1, MAX_SHARDS)
+    check_shards(values.get("shards"), values.get("shard_count"))
     if "language" in data:
         if data["language"] not in LANGUAGES:
             raise ConfigError(f"language: must be one of {', '.join(LANGUAGES)}, got {data['language']!r}")
@@ -181,6 +258,31 @@ def config_from_dict(data: Any) -> Config:
                 f"rules.{error.params.get('option', '?')}: bad value {error.params.get('value')}"
             ) from None
     return replace(config, **values)
+
+
+def database_setting(value: str) -> Path | str:
+    """A ``database:`` value: a PostgreSQL URL stays text, anything else is a SQLite path.
+
+    Raises:
+        ConfigError: a URL of another scheme, or a PostgreSQL URL without a database name.
+    """
+    from urllib.parse import urlsplit
+
+    if re.match(r"^[a-z][a-z0-9+.-]*://", value):
+        parts = urlsplit(value)
+        if parts.scheme not in ("postgresql", "postgres"):
+            raise ConfigError(f"database: {parts.scheme}:// is not supported (a SQLite file path "
+                              "or a postgresql:// URL)")
+        if not parts.path.strip("/"):
+            raise ConfigError("database: the postgresql:// URL names no database "
+                              "(postgresql://user:password@host/NAME)")
+        return value
+    return Path(value)
+
+
+def shown_database(database: Path | str) -> str:
+    """The ``database:`` value to print or log: a URL's password replaced by ``***``."""
+    return re.sub(r"//([^:/@]+):[^/]*@", r"//\1:***@", str(database))
 
 
 def load_config(path: Path | None) -> Config:

@@ -1,6 +1,19 @@
-"""Storage: one SQLite file through aiosqlite, plain SQL in named helpers.
+"""Storage: one SQLite file through aiosqlite (the default), or a PostgreSQL server through
+asyncpg (:mod:`bot.postgres`, for several processes sharing one database); plain SQL in named
+helpers, the same SQL for both (what PostgreSQL spells differently is translated mechanically
+in :mod:`bot.postgres`).
 
-Numbered migrations (``bot/migrations/V{n}__*.sql``) are applied at start.
+Numbered migrations (``bot/migrations/V{n}__*.sql``) are applied at start, the same files for
+both databases: a statement preceded by a ``-- sqlite only`` or ``-- postgresql only`` line runs
+on that database alone (the few changes SQLite can only make by rebuilding a table).
+
+Games belong to the process that serves their guild's shard (:meth:`Storage.set_shards`): a
+process restores, and carries out the outbox of, only those. One player plays in one started
+game at a time, whichever process serves it: the table ``active_players`` (one row per player of
+a game being started or running, its key the user id) is written in the same transaction as
+the game's state, so the database itself refuses a second one (:class:`PlayerBusy`).
+
+SQLite:
 Writes go through one lock, so a transaction is never interleaved with
 another on the shared connection. WAL mode with ``synchronous=NORMAL``: a
 committed transaction survives the process being killed (it is in the WAL
@@ -29,6 +42,8 @@ from typing import Any
 
 import aiosqlite
 
+from bot.errors import UserError
+
 log = logging.getLogger(__name__)
 
 #: how often the WAL is checkpointed in the background
@@ -48,6 +63,46 @@ KIND_LANES = {
     "create_role": "provision", "create_channel": "provision", "delete_role": "provision",
     "overwrite": "permissions", "member_role": "permissions",
 }
+
+
+class IntegrityError(sqlite3.IntegrityError):
+    """A constraint of the database refused a write (raised by the PostgreSQL backend; a subclass
+    of sqlite3's, so code that catches that one catches both)."""
+
+
+class PlayerBusy(UserError):
+    """A player is already in another game being started or running (the database refused him);
+    a refusal the user reads like any other (``error.player_in_other_game``)."""
+
+    def __init__(self, user_id: int, game_id: int | None = None) -> None:
+        super().__init__("error.player_in_other_game", player=f"<@{user_id}>")
+        self.user_id = user_id
+        self.game_id = game_id
+
+    def __str__(self) -> str:
+        return f"user {self.user_id} already plays in game {self.game_id}"
+
+
+#: the states whose players are in ``active_players``
+ACTIVE_STATES = ("starting", "running")
+
+
+def is_postgres(database: Path | str) -> bool:
+    """Whether a ``database:`` value is a PostgreSQL URL (else it is a SQLite file path)."""
+    return isinstance(database, str) and database.startswith(("postgresql://", "postgres://"))
+
+
+def migration_statements(sql: str, dialect: str) -> list[str]:
+    """The statements of a migration file that ``dialect`` (sqlite, postgresql) runs."""
+    chosen = []
+    for statement in sql.split(";"):
+        if not statement.strip():
+            continue
+        marked = re.findall(r"^\s*--\s*(sqlite|postgresql) only\s*$", statement, re.MULTILINE)
+        if marked and dialect not in marked:
+            continue
+        chosen.append(statement)
+    return chosen
 
 
 class GameExists(Exception):
@@ -197,22 +252,53 @@ def _dumps(value: Any) -> str:
 class Storage:
     """The bot's database. Open with :meth:`open`; close with :meth:`close`."""
 
-    def __init__(self, connection: aiosqlite.Connection) -> None:
+    dialect = "sqlite"
+    #: the first statement of the migrations' transaction: it keeps other processes out
+    begin_migrations = "BEGIN IMMEDIATE"
+
+    def __init__(self, connection: Any) -> None:
         self._db = connection
         self._lock = asyncio.Lock()
         self._checkpointer: asyncio.Task[None] | None = None
         self._closed = False
         self._guilds: dict[int, tuple[str | None, int | None]] = {}
         self._new_lanes: dict[int, set[str]] = {}
+        self._active: dict[int, set[int]] = {}
+        """game id -> the players this process stored in ``active_players`` for it."""
+        self._shard_sql = ""
+        """A condition on ``guild_id`` choosing the games of this process's shards ('' : all)."""
+
+    def set_shards(self, shard_ids: Iterable[int] | None, shard_count: int | None) -> None:
+        """Serve only the guilds of these shards (Discord: shard = (guild_id >> 22) % count):
+        restore their games, carry out their outbox. None: every guild."""
+        if shard_ids is None or not shard_count or shard_count <= 1:
+            self._shard_sql = ""
+            return
+        wanted = sorted({int(shard) for shard in shard_ids})
+        if set(wanted) >= set(range(shard_count)):
+            self._shard_sql = ""
+            return
+        self._shard_sql = f"((guild_id >> 22) % {int(shard_count)}) IN ({', '.join(map(str, wanted))})"
+
+    def _owned(self, prefix: str = "") -> str:
+        """`` AND`` the shard condition (on ``prefix.guild_id``), or nothing."""
+        if not self._shard_sql:
+            return ""
+        return " AND " + self._shard_sql.replace("guild_id", f"{prefix}guild_id")
 
     @classmethod
     async def open(cls, path: Path | str) -> Storage:
-        """Open (creating if needed) the database, check it and apply pending migrations.
+        """Open (creating if needed) the database, check it and apply pending migrations:
+        a SQLite file, or a PostgreSQL server when ``path`` is a ``postgresql://`` URL.
 
         Raises:
             StorageError: the file is not a usable database (damaged, truncated, zeroed,
-                unreadable); nothing is left open.
+                unreadable), or the server cannot be reached; nothing is left open.
         """
+        if is_postgres(path):
+            from bot.postgres import PostgresStorage
+
+            return await PostgresStorage.connect(str(path))
         # DEFERRED: sqlite3 opens the transaction with the first write itself
         # (no round trip of its own); transaction() commits or rolls back.
         try:
@@ -276,8 +362,11 @@ class Storage:
         await self._db.close()
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """One write transaction (begun by its first write); rolled back if the block raises."""
+    async def transaction(self, game_id: int | None = None) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction (begun by its first write); rolled back if the block raises.
+
+        ``game_id``: the game it writes (PostgreSQL runs transactions of different games at
+        once, and one game's one at a time; SQLite runs every one in turn)."""
         async with self._lock:
             try:
                 yield self._db
@@ -311,23 +400,26 @@ class Storage:
 
     async def _apply_migrations(self) -> None:
         async with self.transaction() as db:
-            await db.execute("BEGIN IMMEDIATE")
-            await db.execute(
+            await db.execute(self.begin_migrations)
+            await db.execute(self._ddl(
                 "CREATE TABLE IF NOT EXISTS schema_migrations "
                 "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
-            )
+            ))
             async with db.execute("SELECT version FROM schema_migrations") as cursor:
                 done = {row[0] for row in await cursor.fetchall()}
             for version, name, sql in _migrations():
                 if version in done:
                     continue
-                for statement in sql.split(";"):
-                    if statement.strip():
-                        await db.execute(statement)
+                for statement in migration_statements(sql, self.dialect):
+                    await db.execute(self._ddl(statement))
                 await db.execute(
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
                     (version, name, time.time()),
                 )
+
+    def _ddl(self, statement: str) -> str:
+        """A migration statement as this database spells it (SQLite: as written)."""
+        return statement
 
     async def schema_version(self) -> int:
         """The highest migration applied."""
@@ -423,12 +515,13 @@ class Storage:
         now = time.time() if now is None else now
         try:
             async with self.transaction() as db:
-                cursor = await db.execute(
+                async with db.execute(
                     "INSERT INTO games (guild_id, host_id, state, created_at, lobby) "
-                    "VALUES (?, ?, 'lobby', ?, ?)",
+                    "VALUES (?, ?, 'lobby', ?, ?) RETURNING id",
                     (guild_id, host_id, now, _dumps(lobby)),
-                )
-                game_id = int(cursor.lastrowid or 0)
+                ) as cursor:
+                    row = await cursor.fetchone()
+                game_id = int(row[0]) if row else 0
                 await self._record_interaction(db, interaction_id, game_id, now)
                 if outbox is not None:
                     created = GameRecord(game_id, guild_id, host_id, "lobby", now, lobby)
@@ -462,9 +555,9 @@ class Storage:
         return _game(row) if row else None
 
     async def open_games(self) -> list[GameRecord]:
-        """Every lobby, game being started and running game, oldest first."""
+        """Every lobby, game being started and running game (of this process's shards), oldest first."""
         rows = await self._fetchall(
-            "SELECT * FROM games WHERE state IN ('lobby', 'starting', 'running') ORDER BY id"
+            f"SELECT * FROM games WHERE state IN ('lobby', 'starting', 'running'){self._owned()} ORDER BY id"
         )
         return [_game(row) for row in rows]
 
@@ -481,10 +574,15 @@ class Storage:
 
         ``cancel_lane``: first give up the game's pending items of that lane (a provisioning
         rolled back), in the same transaction.
+
+        Raises:
+            PlayerBusy: the game is being started or runs, and one of its players already plays
+                in another such game (nothing is stored).
         """
         now = time.time() if now is None else now
-        async with self.transaction() as db:
+        async with self.transaction(record.id) as db:
             await self._update_game(db, record)
+            active = await self._sync_active(db, record)
             await self._record_interaction(db, interaction_id, record.id, now)
             if cancel_lane is not None:
                 await db.execute(
@@ -493,6 +591,69 @@ class Storage:
                     (record.id, cancel_lane),
                 )
             await self._insert_outbox(db, record.id, None, outbox, now)
+        self._remember_active(record, active)
+
+    async def _sync_active(self, db: Any, record: GameRecord) -> set[int] | None:
+        """Make ``active_players`` hold exactly the players of a game being started or running
+        (and none of a game in another state), in the caller's transaction. Returns what the
+        table then holds for the game, for :meth:`_remember_active` once the transaction is
+        committed.
+
+        Raises:
+            PlayerBusy: a player's row belongs to another game (the key refuses him).
+        """
+        if record.state in ACTIVE_STATES and record.damaged is None:
+            wanted = {int(p["id"]) for p in record.lobby.get("players", []) if "id" in p}
+        else:
+            wanted = set()
+        stored = self._active.get(record.id)
+        if stored is None:
+            async with db.execute("SELECT user_id FROM active_players WHERE game_id = ?", (record.id,)) as cursor:
+                stored = {int(row[0]) for row in await cursor.fetchall()}
+        if stored == wanted:
+            return wanted
+        gone, new = stored - wanted, wanted - stored
+        if gone:
+            await db.executemany("DELETE FROM active_players WHERE user_id = ? AND game_id = ?",
+                                 [(user, record.id) for user in sorted(gone)])
+        if new:
+            # the key decides: whoever another game (of any process) holds is not inserted; a
+            # concurrent start of another game with him waits here until that one commits
+            ordered = sorted(new)
+            values = ", ".join("(?, ?)" for _ in ordered)
+            async with db.execute(
+                f"INSERT INTO active_players (user_id, game_id) VALUES {values} "
+                "ON CONFLICT (user_id) DO NOTHING RETURNING user_id",
+                [value for user in ordered for value in (user, record.id)],
+            ) as cursor:
+                inserted = {int(row[0]) for row in await cursor.fetchall()}
+            refused = sorted(new - inserted)
+            if refused:
+                marks = ",".join("?" * len(refused))
+                async with db.execute(
+                    f"SELECT user_id, game_id FROM active_players WHERE user_id IN ({marks}) "
+                    "ORDER BY user_id", refused,
+                ) as cursor:
+                    holder = await cursor.fetchone()
+                if holder is not None:
+                    raise PlayerBusy(int(holder[0]), int(holder[1]))
+                raise PlayerBusy(refused[0])  # his game ended meanwhile: he may try again
+        return wanted
+
+    def _remember_active(self, record: GameRecord, active: set[int] | None) -> None:
+        """After the commit: what ``active_players`` holds for the game (nothing kept for a game
+        that ended; None: nothing was looked at)."""
+        if active is None:
+            return
+        if record.state in OPEN_STATES:
+            self._active[record.id] = active
+        else:
+            self._active.pop(record.id, None)
+
+    async def player_game(self, user_id: int) -> int | None:
+        """The game (being started or running, in any process) a user plays in, if any."""
+        row = await self._fetchone("SELECT game_id FROM active_players WHERE user_id = ?", (user_id,))
+        return int(row[0]) if row else None
 
     async def _update_game(self, db: aiosqlite.Connection, record: GameRecord) -> None:
         await db.execute(
@@ -512,11 +673,15 @@ class Storage:
         """Store only the state of a game whose row is unreadable (its other fields are not
         known, so they are left as they are)."""
         now = time.time() if now is None else now
-        async with self.transaction() as db:
+        async with self.transaction(record.id) as db:
             await db.execute("UPDATE games SET state = ?, deadline = NULL WHERE id = ?",
                              (record.state, record.id))
+            if record.state not in OPEN_STATES:
+                await db.execute("DELETE FROM active_players WHERE game_id = ?", (record.id,))
             await self._record_interaction(db, interaction_id, record.id, now)
             await self._insert_outbox(db, record.id, None, outbox, now)
+        if record.state not in OPEN_STATES:
+            self._active.pop(record.id, None)
 
     async def append_command(
         self,
@@ -544,7 +709,8 @@ class Storage:
         """
         now = time.time() if now is None else now
         seq = record.command_count
-        async with self.transaction() as db:
+        active = None
+        async with self.transaction(record.id) as db:
             await db.execute(
                 "INSERT INTO commands (game_id, seq, command, interaction_id, source, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -552,14 +718,19 @@ class Storage:
             )
             if record_changed:
                 await self._update_game(db, record)
+                if record.state not in OPEN_STATES:  # the game is over: its players are free
+                    active = await self._sync_active(db, record)
             await self._insert_outbox(db, record.id, seq, outbox, now)
             if snapshot is not None:
                 text = _dumps(snapshot)
                 await db.execute(
-                    "INSERT OR REPLACE INTO snapshots (game_id, seq, state, checksum, rules_version) "
-                    "VALUES (?, ?, ?, ?, ?)",
+                    "INSERT INTO snapshots (game_id, seq, state, checksum, rules_version) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (game_id, seq) DO UPDATE SET "
+                    "state = excluded.state, checksum = excluded.checksum, "
+                    "rules_version = excluded.rules_version",
                     (record.id, seq, text, checksum(text), rules_version),
                 )
+        self._remember_active(record, active)
         return seq
 
     async def commands(self, game_id: int, after: int = 0, upto: int | None = None) -> list[CommandRow]:
@@ -670,7 +841,7 @@ class Storage:
 
     async def add_outbox(self, game_id: int, items: Iterable[OutboxItem]) -> None:
         """Store outbox items on their own (reminders, results of background work)."""
-        async with self.transaction() as db:
+        async with self.transaction(game_id) as db:
             await self._insert_outbox(db, game_id, None, items, time.time())
 
     async def pending_outbox(
@@ -690,15 +861,23 @@ class Storage:
         return [_item(row) for row in rows]
 
     async def games_with_pending_outbox(self) -> list[int]:
-        """Ids of games that have pending outbox items."""
-        rows = await self._fetchall(
-            "SELECT DISTINCT game_id FROM outbox WHERE state = 'pending' ORDER BY game_id"
-        )
+        """Ids of games (of this process's shards) that have pending outbox items."""
+        if self._shard_sql:
+            rows = await self._fetchall(
+                "SELECT DISTINCT o.game_id FROM outbox o JOIN games g ON g.id = o.game_id "
+                f"WHERE o.state = 'pending'{self._owned('g.')} ORDER BY o.game_id"
+            )
+        else:
+            rows = await self._fetchall(
+                "SELECT DISTINCT game_id FROM outbox WHERE state = 'pending' ORDER BY game_id"
+            )
         return [row[0] for row in rows]
 
     async def games_in_state(self, state: str) -> list[int]:
         """Ids of the games in one state (``starting`` ones to resume, say)."""
-        rows = await self._fetchall("SELECT id FROM games WHERE state = ? ORDER BY id", (state,))
+        rows = await self._fetchall(
+            f"SELECT id FROM games WHERE state = ?{self._owned()} ORDER BY id", (state,)
+        )
         return [row[0] for row in rows]
 
     async def outbox_sent(
@@ -706,7 +885,7 @@ class Storage:
     ) -> None:
         """Mark one item carried out, with the id Discord returned (a message, role or channel),
         remembering a message for later edits under ``ref`` (name, channel id)."""
-        async with self.transaction() as db:
+        async with self.transaction(item.game_id) as db:
             await db.execute(
                 "UPDATE outbox SET state = 'sent', message_id = ?, sent_at = ?, "
                 "attempts = attempts + 1 WHERE id = ?",
@@ -714,8 +893,9 @@ class Storage:
             )
             if ref is not None and result_id is not None:
                 await db.execute(
-                    "INSERT OR REPLACE INTO message_refs (game_id, ref, channel_id, message_id) "
-                    "VALUES (?, ?, ?, ?)",
+                    "INSERT INTO message_refs (game_id, ref, channel_id, message_id) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT (game_id, ref) DO UPDATE SET "
+                    "channel_id = excluded.channel_id, message_id = excluded.message_id",
                     (item.game_id, ref[0], ref[1], result_id),
                 )
 
@@ -724,7 +904,7 @@ class Storage:
         if not items:
             return
         now = time.time()
-        async with self.transaction() as db:
+        async with self.transaction(items[0].game_id) as db:
             await db.executemany(
                 "UPDATE outbox SET state = 'sent', sent_at = ? WHERE id = ?",
                 [(now, item.id) for item in items],
@@ -732,7 +912,7 @@ class Storage:
 
     async def outbox_retry(self, item: OutboxItem, error: str) -> None:
         """Count a failed attempt that will be tried again."""
-        async with self.transaction() as db:
+        async with self.transaction(item.game_id) as db:
             await db.execute(
                 "UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?",
                 (error[:500], item.id),
@@ -740,7 +920,7 @@ class Storage:
 
     async def outbox_failed(self, item: OutboxItem, error: str) -> None:
         """Give up on an item Discord refuses for good (it stays in the table with its error)."""
-        async with self.transaction() as db:
+        async with self.transaction(item.game_id) as db:
             await db.execute(
                 "UPDATE outbox SET state = 'failed', attempts = attempts + 1, last_error = ? "
                 "WHERE id = ?",
@@ -765,10 +945,12 @@ class Storage:
 
     async def outbox_items(self, game_id: int, lane: str | None = None) -> list[OutboxItem]:
         """Every item of a game (of one lane), in order, whatever its state."""
-        rows = await self._fetchall(
-            "SELECT * FROM outbox WHERE game_id = ? AND (? IS NULL OR lane = ?) ORDER BY id",
-            (game_id, lane, lane),
-        )
+        if lane is None:
+            rows = await self._fetchall("SELECT * FROM outbox WHERE game_id = ? ORDER BY id", (game_id,))
+        else:
+            rows = await self._fetchall(
+                "SELECT * FROM outbox WHERE game_id = ? AND lane = ? ORDER BY id", (game_id, lane)
+            )
         return [_item(row) for row in rows]
 
     async def provisioned(self, game_id: int) -> dict[str, int]:
@@ -818,10 +1000,11 @@ class Storage:
 
     async def set_message_ref(self, game_id: int, ref: str, channel_id: int, message_id: int) -> None:
         """Remember a message (sent as an interaction answer, say) under ``ref``."""
-        async with self.transaction() as db:
+        async with self.transaction(game_id) as db:
             await db.execute(
-                "INSERT OR REPLACE INTO message_refs (game_id, ref, channel_id, message_id) "
-                "VALUES (?, ?, ?, ?)",
+                "INSERT INTO message_refs (game_id, ref, channel_id, message_id) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (game_id, ref) DO UPDATE SET "
+                "channel_id = excluded.channel_id, message_id = excluded.message_id",
                 (game_id, ref, channel_id, message_id),
             )
 
@@ -863,7 +1046,7 @@ class Storage:
             "LEFT JOIN archive a ON a.game_id = g.id "
             "LEFT JOIN archive_backfill b ON b.game_id = g.id "
             "WHERE g.state IN ('over', 'cancelled') AND g.setup IS NOT NULL AND g.seed IS NOT NULL "
-            "AND a.game_id IS NULL ORDER BY g.id"
+            f"AND a.game_id IS NULL{self._owned('g.')} ORDER BY g.id"
         )
         return [(int(row[0]), bool(row[1])) for row in rows]
 
@@ -904,7 +1087,7 @@ class Storage:
         ``rate`` computes the new ratings of the game's players and sides from the stored ones
         (called inside the transaction, only for a game played to the end).
         """
-        async with self.transaction() as db:
+        async with self.transaction(game.game_id) as db:
             async with db.execute("SELECT 1 FROM archive WHERE game_id = ?", (game.game_id,)) as cursor:
                 if await cursor.fetchone() is not None:
                     await db.execute("DELETE FROM archive_backfill WHERE game_id = ?", (game.game_id,))
@@ -969,11 +1152,14 @@ class Storage:
         await db.executemany(
             "INSERT INTO player_stats (guild_id, player, name, games, wins, survived, executed, votes, "
             "votes_mafia, checks, hits, mu, sigma, rating) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (guild_id, player) DO UPDATE SET name = excluded.name, games = games + 1, "
-            "wins = wins + excluded.wins, survived = survived + excluded.survived, "
-            "executed = executed + excluded.executed, votes = votes + excluded.votes, "
-            "votes_mafia = votes_mafia + excluded.votes_mafia, checks = checks + excluded.checks, "
-            "hits = hits + excluded.hits, mu = excluded.mu, sigma = excluded.sigma, "
+            "ON CONFLICT (guild_id, player) DO UPDATE SET name = excluded.name, "
+            "games = player_stats.games + 1, wins = player_stats.wins + excluded.wins, "
+            "survived = player_stats.survived + excluded.survived, "
+            "executed = player_stats.executed + excluded.executed, "
+            "votes = player_stats.votes + excluded.votes, "
+            "votes_mafia = player_stats.votes_mafia + excluded.votes_mafia, "
+            "checks = player_stats.checks + excluded.checks, hits = player_stats.hits + excluded.hits, "
+            "mu = excluded.mu, sigma = excluded.sigma, "
             "rating = excluded.rating",
             [(guild_id, p.player, p.name, p.won, p.survived, p.executed, p.votes, p.votes_mafia,
               p.checks, p.hits, new_ratings[p.player][0], new_ratings[p.player][1],
@@ -982,8 +1168,8 @@ class Storage:
         )
         await db.executemany(
             "INSERT INTO player_status_stats (guild_id, player, status, games, wins) VALUES (?, ?, ?, 1, ?) "
-            "ON CONFLICT (guild_id, player, status) DO UPDATE SET games = games + 1, "
-            "wins = wins + excluded.wins",
+            "ON CONFLICT (guild_id, player, status) DO UPDATE SET games = player_status_stats.games + 1, "
+            "wins = player_status_stats.wins + excluded.wins",
             [(guild_id, p.player, p.status, p.won) for p in players],
         )
         await db.executemany(

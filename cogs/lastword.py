@@ -100,7 +100,7 @@ class LastWordCog(commands.Cog):
 
     def __init__(self, bot: ProkuratorBot) -> None:
         self.bot = bot
-        self.folder = Path(bot.config.database).resolve().parent / "lastwords"
+        self.folder = bot.config.data_folder / "lastwords"
         self.folder.mkdir(parents=True, exist_ok=True)
         self.queues: dict[int, list[Request]] = {}
         self.workers: dict[int, asyncio.Task[None]] = {}

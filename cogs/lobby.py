@@ -328,6 +328,8 @@ class LobbyCog(commands.Cog):
             return
         if live.record.state != "lobby":
             raise UserError("error.not_lobby")
+        if await self.bot.storage.player_game(user.id) is not None:
+            raise UserError("error.in_other_game")  # started here or in another process
 
         def change(live: LiveGame) -> list[OutboxItem]:
             # under the game's lock: the lobby may have closed while this waited

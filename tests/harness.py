@@ -166,10 +166,13 @@ class Table:
 
 @contextlib.asynccontextmanager
 async def bot_on(
-    fake: FakeDiscord, world: StandardGuild, config: Config, *, clock: Callable[[], float] | None = None
+    fake: FakeDiscord, world: StandardGuild, config: Config, *, clock: Callable[[], float] | None = None,
+    **bot_options: Any,
 ) -> AsyncIterator[Table]:
-    """The bot running against an already started fake (a second bot after a "restart", say)."""
+    """The bot running against an already started fake (a second bot after a "restart", say);
+    ``bot_options`` go to :class:`ProkuratorBot` (``identify_pause=0`` for several shards)."""
     options: dict[str, Any] = {"clock": clock} if clock is not None else {}
+    options.update(bot_options)
     bot = ProkuratorBot(config, **options)
     async with running_client(fake, bot):
         yield Table(fake, world, bot, config)
@@ -184,6 +187,7 @@ async def bot_table(
     guild_locale: str = "ru",
     everyone_permissions: int | None = None,
     refusals: bool = False,
+    database: Path | str | None = None,
 ) -> AsyncIterator[Table]:
     """A started fake with a guild of ``players`` members (``p0``...) and the bot against it.
 
@@ -194,6 +198,9 @@ async def bot_table(
     When the test ends, every REST call the bot made must have been accepted (a fault the test
     injected aside): the fake refuses what Discord refuses, so a refusal is a bug. A test about
     Discord refusing something the bot could not know of passes ``refusals=True``.
+
+    ``database``: where the bot stores (the ``database`` fixture: a SQLite file or a PostgreSQL
+    URL); by default a SQLite file in a temporary folder.
     """
     fake = FakeDiscord()
     world = build_standard_guild(fake, players=[f"p{i}" for i in range(players)],
@@ -203,7 +210,8 @@ async def bot_table(
         fake.update_role(guild_id, guild_id, permissions=everyone_permissions)
         fake.set_overwrite(world.text_channel.id, Overwrite(guild_id, OVERWRITE_ROLE, allow=GENERAL_CHANNEL))
     with tempfile.TemporaryDirectory() as folder:
-        base = replace(config or Config(timers=NO_TIMERS), database=Path(folder) / "bot.sqlite3")
+        base = replace(config or Config(timers=NO_TIMERS),
+                       database=database if database is not None else Path(folder) / "bot.sqlite3")
         await fake.start()
         try:
             async with bot_on(fake, world, base, clock=clock) as table:

@@ -2,6 +2,8 @@
 
 -- games: the state 'starting' (dealt, its channels and roles being made). SQLite cannot change a
 -- CHECK constraint, so the table is rebuilt (foreign keys are off while migrations run).
+-- PostgreSQL changes the constraint in place (its foreign keys would not let the table go).
+-- sqlite only
 CREATE TABLE games_v2 (
     id              INTEGER PRIMARY KEY AUTOINCREMENT,
     guild_id        INTEGER NOT NULL,
@@ -18,14 +20,27 @@ CREATE TABLE games_v2 (
     command_count   INTEGER NOT NULL DEFAULT 0
 );
 
+-- sqlite only
 INSERT INTO games_v2 (id, guild_id, host_id, state, created_at, lobby, setup, seed, channels,
                       deadline, deadline_stage, reminders_sent, command_count)
     SELECT id, guild_id, host_id, state, created_at, lobby, setup, seed, channels,
            deadline, deadline_stage, reminders_sent, command_count FROM games;
 
+-- sqlite only
 DROP TABLE games;
 
+-- sqlite only
 ALTER TABLE games_v2 RENAME TO games;
+
+-- postgresql only
+ALTER TABLE games DROP CONSTRAINT games_state_check;
+
+-- postgresql only
+ALTER TABLE games ADD CONSTRAINT games_state_check
+    CHECK (state IN ('lobby', 'starting', 'running', 'over', 'cancelled'));
+
+-- postgresql only
+DROP INDEX games_one_open_per_guild;
 
 -- one open (lobby, starting or running) game per guild
 CREATE UNIQUE INDEX games_one_open_per_guild ON games (guild_id)

@@ -35,6 +35,7 @@ from rules import (
     deal,
 )
 from tests.archive_play import next_command
+from tests.storage.plugin import raw
 
 #: display names as a lobby may have them: spaces, case, the host's word, nothing
 NAMES = ["Анна Каренина", "анна_каренина", "host", "  ", "Пьер", "Пьер", "Наташа", "Андрей",
@@ -109,8 +110,8 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES)
-async def test_a_finished_game_is_archived_and_its_export_simulates_to_the_same_result(tmp_path, case):
-    service, archiver = await open_archive(tmp_path / "db.sqlite3")
+async def test_a_finished_game_is_archived_and_its_export_simulates_to_the_same_result(database, tmp_path, case):
+    service, archiver = await open_archive(database)
     live = await play_game(service, **case)
     await archiver.settle()
     archived = await service.storage.archived_game(live.id)
@@ -133,8 +134,8 @@ async def test_a_finished_game_is_archived_and_its_export_simulates_to_the_same_
     await service.storage.close()
 
 
-async def test_a_game_ended_by_the_host_is_archived_and_exported_as_far_as_it_went(tmp_path):
-    service, archiver = await open_archive(tmp_path / "db.sqlite3")
+async def test_a_game_ended_by_the_host_is_archived_and_exported_as_far_as_it_went(database, tmp_path):
+    service, archiver = await open_archive(database)
     live = await play_game(service, seed=11, end_by_host_after=40)
     await archiver.settle()
     archived = await service.storage.archived_game(live.id)
@@ -147,16 +148,15 @@ async def test_a_game_ended_by_the_host_is_archived_and_exported_as_far_as_it_we
     await service.storage.close()
 
 
-async def test_archiving_twice_changes_nothing(tmp_path):
-    service, archiver = await open_archive(tmp_path / "db.sqlite3")
+async def test_archiving_twice_changes_nothing(database, tmp_path):
+    service, archiver = await open_archive(database)
     live = await play_game(service, seed=12)
     await archiver.settle()
     before = await service.storage.leaderboard(1, "wins", limit=50)
     assert await archiver.archive(live.id, post=True) is None
     assert await archiver.sweep() == 0
     assert await service.storage.leaderboard(1, "wins", limit=50) == before
-    with sqlite3.connect(tmp_path / "db.sqlite3") as raw:
-        assert raw.execute("SELECT COUNT(*) FROM archive").fetchone()[0] == 1
+    assert (await raw(database, "SELECT COUNT(*) FROM archive"))[0][0] == 1
     await service.storage.close()
 
 
@@ -170,8 +170,8 @@ def test_scenario_names_are_unique_valid_words():
     assert names["2"] == "host_" and names["3"] == "player"
 
 
-async def test_votes_are_the_ones_each_city_counted(tmp_path):
-    service, archiver = await open_archive(tmp_path / "db.sqlite3")
+async def test_votes_are_the_ones_each_city_counted(database, tmp_path):
+    service, archiver = await open_archive(database)
     live = await service.create(1, 77, lobby(12))
     ids = [str(p["id"]) for p in live.record.lobby["players"]]
     setup = deal({"A": ids[:6], "B": ids[6:]}, 3, RoleCounts(doctor=False, journalist=False, maniac=False))
@@ -197,8 +197,8 @@ async def test_votes_are_the_ones_each_city_counted(tmp_path):
     await service.storage.close()
 
 
-async def test_figures_and_ratings_rebuild_to_the_same_values(tmp_path):
-    service, archiver = await open_archive(tmp_path / "db.sqlite3")
+async def test_figures_and_ratings_rebuild_to_the_same_values(database, tmp_path):
+    service, archiver = await open_archive(database)
     for seed in range(20, 26):
         await play_game(service, seed=seed, players=12, maniac=seed % 2 == 0)
         await archiver.settle()
@@ -206,8 +206,7 @@ async def test_figures_and_ratings_rebuild_to_the_same_values(tmp_path):
     before = await storage.leaderboard(1, "rating", limit=100)
     assert len(before) == 12 and all(row.games == 6 for row in before)
     total_wins = sum(row.wins for row in before)
-    with sqlite3.connect(tmp_path / "db.sqlite3") as raw:
-        winners = raw.execute("SELECT COUNT(*) FROM archive_players WHERE won = 1").fetchone()[0]
+    winners = (await raw(database, "SELECT COUNT(*) FROM archive_players WHERE won = 1"))[0][0]
     assert total_wins == winners
     assert await rebuild_stats(storage) == 6
     after = await storage.leaderboard(1, "rating", limit=100)
@@ -275,9 +274,9 @@ async def test_a_v1_database_with_finished_games_is_archived_when_upgraded(tmp_p
     await storage.close()
 
 
-def test_export_on_the_command_line(tmp_path, capsys):
+def test_export_on_the_command_line(database, tmp_path, capsys):
     async def prepare() -> int:
-        service, archiver = await open_archive(tmp_path / "db.sqlite3")
+        service, archiver = await open_archive(database)
         live = await play_game(service, seed=41)
         await archiver.settle()
         await service.storage.close()
@@ -285,17 +284,17 @@ def test_export_on_the_command_line(tmp_path, capsys):
 
     game_id = asyncio.run(prepare())
     out = tmp_path / "game.yaml"
-    assert main(["export", "--database", str(tmp_path / "db.sqlite3"), "--game", str(game_id),
+    assert main(["export", "--database", str(database), "--game", str(game_id),
                  "--out", str(out)]) == 0
     assert json.loads(simulate(out, as_json=True))["over"] is True
-    assert main(["export", "--database", str(tmp_path / "db.sqlite3"), "--game", "999"]) == 2
+    assert main(["export", "--database", str(database), "--game", "999"]) == 2
     assert "999" in capsys.readouterr().err
-    assert main(["rebuild-stats", "--database", str(tmp_path / "db.sqlite3")]) == 0
+    assert main(["rebuild-stats", "--database", str(database)]) == 0
     assert "1" in capsys.readouterr().out
 
 
-async def test_a_game_whose_replay_differs_is_not_exported(tmp_path):
-    service, archiver = await open_archive(tmp_path / "db.sqlite3")
+async def test_a_game_whose_replay_differs_is_not_exported(database, tmp_path):
+    service, archiver = await open_archive(database)
     live = await play_game(service, seed=51)
     await archiver.settle()
     archived = await service.storage.archived_game(live.id)
@@ -341,11 +340,11 @@ def test_a_touring_change_maps_to_the_touring_city_of_every_night():
     assert "touring_order:" in export_scenario(archived)
 
 
-async def test_last_words_are_archived_with_the_recording_and_the_message_that_posted_it(tmp_path):
+async def test_last_words_are_archived_with_the_recording_and_the_message_that_posted_it(database, tmp_path):
     from bot.storage import OutboxItem
     from rules import RequestLastWord
 
-    service, archiver = await open_archive(tmp_path / "db.sqlite3")
+    service, archiver = await open_archive(database)
     live = await service.create(1, 77, lobby(12))
     ids = [str(p["id"]) for p in live.record.lobby["players"]]
     setup = deal({"A": ids[:6], "B": ids[6:]}, 3, RoleCounts(doctor=False, journalist=False, maniac=False))

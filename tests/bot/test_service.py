@@ -12,6 +12,7 @@ from bot.service import GameService, LiveGame
 from bot.storage import GameExists, OutboxItem, Storage
 from rules import CastVote, EndDay, Game, Nominate, RuleError, Setup, StartVoting, deal
 from rules.events import Event
+from tests.storage.plugin import raw
 
 CITIES = {"A": [f"a{i}" for i in range(6)], "B": [f"b{i}" for i in range(6)]}
 
@@ -21,6 +22,7 @@ def announce(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
 
 
 async def open_service(path, **config) -> GameService:
+    """A service on ``path`` (a SQLite file or a PostgreSQL URL: the ``database`` fixture)."""
     storage = await Storage.open(path)
     service = GameService(storage, Config(database=path, **config), clock=lambda: 1000.0)
     service.render = announce
@@ -48,8 +50,8 @@ async def test_migrations_are_applied_once_and_wal_is_on(tmp_path):
         assert raw.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == len(files)
 
 
-async def test_one_open_game_per_guild(tmp_path):
-    service = await open_service(tmp_path / "db.sqlite3")
+async def test_one_open_game_per_guild(database):
+    service = await open_service(database)
     await service.create(1, 99, {"players": []})
     with pytest.raises(GameExists):
         await service.create(1, 98, {"players": []})
@@ -57,8 +59,8 @@ async def test_one_open_game_per_guild(tmp_path):
     await service.storage.close()
 
 
-async def test_a_command_is_committed_with_its_outbox_before_it_returns(tmp_path):
-    service = await open_service(tmp_path / "db.sqlite3")
+async def test_a_command_is_committed_with_its_outbox_before_it_returns(database):
+    service = await open_service(database)
     live = await started(service)
     applied = await service.apply(live.id, Nominate("a0", "a1"), source="player", interaction_id=555)
     assert [e.kind for e in applied.events] == ["nominated"]
@@ -70,8 +72,8 @@ async def test_a_command_is_committed_with_its_outbox_before_it_returns(tmp_path
     await service.storage.close()
 
 
-async def test_a_refused_command_stores_nothing(tmp_path):
-    service = await open_service(tmp_path / "db.sqlite3")
+async def test_a_refused_command_stores_nothing(database):
+    service = await open_service(database)
     live = await started(service)
     before = live.game.to_dict()
     outbox = len(await service.storage.pending_outbox(live.id))
@@ -84,8 +86,8 @@ async def test_a_refused_command_stores_nothing(tmp_path):
     await service.storage.close()
 
 
-async def test_an_interaction_delivered_twice_is_applied_once(tmp_path):
-    service = await open_service(tmp_path / "db.sqlite3")
+async def test_an_interaction_delivered_twice_is_applied_once(database):
+    service = await open_service(database)
     live = await started(service)
     first = await service.apply(live.id, Nominate("a0", "a1"), source="player", interaction_id=7)
     again = await service.apply(live.id, Nominate("a0", "a1"), source="player", interaction_id=7)
@@ -94,8 +96,8 @@ async def test_an_interaction_delivered_twice_is_applied_once(tmp_path):
     await service.storage.close()
 
 
-async def test_concurrent_commands_are_applied_in_order_one_at_a_time(tmp_path):
-    service = await open_service(tmp_path / "db.sqlite3")
+async def test_concurrent_commands_are_applied_in_order_one_at_a_time(database):
+    service = await open_service(database)
     live = await started(service)
     nominations = [Nominate(f"a{i}", f"a{(i + 1) % 6}") for i in range(6)]
     results = await asyncio.gather(
@@ -115,8 +117,8 @@ async def test_concurrent_commands_are_applied_in_order_one_at_a_time(tmp_path):
     await service.storage.close()
 
 
-async def test_restore_is_snapshot_plus_replay_and_equals_the_game(tmp_path):
-    path = tmp_path / "db.sqlite3"
+async def test_restore_is_snapshot_plus_replay_and_equals_the_game(database):
+    path = database
     service = await open_service(path, snapshot_every=3)
     live = await started(service)
     for i in range(5):
@@ -124,7 +126,7 @@ async def test_restore_is_snapshot_plus_replay_and_equals_the_game(tmp_path):
     await service.apply(live.id, StartVoting(), source="host")
     await service.apply(live.id, CastVote("a0", "a1"), source="player")
     expected = live.game.to_dict()
-    snapshots = sqlite3.connect(path).execute("SELECT seq FROM snapshots").fetchall()
+    snapshots = await raw(path, "SELECT seq FROM snapshots")
     assert sorted(s for (s,) in snapshots) == [3, 6]
     await service.storage.close()
 
@@ -136,8 +138,8 @@ async def test_restore_is_snapshot_plus_replay_and_equals_the_game(tmp_path):
     await again.storage.close()
 
 
-async def test_a_corrupt_snapshot_falls_back_to_the_log_and_other_games_load(tmp_path):
-    path = tmp_path / "db.sqlite3"
+async def test_a_corrupt_snapshot_falls_back_to_the_log_and_other_games_load(database):
+    path = database
     service = await open_service(path, snapshot_every=1)
     first = await started(service, guild=1)
     second = await started(service, guild=2)
@@ -145,8 +147,7 @@ async def test_a_corrupt_snapshot_falls_back_to_the_log_and_other_games_load(tmp
     await service.apply(second.id, Nominate("a0", "a1"), source="player")
     expected = first.game.to_dict()
     await service.storage.close()
-    with sqlite3.connect(path) as raw:
-        raw.execute("UPDATE snapshots SET state = ? WHERE game_id = ?", (json.dumps({"bad": 1}), first.id))
+    await raw(path, "UPDATE snapshots SET state = ? WHERE game_id = ?", (json.dumps({"bad": 1}), first.id))
     again = await open_service(path)
     restored = await again.restore()
     assert [g.id for g in restored] == [first.id, second.id]
@@ -154,8 +155,8 @@ async def test_a_corrupt_snapshot_falls_back_to_the_log_and_other_games_load(tmp
     await again.storage.close()
 
 
-async def test_a_held_day_end_waits_and_then_applies(tmp_path):
-    service = await open_service(tmp_path / "db.sqlite3")
+async def test_a_held_day_end_waits_and_then_applies(database):
+    service = await open_service(database)
     live = await started(service)
     await service.apply(live.id, StartVoting(), source="host")
     service.hold(live.id, "lastword")
@@ -167,10 +168,10 @@ async def test_a_held_day_end_waits_and_then_applies(tmp_path):
     await service.storage.close()
 
 
-async def test_deadlines_are_set_per_stage_from_the_timers(tmp_path):
+async def test_deadlines_are_set_per_stage_from_the_timers(database):
     from bot.config import Timers
 
-    service = await open_service(tmp_path / "db.sqlite3", timers=Timers(discussion=60, voting=0, night=30))
+    service = await open_service(database, timers=Timers(discussion=60, voting=0, night=30))
     live = await started(service)
     assert live.record.deadline == 1060.0 and live.record.deadline_stage == "day 1 discussion"
     await service.apply(live.id, StartVoting(), source="host")

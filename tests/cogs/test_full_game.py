@@ -247,9 +247,9 @@ def secret_leaks(table: Table, language: str, channels: dict | None = None) -> l
 
 
 @pytest.mark.parametrize("language", ["ru", "en"])
-async def test_a_whole_game_through_interactions(language: str, caplog: pytest.LogCaptureFixture):
+async def test_a_whole_game_through_interactions(language: str, database, caplog: pytest.LogCaptureFixture):
     caplog.set_level(logging.ERROR, logger="bot.i18n")
-    async with bot_table(players=16) as table:
+    async with bot_table(players=16, database=database) as table:
         await play_whole_game(table, language)
         game = table.bot.service  # the game left memory when it ended
         assert not [g for g in game.games() if g.record.guild_id == table.guild_id]

@@ -34,12 +34,11 @@ def record_of(table: Table) -> dict:
 
 
 @pytest.mark.parametrize("snapshot_every", [50, 3], ids=["log-only", "snapshot-and-log"])
-async def test_buttons_posted_before_a_restart_still_work_and_the_game_is_the_same(snapshot_every: int):
+async def test_buttons_posted_before_a_restart_still_work_and_the_game_is_the_same(snapshot_every: int, database):
     fake = FakeDiscord()
     world = build_standard_guild(fake, players=[f"p{i}" for i in range(16)])
-    with tempfile.TemporaryDirectory() as folder:
-        config = replace(Config(timers=NO_TIMERS, snapshot_every=snapshot_every),
-                         database=Path(folder) / "bot.sqlite3")
+    with tempfile.TemporaryDirectory():
+        config = replace(Config(timers=NO_TIMERS, snapshot_every=snapshot_every), database=database)
         await fake.start()
         try:
             async with bot_on(fake, world, config) as first:
