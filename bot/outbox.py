@@ -223,8 +223,15 @@ class Outbox:
             except Exception:
                 # the database (a full disk, say): nothing is lost, it is all still pending
                 log.exception("outbox lane %s of game %s failed; trying again in %.1f s", lane, game_id, delay)
-                await asyncio.sleep(delay)
+                await self._back_off(wake, delay)
                 delay = min(delay * 2, BACKOFF_MAX)
+
+    @staticmethod
+    async def _back_off(wake: asyncio.Event, delay: float) -> None:
+        """Wait ``delay`` seconds, or less if new items are stored for the lane meanwhile: a new
+        item is a new reason to try (the database may have room again)."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(wake.wait(), delay)
 
     async def _carry_out(self, items: list[OutboxItem]) -> None:
         latest: dict[str, int] = {item.target["ref"]: item.id for item in items if item.kind == "edit"}
@@ -242,8 +249,8 @@ class Outbox:
         """Carry one item out (retrying what is worth it); False when Discord refused it."""
         handler = self.handlers.get(item.kind)
         if handler is None:
-            await self.storage.outbox_failed(item, f"unknown kind {item.kind!r}")
             log.error("outbox item %s of game %s has unknown kind %r", item.id, item.game_id, item.kind)
+            await self._mark_failed(item, f"unknown kind {item.kind!r}")
             return False
         delay = BACKOFF_START
         # pending when this process started: an earlier one may have carried it out unheard
@@ -285,7 +292,7 @@ class Outbox:
                     "outbox item %s (%s) of game %s refused by Discord: %s",
                     item.id, item.kind, item.game_id, error,
                 )
-                await self.storage.outbox_failed(item, repr(error))
+                await self._mark_failed(item, repr(error))
                 for hook in list(self.failure_hooks):
                     try:
                         await hook(item, error)
@@ -307,17 +314,29 @@ class Outbox:
     async def _mark(self, item: OutboxItem, result: int | None, ref: tuple[str, int] | None) -> None:
         """Store that Discord accepted the item, however long the database refuses (a full disk):
         carrying it out again could post it twice once the nonce is forgotten."""
+        await self._store_mark(item, "done", lambda: self.storage.outbox_sent(item, result, ref))
+
+    async def _mark_failed(self, item: OutboxItem, error: str) -> None:
+        """Store that Discord refused the item for good, however long the database refuses: the
+        failure is reported (to the host, by the hooks) only once it is stored."""
+        await self._store_mark(item, "failed", lambda: self.storage.outbox_failed(item, error))
+
+    async def _store_mark(self, item: OutboxItem, what: str, store: Callable[[], Awaitable[None]]) -> None:
+        """Run ``store`` until the database takes it, logging and backing off meanwhile; a new
+        item of the lane cuts the wait short (it may find room the previous try did not)."""
+        wake = self._wake.setdefault((item.game_id, item.queue), asyncio.Event())
         delay = BACKOFF_START
         while True:
             try:
-                await self.storage.outbox_sent(item, result, ref)
+                await store()
                 return
             except Exception:
                 if self._closed:
                     raise
-                log.exception("outbox item %s of game %s: could not mark it done; again in %.1f s",
-                              item.id, item.game_id, delay)
-                await asyncio.sleep(delay)
+                log.exception("outbox item %s of game %s: could not mark it %s; again in %.1f s",
+                              item.id, item.game_id, what, delay)
+                wake.clear()
+                await self._back_off(wake, delay)
                 delay = min(delay * 2, BACKOFF_MAX)
 
     async def _timed(self, call: Coroutine[Any, Any, T], seconds: float | None = None) -> T:
