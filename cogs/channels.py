@@ -153,12 +153,14 @@ class Layout:
             result.append(Overwrite(self.dead_role, READ.value, SILENCE.value, ROLE))
         return result
 
-    def mafia_overwrites(self, game: Game, name: str, *, over: bool = False,
+    def mafia_overwrites(self, game: Game | None, name: str, *, over: bool = False,
                          reveal: bool = False) -> list[Overwrite]:
         """A mafia room: only the city's living mafiosi (and the host) see it; at the end, with
-        ``reveal``, every player of the game reads it."""
+        ``reveal``, every player of the game reads it. (No game: a broken one whose deal cannot
+        be read; its room keeps only the host.)"""
         allow, deny = (READ.value, SILENCE.value) if over else (READ.value | WRITE.value, 0)
-        result = self.base() + [Overwrite(int(p), allow, deny) for p in game.living_mafiosi(name)]
+        mafiosi = game.living_mafiosi(name) if game is not None else []
+        result = self.base() + [Overwrite(int(p), allow, deny) for p in mafiosi]
         return result + (self.everyone_reads_at_end() if over and reveal else [])
 
     def everyone_reads_at_end(self) -> list[Overwrite]:
@@ -184,7 +186,7 @@ class Layout:
         """The host's log: the host alone; at the end, with ``reveal``, every player reads it."""
         return self.base() + (self.everyone_reads_at_end() if over and reveal else [])
 
-    def channels(self, game: Game, *, over: bool = False,
+    def channels(self, game: Game | None, *, over: bool = False,
                  reveal: bool = False) -> list[tuple[Target, list[Overwrite]]]:
         """Every channel of the game with the overwrites it has (at the end, with ``over``; the
         mafia rooms and the log open to every player, read-only, with ``reveal``)."""
@@ -414,7 +416,7 @@ def quiet_swap(live: LiveGame, game: Game, player: str, *, wants_pings: bool,
     return items
 
 
-def end_of_game_items(channels: dict[str, Any], game: Game, at_end: str, *,
+def end_of_game_items(channels: dict[str, Any], game: Game | None, at_end: str, *,
                       reveal: bool = False) -> list[OutboxItem]:
     """At the end: delete the game's channels and roles (after the last messages said in them), or
     make every channel read-only to all who read it and the tribune silent, and with ``reveal``

@@ -29,7 +29,7 @@ from discord.ext import commands
 from bot.errors import UserError
 from bot.i18n import key_str, t
 from bot.service import GameBroken, LiveGame, MovedOn, NoGame, Seen, command_for_deadline
-from bot.storage import OutboxItem
+from bot.storage import DamagedLog, OutboxItem
 from cogs.channels import (
     Layout,
     end_of_game_items,
@@ -812,12 +812,22 @@ class HostCog(commands.Cog):
             await interaction.response.send_message(phrase(live, "host.ended_reply"), ephemeral=True)
             return
 
+        # a broken game is closed like any other: its channels locked (or deleted) as at an end,
+        # with the last state its log still gives for who sits in which mafia room
+        known = live.game if live.broken is None else await self._last_known_game(live)
+
         def change(live: LiveGame) -> list[OutboxItem]:
             items: list[OutboxItem] = []
-            game = live.game
+            game = live.game if live.broken is None else known
             live.record.state = "cancelled"
             live.record.deadline = None
-            if game is not None and live.record.channels:
+            if live.broken is not None and live.record.channels.get("roles"):
+                for channel_id in closing_channels(live):
+                    items.append(OutboxItem("send", {"channel_id": channel_id},
+                                            {"content": phrase(live, "host.ended"), "allowed_mentions": NO_PINGS}))
+                items.extend(end_of_game_items(live.record.channels, game, live.record.lobby.get("at_end", "keep"),
+                                               reveal=bool(live.record.lobby.get("reveal", True))))
+            elif game is not None and live.record.channels:
                 lines = [phrase(live, "host.ended")] + summary_lines(live, game)
                 for channel_id in closing_channels(live):
                     for chunk in chunks(lines):
@@ -832,6 +842,29 @@ class HostCog(commands.Cog):
         if not await self.bot.service.update(live.id, change, interaction_id=interaction.id):
             return  # delivered twice: done and answered the first time
         await interaction.response.send_message(phrase(live, "host.ended_reply"), ephemeral=True)
+
+    async def _last_known_game(self, live: LiveGame) -> Game | None:
+        """A broken game as far as its log still replays (None: not even its deal is readable)."""
+        record = live.record
+        if record.damaged is not None or record.setup is None or record.seed is None:
+            return None
+        try:
+            game = Game.create(Setup.from_dict(record.setup), record.seed)
+        except Exception:
+            return None
+        upto = None
+        while True:
+            try:
+                rows = await self.bot.storage.commands(live.id, upto=upto)
+                break
+            except DamagedLog as damaged:
+                upto = damaged.seq - 1
+        for row in rows:
+            try:
+                game.apply(command_from_dict(row.command))
+            except Exception:
+                break  # where the log stops replaying
+        return game
 
 
 async def setup(bot: ProkuratorBot) -> None:
