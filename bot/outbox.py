@@ -571,21 +571,26 @@ class Outbox:
     async def _sweep(self, item: OutboxItem) -> int | None:
         """Remove duplicates of what a provisioning made: a create whose answer was lost and that
         was made again, yet reached Discord later after all. They bear the plan's names (channels
-        in the game's category, or a second category of its name) but no item has their id."""
+        in the game's category, or a second category of its name) but no item has their id.
+
+        With ``rollback`` in the payload (the last step of a start called off) everything bearing
+        the plan's names goes, whoever made it: a create that was under way when the start was
+        called off and whose answer was lost (the process died) made something no item knows."""
         guild_id = int(item.target["guild_id"])
         payload = item.payload
         channels = await self._timed(self.http.get_all_guild_channels(guild_id))
         roles = await self._timed(self.http.get_roles(guild_id))
         names = set(payload.get("roles", []))
         doubles = [int(role["id"]) for role in roles if role.get("name") in names]
-        category = await self._resolve(item.game_id, payload["category"])
         categories = {int(c["id"]) for c in channels
                       if int(c.get("type", -1)) == 4 and c.get("name") == payload["category_name"]}
-        parents = categories | {category}
+        parents = set(categories)
+        if payload.get("category") is not None:
+            parents.add(await self._resolve(item.game_id, payload["category"]))
         marks = set(payload.get("topics", [])) | set(payload.get("names", []))
         found = [int(c["id"]) for c in channels if c.get("parent_id") and int(c["parent_id"]) in parents
                  and (c.get("topic") in marks or c.get("name") in marks)]
-        taken = await self.storage.claimed([*doubles, *categories, *found])
+        taken = set() if payload.get("rollback") else await self.storage.claimed([*doubles, *categories, *found])
         for role_id in (role for role in doubles if role not in taken):
             log.warning("game %s: removing a duplicate role %s", item.game_id, role_id)
             with contextlib.suppress(discord.NotFound):

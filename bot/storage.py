@@ -734,7 +734,7 @@ class Storage:
         """Count a failed attempt that will be tried again."""
         async with self.transaction() as db:
             await db.execute(
-                "UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?",
+                "UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ? AND state = 'pending'",
                 (error[:500], item.id),
             )
 

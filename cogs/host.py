@@ -577,11 +577,17 @@ class HostCog(commands.Cog):
         """Remove what the game's provisioning made, then the lobby is a lobby again (or, after
         /host end, cancelled). The removals are intents of the provisioning lane too."""
         made = await self.bot.storage.provisioned(live.id)
+        # the plan's own sweep names what the attempt makes: swept again, all of it, at the end
+        plans = [item for item in await self.bot.storage.outbox_items(live.id, "provision") if item.kind == "sweep"]
 
         def change(live: LiveGame) -> list[OutboxItem]:
             provision = live.record.lobby["provision"]
             provision.update(state="rollback", reason=reason, target=target)
-            return rollback_plan(live.record.guild_id, made, int(provision["attempt"]))
+            items = rollback_plan(live.record.guild_id, made, int(provision["attempt"]))
+            if plans:
+                items.append(OutboxItem("sweep", plans[-1].target, {**plans[-1].payload, "category": None,
+                                                                    "rollback": True}, lane="provision"))
+            return items
 
         await self.bot.service.update(live.id, change, cancel_lane="provision")
         self.bot.outbox.kick(live.id, ("provision",))  # with nothing to remove, it ends the rollback
