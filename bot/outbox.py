@@ -603,7 +603,13 @@ class Outbox:
 
     async def _edit_channel(self, item: OutboxItem) -> int | None:
         channel_id = await self._resolve(item.game_id, item.target["channel_id"])
-        await self._timed(self.http.edit_channel(channel_id, **item.payload))
+        payload = dict(item.payload)
+        if "permission_overwrites" in payload:
+            # a role made mid-game (a quiet twin, the spectators') is named by its key until made
+            payload["permission_overwrites"] = [
+                {**overwrite, "id": str(await self._resolve(item.game_id, overwrite["id"]))}
+                for overwrite in payload["permission_overwrites"]]
+        await self._timed(self.http.edit_channel(channel_id, **payload))
         return None
 
 

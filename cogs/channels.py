@@ -14,14 +14,16 @@ dead; a log only the host sees. In every one @everyone is denied View
 Channel and Connect, and the bot and the host have member overwrites. A
 city channel: the city's living roles write; the other cities' living roles
 and the dead role read (all only with ``channels.everyone_reads``; without
-it only the city's own, the dead role too when there is a single city). The
+it only the city's own, the dead role too when there is a single city), and
+the game's spectator role reads, once a first spectator made it (it is in
+no other channel, and the end's reveal does not open the rooms to it). The
 mafia room: member overwrites of the city's living mafiosi, never a role.
 The tribune: the living roles speak and write in its text chat, the dead
 role listens. The dead channel: the dead role writes. The dead are denied
 :data:`bot.permissions.SILENCE` wherever they read. At the end every channel
 is read-only to all who could read it, and the tribune silent.
 
-So a channel carries at most 3 + 2 × cities + 1 overwrites (a mafia room
+So a channel carries at most 3 + 2 × cities + 2 overwrites (a mafia room
 3 + its mafiosi), within Discord's 100 for 200 players in 10 cities, and a
 death is three REST calls: the city role off, the mafia room's overwrite
 dropped (a mafioso), the dead role on.
@@ -121,6 +123,8 @@ class Layout:
     dead_role: Target
     everyone_reads: bool = True
     quiet: set[str] = field(default_factory=set)
+    spectators: Target | None = None
+    """The game's spectator role (made when a first member asks to watch; None until then)."""
 
     def base(self) -> list[Overwrite]:
         """What every game channel has: @everyone kept out, the bot and the host in."""
@@ -151,6 +155,8 @@ class Layout:
             result.extend(Overwrite(role, allow, deny, ROLE) for role in city.roles)
         if self.everyone_reads or len(self.cities) == 1:
             result.append(Overwrite(self.dead_role, READ.value, SILENCE.value, ROLE))
+        if self.spectators is not None:
+            result.append(Overwrite(self.spectators, READ.value, SILENCE.value, ROLE))
         return result
 
     def mafia_overwrites(self, game: Game | None, name: str, *, over: bool = False,
@@ -217,6 +223,7 @@ class Layout:
                            for city in self.cities},
             },
             "quiet": sorted(self.quiet),
+            **({"spectators": self.spectators} if self.spectators is not None else {}),
         }
 
     @classmethod
@@ -231,7 +238,7 @@ class Layout:
                     for name, ids in channels["cities"].items()],
             voice=channels["voice"], dead=channels["dead"], log=channels["log"],
             dead_role=roles["dead"], everyone_reads=bool(channels.get("everyone_reads", True)),
-            quiet=set(channels.get("quiet", [])),
+            quiet=set(channels.get("quiet", [])), spectators=channels.get("spectators"),
         )
 
 
@@ -329,7 +336,7 @@ def resolved(layout: Layout, ids: dict[str, int]) -> Layout:
         guild=layout.guild, bot=layout.bot, host=layout.host, category=one(layout.category),
         cities=[CityPlaces(c.name, one(c.text), one(c.mafia), one(c.living), one(c.quiet)) for c in layout.cities],
         voice=one(layout.voice), dead=one(layout.dead), log=one(layout.log), dead_role=one(layout.dead_role),
-        everyone_reads=layout.everyone_reads, quiet=set(layout.quiet),
+        everyone_reads=layout.everyone_reads, quiet=set(layout.quiet), spectators=one(layout.spectators),
     )
 
 
@@ -428,8 +435,9 @@ def end_of_game_items(channels: dict[str, Any], game: Game | None, at_end: str, 
     if at_end == "delete":
         items = [OutboxItem("delete_channel", {"channel_id": target}, {}) for target, _ in layout.channels(game)]
         items.append(OutboxItem("delete_channel", {"channel_id": layout.category}, {}))
+        spectators = [layout.spectators] if layout.spectators is not None else []
         items.extend(OutboxItem("delete_role", {"guild_id": layout.guild, "role": role}, {}, lane="messages")
-                     for role in layout.roles())
+                     for role in layout.roles() + spectators)
         return items
     return [
         OutboxItem("edit_channel", {"channel_id": target},

@@ -73,6 +73,7 @@ from cogs.render import (
     pings_on,
     summary_lines,
 )
+from cogs.spectators import MODES as SPECTATOR_MODES
 from rules import (
     AppointGodfather,
     AppointJudge,
@@ -243,6 +244,7 @@ class HostCog(commands.Cog):
         maniac_wins_if_survives=key_str("maniac_wins_if_survives", "opt.maniac_wins_if_survives.name"),
         last_word_seconds=key_str("last_word_seconds", "opt.last_word_seconds.name"),
         pings=key_str("pings", "opt.pings.name"), reveal=key_str("reveal_at_end", "opt.reveal.name"),
+        spectators=key_str("spectators", "opt.spectators.name"),
     )
     @app_commands.describe(
         cities=key_str("City names, comma separated", "opt.cities.description"),
@@ -261,11 +263,14 @@ class HostCog(commands.Cog):
                       "opt.pings.description"),
         reveal=key_str("At the end, every player reads the mafia rooms and the host's log (default: yes)",
                        "opt.reveal.description"),
+        spectators=key_str("Members who do not play read the city channels: on, off, or after the game "
+                           "(default: on)", "opt.spectators.description"),
     )
     @app_commands.choices(
         first_phase=[_choice("day", "choice.day"), _choice("night", "choice.night")],
         day_fallback=[_choice("random", "choice.random"), _choice("host", "choice.host")],
         maniac_idle=[_choice("random", "choice.random"), _choice("none", "choice.none")],
+        spectators=[_choice("on", "choice.on"), _choice("off", "choice.off"), _choice("after", "choice.after")],
     )
     async def setup(
         self,
@@ -283,6 +288,7 @@ class HostCog(commands.Cog):
         last_word_seconds: app_commands.Range[int, 1, 180] | None = None,
         pings: bool | None = None,
         reveal: bool | None = None,
+        spectators: str | None = None,
     ) -> None:
         live = await self._settings_game(interaction)
         if live.record.state != "lobby":
@@ -301,6 +307,8 @@ class HostCog(commands.Cog):
             }.items() if value is not None
         }
         RuleOptions.from_dict(rules)
+        if spectators is not None and spectators not in SPECTATOR_MODES:
+            raise UserError("error.bad_option", option="spectators", value=repr(spectators)[:40])
 
         def change(live: LiveGame) -> list[OutboxItem]:
             if live.record.state != "lobby":  # started while this waited for the lock
@@ -314,7 +322,7 @@ class HostCog(commands.Cog):
                 if value is not None:
                     setup[key] = value
             live.record.lobby.setdefault("rules", {}).update(rules)
-            for key, value in (("pings", pings), ("reveal", reveal)):
+            for key, value in (("pings", pings), ("reveal", reveal), ("spectators", spectators)):
                 if value is not None:
                     live.record.lobby[key] = value
             return lobby_edit(live)

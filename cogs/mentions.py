@@ -28,6 +28,7 @@ PLACEHOLDERS = {
     "cmd_setup": "host setup", "cmd_start": "host start", "cmd_next": "host next", "cmd_end": "host end",
     "cmd_execute": "host execute", "cmd_touring": "host touring", "cmd_history": "mafia history",
     "cmd_game": "mafia game", "cmd_godfather": "host godfather", "cmd_hostrole": "admin hostrole",
+    "cmd_spectate": "mafia spectate",
 }
 
 
