@@ -88,9 +88,14 @@ class PermanentFailure(Exception):
     """Discord refused an item for good (403, 404, a bad request)."""
 
 
+class NotMadeYet(Exception):
+    """An item names a role or channel whose making is still pending in the provisioning lane
+    (a spectators' role asked for just before the end locks the channels): tried again later."""
+
+
 def is_transient(error: BaseException) -> bool:
     """Whether an error is worth trying again: rate limits, server errors, network faults, hangs."""
-    if isinstance(error, discord.DiscordServerError | aiohttp.ClientError | asyncio.TimeoutError):
+    if isinstance(error, discord.DiscordServerError | aiohttp.ClientError | asyncio.TimeoutError | NotMadeYet):
         return True
     if isinstance(error, discord.HTTPException):
         return error.status == 429 or error.status >= 500
@@ -355,6 +360,14 @@ class Outbox:
         """Drop what is remembered of a game's provisioning (it was rolled back)."""
         self._ids.pop(game_id, None)
 
+    async def _being_made(self, game_id: int, key: Any) -> bool:
+        """Whether the provisioning lane still has the making of ``key`` pending (or has just made
+        it: its mark may have been stored after the look that missed it)."""
+        if key in await self.storage.provisioned(game_id):
+            return True
+        return any(item.kind in CREATES and item.target.get("key") == key
+                   for item in await self.storage.pending_outbox(game_id, 1000, lane="provision"))
+
     async def _resolve(self, game_id: int, value: Any) -> int:
         """An id given as is, or the key of something the game's provisioning made."""
         if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
@@ -606,9 +619,16 @@ class Outbox:
         payload = dict(item.payload)
         if "permission_overwrites" in payload:
             # a role made mid-game (a quiet twin, the spectators') is named by its key until made
-            payload["permission_overwrites"] = [
-                {**overwrite, "id": str(await self._resolve(item.game_id, overwrite["id"]))}
-                for overwrite in payload["permission_overwrites"]]
+            overwrites = []
+            for overwrite in payload["permission_overwrites"]:
+                try:
+                    target = await self._resolve(item.game_id, overwrite["id"])
+                except PermanentFailure:
+                    if await self._being_made(item.game_id, overwrite["id"]):
+                        raise NotMadeYet(f"game {item.game_id}: {overwrite['id']!r} is being made") from None
+                    raise
+                overwrites.append({**overwrite, "id": str(target)})
+            payload["permission_overwrites"] = overwrites
         await self._timed(self.http.edit_channel(channel_id, **payload))
         return None
 

@@ -167,3 +167,31 @@ async def test_the_host_lets_no_spectators_in_or_only_after_the_game():
         mafia = int(table.channels["cities"]["Верона"]["mafia"])
         assert not table.fake.permissions_for(table.guild_id, mafia, watcher) & VIEW
         assert (await table.bot.storage.game(game)).channels["watching"] == [watcher]
+
+
+async def test_the_end_while_the_spectators_role_is_being_made_locks_the_channels_once_it_is():
+    """Found by the chaos test: a first spectator asks just before the end, and the role is still
+    being made when the end locks the channels (another lane). The lock waits for the role, and
+    then every player's pen is gone and the spectator reads."""
+    async with bot_table(players=10) as table:
+        quick_edits(table)
+        await table.new_game(players=PLAYERS[:8], cities="Верона", maniac=False)
+        table.channels = table.live().record.channels
+        game = table.live().id
+        players = [int(p) for p in table.game.players]
+        city = places(table)[0][0]
+        held = table.fake.hang("POST", r"/guilds/\d+/roles", count=1)
+        assert (await run(table, "p8", "mafia spectate")).content == t("ru", "spectate.started", game=game)
+        await table.fake.wait_until(lambda: held.hits or None, 5.0, "the role was not being made")
+        ended = await run(table, "host", "host end")
+        assert ended.content == t("ru", "host.ended_reply")
+        held.release()
+        await table.drain()
+        async with table.bot.storage.transaction() as db, db.execute(
+                "SELECT kind, state, last_error FROM outbox WHERE game_id = ? AND state != 'sent'",
+                (game,)) as cursor:
+            assert [tuple(row) async for row in cursor] == []
+        for player in players:
+            assert not table.fake.permissions_for(table.guild_id, city, player) & SEND
+        allowed = table.fake.permissions_for(table.guild_id, city, table.member("p8").user.id)
+        assert allowed & VIEW and not allowed & SEND
