@@ -102,6 +102,7 @@ def template(key: str) -> re.Pattern[str]:
 
 
 SUCCESS = [template(key) for key in GAME_SUCCESS if key in CATALOGUE]
+WATCHES, UNWATCHES = template("spectate.started"), template("spectate.stopped")
 REFUSALS = [template(key) for key in CATALOGUE if key.startswith("error.")]
 JOINED = template("lobby.joined")
 
@@ -247,6 +248,18 @@ def ids_in(value: Any) -> Iterator[int]:
     elif isinstance(value, list):
         for item in value:
             yield from ids_in(item)
+
+
+def keys_in(value: Any) -> Iterator[str]:
+    """Every provisioning key (``spectate:role``, ``notify:quiet:0``) in a game's stored channels."""
+    if isinstance(value, str) and ":" in value:
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from keys_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from keys_in(item)
 
 
 class Chaos:
@@ -436,6 +449,12 @@ class Chaos:
             await self._send(club, "end", game_id, lambda: self.fake.slash(guild, host, "host end", {},
                                                                          locale="ru", wait=False))
             return
+        if self.random.random() < 0.03:  # a member who does not play starts or stops watching
+            watcher = self.random.choice(club.members[self.players:])
+            command = self.random.choice(("mafia spectate", "mafia spectate", "mafia leave"))
+            await self._send(club, "spectate", game_id, lambda: self.fake.slash(
+                guild, watcher, command, {}, locale="ru", wait=False))
+            return
         if self.random.random() < 0.3:
             user = host
             command, option, _ = self.random.choices(HOST_COMMANDS, [w for *_, w in HOST_COMMANDS])[0]
@@ -489,6 +508,7 @@ class Chaos:
 
     def _check_answers(self, games: dict[int, dict[str, Any]], logged: Counter[int]) -> None:
         figures = self.figures
+        latest: dict[tuple[int, int], tuple[int, bool]] = {}  # (game, member) -> his last answered toggle
         for interaction_id, times in logged.items():
             if times > 1:
                 figures.doubled.append(f"interaction {interaction_id} is in the log {times} times")
@@ -512,12 +532,22 @@ class Chaos:
                 if ids.count(result.user_id) != 1:
                     figures.lost.append(f"join {result.id} of {result.user_id} answered, "
                                         f"in game {sent.game_id}'s lobby {ids.count(result.user_id)} times")
+            elif sent.what == "spectate" and (WATCHES.fullmatch(text) or UNWATCHES.fullmatch(text)):
+                figures.acknowledged += 1
+                game_id = int(re.findall(r"№(\d+)", text)[0])
+                latest[(game_id, result.user_id)] = (result.id, bool(WATCHES.fullmatch(text)))
             elif sent.what == "start" and "началась" in text:
                 figures.acknowledged += 1
                 game = games.get(sent.game_id or 0)
                 if game is None or game["setup"] is None or game["state"] not in ("running", "over", "cancelled"):
                     figures.lost.append(f"start {result.id} of game {sent.game_id} answered, "
                                         f"the game is {game and game['state']}")
+
+        for (game_id, user), (_, watches) in sorted(latest.items(), key=lambda entry: entry[1][0]):
+            watching = {int(u) for u in json.loads(games[game_id]["channels"] or "{}").get("watching", [])}
+            if (user in watching) != watches:
+                figures.lost.append(f"member {user} was told he {'watches' if watches else 'stopped watching'} "
+                                    f"game {game_id}; the game's record says otherwise")
 
     def _check_intents(self, outbox: list[dict[str, Any]]) -> None:
         figures = self.figures
@@ -541,8 +571,15 @@ class Chaos:
 
     def _check_orphans(self, games: dict[int, dict[str, Any]]) -> None:
         owned: set[int] = set()
-        for game in games.values():
-            owned.update(ids_in(json.loads(game["channels"] or "{}")))
+        with database(self.bot.database) as db:
+            made = {(int(r[0]), json.loads(r[1]).get("key")): int(r[2]) for r in db.execute(
+                "SELECT game_id, target, message_id FROM outbox WHERE state = 'sent' "
+                "AND kind IN ('create_role', 'create_channel') AND message_id IS NOT NULL")}
+        for game_id, game in games.items():
+            channels = json.loads(game["channels"] or "{}")
+            owned.update(ids_in(channels))
+            # a role made mid-game (a quiet twin, the spectators') is named by its key there
+            owned.update(made[(game_id, key)] for key in keys_in(channels) if (game_id, key) in made)
         for club in self.clubs:
             for channel in self.fake.state.guild_channels(club.guild_id):
                 if channel.id not in self.initial_channels and channel.id not in owned:
