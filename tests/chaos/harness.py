@@ -498,17 +498,20 @@ class Chaos:
             logged = Counter(int(r[0]) for r in db.execute(
                 "SELECT interaction_id FROM commands WHERE interaction_id IS NOT NULL"))
             outbox = [dict(r) for r in db.execute("SELECT id, game_id, kind, state, last_error FROM outbox")]
+            # the interactions that changed a game's record (lobby joins, spectators...): id -> game
+            recorded = {int(r[0]): int(r[1]) for r in db.execute(
+                "SELECT id, game_id FROM interactions WHERE game_id IS NOT NULL")}
         figures.games = len(games)
         figures.finished = sum(1 for g in games.values() if g["state"] == "over")
-        self._check_answers(games, logged)
+        self._check_answers(games, logged, recorded)
         self._check_intents(outbox)
         self._check_orphans(games)
         await self._check_replays(games)
         return figures
 
-    def _check_answers(self, games: dict[int, dict[str, Any]], logged: Counter[int]) -> None:
+    def _check_answers(self, games: dict[int, dict[str, Any]], logged: Counter[int],
+                       recorded: dict[int, int]) -> None:
         figures = self.figures
-        latest: dict[tuple[int, int], tuple[int, bool]] = {}  # (game, member) -> his last answered toggle
         for interaction_id, times in logged.items():
             if times > 1:
                 figures.doubled.append(f"interaction {interaction_id} is in the log {times} times")
@@ -535,7 +538,8 @@ class Chaos:
             elif sent.what == "spectate" and (WATCHES.fullmatch(text) or UNWATCHES.fullmatch(text)):
                 figures.acknowledged += 1
                 game_id = int(re.findall(r"№(\d+)", text)[0])
-                latest[(game_id, result.user_id)] = (result.id, bool(WATCHES.fullmatch(text)))
+                if recorded.get(result.id) != game_id:
+                    figures.lost.append(f"{result.id} answered {text!r}; game {game_id} did not record it")
             elif sent.what == "start" and "началась" in text:
                 figures.acknowledged += 1
                 game = games.get(sent.game_id or 0)
@@ -543,11 +547,17 @@ class Chaos:
                     figures.lost.append(f"start {result.id} of game {sent.game_id} answered, "
                                         f"the game is {game and game['state']}")
 
-        for (game_id, user), (_, watches) in sorted(latest.items(), key=lambda entry: entry[1][0]):
-            watching = {int(u) for u in json.loads(games[game_id]["channels"] or "{}").get("watching", [])}
-            if (user in watching) != watches:
-                figures.lost.append(f"member {user} was told he {'watches' if watches else 'stopped watching'} "
-                                    f"game {game_id}; the game's record says otherwise")
+        # every toggle a game recorded flips its member's watching (answered or not: one applied
+        # just before a kill is never answered), so he watches after an odd number of them
+        toggles: Counter[tuple[int, int]] = Counter(
+            (recorded[sent.result.id], sent.result.user_id) for sent in self.sent
+            if sent.what == "spectate" and sent.result.id in recorded)
+        for game_id, game in games.items():
+            watching = {int(u) for u in json.loads(game["channels"] or "{}").get("watching", [])}
+            expected = {user for (toggled, user), count in toggles.items() if toggled == game_id and count % 2}
+            if watching != expected:
+                figures.lost.append(f"game {game_id}: watched by {sorted(watching)}, its recorded toggles "
+                                    f"say {sorted(expected)}")
 
     def _check_intents(self, outbox: list[dict[str, Any]]) -> None:
         figures = self.figures
