@@ -88,9 +88,14 @@ class PermanentFailure(Exception):
     """Discord refused an item for good (403, 404, a bad request)."""
 
 
+class NotMadeYet(Exception):
+    """An item names a role or channel whose making is still pending in the provisioning lane
+    (a spectators' role asked for just before the end locks the channels): tried again later."""
+
+
 def is_transient(error: BaseException) -> bool:
     """Whether an error is worth trying again: rate limits, server errors, network faults, hangs."""
-    if isinstance(error, discord.DiscordServerError | aiohttp.ClientError | asyncio.TimeoutError):
+    if isinstance(error, discord.DiscordServerError | aiohttp.ClientError | asyncio.TimeoutError | NotMadeYet):
         return True
     if isinstance(error, discord.HTTPException):
         return error.status == 429 or error.status >= 500
@@ -223,8 +228,15 @@ class Outbox:
             except Exception:
                 # the database (a full disk, say): nothing is lost, it is all still pending
                 log.exception("outbox lane %s of game %s failed; trying again in %.1f s", lane, game_id, delay)
-                await asyncio.sleep(delay)
+                await self._back_off(wake, delay)
                 delay = min(delay * 2, BACKOFF_MAX)
+
+    @staticmethod
+    async def _back_off(wake: asyncio.Event, delay: float) -> None:
+        """Wait ``delay`` seconds, or less if new items are stored for the lane meanwhile: a new
+        item is a new reason to try (the database may have room again)."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(wake.wait(), delay)
 
     async def _carry_out(self, items: list[OutboxItem]) -> None:
         latest: dict[str, int] = {item.target["ref"]: item.id for item in items if item.kind == "edit"}
@@ -242,8 +254,8 @@ class Outbox:
         """Carry one item out (retrying what is worth it); False when Discord refused it."""
         handler = self.handlers.get(item.kind)
         if handler is None:
-            await self.storage.outbox_failed(item, f"unknown kind {item.kind!r}")
             log.error("outbox item %s of game %s has unknown kind %r", item.id, item.game_id, item.kind)
+            await self._mark_failed(item, f"unknown kind {item.kind!r}")
             return False
         delay = BACKOFF_START
         # pending when this process started: an earlier one may have carried it out unheard
@@ -285,7 +297,7 @@ class Outbox:
                     "outbox item %s (%s) of game %s refused by Discord: %s",
                     item.id, item.kind, item.game_id, error,
                 )
-                await self.storage.outbox_failed(item, repr(error))
+                await self._mark_failed(item, repr(error))
                 for hook in list(self.failure_hooks):
                     try:
                         await hook(item, error)
@@ -307,17 +319,29 @@ class Outbox:
     async def _mark(self, item: OutboxItem, result: int | None, ref: tuple[str, int] | None) -> None:
         """Store that Discord accepted the item, however long the database refuses (a full disk):
         carrying it out again could post it twice once the nonce is forgotten."""
+        await self._store_mark(item, "done", lambda: self.storage.outbox_sent(item, result, ref))
+
+    async def _mark_failed(self, item: OutboxItem, error: str) -> None:
+        """Store that Discord refused the item for good, however long the database refuses: the
+        failure is reported (to the host, by the hooks) only once it is stored."""
+        await self._store_mark(item, "failed", lambda: self.storage.outbox_failed(item, error))
+
+    async def _store_mark(self, item: OutboxItem, what: str, store: Callable[[], Awaitable[None]]) -> None:
+        """Run ``store`` until the database takes it, logging and backing off meanwhile; a new
+        item of the lane cuts the wait short (it may find room the previous try did not)."""
+        wake = self._wake.setdefault((item.game_id, item.queue), asyncio.Event())
         delay = BACKOFF_START
         while True:
             try:
-                await self.storage.outbox_sent(item, result, ref)
+                await store()
                 return
             except Exception:
                 if self._closed:
                     raise
-                log.exception("outbox item %s of game %s: could not mark it done; again in %.1f s",
-                              item.id, item.game_id, delay)
-                await asyncio.sleep(delay)
+                log.exception("outbox item %s of game %s: could not mark it %s; again in %.1f s",
+                              item.id, item.game_id, what, delay)
+                wake.clear()
+                await self._back_off(wake, delay)
                 delay = min(delay * 2, BACKOFF_MAX)
 
     async def _timed(self, call: Coroutine[Any, Any, T], seconds: float | None = None) -> T:
@@ -335,6 +359,14 @@ class Outbox:
     def forget(self, game_id: int) -> None:
         """Drop what is remembered of a game's provisioning (it was rolled back)."""
         self._ids.pop(game_id, None)
+
+    async def _being_made(self, game_id: int, key: Any) -> bool:
+        """Whether the provisioning lane still has the making of ``key`` pending (or has just made
+        it: its mark may have been stored after the look that missed it)."""
+        if key in await self.storage.provisioned(game_id):
+            return True
+        return any(item.kind in CREATES and item.target.get("key") == key
+                   for item in await self.storage.pending_outbox(game_id, 1000, lane="provision"))
 
     async def _resolve(self, game_id: int, value: Any) -> int:
         """An id given as is, or the key of something the game's provisioning made."""
@@ -552,21 +584,26 @@ class Outbox:
     async def _sweep(self, item: OutboxItem) -> int | None:
         """Remove duplicates of what a provisioning made: a create whose answer was lost and that
         was made again, yet reached Discord later after all. They bear the plan's names (channels
-        in the game's category, or a second category of its name) but no item has their id."""
+        in the game's category, or a second category of its name) but no item has their id.
+
+        With ``rollback`` in the payload (the last step of a start called off) everything bearing
+        the plan's names goes, whoever made it: a create that was under way when the start was
+        called off and whose answer was lost (the process died) made something no item knows."""
         guild_id = int(item.target["guild_id"])
         payload = item.payload
         channels = await self._timed(self.http.get_all_guild_channels(guild_id))
         roles = await self._timed(self.http.get_roles(guild_id))
         names = set(payload.get("roles", []))
         doubles = [int(role["id"]) for role in roles if role.get("name") in names]
-        category = await self._resolve(item.game_id, payload["category"])
         categories = {int(c["id"]) for c in channels
                       if int(c.get("type", -1)) == 4 and c.get("name") == payload["category_name"]}
-        parents = categories | {category}
+        parents = set(categories)
+        if payload.get("category") is not None:
+            parents.add(await self._resolve(item.game_id, payload["category"]))
         marks = set(payload.get("topics", [])) | set(payload.get("names", []))
         found = [int(c["id"]) for c in channels if c.get("parent_id") and int(c["parent_id"]) in parents
                  and (c.get("topic") in marks or c.get("name") in marks)]
-        taken = await self.storage.claimed([*doubles, *categories, *found])
+        taken = set() if payload.get("rollback") else await self.storage.claimed([*doubles, *categories, *found])
         for role_id in (role for role in doubles if role not in taken):
             log.warning("game %s: removing a duplicate role %s", item.game_id, role_id)
             with contextlib.suppress(discord.NotFound):
@@ -579,7 +616,20 @@ class Outbox:
 
     async def _edit_channel(self, item: OutboxItem) -> int | None:
         channel_id = await self._resolve(item.game_id, item.target["channel_id"])
-        await self._timed(self.http.edit_channel(channel_id, **item.payload))
+        payload = dict(item.payload)
+        if "permission_overwrites" in payload:
+            # a role made mid-game (a quiet twin, the spectators') is named by its key until made
+            overwrites = []
+            for overwrite in payload["permission_overwrites"]:
+                try:
+                    target = await self._resolve(item.game_id, overwrite["id"])
+                except PermanentFailure:
+                    if await self._being_made(item.game_id, overwrite["id"]):
+                        raise NotMadeYet(f"game {item.game_id}: {overwrite['id']!r} is being made") from None
+                    raise
+                overwrites.append({**overwrite, "id": str(target)})
+            payload["permission_overwrites"] = overwrites
+        await self._timed(self.http.edit_channel(channel_id, **payload))
         return None
 
 

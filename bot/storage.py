@@ -914,7 +914,7 @@ class Storage:
         """Count a failed attempt that will be tried again."""
         async with self.transaction(item.game_id) as db:
             await db.execute(
-                "UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?",
+                "UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ? AND state = 'pending'",
                 (error[:500], item.id),
             )
 

@@ -14,14 +14,16 @@ dead; a log only the host sees. In every one @everyone is denied View
 Channel and Connect, and the bot and the host have member overwrites. A
 city channel: the city's living roles write; the other cities' living roles
 and the dead role read (all only with ``channels.everyone_reads``; without
-it only the city's own, the dead role too when there is a single city). The
+it only the city's own, the dead role too when there is a single city), and
+the game's spectator role reads, once a first spectator made it (it is in
+no other channel, and the end's reveal does not open the rooms to it). The
 mafia room: member overwrites of the city's living mafiosi, never a role.
 The tribune: the living roles speak and write in its text chat, the dead
 role listens. The dead channel: the dead role writes. The dead are denied
 :data:`bot.permissions.SILENCE` wherever they read. At the end every channel
 is read-only to all who could read it, and the tribune silent.
 
-So a channel carries at most 3 + 2 × cities + 1 overwrites (a mafia room
+So a channel carries at most 3 + 2 × cities + 2 overwrites (a mafia room
 3 + its mafiosi), within Discord's 100 for 200 players in 10 cities, and a
 death is three REST calls: the city role off, the mafia room's overwrite
 dropped (a mafioso), the dead role on.
@@ -122,6 +124,8 @@ class Layout:
     everyone_reads: bool = True
     quiet: set[str] = field(default_factory=set)
     cohosts: list[int] = field(default_factory=list)
+    spectators: Target | None = None
+    """The game's spectator role (made when a first member asks to watch; None until then)."""
 
     def base(self) -> list[Overwrite]:
         """What every game channel has: @everyone kept out, the bot, the host and his co-hosts in."""
@@ -152,14 +156,18 @@ class Layout:
             result.extend(Overwrite(role, allow, deny, ROLE) for role in city.roles)
         if self.everyone_reads or len(self.cities) == 1:
             result.append(Overwrite(self.dead_role, READ.value, SILENCE.value, ROLE))
+        if self.spectators is not None:
+            result.append(Overwrite(self.spectators, READ.value, SILENCE.value, ROLE))
         return result
 
-    def mafia_overwrites(self, game: Game, name: str, *, over: bool = False,
+    def mafia_overwrites(self, game: Game | None, name: str, *, over: bool = False,
                          reveal: bool = False) -> list[Overwrite]:
         """A mafia room: only the city's living mafiosi (and the host) see it; at the end, with
-        ``reveal``, every player of the game reads it."""
+        ``reveal``, every player of the game reads it. (No game: a broken one whose deal cannot
+        be read; its room keeps only the host.)"""
         allow, deny = (READ.value, SILENCE.value) if over else (READ.value | WRITE.value, 0)
-        result = self.base() + [Overwrite(int(p), allow, deny) for p in game.living_mafiosi(name)]
+        mafiosi = game.living_mafiosi(name) if game is not None else []
+        result = self.base() + [Overwrite(int(p), allow, deny) for p in mafiosi]
         return result + (self.everyone_reads_at_end() if over and reveal else [])
 
     def everyone_reads_at_end(self) -> list[Overwrite]:
@@ -185,7 +193,7 @@ class Layout:
         """The host's log: the host alone; at the end, with ``reveal``, every player reads it."""
         return self.base() + (self.everyone_reads_at_end() if over and reveal else [])
 
-    def channels(self, game: Game, *, over: bool = False,
+    def channels(self, game: Game | None, *, over: bool = False,
                  reveal: bool = False) -> list[tuple[Target, list[Overwrite]]]:
         """Every channel of the game with the overwrites it has (at the end, with ``over``; the
         mafia rooms and the log open to every player, read-only, with ``reveal``)."""
@@ -217,6 +225,7 @@ class Layout:
             },
             "quiet": sorted(self.quiet),
             "cohosts": list(self.cohosts),
+            **({"spectators": self.spectators} if self.spectators is not None else {}),
         }
 
     @classmethod
@@ -232,6 +241,7 @@ class Layout:
             voice=channels["voice"], dead=channels["dead"], log=channels["log"],
             dead_role=roles["dead"], everyone_reads=bool(channels.get("everyone_reads", True)),
             quiet=set(channels.get("quiet", [])), cohosts=[int(c) for c in channels.get("cohosts", [])],
+            spectators=channels.get("spectators"),
         )
 
 
@@ -331,6 +341,7 @@ def resolved(layout: Layout, ids: dict[str, int]) -> Layout:
         cities=[CityPlaces(c.name, one(c.text), one(c.mafia), one(c.living), one(c.quiet)) for c in layout.cities],
         voice=one(layout.voice), dead=one(layout.dead), log=one(layout.log), dead_role=one(layout.dead_role),
         everyone_reads=layout.everyone_reads, quiet=set(layout.quiet), cohosts=list(layout.cohosts),
+        spectators=one(layout.spectators),
     )
 
 
@@ -461,7 +472,7 @@ def cohost_items(live: LiveGame, member: int, *, add: bool) -> list[OutboxItem]:
                        lane="permissions") for target in targets]
 
 
-def end_of_game_items(channels: dict[str, Any], game: Game, at_end: str, *,
+def end_of_game_items(channels: dict[str, Any], game: Game | None, at_end: str, *,
                       reveal: bool = False) -> list[OutboxItem]:
     """At the end: delete the game's channels and roles (after the last messages said in them), or
     make every channel read-only to all who read it and the tribune silent, and with ``reveal``
@@ -473,8 +484,9 @@ def end_of_game_items(channels: dict[str, Any], game: Game, at_end: str, *,
     if at_end == "delete":
         items = [OutboxItem("delete_channel", {"channel_id": target}, {}) for target, _ in layout.channels(game)]
         items.append(OutboxItem("delete_channel", {"channel_id": layout.category}, {}))
+        spectators = [layout.spectators] if layout.spectators is not None else []
         items.extend(OutboxItem("delete_role", {"guild_id": layout.guild, "role": role}, {}, lane="messages")
-                     for role in layout.roles())
+                     for role in layout.roles() + spectators)
         return items
     return [
         OutboxItem("edit_channel", {"channel_id": target},

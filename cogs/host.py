@@ -31,7 +31,7 @@ from bot.errors import UserError
 from bot.i18n import key_str, t
 from bot.options import duration_text, parse_duration
 from bot.service import GameBroken, LiveGame, MovedOn, NoGame, Seen, command_for_deadline
-from bot.storage import OutboxItem
+from bot.storage import DamagedLog, OutboxItem
 from cogs.channels import (
     Layout,
     cohost_items,
@@ -80,6 +80,7 @@ from cogs.render import (
     pings_on,
     summary_lines,
 )
+from cogs.spectators import MODES as SPECTATOR_MODES
 from rules import (
     AppointGodfather,
     AppointJudge,
@@ -400,6 +401,7 @@ class HostCog(commands.Cog):
         last_word_seconds=key_str("last_word_seconds", "opt.last_word_seconds.name"),
         pings=key_str("pings", "opt.pings.name"), reveal=key_str("reveal_at_end", "opt.reveal.name"),
         leave_strike=key_str("leave_strike", "opt.leave_strike.name"),
+        spectators=key_str("spectators", "opt.spectators.name"),
     )
     @app_commands.describe(
         cities=key_str("City names, comma separated", "opt.cities.description"),
@@ -420,11 +422,14 @@ class HostCog(commands.Cog):
                        "opt.reveal.description"),
         leave_strike=key_str("Strike out a player who left, after: 10m, 1h... or off (default: off)",
                              "opt.leave_strike.description"),
+        spectators=key_str("Members who do not play read the city channels: on, off, or after the game "
+                           "(default: on)", "opt.spectators.description"),
     )
     @app_commands.choices(
         first_phase=[_choice("day", "choice.day"), _choice("night", "choice.night")],
         day_fallback=[_choice("random", "choice.random"), _choice("host", "choice.host")],
         maniac_idle=[_choice("random", "choice.random"), _choice("none", "choice.none")],
+        spectators=[_choice("on", "choice.on"), _choice("off", "choice.off"), _choice("after", "choice.after")],
     )
     async def setup(
         self,
@@ -443,6 +448,7 @@ class HostCog(commands.Cog):
         pings: bool | None = None,
         reveal: bool | None = None,
         leave_strike: app_commands.Range[str, 1, 40] | None = None,
+        spectators: str | None = None,
     ) -> None:
         live = await self._settings_game(interaction)
         strike = None
@@ -465,6 +471,8 @@ class HostCog(commands.Cog):
             }.items() if value is not None
         }
         RuleOptions.from_dict(rules)
+        if spectators is not None and spectators not in SPECTATOR_MODES:
+            raise UserError("error.bad_option", option="spectators", value=repr(spectators)[:40])
 
         def change(live: LiveGame) -> list[OutboxItem]:
             if live.record.state != "lobby":  # started while this waited for the lock
@@ -478,7 +486,8 @@ class HostCog(commands.Cog):
                 if value is not None:
                     setup[key] = value
             live.record.lobby.setdefault("rules", {}).update(rules)
-            for key, value in (("pings", pings), ("reveal", reveal), ("leave_strike", strike)):
+            for key, value in (("pings", pings), ("reveal", reveal), ("leave_strike", strike),
+                               ("spectators", spectators)):
                 if value is not None:
                     live.record.lobby[key] = value
             return lobby_edit(live)
@@ -907,11 +916,17 @@ class HostCog(commands.Cog):
         """Remove what the game's provisioning made, then the lobby is a lobby again (or, after
         /host end, cancelled). The removals are intents of the provisioning lane too."""
         made = await self.bot.storage.provisioned(live.id)
+        # the plan's own sweep names what the attempt makes: swept again, all of it, at the end
+        plans = [item for item in await self.bot.storage.outbox_items(live.id, "provision") if item.kind == "sweep"]
 
         def change(live: LiveGame) -> list[OutboxItem]:
             provision = live.record.lobby["provision"]
             provision.update(state="rollback", reason=reason, target=target)
-            return rollback_plan(live.record.guild_id, made, int(provision["attempt"]))
+            items = rollback_plan(live.record.guild_id, made, int(provision["attempt"]))
+            if plans:
+                items.append(OutboxItem("sweep", plans[-1].target, {**plans[-1].payload, "category": None,
+                                                                    "rollback": True}, lane="provision"))
+            return items
 
         await self.bot.service.update(live.id, change, cancel_lane="provision")
         self.bot.outbox.kick(live.id, ("provision",))  # with nothing to remove, it ends the rollback
@@ -1186,12 +1201,22 @@ class HostCog(commands.Cog):
             await settle(interaction, phrase(live, "host.ended_reply"))
             return
 
+        # a broken game is closed like any other: its channels locked (or deleted) as at an end,
+        # with the last state its log still gives for who sits in which mafia room
+        known = live.game if live.broken is None else await self._last_known_game(live)
+
         def change(live: LiveGame) -> list[OutboxItem]:
             items: list[OutboxItem] = []
-            game = live.game
+            game = live.game if live.broken is None else known
             live.record.state = "cancelled"
             live.record.deadline = None
-            if game is not None and live.record.channels:
+            if live.broken is not None and live.record.channels.get("roles"):
+                for channel_id in closing_channels(live):
+                    items.append(OutboxItem("send", {"channel_id": channel_id},
+                                            {"content": phrase(live, "host.ended"), "allowed_mentions": NO_PINGS}))
+                items.extend(end_of_game_items(live.record.channels, game, live.record.lobby.get("at_end", "keep"),
+                                               reveal=bool(live.record.lobby.get("reveal", True))))
+            elif game is not None and live.record.channels:
                 lines = [phrase(live, "host.ended")] + summary_lines(live, game)
                 for channel_id in closing_channels(live):
                     for chunk in chunks(lines):
@@ -1266,6 +1291,29 @@ async def settle(interaction: discord.Interaction, text: str) -> None:
         await interaction.edit_original_response(content=text, view=None, allowed_mentions=none)
     else:
         await interaction.response.edit_message(content=text, view=None, allowed_mentions=none)
+
+    async def _last_known_game(self, live: LiveGame) -> Game | None:
+        """A broken game as far as its log still replays (None: not even its deal is readable)."""
+        record = live.record
+        if record.damaged is not None or record.setup is None or record.seed is None:
+            return None
+        try:
+            game = Game.create(Setup.from_dict(record.setup), record.seed)
+        except Exception:
+            return None
+        upto = None
+        while True:
+            try:
+                rows = await self.bot.storage.commands(live.id, upto=upto)
+                break
+            except DamagedLog as damaged:
+                upto = damaged.seq - 1
+        for row in rows:
+            try:
+                game.apply(command_from_dict(row.command))
+            except Exception:
+                break  # where the log stops replaying
+        return game
 
 
 async def setup(bot: ProkuratorBot) -> None:

@@ -105,6 +105,8 @@ class LastWordCog(commands.Cog):
         self.queues: dict[int, list[Request]] = {}
         self.workers: dict[int, asyncio.Task[None]] = {}
         self.recording: dict[int, tuple[str, Recorder]] = {}
+        self.uploading: set[tuple[int, str]] = set()
+        """(game, player) of each ``/lastword upload`` under way."""
         self.current: dict[int, str] = {}
         """The player whose turn it is in each game (connecting, waiting for him, recording)."""
         self._reports: set[asyncio.Task[None]] = set()
@@ -170,9 +172,23 @@ class LastWordCog(commands.Cog):
         game.check(RequestLastWord(player))
         if self._busy(live.id, player):
             raise UserError("error.lastword_queued")
+        if (live.id, player) in self.uploading:
+            raise UserError("error.lastword_uploading")
         limit = self.bot.config.last_word.max_upload_mib * MIB
         if file.size > limit:
             raise UserError("upload.upload_too_large", limit=self.bot.config.last_word.max_upload_mib)
+        # taken before the first await: a second upload of his sent meanwhile is refused, so one
+        # file is stored and committed, none left over
+        self.uploading.add((live.id, player))
+        try:
+            await self._upload(interaction, live, player, file)
+        finally:
+            self.uploading.discard((live.id, player))
+
+    async def _upload(self, interaction: discord.Interaction, live: LiveGame, player: str,
+                      file: discord.Attachment) -> None:
+        game = live.game
+        assert game is not None
         await interaction.response.defer(ephemeral=True, thinking=True)
         key = f"upload:{player}"
         self.bot.service.hold(live.id, key)
@@ -241,6 +257,8 @@ class LastWordCog(commands.Cog):
             raise UserError("error.no_tribune")
         if self._busy(live.id, player):
             raise UserError("error.lastword_queued")
+        if (live.id, player) in self.uploading:
+            raise UserError("error.lastword_uploading")
         queue = self.queues.setdefault(live.id, [])
         queue.append(Request(live.id, player))
         ahead = len(queue) - 1 + (1 if live.id in self.current else 0)
@@ -436,6 +454,9 @@ class LastWordCog(commands.Cog):
         try:
             await self.bot.service.apply(live.id, RequestLastWord(player), source="player",
                                          interaction_id=interaction_id, extra_outbox=items)
+        except RuleError:
+            path.unlink(missing_ok=True)  # refused before anything was stored: nothing refers to it
+            raise
         except BaseException:
             if not _has_spoken(live, player):  # committed, then interrupted: the outbox posts it
                 path.unlink(missing_ok=True)

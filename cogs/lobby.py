@@ -21,6 +21,7 @@ from bot.errors import UserError
 from bot.i18n import key_str, t
 from bot.service import GameBroken, LiveGame
 from bot.storage import GameExists, OutboxItem
+from cogs import spectators
 from cogs.channels import exposure, exposure_lines, lobby_exposure, quiet_swap
 from cogs.common import (
     InteractionAnswer,
@@ -81,6 +82,8 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
             roles.append(phrase(live, f"lobby.{'with' if setup[status] else 'without'}",
                                 status=status_text(live, status)))
     lines.append(phrase(live, "lobby.roles", roles=", ".join(roles) or phrase(live, "lobby.roles_default")))
+    lines.append(phrase(live, "lobby.spectators",
+                        mode=phrase(live, f"lobby.spectators_{spectators.mode_of(live.record)}")))
     if live.record.state == "lobby":
         # who will see the hidden rooms or the audit log anyway: the host should know before
         after = [*exposure_lines(live, lobby_exposure(live), limit=300), phrase(live, "lobby.howto")]
@@ -316,8 +319,17 @@ class LobbyCog(commands.Cog):
     @mafia.command(name=key_str("leave", "cmd.mafia.leave.name"),
                    description=key_str("Leave the lobby", "cmd.mafia.leave.description"))
     async def leave(self, interaction: discord.Interaction) -> None:
+        if await spectators.is_watching(self.bot, interaction):  # a spectator leaves his seat in the stands
+            await answer(interaction, await spectators.toggle(self.bot, interaction))
+            return
         live = await guild_game(self.bot, interaction)
         await self._leave(interaction, live)
+
+    @mafia.command(name=key_str("spectate", "cmd.mafia.spectate.name"),
+                   description=key_str("Read the city channels of a game you do not play in (again: stop)",
+                                       "cmd.mafia.spectate.description"))
+    async def spectate(self, interaction: discord.Interaction) -> None:
+        await answer(interaction, await spectators.toggle(self.bot, interaction))
 
     async def _join(self, interaction: discord.Interaction, live: LiveGame) -> None:
         user = interaction.user
@@ -339,6 +351,8 @@ class LobbyCog(commands.Cog):
                 raise UserError("error.host_cannot_play")  # he would see the log and every mafia room
             if self.bot.service.game_of_player(user.id) is not None:
                 raise UserError("error.in_other_game")
+            if spectators.is_spectator(live.record, user.id):
+                raise UserError("error.spectator_joins")
             players = live.record.lobby["players"]
             if any(p["id"] == user.id for p in players):
                 raise UserError("error.already_joined")

@@ -76,3 +76,52 @@ async def test_a_game_whose_log_no_longer_replays_is_broken_until_the_host_ends_
                 assert third.live().id == game + 1 and third.live().broken is None
         finally:
             await fake.close()
+
+
+async def test_host_end_of_a_broken_game_locks_its_channels_as_a_normal_end_does():
+    """A broken game is ended: every one of its channels is read-only to every player, as at a
+    normal end (the city channels stay readable, nobody writes, the tribune is silent), and the
+    mafia rooms open to the players read-only (the reveal)."""
+    from tests.fakediscord import Permission
+
+    fake = FakeDiscord()
+    world = build_standard_guild(fake, players=[f"p{i}" for i in range(8)])
+    with tempfile.TemporaryDirectory() as folder:
+        database = Path(folder) / "bot.sqlite3"
+        config = replace(Config(timers=NO_TIMERS), database=database)
+        await fake.start()
+        try:
+            async with bot_on(fake, world, config) as first:
+                quick_edits(first)
+                live = await first.new_game(cities="Верона", maniac=False)
+                residents = [first.name(p) for p in first.game.alive("Верона")]
+                await accepted(first, residents[0], "nominate", {"player": first.pid(residents[1])})
+                channels = live.record.channels
+                game = live.id
+                players = [first.member(name).user.id for name in residents]
+                city, mafia = int(channels["cities"]["Верона"]["text"]), int(channels["cities"]["Верона"]["mafia"])
+                every = [city, mafia, int(channels["voice"]), int(channels["dead"]), int(channels["log"])]
+                writes = [p for p in players if fake.permissions_for(world.guild.id, city, p) & Permission.SEND_MESSAGES]
+                assert writes == players  # while it runs, the living write in their city
+
+            with sqlite3.connect(database) as db:  # a logged command the rules now refuse
+                db.execute("UPDATE commands SET command = ? WHERE game_id = ? AND seq = 1",
+                           ('{"verb": "nominate", "actor": "nobody", "target": "nobody"}', game))
+
+            async with bot_on(fake, world, config) as second:
+                quick_edits(second)
+                await second.drain()
+                assert second.bot.service.find(game).broken is not None
+                ended = await run(second, "host", "host end")
+                assert ended.content == t("ru", "host.ended_reply")
+                await second.drain()
+                for channel in every:
+                    for player in players:
+                        allowed = fake.permissions_for(world.guild.id, channel, player)
+                        assert not allowed & (Permission.SEND_MESSAGES | Permission.SPEAK), (channel, player)
+                for player in players:  # read-only, not shut: the city and, revealed, the mafia room
+                    for channel in (city, mafia):
+                        assert fake.permissions_for(world.guild.id, channel, player) & Permission.VIEW_CHANNEL
+                assert t("ru", "host.ended") in second.channel_messages(city)
+        finally:
+            await fake.close()

@@ -489,3 +489,33 @@ async def test_players_who_turned_pings_off_hold_the_quiet_twin_and_are_never_pi
         await table.drain()
         assert set(table.member(int(victim)).roles) & {r for ids in roles.values() for r in ids.values()} == set()
         assert not may(table, table.city_channel(game.city_of(victim)), victim) & SEND
+
+
+async def test_host_end_while_a_create_is_under_way_then_a_restart_leaves_no_orphan():
+    """Found by the chaos test: /host end comes while a role is being made; the process dies
+    before Discord's answer, which Discord carries out. The rollback planned removes only what
+    was known to be made; the role made unheard must go too, and the game is cancelled."""
+    fake = FakeDiscord()
+    world = build_standard_guild(fake, players=[f"p{i}" for i in range(8)])
+    with tempfile.TemporaryDirectory() as folder:
+        config = replace(Config(timers=NO_TIMERS), database=Path(folder) / "bot.sqlite3")
+        await fake.start()
+        try:
+            async with bot_on(fake, world, config) as first:
+                await first.open_lobby()
+                held = fake.hang("POST", r"/guilds/\d+/roles", count=1)
+                await first.slash("host", "host start", wait=False)
+                await fake.wait_until(lambda: held.hits or None, 5.0, "no role was being made")
+                ended = await run(first, "host", "host end")
+                assert ended.content == t("ru", "host.ended_reply")
+                game = first.live().id
+            held.release()  # Discord makes the role; the process that asked is gone
+            await fake.wait_until(lambda: _made(fake, world.guild.id)[1] or None, 5.0, "the role was not made")
+            async with bot_on(fake, world, config) as second:
+                await fake.wait_until(lambda: second.bot.service.find(game) is None or None, 30.0,
+                                      "the rollback did not end")
+                await second.drain()
+                assert (await second.bot.storage.game(game)).state == "cancelled"
+                assert _made(fake, world.guild.id) == ([], [])
+        finally:
+            await fake.close()

@@ -213,3 +213,30 @@ async def test_only_a_nominee_may_upload(files: dict[str, Upload]) -> None:
         assert answer.ephemeral and answer.content == ru("error.not_nominated")
         assert downloads(table) == fetched
         assert bystander not in table.game.last_words
+
+
+async def test_two_uploads_at_once_by_one_nominee_post_one_and_leave_no_file(files: dict[str, Upload]) -> None:
+    """He sends his recording twice in a row (a double tap, two devices): both are in flight at
+    once. Exactly one becomes his last word, the other is refused with its own answer, and no
+    stored file is left behind once the recording is posted."""
+    async with bot_table(players=8, config=Config(timers=NO_TIMERS)) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона")
+        (player,) = await nominees(table, 1)
+        channel = city_channel(table, player)
+        table.fake.delay("GET", CDN_ROUTE, 0.5, count=2)  # both downloads are under way together
+        member = table.name(player)
+        first = await table.slash(member, "lastword upload", {"file": files["ogg"]}, wait=False)
+        second = await table.slash(member, "lastword upload", {"file": files["mp3"]}, wait=False)
+        for result in (first, second):
+            await result.wait_callback(10)
+            if result.deferred:
+                await result.wait_original(20)
+        await table.drain()
+        folder = table.bot.get_cog("LastWordCog").folder  # type: ignore[union-attr]
+        assert sorted(p.name for p in folder.iterdir()) == []
+        voice = [m for m in table.fake.messages(channel, kind="channel") if m.flags & VOICE_MESSAGE]
+        assert len(voice) == 1
+        assert player in table.game.last_words
+        answers = sorted([first.content, second.content])
+        assert answers == sorted([ru("lastword.done"), ru("error.lastword_uploading")]), answers

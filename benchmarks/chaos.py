@@ -1,0 +1,64 @@
+"""The chaos test, longer: games in several guilds while the bot is SIGKILLed ``--kills`` times.
+
+The same harness as ``tests/chaos/test_chaos.py`` (:mod:`tests.chaos.harness`):
+the fake Discord in this process with ``--guilds`` guilds, the bot as its own
+process (``python -m bot run``), random legal commands from every guild's host
+and players, a SIGKILL every few seconds followed by a restart, and 429s, 5xx,
+slow answers, gateway drops and forgotten nonces injected by the fake. Once it
+has been killed ``--kills`` times, the bot settles and stops, and the run
+prints its figures: kills, faults, commands sent and acknowledged, games,
+intents carried out, and what was lost, doubled, orphaned or diverged (each
+finding listed). Exit status 1 if anything was.
+
+Run: ``python benchmarks/chaos.py --kills 100`` (about ten minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.chaos.harness import Chaos  # noqa: E402
+
+
+async def main_async(kills: int, guilds: int, players: int, seed: int, keep: Path | None) -> int:
+    with tempfile.TemporaryDirectory() as folder:
+        where = keep or Path(folder)
+        where.mkdir(parents=True, exist_ok=True)
+        chaos = Chaos(where, seed, guilds=guilds, players=players, say=print)
+        print(f"chaos: seed {seed}, {guilds} guilds of {players} players, {kills} kills")
+        figures = await chaos.run(kills=kills)
+    print(f"kills {figures.kills}, faults injected {figures.faults}")
+    print(f"commands sent {figures.sent}, acknowledged {figures.acknowledged}")
+    print(f"games {figures.games} ({figures.finished} played to the end)")
+    print(f"intents carried out {figures.intents}")
+    print(f"lost {len(figures.lost)}, doubled {len(figures.doubled)}, orphaned {len(figures.orphaned)}, "
+          f"diverged {len(figures.diverged)}")
+    print(f"elapsed {figures.elapsed:.0f} s")
+    for problem in figures.problems:
+        print("  " + problem)
+    return 1 if figures.problems else 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kills", type=int, default=100)
+    parser.add_argument("--guilds", type=int, default=3)
+    parser.add_argument("--players", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=None, help="default: a random one (printed)")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="a folder to keep the bot's database and log in (default: a temporary one)")
+    args = parser.parse_args()
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
+    sys.exit(asyncio.run(main_async(args.kills, args.guilds, args.players, seed, args.keep)))
+
+
+if __name__ == "__main__":
+    main()
