@@ -9,6 +9,11 @@ automatic checkpoint (which fsyncs, inside whichever COMMIT crosses the
 threshold) is off; a second connection checkpoints in the background
 instead, so no command waits for the disk.
 
+**Reads on a connection of their own.** Every read outside a transaction
+goes to a second, read-only connection (its own thread): in WAL mode it sees
+exactly what was committed when the read began, never a transaction in
+progress, so reads take no lock and never queue behind the writes.
+
 **Group commit.** The hot writes (a command with its outbox and snapshot,
 an outbox item's mark) are not each a transaction of their own: they are
 queued, and one writer commits everything queued so far in one transaction,
@@ -259,6 +264,8 @@ class Storage:
 
     def __init__(self, connection: aiosqlite.Connection) -> None:
         self._db = connection
+        self._reader: aiosqlite.Connection | None = None
+        """The read-only connection (None: reads share the writer's, under the lock)."""
         self._lock = asyncio.Lock()
         self._checkpointer: asyncio.Task[None] | None = None
         self._closed = False
@@ -296,6 +303,8 @@ class Storage:
                 raise StorageError(f"{path}: the database is damaged: {'; '.join(verdict[:3])}")
             storage = cls(connection)
             await storage._migrate()
+            if str(path) != ":memory:":  # a database in memory is the writer's alone
+                storage._reader = await storage._open_reader(str(path))
         except BaseException as error:
             with contextlib.suppress(Exception):
                 await connection.close()  # its thread would keep the process from exiting
@@ -306,6 +315,20 @@ class Storage:
             storage._checkpoint_every(str(path), CHECKPOINT_SECONDS), name="sqlite-checkpoint"
         )
         return storage
+
+    @staticmethod
+    async def _open_reader(path: str) -> aiosqlite.Connection:
+        """The connection reads go to: autocommit (each read sees the last commit), read-only."""
+        reader = await aiosqlite.connect(path, isolation_level=None)
+        try:
+            reader.row_factory = aiosqlite.Row
+            await reader.execute("PRAGMA query_only=ON")
+            await reader.execute("PRAGMA busy_timeout=5000")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await reader.close()
+            raise
+        return reader
 
     async def _checkpoint_every(self, path: str, seconds: float) -> None:
         """Move the WAL into the database now and then, on a connection of its own."""
@@ -337,6 +360,9 @@ class Storage:
             self._checkpointer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._checkpointer
+        if self._reader is not None:
+            with contextlib.suppress(aiosqlite.Error):
+                await self._reader.close()
         with contextlib.suppress(aiosqlite.Error):
             await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         await self._db.close()
@@ -420,8 +446,10 @@ class Storage:
         return rows[0] if rows else None
 
     async def _fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
-        # one trip to the database thread (a cursor's execute, fetch and close are three, each
-        # waiting for a turn of a busy event loop while the lock is held)
+        # one trip to the reader's thread (a cursor's execute, fetch and close are three, each
+        # waiting for a turn of a busy event loop)
+        if self._reader is not None:
+            return list(await self._reader.execute_fetchall(sql, tuple(params)))
         async with self._lock:
             return list(await self._db.execute_fetchall(sql, tuple(params)))
 
