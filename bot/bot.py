@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import gc
+import asyncio
 import hashlib
 import json
 import logging
@@ -14,6 +14,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.collector import CollectorPolicy
 from bot.config import Config
 from bot.errors import UserError
 from bot.i18n import CatalogueTranslator, t
@@ -114,8 +115,10 @@ class ProkuratorBot(commands.Bot):
         """Once the caches are built, keep the garbage collector off what lives for good."""
         if not getattr(self, "_frozen", False):
             self._frozen = True
-            gc.collect()
-            gc.freeze()  # startup objects leave the full collections: shorter pauses
+            # startup objects, then what survives each full collection, leave the full
+            # collections: short pauses with many games (bot/collector.py)
+            self.collector = CollectorPolicy(asyncio.get_running_loop())
+            self.collector.install()
             log.info("ready as %s in %d guild(s)", self.user, len(self.guilds))
 
     async def sync_commands(self) -> None:
@@ -149,6 +152,8 @@ class ProkuratorBot(commands.Bot):
             await self.outbox.close()
         if hasattr(self, "storage"):
             await self.storage.close()
+        if hasattr(self, "collector"):
+            self.collector.uninstall()
         await super().close()
 
     async def language_for(self, interaction: discord.Interaction) -> str:
