@@ -9,7 +9,6 @@ serves only the games of its shards' guilds (:meth:`bot.storage.Storage.set_shar
 from __future__ import annotations
 
 import asyncio
-import gc
 import hashlib
 import json
 import logging
@@ -21,6 +20,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.collector import CollectorPolicy
 from bot.config import Config
 from bot.errors import UserError
 from bot.i18n import CatalogueTranslator, t
@@ -178,8 +178,10 @@ class ProkuratorBot(commands.AutoShardedBot):
         """Once the caches are built, keep the garbage collector off what lives for good."""
         if not getattr(self, "_frozen", False):
             self._frozen = True
-            gc.collect()
-            gc.freeze()  # startup objects leave the full collections: shorter pauses
+            # startup objects, then what survives each full collection, leave the full
+            # collections: short pauses with many games (bot/collector.py)
+            self.collector = CollectorPolicy(asyncio.get_running_loop())
+            self.collector.install()
             log.info("ready as %s in %d guild(s)", self.user, len(self.guilds))
 
     async def sync_commands(self) -> None:
@@ -213,6 +215,8 @@ class ProkuratorBot(commands.AutoShardedBot):
             await self.outbox.close()
         if hasattr(self, "storage"):
             await self.storage.close()
+        if hasattr(self, "collector"):
+            self.collector.uninstall()
         await super().close()
 
     async def language_for(self, interaction: discord.Interaction) -> str:

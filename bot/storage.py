@@ -21,6 +21,25 @@ when COMMIT returns); only a power loss may lose the last ones. SQLite's
 automatic checkpoint (which fsyncs, inside whichever COMMIT crosses the
 threshold) is off; a second connection checkpoints in the background
 instead, so no command waits for the disk.
+
+**Reads on a connection of their own.** Every read outside a transaction
+goes to a second, read-only connection (its own thread): in WAL mode it sees
+exactly what was committed when the read began, never a transaction in
+progress, so reads take no lock and never queue behind the writes.
+
+**Group commit.** The hot writes (a command with its outbox and snapshot,
+an outbox item's mark) are not each a transaction of their own: they are
+queued, and one writer commits everything queued so far in one transaction,
+one ``executemany`` per statement for the whole group, then answers each
+caller. A caller returns only once the commit that holds its write returned,
+so nothing is announced (or marked, or carried out) before it is stored; a
+group that fails is rolled back and its writes are tried again one
+transaction each, so each caller gets its own outcome (a repeated
+interaction, a full disk). Under load the group grows by itself (what came
+in while the last commit ran); alone, a write is committed at once. The
+writes of one group touch different rows (one command per game at a time,
+under the game's lock; one mark per item), so running each statement for the
+whole group at once keeps every write's own order.
 """
 
 from __future__ import annotations
@@ -249,6 +268,52 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+UPDATE_GAME = (
+    "UPDATE games SET host_id = ?, state = ?, lobby = ?, setup = ?, seed = ?, channels = ?, "
+    "deadline = ?, deadline_stage = ?, reminders_sent = ?, command_count = ?, stage_since = ? "
+    "WHERE id = ?"
+)
+INSERT_OUTBOX = (
+    "INSERT INTO outbox (game_id, seq, kind, lane, target, payload, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _game_row(record: GameRecord) -> tuple[Any, ...]:
+    """The parameters of :data:`UPDATE_GAME` for a record."""
+    return (
+        record.host_id, record.state, _dumps(record.lobby),
+        _dumps(record.setup) if record.setup is not None else None, record.seed,
+        _dumps(record.channels), record.deadline, record.deadline_stage,
+        _dumps(record.reminders_sent), record.command_count, record.stage_since, record.id,
+    )
+
+
+def _outbox_rows(game_id: int, seq: int | None, items: Iterable[OutboxItem], now: float) -> list[tuple[Any, ...]]:
+    """The parameters of :data:`INSERT_OUTBOX` for items (lane in the fourth place)."""
+    return [(game_id, seq, item.kind, item.queue, _dumps(item.target), _dumps(item.payload), now)
+            for item in items]
+
+
+@dataclass
+class _GroupedWrite:
+    """A write waiting for a group commit: its statements in order, each with its rows."""
+
+    statements: list[tuple[str, list[tuple[Any, ...]]]]
+    lanes: list[tuple[int, set[str]]] = field(default_factory=list)
+    """(game id, lanes) it stores outbox items in: told to the outbox once committed."""
+    done: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+def _settle(write: _GroupedWrite, error: BaseException | None) -> None:
+    if write.done.done():
+        return
+    if error is None:
+        write.done.set_result(None)
+    else:
+        write.done.set_exception(error)
+
+
 class Storage:
     """The bot's database. Open with :meth:`open`; close with :meth:`close`."""
 
@@ -258,6 +323,8 @@ class Storage:
 
     def __init__(self, connection: Any) -> None:
         self._db = connection
+        self._reader: aiosqlite.Connection | None = None
+        """The read-only connection (None: reads share the writer's, under the lock)."""
         self._lock = asyncio.Lock()
         self._checkpointer: asyncio.Task[None] | None = None
         self._closed = False
@@ -285,6 +352,10 @@ class Storage:
         if not self._shard_sql:
             return ""
         return " AND " + self._shard_sql.replace("guild_id", f"{prefix}guild_id")
+        self._queued: list[_GroupedWrite] = []
+        self._writer: asyncio.Task[None] | None = None
+        self.group_commits = 0
+        """How many group commits were made (each holds one or more queued writes)."""
 
     @classmethod
     async def open(cls, path: Path | str) -> Storage:
@@ -318,6 +389,8 @@ class Storage:
                 raise StorageError(f"{path}: the database is damaged: {'; '.join(verdict[:3])}")
             storage = cls(connection)
             await storage._migrate()
+            if str(path) != ":memory:":  # a database in memory is the writer's alone
+                storage._reader = await storage._open_reader(str(path))
         except BaseException as error:
             with contextlib.suppress(Exception):
                 await connection.close()  # its thread would keep the process from exiting
@@ -328,6 +401,20 @@ class Storage:
             storage._checkpoint_every(str(path), CHECKPOINT_SECONDS), name="sqlite-checkpoint"
         )
         return storage
+
+    @staticmethod
+    async def _open_reader(path: str) -> aiosqlite.Connection:
+        """The connection reads go to: autocommit (each read sees the last commit), read-only."""
+        reader = await aiosqlite.connect(path, isolation_level=None)
+        try:
+            reader.row_factory = aiosqlite.Row
+            await reader.execute("PRAGMA query_only=ON")
+            await reader.execute("PRAGMA busy_timeout=5000")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await reader.close()
+            raise
+        return reader
 
     async def _checkpoint_every(self, path: str, seconds: float) -> None:
         """Move the WAL into the database now and then, on a connection of its own."""
@@ -353,10 +440,15 @@ class Storage:
         if self._closed:
             return
         self._closed = True
+        if self._writer is not None and not self._writer.done():
+            await asyncio.wait([self._writer])  # what callers wait for is committed first
         if self._checkpointer is not None:
             self._checkpointer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._checkpointer
+        if self._reader is not None:
+            with contextlib.suppress(aiosqlite.Error):
+                await self._reader.close()
         with contextlib.suppress(aiosqlite.Error):
             await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         await self._db.close()
@@ -375,14 +467,80 @@ class Storage:
                 raise
             await self._db.commit()
 
+    async def _grouped(self, write: _GroupedWrite) -> None:
+        """Queue a write for the next group commit and return once it is committed.
+
+        Raises:
+            sqlite3.Error: its own transaction failed (it was tried alone: see the module
+                docstring); nothing of it is stored.
+        """
+        self._queued.append(write)
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_groups(), name="sqlite-group-commit")
+        try:
+            await asyncio.shield(write.done)
+        except asyncio.CancelledError:
+            # the commit goes on without the caller: let it end first, so whoever reloads the
+            # game after this cancellation reads the log as it stays
+            await asyncio.wait([write.done])
+            raise
+
+    async def _write_groups(self) -> None:
+        """Commit what is queued, group by group, until nothing is."""
+        while self._queued:
+            async with self._lock:
+                group, self._queued = self._queued, []
+                try:
+                    await self._write_group(group)
+                except Exception as error:
+                    await self._db.rollback()
+                    if len(group) == 1:
+                        _settle(group[0], error)
+                        continue
+                    log.info("a group commit of %d writes failed (%s); each is tried alone",
+                             len(group), error)
+                    for write in group:
+                        try:
+                            await self._write_group([write])
+                        except Exception as alone:
+                            await self._db.rollback()
+                            _settle(write, alone)
+                        else:
+                            _settle(write, None)
+                    continue
+                except BaseException:
+                    await self._db.rollback()
+                    for write in group:
+                        _settle(write, asyncio.CancelledError())
+                    raise
+            for write in group:
+                _settle(write, None)
+
+    async def _write_group(self, group: list[_GroupedWrite]) -> None:
+        """One transaction: each statement once for the whole group, then the commit."""
+        statements: dict[str, list[tuple[Any, ...]]] = {}
+        for write in group:
+            for sql, rows in write.statements:
+                statements.setdefault(sql, []).extend(rows)
+        for sql, rows in statements.items():
+            await self._db.executemany(sql, rows)
+        await self._db.commit()
+        self.group_commits += 1
+        for write in group:
+            for game_id, lanes in write.lanes:
+                self._new_lanes.setdefault(game_id, set()).update(lanes)
+
     async def _fetchone(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
-        async with self._lock, self._db.execute(sql, tuple(params)) as cursor:
-            row: aiosqlite.Row | None = await cursor.fetchone()
-            return row
+        rows = await self._fetchall(sql, params)
+        return rows[0] if rows else None
 
     async def _fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
-        async with self._lock, self._db.execute(sql, tuple(params)) as cursor:
-            return list(await cursor.fetchall())
+        # one trip to the reader's thread (a cursor's execute, fetch and close are three, each
+        # waiting for a turn of a busy event loop)
+        if self._reader is not None:
+            return list(await self._reader.execute_fetchall(sql, tuple(params)))
+        async with self._lock:
+            return list(await self._db.execute_fetchall(sql, tuple(params)))
 
     async def _migrate(self) -> None:
         # A migration may rebuild a table others refer to (SQLite's way to change a constraint):
@@ -656,17 +814,7 @@ class Storage:
         return int(row[0]) if row else None
 
     async def _update_game(self, db: aiosqlite.Connection, record: GameRecord) -> None:
-        await db.execute(
-            "UPDATE games SET host_id = ?, state = ?, lobby = ?, setup = ?, seed = ?, channels = ?, "
-            "deadline = ?, deadline_stage = ?, reminders_sent = ?, command_count = ?, stage_since = ? "
-            "WHERE id = ?",
-            (
-                record.host_id, record.state, _dumps(record.lobby),
-                _dumps(record.setup) if record.setup is not None else None, record.seed,
-                _dumps(record.channels), record.deadline, record.deadline_stage,
-                _dumps(record.reminders_sent), record.command_count, record.stage_since, record.id,
-            ),
-        )
+        await db.execute(UPDATE_GAME, _game_row(record))
 
     async def close_damaged(self, record: GameRecord, *, interaction_id: int | None = None,
                             outbox: Iterable[OutboxItem] = (), now: float | None = None) -> None:
@@ -709,28 +857,53 @@ class Storage:
         """
         now = time.time() if now is None else now
         seq = record.command_count
-        active = None
-        async with self.transaction(record.id) as db:
-            await db.execute(
-                "INSERT INTO commands (game_id, seq, command, interaction_id, source, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (record.id, seq, _dumps(command), interaction_id, source, now),
-            )
-            if record_changed:
-                await self._update_game(db, record)
-                if record.state not in OPEN_STATES:  # the game is over: its players are free
-                    active = await self._sync_active(db, record)
-            await self._insert_outbox(db, record.id, seq, outbox, now)
-            if snapshot is not None:
-                text = _dumps(snapshot)
+        if self.dialect != "sqlite" or (record_changed and record.state not in OPEN_STATES):
+            # PostgreSQL runs different games' transactions at once (no group to wait for); a
+            # game that ends frees its players in active_players, a read and write of its own
+            active = None
+            async with self.transaction(record.id) as db:
                 await db.execute(
-                    "INSERT INTO snapshots (game_id, seq, state, checksum, rules_version) "
-                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (game_id, seq) DO UPDATE SET "
-                    "state = excluded.state, checksum = excluded.checksum, "
-                    "rules_version = excluded.rules_version",
-                    (record.id, seq, text, checksum(text), rules_version),
+                    "INSERT INTO commands (game_id, seq, command, interaction_id, source, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (record.id, seq, _dumps(command), interaction_id, source, now),
                 )
-        self._remember_active(record, active)
+                if record_changed:
+                    await self._update_game(db, record)
+                    if record.state not in OPEN_STATES:  # the game is over: its players are free
+                        active = await self._sync_active(db, record)
+                await self._insert_outbox(db, record.id, seq, outbox, now)
+                if snapshot is not None:
+                    text = _dumps(snapshot)
+                    await db.execute(
+                        "INSERT INTO snapshots (game_id, seq, state, checksum, rules_version) "
+                        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (game_id, seq) DO UPDATE SET "
+                        "state = excluded.state, checksum = excluded.checksum, "
+                        "rules_version = excluded.rules_version",
+                        (record.id, seq, text, checksum(text), rules_version),
+                    )
+            self._remember_active(record, active)
+            return seq
+        write = _GroupedWrite([(
+            "INSERT INTO commands (game_id, seq, command, interaction_id, source, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [(record.id, seq, _dumps(command), interaction_id, source, now)],
+        )])
+        if record_changed:
+            write.statements.append((UPDATE_GAME, [_game_row(record)]))
+        rows = _outbox_rows(record.id, seq, outbox, now)
+        if rows:
+            write.statements.append((INSERT_OUTBOX, rows))
+            write.lanes.append((record.id, {row[3] for row in rows}))
+        if snapshot is not None:
+            text = _dumps(snapshot)
+            write.statements.append((
+                "INSERT INTO snapshots (game_id, seq, state, checksum, rules_version) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (game_id, seq) DO UPDATE SET "
+                "state = excluded.state, checksum = excluded.checksum, "
+                "rules_version = excluded.rules_version",
+                [(record.id, seq, text, checksum(text), rules_version)],
+            ))
+        await self._grouped(write)
         return seq
 
     async def commands(self, game_id: int, after: int = 0, upto: int | None = None) -> list[CommandRow]:
@@ -822,16 +995,9 @@ class Storage:
         self, db: aiosqlite.Connection, game_id: int, seq: int | None,
         items: Iterable[OutboxItem], now: float,
     ) -> None:
-        rows = [
-            (game_id, seq, item.kind, item.queue, _dumps(item.target), _dumps(item.payload), now)
-            for item in items
-        ]
+        rows = _outbox_rows(game_id, seq, items, now)
         if rows:
-            await db.executemany(
-                "INSERT INTO outbox (game_id, seq, kind, lane, target, payload, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
+            await db.executemany(INSERT_OUTBOX, rows)
             self._new_lanes.setdefault(game_id, set()).update(row[3] for row in rows)
 
     def new_lanes(self, game_id: int) -> set[str]:
@@ -884,20 +1050,36 @@ class Storage:
         self, item: OutboxItem, result_id: int | None, ref: tuple[str, int] | None = None
     ) -> None:
         """Mark one item carried out, with the id Discord returned (a message, role or channel),
-        remembering a message for later edits under ``ref`` (name, channel id)."""
-        async with self.transaction(item.game_id) as db:
-            await db.execute(
-                "UPDATE outbox SET state = 'sent', message_id = ?, sent_at = ?, "
-                "attempts = attempts + 1 WHERE id = ?",
-                (result_id, time.time(), item.id),
-            )
-            if ref is not None and result_id is not None:
+        remembering a message for later edits under ``ref`` (name, channel id); returns once
+        that is committed (in a group commit, see the module docstring)."""
+        if self.dialect != "sqlite":  # PostgreSQL: its own transaction, beside other games'
+            async with self.transaction(item.game_id) as db:
                 await db.execute(
-                    "INSERT INTO message_refs (game_id, ref, channel_id, message_id) "
-                    "VALUES (?, ?, ?, ?) ON CONFLICT (game_id, ref) DO UPDATE SET "
-                    "channel_id = excluded.channel_id, message_id = excluded.message_id",
-                    (item.game_id, ref[0], ref[1], result_id),
+                    "UPDATE outbox SET state = 'sent', message_id = ?, sent_at = ?, "
+                    "attempts = attempts + 1 WHERE id = ?",
+                    (result_id, time.time(), item.id),
                 )
+                if ref is not None and result_id is not None:
+                    await db.execute(
+                        "INSERT INTO message_refs (game_id, ref, channel_id, message_id) "
+                        "VALUES (?, ?, ?, ?) ON CONFLICT (game_id, ref) DO UPDATE SET "
+                        "channel_id = excluded.channel_id, message_id = excluded.message_id",
+                        (item.game_id, ref[0], ref[1], result_id),
+                    )
+            return
+        write = _GroupedWrite([(
+            "UPDATE outbox SET state = 'sent', message_id = ?, sent_at = ?, "
+            "attempts = attempts + 1 WHERE id = ?",
+            [(result_id, time.time(), item.id)],
+        )])
+        if ref is not None and result_id is not None:
+            write.statements.append((
+                "INSERT INTO message_refs (game_id, ref, channel_id, message_id) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (game_id, ref) DO UPDATE SET "
+                "channel_id = excluded.channel_id, message_id = excluded.message_id",
+                [(item.game_id, ref[0], ref[1], result_id)],
+            ))
+        await self._grouped(write)
 
     async def outbox_superseded(self, items: list[OutboxItem]) -> None:
         """Mark edits that a later edit of the same message replaces as done (nothing was sent)."""

@@ -1,0 +1,66 @@
+"""The collector policy: survivors of a full collection are frozen (later full collections skip
+them), and a thaw gives them back so that a cycle among them is freed after all."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import weakref
+
+from bot.collector import CollectorPolicy
+
+
+class Node:
+    """A container the collector tracks; two of them make a reference cycle."""
+
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+def cycle() -> tuple[Node, weakref.ref[Node]]:
+    first, second = Node(), Node()
+    first.other, second.other = second, first
+    return first, weakref.ref(second)
+
+
+async def test_survivors_of_a_full_collection_are_frozen_and_a_thaw_frees_cycles_among_them() -> None:
+    policy = CollectorPolicy(asyncio.get_running_loop(), clock=lambda: 0.0)
+    try:
+        policy.install()
+        kept, alive = cycle()
+        frozen = gc.get_freeze_count()
+        gc.collect()  # a full collection: the cycle survives it (still referenced)
+        await asyncio.sleep(0)  # the freeze runs on the loop right after
+        assert policy.frozen_after >= 1
+        assert gc.get_freeze_count() > frozen, "the survivors were not frozen"
+
+        del kept  # now garbage, but frozen: a full collection leaves it alone
+        gc.collect()
+        await asyncio.sleep(0)
+        assert alive() is not None
+
+        policy.thaw()
+        assert alive() is None, "the thaw did not free the cycle"
+        assert gc.get_freeze_count() > 0  # what lives is frozen again
+    finally:
+        policy.uninstall()
+        gc.unfreeze()
+
+
+async def test_an_hour_after_the_last_thaw_a_full_collection_thaws_instead_of_freezing() -> None:
+    now = [0.0]
+    policy = CollectorPolicy(asyncio.get_running_loop(), thaw_every=3600.0, clock=lambda: now[0])
+    try:
+        policy.install()
+        kept, alive = cycle()
+        gc.collect()
+        await asyncio.sleep(0)
+        del kept
+        assert alive() is not None  # frozen with the survivors
+        now[0] = 3600.0
+        gc.collect()  # this one is followed by a thaw, which frees the frozen cycle
+        await asyncio.sleep(0)
+        assert alive() is None
+    finally:
+        policy.uninstall()
+        gc.unfreeze()

@@ -1,0 +1,202 @@
+"""Group commit: commands that arrive together are committed in one transaction, each answered
+only after the commit that holds it; a group that fails is tried again one write at a time.
+
+The database's COMMIT is held at a gate (or made to fail) on the writer's connection, the only
+place the test reaches inside storage; everything else is observed through the service, the
+storage's reads and plain sqlite3 on the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from bot.config import Config
+from bot.service import Applied, GameService, LiveGame
+from bot.storage import OutboxItem, Storage
+from rules import Nominate, deal
+from rules.events import Event
+
+CITIES = {"A": [f"a{i}" for i in range(6)], "B": [f"b{i}" for i in range(6)]}
+
+
+def announce(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
+    return [OutboxItem("send", {"channel_id": live.id}, {"content": e.kind}) for e in events]
+
+
+async def open_service(path: Path) -> GameService:
+    storage = await Storage.open(path)
+    service = GameService(storage, Config(database=path), clock=lambda: 1000.0)  # type: ignore[arg-type]
+    service.render = announce
+    return service
+
+
+async def games(service: GameService, count: int) -> list[LiveGame]:
+    made = []
+    for guild in range(1, count + 1):
+        live = await service.create(guild, 99, {"players": []})
+        await service.start(live.id, deal(CITIES, 5), 5)
+        made.append(live)
+    return made
+
+
+class CommitGate:
+    """Holds every COMMIT of the storage's writer until opened; counts the commits begun."""
+
+    def __init__(self, storage: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.opened = asyncio.Event()
+        self.begun = 0
+        self.fail: Exception | None = None
+        real: Callable[[], Awaitable[None]] = storage._db.commit
+
+        async def commit() -> None:
+            self.begun += 1
+            await self.opened.wait()
+            if self.fail is not None:
+                raise self.fail
+            await real()
+
+        monkeypatch.setattr(storage._db, "commit", commit)
+
+    async def until_begun(self, count: int) -> None:
+        while self.begun < count:
+            await asyncio.sleep(0.005)
+
+
+def logged(path: Path, game_id: int) -> list[tuple[int, str, int | None]]:
+    """The game's command log as the file holds it: (seq, verb, interaction id)."""
+    with sqlite3.connect(path) as db:
+        return [(seq, command.split('"verb":"')[1].split('"')[0], interaction)
+                for seq, command, interaction in db.execute(
+                    "SELECT seq, command, interaction_id FROM commands WHERE game_id = ? ORDER BY seq",
+                    (game_id,))]
+
+
+def stored_outbox(path: Path, game_id: int) -> list[tuple[int | None, str]]:
+    with sqlite3.connect(path) as db:
+        return [(seq, payload) for seq, payload in db.execute(
+            "SELECT seq, payload FROM outbox WHERE game_id = ? AND seq IS NOT NULL ORDER BY id",
+            (game_id,))]
+
+
+async def test_commands_arriving_during_a_commit_share_the_next_and_return_only_after_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "db.sqlite3"
+    service = await open_service(path)
+    first, second, third = await games(service, 3)
+    storage = service.storage
+    groups = storage.group_commits
+    gate = CommitGate(storage, monkeypatch)
+
+    alone = asyncio.create_task(service.apply(first.id, Nominate("a0", "a1"), source="player",
+                                              interaction_id=101))
+    await gate.until_begun(1)  # the first command's commit is under way
+    together = [
+        asyncio.create_task(service.apply(live.id, Nominate("a2", "a3"), source="player",
+                                          interaction_id=interaction))
+        for live, interaction in ((second, 102), (third, 103))
+    ]
+    await asyncio.sleep(0.05)
+    assert not any(task.done() for task in [alone, *together]), "answered before the commit"
+    # what is not committed is not there, for the storage's reads as for another process
+    assert await storage.commands(second.id) == [] and logged(path, second.id) == []
+
+    gate.opened.set()
+    applied: list[Applied] = await asyncio.gather(alone, *together)
+    assert [[e.kind for e in a.events] for a in applied] == [["nominated"]] * 3
+    assert gate.begun == 2, "the two commands that came during the first commit share the next"
+    assert storage.group_commits == groups + 2
+    assert logged(path, first.id) == [(1, "nominate", 101)]
+    assert logged(path, second.id) == [(1, "nominate", 102)]
+    assert logged(path, third.id) == [(1, "nominate", 103)]
+    for live in (first, second, third):  # each command's announcement is stored with it
+        assert [seq for seq, _ in stored_outbox(path, live.id)] == [1]
+    await storage.close()
+
+
+async def test_a_group_whose_commit_fails_answers_none_and_stores_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "db.sqlite3"
+    service = await open_service(path)
+    first, second, third = await games(service, 3)
+    storage = service.storage
+    before = {live.id: live.game.to_dict() for live in (second, third) if live.game}
+    gate = CommitGate(storage, monkeypatch)
+
+    blocker = asyncio.create_task(service.apply(first.id, Nominate("a0", "a1"), source="player"))
+    await gate.until_begun(1)
+    together = [asyncio.create_task(service.apply(live.id, Nominate("a2", "a3"), source="player",
+                                                  interaction_id=200 + live.id))
+                for live in (second, third)]
+    await asyncio.sleep(0.05)
+    gate.fail = sqlite3.OperationalError("disk I/O error")  # the disk fails under the group
+    gate.opened.set()
+    outcomes = await asyncio.gather(blocker, *together, return_exceptions=True)
+    assert all(isinstance(outcome, sqlite3.OperationalError) for outcome in outcomes), outcomes
+    for live in (second, third):
+        assert logged(path, live.id) == [] and stored_outbox(path, live.id) == []
+        assert live.game is not None and live.game.to_dict() == before[live.id]
+
+    gate.fail = None  # the disk is back: the same commands are taken as new
+    applied = await service.apply(second.id, Nominate("a2", "a3"), source="player",
+                                  interaction_id=202)
+    assert [e.kind for e in applied.events] == ["nominated"]
+    assert logged(path, second.id) == [(1, "nominate", 202)]
+    await storage.close()
+
+
+async def test_a_repeated_interaction_in_a_group_is_refused_alone_and_the_others_stand(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "db.sqlite3"
+    service = await open_service(path)
+    first, second, third = await games(service, 3)
+    await service.apply(second.id, Nominate("a0", "a1"), source="player", interaction_id=777)
+    await service.storage.close()
+
+    # a new process: Discord delivers interaction 777 again, in a group with another command
+    service = await open_service(path)
+    await service.restore()
+    storage = service.storage
+    gate = CommitGate(storage, monkeypatch)
+    blocker = asyncio.create_task(service.apply(first.id, Nominate("a0", "a1"), source="player"))
+    await gate.until_begun(1)
+    repeated = asyncio.create_task(service.apply(second.id, Nominate("a2", "a3"), source="player",
+                                                 interaction_id=777))
+    other = asyncio.create_task(service.apply(third.id, Nominate("a2", "a3"), source="player",
+                                              interaction_id=778))
+    await asyncio.sleep(0.05)
+    gate.opened.set()
+    await blocker
+    assert (await repeated).duplicate
+    assert [e.kind for e in (await other).events] == ["nominated"]
+    assert logged(path, second.id) == [(1, "nominate", 777)]
+    assert logged(path, third.id) == [(1, "nominate", 778)]
+    live = service.live(second.id)
+    assert live.game is not None and live.record.command_count == 1
+    await storage.close()
+
+
+async def test_outbox_marks_are_committed_before_they_return(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "db.sqlite3"
+    service = await open_service(path)
+    (live,) = await games(service, 1)
+    storage = service.storage
+    items = await storage.pending_outbox(live.id)
+    gate = CommitGate(storage, monkeypatch)
+    marks = [asyncio.create_task(storage.outbox_sent(item, 9000 + n)) for n, item in enumerate(items[:2])]
+    await gate.until_begun(1)
+    await asyncio.sleep(0.05)
+    assert not any(mark.done() for mark in marks)
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT COUNT(*) FROM outbox WHERE state = 'sent'").fetchone()[0] == 0
+    gate.opened.set()
+    await asyncio.gather(*marks)
+    with sqlite3.connect(path) as db:
+        sent = db.execute("SELECT id, message_id FROM outbox WHERE state = 'sent' ORDER BY id").fetchall()
+    assert sent == [(items[0].id, 9000), (items[1].id, 9001)]
+    await storage.close()
