@@ -334,6 +334,10 @@ class Storage:
         """game id -> the players this process stored in ``active_players`` for it."""
         self._shard_sql = ""
         """A condition on ``guild_id`` choosing the games of this process's shards ('' : all)."""
+        self._queued: list[_GroupedWrite] = []
+        self._writer: asyncio.Task[None] | None = None
+        self.group_commits = 0
+        """How many group commits were made (each holds one or more queued writes)."""
 
     def set_shards(self, shard_ids: Iterable[int] | None, shard_count: int | None) -> None:
         """Serve only the guilds of these shards (Discord: shard = (guild_id >> 22) % count):
@@ -352,10 +356,6 @@ class Storage:
         if not self._shard_sql:
             return ""
         return " AND " + self._shard_sql.replace("guild_id", f"{prefix}guild_id")
-        self._queued: list[_GroupedWrite] = []
-        self._writer: asyncio.Task[None] | None = None
-        self.group_commits = 0
-        """How many group commits were made (each holds one or more queued writes)."""
 
     @classmethod
     async def open(cls, path: Path | str) -> Storage:
