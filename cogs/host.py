@@ -1281,17 +1281,6 @@ class HostCog(commands.Cog):
         await settle(interaction, t(language, "confirm.cancelled"))
 
 
-async def settle(interaction: discord.Interaction, text: str) -> None:
-    """Answer a confirmation's button: its question becomes ``text``, without buttons (or, if the
-    press was acknowledged already, the acknowledgement says it)."""
-    none = discord.AllowedMentions.none()
-    if interaction.type is not discord.InteractionType.component:
-        await answer(interaction, text)
-    elif interaction.response.is_done():
-        await interaction.edit_original_response(content=text, view=None, allowed_mentions=none)
-    else:
-        await interaction.response.edit_message(content=text, view=None, allowed_mentions=none)
-
     async def _last_known_game(self, live: LiveGame) -> Game | None:
         """A broken game as far as its log still replays (None: not even its deal is readable)."""
         record = live.record
@@ -1315,6 +1304,16 @@ async def settle(interaction: discord.Interaction, text: str) -> None:
                 break  # where the log stops replaying
         return game
 
+async def settle(interaction: discord.Interaction, text: str) -> None:
+    """Answer a confirmation's button: its question becomes ``text``, without buttons (or, if the
+    press was acknowledged already, the acknowledgement says it)."""
+    none = discord.AllowedMentions.none()
+    if interaction.type is not discord.InteractionType.component:
+        await answer(interaction, text)
+    elif interaction.response.is_done():
+        await interaction.edit_original_response(content=text, view=None, allowed_mentions=none)
+    else:
+        await interaction.response.edit_message(content=text, view=None, allowed_mentions=none)
 
 async def setup(bot: ProkuratorBot) -> None:
     """Load the cog."""
