@@ -261,3 +261,21 @@ async def test_a_co_host_does_not_watch_and_a_spectator_is_not_made_co_host():
         await table.drain()
         again = await run(table, "host", "host cohost add", {"member": watcher})
         assert again.content == t("ru", "host.cohost_added", member=f"<@{watcher}>")
+
+
+async def test_a_spectator_who_leaves_the_server_no_longer_watches():
+    async with bot_table(players=10) as table:
+        quick_edits(table)
+        await table.new_game(players=PLAYERS[:8], cities="Верона", maniac=False)
+        game_id = table.live().id
+        watcher = table.member("p8").user.id
+        assert (await run(table, "p8", "mafia spectate")).content == t("ru", "spectate.started", game=game_id)
+        await table.drain()
+        calls = len(table.fake.calls())
+        table.fake.remove_member(table.guild_id, watcher)
+        await table.fake.wait_until(lambda: table.live().record.channels["watching"] == [] or None, 5.0,
+                                    "he still watches")
+        await table.drain()
+        # nothing to take back on Discord: his roles went with him (a call for him would be refused)
+        assert [f"{c.method} {c.path}" for c in table.fake.calls()[calls:] if str(watcher) in c.path] == []
+        assert (await table.bot.storage.game(game_id)).channels["watching"] == []
