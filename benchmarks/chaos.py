@@ -39,6 +39,8 @@ async def main_async(kills: int, guilds: int, players: int, seed: int, keep: Pat
     print(f"commands sent {figures.sent}, acknowledged {figures.acknowledged}")
     print(f"games {figures.games} ({figures.finished} played to the end)")
     print(f"intents carried out {figures.intents}")
+    print("host acts answered: " + (", ".join(f"{what} {n}" for what, n in sorted(figures.answered.items()))
+                                    or "none"))
     print(f"lost {len(figures.lost)}, doubled {len(figures.doubled)}, orphaned {len(figures.orphaned)}, "
           f"diverged {len(figures.diverged)}")
     print(f"elapsed {figures.elapsed:.0f} s")

@@ -16,7 +16,9 @@ Exactly once, never stalled:
   lane holds up nothing in the others;
 * an item that may have reached Discord without its mark being stored (it was
   pending when an earlier process stopped, or a call of it timed out) is
-  *adopted* rather than made again: a message is sent with a nonce Discord
+  *adopted* rather than made again (a role or channel pending from an earlier
+  process only once that process's calls would have timed out: one of them
+  may still land): a message is sent with a nonce Discord
   enforces (``enforce_nonce``), which covers a retry within Discord's nonce
   memory; past that memory, and after a restart, the channel's recent
   history is read for the bot's own message with that content, posted after
@@ -260,6 +262,8 @@ class Outbox:
         delay = BACKOFF_START
         # pending when this process started: an earlier one may have carried it out unheard
         doubt = item.created_at < self._started
+        if doubt and item.kind in CREATES:
+            await self._earlier_calls_over()
         first: float | None = None
         while not self._closed:
             try:
@@ -315,6 +319,15 @@ class Outbox:
             await self._mark(item, result, remembered)
             return True
         return False
+
+    async def _earlier_calls_over(self) -> None:
+        """Wait until a call the earlier process made would have timed out (:attr:`call_timeout`
+        after this one started). A create it sent just before it stopped may still be under way at
+        Discord: looked up before it lands, it would be missed and made a second time, and the
+        first one, landing later, would belong to no game (found by the chaos test)."""
+        wait = self._started + self.call_timeout - time.time()
+        if wait > 0:
+            await asyncio.sleep(wait)
 
     async def _mark(self, item: OutboxItem, result: int | None, ref: tuple[str, int] | None) -> None:
         """Store that Discord accepted the item, however long the database refuses (a full disk):

@@ -81,6 +81,7 @@ from cogs.render import (
     summary_lines,
 )
 from cogs.spectators import MODES as SPECTATOR_MODES
+from cogs.spectators import is_spectator, watch_items
 from rules import (
     AppointGodfather,
     AppointJudge,
@@ -555,6 +556,8 @@ class HostCog(commands.Cog):
             if add:
                 if plays_in(live, member.id):
                     raise UserError("error.cohost_plays", member=who)
+                if is_spectator(record, member.id):  # he would read the secrets holding the watchers' role
+                    raise UserError("error.cohost_spectates", member=who)
                 if member.id in current:
                     raise UserError("error.cohost_already", member=who)
                 if len(current) >= MAX_COHOSTS:
@@ -1126,9 +1129,15 @@ class HostCog(commands.Cog):
             raise UserError("error.player_in_other_game", player=who)
         quiet = not await self.bot.service.wants_pings(new.id)
         name, exposed = new.display_name, exposure(new)
+        # a spectator who takes a seat stops watching in the same commit: one game role at a time
+        busy = bool(await self.bot.storage.pending_outbox(live.id, 1, lane="provision"))
 
         def after(live: LiveGame, events: list[Any]) -> list[OutboxItem]:
-            return replaced_items(live, leaving, str(new.id), name=name, quiet=quiet, exposed=exposed)
+            items: list[OutboxItem] = []
+            if is_spectator(live.record, new.id):
+                log.info("game %s: %s stops watching to take a seat", live.id, new.id)
+                items = watch_items(live, new.id, watch=False, busy=busy)
+            return items + replaced_items(live, leaving, str(new.id), name=name, quiet=quiet, exposed=exposed)
 
         applied = await self.bot.service.apply(
             live.id, Replace(leaving, str(new.id)), source="host", interaction_id=interaction.id,
@@ -1281,17 +1290,6 @@ class HostCog(commands.Cog):
         await settle(interaction, t(language, "confirm.cancelled"))
 
 
-async def settle(interaction: discord.Interaction, text: str) -> None:
-    """Answer a confirmation's button: its question becomes ``text``, without buttons (or, if the
-    press was acknowledged already, the acknowledgement says it)."""
-    none = discord.AllowedMentions.none()
-    if interaction.type is not discord.InteractionType.component:
-        await answer(interaction, text)
-    elif interaction.response.is_done():
-        await interaction.edit_original_response(content=text, view=None, allowed_mentions=none)
-    else:
-        await interaction.response.edit_message(content=text, view=None, allowed_mentions=none)
-
     async def _last_known_game(self, live: LiveGame) -> Game | None:
         """A broken game as far as its log still replays (None: not even its deal is readable)."""
         record = live.record
@@ -1315,6 +1313,16 @@ async def settle(interaction: discord.Interaction, text: str) -> None:
                 break  # where the log stops replaying
         return game
 
+async def settle(interaction: discord.Interaction, text: str) -> None:
+    """Answer a confirmation's button: its question becomes ``text``, without buttons (or, if the
+    press was acknowledged already, the acknowledgement says it)."""
+    none = discord.AllowedMentions.none()
+    if interaction.type is not discord.InteractionType.component:
+        await answer(interaction, text)
+    elif interaction.response.is_done():
+        await interaction.edit_original_response(content=text, view=None, allowed_mentions=none)
+    else:
+        await interaction.response.edit_message(content=text, view=None, allowed_mentions=none)
 
 async def setup(bot: ProkuratorBot) -> None:
     """Load the cog."""

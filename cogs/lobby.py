@@ -428,7 +428,7 @@ class LobbyCog(commands.Cog):
     @commands.Cog.listener()
     async def on_raw_member_remove(self, payload: discord.RawMemberRemoveEvent) -> None:
         """A member left the server (GUILD_MEMBER_REMOVE): out of the lobby he was in, or, a living
-        player of the running game, handled as ``/mafia leave``."""
+        player of the running game, handled as ``/mafia leave``; a spectator no longer watches."""
         try:
             await self._member_gone(payload.guild_id, payload.user.id)
         except UserError as refusal:
@@ -450,6 +450,15 @@ class LobbyCog(commands.Cog):
                 return lobby_edit(live)
 
             await self.bot.service.update(live.id, drop)
+            return
+        if live.record.state == "running" and spectators.is_spectator(live.record, user_id):
+            def unwatch(live: LiveGame) -> list[OutboxItem]:
+                record = live.record
+                record.channels["watching"] = sorted(spectators.watching(record) - {user_id})
+                return []  # his roles left the server with him: nothing to take back
+
+            await self.bot.service.update(live.id, unwatch)
+            log.info("game %s: spectator %s left the server", live.id, user_id)
             return
         game = live.game
         if live.record.state != "running" or game is None or player not in game.players:

@@ -7,8 +7,11 @@ its SQLite file in a folder of its own. One driver per guild plays: it opens a
 lobby, members join from the lobby's button, the host sets up and starts, then
 players and the host send random commands whose targets the bot's own
 autocomplete offers (so most are legal: nominations, votes, night actions, the
-host's next, kill, execute, skip), now and then the host ends the game, and a
-finished game is followed by a new one. Meanwhile the process is SIGKILLed at
+host's next, execute, skip, pause, resume, extend), now and then the host
+strikes a player out or ends the game, and a finished game is followed by a
+new one. A strike-out or an end only asks the host to confirm: the harness
+presses "Yes" (now and then twice at once), "No", or nothing, as the host, and
+it is the press that is the command. Meanwhile the process is SIGKILLed at
 random moments and started again, and the fake injects faults: 429s, 5xx,
 slow answers, gateway drops, and Discord forgetting its nonces.
 
@@ -16,10 +19,14 @@ Then, with the bot stopped, :meth:`Chaos.check` reads the database and the
 fake's record and counts what would be a bug:
 
 * *lost*: a command acknowledged with a success text that is not in the log
-  (or not in the lobby, for a join), an outbox item marked sent with no
-  message of its nonce on Discord, an item still pending or refused;
+  (or not in the lobby, for a join; not in the game's record, for a spectator
+  toggle, a pause, a resume, an extension or an end; an ended game not
+  cancelled), an outbox item marked sent with no message of its nonce on
+  Discord, an item still pending or refused; a game paused or not against the
+  pauses and resumes it recorded;
 * *doubled*: an interaction applied twice, two messages of one nonce, a
-  refused command that is in the log anyway;
+  refused command that is in the log (or the record) anyway, a question or a
+  "No" that changed anything;
 * *orphaned*: a channel or role in a guild that no game in the database owns;
 * *diverged*: a game whose restored state (snapshot + log, through the game
   service) is not the replay of its whole log, or a broken one.
@@ -61,9 +68,12 @@ CONFIG = """\
 database: {database}
 log_level: INFO
 snapshot_every: 4
-timers: {{discussion: 0, voting: 0, night: 0, reminders: []}}
+timers: {{discussion: {discussion}, voting: 0, night: 0, reminders: []}}
 last_word: {{join_timeout: 5, dave_timeout: 5, progress_every: 5, max_upload_mib: 25}}
 """
+
+#: the day's discussion has a deadline (so ``/host extend`` has one to move) that no run reaches
+DISCUSSION_SECONDS = 3600
 
 #: REST routes faults are injected on: everything a game does, not the startup's command sync
 FAULT_ROUTES = (
@@ -80,11 +90,17 @@ PLAYER_COMMANDS = (
     ("nominate", "player", 6), ("vote", "player", 8), ("unvote", None, 1),
     ("kill", "player", 3), ("check", "player", 2), ("protect", "player", 2), ("elect", "player", 1),
 )
-#: the same for the host
+#: the same for the host (``duration`` is not autocompleted: one of :data:`EXTENSIONS`)
 HOST_COMMANDS = (
     ("host next", "from", 6), ("host execute", "player", 2), ("host skip", None, 1),
     ("host kill", "player", 1), ("host godfather", "player", 1),
+    ("host pause", None, 1), ("host resume", None, 1), ("host extend", "duration", 1),
 )
+EXTENSIONS = ("90s", "10m", "1h30m")
+#: host commands that ask for a confirmation first (the press is the command)
+ASKING = ("host kill", "host end")
+#: host commands that change the game's record, not its log
+RECORDING = ("host pause", "host resume", "host extend")
 #: commands whose success answer says they were applied, and the catalogue keys of those answers
 GAME_SUCCESS = ("reply.nominate", "reply.vote", "reply.unvote", "reply.check", "reply.protect",
                 "reply.elect", "reply.decision", "reply.proposal", "reply.decision_tour",
@@ -103,6 +119,9 @@ def template(key: str) -> re.Pattern[str]:
 
 SUCCESS = [template(key) for key in GAME_SUCCESS if key in CATALOGUE]
 WATCHES, UNWATCHES = template("spectate.started"), template("spectate.stopped")
+PAUSED, RESUMED = template("host.paused"), template("host.resumed")
+RECORDED = {"host pause": PAUSED, "host resume": RESUMED, "host extend": template("host.extended")}
+ENDED, CANCELLED = template("host.ended_reply"), template("confirm.cancelled")
 REFUSALS = [template(key) for key in CATALOGUE if key.startswith("error.")]
 JOINED = template("lobby.joined")
 
@@ -129,12 +148,32 @@ class Club:
 
 @dataclass
 class Sent:
-    """An interaction the harness sent, what it was for, and in which game."""
+    """An interaction the harness sent, what it was for, and in which game.
+
+    ``what``: ``new``, ``join``, ``setup``, ``start``, ``spectate``, ``game``
+    (a command of the log, or the "Yes" of a strike-out), ``record`` (pause,
+    resume, extend), ``ask`` (a command that asks to confirm), ``end`` (the "Yes"
+    of an end), ``no`` (a confirmation's "No").
+    """
 
     result: InteractionResult
     what: str
     guild_id: int
     game_id: int | None
+    command: str = ""
+
+
+def confirmation(result: InteractionResult) -> tuple[str | None, str | None]:
+    """The custom ids of the "Yes" and the "No" of a host's confirmation in an answer."""
+    yes = no = None
+    for row in result.components:
+        for component in row.get("components", []):
+            custom_id = str(component.get("custom_id", ""))
+            if custom_id.startswith("mafia:confirm:"):
+                yes = custom_id
+            elif custom_id.startswith("mafia:cancel:"):
+                no = custom_id
+    return yes, no
 
 
 @dataclass
@@ -149,6 +188,8 @@ class Figures:
     games: int = 0
     finished: int = 0
     intents: int = 0
+    answered: Counter[str] = field(default_factory=Counter)
+    """Acknowledged host acts by command: each confirmation's Yes and No, pauses, resumes, extensions."""
     lost: list[str] = field(default_factory=list)
     doubled: list[str] = field(default_factory=list)
     orphaned: list[str] = field(default_factory=list)
@@ -170,7 +211,8 @@ class Figures:
                 f"{self.sent} commands sent, {self.acknowledged} acknowledged, {self.games} games "
                 f"({self.finished} finished), {self.intents} intents carried out; "
                 f"lost {len(self.lost)}, doubled {len(self.doubled)}, orphaned {len(self.orphaned)}, "
-                f"diverged {len(self.diverged)}; {self.elapsed:.1f} s")
+                f"diverged {len(self.diverged)}; {self.elapsed:.1f} s; host acts answered: "
+                f"{', '.join(f'{what} {n}' for what, n in sorted(self.answered.items())) or 'none'}")
 
 
 class BotProcess:
@@ -180,7 +222,7 @@ class BotProcess:
         self.fake = fake
         self.database = folder / "bot.sqlite3"
         self.config = folder / "config.yaml"
-        self.config.write_text(CONFIG.format(database=self.database))
+        self.config.write_text(CONFIG.format(database=self.database, discussion=DISCUSSION_SECONDS))
         self.log = folder / "bot.log"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -368,13 +410,13 @@ class Chaos:
                               (club.guild_id,)).fetchone()
 
     async def _send(self, club: Club, what: str, game_id: int | None, deliver: Callable[[], Any],
-                    timeout: float = 4.0) -> InteractionResult | None:
+                    timeout: float = 4.0, command: str = "") -> InteractionResult | None:
         """Send one interaction and wait a while for its answer (the bot may be down: then none)."""
         try:
             result: InteractionResult = await deliver()
         except RuntimeError:
             return None  # no gateway session: Discord would tell the user the app did not respond
-        self.sent.append(Sent(result, what, club.guild_id, game_id))
+        self.sent.append(Sent(result, what, club.guild_id, game_id, command))
         with contextlib.suppress(TimeoutError, AssertionError):
             await self.fake.wait_until(lambda: result.callback is not None or bool(result.attempts) or None,
                                        timeout, "")
@@ -392,6 +434,32 @@ class Chaos:
         except (TimeoutError, AssertionError):
             return []
         return [str(choice["value"]) for choice in result.choices]
+
+    async def _ask(self, club: Club, game_id: int, command: str, options: dict[str, Any]) -> None:
+        """A host's command that asks to confirm, then, as the host, its "Yes" (now and then
+        twice at once, as a double click), its "No", or nothing."""
+        guild, host = club.guild_id, club.host_id
+        result = await self._send(club, "ask", game_id, lambda: self.fake.slash(
+            guild, host, command, options, locale="ru", wait=False), command=command)
+        if result is None or result.callback is None:
+            return
+        question = result.original
+        yes, no = confirmation(result)
+        if question is None or yes is None or no is None:
+            return  # refused at once: not his game, a dead target...
+        roll = self.random.random()
+        if roll < 0.15:
+            return  # never answered: nothing may happen
+        await asyncio.sleep(self.random.uniform(0.0, 0.5))  # the host reads the question
+        if roll < 0.3:
+            await self._send(club, "no", game_id, lambda: self.fake.click(
+                question, no, host, locale="ru", wait=False), command=f"{command} (No)")
+            return
+        what = "end" if command == "host end" else "game"
+        presses = 2 if self.random.random() < 0.15 else 1
+        # both clicks leave before the bot answers either, so both find the button
+        await asyncio.gather(*(self._send(club, what, game_id, lambda: self.fake.click(
+            question, yes, host, locale="ru", wait=False), command=f"{command} (Yes)") for _ in range(presses)))
 
     async def _drive(self, club: Club) -> None:
         while not self._stop.is_set():
@@ -420,8 +488,7 @@ class Chaos:
         game_id, state = int(row["id"]), row["state"]
         if state == "starting":
             if self.random.random() < 0.02:
-                await self._send(club, "end", game_id, lambda: self.fake.slash(guild, host, "host end", {},
-                                                                             locale="ru", wait=False))
+                await self._ask(club, game_id, "host end", {})
             await asyncio.sleep(0.3)
             return
         if state == "lobby":
@@ -445,9 +512,8 @@ class Chaos:
                 guild, host, "host start", {}, locale="ru", wait=False), timeout=15.0)
             return
         # running
-        if self.random.random() < 0.004:
-            await self._send(club, "end", game_id, lambda: self.fake.slash(guild, host, "host end", {},
-                                                                         locale="ru", wait=False))
+        if self.random.random() < 0.006:
+            await self._ask(club, game_id, "host end", {})
             return
         if self.random.random() < 0.03:  # a member who does not play starts or stops watching
             watcher = self.random.choice(club.members[self.players:])
@@ -462,14 +528,20 @@ class Chaos:
             user = self.random.choice(club.members[:self.players])
             command, option, _ = self.random.choices(PLAYER_COMMANDS, [w for *_, w in PLAYER_COMMANDS])[0]
         options: dict[str, Any] = {}
-        if option is not None:
+        if option == "duration":
+            options[option] = self.random.choice(EXTENSIONS)
+        elif option is not None:
             choices = await self._choices(club, user, command, option)
             if not choices and option != "from":
                 return
             if choices and (option != "from" or self.random.random() < 0.7):
                 options[option] = self.random.choice(choices)
-        await self._send(club, "game", game_id, lambda: self.fake.slash(
-            guild, user, command, options, locale="ru", wait=False))
+        if command in ASKING:
+            await self._ask(club, game_id, command, options)
+            return
+        what = "record" if command in RECORDING else "game"
+        await self._send(club, what, game_id, lambda: self.fake.slash(
+            guild, user, command, options, locale="ru", wait=False), command=command)
 
     async def _settle(self, timeout: float = 90.0) -> None:
         """Wait until nothing is pending and no game is being started or cancelled."""
@@ -517,17 +589,54 @@ class Chaos:
                 figures.doubled.append(f"interaction {interaction_id} is in the log {times} times")
         for sent in self.sent:
             result = sent.result
+            if sent.what in ("ask", "no") and (logged[result.id] or result.id in recorded):
+                # a question (its message may since show the press's answer) or a "No" changes nothing
+                figures.doubled.append(f"{sent.command} {result.id} only asked or declined, yet it is in "
+                                       f"the log {logged[result.id]} times, recorded for "
+                                       f"{recorded.get(result.id)}")
             if result.callback is None:
                 continue
             text = result.content
             if sent.what == "game":
                 if is_success(text):
                     figures.acknowledged += 1
+                    if sent.command == "host kill (Yes)":
+                        figures.answered[sent.command] += 1
                     if logged[result.id] != 1:
-                        figures.lost.append(f"{result.payload['data']['name']} {result.id} answered "
+                        figures.lost.append(f"{sent.command} {result.id} answered "
                                             f"{text!r} but is in the log {logged[result.id]} times")
                 elif is_refusal(text) and logged[result.id]:
                     figures.doubled.append(f"{result.id} answered {text!r} (a refusal) but is in the log")
+            elif sent.what == "no" and CANCELLED.fullmatch(text):
+                figures.acknowledged += 1
+                figures.answered[sent.command] += 1
+            elif sent.what == "record":
+                if RECORDED[sent.command].fullmatch(text):
+                    figures.acknowledged += 1
+                    figures.answered[sent.command] += 1
+                    if recorded.get(result.id) != sent.game_id:
+                        figures.lost.append(f"{sent.command} {result.id} answered {text!r}; game "
+                                            f"{sent.game_id} did not record it")
+                elif is_refusal(text) and result.id in recorded:
+                    figures.doubled.append(f"{sent.command} {result.id} answered {text!r} (a refusal) "
+                                           f"but game {recorded[result.id]} recorded it")
+            elif sent.what == "end":
+                if logged[result.id]:
+                    figures.doubled.append(f"end {result.id} is in the log of commands")
+                if ENDED.fullmatch(text):
+                    figures.acknowledged += 1
+                    figures.answered[sent.command] += 1
+                    game = games.get(sent.game_id or 0)
+                    if game is None or game["state"] != "cancelled":
+                        figures.lost.append(f"end {result.id} of game {sent.game_id} answered, "
+                                            f"the game is {game and game['state']}")
+                    # an end of a game being started is its rollback; of a started one, a record
+                    elif game["setup"] is not None and recorded.get(result.id) != sent.game_id:
+                        figures.lost.append(f"end {result.id} of started game {sent.game_id} answered, "
+                                            f"not recorded")
+                elif is_refusal(text) and result.id in recorded:
+                    figures.doubled.append(f"end {result.id} answered {text!r} (a refusal) but game "
+                                           f"{recorded[result.id]} recorded it")
             elif sent.what == "join" and JOINED.fullmatch(text) and sent.game_id in games:
                 figures.acknowledged += 1
                 lobby = json.loads(games[sent.game_id]["lobby"])
@@ -546,6 +655,17 @@ class Chaos:
                 if game is None or game["setup"] is None or game["state"] not in ("running", "over", "cancelled"):
                     figures.lost.append(f"start {result.id} of game {sent.game_id} answered, "
                                         f"the game is {game and game['state']}")
+
+        # a recorded pause or resume flips the game's clock (each is refused unless it does)
+        pauses: Counter[int] = Counter()
+        for sent in self.sent:
+            if sent.what == "record" and sent.command != "host extend" and sent.result.id in recorded:
+                pauses[recorded[sent.result.id]] += 1 if sent.command == "host pause" else -1
+        for game_id, game in games.items():
+            paused = bool(json.loads(game["lobby"] or "{}").get("paused"))
+            if pauses[game_id] != (1 if paused else 0):
+                figures.lost.append(f"game {game_id}: paused {paused}, its recorded pauses less resumes "
+                                    f"are {pauses[game_id]}")
 
         # every toggle a game recorded flips its member's watching (answered or not: one applied
         # just before a kill is never answered), so he watches after an odd number of them

@@ -3,9 +3,11 @@
 About a minute: random legal commands in three guilds, the bot process killed
 every few seconds and started again (six times; ``CHAOS_KILLS=N`` for more),
 429s, 5xx, slow answers, gateway drops and forgotten nonces injected by the
-fake; then every game is its log's replay, every acknowledged command is in
-the log once, every intent was carried out once, and no channel or role is
-left that no game owns (:mod:`tests.chaos.harness`). The seed is random per run and printed on
+fake; the host's strike-outs and ends confirmed by pressing "Yes" (or
+declined, or left unanswered); then every game is its log's replay, every
+acknowledged command is in the log once (or in the game's record), every
+intent was carried out once, and no channel or role is left that no game owns
+(:mod:`tests.chaos.harness`). The seed is random per run and printed on
 failure; ``CHAOS_SEED=N`` runs one again.
 """
 
@@ -38,4 +40,6 @@ async def test_chaos_loses_doubles_and_orphans_nothing(tmp_path: Path):
     assert figures.acknowledged >= 50, report
     assert figures.intents >= 50, report
     assert figures.games >= 3, report
+    # and the host's confirmations were answered: a strike-out or an end happens on its "Yes"
+    assert figures.answered["host kill (Yes)"] + figures.answered["host end (Yes)"] >= 1, report
     print(report)

@@ -347,6 +347,46 @@ async def _cut_off_and_resumed(route: str) -> None:
             await fake.close()
 
 
+async def test_a_role_still_being_made_when_the_next_process_starts_is_adopted_not_made_twice():
+    """Found by the chaos test: the process stops while Discord is still making the spectators'
+    role (a slow answer), and the next one is up before Discord has made it. It looks for the role
+    only once the earlier process's call would have timed out, so it adopts the one that landed
+    late: one role, the game's, held by the spectator."""
+    fake = FakeDiscord()
+    world = build_standard_guild(fake, players=[f"p{i}" for i in range(9)])
+    with tempfile.TemporaryDirectory() as folder:
+        config = replace(Config(timers=NO_TIMERS), database=Path(folder) / "bot.sqlite3")
+        await fake.start()
+        try:
+            async with bot_on(fake, world, config) as first:
+                quick_edits(first)
+                await first.new_game(players=[f"p{i}" for i in range(8)], cities="Верона", maniac=False)
+                game = first.live().id
+                slow = fake.delay("POST", r"/guilds/\d+/roles", 6.0, count=1)
+                watching = await run(first, "p8", "mafia spectate")
+                assert watching.content == t("ru", "spectate.started", game=game)
+                await fake.wait_until(lambda: slow.hits or None, 5.0, "the role was not being made")
+            name = t("ru", "game_role.spectators", game=game)
+            watcher = world.players[8].user.id
+            guild = fake.state.guild(world.guild.id)
+            assert not [r for r in guild.roles.values() if r.name == name]  # still being made
+            async with bot_on(fake, world, config) as second:
+                await fake.wait_until(
+                    lambda: any(guild.roles[r].name == name for r in guild.members[watcher].roles
+                                if r in guild.roles) or None, 30.0, "the spectator never got the role")
+                # the slow call of the first process has been answered by now: its role is made
+                await fake.wait_until(lambda: all(c.status for c in fake.calls("POST", "/guilds/{guild_id}/roles"))
+                                      or None, 10.0, "the first process's call was never answered")
+                await second.drain()
+                roles = [r.id for r in guild.roles.values() if r.name == name]
+                assert len(roles) == 1, f"{len(roles)} spectator roles"
+                assert roles[0] in guild.members[watcher].roles
+                made = [c for c in fake.calls("POST", "/guilds/{guild_id}/roles") if c.ok]
+                assert [int(c.response["id"]) for c in made if c.json.get("name") == name] == roles
+        finally:
+            await fake.close()
+
+
 async def test_a_start_cut_off_then_refused_after_the_restart_leaves_nothing_behind():
     fake = FakeDiscord()
     world = build_standard_guild(fake, players=[f"p{i}" for i in range(8)])

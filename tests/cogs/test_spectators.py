@@ -4,16 +4,17 @@ Secrecy first, from the spectator's own client (``fake.client_view``) through
 a whole game, the end's reveal included: he reads every city channel and
 writes in none, and never reaches a mafia room, the host's log, the dead's
 channel, the tribune, or a line pairing a living player with his status. Then
-who may watch (not a player, not the host), how it stops (the command again,
-``/mafia leave``), the host's setting (off, on, after the game), and that a
-spectator does not take a seat.
+who may watch (not a player, not the host, not a co-host), how it stops (the
+command again, ``/mafia leave``), the host's setting (off, on, after the
+game), that a spectator does not take a seat unless the host seats him with
+``/host replace`` (then he stops watching), and that he cannot be a co-host.
 """
 
 from __future__ import annotations
 
 from bot.i18n import t
 from rules import Status
-from tests.cogs.scenes import SEND, VIEW, quick_edits, run
+from tests.cogs.scenes import SEND, VIEW, assert_unchanged, quick_edits, run, snapshot
 from tests.cogs.test_secrecy import leaks_to
 from tests.fakediscord import Permission
 from tests.harness import Table, bot_table
@@ -195,3 +196,86 @@ async def test_the_end_while_the_spectators_role_is_being_made_locks_the_channel
             assert not table.fake.permissions_for(table.guild_id, city, player) & SEND
         allowed = table.fake.permissions_for(table.guild_id, city, table.member("p8").user.id)
         assert allowed & VIEW and not allowed & SEND
+
+
+def spectators_role(table: Table, game_id: int) -> int:
+    """The id of the game's spectator role on Discord."""
+    return next(r.id for r in table.fake.state.guild(table.guild_id).roles.values()
+                if r.name == t("ru", "game_role.spectators", game=game_id))
+
+
+async def test_a_spectator_seated_by_host_replace_stops_watching_and_holds_only_his_city_role():
+    async with bot_table(players=10) as table:
+        quick_edits(table)
+        await table.new_game(players=PLAYERS[:8], cities="Верона", maniac=False)
+        table.channels = table.live().record.channels
+        game_id = table.live().id
+        watcher = table.member("p8").user.id
+        assert (await run(table, "p8", "mafia spectate")).content == t("ru", "spectate.started", game=game_id)
+        await table.drain()
+        spectators = spectators_role(table, game_id)
+        assert spectators in table.fake.state.guild(table.guild_id).members[watcher].roles
+        old = next(p for p in table.game.alive() if table.game.status_of(p) is Status.CITIZEN)
+
+        replaced = await run(table, "host", "host replace", {"player": old, "newcomer": watcher})
+        assert replaced.content == t("ru", "host.replaced", old=f"<@{old}>", new=f"<@{watcher}>")
+        await table.drain()
+        assert table.live().record.channels["watching"] == []
+        assert table.game.city_of(str(watcher)) == "Верона"
+        # one game role: the city's living residents' (the spectators' is taken back)
+        living = int(table.channels["roles"]["cities"]["Верона"]["living"])
+        game_roles = {spectators, living, *(int(r) for r in [table.channels["roles"].get("dead")] if r)}
+        held = set(table.fake.state.guild(table.guild_id).members[watcher].roles) & game_roles
+        assert held == {living}
+        assert f"/guilds/{table.guild_id}/members/{watcher}/roles/{spectators}" in [
+            c.path for c in table.fake.calls("DELETE")]
+        city = places(table)[0][0]
+        assert table.fake.permissions_for(table.guild_id, city, watcher) & SEND  # a resident writes
+        # a player now: he may not watch again
+        assert (await run(table, "p8", "mafia spectate")).content == t("ru", "error.spectate_player")
+
+
+async def test_a_co_host_does_not_watch_and_a_spectator_is_not_made_co_host():
+    async with bot_table(players=10) as table:
+        quick_edits(table)
+        await table.new_game(players=PLAYERS[:8], cities="Верона", maniac=False)
+        game_id = table.live().id
+        cohost, watcher = table.member("p8").user.id, table.member("p9").user.id
+        added = await run(table, "host", "host cohost add", {"member": cohost})
+        assert added.content == t("ru", "host.cohost_added", member=f"<@{cohost}>")
+        await table.drain()
+        before = await snapshot(table)
+        assert (await run(table, "p8", "mafia spectate")).content == t("ru", "error.spectate_host")
+        await assert_unchanged(table, before)
+
+        assert (await run(table, "p9", "mafia spectate")).content == t("ru", "spectate.started", game=game_id)
+        await table.drain()
+        before = await snapshot(table)
+        refused = await run(table, "host", "host cohost add", {"member": watcher})
+        assert refused.content == t("ru", "error.cohost_spectates", member=f"<@{watcher}>")
+        await assert_unchanged(table, before)
+        assert table.live().record.lobby.get("cohosts") == [cohost]
+        assert table.live().record.channels["watching"] == [watcher]
+        # once he stops watching, he may be made co-host
+        await run(table, "p9", "mafia leave")
+        await table.drain()
+        again = await run(table, "host", "host cohost add", {"member": watcher})
+        assert again.content == t("ru", "host.cohost_added", member=f"<@{watcher}>")
+
+
+async def test_a_spectator_who_leaves_the_server_no_longer_watches():
+    async with bot_table(players=10) as table:
+        quick_edits(table)
+        await table.new_game(players=PLAYERS[:8], cities="Верона", maniac=False)
+        game_id = table.live().id
+        watcher = table.member("p8").user.id
+        assert (await run(table, "p8", "mafia spectate")).content == t("ru", "spectate.started", game=game_id)
+        await table.drain()
+        calls = len(table.fake.calls())
+        table.fake.remove_member(table.guild_id, watcher)
+        await table.fake.wait_until(lambda: table.live().record.channels["watching"] == [] or None, 5.0,
+                                    "he still watches")
+        await table.drain()
+        # nothing to take back on Discord: his roles went with him (a call for him would be refused)
+        assert [f"{c.method} {c.path}" for c in table.fake.calls()[calls:] if str(watcher) in c.path] == []
+        assert (await table.bot.storage.game(game_id)).channels["watching"] == []
