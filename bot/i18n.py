@@ -67,10 +67,10 @@ def _form(language: str, entry: Entry, params: dict[str, Any]) -> str:
     return entry.get(plural_category(language, number), entry["other"])
 
 
-#: fills a placeholder that no caller gave, from its name and the language (None: left as is);
+#: fills a field that no caller gave, from its name and the language (None: left as is);
 #: :mod:`cogs.mentions` installs one that turns ``{cmd_vote}`` into the command's mention
 def no_fallback(language: str, name: str) -> str | None:
-    """Leave an unfilled placeholder as it is."""
+    """Leave an unfilled field as it is."""
     return None
 
 

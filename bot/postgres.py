@@ -3,7 +3,7 @@
 :class:`PostgresStorage` is the same class as the SQLite one, with the same SQL; what differs is
 here, in one place, translated mechanically:
 
-- parameters: SQLite's ``?`` become ``$1``, ``$2``... (:func:`placeholders`);
+- parameters: SQLite's ``?`` become ``$1``, ``$2``... (:func:`numbered_parameters`);
 - migrations (:func:`postgres_ddl`): ``INTEGER`` is ``BIGINT`` (Discord ids need 64 bits; SQLite's
   integers are 64-bit already), ``REAL`` is ``DOUBLE PRECISION`` (SQLite's are 8 bytes),
   ``INTEGER PRIMARY KEY AUTOINCREMENT`` is an identity column, and every table gets the
@@ -46,7 +46,7 @@ POOL_SIZE = 8
 
 
 @functools.lru_cache(maxsize=1024)
-def placeholders(sql: str) -> str:
+def numbered_parameters(sql: str) -> str:
     """SQLite's ``?`` parameters as PostgreSQL's ``$n`` (the storage's SQL has no ``?`` in text)."""
     count = 0
 
@@ -99,7 +99,7 @@ class _Statement:
         import asyncpg
 
         try:
-            rows = await self._connection.fetch(placeholders(self._sql), *self._params)
+            rows = await self._connection.fetch(numbered_parameters(self._sql), *self._params)
         except asyncpg.IntegrityConstraintViolationError as error:
             raise IntegrityError(f"{error.constraint_name or ''}: {error}") from None
         return _Cursor(list(rows))
@@ -131,7 +131,7 @@ class _Connection:
         if not batch:
             return
         try:
-            await self.raw.executemany(placeholders(sql), batch)
+            await self.raw.executemany(numbered_parameters(sql), batch)
         except asyncpg.IntegrityConstraintViolationError as error:
             raise IntegrityError(f"{error.constraint_name or ''}: {error}") from None
 
@@ -227,8 +227,8 @@ class PostgresStorage(Storage):
 
     async def _fetchone(self, sql: str, params: Iterable[Any] = ()) -> Any:
         async with self._pool.acquire() as raw:
-            return await raw.fetchrow(placeholders(sql), *tuple(params))
+            return await raw.fetchrow(numbered_parameters(sql), *tuple(params))
 
     async def _fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
         async with self._pool.acquire() as raw:
-            return list(await raw.fetch(placeholders(sql), *tuple(params)))
+            return list(await raw.fetch(numbered_parameters(sql), *tuple(params)))

@@ -27,7 +27,7 @@ SELECT_OPTIONS = 25
 OPTION_LABEL = 100
 """Characters in a select option's label or value, an autocomplete choice's name or value."""
 PLACEHOLDER = 150
-"""Characters in a select menu's placeholder."""
+"""Characters in the hint a select menu shows before a choice (its "placeholder")."""
 CITY_NAME = 40
 """Characters in a city's name: it goes into channel names, texts and tables."""
 CITIES = 10

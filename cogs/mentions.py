@@ -18,7 +18,7 @@ from bot.i18n import t
 
 #: top-level command (its default name) → the id Discord gave it
 COMMAND_IDS: dict[str, int] = {}
-#: ``{cmd_...}`` placeholders any text may use, by the command they name
+#: ``{cmd_...}`` fields any text may use, by the command they name
 PLACEHOLDERS = {
     "cmd_help": "help", "cmd_rules": "rules", "cmd_status": "mafia status", "cmd_me": "mafia me",
     "cmd_new": "mafia new", "cmd_join": "mafia join", "cmd_leave": "mafia leave", "cmd_notify": "mafia notify",

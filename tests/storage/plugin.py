@@ -94,11 +94,11 @@ async def raw(database: Path | str, sql: str, params: tuple[Any, ...] = ()) -> l
             return [tuple(row) for row in connection.execute(sql, params).fetchall()]
     import asyncpg
 
-    from bot.postgres import placeholders
+    from bot.postgres import numbered_parameters
 
     connection = await asyncpg.connect(database)
     try:
-        return [tuple(row) for row in await connection.fetch(placeholders(sql), *params)]
+        return [tuple(row) for row in await connection.fetch(numbered_parameters(sql), *params)]
     finally:
         await connection.close()
 
@@ -117,7 +117,7 @@ def raw_sync(database: Path | str, sql: str, params: tuple[Any, ...] = ()) -> li
 
     import asyncpg
 
-    from bot.postgres import placeholders
+    from bot.postgres import numbered_parameters
 
     result: list[Any] = []
     failure: list[BaseException] = []
@@ -125,7 +125,7 @@ def raw_sync(database: Path | str, sql: str, params: tuple[Any, ...] = ()) -> li
     async def ask() -> None:
         connection = await asyncpg.connect(database)
         try:
-            result.extend(await connection.fetch(placeholders(sql), *params))
+            result.extend(await connection.fetch(numbered_parameters(sql), *params))
         finally:
             await connection.close()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import ConfigError, config_from_dict
-from bot.postgres import placeholders, postgres_ddl
+from bot.postgres import numbered_parameters, postgres_ddl
 from bot.storage import OutboxItem, PlayerBusy, Storage, is_postgres
 from tests.storage.plugin import raw
 
@@ -110,7 +110,7 @@ async def test_the_v5_migration_fills_active_players_from_the_games_already_star
 
 
 def test_the_postgresql_translation_is_mechanical():
-    assert placeholders("SELECT a FROM t WHERE b = ? AND c IN (?, ?)") == \
+    assert numbered_parameters("SELECT a FROM t WHERE b = ? AND c IN (?, ?)") == \
         "SELECT a FROM t WHERE b = $1 AND c IN ($2, $3)"
     ddl = postgres_ddl("CREATE TABLE games (\n    id INTEGER PRIMARY KEY AUTOINCREMENT,\n"
                        "    at REAL NOT NULL,\n    n INTEGER)")
