@@ -58,10 +58,10 @@ def command(language: str, path: str) -> str:
     return f"</{name}:{command_id}>"
 
 
-def placeholder(language: str, name: str) -> str | None:
-    """A ``{cmd_...}`` placeholder no caller filled: the command's mention."""
+def command_field(language: str, name: str) -> str | None:
+    """A ``{cmd_...}`` field no caller filled: the command's mention."""
     path = PLACEHOLDERS.get(name)
     return command(language, path) if path is not None else None
 
 
-i18n.fallback = placeholder
+i18n.fallback = command_field
