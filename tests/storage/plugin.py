@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.storage.server import PostgresServer, find_binaries, running_server
+from tests.storage.server import PostgresServer, find_binaries, run_to_completion, running_server
 
 
 def _why_not() -> str | None:
@@ -112,15 +112,11 @@ def raw_sync(database: Path | str, sql: str, params: tuple[Any, ...] = ()) -> li
         with contextlib.closing(sqlite3.connect(database)) as connection, connection:
             connection.row_factory = sqlite3.Row
             return list(connection.execute(sql, params).fetchall())
-    import asyncio
-    import threading
-
     import asyncpg
 
     from bot.postgres import numbered_parameters
 
     result: list[Any] = []
-    failure: list[BaseException] = []
 
     async def ask() -> None:
         connection = await asyncpg.connect(database)
@@ -129,15 +125,5 @@ def raw_sync(database: Path | str, sql: str, params: tuple[Any, ...] = ()) -> li
         finally:
             await connection.close()
 
-    def work() -> None:
-        try:
-            asyncio.run(ask())
-        except BaseException as error:
-            failure.append(error)
-
-    thread = threading.Thread(target=work)
-    thread.start()
-    thread.join()
-    if failure:
-        raise failure[0]
+    run_to_completion(ask)
     return result

@@ -9,6 +9,7 @@ database (``search_path`` in its URL), which is much quicker than a database per
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import glob
 import itertools
@@ -18,7 +19,8 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 
 DATABASE = "prokurator"
@@ -43,6 +45,29 @@ def _free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
 
+
+
+def run_to_completion(coroutine: Callable[[], Coroutine[object, object, object]]) -> None:
+    """Run ``coroutine()`` to its end from code that cannot await: here, or on a thread with a
+    loop of its own when this thread already runs one (a fixture or a polled condition)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(coroutine())
+        return
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            asyncio.run(coroutine())
+        except BaseException as error:
+            failure.append(error)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
 
 class PostgresServer:
     """One running server; :meth:`url` of a fresh schema for each user of it."""
@@ -106,8 +131,6 @@ class PostgresServer:
 
     def new_url(self) -> str:
         """The URL of a new, empty schema (``search_path`` set for every connection to it)."""
-        import asyncio
-
         import asyncpg
 
         schema = f"t{os.getpid()}_{next(self._schemas)}"
@@ -119,26 +142,7 @@ class PostgresServer:
             finally:
                 await connection.close()
 
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            asyncio.run(create())
-        else:  # called from a running loop: create it on a thread of its own
-            import threading
-
-            failure: list[BaseException] = []
-
-            def work() -> None:
-                try:
-                    asyncio.run(create())
-                except BaseException as error:
-                    failure.append(error)
-
-            thread = threading.Thread(target=work)
-            thread.start()
-            thread.join()
-            if failure:
-                raise failure[0]
+        run_to_completion(create)
         return f"{self.base_url()}&search_path={schema}"
 
     def stop(self) -> None:
