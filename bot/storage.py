@@ -527,8 +527,18 @@ class Storage:
         await self._db.commit()
         self.group_commits += 1
         for write in group:
-            for game_id, lanes in write.lanes:
-                self._new_lanes.setdefault(game_id, set()).update(lanes)
+            self._lanes_stored(write)
+
+    @staticmethod
+    async def _write_alone(db: Any, write: _GroupedWrite) -> None:
+        """A write's statements in the caller's transaction (not in a group)."""
+        for sql, rows in write.statements:
+            await db.executemany(sql, rows)
+
+    def _lanes_stored(self, write: _GroupedWrite) -> None:
+        """After the commit of a write: tell the outbox which of its lanes got new items."""
+        for game_id, lanes in write.lanes:
+            self._new_lanes.setdefault(game_id, set()).update(lanes)
 
     async def _fetchone(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
         rows = await self._fetchall(sql, params)
@@ -857,32 +867,6 @@ class Storage:
         """
         now = time.time() if now is None else now
         seq = record.command_count
-        if self.dialect != "sqlite" or (record_changed and record.state not in OPEN_STATES):
-            # PostgreSQL runs different games' transactions at once (no group to wait for); a
-            # game that ends frees its players in active_players, a read and write of its own
-            active = None
-            async with self.transaction(record.id) as db:
-                await db.execute(
-                    "INSERT INTO commands (game_id, seq, command, interaction_id, source, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (record.id, seq, _dumps(command), interaction_id, source, now),
-                )
-                if record_changed:
-                    await self._update_game(db, record)
-                    if record.state not in OPEN_STATES:  # the game is over: its players are free
-                        active = await self._sync_active(db, record)
-                await self._insert_outbox(db, record.id, seq, outbox, now)
-                if snapshot is not None:
-                    text = _dumps(snapshot)
-                    await db.execute(
-                        "INSERT INTO snapshots (game_id, seq, state, checksum, rules_version) "
-                        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (game_id, seq) DO UPDATE SET "
-                        "state = excluded.state, checksum = excluded.checksum, "
-                        "rules_version = excluded.rules_version",
-                        (record.id, seq, text, checksum(text), rules_version),
-                    )
-            self._remember_active(record, active)
-            return seq
         write = _GroupedWrite([(
             "INSERT INTO commands (game_id, seq, command, interaction_id, source, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
@@ -903,7 +887,18 @@ class Storage:
                 "rules_version = excluded.rules_version",
                 [(record.id, seq, text, checksum(text), rules_version)],
             ))
-        await self._grouped(write)
+        if self.dialect == "sqlite" and not (record_changed and record.state not in OPEN_STATES):
+            await self._grouped(write)
+            return seq
+        # PostgreSQL runs different games' transactions at once (no group to wait for); a game
+        # that ends frees its players in active_players, a read and write of its own
+        active = None
+        async with self.transaction(record.id) as db:
+            await self._write_alone(db, write)
+            if record_changed and record.state not in OPEN_STATES:
+                active = await self._sync_active(db, record)
+        self._remember_active(record, active)
+        self._lanes_stored(write)
         return seq
 
     async def commands(self, game_id: int, after: int = 0, upto: int | None = None) -> list[CommandRow]:
@@ -1052,21 +1047,6 @@ class Storage:
         """Mark one item carried out, with the id Discord returned (a message, role or channel),
         remembering a message for later edits under ``ref`` (name, channel id); returns once
         that is committed (in a group commit, see the module docstring)."""
-        if self.dialect != "sqlite":  # PostgreSQL: its own transaction, beside other games'
-            async with self.transaction(item.game_id) as db:
-                await db.execute(
-                    "UPDATE outbox SET state = 'sent', message_id = ?, sent_at = ?, "
-                    "attempts = attempts + 1 WHERE id = ?",
-                    (result_id, time.time(), item.id),
-                )
-                if ref is not None and result_id is not None:
-                    await db.execute(
-                        "INSERT INTO message_refs (game_id, ref, channel_id, message_id) "
-                        "VALUES (?, ?, ?, ?) ON CONFLICT (game_id, ref) DO UPDATE SET "
-                        "channel_id = excluded.channel_id, message_id = excluded.message_id",
-                        (item.game_id, ref[0], ref[1], result_id),
-                    )
-            return
         write = _GroupedWrite([(
             "UPDATE outbox SET state = 'sent', message_id = ?, sent_at = ?, "
             "attempts = attempts + 1 WHERE id = ?",
@@ -1079,7 +1059,11 @@ class Storage:
                 "channel_id = excluded.channel_id, message_id = excluded.message_id",
                 [(item.game_id, ref[0], ref[1], result_id)],
             ))
-        await self._grouped(write)
+        if self.dialect == "sqlite":
+            await self._grouped(write)
+            return
+        async with self.transaction(item.game_id) as db:  # PostgreSQL: beside other games'
+            await self._write_alone(db, write)
 
     async def outbox_superseded(self, items: list[OutboxItem]) -> None:
         """Mark edits that a later edit of the same message replaces as done (nothing was sent)."""
