@@ -7,11 +7,16 @@ moment it sends INTERACTION_CREATE on the gateway to the moment the bot's
 interaction callback arrives.
 
 1. ``--games 50,200,400`` (the default; one bot process for each count): the
-   guilds each start a game of 16 players (2 cities); then every game plays a
-   day at once (nominations and votes from all games interleaved) and the
+   guilds each start a game of 16 players (2 cities), by a bot whose global
+   rate limit is raised (a start makes some 70 REST calls, and Discord's 50 a
+   second would make 200 starts take minutes); the bot is then restarted as it
+   ships, under Discord's global limit, with the games open. Every game plays
+   a day at once (nominations and votes from all games interleaved) and the
    latency of each player command is recorded (p50, p99, max). The floor, in
    the same run before the day: a trivial command, ``/mafia status`` in a
-   guild with no game (one lookup, one answer).
+   guild with no game (one lookup, one answer). ``--timeline T`` writes every
+   command of the day (``T.<games>.tsv``) and both processes' CPU every
+   0.25 s (``T.<games>.cpu.tsv``).
 2. ``--memory-games 200``: 200 guilds each start a game of 30 players; the
    bot's resident memory (VmRSS) is read once they all run.
 
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import gc
 import os
 import random
@@ -50,6 +56,8 @@ sys.path.insert(0, str(ROOT))
 
 from tests.fakediscord import FakeDiscord, InteractionResult  # noqa: E402
 
+#: ``--timeline``: where to write each command of the day (sent at, command, latency), per count
+TIMELINE: str | None = None
 #: ``--database``: a postgresql:// URL of an empty database instead of a SQLite file
 DATABASE: str | None = None
 CONFIG = """\
@@ -57,6 +65,12 @@ database: {database}
 log_level: WARNING
 timers: {{discussion: 0, voting: 0, night: 0, reminders: []}}
 """
+#: the games are set up by a bot whose global limit Discord raised (every start makes some 70
+#: REST calls: 200 starts at Discord's 50 a second would take minutes); they are played by the
+#: bot as it ships, under Discord's limit, restarted with the games open
+SETUP_REST = "rest_per_second: 100000\n"
+#: seconds from the bot's gateway session to its being ready (discord.py waits 2 s for guilds)
+READY_WAIT = 3.0
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -91,6 +105,11 @@ class Bench:
         self.empty_guild = self.fake.create_guild("Empty", owner=self.fake.create_user("nobody"))
         self.empty_channel = self.fake.create_channel(self.empty_guild.id, "general")
         self.process: subprocess.Popen[bytes] | None = None
+        self.timeline: list[tuple[str, float, float]] = []
+        self.cpu_trace: list[tuple[float, float, float]] = []
+        self.fake_stalls: list[tuple[float, float]] = []
+        """(seconds into the day, bot's and fake's % of a core) for ``--timeline``."""
+        """(command, when sent, latency in ms) of every command of the day, for ``--timeline``."""
         # The fake's wait_until wakes every waiter on every change it sees: with 200 games waiting
         # at once, most of this process's time went to waking them (15 % of its samples). The
         # day's commands wait for their callback alone instead, checked when the fake notifies.
@@ -112,19 +131,36 @@ class Bench:
             future = self._answers.setdefault(result, asyncio.get_running_loop().create_future())
             await asyncio.wait_for(future, timeout)
 
-    async def start_bot(self, folder: Path) -> None:
-        await self.fake.start()
+    async def start_bot(self, folder: Path, *, extra: str = "") -> None:
+        """Start the bot (and, the first time, the fake); ``extra``: more lines of its config."""
+        if not self.fake.port:
+            await self.fake.start()
         config = folder / "config.yaml"
-        config.write_text(CONFIG.format(database=DATABASE or folder / "bench.sqlite3"))
+        config.write_text(CONFIG.format(database=DATABASE or folder / "bench.sqlite3") + extra)
+        self.fake.global_limit.enforce = not extra
         env = {**os.environ, "DISCORD_TOKEN": self.fake.token, "DISCORD_API_BASE": self.fake.api_base,
                "DISCORD_GATEWAY_URL": self.fake.gateway_url, "PYTHONPATH": str(ROOT)}
         command = os.environ.get("BENCH_BOT_COMMAND", f"{sys.executable} -m bot run").split()
         self.process = subprocess.Popen([*command, "--config", str(config)], env=env, cwd=ROOT)
+        began = time.monotonic()
         await self.fake.wait_until(
             lambda: self.fake.calls("PUT", "/applications/{application_id}/commands") or None, 60.0,
             "the bot did not sync its commands")
-        await self.fake.wait_for_session()
-        await asyncio.sleep(1.0)
+        await self.fake.wait_until(lambda: next((
+            session for session in self.fake.gateway.sessions.values()
+            if session.connected and session.identified_at >= began), None), 60.0, "the bot did not connect")
+        # discord.py is ready 2 s after the last guild arrived (guild_ready_timeout); then the bot
+        # freezes what it built for the garbage collector: neither belongs to the figures
+        await asyncio.sleep(READY_WAIT)
+
+    async def restart_bot(self, folder: Path) -> float:
+        """Stop the bot and start it again with the shipped limits; seconds until it is connected."""
+        assert self.process is not None
+        self.process.terminate()
+        self.process.wait(30)
+        began = time.monotonic()
+        await self.start_bot(folder)
+        return time.monotonic() - began - READY_WAIT
 
     def cpu_seconds(self) -> tuple[float, float]:
         """CPU time used so far (user + system) by the bot's process and by this one (the fake)."""
@@ -132,6 +168,25 @@ class Bench:
         fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
         bot = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         return bot, time.process_time()
+
+    async def watch_loop(self, since: float) -> None:
+        """Record this process's (the fake's) event-loop stalls over 15 ms, for ``--timeline``."""
+        while True:
+            began = time.monotonic()
+            await asyncio.sleep(0.002)
+            late = (time.monotonic() - began - 0.002) * 1000
+            if late > 15:
+                self.fake_stalls.append((began - since, late))
+
+    async def sample_cpu(self, since: float, every: float = 0.25) -> None:
+        """Every ``every`` s: the share of a core each process used since the last sample."""
+        last, last_at = self.cpu_seconds(), time.monotonic()
+        while True:
+            await asyncio.sleep(every)
+            now, at = self.cpu_seconds(), time.monotonic()
+            self.cpu_trace.append((at - since, 100 * (now[0] - last[0]) / (at - last_at),
+                                   100 * (now[1] - last[1]) / (at - last_at)))
+            last, last_at = now, at
 
     def rss_mib(self) -> float:
         assert self.process is not None
@@ -189,12 +244,15 @@ class Bench:
                 await asyncio.sleep(rng.uniform(0, 2 * pace))
                 result = await self.slash(guild, nominator, "nominate", {"player": str(target.user.id)})
                 latencies.append(latency_ms(result))
-        await self.slash(guild, owner, "host next")
+                self.timeline.append(("nominate", result.sent_at, latencies[-1]))
+        result = await self.slash(guild, owner, "host next")
+        self.timeline.append(("host next", result.sent_at, latency_ms(result)))
         for member in members:
             candidate = rng.choice(members)
             await asyncio.sleep(rng.uniform(0, 2 * pace))
             result = await self.slash(guild, member, "vote", {"player": str(candidate.user.id)})
             latencies.append(latency_ms(result))
+            self.timeline.append(("vote", result.sent_at, latencies[-1]))
         return latencies
 
 
@@ -217,11 +275,14 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
     bench = Bench(games, 16, strict=strict)
     with tempfile.TemporaryDirectory() as folder:
         try:
-            await bench.start_bot(Path(folder))
+            await bench.start_bot(Path(folder), extra=SETUP_REST)
             began = time.perf_counter()
             for index in range(games):
                 await bench.start_game(index, "Верона, Падуя")
             print(f"started {games} games of 16 players in {time.perf_counter() - began:.1f} s")
+            restarted = await bench.restart_bot(Path(folder))
+            print(f"restarted the bot with Discord's global limit, {games} games open: connected "
+                  f"in {restarted:.1f} s")
             bench.fake.recorder.clear()  # the calls of the setup: only work for the fake's collector
             # The fake's collector paused this process for up to 200 ms while the games played (its
             # world of guilds, messages and interactions is big): not the bot's latency. It is off
@@ -242,12 +303,18 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
                 bench.process.send_signal(signal.SIGUSR1)
             cpu_before = bench.cpu_seconds()
             began = time.perf_counter()
+            began_at = time.monotonic()
             gc.disable()
+            sampler = asyncio.create_task(bench.sample_cpu(began_at)) if TIMELINE else None
+            watcher = asyncio.create_task(bench.watch_loop(began_at)) if TIMELINE else None
             try:
                 rounds = await asyncio.gather(*(bench.play_day(i, random.Random(rng.random()), pace)
                                                 for i in range(games)))
             finally:
                 gc.enable()
+                for task in (sampler, watcher):
+                    if task is not None:
+                        task.cancel()
             elapsed = time.perf_counter() - began
             cpu_after = bench.cpu_seconds()
             latencies = [ms for game in rounds for ms in game]
@@ -258,6 +325,19 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
                   f"fake {100 * (cpu_after[1] - cpu_before[1]) / elapsed:.0f} % of one core"
                   f"{'' if strict else ' (without its OpenAPI schema check)'}")
             print(f"bot RSS with {games} games running: {bench.rss_mib():.0f} MiB")
+            calls = collections.Counter(f"{record.method} {record.route}" for record in bench.fake.recorder.records)
+            print(f"REST calls while they played: {sum(calls.values())} ("
+                  + ", ".join(f"{route} {count}" for route, count in calls.most_common(6)) + ")")
+            if TIMELINE:
+                with open(f"{TIMELINE}.{games}.tsv", "w") as out:
+                    for kind, sent, ms in sorted(bench.timeline, key=lambda row: row[1]):
+                        out.write(f"{sent - began_at:.4f}\t{kind}\t{ms:.2f}\n")
+                with open(f"{TIMELINE}.{games}.cpu.tsv", "w") as out:
+                    for at, bot, fake in bench.cpu_trace:
+                        out.write(f"{at:.2f}\t{bot:.0f}\t{fake:.0f}\n")
+                with open(f"{TIMELINE}.{games}.fake-stalls.tsv", "w") as out:
+                    for at, late in bench.fake_stalls:
+                        out.write(f"{at:.3f}\t{late:.1f}\n")
         finally:
             await bench.stop()
 
@@ -266,7 +346,7 @@ async def memory_run(games: int) -> None:
     bench = Bench(games, 30)
     with tempfile.TemporaryDirectory() as folder:
         try:
-            await bench.start_bot(Path(folder))
+            await bench.start_bot(Path(folder), extra=SETUP_REST)
             idle = bench.rss_mib()
             began = time.perf_counter()
             for index in range(games):
@@ -290,9 +370,11 @@ def main() -> None:
                         "(one run per database: give --games one count, and --memory-games 0)")
     parser.add_argument("--strict-fake", action="store_true",
                         help="keep the fake's OpenAPI schema check on (it then limits the figures)")
+    parser.add_argument("--timeline", help="write each command of the day to TIMELINE.<games>.tsv: "
+                        "seconds since the day began, the command, its latency in ms")
     args = parser.parse_args()
-    global DATABASE
-    DATABASE = args.database
+    global DATABASE, TIMELINE
+    DATABASE, TIMELINE = args.database, args.timeline
     counts = [int(count) for count in str(args.games).split(",") if int(count) > 0]
     if DATABASE and len(counts) > 1:
         parser.error("--database takes one run: give --games a single count")

@@ -23,9 +23,10 @@ from discord.ext import commands
 from bot.collector import CollectorPolicy
 from bot.config import Config
 from bot.errors import UserError
-from bot.i18n import CatalogueTranslator, t
+from bot.i18n import CatalogueTranslator, t, warm_up
 from bot.options import OptionRefused, options_within_limits
 from bot.outbox import Outbox
+from bot.pacing import Pacer, pace, share
 from bot.permissions import invite_url
 from bot.service import Clock, Expired, GameService, NoGame
 from bot.storage import GameExists, Storage
@@ -118,6 +119,9 @@ class ProkuratorBot(commands.AutoShardedBot):
         )
         self.config = config
         self.clock = clock
+        # every REST call but the interaction endpoints keeps under Discord's global limit
+        self.pacer = Pacer(share(config.rest_per_second, self.shard_ids, self.shard_count))
+        self.http.request = pace(self.http.request, self.pacer)  # type: ignore[method-assign]
         self.extensions_to_load = extensions
         self._opened_storage = storage
         self.tree.on_error = self.on_app_command_error
@@ -129,6 +133,7 @@ class ProkuratorBot(commands.AutoShardedBot):
         """Open storage, load the cogs, restore unfinished games, sync the commands."""
         if self.application_id is not None:  # logged in: the application is known
             log.info("invite link: %s", invite_url(self.application_id))
+        warm_up()
         self.storage = self._opened_storage or await Storage.open(self.config.database)
         self.storage.set_shards(self.shard_ids, self.shard_count)
         if self.shard_ids is not None:

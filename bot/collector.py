@@ -14,6 +14,14 @@ objects would wait, so once an hour everything is unfrozen and collected in
 one go (one long pause an hour instead of several a minute), then frozen
 again. The standard library has the two calls this needs (``gc.freeze`` and
 ``gc.unfreeze``); no library schedules them, so it is written here.
+
+The youngest generation is collected after :data:`YOUNG_THRESHOLD` new objects,
+not CPython's 700. With 700, and every survivor frozen, the older
+generations filled up again within a second and a half; under 300 commands a
+second the loop stood still for 20–56 ms at each of those collections, the
+commands it held waiting as long (p99 33–61 ms at 200 games). At 20,000 a
+young collection takes 5–10 ms every two seconds or so, and the older ones
+nearly never run: p99 10.5 ms in the same bench.
 """
 
 from __future__ import annotations
@@ -30,6 +38,9 @@ log = logging.getLogger(__name__)
 #: how often frozen objects are given back to a full collection (cycles among them are freed)
 THAW_EVERY = 3600.0
 
+#: new objects between two collections of the youngest generation (CPython's default: 700)
+YOUNG_THRESHOLD = 20_000
+
 
 class CollectorPolicy:
     """Freezes the survivors of each full collection; thaws and collects all now and then."""
@@ -43,6 +54,7 @@ class CollectorPolicy:
         """How many full collections were followed by a freeze."""
         self._thawed_at = clock()
         self._installed = False
+        self._thresholds: tuple[int, int, int] | None = None
 
     def install(self) -> None:
         """Start: freeze what lives now, and after every full collection from here on."""
@@ -51,12 +63,16 @@ class CollectorPolicy:
         self._installed = True
         gc.collect()
         gc.freeze()
+        self._thresholds = gc.get_threshold()
+        gc.set_threshold(YOUNG_THRESHOLD, *self._thresholds[1:])
         gc.callbacks.append(self._after)
 
     def uninstall(self) -> None:
         """Stop freezing (what is frozen stays so until :meth:`thaw`)."""
         if self._installed:
             gc.callbacks.remove(self._after)
+            if self._thresholds is not None:
+                gc.set_threshold(*self._thresholds)
             self._installed = False
 
     def _after(self, phase: str, info: dict[str, int]) -> None:

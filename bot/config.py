@@ -71,6 +71,9 @@ class Config:
     log_level: str = "INFO"
     host_role: str | None = None
     snapshot_every: int = 50
+    rest_per_second: int = 50
+    """The bot's global limit of REST calls a second (Discord's 50, unless Discord raised it);
+    a process serving some of the shards keeps to their share (:mod:`bot.pacing`)."""
     timers: Timers = field(default_factory=Timers)
     last_word: LastWord = field(default_factory=LastWord)
     channels: Channels = field(default_factory=Channels)
@@ -213,6 +216,8 @@ def config_from_dict(data: Any) -> Config:
         values["host_role"] = data["host_role"]
     if "snapshot_every" in data:
         values["snapshot_every"] = _check_int("snapshot_every", data["snapshot_every"], 1)
+    if "rest_per_second" in data:
+        values["rest_per_second"] = _check_int("rest_per_second", data["rest_per_second"], 1)
     if "timers" in data:
         section = _section("timers", data["timers"])
         _unknown("timers.", section, tuple(f.name for f in fields(Timers)))

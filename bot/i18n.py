@@ -47,10 +47,25 @@ def plural_tags(language: str) -> frozenset[str]:
     return Locale.parse(language).plural_form.tags | {"other"}
 
 
+@cache
+def _plural_rule(language: str) -> Callable[[float], str]:
+    """Babel's CLDR plural rule of a language (parsing the locale each time cost more than the
+    rule itself)."""
+    rule: Callable[[float], str] = Locale.parse(language).plural_form
+    return rule
+
+
+def warm_up() -> None:
+    """Load the catalogues and Babel's plural rules of every language now (at start): the first
+    plural of a language otherwise costs the command that needs it some 30 ms of locale data."""
+    for language in LANGUAGES:
+        catalogue(language)
+        plural_category(language, 1)
+
+
 def plural_category(language: str, number: float) -> str:
     """The CLDR plural category of ``number`` in ``language`` (``one``, ``few``, ``many``, ``other``)."""
-    category: str = Locale.parse(language).plural_form(number)
-    return category
+    return _plural_rule(language)(number)
 
 
 def _form(language: str, entry: Entry, params: dict[str, Any]) -> str:

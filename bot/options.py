@@ -46,28 +46,30 @@ class OptionRefused(app_commands.CheckFailure):
 
 def option_problem(parameter: app_commands.Parameter, value: Any) -> OptionRefused | None:
     """Why ``value`` is not something ``parameter`` takes, or None if it is."""
-    key = parameter.locale_name.extras.get("key") if parameter.locale_name is not None else None
-    option = {"option": parameter.display_name, "option_key": key}
+    def refused(key: str, **params: Any) -> OptionRefused:  # named only when refused
+        option_key = parameter.locale_name.extras.get("key") if parameter.locale_name is not None else None
+        return OptionRefused(key, option=parameter.display_name, option_key=option_key, **params)
+
     choices = [choice.value for choice in parameter.choices]
     if choices and value not in choices:
-        return OptionRefused("error.option_choice", **option)
+        return refused("error.option_choice")
     kind = parameter.type
     if kind in NUMBERS:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            return OptionRefused("error.option_type", **option)
+            return refused("error.option_type")
         low, high = parameter.min_value, parameter.max_value
         if (low is not None and value < low) or (high is not None and value > high):
-            return OptionRefused("error.option_range", low="…" if low is None else low,
-                                 high="…" if high is None else high, **option)
+            return refused("error.option_range", low="…" if low is None else low,
+                           high="…" if high is None else high)
     elif kind is AppCommandOptionType.string:
         if not isinstance(value, str):
-            return OptionRefused("error.option_type", **option)
+            return refused("error.option_type")
         low, high = parameter.min_value, parameter.max_value  # a string's are its length
         if (low is not None and len(value) < low) or (high is not None and len(value) > high):
-            return OptionRefused("error.option_length", low=0 if low is None else int(low),
-                                 high="…" if high is None else int(high), **option)
+            return refused("error.option_length", low=0 if low is None else int(low),
+                           high="…" if high is None else int(high))
     elif kind is AppCommandOptionType.boolean and not isinstance(value, bool):
-        return OptionRefused("error.option_type", **option)
+        return refused("error.option_type")
     return None
 
 

@@ -244,6 +244,8 @@ class GameService:
         # snowflake time is compared with the moment its stage began
         self.wall: Clock = time.time
         self._live: dict[int, LiveGame] = {}
+        self._guild_games: dict[int, list[int]] = {}
+        """guild id -> its loaded games' ids, in the order they were loaded (for open_game)."""
         self._locks: dict[int, asyncio.Lock] = {}
         # interactions applied by this process: a repeat is caught without asking the database
         self._recent: set[int] = set()
@@ -280,10 +282,28 @@ class GameService:
 
     async def open_game(self, guild_id: int) -> LiveGame | None:
         """The guild's open game. Every open game is in memory (loaded at start, created here)."""
-        for live in self._live.values():
-            if live.record.guild_id == guild_id and live.record.state in OPEN_STATES:
+        for game_id in self._guild_games.get(guild_id, ()):
+            live = self._live[game_id]
+            if live.record.state in OPEN_STATES:
                 return live
         return None
+
+    def _keep(self, live: LiveGame) -> None:
+        """Hold a loaded game in memory (a game loaded again replaces its old copy)."""
+        if live.id not in self._live:
+            self._guild_games.setdefault(live.record.guild_id, []).append(live.id)
+        self._live[live.id] = live
+
+    def _drop(self, game_id: int) -> None:
+        """Let a game go from memory."""
+        live = self._live.pop(game_id, None)
+        if live is None:
+            return
+        games = self._guild_games.get(live.record.guild_id, [])
+        if game_id in games:
+            games.remove(game_id)
+        if not games:
+            self._guild_games.pop(live.record.guild_id, None)
 
     async def wants_pings(self, user_id: int) -> bool:
         """Whether the game's roles may ping this user (yes unless he turned pings off)."""
@@ -338,7 +358,7 @@ class GameService:
             else:
                 for restorer in self.restorers:
                     await restorer(live)
-        self._live[record.id] = live
+        self._keep(live)
         if live.broken is not None:
             log.error("game %s is broken and can only be closed: %s", record.id, live.broken)
             await self._tell_broken(live)
@@ -471,7 +491,7 @@ class GameService:
             outbox=render if outbox is not None else None,
         )
         live = LiveGame(record, language=language)
-        self._live[record.id] = live
+        self._keep(live)
         self._remember(interaction_id)
         self._committed(live)
         return live
@@ -521,7 +541,7 @@ class GameService:
                 raise
             self._remember(interaction_id)
             if live.record.state not in OPEN_STATES:
-                self._live.pop(game_id, None)
+                self._drop(game_id)
             self._committed(live)
             return True
 
@@ -696,14 +716,14 @@ class GameService:
             raise
         self._remember(interaction_id)
         if game.over:
-            self._live.pop(live.id, None)
+            self._drop(live.id)
         self._committed(live)
         return Applied(events, seq=seq)
 
     async def _reload(self, live: LiveGame) -> None:
         record = await self.storage.game(live.id)
         if record is None:
-            self._live.pop(live.id, None)
+            self._drop(live.id)
             return
         game = None
         if record.state == "running" and live.broken is None:

@@ -31,7 +31,10 @@ progress, so reads take no lock and never queue behind the writes.
 an outbox item's mark) are not each a transaction of their own: they are
 queued, and one writer commits everything queued so far in one transaction,
 one ``executemany`` per statement for the whole group, then answers each
-caller. A caller returns only once the commit that holds its write returned,
+caller. The group goes to the file on a connection and a thread of its own
+(:class:`GroupWriter`) in one trip, where aiosqlite makes each statement
+and the commit a trip of its own, each worth two turns of the event loop to
+the caller. A caller returns only once the commit that holds its write returned,
 so nothing is announced (or marked, or carried out) before it is stored; a
 group that fails is rolled back and its writes are tried again one
 transaction each, so each caller gets its own outcome (a repeated
@@ -53,6 +56,7 @@ import re
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from importlib import resources
@@ -264,8 +268,11 @@ def _parse_game(row: aiosqlite.Row) -> GameRecord:
     )
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 UPDATE_GAME = (
@@ -295,23 +302,178 @@ def _outbox_rows(game_id: int, seq: int | None, items: Iterable[OutboxItem], now
             for item in items]
 
 
+Statements = list[tuple[str, list[tuple[Any, ...]]]]
+"""A write: its statements in order, each with its rows (one ``executemany`` each)."""
+
+
 @dataclass
 class _GroupedWrite:
     """A write waiting for a group commit: its statements in order, each with its rows."""
 
-    statements: list[tuple[str, list[tuple[Any, ...]]]]
+    statements: Statements
     lanes: list[tuple[int, set[str]]] = field(default_factory=list)
     """(game id, lanes) it stores outbox items in: told to the outbox once committed."""
     done: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    """What its caller awaits (cancelled with the caller)."""
+    over: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once its transaction ended, whatever became of the caller."""
 
 
 def _settle(write: _GroupedWrite, error: BaseException | None) -> None:
+    write.over.set()
     if write.done.done():
         return
     if error is None:
         write.done.set_result(None)
     else:
         write.done.set_exception(error)
+
+
+#: SQLite's result code for a lock held by another connection (the low byte of extended codes)
+SQLITE_BUSY = 5
+
+
+class Busy(Exception):
+    """Another connection (another process) holds the database's write lock."""
+
+
+class GroupWriter:
+    """The group commit's own connection to the SQLite file.
+
+    A group (its statements and its COMMIT) runs right on the event loop's thread: in WAL mode
+    with ``synchronous=NORMAL`` a commit appends to the WAL and waits for no disk, a fraction
+    of a millisecond, while a trip to a thread (aiosqlite's, one per statement and one for the
+    commit) costs the waiting caller two turns of the loop each, and the thread then waits for
+    the GIL besides. Under load a turn takes tens of milliseconds. Only when another connection
+    holds the write lock (another process: this one's writes all go through
+    :class:`Storage`'s lock) does the group wait, on a thread of its own, for as long as the
+    other connections' ``busy_timeout``. aiosqlite has no way to run several statements and a
+    commit in one call, so this class is written here.
+
+    The connection is the writer's twin: the same pragmas, and no automatic checkpoint (the
+    background checkpointer does it). It is used only while nothing else writes through
+    :class:`Storage` (its lock is free or held for it).
+    """
+
+    #: how long a group waits for another process's write lock (the other connections' value)
+    BUSY_WAIT_MS = 5000
+
+    inline = True
+    """Whether a group is committed on the loop's thread (else always on this class's thread)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-group")
+        self._connection: sqlite3.Connection | None = None
+
+    def open(self) -> None:
+        """Connect.
+
+        Raises:
+            sqlite3.Error: the file cannot be opened.
+        """
+        connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            for pragma in ("synchronous=NORMAL", "foreign_keys=ON", "busy_timeout=0",
+                           "wal_autocheckpoint=0"):
+                connection.execute(f"PRAGMA {pragma}")
+        except BaseException:
+            connection.close()
+            raise
+        self._connection = connection
+
+    def write(self, writes: list[Statements]) -> tuple[list[BaseException | None], int]:
+        """All ``writes`` in one transaction; if that fails, each in its own. Each write's
+        outcome (None: committed), and how many transactions committed.
+
+        Raises:
+            Busy: another connection holds the write lock; nothing was written.
+        """
+        merged: dict[str, list[tuple[Any, ...]]] = {}
+        for statements in writes:
+            for sql, rows in statements:
+                merged.setdefault(sql, []).extend(rows)
+        try:
+            self._transaction(list(merged.items()))
+        except Busy:
+            raise
+        except Exception as error:
+            if len(writes) == 1:
+                return [error], 0
+            log.info("a group commit of %d writes failed (%s); each is tried alone", len(writes), error)
+        else:
+            return [None] * len(writes), 1
+        outcomes: list[BaseException | None] = []
+        for statements in writes:
+            try:
+                self._transaction(statements)
+            except Busy:
+                raise
+            except Exception as alone:
+                outcomes.append(alone)
+            else:
+                outcomes.append(None)
+        return outcomes, outcomes.count(None)
+
+    def submit(self, writes: list[Statements], loop: asyncio.AbstractEventLoop,
+               finished: Callable[[list[BaseException | None], int], None]) -> None:
+        """:meth:`write` on the thread, waiting up to :data:`BUSY_WAIT_MS` for the write lock
+        (a lock still held then is each write's error); then ``finished(outcomes, commits)``
+        on the loop, handed over by the thread itself (one turn of the loop, where an
+        executor's future takes two)."""
+
+        def job() -> None:
+            try:
+                self.execute(f"PRAGMA busy_timeout={self.BUSY_WAIT_MS}")
+                try:
+                    outcomes, commits = self.write(writes)
+                finally:
+                    self.execute("PRAGMA busy_timeout=0")
+            except Busy as busy:
+                outcomes, commits = [busy.__cause__ or busy] * len(writes), 0
+            except BaseException as error:  # every caller gets its outcome
+                outcomes, commits = [error] * len(writes), 0
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+                loop.call_soon_threadsafe(finished, outcomes, commits)
+
+        self._thread.submit(job)
+
+    def _transaction(self, statements: Statements) -> None:
+        connection = self._connection
+        if connection is None:
+            raise sqlite3.ProgrammingError("the group writer is closed")
+        try:
+            connection.execute("BEGIN IMMEDIATE")  # the write lock now, or Busy before any write
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode & 0xFF == SQLITE_BUSY:
+                raise Busy() from error
+            raise
+        try:
+            for sql, rows in statements:
+                connection.executemany(sql, rows)
+            self.commit()
+        except BaseException:
+            if connection.in_transaction:
+                connection.rollback()
+            raise
+
+    def commit(self) -> None:
+        """COMMIT the open transaction."""
+        assert self._connection is not None
+        self._connection.commit()
+
+    def execute(self, sql: str) -> None:
+        """Run one statement outside a transaction (a pragma, say)."""
+        assert self._connection is not None
+        self._connection.execute(sql)
+
+    def close(self) -> None:
+        """Close the connection and let the thread go."""
+        if self._connection is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._connection.close()
+            self._connection = None
+        self._thread.shutdown(wait=False)
 
 
 class Storage:
@@ -336,6 +498,8 @@ class Storage:
         """A condition on ``guild_id`` choosing the games of this process's shards ('' : all)."""
         self._queued: list[_GroupedWrite] = []
         self._writer: asyncio.Task[None] | None = None
+        self._group: GroupWriter | None = None
+        """The group commit's connection (None: a database in memory, one write at a time)."""
         self.group_commits = 0
         """How many group commits were made (each holds one or more queued writes)."""
 
@@ -376,6 +540,7 @@ class Storage:
             connection = await aiosqlite.connect(str(path), isolation_level="DEFERRED")
         except (sqlite3.Error, OSError) as error:
             raise StorageError(f"{path}: cannot open the database: {error}") from error
+        storage: Storage | None = None
         try:
             connection.row_factory = aiosqlite.Row
             await connection.execute("PRAGMA journal_mode=WAL")
@@ -391,12 +556,20 @@ class Storage:
             await storage._migrate()
             if str(path) != ":memory:":  # a database in memory is the writer's alone
                 storage._reader = await storage._open_reader(str(path))
+                storage._group = GroupWriter(str(path))
+                storage._group.open()
         except BaseException as error:
             with contextlib.suppress(Exception):
                 await connection.close()  # its thread would keep the process from exiting
+            if storage is not None and storage._reader is not None:
+                with contextlib.suppress(Exception):
+                    await storage._reader.close()
+            if storage is not None and storage._group is not None:
+                storage._group.close()
             if isinstance(error, sqlite3.Error):
                 raise StorageError(f"{path}: the database is damaged or not a database: {error}") from error
             raise
+        assert storage is not None
         storage._checkpointer = asyncio.create_task(
             storage._checkpoint_every(str(path), CHECKPOINT_SECONDS), name="sqlite-checkpoint"
         )
@@ -449,6 +622,8 @@ class Storage:
         if self._reader is not None:
             with contextlib.suppress(aiosqlite.Error):
                 await self._reader.close()
+        if self._group is not None:
+            self._group.close()
         with contextlib.suppress(aiosqlite.Error):
             await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         await self._db.close()
@@ -468,66 +643,80 @@ class Storage:
             await self._db.commit()
 
     async def _grouped(self, write: _GroupedWrite) -> None:
-        """Queue a write for the next group commit and return once it is committed.
+        """Commit a write in the next group commit and return once it is committed: at once
+        when nothing else writes, else with what queued meanwhile.
 
         Raises:
             sqlite3.Error: its own transaction failed (it was tried alone: see the module
                 docstring); nothing of it is stored.
         """
+        if self._group is None:  # a database in memory: no second connection to group on
+            async with self.transaction() as db:
+                await self._write_alone(db, write)
+            self._lanes_stored(write)
+            return
+        if self._group.inline and not self._lock.locked() and not self._queued:
+            # nothing else writes: commit here, without a turn of the loop (see GroupWriter)
+            try:
+                self._settle_group([write], *self._group.write([write.statements]))
+            except Busy:
+                pass  # another process writes: wait in the queue, on the thread
+            else:
+                return write.done.result()
         self._queued.append(write)
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_groups(), name="sqlite-group-commit")
         try:
-            await asyncio.shield(write.done)
+            # not shielded: a shield would cost the caller one more turn of the loop
+            await write.done
         except asyncio.CancelledError:
             # the commit goes on without the caller: let it end first, so whoever reloads the
             # game after this cancellation reads the log as it stays
-            await asyncio.wait([write.done])
+            await write.over.wait()
             raise
 
     async def _write_groups(self) -> None:
         """Commit what is queued, group by group, until nothing is."""
+        assert self._group is not None
+        loop = asyncio.get_running_loop()
         while self._queued:
             async with self._lock:
                 group, self._queued = self._queued, []
-                try:
-                    await self._write_group(group)
-                except Exception as error:
-                    await self._db.rollback()
-                    if len(group) == 1:
-                        _settle(group[0], error)
+                statements = [write.statements for write in group]
+                if self._group.inline:
+                    try:
+                        self._settle_group(group, *self._group.write(statements))
                         continue
-                    log.info("a group commit of %d writes failed (%s); each is tried alone",
-                             len(group), error)
-                    for write in group:
-                        try:
-                            await self._write_group([write])
-                        except Exception as alone:
-                            await self._db.rollback()
-                            _settle(write, alone)
-                        else:
-                            _settle(write, None)
-                    continue
-                except BaseException:
-                    await self._db.rollback()
-                    for write in group:
-                        _settle(write, asyncio.CancelledError())
-                    raise
-            for write in group:
-                _settle(write, None)
+                    except Busy:
+                        pass  # another process writes: wait for it on the thread
+                ended: asyncio.Future[None] = loop.create_future()
 
-    async def _write_group(self, group: list[_GroupedWrite]) -> None:
-        """One transaction: each statement once for the whole group, then the commit."""
-        statements: dict[str, list[tuple[Any, ...]]] = {}
-        for write in group:
-            for sql, rows in write.statements:
-                statements.setdefault(sql, []).extend(rows)
-        for sql, rows in statements.items():
-            await self._db.executemany(sql, rows)
-        await self._db.commit()
-        self.group_commits += 1
-        for write in group:
-            self._lanes_stored(write)
+                def finished(outcomes: list[BaseException | None], commits: int,
+                             group: list[_GroupedWrite] = group,
+                             ended: asyncio.Future[None] = ended) -> None:
+                    self._settle_group(group, outcomes, commits)
+                    if not ended.done():
+                        ended.set_result(None)
+
+                self._group.submit(statements, loop, finished)
+                # the lock is held until the thread is done, even if this task is cancelled
+                cancelled = False
+                while not ended.done():
+                    try:
+                        await asyncio.wait([ended])
+                    except asyncio.CancelledError:
+                        cancelled = True
+                if cancelled:
+                    raise asyncio.CancelledError
+
+    def _settle_group(self, group: list[_GroupedWrite], outcomes: list[BaseException | None],
+                      commits: int) -> None:
+        """Tell each write of a group its outcome (and the outbox the lanes committed to)."""
+        self.group_commits += commits
+        for write, outcome in zip(group, outcomes, strict=True):
+            if outcome is None:
+                self._lanes_stored(write)
+            _settle(write, outcome)
 
     @staticmethod
     async def _write_alone(db: Any, write: _GroupedWrite) -> None:

@@ -65,7 +65,10 @@ def names(live: LiveGame) -> dict[str, str]:
 
 def name_of(live: LiveGame, player: str) -> str:
     """A player's display name."""
-    return names(live).get(player, player)
+    for entry in live.record.lobby.get("players", []):
+        if str(entry["id"]) == player:
+            return str(entry["name"])
+    return player
 
 
 def mention(player: str) -> str:

@@ -7,7 +7,7 @@ import asyncio
 import gc
 import weakref
 
-from bot.collector import CollectorPolicy
+from bot.collector import YOUNG_THRESHOLD, CollectorPolicy
 
 
 class Node:
@@ -64,3 +64,18 @@ async def test_an_hour_after_the_last_thaw_a_full_collection_thaws_instead_of_fr
     finally:
         policy.uninstall()
         gc.unfreeze()
+
+
+async def test_the_youngest_generation_is_collected_less_often_while_the_policy_runs() -> None:
+    before = gc.get_threshold()
+    policy = CollectorPolicy(asyncio.get_running_loop(), clock=lambda: 0.0)
+    policy.install()
+    try:
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, *before[1:])
+        young = gc.get_count()[0]
+        kept = [Node() for _ in range(5_000)]  # more than CPython's 700: no young collection yet
+        assert gc.get_count()[0] >= young + 5_000
+        del kept
+    finally:
+        policy.uninstall()
+    assert gc.get_threshold() == before

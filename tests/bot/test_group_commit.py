@@ -1,8 +1,9 @@
 """Group commit: commands that arrive together are committed in one transaction, each answered
 only after the commit that holds it; a group that fails is tried again one write at a time.
 
-The database's COMMIT is held at a gate (or made to fail) on the writer's connection, the only
-place the test reaches inside storage; everything else is observed through the service, the
+Another connection holds the database's write lock (as another process would) so that commits
+wait, and the group writer's COMMIT is counted (or made to fail): the only places the test
+reaches inside storage; everything else is observed through the service, the
 storage's reads and plain sqlite3 on the file.
 """
 
@@ -10,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,26 +47,44 @@ async def games(service: GameService, count: int) -> list[LiveGame]:
 
 
 class CommitGate:
-    """Holds every COMMIT of the storage's writer until opened; counts the commits begun."""
+    """Another process holds the database's write lock until the gate opens, so the storage's
+    commits wait (the first on its thread, the rest queued behind it); counts the COMMITs of
+    the storage's group writer, and makes them fail while ``fail`` is set."""
 
-    def __init__(self, storage: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.opened = asyncio.Event()
+    def __init__(self, storage: Storage, path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.other.execute("BEGIN IMMEDIATE")  # the other process's write lock
         self.begun = 0
+        self.waits = 0
         self.fail: Exception | None = None
-        real: Callable[[], Awaitable[None]] = storage._db.commit
+        group = storage._group
+        assert group is not None
+        real_commit: Callable[[], None] = group.commit
+        real_submit = group.submit
 
-        async def commit() -> None:
+        def commit() -> None:
             self.begun += 1
-            await self.opened.wait()
             if self.fail is not None:
                 raise self.fail
-            await real()
+            real_commit()
 
-        monkeypatch.setattr(storage._db, "commit", commit)
+        def submit(*args: Any) -> None:
+            self.waits += 1
+            real_submit(*args)
 
-    async def until_begun(self, count: int) -> None:
-        while self.begun < count:
+        monkeypatch.setattr(group, "commit", commit)
+        monkeypatch.setattr(group, "submit", submit)
+
+    async def until_waiting(self) -> None:
+        """Until the storage's first write waits for the other process's lock."""
+        while not self.waits:
             await asyncio.sleep(0.005)
+        await asyncio.sleep(0.05)  # the thread is in SQLite's busy wait
+
+    def open(self) -> None:
+        """The other process commits (nothing) and lets the lock go."""
+        self.other.execute("COMMIT")
+        self.other.close()
 
 
 def logged(path: Path, game_id: int) -> list[tuple[int, str, int | None]]:
@@ -90,11 +110,11 @@ async def test_commands_arriving_during_a_commit_share_the_next_and_return_only_
     first, second, third = await games(service, 3)
     storage = service.storage
     groups = storage.group_commits
-    gate = CommitGate(storage, monkeypatch)
+    gate = CommitGate(storage, path, monkeypatch)
 
     alone = asyncio.create_task(service.apply(first.id, Nominate("a0", "a1"), source="player",
                                               interaction_id=101))
-    await gate.until_begun(1)  # the first command's commit is under way
+    await gate.until_waiting()  # the first command's commit is under way
     together = [
         asyncio.create_task(service.apply(live.id, Nominate("a2", "a3"), source="player",
                                           interaction_id=interaction))
@@ -105,7 +125,7 @@ async def test_commands_arriving_during_a_commit_share_the_next_and_return_only_
     # what is not committed is not there, for the storage's reads as for another process
     assert await storage.commands(second.id) == [] and logged(path, second.id) == []
 
-    gate.opened.set()
+    gate.open()
     applied: list[Applied] = await asyncio.gather(alone, *together)
     assert [[e.kind for e in a.events] for a in applied] == [["nominated"]] * 3
     assert gate.begun == 2, "the two commands that came during the first commit share the next"
@@ -125,16 +145,16 @@ async def test_a_group_whose_commit_fails_answers_none_and_stores_nothing(
     first, second, third = await games(service, 3)
     storage = service.storage
     before = {live.id: live.game.to_dict() for live in (second, third) if live.game}
-    gate = CommitGate(storage, monkeypatch)
+    gate = CommitGate(storage, path, monkeypatch)
 
     blocker = asyncio.create_task(service.apply(first.id, Nominate("a0", "a1"), source="player"))
-    await gate.until_begun(1)
+    await gate.until_waiting()
     together = [asyncio.create_task(service.apply(live.id, Nominate("a2", "a3"), source="player",
                                                   interaction_id=200 + live.id))
                 for live in (second, third)]
     await asyncio.sleep(0.05)
     gate.fail = sqlite3.OperationalError("disk I/O error")  # the disk fails under the group
-    gate.opened.set()
+    gate.open()
     outcomes = await asyncio.gather(blocker, *together, return_exceptions=True)
     assert all(isinstance(outcome, sqlite3.OperationalError) for outcome in outcomes), outcomes
     for live in (second, third):
@@ -161,15 +181,15 @@ async def test_a_repeated_interaction_in_a_group_is_refused_alone_and_the_others
     service = await open_service(path)
     await service.restore()
     storage = service.storage
-    gate = CommitGate(storage, monkeypatch)
+    gate = CommitGate(storage, path, monkeypatch)
     blocker = asyncio.create_task(service.apply(first.id, Nominate("a0", "a1"), source="player"))
-    await gate.until_begun(1)
+    await gate.until_waiting()
     repeated = asyncio.create_task(service.apply(second.id, Nominate("a2", "a3"), source="player",
                                                  interaction_id=777))
     other = asyncio.create_task(service.apply(third.id, Nominate("a2", "a3"), source="player",
                                               interaction_id=778))
     await asyncio.sleep(0.05)
-    gate.opened.set()
+    gate.open()
     await blocker
     assert (await repeated).duplicate
     assert [e.kind for e in (await other).events] == ["nominated"]
@@ -187,16 +207,37 @@ async def test_outbox_marks_are_committed_before_they_return(
     (live,) = await games(service, 1)
     storage = service.storage
     items = await storage.pending_outbox(live.id)
-    gate = CommitGate(storage, monkeypatch)
+    gate = CommitGate(storage, path, monkeypatch)
     marks = [asyncio.create_task(storage.outbox_sent(item, 9000 + n)) for n, item in enumerate(items[:2])]
-    await gate.until_begun(1)
+    await gate.until_waiting()
     await asyncio.sleep(0.05)
     assert not any(mark.done() for mark in marks)
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT COUNT(*) FROM outbox WHERE state = 'sent'").fetchone()[0] == 0
-    gate.opened.set()
+    gate.open()
     await asyncio.gather(*marks)
     with sqlite3.connect(path) as db:
         sent = db.execute("SELECT id, message_id FROM outbox WHERE state = 'sent' ORDER BY id").fetchall()
     assert sent == [(items[0].id, 9000), (items[1].id, 9001)]
     await storage.close()
+
+
+async def test_with_nothing_else_writing_a_command_is_committed_before_the_loop_turns(
+        tmp_path: Path) -> None:
+    """The commit runs on the loop's thread (no trip to a thread and back): by the time any
+    other task runs again, the command is in the file and its caller has its answer."""
+    path = tmp_path / "db.sqlite3"
+    service = await open_service(path)
+    (live,) = await games(service, 1)
+    turned: list[bool] = []
+
+    async def other_task() -> None:
+        turned.append(True)
+
+    other = asyncio.create_task(other_task())  # runs at the loop's next turn
+    applied = await service.apply(live.id, Nominate("a0", "a1"), source="player", interaction_id=901)
+    assert turned == [], "the loop turned before the command was committed"
+    assert [e.kind for e in applied.events] == ["nominated"]
+    assert logged(path, live.id) == [(1, "nominate", 901)]
+    await other
+    await service.storage.close()

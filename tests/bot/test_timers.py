@@ -129,7 +129,12 @@ async def test_a_deadline_passed_while_the_disk_is_full_fires_once_there_is_room
         async with storage.transaction() as db, db.execute(sql) as cursor:
             return int((await cursor.fetchone())[0])
 
-    await scalar(f"PRAGMA max_page_count = {await scalar('PRAGMA page_count')}")
+    async def limit(pages: int) -> None:  # a limit of each connection: the writer's and the group's
+        await scalar(f"PRAGMA max_page_count = {pages}")
+        assert storage._group is not None
+        storage._group.execute(f"PRAGMA max_page_count = {pages}")
+
+    await limit(await scalar("PRAGMA page_count"))
     with pytest.raises(sqlite3.OperationalError, match="full"):
         while True:  # use up the free pages
             async with storage.transaction() as db:
@@ -143,7 +148,7 @@ async def test_a_deadline_passed_while_the_disk_is_full_fires_once_there_is_room
         assert live.game.stage.value == "discussion" and await storage.commands(live.id) == []
 
     # room is freed on the disk (the file may grow again); nothing else happens in the game
-    await scalar("PRAGMA max_page_count = 1073741823")
+    await limit(1073741823)
     await until(lambda: runner.fired, 15.0)
     assert live.game.stage.value == "voting"
     rows = await storage.commands(live.id)

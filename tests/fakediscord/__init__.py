@@ -146,6 +146,8 @@ Faults and the gateway::
                                     # carry their nonce: GET messages leaves it out, as Discord does)
     fault.release(); fake.clear_faults(); fault.hits
     fake.rate_limits.limit / .window / .enforce          # X-RateLimit-* on every answer
+    fake.global_limit.limit / .window / .enforce / .rejected / .most_in_window
+                                    # Discord's 50 requests a second (interaction endpoints aside)
     fake.interaction_ack_deadline = 3.0; fake.interaction_token_lifetime = 900.0
     fake.recommended_shards = 1; fake.spec (None: schema check off); fake.check_responses
     fake.open_interaction(payload)   # an interaction with id and token, delivered to no bot

@@ -58,3 +58,39 @@ class RateLimits:
     def reset(self) -> None:
         """Forgets all counts."""
         self._windows.clear()
+
+
+def is_interaction_endpoint(template: str) -> bool:
+    """Whether a route is one of the interaction endpoints (the callback, and the webhook
+    routes an interaction's token opens), which Discord leaves out of the global limit."""
+    return template.startswith("/interactions/") or "{interaction_token}" in template
+
+
+class GlobalLimit:
+    """Discord's global rate limit: ``limit`` requests of a bot in each ``window`` (fixed
+    windows, as :class:`RateLimits` counts), the interaction endpoints left out ("Interaction
+    endpoints are not bound to the bot's Global Rate Limit"). With ``enforce`` set, a request
+    past it is answered 429 with ``global: true``; ``rejected`` counts those."""
+
+    def __init__(self, limit: int = 50, window: float = 1.0, *, enforce: bool = True) -> None:
+        self.limit = limit
+        self.window = window
+        self.enforce = enforce
+        self.rejected = 0
+        self.most_in_window = 0
+        """The most requests counted in one window so far."""
+        self._window = _Window(used=0, resets_at=0.0)
+
+    def hit(self, template: str) -> float | None:
+        """Counts one request; the seconds to wait if it is over the limit (else None)."""
+        if is_interaction_endpoint(template):
+            return None
+        now = time.monotonic()
+        if now >= self._window.resets_at:
+            self._window = _Window(used=0, resets_at=now + self.window)
+        self._window.used += 1
+        self.most_in_window = max(self.most_in_window, self._window.used)
+        if self.enforce and self._window.used > self.limit:
+            self.rejected += 1
+            return max(self._window.resets_at - now, 0.001)
+        return None

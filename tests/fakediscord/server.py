@@ -24,7 +24,7 @@ from .interactions import (
     InteractionResult,
 )
 from .models import Member, Message, User
-from .ratelimits import RateLimits
+from .ratelimits import GlobalLimit, RateLimits
 from .recording import CallRecord, MultipartPart, Recorder, RecordFile, record_entry
 from .rest_app import AppRoutes
 from .rest_channels import ChannelRoutes
@@ -74,6 +74,8 @@ class FakeDiscord(World):
         self.recorder = Recorder()
         self.faults = FaultInjector()
         self.rate_limits = RateLimits(rate_limit, rate_limit_window)
+        self.global_limit = GlobalLimit()
+        """Discord's global limit: 50 requests a second, interaction endpoints aside."""
         self.recommended_shards = 1
         """The shard count ``GET /gateway/bot`` recommends (used by AutoShardedClient)."""
         self.interaction_ack_deadline = interaction_ack_deadline
@@ -644,6 +646,13 @@ class FakeDiscord(World):
             record.fault = f"fail {blocking.status}"
             return self._fault_answer(blocking, route)
         headers: dict[str, str] = {}
+        if rate_limited and route.auth:
+            over_global = self.global_limit.hit(route.template)
+            if over_global is not None:  # not a fault: a refusal the bot brought on itself
+                body = {"message": "You are being rate limited.", "code": 0,
+                        "retry_after": round(over_global, 3), "global": True}
+                return 429, body, {"Retry-After": str(max(1, math.ceil(over_global))),
+                                   "X-RateLimit-Global": "true", "X-RateLimit-Scope": "global"}
         if rate_limited:
             major = "+".join(
                 record.params[key]
@@ -653,7 +662,8 @@ class FakeDiscord(World):
             headers, over = self.rate_limits.hit(f"{record.method} {route.template}", major)
             if over is not None:
                 record.fault = "rate limited"
-                body = {"message": "You are being rate limited.", "retry_after": round(over, 3), "global": False}
+                body = {"message": "You are being rate limited.", "code": 0, "retry_after": round(over, 3),
+                        "global": False}
                 headers.update({"Retry-After": str(max(1, math.ceil(over))), "X-RateLimit-Scope": "user"})
                 return 429, body, headers
         if spec is not None:

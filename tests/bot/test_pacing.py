@@ -1,0 +1,70 @@
+"""Discord's global rate limit: the fake refuses a bot past it, and the bot keeps under it.
+
+Discord lets a bot make 50 REST calls a second in all (interaction endpoints aside) and answers
+429 ``global`` past that; the fake does the same (``fake.global_limit``). The bot paces every
+call of discord.py's HTTP client (``bot.pacing``); its answers to interactions are not paced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from bot.pacing import Pacer, share
+from tests.fakediscord.ratelimits import GlobalLimit
+from tests.harness import bot_table
+
+
+async def test_a_pacer_lets_a_burst_through_at_once_then_spaces_the_calls_evenly():
+    pacer = Pacer(4, 0.2, burst=2)  # one call every 0.05 s, two at once
+    began: list[float] = []
+
+    async def call() -> None:
+        await pacer.place()
+        began.append(time.monotonic())
+
+    start = time.monotonic()
+    await asyncio.gather(*(call() for _ in range(8)))
+    assert len(began) == 8
+    assert all(at - start < 0.03 for at in began[:2]), "the burst needs no wait"
+    for earlier, later in zip(began[1:], began[2:], strict=False):  # then one per spacing
+        assert later - earlier >= 0.05 - 2e-3
+    assert began[-1] - start >= 6 * 0.05 - 2e-3
+    assert pacer.waited == 6
+
+
+def test_a_process_takes_its_shards_share_of_the_bots_limit():
+    assert share(50, None, None) == 50
+    assert share(50, [0, 1, 2, 3], 4) == 50
+    assert share(50, [0, 1], 4) == 25
+    assert share(50, [3], 16) == 3
+    assert share(50, [0], 100) == 1
+
+
+async def test_the_bot_starts_a_game_within_discords_global_limit():
+    async with bot_table(players=12) as table:
+        fake = table.fake
+        fake.global_limit = GlobalLimit(6, 0.25)  # counted afresh from here
+        # one call every 0.07 s, two at once: at most 3 + 2 in any 0.25 s
+        table.bot.pacer.limit, table.bot.pacer.window, table.bot.pacer.burst = 5, 0.35, 2
+        before = len(fake.calls())
+        live = await table.new_game(cities="Верона, Падуя")
+        assert live.game is not None and len(live.record.channels["cities"]) == 2
+        paced = [c for c in fake.calls()[before:] if not c.route.startswith(("/interactions/", "/webhooks/"))]
+        assert len(paced) > 12, "a start makes many calls: the test must need pacing"
+        assert table.bot.pacer.waited > 0
+        assert fake.global_limit.rejected == 0 and fake.global_limit.most_in_window <= 6
+
+
+async def test_the_fake_refuses_a_bot_past_the_global_limit_and_discord_py_waits_it_out():
+    async with bot_table(players=12, refusals=True) as table:
+        fake = table.fake
+        fake.global_limit = GlobalLimit(6, 0.25)  # counted afresh from here
+        table.bot.pacer.limit = 10_000  # as if the bot did not pace
+        live = await table.new_game(cities="Верона, Падуя")
+        assert live.game is not None and len(live.record.channels["cities"]) == 2
+        assert fake.global_limit.rejected > 0
+        refused = [c for c in fake.calls() if c.status == 429]
+        assert refused and all(c.response["global"] is True for c in refused)
+        assert not any(c.route.startswith("/interactions/") for c in refused), \
+            "interaction endpoints are not bound to the global limit"
