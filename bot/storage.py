@@ -31,10 +31,11 @@ progress, so reads take no lock and never queue behind the writes.
 an outbox item's mark) are not each a transaction of their own: they are
 queued, and one writer commits everything queued so far in one transaction,
 one ``executemany`` per statement for the whole group, then answers each
-caller. The group goes to the file on a connection and a thread of its own
-(:class:`GroupWriter`) in one trip, where aiosqlite makes each statement
-and the commit a trip of its own, each worth two turns of the event loop to
-the caller. A caller returns only once the commit that holds its write returned,
+caller. The group goes to the file on a connection of its own
+(:class:`GroupWriter`), right on the event loop's thread, where aiosqlite
+makes each statement and the commit a trip to its thread, each worth two
+turns of the loop to the caller; a write that finds nothing else writing is
+committed before its caller's next await. A caller returns only once the commit that holds its write returned,
 so nothing is announced (or marked, or carried out) before it is stored; a
 group that fails is rolled back and its writes are tried again one
 transaction each, so each caller gets its own outcome (a repeated
@@ -349,6 +350,11 @@ class GroupWriter:
     :class:`Storage`'s lock) does the group wait, on a thread of its own, for as long as the
     other connections' ``busy_timeout``. aiosqlite has no way to run several statements and a
     commit in one call, so this class is written here.
+
+    The cost is the loop's while the group runs: in the 200-game bench a group took 0.2 ms
+    (p50) to 1 ms (p99), 8 ms at most, beside a checkpoint's flush. On the thread instead
+    (``inline = False``) the same bench gave p99 75 ms: the thread waited for the GIL at each
+    statement. A disk that stops taking writes stops the loop as long.
 
     The connection is the writer's twin: the same pragmas, and no automatic checkpoint (the
     background checkpointer does it). It is used only while nothing else writes through

@@ -32,8 +32,14 @@ from tests.fakediscord import (
 )
 from tests.fakediscord.fixtures import StandardGuild
 from tests.fakediscord.permissions import OVERWRITE_ROLE, Overwrite, Permission
+from tests.fakediscord.ratelimits import GlobalLimit
 
 NO_TIMERS = Timers(discussion=0, voting=0, night=0, execution=0, reminders=())
+
+#: the suite's bot is one whose global rate limit Discord raised (and the fake enforces that):
+#: at Discord's own 50 a second, evenly spaced, a game's start alone would take seconds.
+#: tests/bot/test_pacing.py plays by Discord's 50.
+SUITE_REST_PER_SECOND = 2_000
 
 #: what @everyone may do in the general channel of a locked-down guild
 GENERAL_CHANNEL = int(Permission.VIEW_CHANNEL | Permission.SEND_MESSAGES | Permission.READ_MESSAGE_HISTORY
@@ -173,6 +179,10 @@ async def bot_on(
     ``bot_options`` go to :class:`ProkuratorBot` (``identify_pause=0`` for several shards)."""
     options: dict[str, Any] = {"clock": clock} if clock is not None else {}
     options.update(bot_options)
+    if config.rest_per_second == Config.rest_per_second:  # not set by the test
+        config = replace(config, rest_per_second=SUITE_REST_PER_SECOND)
+        if fake.global_limit.limit < SUITE_REST_PER_SECOND:
+            fake.global_limit = GlobalLimit(SUITE_REST_PER_SECOND)
     bot = ProkuratorBot(config, **options)
     async with running_client(fake, bot):
         yield Table(fake, world, bot, config)

@@ -249,6 +249,8 @@ async def test_a_hanging_message_does_not_hold_up_a_death():
         held = table.fake.hang("POST", rf"/channels/{text}/messages", count=None)
         assert may(table, text, victim) & SEND
         await accepted(table, "host", "host kill", {"player": victim})
+        await table.fake.wait_until(lambda: held.hits >= 1 or None, 5.0, "the death's message was not sent")
+        # the message hangs; the death's permissions are carried out all the same
         await table.fake.wait_until(
             lambda: (not may(table, text, victim) & SEND and may(table, int(live.record.channels["dead"]), victim)
                      & SEND) or None, 5.0, "the death's permissions waited for the message")
