@@ -32,7 +32,7 @@ Profiling: ``BENCH_PYSPY=out.raw`` (the bot) and ``BENCH_PYSPY_FAKE=out.raw``
 sends the bot SIGUSR1 as the day begins (for a probe run as
 ``BENCH_BOT_COMMAND``).
 
-Run: ``python benchmarks/service_bench.py`` (about four minutes).
+Run: ``python benchmarks/service_bench.py`` (about five minutes).
 """
 
 from __future__ import annotations
