@@ -390,19 +390,16 @@ class GroupWriter:
 
     def write(self, writes: list[Statements]) -> tuple[list[BaseException | None], int]:
         """All ``writes`` in one transaction; if that fails, each in its own. Each write's
-        outcome (None: committed), and how many transactions committed.
-
-        Raises:
-            Busy: another connection holds the write lock; nothing was written.
-        """
+        outcome (None: committed; an error; :class:`Busy`: not tried, another connection
+        holds the write lock), and how many transactions committed."""
         merged: dict[str, list[tuple[Any, ...]]] = {}
         for statements in writes:
             for sql, rows in statements:
                 merged.setdefault(sql, []).extend(rows)
         try:
             self._transaction(list(merged.items()))
-        except Busy:
-            raise
+        except Busy as busy:
+            return [busy] * len(writes), 0
         except Exception as error:
             if len(writes) == 1:
                 return [error], 0
@@ -413,9 +410,7 @@ class GroupWriter:
         for statements in writes:
             try:
                 self._transaction(statements)
-            except Busy:
-                raise
-            except Exception as alone:
+            except Exception as alone:  # Busy too: the rest is tried again, the committed not
                 outcomes.append(alone)
             else:
                 outcomes.append(None)
@@ -429,16 +424,17 @@ class GroupWriter:
         executor's future takes two)."""
 
         def job() -> None:
+            outcomes: list[BaseException | None]
             try:
                 self.execute(f"PRAGMA busy_timeout={self.BUSY_WAIT_MS}")
                 try:
                     outcomes, commits = self.write(writes)
                 finally:
                     self.execute("PRAGMA busy_timeout=0")
-            except Busy as busy:
-                outcomes, commits = [busy.__cause__ or busy] * len(writes), 0
             except BaseException as error:  # every caller gets its outcome
                 outcomes, commits = [error] * len(writes), 0
+            # still locked after the wait: the write failed
+            outcomes = [(o.__cause__ or o) if isinstance(o, Busy) else o for o in outcomes]
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
                 loop.call_soon_threadsafe(finished, outcomes, commits)
 
@@ -663,12 +659,10 @@ class Storage:
             return
         if self._group.inline and not self._lock.locked() and not self._queued:
             # nothing else writes: commit here, without a turn of the loop (see GroupWriter)
-            try:
-                self._settle_group([write], *self._group.write([write.statements]))
-            except Busy:
-                pass  # another process writes: wait in the queue, on the thread
-            else:
+            left = self._settle_group([write], *self._group.write([write.statements]))
+            if not left:
                 return write.done.result()
+            # another process writes: wait in the queue, on the thread
         self._queued.append(write)
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_groups(), name="sqlite-group-commit")
@@ -688,13 +682,12 @@ class Storage:
         while self._queued:
             async with self._lock:
                 group, self._queued = self._queued, []
-                statements = [write.statements for write in group]
                 if self._group.inline:
-                    try:
-                        self._settle_group(group, *self._group.write(statements))
+                    group = self._settle_group(group, *self._group.write([w.statements for w in group]))
+                    if not group:
                         continue
-                    except Busy:
-                        pass  # another process writes: wait for it on the thread
+                    # another process writes: what it kept out waits for it on the thread
+                statements = [write.statements for write in group]
                 ended: asyncio.Future[None] = loop.create_future()
 
                 def finished(outcomes: list[BaseException | None], commits: int,
@@ -716,13 +709,19 @@ class Storage:
                     raise asyncio.CancelledError
 
     def _settle_group(self, group: list[_GroupedWrite], outcomes: list[BaseException | None],
-                      commits: int) -> None:
-        """Tell each write of a group its outcome (and the outbox the lanes committed to)."""
+                      commits: int) -> list[_GroupedWrite]:
+        """Tell each write of a group its outcome (and the outbox the lanes committed to); the
+        writes not tried (:class:`Busy`), to be tried again."""
         self.group_commits += commits
+        left = []
         for write, outcome in zip(group, outcomes, strict=True):
+            if isinstance(outcome, Busy):
+                left.append(write)
+                continue
             if outcome is None:
                 self._lanes_stored(write)
             _settle(write, outcome)
+        return left
 
     @staticmethod
     async def _write_alone(db: Any, write: _GroupedWrite) -> None:

@@ -241,3 +241,40 @@ async def test_with_nothing_else_writing_a_command_is_committed_before_the_loop_
     assert logged(path, live.id) == [(1, "nominate", 901)]
     await other
     await service.storage.close()
+
+
+def test_a_write_committed_alone_before_another_process_took_the_lock_is_not_tried_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The group fails, its writes are tried one by one, and another process takes the write
+    lock between two of them: the one committed is done, the rest is left to try again."""
+    from bot.storage import Busy, GroupWriter
+
+    path = tmp_path / "db.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE t (x INTEGER PRIMARY KEY)")
+    writer = GroupWriter(str(path))
+    writer.open()
+    other: list[sqlite3.Connection] = []
+    real = writer._transaction
+    tries: list[int] = []
+
+    def transaction(statements: Any) -> None:
+        tries.append(len(statements[0][1]))
+        if len(tries) == 1:  # the whole group: a row of it is refused
+            raise sqlite3.IntegrityError("refused")
+        if len(tries) == 3:  # between the first and the second alone, another process writes
+            other.append(sqlite3.connect(path, isolation_level=None))
+            other[0].execute("BEGIN IMMEDIATE")
+        real(statements)
+
+    monkeypatch.setattr(writer, "_transaction", transaction)
+    insert = "INSERT INTO t (x) VALUES (?)"
+    outcomes, commits = writer.write([[(insert, [(1,)])], [(insert, [(2,)])], [(insert, [(3,)])]])
+    assert outcomes[0] is None and commits == 1
+    assert isinstance(outcomes[1], Busy) and isinstance(outcomes[2], Busy)
+    other[0].execute("ROLLBACK")
+    other[0].close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT x FROM t").fetchall() == [(1,)]
+    writer.close()
