@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import service_bench  # noqa: E402
-from service_bench import Bench, latency_ms, percentile  # noqa: E402
+from service_bench import Bench, percentile  # noqa: E402
 
 from bot.i18n import t  # noqa: E402
 from tests.storage.plugin import raw  # noqa: E402
@@ -152,12 +152,7 @@ async def shards_run(games: int, pace: float, pairs: int) -> None:
             print(f"two processes, shards 0 and 1 of 2, one PostgreSQL: started {games} games "
                   f"({per_shard[0]} on shard 0, {per_shard[1]} on shard 1) in "
                   f"{time.perf_counter() - began:.1f} s")
-            floor = []
-            for _ in range(200):
-                result = await bench.fake.slash(bench.empty_guild.id, bench.empty_guild.owner_id,
-                                                "mafia status", {}, locale="ru")
-                await result.wait_callback()
-                floor.append(latency_ms(result))
+            floor = await bench.floor(200)
             rng = random.Random(7)
             began = time.perf_counter()
             rounds = await asyncio.gather(*(bench.play_day(i, random.Random(rng.random()), pace)

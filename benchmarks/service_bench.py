@@ -56,6 +56,8 @@ sys.path.insert(0, str(ROOT))
 
 from tests.fakediscord import FakeDiscord, InteractionResult  # noqa: E402
 
+#: ``--pin``: the bot and the fake each on a core of their own
+PIN = False
 #: ``--timeline``: where to write each command of the day (sent at, command, latency), per count
 TIMELINE: str | None = None
 #: ``--database``: a postgresql:// URL of an empty database instead of a SQLite file
@@ -142,6 +144,10 @@ class Bench:
                "DISCORD_GATEWAY_URL": self.fake.gateway_url, "PYTHONPATH": str(ROOT)}
         command = os.environ.get("BENCH_BOT_COMMAND", f"{sys.executable} -m bot run").split()
         self.process = subprocess.Popen([*command, "--config", str(config)], env=env, cwd=ROOT)
+        if PIN and len(os.sched_getaffinity(0)) >= 2:  # the bot on a core of its own, the fake on another
+            cores = sorted(os.sched_getaffinity(0))
+            os.sched_setaffinity(self.process.pid, {cores[1]})
+            os.sched_setaffinity(0, {cores[0]})
         began = time.monotonic()
         await self.fake.wait_until(
             lambda: self.fake.calls("PUT", "/applications/{application_id}/commands") or None, 60.0,
@@ -203,6 +209,16 @@ class Bench:
             except subprocess.TimeoutExpired:
                 self.process.kill()
         await self.fake.close()
+
+    async def floor(self, count: int) -> list[float]:
+        """The latencies of ``count`` trivial commands in turn: ``/mafia status`` with no game."""
+        latencies = []
+        for _ in range(count):
+            result = await self.fake.slash(self.empty_guild.id, self.empty_guild.owner_id,
+                                           "mafia status", {}, locale="ru")
+            await result.wait_callback()
+            latencies.append(latency_ms(result))
+        return latencies
 
     async def slash(self, guild, user, command, options=None) -> InteractionResult:
         result = await self.fake.slash(guild.id, user.id, command, options or {}, locale="ru",
@@ -295,12 +311,7 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
                                            {}, locale="ru", wait=False) for _ in range(60)]
             for result in warm:
                 await result.wait_callback()
-            floor = []
-            for _ in range(300):
-                result = await bench.fake.slash(bench.empty_guild.id, bench.empty_guild.owner_id,
-                                                "mafia status", {}, locale="ru")
-                await result.wait_callback()
-                floor.append(latency_ms(result))
+            floor = await bench.floor(300)
             rng = random.Random(7)
             assert bench.process is not None
             profile("BENCH_PYSPY", bench.process.pid)  # the bot while the games play
@@ -376,11 +387,13 @@ def main() -> None:
                         "(one run per database: give --games one count, and --memory-games 0)")
     parser.add_argument("--strict-fake", action="store_true",
                         help="keep the fake's OpenAPI schema check on (it then limits the figures)")
+    parser.add_argument("--pin", action="store_true",
+                        help="run the bot on one core and the fake on another (Linux)")
     parser.add_argument("--timeline", help="write each command of the day to TIMELINE.<games>.tsv: "
                         "seconds since the day began, the command, its latency in ms")
     args = parser.parse_args()
-    global DATABASE, TIMELINE
-    DATABASE, TIMELINE = args.database, args.timeline
+    global DATABASE, TIMELINE, PIN
+    DATABASE, TIMELINE, PIN = args.database, args.timeline, args.pin
     counts = [int(count) for count in str(args.games).split(",") if int(count) > 0]
     if DATABASE and len(counts) > 1:
         parser.error("--database takes one run: give --games a single count")
