@@ -56,8 +56,6 @@ sys.path.insert(0, str(ROOT))
 
 from tests.fakediscord import FakeDiscord, InteractionResult  # noqa: E402
 
-#: ``--pin``: the bot and the fake each on a core of their own
-PIN = False
 #: ``--timeline``: where to write each command of the day (sent at, command, latency), per count
 TIMELINE: str | None = None
 #: ``--database``: a postgresql:// URL of an empty database instead of a SQLite file
@@ -144,10 +142,6 @@ class Bench:
                "DISCORD_GATEWAY_URL": self.fake.gateway_url, "PYTHONPATH": str(ROOT)}
         command = os.environ.get("BENCH_BOT_COMMAND", f"{sys.executable} -m bot run").split()
         self.process = subprocess.Popen([*command, "--config", str(config)], env=env, cwd=ROOT)
-        if PIN and len(os.sched_getaffinity(0)) >= 2:  # the bot on a core of its own, the fake on another
-            cores = sorted(os.sched_getaffinity(0))
-            os.sched_setaffinity(self.process.pid, {cores[1]})
-            os.sched_setaffinity(0, {cores[0]})
         began = time.monotonic()
         await self.fake.wait_until(
             lambda: self.fake.calls("PUT", "/applications/{application_id}/commands") or None, 60.0,
@@ -387,13 +381,11 @@ def main() -> None:
                         "(one run per database: give --games one count, and --memory-games 0)")
     parser.add_argument("--strict-fake", action="store_true",
                         help="keep the fake's OpenAPI schema check on (it then limits the figures)")
-    parser.add_argument("--pin", action="store_true",
-                        help="run the bot on one core and the fake on another (Linux)")
     parser.add_argument("--timeline", help="write each command of the day to TIMELINE.<games>.tsv: "
                         "seconds since the day began, the command, its latency in ms")
     args = parser.parse_args()
-    global DATABASE, TIMELINE, PIN
-    DATABASE, TIMELINE, PIN = args.database, args.timeline, args.pin
+    global DATABASE, TIMELINE
+    DATABASE, TIMELINE = args.database, args.timeline
     counts = [int(count) for count in str(args.games).split(",") if int(count) > 0]
     if DATABASE and len(counts) > 1:
         parser.error("--database takes one run: give --games a single count")
