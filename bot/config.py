@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from bot.pacing import GLOBAL_LIMIT
 from bot.yamlfile import YamlFileError, read_yaml
 from rules import RuleError, RuleOptions
 
@@ -71,7 +72,7 @@ class Config:
     log_level: str = "INFO"
     host_role: str | None = None
     snapshot_every: int = 50
-    rest_per_second: int = 50
+    rest_per_second: int = GLOBAL_LIMIT
     """The bot's global limit of REST calls a second (Discord's 50, unless Discord raised it);
     a process serving some of the shards keeps to their share (:mod:`bot.pacing`)."""
     timers: Timers = field(default_factory=Timers)

@@ -13,9 +13,9 @@ interaction endpoints, which discord.py sends through its webhook adapter)
 first waits for its place, in the order they asked: ``limit`` calls per
 ``window`` seconds, evenly spaced, a few at once (:class:`Pacer`). The window
 is a little longer than Discord's second, for the trip a call takes to reach
-Discord. A
-process that serves some of the bot's shards takes their share of the limit
-(:func:`share`), so processes that split a bot stay under it together.
+Discord. A process that serves some of the bot's shards takes their share of
+the limit (:func:`share`), so processes that split a bot stay under it
+together.
 Neither discord.py nor any library keeps a client under a global limit
 ahead of time, so it is written here.
 """
@@ -23,12 +23,9 @@ ahead of time, so it is written here.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 #: Discord's global limit for a bot: requests a second
 GLOBAL_LIMIT = 50
