@@ -176,7 +176,9 @@ async def bot_on(
     **bot_options: Any,
 ) -> AsyncIterator[Table]:
     """The bot running against an already started fake (a second bot after a "restart", say);
-    ``bot_options`` go to :class:`ProkuratorBot` (``identify_pause=0`` for several shards)."""
+    ``bot_options`` go to :class:`ProkuratorBot` (``identify_pause=0`` for several shards).
+    Unless the config sets ``rest_per_second``, the bot (and the fake) take the suite's raised
+    global limit, :data:`SUITE_REST_PER_SECOND`."""
     options: dict[str, Any] = {"clock": clock} if clock is not None else {}
     options.update(bot_options)
     if config.rest_per_second == Config.rest_per_second:  # not set by the test
