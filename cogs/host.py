@@ -183,6 +183,12 @@ def deadline_changed_items(live: LiveGame, key: str = "host.timer_changed", **pa
     return items
 
 
+#: the lane of the newcomer's pings: after his roles and overwrites (that lane's items go in
+#: order), so that he can see the channels when he is pinged in them (Discord pings only those
+#: who can)
+AFTER_ACCESS = "permissions"
+
+
 def replaced_items(live: LiveGame, old: str, new: str, *, name: str, quiet: bool,
                    exposed: list[str] | None = None) -> list[OutboxItem]:
     """After ``/host replace``: the lobby knows the newcomer (and that the old player left), the
@@ -210,14 +216,14 @@ def replaced_items(live: LiveGame, old: str, new: str, *, name: str, quiet: bool
             "components": [{"type": 1, "components": [{
                 "type": 2, "style": 1, "custom_id": f"mafia:role:{live.id}", "label": phrase(live, "welcome.role"),
             }]}],
-        }))
+        }, lane=AFTER_ACCESS))
     if game.status_of(new) is Status.MAFIOSO and ids.get("mafia") is not None:
         godfather = game.godfather_of(city)
         items.append(OutboxItem("send", {"channel_id": ids["mafia"]}, {
             "content": phrase(live, "replace.mafia", player=mention(new), old=mention(old),
                               godfather=mention(godfather) if godfather else phrase(live, "role.no_godfather")),
             "allowed_mentions": only_him,
-        }))
+        }, lane=AFTER_ACCESS))
     items += log_items(live, phrase(live, "log.replaced", old=mention(old), new=mention(new), city=city,
                                     status=status_text(live, game.status_of(new).value)))
     for line in exposure_lines(live, {new: exposed} if exposed else {}):  # he sees more than his seat

@@ -60,6 +60,8 @@ from bot.service import GameService
 from bot.storage import Storage
 from rules import Game, Setup, command_from_dict
 from tests.fakediscord import FakeDiscord, InteractionResult
+from tests.fakediscord.ratelimits import GlobalLimit
+from tests.harness import SUITE_REST_PER_SECOND
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = json.loads((ROOT / "bot" / "locales" / "ru.json").read_text(encoding="utf-8"))
@@ -68,6 +70,7 @@ CONFIG = """\
 database: {database}
 log_level: INFO
 snapshot_every: 4
+rest_per_second: {rest}
 timers: {{discussion: {discussion}, voting: 0, night: 0, reminders: []}}
 last_word: {{join_timeout: 5, dave_timeout: 5, progress_every: 5, max_upload_mib: 25}}
 """
@@ -222,7 +225,8 @@ class BotProcess:
         self.fake = fake
         self.database = folder / "bot.sqlite3"
         self.config = folder / "config.yaml"
-        self.config.write_text(CONFIG.format(database=self.database, discussion=DISCUSSION_SECONDS))
+        self.config.write_text(CONFIG.format(database=self.database, discussion=DISCUSSION_SECONDS,
+                                             rest=SUITE_REST_PER_SECOND))
         self.log = folder / "bot.log"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -316,6 +320,7 @@ class Chaos:
         self.kill_gap = kill_gap
         self.say = say or (lambda text: None)
         self.fake = FakeDiscord()
+        self.fake.global_limit = GlobalLimit(SUITE_REST_PER_SECOND)  # as the suite's bots (tests/harness.py)
         self.clubs = [self._club(index) for index in range(guilds)]
         self.initial_channels = {c for c in self.fake.state.channels}
         self.initial_roles = {r for club in self.clubs for r in self.fake.state.guild(club.guild_id).roles}
