@@ -23,6 +23,22 @@ and the commands it held waited as long (p99 33–61 ms at 200 games). With
 20,000 a young collection took 5–10 ms every two seconds or so and no older
 one ran in the 14 s of play (p99 7–22 ms over three runs; 10,000 and a full
 collection made only once a minute did not do better: 9–52 ms).
+
+Most of what those young collections freed was discord.py's interactions: an
+``Interaction`` caches its ``InteractionResponse``, which points back at it
+(and an original response it fetched points back through its state). The
+cycle keeps the interaction, its member, user, namespace and options alive
+after the command until a collection finds them: some 13,000 objects every
+two seconds at 300 commands a second, freed in one pause of 10–30 ms.
+:func:`release_when_done` breaks that cycle once the task that handles an
+interaction ends (the command tree's and the components' interaction checks
+call it, the first thing discord.py runs for each), so reference counting
+frees each interaction as its command ends. discord.py has no hook at the
+end of an interaction's handling, and nothing of it uses the interaction
+after that task: the release drops its two cached links, no more. With it,
+the 14 s of a 200-game day saw one or two young collections (0 objects
+freed, 7–16 ms) instead of six (6,000–14,000 freed, 6–31 ms); a threshold of
+5,000 then gave eight collections of 2–11 ms and no better latency.
 """
 
 from __future__ import annotations
@@ -41,6 +57,22 @@ THAW_EVERY = 3600.0
 
 #: new objects between two collections of the youngest generation (CPython's default: 700)
 YOUNG_THRESHOLD = 20_000
+
+
+def release_when_done(interaction: Any) -> None:
+    """When the current task ends, break ``interaction``'s reference cycle (see above)."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.add_done_callback(lambda _task: _release(interaction))
+
+
+def _release(interaction: Any) -> None:
+    # the cached response (InteractionResponse._parent is the interaction) and the
+    # original response (its state's _interaction): discord.py makes new ones if asked again
+    with contextlib.suppress(AttributeError):
+        del interaction._cs_response
+    with contextlib.suppress(AttributeError):
+        interaction._original_response = None
 
 
 class CollectorPolicy:

@@ -26,6 +26,7 @@ import discord
 from discord import app_commands
 from discord.enums import AppCommandOptionType
 
+from bot.collector import release_when_done
 from bot.errors import UserError
 from bot.i18n import t
 
@@ -80,6 +81,8 @@ async def options_within_limits(interaction: discord.Interaction) -> bool:
     Raises:
         OptionRefused: naming the first such option.
     """
+    # the first thing the tree runs for an interaction: its cycle is broken when the task ends
+    release_when_done(interaction)
     if interaction.type is not discord.InteractionType.application_command:
         return True
     command = interaction.command

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import discord
 from discord.ui import Button, DynamicItem, Item, Select
 
+from bot.collector import release_when_done
 from bot.errors import UserError
 
 if TYPE_CHECKING:
@@ -79,6 +80,11 @@ class _Routed:
     @classmethod
     async def from_custom_id(cls, interaction: discord.Interaction, item: Item[Any], match: re.Match[str], /) -> Any:
         return cls(item, [group for group in match.groups() if group is not None])
+
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        # the first thing discord.py runs for a component: free the interaction when it is done
+        release_when_done(interaction)
+        return True
 
     async def callback(self, interaction: discord.Interaction) -> None:
         bot: ProkuratorBot = interaction.client  # type: ignore[assignment]

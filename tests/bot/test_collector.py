@@ -7,7 +7,10 @@ import asyncio
 import gc
 import weakref
 
+import discord
+
 from bot.collector import YOUNG_THRESHOLD, CollectorPolicy
+from tests.harness import bot_table
 
 
 class Node:
@@ -79,3 +82,27 @@ async def test_the_youngest_generation_is_collected_less_often_while_the_policy_
     finally:
         policy.uninstall()
     assert gc.get_threshold() == before
+
+
+def interactions_alive() -> int:
+    """discord.py interactions that are still in memory (tracked by the collector, not frozen)."""
+    return sum(1 for o in gc.get_objects() if isinstance(o, discord.Interaction))
+
+
+async def test_a_handled_interaction_is_freed_when_its_command_ends_not_by_a_collection() -> None:
+    # discord.py's Interaction and its cached InteractionResponse point at each other: without
+    # the release, every command left its interaction (member, user, options...) to the collector
+    async with bot_table(players=4) as table:
+        gc.collect()
+        gc.disable()
+        try:
+            before = interactions_alive()
+            await table.open_lobby(["p0", "p1", "p2"])  # a slash command and three button clicks
+            for who in ("p0", "p1", "p3"):
+                answered = await table.slash(who, "mafia status")
+                assert answered.callback is not None
+            for _ in range(5):
+                await asyncio.sleep(0)  # the release runs once each handling task is done
+            assert interactions_alive() - before == 0
+        finally:
+            gc.enable()
