@@ -20,6 +20,11 @@ interaction callback arrives.
 2. ``--memory-games 200``: 200 guilds each start a game of 30 players; the
    bot's resident memory (VmRSS) is read once they all run.
 
+The machine is measured alongside the day (:mod:`benchmarks.machine_noise`, in a
+process of its own): the slow windows its CPUs had (both at once, every 1.5 s or
+so on the machines here, running some ten times slower for 20-90 ms) and, apart
+from the day's figures, those of the commands away from the windows.
+
 The fake is instrumentation here, not the subject: its OpenAPI schema check
 of every request and answer (on in the tests) is off unless ``--strict-fake``
 (at 200 games it alone saturates this process), its record of the setup's
@@ -54,6 +59,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.machine_noise import Sampler, Window, describe  # noqa: E402
 from tests.fakediscord import FakeDiscord, InteractionResult  # noqa: E402
 
 #: ``--timeline``: where to write each command of the day (sent at, command, latency), per count
@@ -266,6 +272,23 @@ class Bench:
         return latencies
 
 
+#: a command this close (seconds) after a slow window of the machine waited for the backlog it left
+BACKLOG = 0.15
+
+
+def away_from(windows: list[Window], timeline: list[tuple[str, float, float]]) -> list[float]:
+    """The latencies of the day's player commands that neither overlapped one of the machine's
+    slow windows nor came within :data:`BACKLOG` after one."""
+    kept = []
+    for kind, sent, ms in timeline:
+        if kind == "host next":
+            continue
+        answered = sent + (ms if ms != EXPIRED else 30_000) / 1000
+        if not any(sent < w.end + BACKLOG and answered > w.start for w in windows):
+            kept.append(ms)
+    return kept
+
+
 def figures(values: list[float]) -> str:
     """n, p50, p99 and max of latencies in ms (an expired answer counts as the slowest)."""
     expired = sum(1 for ms in values if ms == EXPIRED)
@@ -312,6 +335,8 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
             profile("BENCH_PYSPY_FAKE", os.getpid())  # and this process, the fake
             if os.environ.get("BENCH_SIGNAL_PLAY"):  # tell a probing BENCH_BOT_COMMAND the play begins
                 bench.process.send_signal(signal.SIGUSR1)
+            machine = Sampler()  # the machine's own slow windows, measured alongside
+            machine.start()
             cpu_before = bench.cpu_seconds()
             began = time.perf_counter()
             began_at = time.monotonic()
@@ -328,10 +353,16 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
                         task.cancel()
             elapsed = time.perf_counter() - began
             cpu_after = bench.cpu_seconds()
+            slow = machine.stop()
             latencies = [ms for game in rounds for ms in game]
             print(f"player commands in {games} concurrent games, one every {pace} s per game "
                   f"({len(latencies) / elapsed:.0f}/s): {figures(latencies)}")
             print(f"floor (/mafia status with no game, same run): {figures(floor)}")
+            print(f"the machine meanwhile (benchmarks/machine_noise.py): {describe(slow, elapsed)}")
+            if slow:
+                away = away_from(slow, bench.timeline)
+                print(f"  player commands away from those windows (not in one, nor within "
+                      f"{BACKLOG * 1000:.0f} ms after one): {figures(away) if away else 'none'}")
             print(f"CPU while they played: bot {100 * (cpu_after[0] - cpu_before[0]) / elapsed:.0f} %, "
                   f"fake {100 * (cpu_after[1] - cpu_before[1]) / elapsed:.0f} % of one core"
                   f"{'' if strict else ' (without its OpenAPI schema check)'}")
