@@ -26,14 +26,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.chaos.harness import Chaos  # noqa: E402
+from tests.harness import SUITE_REST_PER_SECOND  # noqa: E402
 
 
-async def main_async(kills: int, guilds: int, players: int, seed: int, keep: Path | None) -> int:
+async def main_async(kills: int, guilds: int, players: int, seed: int, keep: Path | None,
+                     rest_per_second: int) -> int:
     with tempfile.TemporaryDirectory() as folder:
         where = keep or Path(folder)
         where.mkdir(parents=True, exist_ok=True)
-        chaos = Chaos(where, seed, guilds=guilds, players=players, say=print)
-        print(f"chaos: seed {seed}, {guilds} guilds of {players} players, {kills} kills")
+        chaos = Chaos(where, seed, guilds=guilds, players=players, say=print, rest_per_second=rest_per_second)
+        print(f"chaos: seed {seed}, {guilds} guilds of {players} players, {kills} kills, "
+              f"REST at {rest_per_second} a second")
         figures = await chaos.run(kills=kills)
     print(f"kills {figures.kills}, faults injected {figures.faults}")
     print(f"commands sent {figures.sent}, acknowledged {figures.acknowledged}")
@@ -57,9 +60,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=None, help="default: a random one (printed)")
     parser.add_argument("--keep", type=Path, default=None,
                         help="a folder to keep the bot's database and log in (default: a temporary one)")
+    parser.add_argument("--rest-per-second", type=int, default=SUITE_REST_PER_SECOND,
+                        help="the bot's and the fake's global REST limit (Discord's: 50; default: the "
+                        "suite's raised one)")
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
-    sys.exit(asyncio.run(main_async(args.kills, args.guilds, args.players, seed, args.keep)))
+    sys.exit(asyncio.run(main_async(args.kills, args.guilds, args.players, seed, args.keep,
+                                    args.rest_per_second)))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ Run: ``python benchmarks/machine_noise.py`` (20 s; ``--seconds N``).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import multiprocessing
 import os
@@ -97,10 +98,10 @@ def describe(found: list[Window], seconds: float) -> str:
         return f"no slow window in {seconds:.0f} s"
     lengths = [w.ms for w in found]
     episodes = [found[0].start]
-    for a, b in zip(found, found[1:]):
+    for a, b in itertools.pairwise(found):
         if b.start - a.end >= EPISODE:
             episodes.append(b.start)
-    gaps = [b - a for a, b in zip(episodes, episodes[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(episodes)]
     period = f", in {len(episodes)} episodes one every {statistics.median(gaps):.2f} s (median)" if gaps else ""
     share = sum(lengths) / 1000 / seconds * 100
     return (f"{len(found)} slow windows in {seconds:.0f} s{period}; {statistics.median(lengths):.0f} ms "

@@ -221,12 +221,12 @@ class Figures:
 class BotProcess:
     """The bot as its own process against the fake, killed and started again at will."""
 
-    def __init__(self, fake: FakeDiscord, folder: Path) -> None:
+    def __init__(self, fake: FakeDiscord, folder: Path, *, rest_per_second: int = SUITE_REST_PER_SECOND) -> None:
         self.fake = fake
         self.database = folder / "bot.sqlite3"
         self.config = folder / "config.yaml"
         self.config.write_text(CONFIG.format(database=self.database, discussion=DISCUSSION_SECONDS,
-                                             rest=SUITE_REST_PER_SECOND))
+                                             rest=rest_per_second))
         self.log = folder / "bot.log"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -312,7 +312,8 @@ class Chaos:
     """One run: build the guilds, drive, kill, inject, then check (see the module docstring)."""
 
     def __init__(self, folder: Path, seed: int, *, guilds: int = 3, players: int = 8,
-                 kill_gap: tuple[float, float] = (3.0, 6.0), say: Callable[[str], None] | None = None) -> None:
+                 kill_gap: tuple[float, float] = (3.0, 6.0), say: Callable[[str], None] | None = None,
+                 rest_per_second: int = SUITE_REST_PER_SECOND) -> None:
         self.folder = folder
         self.seed = seed
         self.random = random.Random(seed)
@@ -320,11 +321,12 @@ class Chaos:
         self.kill_gap = kill_gap
         self.say = say or (lambda text: None)
         self.fake = FakeDiscord()
-        self.fake.global_limit = GlobalLimit(SUITE_REST_PER_SECOND)  # as the suite's bots (tests/harness.py)
+        # as the suite's bots (tests/harness.py), unless asked for Discord's own 50 a second
+        self.fake.global_limit = GlobalLimit(rest_per_second)
         self.clubs = [self._club(index) for index in range(guilds)]
         self.initial_channels = {c for c in self.fake.state.channels}
         self.initial_roles = {r for club in self.clubs for r in self.fake.state.guild(club.guild_id).roles}
-        self.bot = BotProcess(self.fake, folder)
+        self.bot = BotProcess(self.fake, folder, rest_per_second=rest_per_second)
         self.sent: list[Sent] = []
         self.figures = Figures(seed)
         self._stop = asyncio.Event()
