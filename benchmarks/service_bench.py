@@ -64,6 +64,8 @@ from tests.fakediscord import FakeDiscord, InteractionResult  # noqa: E402
 
 #: ``--timeline``: where to write each command of the day (sent at, command, latency), per count
 TIMELINE: str | None = None
+#: ``--no-machine`` turns it off: sample the machine's slow windows alongside the day
+MACHINE = True
 #: ``--database``: a postgresql:// URL of an empty database instead of a SQLite file
 DATABASE: str | None = None
 CONFIG = """\
@@ -335,8 +337,9 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
             profile("BENCH_PYSPY_FAKE", os.getpid())  # and this process, the fake
             if os.environ.get("BENCH_SIGNAL_PLAY"):  # tell a probing BENCH_BOT_COMMAND the play begins
                 bench.process.send_signal(signal.SIGUSR1)
-            machine = Sampler()  # the machine's own slow windows, measured alongside
-            machine.start()
+            machine = Sampler() if MACHINE else None  # the machine's own slow windows, alongside
+            if machine is not None:
+                machine.start()
             cpu_before = bench.cpu_seconds()
             began = time.perf_counter()
             began_at = time.monotonic()
@@ -353,12 +356,13 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
                         task.cancel()
             elapsed = time.perf_counter() - began
             cpu_after = bench.cpu_seconds()
-            slow = machine.stop()
+            slow = machine.stop() if machine is not None else None
             latencies = [ms for game in rounds for ms in game]
             print(f"player commands in {games} concurrent games, one every {pace} s per game "
                   f"({len(latencies) / elapsed:.0f}/s): {figures(latencies)}")
             print(f"floor (/mafia status with no game, same run): {figures(floor)}")
-            print(f"the machine meanwhile (benchmarks/machine_noise.py): {describe(slow, elapsed)}")
+            if slow is not None:
+                print(f"the machine meanwhile (benchmarks/machine_noise.py): {describe(slow, elapsed)}")
             if slow:
                 away = away_from(slow, bench.timeline)
                 print(f"  player commands away from those windows (not in one, nor within "
@@ -414,9 +418,11 @@ def main() -> None:
                         help="keep the fake's OpenAPI schema check on (it then limits the figures)")
     parser.add_argument("--timeline", help="write each command of the day to TIMELINE.<games>.tsv: "
                         "seconds since the day began, the command, its latency in ms")
+    parser.add_argument("--no-machine", action="store_true",
+                        help="do not sample the machine's slow windows alongside (a third process)")
     args = parser.parse_args()
-    global DATABASE, TIMELINE
-    DATABASE, TIMELINE = args.database, args.timeline
+    global DATABASE, TIMELINE, MACHINE
+    DATABASE, TIMELINE, MACHINE = args.database, args.timeline, not args.no_machine
     counts = [int(count) for count in str(args.games).split(",") if int(count) > 0]
     if DATABASE and len(counts) > 1:
         parser.error("--database takes one run: give --games a single count")
