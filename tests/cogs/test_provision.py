@@ -349,6 +349,39 @@ async def _cut_off_and_resumed(route: str) -> None:
             await fake.close()
 
 
+async def test_a_rollback_after_a_restart_waits_for_a_role_still_being_made_then_removes_it():
+    """/host end comes while a role is being made (a slow answer), and the process stops with
+    the role's POST still at Discord. The next process finds the rollback planned, and the role
+    lands after it has started. Its sweep of the plan's names looks only once the earlier
+    process's call would have timed out: it finds the late role and removes it (swept at once, the
+    role would have outlived the game: the chaos test's orphan at Discord's pace)."""
+    fake = FakeDiscord()
+    world = build_standard_guild(fake, players=[f"p{i}" for i in range(8)])
+    with tempfile.TemporaryDirectory() as folder:
+        config = replace(Config(timers=NO_TIMERS), database=Path(folder) / "bot.sqlite3")
+        await fake.start()
+        try:
+            async with bot_on(fake, world, config) as first:
+                await first.open_lobby()
+                slow = fake.delay("POST", r"/guilds/\d+/roles", 6.0, count=1)
+                await first.slash("host", "host start", wait=False)
+                await fake.wait_until(lambda: slow.hits or None, 5.0, "no role was being made")
+                ended = await run(first, "host", "host end")
+                assert ended.content == t("ru", "host.ended_reply")
+                game = first.live().id
+            assert _made(fake, world.guild.id)[1] == []  # still being made
+            async with bot_on(fake, world, config) as second:
+                await fake.wait_until(lambda: _made(fake, world.guild.id)[1] or None, 10.0,
+                                      "the first process's role never landed")
+                await fake.wait_until(lambda: second.bot.service.find(game) is None or None, 30.0,
+                                      "the rollback did not end")
+                await second.drain()
+                assert (await second.bot.storage.game(game)).state == "cancelled"
+                assert _made(fake, world.guild.id) == ([], [])
+        finally:
+            await fake.close()
+
+
 async def test_a_role_still_being_made_when_the_next_process_starts_is_adopted_not_made_twice():
     """Found by the chaos test: the process stops while Discord is still making the spectators'
     role (a slow answer), and the next one is up before Discord has made it. It looks for the role
