@@ -18,7 +18,7 @@ Exactly once, never stalled:
   pending when an earlier process stopped, or a call of it timed out) is
   *adopted* rather than made again (a role or channel pending from an earlier
   process only once that process's calls would have timed out: one of them
-  may still land; a sweep of a plan's names waits as long): a message is sent with a nonce Discord
+  may still land; a rollback's sweep that gave up such creates waits as long): a message is sent with a nonce Discord
   enforces (``enforce_nonce``), which covers a retry within Discord's nonce
   memory; past that memory, and after a restart, the channel's recent
   history is read for the bot's own message with that content, posted after
@@ -70,9 +70,6 @@ HISTORY_PAGES = 20
 
 #: kinds that create something on Discord without a nonce: after a lost answer, look first
 CREATES = frozenset({"create_role", "create_channel"})
-#: what, pending from an earlier process, waits until that process's calls would have timed out:
-#: its creates, and the sweep of a plan's names (a rollback's too), which must come after them
-AFTER_EARLIER = CREATES | {"sweep"}
 #: kinds that post a message (with a nonce)
 POSTS = frozenset({"send", "voice"})
 
@@ -265,7 +262,7 @@ class Outbox:
         delay = BACKOFF_START
         # pending when this process started: an earlier one may have carried it out unheard
         doubt = item.created_at < self._started
-        if doubt and item.kind in AFTER_EARLIER:
+        if (doubt and item.kind in CREATES) or self._sweeps_after_earlier(item):
             await self._earlier_calls_over()
         first: float | None = None
         while not self._closed:
@@ -323,12 +320,18 @@ class Outbox:
             return True
         return False
 
+    def _sweeps_after_earlier(self, item: OutboxItem) -> bool:
+        """A rollback's sweep that gave up creates an earlier process stored: one of them may be
+        under way at Discord still (swept before it lands, it would be left behind)."""
+        creates_from = item.payload.get("creates_from") if item.kind == "sweep" else None
+        return creates_from is not None and float(creates_from) < self._started
+
     async def _earlier_calls_over(self) -> None:
         """Wait until a call the earlier process made would have timed out (:attr:`call_timeout`
         after this one started). A create it sent just before it stopped may still be under way at
         Discord: looked up before it lands, it would be missed and made a second time, and the
-        first one, landing later, would belong to no game (found by the chaos test). A sweep
-        waits as well: a rollback's, swept before such a create lands, would leave it behind."""
+        first one, landing later, would belong to no game (found by the chaos test). So does a
+        rollback's sweep that gave up such creates (:meth:`_sweeps_after_earlier`)."""
         wait = self._started + self.call_timeout - time.time()
         if wait > 0:
             await asyncio.sleep(wait)

@@ -30,6 +30,7 @@ from discord.ext import commands
 from bot.errors import UserError
 from bot.i18n import key_str, t
 from bot.options import duration_text, parse_duration
+from bot.outbox import CREATES
 from bot.service import GameBroken, LiveGame, MovedOn, NoGame, Seen, command_for_deadline
 from bot.storage import DamagedLog, OutboxItem
 from cogs.channels import (
@@ -925,16 +926,21 @@ class HostCog(commands.Cog):
         """Remove what the game's provisioning made, then the lobby is a lobby again (or, after
         /host end, cancelled). The removals are intents of the provisioning lane too."""
         made = await self.bot.storage.provisioned(live.id)
+        pending = await self.bot.storage.outbox_items(live.id, "provision")
         # the plan's own sweep names what the attempt makes: swept again, all of it, at the end
-        plans = [item for item in await self.bot.storage.outbox_items(live.id, "provision") if item.kind == "sweep"]
+        plans = [item for item in pending if item.kind == "sweep"]
+        # a create given up here may be under way at Discord still, from the process that stored it:
+        # when that was an earlier one, the sweep waits for its calls to be over (bot/outbox.py)
+        creates_from = min((item.created_at for item in pending if item.kind in CREATES), default=None)
 
         def change(live: LiveGame) -> list[OutboxItem]:
             provision = live.record.lobby["provision"]
             provision.update(state="rollback", reason=reason, target=target)
             items = rollback_plan(live.record.guild_id, made, int(provision["attempt"]))
             if plans:
-                items.append(OutboxItem("sweep", plans[-1].target, {**plans[-1].payload, "category": None,
-                                                                    "rollback": True}, lane="provision"))
+                items.append(OutboxItem("sweep", plans[-1].target, {
+                    **plans[-1].payload, "category": None, "rollback": True, "creates_from": creates_from,
+                }, lane="provision"))
             return items
 
         await self.bot.service.update(live.id, change, cancel_lane="provision")
