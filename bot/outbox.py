@@ -262,8 +262,10 @@ class Outbox:
         delay = BACKOFF_START
         # pending when this process started: an earlier one may have carried it out unheard
         doubt = item.created_at < self._started
-        if (doubt and item.kind in CREATES) or self._sweeps_after_earlier(item):
+        if doubt and item.kind in CREATES:
             await self._earlier_calls_over()
+        elif doubt and item.kind == "sweep" and item.payload.get("creates_until"):
+            await self._creates_over(float(item.payload["creates_until"]))
         first: float | None = None
         while not self._closed:
             try:
@@ -320,18 +322,21 @@ class Outbox:
             return True
         return False
 
-    def _sweeps_after_earlier(self, item: OutboxItem) -> bool:
-        """A rollback's sweep that gave up creates an earlier process stored: one of them may be
-        under way at Discord still (swept before it lands, it would be left behind)."""
-        creates_from = item.payload.get("creates_from") if item.kind == "sweep" else None
-        return creates_from is not None and float(creates_from) < self._started
+    async def _creates_over(self, until: float) -> None:
+        """A rollback's sweep left by an earlier process, which gave up creates: one of them may be
+        under way at Discord still, and swept before it lands it would be left behind. It waits
+        until such a call would have timed out (``until``: the rollback's time plus the call
+        timeout), however many restarts came since."""
+        wait = until - time.time()
+        if wait > 0:
+            await asyncio.sleep(min(wait, self.call_timeout))
 
     async def _earlier_calls_over(self) -> None:
         """Wait until a call the earlier process made would have timed out (:attr:`call_timeout`
         after this one started). A create it sent just before it stopped may still be under way at
         Discord: looked up before it lands, it would be missed and made a second time, and the
-        first one, landing later, would belong to no game (found by the chaos test). So does a
-        rollback's sweep that gave up such creates (:meth:`_sweeps_after_earlier`)."""
+        first one, landing later, would belong to no game (found by the chaos test). A rollback's
+        sweep has a wait of its own (:meth:`_creates_over`)."""
         wait = self._started + self.call_timeout - time.time()
         if wait > 0:
             await asyncio.sleep(wait)

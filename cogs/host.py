@@ -20,6 +20,7 @@ import contextlib
 import logging
 import random
 import re
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -929,9 +930,10 @@ class HostCog(commands.Cog):
         pending = await self.bot.storage.outbox_items(live.id, "provision")
         # the plan's own sweep names what the attempt makes: swept again, all of it, at the end
         plans = [item for item in pending if item.kind == "sweep"]
-        # a create given up here may be under way at Discord still, from the process that stored it:
-        # when that was an earlier one, the sweep waits for its calls to be over (bot/outbox.py)
-        creates_from = min((item.created_at for item in pending if item.kind in CREATES), default=None)
+        # a create given up here may be under way at Discord still (sent before now): a process
+        # that carries the sweep out after a restart waits until it would have timed out
+        creates_until = (time.time() + self.bot.outbox.call_timeout
+                         if any(item.kind in CREATES for item in pending) else None)
 
         def change(live: LiveGame) -> list[OutboxItem]:
             provision = live.record.lobby["provision"]
@@ -939,7 +941,7 @@ class HostCog(commands.Cog):
             items = rollback_plan(live.record.guild_id, made, int(provision["attempt"]))
             if plans:
                 items.append(OutboxItem("sweep", plans[-1].target, {
-                    **plans[-1].payload, "category": None, "rollback": True, "creates_from": creates_from,
+                    **plans[-1].payload, "category": None, "rollback": True, "creates_until": creates_until,
                 }, lane="provision"))
             return items
 
