@@ -40,7 +40,7 @@ import contextlib
 import datetime
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 import aiohttp
@@ -145,6 +145,10 @@ class Outbox:
         self._refs: dict[tuple[int, str], tuple[int, int]] = {}
         self._ids: dict[int, dict[str, int]] = {}
         self._history: dict[int, tuple[int, list[dict[str, Any]]]] = {}
+        self._held: dict[tuple[int, str], int] = {}
+        self._given_up: dict[tuple[int, str], int] = {}
+        """How many times each lane's pending items were given up (by a hold): a batch fetched
+        before the last time is stale."""
         self._closed = False
         self.handlers: dict[str, Handler] = {
             "send": self._send,
@@ -181,6 +185,27 @@ class Outbox:
                     self._work(game_id, lane), name=f"outbox-{game_id}-{lane}"
                 )
 
+    @contextlib.asynccontextmanager
+    async def holding(self, game_id: int, lane: str) -> AsyncIterator[None]:
+        """While a game's pending items of ``lane`` are being given up (a rollback): its worker
+        begins none of them (a call already under way goes on), then looks again."""
+        key = (game_id, lane)
+        self._held[key] = self._held.get(key, 0) + 1
+        self._given_up[key] = self._given_up.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            self._held[key] -= 1
+            if not self._held[key]:
+                del self._held[key]
+            self.kick(game_id, (lane,))
+
+    def _holds(self, item: OutboxItem, fetched: int | None = None) -> bool:
+        """Whether ``item``'s lane is held now, or was held since its batch was fetched (with
+        ``fetched``, the lane's :attr:`_given_up` count then)."""
+        key = (item.game_id, item.queue)
+        return key in self._held or (fetched is not None and self._given_up.get(key, 0) != fetched)
+
     async def start(self) -> None:
         """Resume every game that has pending items, and every game being started (after a restart)."""
         for game_id in await self.storage.games_with_pending_outbox():
@@ -211,10 +236,14 @@ class Outbox:
         delay = BACKOFF_START
         while not self._closed:
             wake.clear()
+            if (game_id, lane) in self._held:
+                await wake.wait()  # the holder kicks the lane when it is done
+                continue
             try:
+                fetched = self._given_up.get((game_id, lane), 0)
                 items = await self.storage.pending_outbox(game_id, lane=lane)
                 if items:
-                    await self._carry_out(items)
+                    await self._carry_out(items, fetched)
                     delay = BACKOFF_START
                     continue
                 if wake.is_set():
@@ -240,7 +269,7 @@ class Outbox:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(wake.wait(), delay)
 
-    async def _carry_out(self, items: list[OutboxItem]) -> None:
+    async def _carry_out(self, items: list[OutboxItem], fetched: int | None = None) -> None:
         latest: dict[str, int] = {item.target["ref"]: item.id for item in items if item.kind == "edit"}
         # a later pending edit of the same message replaces an earlier one
         replaced = [item for item in items if item.kind == "edit" and latest[item.target["ref"]] != item.id]
@@ -249,10 +278,12 @@ class Outbox:
         for item in items:
             if item.id in skipped:
                 continue
-            if not await self._deliver(item):
+            if self._holds(item, fetched):
+                return  # given up, or being given up: what is pending is looked up again
+            if not await self._deliver(item, fetched):
                 return  # refused: what is pending may have changed (a rollback), look again
 
-    async def _deliver(self, item: OutboxItem) -> bool:
+    async def _deliver(self, item: OutboxItem, fetched: int | None = None) -> bool:
         """Carry one item out (retrying what is worth it); False when Discord refused it."""
         handler = self.handlers.get(item.kind)
         if handler is None:
@@ -268,6 +299,8 @@ class Outbox:
             await self._creates_over(float(item.payload["creates_until"]))
         first: float | None = None
         while not self._closed:
+            if self._holds(item, fetched):
+                return False  # given up meanwhile (a retry, a wait): look again
             try:
                 result: int | None = None
                 adopted = False
@@ -612,8 +645,10 @@ class Outbox:
         in the game's category, or a second category of its name) but no item has their id.
 
         With ``rollback`` in the payload (the last step of a start called off) everything bearing
-        the plan's names goes, whoever made it: a create that was under way when the start was
-        called off and whose answer was lost (the process died) made something no item knows."""
+        the plan's names goes that no item has made: a create that was under way when the start
+        was called off and whose answer was lost (the process died) made something no item knows.
+        What an item made is removed by the rollback's own deletes (one made since the rollback
+        was planned too: ``cogs.host``), so it is not removed twice (a 404 from Discord)."""
         guild_id = int(item.target["guild_id"])
         payload = item.payload
         channels = await self._timed(self.http.get_all_guild_channels(guild_id))
@@ -628,7 +663,7 @@ class Outbox:
         marks = set(payload.get("topics", [])) | set(payload.get("names", []))
         found = [int(c["id"]) for c in channels if c.get("parent_id") and int(c["parent_id"]) in parents
                  and (c.get("topic") in marks or c.get("name") in marks)]
-        taken = set() if payload.get("rollback") else await self.storage.claimed([*doubles, *categories, *found])
+        taken = await self.storage.claimed([*doubles, *categories, *found])
         for role_id in (role for role in doubles if role not in taken):
             log.warning("game %s: removing a duplicate role %s", item.game_id, role_id)
             with contextlib.suppress(discord.NotFound):

@@ -926,6 +926,10 @@ class HostCog(commands.Cog):
     async def _rollback(self, live: LiveGame, reason: dict[str, Any], target: str = "lobby") -> None:
         """Remove what the game's provisioning made, then the lobby is a lobby again (or, after
         /host end, cancelled). The removals are intents of the provisioning lane too."""
+        async with self.bot.outbox.holding(live.id, "provision"):  # no create begins meanwhile
+            await self._plan_rollback(live, reason, target)
+
+    async def _plan_rollback(self, live: LiveGame, reason: dict[str, Any], target: str) -> None:
         made = await self.bot.storage.provisioned(live.id)
         pending = await self.bot.storage.outbox_items(live.id, "provision")
         # the plan's own sweep names what the attempt makes: swept again, all of it, at the end
@@ -945,8 +949,8 @@ class HostCog(commands.Cog):
                 }, lane="provision"))
             return items
 
+        # the lane is kicked when the hold ends: with nothing to remove, it ends the rollback
         await self.bot.service.update(live.id, change, cancel_lane="provision")
-        self.bot.outbox.kick(live.id, ("provision",))  # with nothing to remove, it ends the rollback
 
     async def _rolled_back(self, live: LiveGame, attempt: int, made: dict[str, int]) -> None:
         removed = {int(item.target.get("channel_id") or item.target.get("role") or 0)

@@ -349,6 +349,27 @@ async def _cut_off_and_resumed(route: str) -> None:
             await fake.close()
 
 
+async def test_host_end_during_a_start_begins_no_create_after_it():
+    """/host end while the first role is being made: the provisioning's other creates, already
+    fetched by the lane's worker, are given up, not made and then removed again."""
+    async with bot_table(players=8) as table:
+        await table.open_lobby()
+        held = table.fake.hang("POST", r"/guilds/\d+/roles", count=1)
+        await table.slash("host", "host start", wait=False)
+        await table.fake.wait_until(lambda: held.hits or None, 5.0, "no role was being made")
+        game = table.live().id
+        ended = await run(table, "host", "host end")
+        assert ended.content == t("ru", "host.ended_reply")
+        creates = len(table.fake.calls("POST", CREATE_ROLE)) + len(table.fake.calls("POST", CREATE_CHANNEL))
+        held.release()
+        await table.fake.wait_until(lambda: table.bot.service.find(game) is None or None, 30.0,
+                                    "the rollback did not end")
+        await table.drain()
+        assert len(table.fake.calls("POST", CREATE_ROLE)) + len(table.fake.calls("POST", CREATE_CHANNEL)) == creates
+        assert (await table.bot.storage.game(game)).state == "cancelled"
+        assert _made(table.fake, table.guild_id) == ([], [])
+
+
 async def test_a_rollback_after_a_restart_waits_for_a_role_still_being_made_then_removes_it():
     """/host end comes while a role is being made (a slow answer), and the process stops with
     the role's POST still at Discord. The next process finds the rollback planned, and the role
