@@ -12,8 +12,10 @@ nonce memory ran out.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,13 @@ from tests.cogs.scenes import (
     quick_edits,
     run,
 )
-from tests.fakediscord import ChannelType, FakeDiscord, Permission, build_standard_guild
+from tests.fakediscord import (
+    ChannelType,
+    FakeDiscord,
+    Permission,
+    StandardGuild,
+    build_standard_guild,
+)
 from tests.harness import NO_TIMERS, Table, bot_on, bot_table
 
 CREATE_CHANNEL = "/guilds/{guild_id}/channels"
@@ -268,33 +276,41 @@ async def test_a_hanging_message_does_not_hold_up_a_death():
 
 
 async def test_a_message_posted_just_before_a_restart_is_not_posted_again_after_the_nonce_memory():
+    async with restartable(8) as (fake, world, config):
+        async with bot_on(fake, world, config) as first:
+            quick_edits(first)
+            live = await first.new_game(cities="Верона", maniac=False)
+            text = first.city_channel("Верона")
+            held = fake.hang("POST", rf"/channels/{text}/messages", count=1)
+            await accepted(first, "host", "host next")
+            await fake.wait_until(lambda: held.hits or None, 5.0, "the announcement was never sent")
+        voting = announcement("ru", "phase.voting", day=1, deadline=t("ru", "deadline.host"))
+        held.release()  # Discord carries it out; the bot that sent it is gone
+        await fake.wait_until(lambda: any(voting in m for m in [x.content for x in fake.messages(text)]) or None)
+        fake.forget_nonces()  # the restart took longer than Discord remembers nonces
+        async with bot_on(fake, world, config) as second:
+            await second.drain()
+            assert sum(voting in m.content for m in fake.messages(text)) == 1
+            posted = next(m for m in fake.messages(text) if voting in m.content)
+            rows = await second.bot.storage.outbox_items(live.id, "messages")
+            sent = [row for row in rows if row.kind == "send" and voting in row.payload.get("content", "")]
+            assert len(sent) == 1
+            assert posted.id in await second.bot.storage.claimed([posted.id])
+            history = fake.calls("GET", "/channels/{channel_id}/messages")
+            assert history and all(call.params["channel_id"] == str(text) for call in history[:1])
+
+
+@contextlib.asynccontextmanager
+async def restartable(players: int) -> AsyncIterator[tuple[FakeDiscord, StandardGuild, Config]]:
+    """A started fake with a guild of ``players`` members, and a config whose database outlives
+    each bot run in it (for a test that stops the bot and starts another)."""
     fake = FakeDiscord()
-    world = build_standard_guild(fake, players=[f"p{i}" for i in range(8)])
+    world = build_standard_guild(fake, players=[f"p{i}" for i in range(players)])
     with tempfile.TemporaryDirectory() as folder:
         config = replace(Config(timers=NO_TIMERS), database=Path(folder) / "bot.sqlite3")
         await fake.start()
         try:
-            async with bot_on(fake, world, config) as first:
-                quick_edits(first)
-                live = await first.new_game(cities="Верона", maniac=False)
-                text = first.city_channel("Верона")
-                held = fake.hang("POST", rf"/channels/{text}/messages", count=1)
-                await accepted(first, "host", "host next")
-                await fake.wait_until(lambda: held.hits or None, 5.0, "the announcement was never sent")
-            voting = announcement("ru", "phase.voting", day=1, deadline=t("ru", "deadline.host"))
-            held.release()  # Discord carries it out; the bot that sent it is gone
-            await fake.wait_until(lambda: any(voting in m for m in [x.content for x in fake.messages(text)]) or None)
-            fake.forget_nonces()  # the restart took longer than Discord remembers nonces
-            async with bot_on(fake, world, config) as second:
-                await second.drain()
-                assert sum(voting in m.content for m in fake.messages(text)) == 1
-                posted = next(m for m in fake.messages(text) if voting in m.content)
-                rows = await second.bot.storage.outbox_items(live.id, "messages")
-                sent = [row for row in rows if row.kind == "send" and voting in row.payload.get("content", "")]
-                assert len(sent) == 1
-                assert posted.id in await second.bot.storage.claimed([posted.id])
-                history = fake.calls("GET", "/channels/{channel_id}/messages")
-                assert history and all(call.params["channel_id"] == str(text) for call in history[:1])
+            yield fake, world, config
         finally:
             await fake.close()
 
@@ -314,39 +330,32 @@ async def test_a_start_cut_off_by_a_restart_resumes_adopting_what_discord_made_u
 
 
 async def _cut_off_and_resumed(route: str) -> None:
-    fake = FakeDiscord()
-    world = build_standard_guild(fake, players=[f"p{i}" for i in range(8)])
-    with tempfile.TemporaryDirectory() as folder:
-        config = replace(Config(timers=NO_TIMERS), database=Path(folder) / "bot.sqlite3")
-        await fake.start()
-        try:
-            async with bot_on(fake, world, config) as first:
-                await first.open_lobby()
-                held = fake.hang("POST", route, count=1)
-                started = await first.slash("host", "host start", wait=False)
-                await fake.wait_until(lambda: held.hits or None, 5.0, "nothing was created")
-            made_before = len(_made(fake, world.guild.id)[0]) + len(_made(fake, world.guild.id)[1])
-            held.release()  # Discord makes it; nobody hears the answer
-            await fake.wait_until(
-                lambda: len(_made(fake, world.guild.id)[0]) + len(_made(fake, world.guild.id)[1]) > made_before
-                or None)
-            async with bot_on(fake, world, config) as second:
-                quick_edits(second)
-                await fake.wait_until(lambda: second.live().record.state == "running" or None, 30.0,
-                                      "the start was not resumed")
-                await second.drain()
-                live = second.live()
-                channels, roles = _made(fake, world.guild.id)
-                assert sorted(c.id for c in channels) == sorted(
-                    game_channels(live.record.channels) + [live.record.channels["category"]]), route
-                names = Counter(role.name for role in roles)
-                assert all(n == 1 for n in names.values()) and len(roles) == 2, names
-                assert len([c for c in channels if c.type == ChannelType.GUILD_CATEGORY]) == 1
-                for pid in second.game.players:
-                    assert may(second, second.city_channel("Верона"), pid) & SEND
-                assert started.callback is not None  # deferred by the first process
-        finally:
-            await fake.close()
+    async with restartable(8) as (fake, world, config):
+        async with bot_on(fake, world, config) as first:
+            await first.open_lobby()
+            held = fake.hang("POST", route, count=1)
+            started = await first.slash("host", "host start", wait=False)
+            await fake.wait_until(lambda: held.hits or None, 5.0, "nothing was created")
+        made_before = len(_made(fake, world.guild.id)[0]) + len(_made(fake, world.guild.id)[1])
+        held.release()  # Discord makes it; nobody hears the answer
+        await fake.wait_until(
+            lambda: len(_made(fake, world.guild.id)[0]) + len(_made(fake, world.guild.id)[1]) > made_before
+            or None)
+        async with bot_on(fake, world, config) as second:
+            quick_edits(second)
+            await fake.wait_until(lambda: second.live().record.state == "running" or None, 30.0,
+                                  "the start was not resumed")
+            await second.drain()
+            live = second.live()
+            channels, roles = _made(fake, world.guild.id)
+            assert sorted(c.id for c in channels) == sorted(
+                game_channels(live.record.channels) + [live.record.channels["category"]]), route
+            names = Counter(role.name for role in roles)
+            assert all(n == 1 for n in names.values()) and len(roles) == 2, names
+            assert len([c for c in channels if c.type == ChannelType.GUILD_CATEGORY]) == 1
+            for pid in second.game.players:
+                assert may(second, second.city_channel("Верона"), pid) & SEND
+            assert started.callback is not None  # deferred by the first process
 
 
 async def test_host_end_during_a_start_begins_no_create_after_it():
@@ -376,31 +385,24 @@ async def test_a_rollback_after_a_restart_waits_for_a_role_still_being_made_then
     lands after it has started. Its sweep of the plan's names looks only once the earlier
     process's call would have timed out: it finds the late role and removes it (swept at once, the
     role would have outlived the game: the chaos test's orphan at Discord's pace)."""
-    fake = FakeDiscord()
-    world = build_standard_guild(fake, players=[f"p{i}" for i in range(8)])
-    with tempfile.TemporaryDirectory() as folder:
-        config = replace(Config(timers=NO_TIMERS), database=Path(folder) / "bot.sqlite3")
-        await fake.start()
-        try:
-            async with bot_on(fake, world, config) as first:
-                await first.open_lobby()
-                slow = fake.delay("POST", r"/guilds/\d+/roles", 6.0, count=1)
-                await first.slash("host", "host start", wait=False)
-                await fake.wait_until(lambda: slow.hits or None, 5.0, "no role was being made")
-                ended = await run(first, "host", "host end")
-                assert ended.content == t("ru", "host.ended_reply")
-                game = first.live().id
-            assert _made(fake, world.guild.id)[1] == []  # still being made
-            async with bot_on(fake, world, config) as second:
-                await fake.wait_until(lambda: _made(fake, world.guild.id)[1] or None, 10.0,
-                                      "the first process's role never landed")
-                await fake.wait_until(lambda: second.bot.service.find(game) is None or None, 30.0,
-                                      "the rollback did not end")
-                await second.drain()
-                assert (await second.bot.storage.game(game)).state == "cancelled"
-                assert _made(fake, world.guild.id) == ([], [])
-        finally:
-            await fake.close()
+    async with restartable(8) as (fake, world, config):
+        async with bot_on(fake, world, config) as first:
+            await first.open_lobby()
+            slow = fake.delay("POST", r"/guilds/\d+/roles", 6.0, count=1)
+            await first.slash("host", "host start", wait=False)
+            await fake.wait_until(lambda: slow.hits or None, 5.0, "no role was being made")
+            ended = await run(first, "host", "host end")
+            assert ended.content == t("ru", "host.ended_reply")
+            game = first.live().id
+        assert _made(fake, world.guild.id)[1] == []  # still being made
+        async with bot_on(fake, world, config) as second:
+            await fake.wait_until(lambda: _made(fake, world.guild.id)[1] or None, 10.0,
+                                  "the first process's role never landed")
+            await fake.wait_until(lambda: second.bot.service.find(game) is None or None, 30.0,
+                                  "the rollback did not end")
+            await second.drain()
+            assert (await second.bot.storage.game(game)).state == "cancelled"
+            assert _made(fake, world.guild.id) == ([], [])
 
 
 async def test_a_role_still_being_made_when_the_next_process_starts_is_adopted_not_made_twice():
@@ -408,75 +410,61 @@ async def test_a_role_still_being_made_when_the_next_process_starts_is_adopted_n
     role (a slow answer), and the next one is up before Discord has made it. It looks for the role
     only once the earlier process's call would have timed out, so it adopts the one that landed
     late: one role, the game's, held by the spectator."""
-    fake = FakeDiscord()
-    world = build_standard_guild(fake, players=[f"p{i}" for i in range(9)])
-    with tempfile.TemporaryDirectory() as folder:
-        config = replace(Config(timers=NO_TIMERS), database=Path(folder) / "bot.sqlite3")
-        await fake.start()
-        try:
-            async with bot_on(fake, world, config) as first:
-                quick_edits(first)
-                await first.new_game(players=[f"p{i}" for i in range(8)], cities="Верона", maniac=False)
-                game = first.live().id
-                slow = fake.delay("POST", r"/guilds/\d+/roles", 6.0, count=1)
-                watching = await run(first, "p8", "mafia spectate")
-                assert watching.content == t("ru", "spectate.started", game=game)
-                await fake.wait_until(lambda: slow.hits or None, 5.0, "the role was not being made")
-            name = t("ru", "game_role.spectators", game=game)
-            watcher = world.players[8].user.id
-            guild = fake.state.guild(world.guild.id)
-            assert not [r for r in guild.roles.values() if r.name == name]  # still being made
-            async with bot_on(fake, world, config) as second:
-                await fake.wait_until(
-                    lambda: any(guild.roles[r].name == name for r in guild.members[watcher].roles
-                                if r in guild.roles) or None, 30.0, "the spectator never got the role")
-                # the slow call of the first process has been answered by now: its role is made
-                await fake.wait_until(lambda: all(c.status for c in fake.calls("POST", "/guilds/{guild_id}/roles"))
-                                      or None, 10.0, "the first process's call was never answered")
-                await second.drain()
-                roles = [r.id for r in guild.roles.values() if r.name == name]
-                assert len(roles) == 1, f"{len(roles)} spectator roles"
-                assert roles[0] in guild.members[watcher].roles
-                made = [c for c in fake.calls("POST", "/guilds/{guild_id}/roles") if c.ok]
-                assert [int(c.response["id"]) for c in made if c.json.get("name") == name] == roles
-        finally:
-            await fake.close()
+    async with restartable(9) as (fake, world, config):
+        async with bot_on(fake, world, config) as first:
+            quick_edits(first)
+            await first.new_game(players=[f"p{i}" for i in range(8)], cities="Верона", maniac=False)
+            game = first.live().id
+            slow = fake.delay("POST", r"/guilds/\d+/roles", 6.0, count=1)
+            watching = await run(first, "p8", "mafia spectate")
+            assert watching.content == t("ru", "spectate.started", game=game)
+            await fake.wait_until(lambda: slow.hits or None, 5.0, "the role was not being made")
+        name = t("ru", "game_role.spectators", game=game)
+        watcher = world.players[8].user.id
+        guild = fake.state.guild(world.guild.id)
+        assert not [r for r in guild.roles.values() if r.name == name]  # still being made
+        async with bot_on(fake, world, config) as second:
+            await fake.wait_until(
+                lambda: any(guild.roles[r].name == name for r in guild.members[watcher].roles
+                            if r in guild.roles) or None, 30.0, "the spectator never got the role")
+            # the slow call of the first process has been answered by now: its role is made
+            await fake.wait_until(lambda: all(c.status for c in fake.calls("POST", "/guilds/{guild_id}/roles"))
+                                  or None, 10.0, "the first process's call was never answered")
+            await second.drain()
+            roles = [r.id for r in guild.roles.values() if r.name == name]
+            assert len(roles) == 1, f"{len(roles)} spectator roles"
+            assert roles[0] in guild.members[watcher].roles
+            made = [c for c in fake.calls("POST", "/guilds/{guild_id}/roles") if c.ok]
+            assert [int(c.response["id"]) for c in made if c.json.get("name") == name] == roles
 
 
 async def test_a_start_cut_off_then_refused_after_the_restart_leaves_nothing_behind():
-    fake = FakeDiscord()
-    world = build_standard_guild(fake, players=[f"p{i}" for i in range(8)])
-    with tempfile.TemporaryDirectory() as folder:
-        config = replace(Config(timers=NO_TIMERS), database=Path(folder) / "bot.sqlite3")
-        await fake.start()
-        try:
-            async with bot_on(fake, world, config) as first:
-                await first.open_lobby()
-                held = fake.hang("POST", r"/guilds/\d+/channels", count=1)
-                await first.slash("host", "host start", wait=False)
-                await fake.wait_until(lambda: held.hits or None, 5.0, "no channel was created")
-            held.release()
-            await fake.wait_until(lambda: _made(fake, world.guild.id)[0] or None)
-            refusing = fake.fail("POST", r"/guilds/\d+/channels", status=403, code=50013,
-                                 message="Missing Permissions", count=None)
-            async with bot_on(fake, world, config) as second:
-                await fake.wait_until(lambda: second.live().record.state == "lobby" or None, 30.0,
-                                      "the start was not rolled back")
-                await second.drain()
-                assert refusing.hits >= 1
-                assert _made(fake, world.guild.id) == ([], [])
-                said = t("ru", "error.missing_permissions", permissions=t("ru", "permission.manage_channels"))
-                assert said in second.channel_messages(world.text_channel.id)
-                lobby = (await lobby_message(second)).content
-                assert t("ru", "lobby.howto") in lobby and t("ru", "lobby.state_starting") not in lobby
-                fake.clear_faults()
-                again = await run(second, "host", "host start")
-                assert again.content == t("ru", "host.started")
-                categories = [c for c in fake.state.guild_channels(world.guild.id)
-                              if c.type == ChannelType.GUILD_CATEGORY]
-                assert len(categories) == 1
-        finally:
-            await fake.close()
+    async with restartable(8) as (fake, world, config):
+        async with bot_on(fake, world, config) as first:
+            await first.open_lobby()
+            held = fake.hang("POST", r"/guilds/\d+/channels", count=1)
+            await first.slash("host", "host start", wait=False)
+            await fake.wait_until(lambda: held.hits or None, 5.0, "no channel was created")
+        held.release()
+        await fake.wait_until(lambda: _made(fake, world.guild.id)[0] or None)
+        refusing = fake.fail("POST", r"/guilds/\d+/channels", status=403, code=50013,
+                             message="Missing Permissions", count=None)
+        async with bot_on(fake, world, config) as second:
+            await fake.wait_until(lambda: second.live().record.state == "lobby" or None, 30.0,
+                                  "the start was not rolled back")
+            await second.drain()
+            assert refusing.hits >= 1
+            assert _made(fake, world.guild.id) == ([], [])
+            said = t("ru", "error.missing_permissions", permissions=t("ru", "permission.manage_channels"))
+            assert said in second.channel_messages(world.text_channel.id)
+            lobby = (await lobby_message(second)).content
+            assert t("ru", "lobby.howto") in lobby and t("ru", "lobby.state_starting") not in lobby
+            fake.clear_faults()
+            again = await run(second, "host", "host start")
+            assert again.content == t("ru", "host.started")
+            categories = [c for c in fake.state.guild_channels(world.guild.id)
+                          if c.type == ChannelType.GUILD_CATEGORY]
+            assert len(categories) == 1
 
 
 async def test_host_end_while_starting_removes_what_was_made():
@@ -591,27 +579,20 @@ async def test_host_end_while_a_create_is_under_way_then_a_restart_leaves_no_orp
     """Found by the chaos test: /host end comes while a role is being made; the process dies
     before Discord's answer, which Discord carries out. The rollback planned removes only what
     was known to be made; the role made unheard must go too, and the game is cancelled."""
-    fake = FakeDiscord()
-    world = build_standard_guild(fake, players=[f"p{i}" for i in range(8)])
-    with tempfile.TemporaryDirectory() as folder:
-        config = replace(Config(timers=NO_TIMERS), database=Path(folder) / "bot.sqlite3")
-        await fake.start()
-        try:
-            async with bot_on(fake, world, config) as first:
-                await first.open_lobby()
-                held = fake.hang("POST", r"/guilds/\d+/roles", count=1)
-                await first.slash("host", "host start", wait=False)
-                await fake.wait_until(lambda: held.hits or None, 5.0, "no role was being made")
-                ended = await run(first, "host", "host end")
-                assert ended.content == t("ru", "host.ended_reply")
-                game = first.live().id
-            held.release()  # Discord makes the role; the process that asked is gone
-            await fake.wait_until(lambda: _made(fake, world.guild.id)[1] or None, 5.0, "the role was not made")
-            async with bot_on(fake, world, config) as second:
-                await fake.wait_until(lambda: second.bot.service.find(game) is None or None, 30.0,
-                                      "the rollback did not end")
-                await second.drain()
-                assert (await second.bot.storage.game(game)).state == "cancelled"
-                assert _made(fake, world.guild.id) == ([], [])
-        finally:
-            await fake.close()
+    async with restartable(8) as (fake, world, config):
+        async with bot_on(fake, world, config) as first:
+            await first.open_lobby()
+            held = fake.hang("POST", r"/guilds/\d+/roles", count=1)
+            await first.slash("host", "host start", wait=False)
+            await fake.wait_until(lambda: held.hits or None, 5.0, "no role was being made")
+            ended = await run(first, "host", "host end")
+            assert ended.content == t("ru", "host.ended_reply")
+            game = first.live().id
+        held.release()  # Discord makes the role; the process that asked is gone
+        await fake.wait_until(lambda: _made(fake, world.guild.id)[1] or None, 5.0, "the role was not made")
+        async with bot_on(fake, world, config) as second:
+            await fake.wait_until(lambda: second.bot.service.find(game) is None or None, 30.0,
+                                  "the rollback did not end")
+            await second.drain()
+            assert (await second.bot.storage.game(game)).state == "cancelled"
+            assert _made(fake, world.guild.id) == ([], [])
