@@ -18,7 +18,8 @@ Exactly once, never stalled:
   pending when an earlier process stopped, or a call of it timed out) is
   *adopted* rather than made again (a role or channel pending from an earlier
   process only once that process's calls would have timed out: one of them
-  may still land; a rollback's sweep that gave up such creates waits as long): a message is sent with a nonce Discord
+  may still land; a rollback's sweep that gave up such creates waits as
+  long): a message is sent with a nonce Discord
   enforces (``enforce_nonce``), which covers a retry within Discord's nonce
   memory; past that memory, and after a restart, the channel's recent
   history is read for the bot's own message with that content, posted after
@@ -200,11 +201,10 @@ class Outbox:
                 del self._held[key]
             self.kick(game_id, (lane,))
 
-    def _holds(self, item: OutboxItem, fetched: int | None = None) -> bool:
-        """Whether ``item``'s lane is held now, or was held since its batch was fetched (with
-        ``fetched``, the lane's :attr:`_given_up` count then)."""
-        key = (item.game_id, item.queue)
-        return key in self._held or (fetched is not None and self._given_up.get(key, 0) != fetched)
+    def _given_up_since(self, item: OutboxItem, fetched: int) -> bool:
+        """Whether ``item``'s lane was held since its batch was fetched (``fetched``: the lane's
+        :attr:`_given_up` count then; no batch is fetched while a lane is held)."""
+        return self._given_up.get((item.game_id, item.queue), 0) != fetched
 
     async def start(self) -> None:
         """Resume every game that has pending items, and every game being started (after a restart)."""
@@ -269,7 +269,7 @@ class Outbox:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(wake.wait(), delay)
 
-    async def _carry_out(self, items: list[OutboxItem], fetched: int | None = None) -> None:
+    async def _carry_out(self, items: list[OutboxItem], fetched: int) -> None:
         latest: dict[str, int] = {item.target["ref"]: item.id for item in items if item.kind == "edit"}
         # a later pending edit of the same message replaces an earlier one
         replaced = [item for item in items if item.kind == "edit" and latest[item.target["ref"]] != item.id]
@@ -278,12 +278,12 @@ class Outbox:
         for item in items:
             if item.id in skipped:
                 continue
-            if self._holds(item, fetched):
+            if self._given_up_since(item, fetched):
                 return  # given up, or being given up: what is pending is looked up again
             if not await self._deliver(item, fetched):
                 return  # refused: what is pending may have changed (a rollback), look again
 
-    async def _deliver(self, item: OutboxItem, fetched: int | None = None) -> bool:
+    async def _deliver(self, item: OutboxItem, fetched: int) -> bool:
         """Carry one item out (retrying what is worth it); False when Discord refused it."""
         handler = self.handlers.get(item.kind)
         if handler is None:
@@ -299,7 +299,7 @@ class Outbox:
             await self._creates_over(float(item.payload["creates_until"]))
         first: float | None = None
         while not self._closed:
-            if self._holds(item, fetched):
+            if self._given_up_since(item, fetched):
                 return False  # given up meanwhile (a retry, a wait): look again
             try:
                 result: int | None = None
