@@ -65,8 +65,10 @@ UPLOAD_LIMIT = 10 * 1024 * 1024
 PREVIEW_WIDTH = 400
 #: above this many players, a lane per city counts the dead instead of a lane per player
 LANES_UP_TO = 160
-#: at most this many columns: a longer game's phases are grouped
+#: one column per phase up to this many (10 days); a longer game's phases are grouped
 MAX_COLUMNS = 20
+#: a longer game's columns: at most this many runs of phases (wide enough for their labels)
+RUN_COLUMNS = 12
 
 MARGIN = 20
 LABEL = 300
@@ -94,6 +96,8 @@ RULE = (214, 208, 196)
 CITY_GROUND = (238, 232, 219)
 DAY = (255, 249, 226)
 NIGHT = (225, 230, 242)
+#: the grounds of runs of phases, in turn
+RUN = ((250, 246, 236), (236, 233, 226))
 SUN = (226, 163, 18)
 MOON = (84, 98, 138)
 STAR = (212, 160, 23)
@@ -197,8 +201,8 @@ class Column:
 
     @property
     def night(self) -> bool:
-        """Shaded as a night (a run is shaded by its first phase)."""
-        return self.phases[0].startswith("night")
+        """A night (a run is neither)."""
+        return len(self.phases) == 1 and self.phases[0].startswith("night")
 
 
 @dataclass(frozen=True)
@@ -316,7 +320,7 @@ def _columns(say: Callable[..., str], every: list[str]) -> list[Column]:
     """One column per phase, or at most :data:`MAX_COLUMNS`, each a run of phases."""
     if len(every) <= MAX_COLUMNS:
         return [Column((phase,), phase.split()[1]) for phase in every]
-    size = math.ceil(len(every) / MAX_COLUMNS)
+    size = math.ceil(len(every) / RUN_COLUMNS)
     runs = [tuple(every[start:start + size]) for start in range(0, len(every), size)]
     return [Column(run, f"{_short(say, run[0])}–{_short(say, run[-1])}" if len(run) > 1 else _short(say, run[0]))
             for run in runs]
@@ -513,8 +517,8 @@ class _Canvas:
                     self.draw.line((self.x(first), top, self.x(first), bottom), fill=RULE, width=1)
             return
         for index, column in enumerate(self.picture.columns):
-            self.draw.rectangle((self.x(index), top, self.x(index + 1), bottom),
-                                fill=NIGHT if column.night else DAY)
+            ground = NIGHT if column.night else DAY if len(column.phases) == 1 else RUN[index % 2]
+            self.draw.rectangle((self.x(index), top, self.x(index + 1), bottom), fill=ground)
 
     def header(self, y: float, *, days: bool = False) -> None:
         """The phases' header row: a sun or a moon and the number (a run: its two ends); for the
@@ -534,7 +538,7 @@ class _Canvas:
                 self.draw.text((middle, y + 36), column.label, font=number, fill=INK, anchor="mm")
             else:
                 first, rest = column.label.split("–", 1)
-                small = font(max(10, min(15, int(self.column / 3))), True)
+                small = font(15, True)
                 self.draw.text((middle, y + 14), fit(first, small, self.column - 2), font=small, fill=INK, anchor="mm")
                 self.draw.text((middle, y + 36), fit(rest, small, self.column - 2), font=small, fill=INK, anchor="mm")
             if index:
@@ -554,6 +558,15 @@ class _Canvas:
         x += small.getlength(verdict) + 20
         count = fit(self.say("picture.alive", count=block.alive, total=block.residents), small, WIDTH - MARGIN - x)
         self.draw.text((x, y + CITY_ROW / 2), count, font=small, fill=GREY, anchor="lm")
+
+    def city_label(self, block: CityBlock, y: float) -> None:
+        """A counting lane's label: the city, its result, who is alive, in three lines."""
+        small = face("small")
+        self.draw.text((MARGIN + 8, y + 10), fit(block.city, face("city"), LABEL - 24), font=face("city"), fill=INK)
+        self.draw.text((MARGIN + 8, y + 42), fit(self.say(f"picture.city.{block.result}"), small, LABEL - 24),
+                       font=small, fill=RESULT_INK[block.result])
+        self.draw.text((MARGIN + 8, y + 68), fit(self.say("picture.alive", count=block.alive, total=block.residents),
+                                                 small, LABEL - 24), font=small, fill=GREY)
 
     def lane_label(self, lane: Lane, y: float, *, status: bool = True) -> None:
         middle = y + LANE_ROW / 2
@@ -604,10 +617,10 @@ class _Canvas:
 
     def counts(self, block: CityBlock, y: float) -> None:
         """A counting lane: in each cell, a marker over each cause's number of dead."""
-        number = font(max(11, min(16, int(self.column / 2.2))), True)
+        number = font(max(12, min(18, int(self.column / 2.2))), True)
         size = int(min(MARKER, self.column - 8))
         for column, cells in block.counts.items():
-            middle, top = self.x(column) + self.column / 2, y + 6
+            middle, top = self.x(column) + self.column / 2, y + 8
             for cause in CAUSES:
                 if cause in cells:
                     marker(self.draw, CAUSE_MARK[cause], middle - size / 2, top, size)
@@ -626,7 +639,9 @@ class _Canvas:
 
 def _legend_items(picture: Picture) -> list[tuple[str, str]]:
     """(what is drawn, its explanation's key) for the legend."""
-    items = [("day", "picture.legend.day"), ("night", "picture.legend.night")]
+    items = []
+    if any(len(column.phases) == 1 for column in picture.columns):
+        items = [("day", "picture.legend.day"), ("night", "picture.legend.night")]
     if picture.mode == "lanes":
         if any(lane.won for lane in picture.lanes()):
             items.append(("star", "picture.legend.winner"))
@@ -694,13 +709,14 @@ def paint(picture: Picture) -> bytes:
     """
     say: Callable[..., str] = partial(t, picture.language)
     title_face, text_face, small = face("title"), face("text"), face("small")
-    title = fit(picture.title, title_face, WIDTH - 2 * MARGIN)
-    verdict_lines = wrap(picture.verdict, text_face, WIDTH - 2 * MARGIN, 4)
-    head = MARGIN + 44 + 30 * len(verdict_lines) + 12
+    title_lines = wrap(picture.title, title_face, WIDTH - 2 * MARGIN, 2)
+    verdict_lines = wrap(picture.verdict, text_face, WIDTH - 2 * MARGIN, 6)
+    top = MARGIN + 40 * len(title_lines) + 4
+    head = top + 30 * len(verdict_lines) + 12
     if picture.mode == "lanes":
         rows = [CITY_ROW + LANE_ROW * len(block.lanes) for block in picture.cities]
     else:
-        rows = [max(CITY_ROW + 8 + COUNT_ROW * max([len(c) for c in block.counts.values()] or [0]), CITY_ROW + 44)
+        rows = [max(12 + COUNT_ROW * max([len(c) for c in block.counts.values()] or [0]), 100)
                 for block in picture.cities]
     grid = HEADER_ROW + sum(rows)
     legend = _legend_lines(picture, say)
@@ -718,17 +734,22 @@ def paint(picture: Picture) -> bytes:
     image = Image.new("RGB", (WIDTH, height), PAPER)
     draw = ImageDraw.Draw(image)
     canvas = _Canvas(picture, draw, say)
-    draw.text((MARGIN, MARGIN), title, font=title_face, fill=INK)
+    for index, line in enumerate(title_lines):
+        draw.text((MARGIN, MARGIN + 40 * index), line, font=title_face, fill=INK)
     for index, line in enumerate(verdict_lines):
-        draw.text((MARGIN, MARGIN + 44 + 30 * index), line, font=text_face, fill=INK)
+        draw.text((MARGIN, top + 30 * index), line, font=text_face, fill=INK)
 
     def grid_at(y: float, cells: Callable[[CityBlock, float], None], *, result: bool) -> float:
         canvas.shade(y, y + grid, days=not result)
         canvas.header(y, days=not result)
         y += HEADER_ROW
         for block, row in zip(picture.cities, rows, strict=True):
-            canvas.city_row(block, y, result=result)
-            cells(block, y + CITY_ROW)
+            if picture.mode == "lanes":
+                canvas.city_row(block, y, result=result)
+                cells(block, y + CITY_ROW)
+            else:
+                canvas.city_label(block, y)
+                cells(block, y)
             y += row
             draw.line((MARGIN, y, WIDTH - MARGIN, y), fill=RULE, width=1)
         return y
