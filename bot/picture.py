@@ -71,8 +71,8 @@ MAX_COLUMNS = 20
 RUN_COLUMNS = 12
 
 MARGIN = 20
-LABEL = 300
-GRID = 540
+LABEL = 316
+GRID = 524
 WIDTH = 2 * MARGIN + LABEL + GRID
 HEADER_ROW = 50
 CITY_ROW = 40
@@ -573,10 +573,10 @@ class _Canvas:
         if lane.won:
             star(self.draw, MARGIN + 2, middle - 8)
         small, name_face = face("small"), face("name")
-        self.draw.text((MARGIN + 56, middle), str(lane.number), font=small, fill=GREY, anchor="rm")
+        self.draw.text((MARGIN + 52, middle), str(lane.number), font=small, fill=GREY, anchor="rm")
         name = lane.seats[0].name.strip() or lane.seats[0].player
-        room = LABEL - 72 - (self.status_width + 8 if status else 0)
-        self.draw.text((MARGIN + 64, middle), fit(name, name_face, room), font=name_face,
+        room = LABEL - 66 - (self.status_width + 8 if status else 0)
+        self.draw.text((MARGIN + 58, middle), fit(name, name_face, room), font=name_face,
                        fill=SIDE_INK.get(lane.side, INK), anchor="lm")
         if status:
             self.draw.text((MARGIN + LABEL - 6, middle), fit(self.say(f"status.{lane.status}"), small,

@@ -181,14 +181,16 @@ FOURTEEN = {
 }
 
 
-def showcase_game(seed: int = 8) -> tuple[Game, list[tuple[Command, str]]]:
+def showcase_game(seed: int = 8, cities: tuple[str, str] = ("Verona", "Padua")) -> tuple[Game, list[tuple[Command, str]]]:
     """A game of 14 in two cities that has every way out of it: executions by vote, by
     another city's vote, on the host's choice and by lot; the mafia at home and on tour, the
     maniac; the Procurator's kill and the bot's strike-out of a player who left; a
-    replacement. Days 1 and 2 are scripted, the rest is played at random to the end."""
+    replacement. Days 1 and 2 are scripted, the rest is played at random to the end.
+    ``cities`` names the two cities (Verona's and Padua's seats)."""
     from rules import ExecuteByLot, Replace, Setup
 
-    game = Game.create(Setup.from_dict({"cities": FOURTEEN, "rules": {"day_fallback": "host"}}), seed)
+    seats = dict(zip(cities, FOURTEEN.values(), strict=True))
+    game = Game.create(Setup.from_dict({"cities": seats, "rules": {"day_fallback": "host"}}), seed)
     log: list[tuple[Command, str]] = []
 
     def do(command: Command, source: str = "player") -> None:

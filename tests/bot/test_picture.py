@@ -15,6 +15,8 @@ from bot.archive import build_archive
 from bot.i18n import t
 from bot.picture import (
     FACES,
+    GRID,
+    LABEL,
     LANES_UP_TO,
     MARKER,
     PREVIEW_WIDTH,
@@ -182,7 +184,7 @@ def test_the_painted_lane_ends_in_its_mark():
     picture = layout(showcase(), "en")
     image = Image.open(io.BytesIO(paint(picture))).convert("RGB")
     # find sampson's row by the red of his vote mark in the first column, right of the labels
-    x = 20 + 300 + 540 / len(picture.columns) / 2
+    x = 20 + LABEL + GRID / len(picture.columns) / 2
     column = [image.getpixel((int(x), y)) for y in range(image.height)]
     reds = [y for y, pixel in enumerate(column) if pixel == (192, 57, 43)]
     # two executions in day 1's column: sampson (vote: solid) and curtis (host: a diamond inside)
