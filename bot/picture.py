@@ -218,8 +218,8 @@ class Seat:
 class End:
     """How a lane ended: its player's death in ``column``.
 
-    ``mark`` is one of :data:`MARKS`; ``by_city`` the city whose vote executed
-    him when it is not his own.
+    ``mark`` is one of :data:`MARKS`; ``by_city`` the city that executed the
+    player, when it is not the player's own.
     """
 
     column: int

@@ -33,6 +33,7 @@ from rules import (
     Tour,
     Unvote,
 )
+from tests.rules.helpers import TWO_CITIES
 
 TARGETED = {"nominate": Nominate, "vote": CastVote, "protect": Protect, "elect": Elect,
             "kill": Kill, "tour": Tour, "check": Check}
@@ -168,17 +169,8 @@ def source_of(game: Game, log: list[tuple[Command, str]], *, game_id: int = 1, g
     return ArchiveSource(record=record, log=rows, voice=[])
 
 
-#: the two cities of 14 players the community's games were played in (a maniac in Padua)
-FOURTEEN = {
-    "Verona": {
-        "romeo": "citizen", "mercutio": "citizen", "tybalt": "mafioso",
-        "escalus": "commissar", "friar": "doctor", "sampson": "citizen", "gregory": "citizen",
-    },
-    "Padua": {
-        "bianca": "citizen", "gremio": "citizen", "lucentio": "mafioso",
-        "baptista": "commissar", "tranio": "journalist", "curtis": "citizen", "grumio": "maniac",
-    },
-}
+#: the two cities of 14 players the community's games were played in (Padua's grumio is the maniac)
+FOURTEEN = {**TWO_CITIES, "Padua": {**TWO_CITIES["Padua"], "grumio": "maniac"}}
 
 
 def showcase_game(seed: int = 8, cities: tuple[str, str] = ("Verona", "Padua")) -> tuple[Game, list[tuple[Command, str]]]:
