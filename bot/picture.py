@@ -537,10 +537,10 @@ class _Canvas:
                 _sun_or_moon(self.draw, column.night, middle - 8, y + 6, 16, ground)
                 self.draw.text((middle, y + 36), column.label, font=number, fill=INK, anchor="mm")
             else:
-                first, rest = column.label.split("–", 1)
+                start, end = column.label.split("–", 1)
                 small = font(15, True)
-                self.draw.text((middle, y + 14), fit(first, small, self.column - 2), font=small, fill=INK, anchor="mm")
-                self.draw.text((middle, y + 36), fit(rest, small, self.column - 2), font=small, fill=INK, anchor="mm")
+                self.draw.text((middle, y + 14), fit(start, small, self.column - 2), font=small, fill=INK, anchor="mm")
+                self.draw.text((middle, y + 36), fit(end, small, self.column - 2), font=small, fill=INK, anchor="mm")
             if index:
                 self.draw.line((left, y, left, y + HEADER_ROW), fill=RULE, width=1)
 
@@ -768,8 +768,8 @@ def paint(picture: Picture) -> bytes:
             y += LANE_ROW
 
     y = grid_at(head, lanes if picture.mode == "lanes" else canvas.counts, result=True) + 16
-    for line in legend:
-        for symbol, text, x, sign in line:
+    for items in legend:
+        for symbol, text, x, sign in items:
             _symbol(draw, symbol, x, y + 4)
             draw.text((x + sign, y + 4 + MARKER / 2), text, font=small, fill=INK, anchor="lm")
         y += 30
