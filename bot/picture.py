@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import logging
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -53,11 +54,13 @@ from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
 
-from bot.archive import replay_log
+from bot.archive import replay_log, side_of
 from bot.i18n import t
 from bot.storage import ArchivedGame
 from rules import Command, Execute, Game, Phase, ProcuratorKill, Setup
 from rules import events as ev
+
+log = logging.getLogger(__name__)
 
 #: Discord's upload limit for a server without boosts
 UPLOAD_LIMIT = 10 * 1024 * 1024
@@ -372,8 +375,14 @@ def layout(archived: ArchivedGame, language: str, *, votes: bool = False) -> Pic
             if holder in story.deaths:
                 phase, mark, by_city = story.deaths[holder]
                 end = End(at.get(phase, last), mark, by_city if by_city not in (None, city) else None)
-            known = final[holder]
-            lanes.append(Lane(number, city, known.status, known.side, tuple(seats), end, bool(known.won)))
+            known = final.get(holder)
+            if known is None:  # the replay and the archive disagree (the rules changed since)
+                log.warning("picture of game %s: %s is not among the archived players; drawn as dealt",
+                            archived.game_id, holder)
+                status = dealt.status_of(player).value
+                lanes.append(Lane(number, city, status, side_of(status), tuple(seats), end, False))
+            else:
+                lanes.append(Lane(number, city, known.status, known.side, tuple(seats), end, bool(known.won)))
             lane_of.update({seat.player: lanes[-1] for seat in seats})
         blocks.append(block(city, lanes=tuple(lanes)))
     panel = None

@@ -6,7 +6,9 @@ read the painted pixels where a lane's mark must be.
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import logging
 from functools import cache
 
 from PIL import Image
@@ -32,7 +34,7 @@ from bot.picture import (
     render_png,
 )
 from bot.storage import ArchivedGame
-from rules import CastVote, EndDay, Game, Nominate, ProcuratorKill, Setup, StartVoting
+from rules import CastVote, EndDay, EndNight, Game, Nominate, ProcuratorKill, Setup, StartVoting
 from tests.archive_play import FOURTEEN, crowd_game, showcase_game, source_of
 
 NAMES = {player: player.capitalize() for city in FOURTEEN.values() for player in city} | {"juliet": "Juliet"}
@@ -196,3 +198,26 @@ def test_the_painted_lane_ends_in_its_mark():
             runs.append([y, y])
     solid = [run for run in runs if run[1] - run[0] + 1 >= MARKER - 1]
     assert len(solid) == 1  # the host's mark has its diamond cut out of the middle
+
+
+def test_a_night_first_game_pairs_each_night_with_the_day_after_it():
+    game = Game.create(Setup.from_dict({"cities": FOURTEEN, "rules": {"first_phase": "night", "maniac_idle": "none"}}), 1)
+    log = [(EndNight(), "timer"), (Nominate("romeo", "sampson"), "player"), (StartVoting(), "timer"), (CastVote("romeo", "sampson"), "player"),
+           (EndDay(), "timer")]
+    for command, _ in log:
+        game.apply(command)
+    picture = layout(build_archive(source_of(game, log, ended="cancelled")), "en", votes=True)
+    assert [(column.phases, column.label, column.night) for column in picture.columns] == [
+        (("night 1",), "1", True), (("day 1",), "1", False), (("night 2",), "2", True)]
+    assert picture.votes is not None and picture.votes[1] == (VoteCell(0, 2, 6, "honest", True),)
+
+
+def test_a_lane_whose_holder_the_archive_lacks_is_drawn_as_dealt(caplog):
+    archived = showcase()
+    missing = dataclasses.replace(archived, players=[p for p in archived.players if p.player != "escalus"])
+    with caplog.at_level(logging.WARNING, logger="bot.picture"):
+        picture = layout(missing, "en")
+    escalus = lane_of(picture, "escalus")
+    assert (escalus.status, escalus.side, escalus.won) == ("commissar", "honest", False)
+    assert "escalus is not among the archived players" in caplog.text
+    assert paint(picture).startswith(b"\x89PNG")
