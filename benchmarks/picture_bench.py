@@ -11,7 +11,8 @@ Draws, in Russian and in English:
 
 For each it prints the median and the slowest of ``--runs`` drawings (the replay of
 the log included), the size in pixels and bytes against Discord's upload limit, and
-the smallest text's height once Discord scales it to its preview width. It writes
+the smallest text's height once Discord scales it to its preview width (and the scale
+of the chat's preview box, at most 400×300, a thumbnail to tap for tall pictures). It writes
 each PNG to the folder given, and beside it ``*-phone.png``, the same picture at the
 preview width, as a phone shows it.
 
@@ -33,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from PIL import Image  # noqa: E402
 
 from bot.archive import build_archive  # noqa: E402
-from bot.picture import FACES, PREVIEW_WIDTH, UPLOAD_LIMIT, render_png  # noqa: E402
+from bot.picture import FACES, PREVIEW_HEIGHT, PREVIEW_WIDTH, UPLOAD_LIMIT, render_png  # noqa: E402
 from bot.storage import ArchivedGame  # noqa: E402
 from tests.archive_play import crowd_game, showcase_game, source_of  # noqa: E402
 
@@ -77,7 +78,8 @@ def draw(name: str, archived: ArchivedGame, language: str, votes: bool, runs: in
     print(f"{stem:36} {len(archived.players):5} players, {archived.last_phase:7}: "
           f"median {statistics.median(times) * 1000:5.0f} ms, max {max(times) * 1000:5.0f} ms, "
           f"{width}x{height} px, {len(png) / 1024:6.0f} KiB ({verdict}); "
-          f"smallest text at {PREVIEW_WIDTH} px wide: {smallest:.1f} px")
+          f"smallest text at {PREVIEW_WIDTH} px wide: {smallest:.1f} px; "
+          f"the chat's preview box shows it at {min(scale, PREVIEW_HEIGHT / height) * 100:.0f} %")
 
 
 def main() -> None:

@@ -34,10 +34,13 @@ command log (:func:`bot.archive.replay_log`). A game of more than
 counting the dead by cause, from the archive's rows: a 10-city game of 1,000
 players that lasts 90 days is a picture of the same size as a short one.
 
-Phones. Discord shows an image in a message scaled to at most about 400 px
-wide (:data:`PREVIEW_WIDTH`), and a phone's chat column is about as wide. The
-picture is :data:`WIDTH` px wide, so it is shown at roughly half size: its
-smallest text (18 px) is 8 px there and the names (22 px) 10 px.
+Phones. Discord shows an image in a message at most about 400 px wide and
+300 px high (:data:`PREVIEW_WIDTH`, :data:`PREVIEW_HEIGHT`: measured in the
+embed-visualizer project's issue 30), and a phone's chat column is about as
+wide; tapped, the image opens at the phone's width. The picture is
+:data:`WIDTH` px wide, so at that width its smallest text (18 px) is 8 px and
+the names (22 px) 10 px. In the chat itself a picture taller than that box is
+shown smaller still, as every tall image is: a thumbnail to tap.
 """
 
 from __future__ import annotations
@@ -64,8 +67,9 @@ log = logging.getLogger(__name__)
 
 #: Discord's upload limit for a server without boosts
 UPLOAD_LIMIT = 10 * 1024 * 1024
-#: the width Discord scales an image in a message to, at most (embed-visualizer issue 30, measured)
+#: the box Discord scales an image in a message into, at most (embed-visualizer issue 30, measured)
 PREVIEW_WIDTH = 400
+PREVIEW_HEIGHT = 300
 #: above this many players, a lane per city counts the dead instead of a lane per player
 LANES_UP_TO = 160
 #: one column per phase up to this many (10 days); a longer game's phases are grouped
