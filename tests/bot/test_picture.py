@@ -221,3 +221,18 @@ def test_a_lane_whose_holder_the_archive_lacks_is_drawn_as_dealt(caplog):
     assert (escalus.status, escalus.side, escalus.won) == ("commissar", "honest", False)
     assert "escalus is not among the archived players" in caplog.text
     assert paint(picture).startswith(b"\x89PNG")
+
+
+def test_a_long_game_of_few_players_keeps_its_lanes_in_runs_of_phases():
+    game, log = crowd_game(2, 40, 1)
+    archived = build_archive(source_of(game, log))
+    picture = layout(archived, "en", votes=True)
+    assert archived.last_phase == "night 26" and picture.mode == "lanes"
+    assert len(picture.columns) == 11 and picture.columns[0].label == "D1–D3"
+    assert [phase for column in picture.columns for phase in column.phases] == [
+        f"{kind} {n}" for n in range(1, 27) for kind in ("day", "night")]
+    # each death is in the run that holds its phase
+    for death in archived.deaths:
+        lane = next(lane for lane in picture.lanes() if lane.seats[-1].player == death.player)
+        assert lane.end is not None and death.phase in picture.columns[lane.end.column].phases
+    assert picture.votes is None and picture.votes_omitted  # a vote per day no longer fits a column
