@@ -94,6 +94,17 @@ class MovedOn(UserError):
         super().__init__("error.moved_on")
 
 
+class JustBegan(MovedOn):
+    """A person's stage move sent within moments of the timer beginning the stage it would end:
+    he could not have seen that stage yet; nothing changed. ``stage`` is the stage the timer
+    began (``day 1 voting``), ``late`` how many seconds after its start the command was sent."""
+
+    def __init__(self, stage: str, late: float) -> None:
+        super().__init__()
+        self.stage = stage
+        self.late = late
+
+
 class GameBroken(UserError):
     """The game's log no longer replays: only closing it is accepted."""
 
@@ -121,6 +132,10 @@ class Seen:
 
     stage: str | None = None
     at: float | None = None
+    settle: float = 0.0
+    """A person's stage move that names no stage: refused (:class:`JustBegan`) when sent less
+    than this many seconds after the timer began the current stage (the game's lobby keeps
+    when, as ``timer_began``)."""
 
 
 class Answer(Protocol):
@@ -676,6 +691,14 @@ class GameService:
             log.info("game %s: %s was meant for %s; the game is at %s: refused",
                      live.id, command, seen.stage or f"the stage before {since}", current)
             raise MovedOn()
+        by_timer = since is not None and live.record.lobby.get("timer_began") == since
+        if seen.stage is None and seen.at is not None and by_timer and current is not None:
+            assert since is not None
+            late = (int(seen.at * 1000) - int(since * 1000)) / 1000  # in whole ms, as above
+            if late < seen.settle:
+                log.info("game %s: %s sent %.3f s after the timer began %s: refused as unseen",
+                         live.id, command, late, current)
+                raise JustBegan(current, late)
 
     async def _commit(
         self, live: LiveGame, command: Command, source: str, interaction_id: int | None,

@@ -32,7 +32,7 @@ from bot.errors import UserError
 from bot.i18n import key_str, t
 from bot.options import duration_text, parse_duration
 from bot.outbox import CREATES
-from bot.service import GameBroken, LiveGame, MovedOn, NoGame, Seen, command_for_deadline
+from bot.service import GameBroken, JustBegan, LiveGame, MovedOn, NoGame, Seen, command_for_deadline
 from bot.storage import DamagedLog, OutboxItem
 from cogs.channels import (
     Layout,
@@ -369,10 +369,15 @@ class HostCog(commands.Cog):
 
     async def _apply(self, interaction: discord.Interaction, live: LiveGame, command: Command, *,
                      seen: Seen | None = None) -> None:
-        applied = await self.bot.service.apply(
-            live.id, command, source="host", interaction_id=interaction.id, seen=seen,
-            answer=InteractionAnswer(interaction),
-        )
+        try:
+            applied = await self.bot.service.apply(
+                live.id, command, source="host", interaction_id=interaction.id, seen=seen,
+                answer=InteractionAnswer(interaction),
+            )
+        except JustBegan as began:
+            phase, _, stage = began.stage.rpartition(" ")
+            raise UserError("error.just_began", phase=phase_text(live, phase), stage=phrase(live, f"stage.{stage}"),
+                            ms=max(0, int(began.late * 1000))) from None
         if applied.duplicate and not interaction.response.is_done():
             return  # delivered twice: done and answered the first time
         key = "host.deferred" if applied.deferred else "host.done"
@@ -1044,7 +1049,7 @@ class HostCog(commands.Cog):
     async def next(self, interaction: discord.Interaction,
                    from_stage: app_commands.Range[str, 1, 40] | None = None) -> None:
         live = await self._host_game(interaction)
-        seen = sent_at(interaction)
+        seen = self._stage_move(interaction)
         if from_stage is not None:
             if not STAGE_KEY.fullmatch(from_stage):
                 raise UserError("error.bad_stage")
@@ -1060,6 +1065,11 @@ class HostCog(commands.Cog):
         command = command_for_deadline(game.stage)
         assert command is not None
         await self._apply(interaction, live, command, seen=seen)
+
+    def _stage_move(self, interaction: discord.Interaction) -> Seen:
+        """What the sender of a stage move saw: the stage of the moment Discord created his
+        interaction, and not one the timer began a moment before (``fairness.stage_settle``)."""
+        return Seen(at=sent_at(interaction).at, settle=self.bot.config.fairness.stage_settle)
 
     @next.autocomplete("from_stage")
     async def _next_stages(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
@@ -1122,7 +1132,8 @@ class HostCog(commands.Cog):
     @app_commands.describe(player=PLAYER_DESCRIPTION)
     async def execute(self, interaction: discord.Interaction, player: str) -> None:
         live = await self._host_game(interaction)
-        await self._apply(interaction, live, Execute(resolve_player(live, player)), seen=sent_at(interaction))
+        await self._apply(interaction, live, Execute(resolve_player(live, player)),
+                          seen=self._stage_move(interaction))
 
     @execute.autocomplete("player")
     async def _execute_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
