@@ -23,6 +23,7 @@ from discord.ext import commands
 from bot.collector import CollectorPolicy
 from bot.config import Config
 from bot.errors import UserError
+from bot.fairness import CommandLimit, TooFast
 from bot.i18n import CatalogueTranslator, t, warm_up
 from bot.options import OptionRefused, options_within_limits
 from bot.outbox import Outbox
@@ -125,7 +126,9 @@ class ProkuratorBot(commands.AutoShardedBot):
         self.extensions_to_load = extensions
         self._opened_storage = storage
         self.tree.on_error = self.on_app_command_error
-        self.tree.interaction_check = options_within_limits  # type: ignore[method-assign]
+        self.tree.interaction_check = self.check_command  # type: ignore[method-assign]
+        self.limit = CommandLimit(config.fairness)
+        """Each member's commands per game (:mod:`bot.fairness`)."""
         self.explain_refusal: Callable[[discord.Interaction, RuleError], Awaitable[str | None]] | None = None
         """Words a refusal of the rules better than its catalogue entry (cogs.help sets it)."""
 
@@ -230,6 +233,32 @@ class ProkuratorBot(commands.AutoShardedBot):
             return self.config.language
         return await self.service.language(interaction.guild_id)
 
+    async def check_command(self, interaction: discord.Interaction) -> bool:
+        """The command tree's interaction check: the options within their declaration, and the
+        member within his share of the guild's open game.
+
+        Raises:
+            OptionRefused: an option breaks its declaration.
+            TooFast: the member sent the game too many commands in a row.
+        """
+        await options_within_limits(interaction)
+        if interaction.type is discord.InteractionType.application_command:
+            await self.within_share(interaction)
+        return True
+
+    async def within_share(self, interaction: discord.Interaction) -> None:
+        """Count a slash command or a component press against the member's share of the
+        guild's open game (none open: nothing to share).
+
+        Raises:
+            TooFast: his bucket is empty.
+        """
+        if interaction.guild_id is None:
+            return
+        live = await self.service.open_game(interaction.guild_id)
+        if live is not None:
+            self.limit.admit(live.id, interaction.user.id)
+
     async def on_app_command_error(
         self, interaction: discord.Interaction, error: app_commands.AppCommandError
     ) -> None:
@@ -246,7 +275,9 @@ class ProkuratorBot(commands.AutoShardedBot):
                      _command_name(interaction), interaction.user.id)
             return
         language = await self.language_for(interaction)
-        if isinstance(original, OptionRefused):
+        if isinstance(original, TooFast):
+            text = t(language, original.key, **original.params)
+        elif isinstance(original, OptionRefused):
             key = original.params.get("option_key")
             option = t(language, key) if key else original.params.get("option")
             text = t(language, original.key, **{**original.params, "option": option})

@@ -204,6 +204,8 @@ class Applied:
     duplicate: bool = False
     deferred: bool = False
     seq: int | None = None
+    repeated: bool = False
+    """A player's choice that stood already as it is: not applied, nothing announced."""
 
 
 class Renderer(Protocol):
@@ -651,6 +653,9 @@ class GameService:
                 log.info("game %s: interaction %s delivered again; applied once", game_id, interaction_id)
                 return Applied([], duplicate=True)
             self._check_seen(live, seen, command)
+            if source == "player" and live.game.repeats(command):
+                log.info("game %s: %s repeats a standing choice; not applied again", game_id, command)
+                return Applied([], repeated=True)
             if source == "timer" and live.record.lobby.get("paused") and command == command_for_deadline(live.game.stage):
                 # the host paused while this deadline waited for the lock: the clock stands
                 log.info("game %s: the timer's %s came after the pause; not applied", game_id, command)

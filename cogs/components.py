@@ -93,6 +93,7 @@ class _Routed:
         try:
             if handler is None:
                 raise UserError("error.stale_button")
+            await bot.within_share(interaction)
             await handler(interaction, self.fields)
         except Exception as error:  # the same answers as for slash commands
             await bot.handle_error(interaction, error)
