@@ -25,6 +25,7 @@ from bot.config import Config
 from bot.errors import UserError
 from bot.fairness import CommandLimit, TooFast
 from bot.i18n import CatalogueTranslator, t, warm_up
+from bot.notices import Notices
 from bot.options import OptionRefused, options_within_limits
 from bot.outbox import Outbox
 from bot.pacing import Pacer, pace, share
@@ -59,6 +60,10 @@ def intents() -> discord.Intents:
     return wanted
 
 
+#: Discord's codes for an interaction it no longer takes answers to (unknown interaction, and
+#: unknown webhook: its token expired)
+GONE = (10062, 10015)
+
 #: Discord lets a bot IDENTIFY once per 5 seconds (with max_concurrency 1): the pause between shards
 IDENTIFY_PAUSE = 5.0
 
@@ -90,6 +95,7 @@ class ProkuratorBot(commands.AutoShardedBot):
     storage: Storage
     service: GameService
     outbox: Outbox
+    notices: Notices
     timers: PhaseTimers
 
     def __init__(
@@ -143,6 +149,9 @@ class ProkuratorBot(commands.AutoShardedBot):
             log.info("running shard(s) %s of %s", ",".join(map(str, self.shard_ids)), self.shard_count)
         self.service = GameService(self.storage, self.config, clock=self.clock)
         self.outbox = Outbox(self.storage, self.http, self_id=self.user.id if self.user else None)
+        self.notices = Notices(self.storage)
+        if await self.notices.load():
+            log.info("some members have answers Discord did not deliver: shown with their next ones")
         self.timers = PhaseTimers(
             self.service, reminders=self.config.timers.reminders, clock=self.clock
         )
@@ -274,6 +283,11 @@ class ProkuratorBot(commands.AutoShardedBot):
             log.info("%s by %s: Discord no longer takes the interaction; not applied, not answered",
                      _command_name(interaction), interaction.user.id)
             return
+        if isinstance(original, discord.NotFound) and original.code in GONE:
+            # a command answered too late (a read-only one: what changes a game answers through
+            # cogs.common.answer_lines, which keeps what it could not deliver)
+            log.info("%s by %s could not be answered: %s", _command_name(interaction), interaction.user.id, original)
+            return
         language = await self.language_for(interaction)
         if isinstance(original, TooFast):
             text = t(language, original.key, **original.params)
@@ -316,7 +330,7 @@ def _options(interaction: discord.Interaction) -> Any:
 
 async def reply(interaction: discord.Interaction, text: str, *, ephemeral: bool = True) -> None:
     """Answer an interaction: a deferred one by editing its "thinking…" message, one answered
-    already by a follow-up."""
+    already by a follow-up; then the member's answers Discord did not deliver before."""
     try:
         deferred = interaction.response.type is discord.InteractionResponseType.deferred_channel_message
         if deferred:
@@ -325,5 +339,9 @@ async def reply(interaction: discord.Interaction, text: str, *, ephemeral: bool 
             await interaction.followup.send(text, ephemeral=ephemeral)
         else:
             await interaction.response.send_message(text, ephemeral=ephemeral)
-    except discord.HTTPException as error:
-        log.warning("could not answer interaction %s: %s", interaction.id, error)
+    except (discord.HTTPException, discord.RateLimited) as error:
+        log.info("could not answer interaction %s: %s", interaction.id, error)
+        return
+    bot = interaction.client
+    if isinstance(bot, ProkuratorBot):
+        await bot.notices.hand_out(interaction)

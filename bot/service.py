@@ -338,6 +338,10 @@ class GameService:
         if len(self._recent_order) > RECENT_INTERACTIONS:
             self._recent.discard(self._recent_order.popleft())
 
+    def applied(self, interaction_id: int) -> bool:
+        """Whether this process applied the interaction (a command stored, a record changed)."""
+        return self._seen(interaction_id)
+
     def _seen(self, interaction_id: int | None) -> bool:
         """Applied by this process? (One applied by an earlier process is caught by the
         database's unique index when it is stored again.)"""

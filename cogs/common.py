@@ -71,6 +71,18 @@ def name_of(live: LiveGame, player: str) -> str:
     return player
 
 
+def shown(text: str) -> str:
+    """A member's name (or what he typed) as a text shows it: as written, never as markdown
+    (code fences, masked links, headings) nor as a mention of @everyone or anyone."""
+    return discord.utils.escape_mentions(discord.utils.escape_markdown(text))
+
+
+def shown_name(live: LiveGame, player: str) -> str:
+    """A player's display name, escaped for a text (:func:`shown`); a label or a menu option,
+    which Discord never renders as markdown, takes :func:`name_of`."""
+    return shown(name_of(live, player))
+
+
 def mention(player: str) -> str:
     """A mention of the player (rendered as his name; announcements never ping)."""
     return f"<@{player}>" if player.isdigit() else player
@@ -190,7 +202,7 @@ def resolve_player(live: LiveGame, text: str) -> str:
     matches = [player for player, name in known.items() if name.casefold() == lowered]
     if len(matches) == 1:
         return matches[0]
-    raise UserError("error.no_such_player", name=clip(value, 60))
+    raise UserError("error.no_such_player", name=shown(clip(value, 60)))
 
 
 async def answer(interaction: discord.Interaction, text: str) -> None:
@@ -202,17 +214,28 @@ async def answer_lines(interaction: discord.Interaction, lines: list[str], *, ep
     """Answer with ``lines``, split into as many messages as Discord's limits need.
 
     The first message is the interaction's answer (or its deferred original,
-    edited); the rest are follow-ups. Names never ping anybody.
+    edited); the rest are follow-ups. Names never ping anybody. Then come the member's answers
+    Discord did not deliver before; an answer Discord refuses is kept for his next command if
+    the interaction changed something (:mod:`bot.notices`), else only logged.
     """
     none = discord.AllowedMentions.none()
     parts = chunks(lines) or ["—"]
     first, rest = parts[0], parts[1:]
-    if interaction.response.is_done():
-        await interaction.edit_original_response(content=first, allowed_mentions=none)
-    else:
-        await interaction.response.send_message(first, ephemeral=ephemeral, allowed_mentions=none)
-    for part in rest:
-        await interaction.followup.send(part, ephemeral=ephemeral, allowed_mentions=none)
+    bot: ProkuratorBot = interaction.client  # type: ignore[assignment]
+    try:
+        if interaction.response.is_done():
+            await interaction.edit_original_response(content=first, allowed_mentions=none)
+        else:
+            await interaction.response.send_message(first, ephemeral=ephemeral, allowed_mentions=none)
+        for part in rest:
+            await interaction.followup.send(part, ephemeral=ephemeral, allowed_mentions=none)
+    except (discord.HTTPException, discord.RateLimited) as error:
+        # the command stands (it was committed first): he reads its answer with his next one
+        await bot.notices.undelivered(interaction, "\n".join(parts), error,
+                                      applied=bot.service.applied(interaction.id),
+                                      language=await bot.language_for(interaction))
+        return
+    await bot.notices.hand_out(interaction)
 
 
 def _choices(live: LiveGame, actions: list[LegalAction], verb: str, current: str) -> list[app_commands.Choice[str]]:
@@ -246,6 +269,6 @@ def host_choices(live: LiveGame, verb: str, current: str) -> list[app_commands.C
 
 __all__ = [
     "MAX_CHOICES", "InteractionAnswer", "answer", "answer_lines", "sent_at", "guild_game", "cohosts", "host_choices", "host_rights", "is_host", "key_str", "mention", "name_of",
-    "names", "phrase", "player_of", "plays_in", "require_host", "resolve_player", "running_game",
+    "names", "phrase", "player_of", "plays_in", "require_host", "resolve_player", "running_game", "shown", "shown_name",
     "status_text", "target_choices",
 ]

@@ -58,13 +58,13 @@ from cogs.common import (
     host_choices,
     is_host,
     mention,
-    name_of,
     phrase,
     plays_in,
     require_host,
     resolve_player,
     running_game,
     sent_at,
+    shown_name,
     status_text,
 )
 from cogs.components import CancelButton, ConfirmButton
@@ -1031,7 +1031,7 @@ class HostCog(commands.Cog):
         for city in game.cities:
             deal_lines.append(phrase(live, "summary.city", city=city))
             for player in game.residents[city]:
-                deal_lines.append(f"• {mention(player)} ({name_of(live, player)}) — "
+                deal_lines.append(f"• {mention(player)} ({shown_name(live, player)}) — "
                                   f"{status_text(live, game.status_of(player).value)}")
         for chunk in chunks(deal_lines):
             items.append(OutboxItem("send", {"channel_id": channels["log"]},
@@ -1314,9 +1314,14 @@ class HostCog(commands.Cog):
         await settle(interaction, phrase(live, "host.done"))
 
     async def _cancelled(self, interaction: discord.Interaction, parts: list[str]) -> None:
-        """"No" pressed: nothing happens; the question is replaced by "cancelled"."""
-        language = await self.bot.language_for(interaction)
-        await settle(interaction, t(language, "confirm.cancelled"))
+        """"No" pressed: nothing happens; the question is replaced by "cancelled". Only by one
+        who may host this guild's open game: anybody else (a crafted id on another message) is
+        refused before anything is edited."""
+        live = await self.bot.service.open_game(interaction.guild_id) if interaction.guild_id else None
+        if live is None or not parts or str(live.id) != parts[0]:
+            raise UserError("error.stale_button")
+        await require_host(self.bot, interaction, live)
+        await settle(interaction, phrase(live, "confirm.cancelled"))
 
 
     async def _last_known_game(self, live: LiveGame) -> Game | None:
