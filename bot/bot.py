@@ -60,6 +60,9 @@ def intents() -> discord.Intents:
     return wanted
 
 
+#: interactions remembered while they run, for the members' shares (bot.fairness)
+CHARGED_KEPT = 10_000
+
 #: Discord's codes for an interaction it no longer takes answers to (unknown interaction, and
 #: unknown webhook: its token expired)
 GONE = (10062, 10015)
@@ -135,6 +138,8 @@ class ProkuratorBot(commands.AutoShardedBot):
         self.tree.interaction_check = self.check_command  # type: ignore[method-assign]
         self.limit = CommandLimit(config.fairness)
         """Each member's commands per game (:mod:`bot.fairness`)."""
+        self._charged: dict[int, tuple[int, int]] = {}
+        """Interactions counted against a member's share, until they are done: id → (game, member)."""
         self.explain_refusal: Callable[[discord.Interaction, RuleError], Awaitable[str | None]] | None = None
         """Words a refusal of the rules better than its catalogue entry (cogs.help sets it)."""
 
@@ -267,6 +272,20 @@ class ProkuratorBot(commands.AutoShardedBot):
         live = await self.service.open_game(interaction.guild_id)
         if live is not None:
             self.limit.admit(live.id, interaction.user.id)
+            self._charged[interaction.id] = (live.id, interaction.user.id)
+            if len(self._charged) > CHARGED_KEPT:  # a command that never finished: forget it
+                self._charged.pop(next(iter(self._charged)))
+
+    def share_settled(self, interaction: discord.Interaction) -> None:
+        """The interaction is done with: if it changed nothing, its member has his place in the
+        bucket back (:meth:`bot.fairness.CommandLimit.refund`)."""
+        charged = self._charged.pop(interaction.id, None)
+        if charged is not None and not self.service.applied(interaction.id):
+            self.limit.refund(*charged)
+
+    async def on_app_command_completion(self, interaction: discord.Interaction, command: Any) -> None:
+        """A slash command ran to its end (its errors go to :meth:`handle_error`)."""
+        self.share_settled(interaction)
 
     async def on_app_command_error(
         self, interaction: discord.Interaction, error: app_commands.AppCommandError
@@ -279,6 +298,7 @@ class ProkuratorBot(commands.AutoShardedBot):
 
     async def handle_error(self, interaction: discord.Interaction, original: BaseException) -> None:
         """Turn refusals into the user's localised ephemeral message; log everything else."""
+        self.share_settled(interaction)
         if isinstance(original, Expired):
             log.info("%s by %s: Discord no longer takes the interaction; not applied, not answered",
                      _command_name(interaction), interaction.user.id)

@@ -3,9 +3,11 @@
 Each member has, in each game, a bucket of ``fairness.burst`` commands that refills at
 ``fairness.per_minute`` (a token bucket): a person playing never meets it, a flood (a
 mafioso's 500 ``/elect`` in 10 s) is refused past the burst, in the member's language with
-when to try again, before it reaches the game's lock, its log or its outbox. The buckets
-live in memory: a restart gives everybody a full one, which only lets through one more
-burst.
+when to try again, before it reaches the game's lock, its log or its outbox. A command takes
+its place in the bucket as it arrives (so a flood sent all at once is held too) and gives it
+back once it turns out to have changed nothing (refused, read only, a repeated choice): what
+counts is what a game stores and announces. The buckets live in memory: a restart gives
+everybody a full one, which only lets through one more burst.
 """
 
 from __future__ import annotations
@@ -82,6 +84,13 @@ class CommandLimit:
                      "refused until his bucket refills", game_id, member_id, self.rate * 60, self.burst)
         bucket.refused += 1
         raise TooFast(max(1, math.ceil((1.0 - bucket.tokens) / self.rate)))
+
+    def refund(self, game_id: int, member_id: int) -> None:
+        """Give back the command :meth:`admit` took for one that changed nothing (refused, read
+        only, a repeat): only what a game takes counts against a member."""
+        bucket = self._buckets.get((game_id, member_id))
+        if bucket is not None:
+            bucket.tokens = min(float(self.burst), bucket.tokens + 1.0)
 
     def _forget_full(self, now: float) -> None:
         for key, bucket in list(self._buckets.items()):

@@ -99,6 +99,8 @@ class _Routed:
             await handler(interaction, self.fields)
         except Exception as error:  # the same answers as for slash commands
             await bot.handle_error(interaction, error)
+        else:
+            bot.share_settled(interaction)
 
 
 class JoinButton(_Routed, DynamicItem[Button[Any]], template=template("join")):
