@@ -8,7 +8,9 @@ names it in its ``from`` option (offered by autocomplete) or, left out, is
 taken as meant for the stage the game was in when Discord created the
 interaction; ``/host execute`` likewise. So a second "next", or one sent while
 the timer moved the game on, is refused ("already moved on") and changes
-nothing. Lobby settings and ``/host timer`` look at the game under the lock
+nothing; and one sent within ``fairness.stage_settle`` seconds after the
+timer began the stage is refused too, naming that stage (the host could not
+have seen it yet). Lobby settings and ``/host timer`` look at the game under the lock
 too, and ``/host timer`` on the running stage is one commit (its length, the
 new deadline and the announcement of it).
 """
