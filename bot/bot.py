@@ -360,7 +360,9 @@ async def reply(interaction: discord.Interaction, text: str, *, ephemeral: bool 
         else:
             await interaction.response.send_message(text, ephemeral=ephemeral)
     except (discord.HTTPException, discord.RateLimited) as error:
-        log.info("could not answer interaction %s: %s", interaction.id, error)
+        gone = isinstance(error, discord.NotFound) and error.code in GONE  # answered too late: expected
+        log.log(logging.INFO if gone else logging.WARNING, "could not answer interaction %s: %s",
+                interaction.id, error)
         return
     bot = interaction.client
     if isinstance(bot, ProkuratorBot):

@@ -10,6 +10,7 @@ acknowledgement or sends the first answer.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -221,18 +222,28 @@ async def answer_lines(interaction: discord.Interaction, lines: list[str], *, ep
     none = discord.AllowedMentions.none()
     parts = chunks(lines) or ["—"]
     first, rest = parts[0], parts[1:]
-    bot: ProkuratorBot = interaction.client  # type: ignore[assignment]
-    try:
+
+    async def send() -> None:
         if interaction.response.is_done():
             await interaction.edit_original_response(content=first, allowed_mentions=none)
         else:
             await interaction.response.send_message(first, ephemeral=ephemeral, allowed_mentions=none)
         for part in rest:
             await interaction.followup.send(part, ephemeral=ephemeral, allowed_mentions=none)
+
+    await delivered(interaction, "\n".join(parts), send)
+
+
+async def delivered(interaction: discord.Interaction, text: str, send: Callable[[], Awaitable[None]]) -> None:
+    """Answer ``interaction`` by ``send`` (which says ``text``), then hand the member the
+    answers Discord did not deliver before. If Discord refuses this one, it is kept for his
+    next command when the interaction changed something (it was committed first), else only
+    logged (:mod:`bot.notices`)."""
+    bot: ProkuratorBot = interaction.client  # type: ignore[assignment]
+    try:
+        await send()
     except (discord.HTTPException, discord.RateLimited) as error:
-        # the command stands (it was committed first): he reads its answer with his next one
-        await bot.notices.undelivered(interaction, "\n".join(parts), error,
-                                      applied=bot.service.applied(interaction.id),
+        await bot.notices.undelivered(interaction, text, error, applied=bot.service.applied(interaction.id),
                                       language=await bot.language_for(interaction))
         return
     await bot.notices.hand_out(interaction)
@@ -268,7 +279,7 @@ def host_choices(live: LiveGame, verb: str, current: str) -> list[app_commands.C
 
 
 __all__ = [
-    "MAX_CHOICES", "InteractionAnswer", "answer", "answer_lines", "sent_at", "guild_game", "cohosts", "host_choices", "host_rights", "is_host", "key_str", "mention", "name_of",
+    "MAX_CHOICES", "InteractionAnswer", "answer", "answer_lines", "delivered", "sent_at", "guild_game", "cohosts", "host_choices", "host_rights", "is_host", "key_str", "mention", "name_of",
     "names", "phrase", "player_of", "plays_in", "require_host", "resolve_player", "running_game", "shown", "shown_name",
     "status_text", "target_choices",
 ]

@@ -56,6 +56,7 @@ from cogs.common import (
     answer,
     answer_lines,
     cohosts,
+    delivered,
     guild_game,
     host_choices,
     is_host,
@@ -1355,10 +1356,15 @@ async def settle(interaction: discord.Interaction, text: str) -> None:
     none = discord.AllowedMentions.none()
     if interaction.type is not discord.InteractionType.component:
         await answer(interaction, text)
-    elif interaction.response.is_done():
-        await interaction.edit_original_response(content=text, view=None, allowed_mentions=none)
-    else:
-        await interaction.response.edit_message(content=text, view=None, allowed_mentions=none)
+        return
+
+    async def send() -> None:
+        if interaction.response.is_done():
+            await interaction.edit_original_response(content=text, view=None, allowed_mentions=none)
+        else:
+            await interaction.response.edit_message(content=text, view=None, allowed_mentions=none)
+
+    await delivered(interaction, text, send)
 
 async def setup(bot: ProkuratorBot) -> None:
     """Load the cog."""

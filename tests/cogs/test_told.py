@@ -16,7 +16,7 @@ import discord
 import pytest
 
 from bot.i18n import t
-from tests.cogs.scenes import run
+from tests.cogs.scenes import confirmation, run
 from tests.fakediscord.interactions import INTERACTION_APPLICATION_COMMAND
 from tests.harness import Table, bot_table
 
@@ -112,3 +112,18 @@ async def test_names_with_markdown_show_as_written_in_the_hosts_log():
         # a name typed back in a refusal too
         refused = await run(table, "host", "host kill", {"player": "[x](http://evil.example)"}, confirm=False)
         assert refused.content == t("ru", "error.no_such_player", name="\\[x](http://evil.example)")
+
+
+async def test_a_confirmed_kill_whose_answer_discord_failed_is_told_to_the_host_next_time():
+    async with bot_table(players=8, refusals=True) as table:
+        await table.new_game(cities="Верона")
+        game = table.game
+        victim = next(p for p in game.players if game.status_of(p).value == "citizen")
+        asked = await run(table, "host", "host kill", {"player": victim}, confirm=False)
+        table.fake.fail("POST", CALLBACK, status=500, count=2)
+        pressed = await table.fake.click(asked.original, confirmation(asked), table.host.user.id, wait=False)
+        await table.fake.wait_until(lambda: table.bot.notices._waiting or None, 15.0, "nothing was kept")
+        assert pressed.callback is None and not table.game.is_alive(victim)
+        later = await run(table, "host", "help")
+        [notice] = await later.wait_followups(1)
+        assert notice.ephemeral and notice.content == t("ru", "notice.undelivered", answer=t("ru", "host.done"))
