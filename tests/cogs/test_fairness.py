@@ -19,7 +19,7 @@ from bot.config import Config, Fairness, Timers
 from bot.i18n import t
 from tests.cogs.scenes import assert_unchanged, quick_edits, run, snapshot
 from tests.fakediscord.interactions import INTERACTION_APPLICATION_COMMAND
-from tests.harness import Table, bot_table
+from tests.harness import Table, bot_table, refused_calls
 
 TIMED = Timers(discussion=600, voting=300, night=600, reminders=())
 
@@ -154,7 +154,8 @@ async def test_a_flood_of_elect_is_refused_past_the_burst_with_when_to_try_again
 
 
 async def test_one_mafiosos_flood_does_not_put_another_citys_announcement_behind_it():
-    async with bot_table(players=16) as table:
+    # a busy machine may answer some of the flood past Discord's 3 s (refused then): only those
+    async with bot_table(players=16, refusals=True) as table:
         quick_edits(table)
         frozen = [1000.0]
         table.bot.limit.clock = lambda: frozen[0]
@@ -165,9 +166,9 @@ async def test_one_mafiosos_flood_does_not_put_another_citys_announcement_behind
         await table.drain()
         start = len(table.fake.calls())
         flood = [await table.slash(flooder, "elect", {"player": table.pid(other if i % 2 == 0 else flooder)},
-                                   wait=False) for i in range(100)]
+                                   wait=False) for i in range(3 * burst)]
         for result in flood:
-            await result.wait_answered()
+            await result.wait_answered(30.0)
         game = table.game
         nominator, nominee = [table.name(p) for p in game.alive("Падуя")
                               if game.status_of(p).value == "citizen"][:2]
@@ -175,12 +176,18 @@ async def test_one_mafiosos_flood_does_not_put_another_citys_announcement_behind
         assert nominated.ephemeral
         await table.drain()
         elects = [r for r in await table.bot.storage.commands(live.id) if r.command["verb"] == "elect"]
-        assert len(elects) == burst, "past the burst nothing was stored"
+        assert 0 < len(elects) <= burst, "past the burst nothing was stored"
+        refused = sum(1 for result in flood if result.content == t("ru", "error.too_fast", count=1))
+        unanswered = sum(1 for result in flood if result.callback is None)
+        assert refused > 0 and refused + unanswered >= 2 * burst, "the rest was told to wait"
         padua = table.city_channel("Падуя")
         posts = [c for c in table.fake.calls()[start:]
                  if c.method == "POST" and c.route == "/channels/{channel_id}/messages" and c.status == 200]
         nomination = next(i for i, c in enumerate(posts) if c.path == f"/channels/{padua}/messages")
         flood_posts = [c for c in posts[:nomination] if c.path != f"/channels/{padua}/messages"]
-        # each accepted /elect posts twice (the mafia room, the host's log): 100 would have made 200
+        # each accepted /elect posts twice (the mafia room, the host's log): the whole flood would
+        # have made 6 × burst
         assert len(flood_posts) <= 2 * burst, len(flood_posts)
-        assert len(posts) - 1 <= 2 * burst + 2  # the nomination's own post in the log aside
+        assert len(posts) - 1 <= 2 * burst
+        late = {f"/interactions/{r.id}/{r.token}/callback" for r in flood}
+        assert [c for c in refused_calls(table.fake) if c.split()[1] not in late] == []
