@@ -8,16 +8,13 @@ markdown or a ping.
 
 from __future__ import annotations
 
-import datetime
 import logging
-import random
 
 import discord
 import pytest
 
 from bot.i18n import t
 from tests.cogs.scenes import confirmation, run
-from tests.fakediscord.interactions import INTERACTION_APPLICATION_COMMAND
 from tests.harness import Table, bot_table
 
 CALLBACK = r"/interactions/\d+/[^/]+/callback"
@@ -74,20 +71,12 @@ async def test_what_is_kept_outlives_a_restart():
 async def test_a_read_only_command_answered_too_late_is_logged_without_an_error(caplog):
     async with bot_table(players=4, refusals=True) as table:
         fake = table.fake
-        created = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=5)
-        payload = fake.builder.envelope(
-            INTERACTION_APPLICATION_COMMAND, guild_id=table.guild_id, channel_id=table.world.text_channel.id,
-            user_id=table.member("p1").user.id, locale="ru", guild_locale=None,
-            interaction_id=discord.utils.time_snowflake(created) + random.randrange(1, 1 << 22),
-        )
-        payload["data"] = fake.builder.command_data(payload, "help", {})
-        result = fake.open_interaction(payload)
-        result.sent_at -= 5  # as the fake counts: delivered 5 s after Discord took it
+        fake.interaction_ack_deadline = 0.0  # as if the gateway had brought it past Discord's 3 s
         with caplog.at_level(logging.INFO):
-            fake._deliver(result)
-            await fake.wait_until(lambda: result.attempts or None, 5.0, "the bot never answered")
+            late = await table.slash("p1", "help")
+            assert late.callback is None and late.attempts[0].error_code == 10062
+            fake.interaction_ack_deadline = 3.0
             await run(table, "p1", "mafia status")  # everything before it was handled
-        assert result.callback is None and result.attempts[0].error_code == 10062
         assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
         assert any("could not be answered" in r.getMessage() and "changed nothing" in r.getMessage()
                    for r in caplog.records)
