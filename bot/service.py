@@ -220,6 +220,19 @@ Observer = Callable[[LiveGame, list[Event], float], None]
 stored (what the game remembers of it beyond the rules' state: when each vote came)."""
 
 
+def timer_mark(began: float | None) -> Callable[[LiveGame, list[Event]], list[OutboxItem]]:
+    """The ``after`` of a timer's move (:meth:`GameService.apply`): if the stage changed from the
+    one that began at ``began``, the lobby keeps that the timer began this one
+    (``timer_began``), so that a person's move sent moments later is refused (:class:`JustBegan`)."""
+
+    def mark(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
+        if live.record.stage_since != began:
+            live.record.lobby["timer_began"] = live.record.stage_since
+        return []
+
+    return mark
+
+
 def nothing_to_render(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
     """The renderer used until the Discord layer installs its own."""
     return []
@@ -798,8 +811,9 @@ class GameService:
             return
         waiting, live.deferred = live.deferred, []
         command, source, stage = waiting[0]
+        after = timer_mark(live.record.stage_since) if source == "timer" else None
         try:
-            await self.apply(game_id, command, source=source, seen=Seen(stage=stage))
+            await self.apply(game_id, command, source=source, seen=Seen(stage=stage), after=after)
         except (RuleError, MovedOn, GameBroken, NoGame) as error:
             log.info("game %s: the deferred %s is no longer possible: %s", game_id, command, error)
 

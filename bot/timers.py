@@ -33,9 +33,10 @@ from bot.service import (
     NoGame,
     Seen,
     command_for_deadline,
+    timer_mark,
 )
 from bot.storage import OutboxItem
-from rules import Event, RuleError
+from rules import RuleError
 
 log = logging.getLogger(__name__)
 
@@ -163,17 +164,9 @@ class PhaseTimers:
             self._forget(live.id, deadline, stage)
             return
         log.info("game %s: time is up for %s: %s", live.id, stage, command)
-        began = live.record.stage_since
-
-        def mark(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
-            # a person's stage move sent moments after this is refused (bot.service.JustBegan)
-            if live.record.stage_since != began:
-                live.record.lobby["timer_began"] = live.record.stage_since
-            return []
-
         try:
             applied = await self.service.apply(live.id, command, source="timer", seen=Seen(stage=stage),
-                                               after=mark)
+                                               after=timer_mark(live.record.stage_since))
         except MovedOn:
             log.info("game %s: %s was over before its deadline fired", live.id, stage)
             self._forget(live.id, deadline, stage)  # the stage that followed has its own deadline
