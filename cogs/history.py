@@ -38,7 +38,7 @@ from bot.picture import UPLOAD_LIMIT, render_png
 from bot.service import LiveGame
 from bot.storage import ArchivedGame, GameRecord, OutboxItem, PlayerStats
 from cogs.common import mention
-from cogs.limits import chunks
+from cogs.limits import chunks, sections
 from cogs.render import closing_channels
 
 if TYPE_CHECKING:
@@ -221,14 +221,19 @@ class HistoryCog(commands.Cog):
         language = await self.bot.language_for(interaction)
         await interaction.response.defer(ephemeral=True, thinking=True)
         png = await asyncio.to_thread(render_png, archived, language)
-        parts = chunks(summary_lines(language, archived))
+        parts = sections(summary_parts(language, archived))
         if len(parts) > MAX_MESSAGES:
             parts = parts[:MAX_MESSAGES - 1] + chunks([t(language, "archive.more", game=archived.game_id)])
         none = discord.AllowedMentions.none()
         file = discord.File(io.BytesIO(png), filename=f"game-{archived.game_id}.png")
-        await interaction.edit_original_response(content=parts[0], attachments=[file], allowed_mentions=none)
-        for part in parts[1:]:
+        # the picture goes with the last message: after the whole summary, votes included
+        if len(parts) == 1:
+            await interaction.edit_original_response(content=parts[0], attachments=[file], allowed_mentions=none)
+            return
+        await interaction.edit_original_response(content=parts[0], allowed_mentions=none)
+        for part in parts[1:-1]:
             await interaction.followup.send(part, ephemeral=True, allowed_mentions=none)
+        await interaction.followup.send(parts[-1], file=file, ephemeral=True, allowed_mentions=none)
 
     # ------------------------------------------------------------------ /mafia export
 
@@ -319,6 +324,11 @@ def _length(seconds: float | None) -> str:
 def summary_lines(language: str, archived: ArchivedGame) -> list[str]:
     """A finished game in words: who hosted, the result, every city's people and fates, the last
     words and each day's votes (for a big game, counts instead of the roll)."""
+    return [line for part in summary_parts(language, archived) for line in part]
+
+
+def summary_parts(language: str, archived: ArchivedGame) -> list[list[str]]:
+    """:func:`summary_lines` in two parts: the game and its people, then each day's votes."""
     say = partial(t, language)
     lines = [say("archive.title", game=archived.game_id, host=mention(str(archived.host_id)),
                  when=f"<t:{int(archived.ended_at)}:f>")]
@@ -355,8 +365,9 @@ def summary_lines(language: str, archived: ArchivedGame) -> list[str]:
                          else say("archive.silence"))
             lines.append(say("archive.last_word", player=mention(word.player), phase=_phase(say, word.phase),
                              recording=recording) + where)
+    votes: list[str] = []
     if small and archived.votes:
-        lines.append(say("archive.votes"))
+        votes.append(say("archive.votes"))
         days: dict[tuple[int, str], dict[str, list[str]]] = {}
         for vote in archived.votes:
             days.setdefault((vote.day, vote.city), {}).setdefault(vote.candidate, []).append(vote.voter)
@@ -366,8 +377,8 @@ def summary_lines(language: str, archived: ArchivedGame) -> list[str]:
                     voters=", ".join(mention(v) for v in voters))
                 for candidate, voters in sorted(tally.items(), key=lambda row: -len(row[1]))
             )
-            lines.append(say("archive.vote_day", day=day, city=city, rows=rows))
-    return lines
+            votes.append(say("archive.vote_day", day=day, city=city, rows=rows))
+    return [lines, votes]
 
 
 def stats_lines(language: str, who: str, found: PlayerStats | None) -> list[str]:
