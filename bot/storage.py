@@ -1630,18 +1630,32 @@ class Storage:
         return _player_stats(row, {s["status"]: (s["games"], s["wins"]) for s in statuses})
 
     async def leaderboard(self, guild_id: int, by: str, *, limit: int, min_games: int = 1) -> list[PlayerStats]:
-        """The guild's best players ``by`` ``wins``, ``win_rate`` (with at least ``min_games``) or
-        ``rating``."""
+        """The guild's best players ``by`` ``wins`` (those with a win), ``win_rate`` (with at least
+        ``min_games``) or ``rating``."""
         order = {
             "wins": "wins DESC, games ASC, player",
             "win_rate": "CAST(wins AS REAL) / games DESC, games DESC, player",
             "rating": "rating DESC, player",
         }[by]
+        least_wins = 1 if by == "wins" else 0
         rows = await self._fetchall(
-            f"SELECT * FROM player_stats WHERE guild_id = ? AND games >= ? ORDER BY {order} LIMIT ?",
-            (guild_id, max(1, min_games), limit),
+            f"SELECT * FROM player_stats WHERE guild_id = ? AND games >= ? AND wins >= ? ORDER BY {order} LIMIT ?",
+            (guild_id, max(1, min_games), least_wins, limit),
         )
         return [_player_stats(row, {}) for row in rows]
+
+    async def guild_results(self, guild_id: int) -> GuildResults:
+        """How each status and each side fared in the guild's games played to the end."""
+        found: dict[str, dict[str, tuple[int, int]]] = {}
+        for column in ("status", "side"):
+            rows = await self._fetchall(
+                f"SELECT p.{column} AS what, COUNT(*) AS games, SUM(p.won) AS wins FROM archive_players p "
+                "JOIN archive a ON a.game_id = p.game_id WHERE p.guild_id = ? AND a.ended = 'over' "
+                f"GROUP BY p.{column}",
+                (guild_id,),
+            )
+            found[column] = {str(row["what"]): (int(row["games"]), int(row["wins"] or 0)) for row in rows}
+        return GuildResults(by_status=found["status"], by_side=found["side"])
 
 
 def _item(row: aiosqlite.Row) -> OutboxItem:
@@ -1790,6 +1804,17 @@ class PlayerStats:
     rating: float
     by_status: dict[str, tuple[int, int]] = field(default_factory=dict)
     """status -> (games, wins)."""
+
+
+@dataclass(frozen=True)
+class GuildResults:
+    """How the statuses and the sides fared in a guild, over its games played to the end: each
+    player's seat counts once (a game of three mafiosi counts three mafia seats)."""
+
+    by_status: dict[str, tuple[int, int]]
+    """status -> (seats, seats that won)."""
+    by_side: dict[str, tuple[int, int]]
+    """side (honest, mafia, maniac) -> (seats, seats that won)."""
 
 
 RateGame = Callable[

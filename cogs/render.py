@@ -68,10 +68,15 @@ class Announcer:
         self.lines: dict[int, list[str]] = defaultdict(list)
         self.order: list[int] = []
         self.extra: list[OutboxItem] = []
+        self.host_pinged = False
         self.executed: dict[str, str] = {}
         """Who this command's events executed so far, and by which city's decision."""
         self.pinged: dict[int, str] = {}
         """Channels whose first message pings a city's living role: channel → city."""
+
+    def ping_host(self) -> None:
+        """Ping the host (him alone) with what this command tells the log: he must act."""
+        self.host_pinged = True
 
     def ping(self, city: str) -> None:
         """Ping the city's living role with what this command tells its channel."""
@@ -135,6 +140,10 @@ class Announcer:
                 payload: dict[str, Any] = {"content": chunk, "allowed_mentions": NO_PINGS}
                 if city is not None and index == 0:
                     payload = with_ping(self.live, city, payload)
+                elif self.host_pinged and index == 0 and channel_id == self.channels.get("log"):
+                    host = str(self.live.record.host_id)
+                    payload = {**payload, "content": f"<@{host}>\n{chunk}",
+                               "allowed_mentions": {"parse": [], "users": [host]}}
                 items.append(OutboxItem("send", {"channel_id": channel_id}, payload))
         return items + self.extra
 
@@ -279,6 +288,7 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
         ))
     elif isinstance(event, ev.ExecutionAwaitingHost):
         out.city(event.city, say("execution.awaiting"))
+        out.ping_host()
         out.log(say("log.awaiting", city=event.city))
         if live.record.deadline is not None:  # an absent host: the city executes by lot then
             out.log(say("log.awaiting_lot", when=f"<t:{int(live.record.deadline)}:R>"))
