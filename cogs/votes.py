@@ -237,5 +237,5 @@ def vote_summary_lines(live: LiveGame) -> list[str]:
             rows = "; ".join(phrase(live, "summary.vote_count", candidate=mention(candidate), count=len(names))
                              for candidate, names in ranked)
         lines.append(phrase(live, "summary.vote_day", day=day["day"], city=day["city"],
-                            rows=rows or phrase(live, "tally.none")))
+                            rows=rows or phrase(live, "summary.no_votes")))
     return lines
