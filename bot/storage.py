@@ -1645,17 +1645,20 @@ class Storage:
         return [_player_stats(row, {}) for row in rows]
 
     async def guild_results(self, guild_id: int) -> GuildResults:
-        """How each status and each side fared in the guild's games played to the end."""
-        found: dict[str, dict[str, tuple[int, int]]] = {}
-        for column in ("status", "side"):
-            rows = await self._fetchall(
-                f"SELECT p.{column} AS what, COUNT(*) AS games, SUM(p.won) AS wins FROM archive_players p "
-                "JOIN archive a ON a.game_id = p.game_id WHERE p.guild_id = ? AND a.ended = 'over' "
-                f"GROUP BY p.{column}",
-                (guild_id,),
-            )
-            found[column] = {str(row["what"]): (int(row["games"]), int(row["wins"] or 0)) for row in rows}
-        return GuildResults(by_status=found["status"], by_side=found["side"])
+        """How each status and each side fared in the guild's games played to the end (summed
+        from the players' figures by status: a row per player and status, not per game)."""
+        rows = await self._fetchall(
+            "SELECT status, SUM(games) AS games, SUM(wins) AS wins FROM player_status_stats "
+            "WHERE guild_id = ? GROUP BY status",
+            (guild_id,),
+        )
+        by_status = {str(row["status"]): (int(row["games"]), int(row["wins"])) for row in rows}
+        by_side: dict[str, tuple[int, int]] = {}
+        for status, (games, wins) in by_status.items():
+            side = SIDE_OF.get(status, "honest")
+            seats, won = by_side.get(side, (0, 0))
+            by_side[side] = (seats + games, won + wins)
+        return GuildResults(by_status=by_status, by_side=by_side)
 
 
 def _item(row: aiosqlite.Row) -> OutboxItem:
@@ -1804,6 +1807,10 @@ class PlayerStats:
     rating: float
     by_status: dict[str, tuple[int, int]] = field(default_factory=dict)
     """status -> (games, wins)."""
+
+
+#: the side a status plays for (every other status is honest)
+SIDE_OF = {"mafioso": "mafia", "maniac": "maniac"}
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ TEXTS = {
     "en": {
         "cities": ("Verona", "Padua"),
         "same": "the same", "mafia": "mafia", "not_mafia": "not mafia",
-        "executed": "executed", "touring": "touring mafia", "procurator": "Procurator",
+        "executed": "executed", "touring": "mafia on tour", "procurator": "Procurator",
         "over": "The game is over", "decided": "honest residents win",
         "statuses": ("citizen", "mafioso", "commissar", "doctor", "journalist", "maniac"),
         "night": "Night 1", "day2": "Day 2",

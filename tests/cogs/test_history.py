@@ -195,6 +195,9 @@ async def test_three_games_are_archived_shown_exported_counted_and_a_running_one
                 assert f"{t('ru', 'stats.n_checks', count=tally.checks[pid])}, из них мафия — {tally.hits[pid]} " in body
         own = await run(table, "p4", "mafia stats")
         assert f"<@{table.pid('p4')}>" in own.content
+        # the rating is explained in its own line: what the figures are and what moves it
+        (rating,) = [line for line in own.content.splitlines() if line.startswith("Рейтинг")]
+        assert "сила" in rating and "минус три её погрешности" in rating and "побед" in rating
 
         # --- /mafia top: by wins, by win rate (3 games at least), by rating
         top = await run(table, "p5", "mafia top", {"min_games": 3})

@@ -117,7 +117,7 @@ async def test_the_texts_of_a_day_name_only_the_roles_dealt_and_the_host_is_told
             assert t(language, f"status.{role}").casefold() not in everyone.casefold(), role
 
         # /host next answers with the stage that began, by its name
-        honest = residents(table, a)
+        honest = table.players_of("citizen", a)  # a citizen is executed: every role still acts at night
         await accepted(table, honest[1], "nominate", {"player": table.pid(honest[0])})
         voting = await run(table, "host", "host next")
         moment = t(language, "moment.day", phase=t(language, "phase_name.day", number=1),
