@@ -3,13 +3,17 @@ who met it sees it, through the fake Discord, in Russian and in English."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot.i18n import t
+from bot.service import LiveGame
 from cogs.limits import sections
 from cogs.mentions import command
 from tests.cogs.scenes import accepted, ballot_message, lobby_message, quick_edits, run
@@ -26,6 +30,26 @@ async def speak(table: Table, language: str) -> None:
         assert (await run(table, "host", "admin language", {"language": "en"})).ephemeral
 
 
+@contextlib.asynccontextmanager
+async def game_in(language: str, players: int, cities: str, **setup: Any) -> AsyncIterator[tuple[Table, LiveGame]]:
+    """A started game on a guild whose bot speaks ``language``."""
+    async with bot_table(players=players) as table:
+        quick_edits(table)
+        await speak(table, language)
+        yield table, await table.new_game(cities=cities, **setup)
+
+
+async def a_day(table: Table, nominations: list[tuple[str, str]], votes: list[tuple[str, str]]) -> None:
+    """Day 1 played: who nominates whom, the voting, who votes for whom, and its end."""
+    for who, whom in nominations:
+        await accepted(table, who, "nominate", {"player": table.pid(whom)})
+    await accepted(table, "host", "host next")
+    for who, whom in votes:
+        await accepted(table, who, "vote", {"player": table.pid(whom)})
+    await accepted(table, "host", "host next")
+    await table.drain()
+
+
 def said(table: Table, channel_id: int) -> str:
     """Everything the bot said in a channel, one message after another."""
     return "\n".join(table.channel_messages(channel_id))
@@ -40,21 +64,14 @@ def residents(table: Table, city: str) -> list[str]:
 
 @pytest.mark.parametrize("language", LANGUAGES)
 async def test_a_closed_ballot_keeps_the_vote_of_a_voter_another_city_executed(language: str) -> None:
-    async with bot_table(players=16) as table:
-        quick_edits(table)
-        await speak(table, language)
-        a, b = CITIES[language]
-        await table.new_game(cities=f"{a}, {b}", maniac=False)
+    a, b = CITIES[language]
+    async with game_in(language, 16, f"{a}, {b}", maniac=False) as (table, _):
         in_a, in_b = residents(table, a), residents(table, b)
         nominee, voter = in_a[0], in_a[1]
-        await accepted(table, in_a[2], "nominate", {"player": table.pid(nominee)})
-        await accepted(table, in_b[0], "nominate", {"player": table.pid(voter)})  # across the cities
-        await accepted(table, "host", "host next")
-        await accepted(table, voter, "vote", {"player": table.pid(nominee)})
-        for name in in_b:  # every vote of the second city: more than half, so it executes the voter
-            await accepted(table, name, "vote", {"player": table.pid(voter)})
-        await accepted(table, "host", "host next")
-        await table.drain()
+        # the second city nominates the voter across the cities, and every one of its votes (more
+        # than half) executes him after the first city has counted his vote
+        await a_day(table, [(in_a[2], nominee), (in_b[0], voter)],
+                    [(voter, nominee), *((name, voter) for name in in_b)])
         assert not table.game.is_alive(table.pid(voter)) and not table.game.is_alive(table.pid(nominee))
 
         closed = ballot_message(table, a).content
@@ -69,21 +86,12 @@ async def test_a_closed_ballot_keeps_the_vote_of_a_voter_another_city_executed(l
 @pytest.mark.parametrize("language", LANGUAGES)
 async def test_a_city_whose_choice_another_city_executed_first_is_told_so_and_executes_by_lot(
         language: str) -> None:
-    async with bot_table(players=16) as table:
-        quick_edits(table)
-        await speak(table, language)
-        a, b = CITIES[language]
-        await table.new_game(cities=f"{a}, {b}", maniac=False)
+    a, b = CITIES[language]
+    async with game_in(language, 16, f"{a}, {b}", maniac=False) as (table, _):
         in_a, in_b = residents(table, a), residents(table, b)
         target = in_a[0]
-        await accepted(table, in_a[1], "nominate", {"player": table.pid(target)})
-        await accepted(table, in_b[0], "nominate", {"player": table.pid(target)})
-        await accepted(table, "host", "host next")
-        await accepted(table, in_a[1], "vote", {"player": table.pid(target)})
-        for name in in_b:
-            await accepted(table, name, "vote", {"player": table.pid(target)})
-        await accepted(table, "host", "host next")
-        await table.drain()
+        await a_day(table, [(in_a[1], target), (in_b[0], target)],
+                    [(in_a[1], target), *((name, target) for name in in_b)])
 
         padua = said(table, table.city_channel(b))
         assert t(language, "tally.taken", player=f"<@{table.pid(target)}>", city=a) in padua
@@ -102,11 +110,8 @@ async def test_a_city_whose_choice_another_city_executed_first_is_told_so_and_ex
 @pytest.mark.parametrize("language", LANGUAGES)
 async def test_the_texts_of_a_day_name_only_the_roles_dealt_and_the_host_is_told_each_stage(
         language: str) -> None:
-    async with bot_table(players=8) as table:
-        quick_edits(table)
-        await speak(table, language)
-        a, _ = CITIES[language]
-        await table.new_game(cities=a, mafiosi=1, doctor=False, journalist=False, maniac=False)
+    a, _ = CITIES[language]
+    async with game_in(language, 8, a, mafiosi=1, doctor=False, journalist=False, maniac=False) as (table, _):
         city = table.city_channel(a)
         cmd = lambda path: command(language, path)  # noqa: E731
         day = " ".join([t(language, "phase.day", day=1, nominate=cmd("nominate"), lastword=cmd("lastword speak")),
@@ -155,23 +160,13 @@ async def test_the_night_names_the_maniac_and_the_day_the_doctor_and_journalist_
 
 @pytest.mark.parametrize("language", LANGUAGES)
 async def test_every_city_s_win_comes_before_the_word_that_the_maniac_plays_on(language: str) -> None:
-    async with bot_table(players=16) as table:
-        quick_edits(table)
-        await speak(table, language)
-        a, b = CITIES[language]
-        await table.new_game(cities=f"{a}, {b}", mafiosi=1, maniac=True)
+    a, b = CITIES[language]
+    async with game_in(language, 16, f"{a}, {b}", mafiosi=1, maniac=True) as (table, _):
         game = table.game
         mafiosi = {city: table.name(game.living_mafiosi(city)[0]) for city in (a, b)}
-        for city in (a, b):
-            nominator = next(n for n in residents(table, city) if n != mafiosi[city])
-            await accepted(table, nominator, "nominate", {"player": table.pid(mafiosi[city])})
-        await accepted(table, "host", "host next")
-        for city in (a, b):
-            for name in residents(table, city):
-                if name != mafiosi[city]:
-                    await accepted(table, name, "vote", {"player": table.pid(mafiosi[city])})
-        await accepted(table, "host", "host next")
-        await table.drain()
+        honest = {city: [n for n in residents(table, city) if n != mafiosi[city]] for city in (a, b)}
+        await a_day(table, [(honest[city][0], mafiosi[city]) for city in (a, b)],
+                    [(name, mafiosi[city]) for city in (a, b) for name in honest[city]])
         assert set(table.game.decided) == {a, b} and not table.game.over
         text = said(table, table.city_channel(a))
         first = text.index(t(language, "decided.honest", city=a))
@@ -182,10 +177,8 @@ async def test_every_city_s_win_comes_before_the_word_that_the_maniac_plays_on(l
 
 @pytest.mark.parametrize("language", LANGUAGES)
 async def test_a_non_nominee_asking_for_the_last_word_hears_why(language: str) -> None:
-    async with bot_table(players=8) as table:
-        await speak(table, language)
-        a, _ = CITIES[language]
-        await table.new_game(cities=a, maniac=False)
+    a, _ = CITIES[language]
+    async with game_in(language, 8, a, maniac=False) as (table, _):
         bystander = residents(table, a)[0]
         answer = await run(table, bystander, "lastword speak")
         assert answer.ephemeral and answer.content == t(language, "error.not_nominee")
@@ -239,13 +232,9 @@ async def accepted_start(table: Table) -> None:
 
 @pytest.mark.parametrize("language", LANGUAGES)
 async def test_a_city_waiting_for_the_host_pings_him_in_his_log(language: str) -> None:
-    async with bot_table(players=8) as table:
-        await speak(table, language)
-        a, _ = CITIES[language]
-        live = await table.new_game(cities=a, maniac=False, day_fallback="host")
-        await accepted(table, "host", "host next")
-        await accepted(table, "host", "host next")  # nobody voted: the city waits for the host
-        await table.drain()
+    a, _ = CITIES[language]
+    async with game_in(language, 8, a, maniac=False, day_fallback="host") as (table, live):
+        await a_day(table, [], [])  # nobody voted: the city waits for the host
         log = [m for m in table.fake.messages(int(live.record.channels["log"]))
                if t(language, "log.awaiting", city=a) in m.content]
         assert len(log) == 1
@@ -259,17 +248,13 @@ async def test_a_city_waiting_for_the_host_pings_him_in_his_log(language: str) -
 
 @pytest.mark.parametrize("language", LANGUAGES)
 async def test_the_doctor_s_save_says_from_whom_and_the_end_says_the_rooms_are_open(language: str) -> None:
-    async with bot_table(players=8) as table:
-        quick_edits(table)
-        await speak(table, language)
-        a, _ = CITIES[language]
-        live = await table.new_game(cities=a, mafiosi=1, doctor=True, journalist=False, maniac=False)
+    a, _ = CITIES[language]
+    async with game_in(language, 8, a, mafiosi=1, doctor=True, journalist=False, maniac=False) as (table, live):
         doctor = table.players_of("doctor")[0]
         godfather = table.name(table.game.living_mafiosi(a)[0])
-        victim = next(n for n in residents(table, a) if n not in (doctor, godfather))
+        victim, executed = table.players_of("citizen", a)[:2]
         await accepted(table, doctor, "protect", {"player": table.pid(victim)})
-        await accepted(table, "host", "host next")
-        await accepted(table, "host", "host next")
+        await a_day(table, [(victim, executed)], [(victim, executed)])  # the day executes someone else
         await accepted(table, godfather, "kill", {"player": table.pid(victim)})
         await accepted(table, "host", "host next")
         await table.drain()
