@@ -126,7 +126,7 @@ async def main(games: int) -> None:
             print(f"archived {games:,} games of 16 players in one guild ({MEMBERS} members): "
                   f"{took:.1f} s, {took / games * 1000:.2f} ms per game (archive + figures + ratings)")
             top, stats = await time_commands(storage, 300)
-            print(f"/mafia top   (3 boards + text): p50 {statistics.median(top) * 1000:.2f} ms, "
+            print(f"/mafia top   (3 boards, sides and statuses, text): p50 {statistics.median(top) * 1000:.2f} ms, "
                   f"p99 {percentile(top, 0.99) * 1000:.2f} ms   (goal < 50 ms)")
             print(f"/mafia stats (player + text):   p50 {statistics.median(stats) * 1000:.2f} ms, "
                   f"p99 {percentile(stats, 0.99) * 1000:.2f} ms   (goal < 50 ms)")
