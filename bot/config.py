@@ -333,6 +333,9 @@ def load_config(path: Path | None) -> Config:
     """
     if path is None:
         return Config()
+    if not path.exists():
+        raise ConfigError(f"cannot read {path}: there is no such file; start one from the example: "
+                          f"cp config.example.yaml {path}")
     try:
         data, _ = read_yaml(path)
     except YamlFileError as error:

@@ -1640,18 +1640,35 @@ class Storage:
         return _player_stats(row, {s["status"]: (s["games"], s["wins"]) for s in statuses})
 
     async def leaderboard(self, guild_id: int, by: str, *, limit: int, min_games: int = 1) -> list[PlayerStats]:
-        """The guild's best players ``by`` ``wins``, ``win_rate`` (with at least ``min_games``) or
-        ``rating``."""
+        """The guild's best players ``by`` ``wins`` (those with a win), ``win_rate`` (with at least
+        ``min_games``) or ``rating``."""
         order = {
             "wins": "wins DESC, games ASC, player",
             "win_rate": "CAST(wins AS REAL) / games DESC, games DESC, player",
             "rating": "rating DESC, player",
         }[by]
+        least_wins = 1 if by == "wins" else 0
         rows = await self._fetchall(
-            f"SELECT * FROM player_stats WHERE guild_id = ? AND games >= ? ORDER BY {order} LIMIT ?",
-            (guild_id, max(1, min_games), limit),
+            f"SELECT * FROM player_stats WHERE guild_id = ? AND games >= ? AND wins >= ? ORDER BY {order} LIMIT ?",
+            (guild_id, max(1, min_games), least_wins, limit),
         )
         return [_player_stats(row, {}) for row in rows]
+
+    async def guild_results(self, guild_id: int) -> GuildResults:
+        """How each status and each side fared in the guild's games played to the end (summed
+        from the players' figures by status: a row per player and status, not per game)."""
+        rows = await self._fetchall(
+            "SELECT status, SUM(games) AS games, SUM(wins) AS wins FROM player_status_stats "
+            "WHERE guild_id = ? GROUP BY status",
+            (guild_id,),
+        )
+        by_status = {str(row["status"]): (int(row["games"]), int(row["wins"])) for row in rows}
+        by_side: dict[str, tuple[int, int]] = {}
+        for status, (games, wins) in by_status.items():
+            side = SIDE_OF.get(status, "honest")
+            seats, won = by_side.get(side, (0, 0))
+            by_side[side] = (seats + games, won + wins)
+        return GuildResults(by_status=by_status, by_side=by_side)
 
 
 def _item(row: aiosqlite.Row) -> OutboxItem:
@@ -1800,6 +1817,21 @@ class PlayerStats:
     rating: float
     by_status: dict[str, tuple[int, int]] = field(default_factory=dict)
     """status -> (games, wins)."""
+
+
+#: the side a status plays for (every other status is honest)
+SIDE_OF = {"mafioso": "mafia", "maniac": "maniac"}
+
+
+@dataclass(frozen=True)
+class GuildResults:
+    """How the statuses and the sides fared in a guild, over its games played to the end: each
+    player's seat counts once (a game of three mafiosi counts three mafia seats)."""
+
+    by_status: dict[str, tuple[int, int]]
+    """status -> (seats, seats that won)."""
+    by_side: dict[str, tuple[int, int]]
+    """side (honest, mafia, maniac) -> (seats, seats that won)."""
 
 
 RateGame = Callable[

@@ -83,6 +83,14 @@ def read_yaml(path: Path) -> tuple[Any, str]:
     """
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise YamlFileError(f"cannot read {path}: {error.__class__.__name__}: {error}") from None
+    except FileNotFoundError:
+        raise YamlFileError(f"cannot read {path}: there is no such file") from None
+    except IsADirectoryError:
+        raise YamlFileError(f"cannot read {path}: it is a folder, not a file") from None
+    except PermissionError:
+        raise YamlFileError(f"cannot read {path}: no permission to read it") from None
+    except UnicodeDecodeError as error:
+        raise YamlFileError(f"cannot read {path}: it is not UTF-8 text (byte {error.start})") from None
+    except OSError as error:
+        raise YamlFileError(f"cannot read {path}: {error.strerror or error}") from None
     return parse_yaml(text), text

@@ -28,7 +28,7 @@ from bot.service import LiveGame
 from cogs.common import answer_lines, is_host, phrase, status_text
 from cogs.limits import OPTION_LABEL, clip
 from cogs.mentions import command
-from cogs.render import deadline_text, phase_text
+from cogs.render import deadline_text, moment_text
 from rules import RuleError, Status
 
 if TYPE_CHECKING:
@@ -69,7 +69,8 @@ def rule_sections(language: str) -> list[tuple[str, str]]:
     for line in rules_text(language).splitlines():
         if line.startswith("# ") and not sections and not lines:
             title = line[2:].strip()
-        elif line.startswith("## "):
+            continue
+        if line.startswith("## "):
             sections.append((title, "\n".join(lines).strip()))
             title, lines = line[3:].strip(), []
             continue
@@ -117,8 +118,7 @@ def stage_line(live: LiveGame) -> str:
     """Where the game is, and when the stage ends."""
     game = live.game
     assert game is not None
-    return phrase(live, "help.stage", phase=phase_text(live, str(game.phase)),
-                  stage=phrase(live, f"stage.{game.stage.value}"), deadline=deadline_text(live))
+    return phrase(live, "help.stage", moment=moment_text(live), deadline=deadline_text(live))
 
 
 def host_lines(live: LiveGame) -> list[str]:
@@ -140,16 +140,13 @@ def lobby_lines(live: LiveGame, user: int, host: bool) -> list[str]:
     cmd = lambda path: command(live.language, path)  # noqa: E731
     if live.record.state == "starting":
         return [say("help.starting", game=live.id)]
-    lines = []
+    if host:  # the host does not play: nothing to join
+        return [say("help.lobby_host", game=live.id, setup=cmd("host setup"), start=cmd("host start"),
+                    end=cmd("host end"))]
     joined = any(int(p["id"]) == user for p in live.record.lobby.get("players", []))
     if joined:
-        lines.append(say("help.lobby_joined", game=live.id, leave=cmd("mafia leave")))
-    else:
-        lines.append(say("help.lobby_open", game=live.id, join=cmd("mafia join")))
-    if host:
-        lines.append(say("help.lobby_host", setup=cmd("host setup"), start=cmd("host start"),
-                         end=cmd("host end")))
-    return lines
+        return [say("help.lobby_joined", game=live.id, leave=cmd("mafia leave"))]
+    return [say("help.lobby_open", game=live.id, join=cmd("mafia join"))]
 
 
 def help_lines(bot: ProkuratorBot, live: LiveGame | None, user: discord.abc.User, language: str,
@@ -157,12 +154,15 @@ def help_lines(bot: ProkuratorBot, live: LiveGame | None, user: discord.abc.User
     """What the user can do right now (see the module docstring)."""
     always = t(language, "help.always", me=command(language, "mafia me"), status=command(language, "mafia status"),
                rules=command(language, "rules"), notify=command(language, "mafia notify"))
+    # who does not play (the host, a co-host, a spectator) has no status and gets no pings
+    onlooker = t(language, "help.always_onlooker", status=command(language, "mafia status"),
+                 rules=command(language, "rules"))
     if live is None:
         return [t(language, "help.no_game", new=command(language, "mafia new"), rules=command(language, "rules"),
                   history=command(language, "mafia history")), always]
     host = is_host(bot, live, user, host_role)
     if live.game is None:
-        return [*lobby_lines(live, user.id, host), always]
+        return [*lobby_lines(live, user.id, host), onlooker if host else always]
     player = str(user.id)
     lines: list[str] = []
     if player in live.game.players:
@@ -171,7 +171,7 @@ def help_lines(bot: ProkuratorBot, live: LiveGame | None, user: discord.abc.User
         lines.extend(host_lines(live))
     if not lines:
         lines = [phrase(live, "help.spectator", game=live.id), stage_line(live)]
-    return [*lines, always]
+    return [*lines, always if player in live.game.players else onlooker]
 
 
 def wrong_stage_text(live: LiveGame, path: str) -> str | None:

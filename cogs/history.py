@@ -36,9 +36,9 @@ from bot.export import ExportError, export_scenario
 from bot.i18n import key_str, t
 from bot.picture import UPLOAD_LIMIT, render_png
 from bot.service import LiveGame
-from bot.storage import ArchivedGame, GameRecord, OutboxItem, PlayerStats
+from bot.storage import ArchivedGame, GameRecord, GuildResults, OutboxItem, PlayerStats
 from cogs.common import mention
-from cogs.limits import chunks
+from cogs.limits import chunks, sections
 from cogs.render import closing_channels
 
 if TYPE_CHECKING:
@@ -223,14 +223,19 @@ class HistoryCog(commands.Cog):
         language = await self.bot.language_for(interaction)
         await interaction.response.defer(ephemeral=True, thinking=True)
         png = await asyncio.to_thread(partial(render_png, archived, language, votes=votes))
-        parts = chunks(summary_lines(language, archived))
+        parts = sections(summary_parts(language, archived))
         if len(parts) > MAX_MESSAGES:
             parts = parts[:MAX_MESSAGES - 1] + chunks([t(language, "archive.more", game=archived.game_id)])
         none = discord.AllowedMentions.none()
         file = discord.File(io.BytesIO(png), filename=f"game-{archived.game_id}.png")
-        await interaction.edit_original_response(content=parts[0], attachments=[file], allowed_mentions=none)
-        for part in parts[1:]:
+        # the picture goes with the last message: after the whole summary, votes included
+        if len(parts) == 1:
+            await interaction.edit_original_response(content=parts[0], attachments=[file], allowed_mentions=none)
+            return
+        await interaction.edit_original_response(content=parts[0], allowed_mentions=none)
+        for part in parts[1:-1]:
             await interaction.followup.send(part, ephemeral=True, allowed_mentions=none)
+        await interaction.followup.send(parts[-1], file=file, ephemeral=True, allowed_mentions=none)
 
     # ------------------------------------------------------------------ /mafia export
 
@@ -293,7 +298,7 @@ class HistoryCog(commands.Cog):
                                           min_games=min_games if by == "win_rate" else 1)
             for by in ("wins", "win_rate", "rating")
         }
-        lines = top_lines(language, boards, min_games)
+        lines = top_lines(language, boards, min_games, await storage.guild_results(interaction.guild_id))
         await interaction.response.send_message("\n".join(lines), ephemeral=True,
                                                 allowed_mentions=discord.AllowedMentions.none())
 
@@ -321,6 +326,11 @@ def _length(seconds: float | None) -> str:
 def summary_lines(language: str, archived: ArchivedGame) -> list[str]:
     """A finished game in words: who hosted, the result, every city's people and fates, the last
     words and each day's votes (for a big game, counts instead of the roll)."""
+    return [line for part in summary_parts(language, archived) for line in part]
+
+
+def summary_parts(language: str, archived: ArchivedGame) -> list[list[str]]:
+    """:func:`summary_lines` in two parts: the game and its people, then each day's votes."""
     say = partial(t, language)
     lines = [say("archive.title", game=archived.game_id, host=mention(str(archived.host_id)),
                  when=f"<t:{int(archived.ended_at)}:f>")]
@@ -357,8 +367,9 @@ def summary_lines(language: str, archived: ArchivedGame) -> list[str]:
                          else say("archive.silence"))
             lines.append(say("archive.last_word", player=mention(word.player), phase=_phase(say, word.phase),
                              recording=recording) + where)
+    votes: list[str] = []
     if small and archived.votes:
-        lines.append(say("archive.votes"))
+        votes.append(say("archive.votes"))
         days: dict[tuple[int, str], dict[str, list[str]]] = {}
         for vote in archived.votes:
             days.setdefault((vote.day, vote.city), {}).setdefault(vote.candidate, []).append(vote.voter)
@@ -368,8 +379,8 @@ def summary_lines(language: str, archived: ArchivedGame) -> list[str]:
                     voters=", ".join(mention(v) for v in voters))
                 for candidate, voters in sorted(tally.items(), key=lambda row: -len(row[1]))
             )
-            lines.append(say("archive.vote_day", day=day, city=city, rows=rows))
-    return lines
+            votes.append(say("archive.vote_day", day=day, city=city, rows=rows))
+    return [lines, votes]
 
 
 def stats_lines(language: str, who: str, found: PlayerStats | None) -> list[str]:
@@ -415,15 +426,18 @@ def stats_lines(language: str, who: str, found: PlayerStats | None) -> list[str]
     return lines
 
 
-def top_lines(language: str, boards: dict[str, list[PlayerStats]], min_games: int) -> list[str]:
-    """The three leaderboards in words."""
+def top_lines(language: str, boards: dict[str, list[PlayerStats]], min_games: int,
+              results: GuildResults | None = None) -> list[str]:
+    """The three leaderboards in words, then how the sides and statuses fare on the server."""
     say = partial(t, language)
-    if not boards["wins"]:
+    if not boards["rating"]:  # every player of a finished game is rated
         return [say("top.none")]
     lines = [say("top.title"), say("top.by_wins")]
     for place, row in enumerate(boards["wins"], 1):
         lines.append(say("top.wins_row", place=place, player=mention(row.player),
                          wins=say("stats.n_wins", count=row.wins), games=say("stats.n_games", count=row.games)))
+    if not boards["wins"]:
+        lines.append(say("top.wins_none"))
     lines.append(say("top.by_rate", count=min_games))
     for place, row in enumerate(boards["win_rate"], 1):
         lines.append(say("top.rate_row", place=place, player=mention(row.player),
@@ -435,6 +449,30 @@ def top_lines(language: str, boards: dict[str, list[PlayerStats]], min_games: in
         lines.append(say("top.rating_row", place=place, player=mention(row.player),
                          rating=format_decimal(round(row.rating, 1), locale=language),
                          games=say("stats.n_games", count=row.games)))
+    if results is not None and results.by_side:
+        lines.extend(results_lines(language, results))
+    return lines
+
+
+def results_lines(language: str, results: GuildResults) -> list[str]:
+    """How often each side and each status won on the server, and the status that wins most."""
+    say = partial(t, language)
+
+    def row(what: str, seats: int, wins: int) -> str:
+        return say("top.result_row", what=what, rate=_percent(language, wins, seats), wins=wins, seats=seats)
+
+    lines = [say("top.results")]
+    lines.append(say("top.sides", rows="; ".join(
+        row(say(f"top.side.{side}"), *results.by_side[side]) for side in SIDES if side in results.by_side)))
+    statuses = [status for status in STATUSES if status in results.by_status]
+    lines.append(say("top.statuses", rows="; ".join(
+        row(say(f"status.{status}"), *results.by_status[status]) for status in statuses)))
+    # the highest share of seats that won; of equal shares, the one played more
+    best = max(statuses, key=lambda status: (results.by_status[status][1] / results.by_status[status][0],
+                                             results.by_status[status][0]))
+    seats, wins = results.by_status[best]
+    if wins:
+        lines.append(say("top.best_status", status=say(f"status.{best}"), rate=_percent(language, wins, seats)))
     return lines
 
 

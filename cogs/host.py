@@ -39,7 +39,6 @@ from bot.storage import DamagedLog, OutboxItem
 from cogs.channels import (
     Layout,
     cohost_items,
-    end_of_game_items,
     exposure,
     exposure_lines,
     layout_for,
@@ -71,22 +70,25 @@ from cogs.common import (
     status_text,
 )
 from cogs.components import CancelButton, ConfirmButton
-from cogs.limits import CITIES, CITY_NAME, clip
+from cogs.limits import CITIES, CITY_NAME, chunks, clip, sections
 from cogs.lobby import lobby_cities, lobby_edit, lobby_payload, log_items
 from cogs.mentions import command
 from cogs.render import (
     NO_PINGS,
     ballot_payload,
     ballot_ref,
-    chunks,
     closing_channels,
+    closing_items,
     deadline_text,
+    moment_of,
+    moment_text,
     phase_text,
     pings_on,
     summary_lines,
 )
 from cogs.spectators import MODES as SPECTATOR_MODES
 from cogs.spectators import is_spectator, watch_items
+from cogs.votes import vote_summary_lines
 from rules import (
     AppointGodfather,
     AppointJudge,
@@ -371,7 +373,9 @@ class HostCog(commands.Cog):
         return live
 
     async def _apply(self, interaction: discord.Interaction, live: LiveGame, command: Command, *,
-                     seen: Seen | None = None) -> None:
+                     seen: Seen | None = None, tell_stage: bool = False) -> None:
+        """Apply the host's command and answer him; ``tell_stage``: the answer names the stage
+        the game is in now (``/host next``: which stage began)."""
         try:
             applied = await self.bot.service.apply(
                 live.id, command, source="host", interaction_id=interaction.id, seen=seen,
@@ -379,12 +383,20 @@ class HostCog(commands.Cog):
             )
         except JustBegan as began:
             phase, _, stage = began.stage.rpartition(" ")
-            raise UserError("error.just_began", phase=phase_text(live, phase), stage=phrase(live, f"stage.{stage}"),
+            raise UserError("error.just_began", moment=moment_of(live, phase, stage),
                             ms=max(0, int(began.late * 1000))) from None
         if applied.duplicate and not interaction.response.is_done():
             return  # delivered twice: done and answered the first time
-        key = "host.deferred" if applied.deferred else "host.done"
-        await answer(interaction, phrase(live, key))
+        game = live.game
+        if applied.deferred:
+            text = phrase(live, "host.deferred")
+        elif tell_stage and game is not None and game.over:
+            text = phrase(live, "host.began_end")
+        elif tell_stage and game is not None:
+            text = phrase(live, "host.began", moment=moment_text(live), deadline=deadline_text(live))
+        else:
+            text = phrase(live, "host.done")
+        await answer(interaction, text)
 
     async def _update(self, interaction: discord.Interaction, live: LiveGame,
                       change: Callable[[LiveGame], list[OutboxItem]]) -> bool:
@@ -1067,7 +1079,7 @@ class HostCog(commands.Cog):
         # unless that is still the stage the host saw
         command = command_for_deadline(game.stage)
         assert command is not None
-        await self._apply(interaction, live, command, seen=seen)
+        await self._apply(interaction, live, command, seen=seen, tell_stage=True)
 
     def _stage_move(self, interaction: discord.Interaction) -> Seen:
         """What the sender of a stage move saw: the stage of the moment Discord created his
@@ -1255,17 +1267,14 @@ class HostCog(commands.Cog):
                 for channel_id in closing_channels(live):
                     items.append(OutboxItem("send", {"channel_id": channel_id},
                                             {"content": phrase(live, "host.ended"), "allowed_mentions": NO_PINGS}))
-                items.extend(end_of_game_items(live.record.channels, game, live.record.lobby.get("at_end", "keep"),
-                                               reveal=bool(live.record.lobby.get("reveal", True))))
+                items.extend(closing_items(live, game))
             elif game is not None and live.record.channels:
-                lines = [phrase(live, "host.ended")] + summary_lines(live, game)
+                parts = [[phrase(live, "host.ended"), *summary_lines(live, game)], vote_summary_lines(live)]
                 for channel_id in closing_channels(live):
-                    for chunk in chunks(lines):
+                    for chunk in sections(parts):
                         items.append(OutboxItem("send", {"channel_id": channel_id},
                                                 {"content": chunk, "allowed_mentions": NO_PINGS}))
-                items.extend(end_of_game_items(live.record.channels, game,
-                                               live.record.lobby.get("at_end", "keep"),
-                                               reveal=bool(live.record.lobby.get("reveal", True))))
+                items.extend(closing_items(live, game))
             items.extend(lobby_edit(live))
             return items
 

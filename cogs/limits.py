@@ -88,6 +88,15 @@ def chunks(lines: Iterable[str], limit: int = CONTENT) -> list[str]:
     return result
 
 
+def sections(parts: Sequence[Sequence[str]], limit: int = CONTENT) -> list[str]:
+    """Parts of lines as messages: all in one when they fit in one, else each part starting a
+    message of its own (a summary's votes never spill in after its roll)."""
+    together = chunks([line for part in parts for line in part], limit)
+    if len(together) <= 1:
+        return together
+    return [chunk for part in parts for chunk in chunks(part, limit)]
+
+
 def listing(language: str, items: Sequence[str], budget: int, *, separator: str = ", ") -> str:
     """As many of ``items`` as fit in ``budget`` characters, then "and N more" (a CLDR plural).
 

@@ -38,7 +38,7 @@ from cogs.common import (
 )
 from cogs.limits import CONTENT, listing
 from cogs.mentions import command
-from cogs.render import NO_PINGS, deadline_text, phase_text, winner_text
+from cogs.render import NO_PINGS, deadline_text, moment_text, winner_text
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
@@ -77,11 +77,12 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
     roles = []
     if setup.get("mafiosi"):
         roles.append(phrase(live, "lobby.mafiosi", count=setup["mafiosi"]))
-    for status in ("doctor", "journalist", "maniac"):
-        if setup.get(status) is not None:
-            roles.append(phrase(live, f"lobby.{'with' if setup[status] else 'without'}",
-                                status=status_text(live, status)))
-    lines.append(phrase(live, "lobby.roles", roles=", ".join(roles) or phrase(live, "lobby.roles_default")))
+    chosen = [status for status in ("doctor", "journalist", "maniac") if setup.get(status) is not None]
+    for key, wanted in (("with", True), ("without", False)):
+        statuses = [status_text(live, status) for status in chosen if bool(setup[status]) is wanted]
+        if statuses:
+            roles.append(phrase(live, f"lobby.{key}", statuses=", ".join(statuses)))
+    lines.append(phrase(live, "lobby.roles", roles="; ".join(roles) or phrase(live, "lobby.roles_default")))
     lines.append(phrase(live, "lobby.spectators",
                         mode=phrase(live, f"lobby.spectators_{spectators.mode_of(live.record)}")))
     if live.record.state == "lobby":
@@ -166,8 +167,7 @@ def status_lines(live: LiveGame, viewer: str | None) -> list[str]:
         winners = ", ".join(winner_text(live, w) for w in game.winners())
         lines.append(phrase(live, "status.over", winners=winners or phrase(live, "winners.none")))
     else:
-        lines.append(phrase(live, "status.phase", phase=phase_text(live, str(game.phase)),
-                            stage=phrase(live, f"stage.{game.stage.value}"), deadline=deadline_text(live)))
+        lines.append(phrase(live, "status.phase", moment=moment_text(live), deadline=deadline_text(live)))
         lines.append(phrase(live, "status.touring", city=game.touring_city()))
     for city in game.cities:
         alive = game.alive(city)

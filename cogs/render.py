@@ -17,7 +17,7 @@ from bot.service import LiveGame
 from bot.storage import OutboxItem
 from cogs.channels import death_overwrites, end_of_game_items
 from cogs.common import mention, phrase, status_text
-from cogs.limits import CONTENT, chunks
+from cogs.limits import CONTENT, sections
 from cogs.mentions import command
 from cogs.votes import (
     NO_PINGS,
@@ -27,7 +27,7 @@ from cogs.votes import (
     tally_lines,
     vote_summary_lines,
 )
-from rules import AudienceKind, Event, Game, Stage
+from rules import AudienceKind, Event, Game, Stage, Status
 from rules import events as ev
 
 
@@ -54,6 +54,9 @@ def with_ping(live: LiveGame, city: str, payload: dict[str, Any]) -> dict[str, A
 
 #: characters a role's mention and its line break take before a message
 PING_ROOM = 25
+#: a line of :class:`Announcer` that is no text: what follows starts a message of its own,
+#: unless everything fits in one
+SECTION = "\x00section"
 
 
 class Announcer:
@@ -65,9 +68,15 @@ class Announcer:
         self.lines: dict[int, list[str]] = defaultdict(list)
         self.order: list[int] = []
         self.extra: list[OutboxItem] = []
-        self.told_maniac = False
+        self.host_pinged = False
+        self.executed: dict[str, str] = {}
+        """Who this command's events executed so far, and by which city's decision."""
         self.pinged: dict[int, str] = {}
         """Channels whose first message pings a city's living role: channel → city."""
+
+    def ping_host(self) -> None:
+        """Ping the host (him alone) with what this command tells the log: he must act."""
+        self.host_pinged = True
 
     def ping(self, city: str) -> None:
         """Ping the city's living role with what this command tells its channel."""
@@ -111,30 +120,48 @@ class Announcer:
         else:
             self.log(line)
 
+    def messages(self, channel_id: int) -> list[str]:
+        """A channel's lines as messages: its parts (cut at :data:`SECTION`) share a message
+        only when all fit in one (room left for a ping)."""
+        parts: list[list[str]] = [[]]
+        for line in self.lines[channel_id]:
+            if line == SECTION:
+                parts.append([])
+            else:
+                parts[-1].append(line)
+        return sections(parts, CONTENT - PING_ROOM)
+
     def items(self) -> list[OutboxItem]:
         items: list[OutboxItem] = []
         for channel_id in self.order:
             city = self.pinged.get(int(channel_id))
             # room for the role's mention before the first chunk
-            for index, chunk in enumerate(chunks(self.lines[channel_id], CONTENT - PING_ROOM)):
+            for index, chunk in enumerate(self.messages(channel_id)):
                 payload: dict[str, Any] = {"content": chunk, "allowed_mentions": NO_PINGS}
                 if city is not None and index == 0:
                     payload = with_ping(self.live, city, payload)
+                elif self.host_pinged and index == 0 and channel_id == self.channels.get("log"):
+                    host = str(self.live.record.host_id)
+                    payload = {**payload, "content": f"<@{host}>\n{chunk}",
+                               "allowed_mentions": {"parse": [], "users": [host]}}
                 items.append(OutboxItem("send", {"channel_id": channel_id}, payload))
         return items + self.extra
 
 
-__all__ = ["NO_PINGS", "Announcer", "ballot_payload", "ballot_ref", "closing_channels", "deadline_text",
-           "phase_text", "render", "summary_lines", "winner_text"]
+__all__ = ["NO_PINGS", "Announcer", "ballot_payload", "ballot_ref", "closing_channels", "closing_items", "deadline_text",
+           "moment_text", "phase_text", "render", "summary_lines", "winner_text"]
 
 
 def cause_text(live: LiveGame, event: ev.PlayerKilled) -> str:
     """How a player died, in words."""
-    key = f"cause.{event.cause.value}"
-    text = phrase(live, key, city=event.by_city or event.city)
-    if event.by_chance:
-        text += phrase(live, "cause.by_chance")
-    return text
+    key = f"cause.{event.cause.value}" + ("_by_chance" if event.by_chance else "")
+    return phrase(live, key, city=event.by_city or event.city)
+
+
+def acting_statuses(game: Game) -> set[Status]:
+    """The statuses someone living holds: a phase's text names only the roles that act in it
+    (who holds one is secret, that one is dealt is not; the dead's statuses were announced)."""
+    return {game.status_of(player) for player in game.alive()}
 
 
 def render(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
@@ -143,8 +170,12 @@ def render(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
         return []
     game = live.game
     out = Announcer(live)
-    for event in events:
+    decided = [index for index, event in enumerate(events) if isinstance(event, ev.CityDecided)]
+    for index, event in enumerate(events):
         _render_one(live, game, out, event)
+        if decided and index == decided[-1] and len(game.decided) == len(game.cities) and not game.over:
+            # every city is decided (each said in turn), yet the maniac lives: the game goes on, say why
+            out.everyone(phrase(live, "decided.maniac_goes_on"))
     return out.items()
 
 
@@ -155,10 +186,13 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
         for city in game.cities:
             if game.alive(city):
                 out.ping(city)
+        acting = acting_statuses(game)
         if event.stage is Stage.DISCUSSION:
-            out.everyone(say("phase.day", day=event.phase.number, deadline=deadline_text(live),
-                             nominate=cmd("nominate"), lastword=cmd("lastword speak"),
-                             protect=cmd("protect"), compare=cmd("compare")))
+            lines = [say("phase.day", day=event.phase.number, nominate=cmd("nominate"),
+                         lastword=cmd("lastword speak"))]
+            lines += [say(f"phase.day_{status.value}", protect=cmd("protect"), compare=cmd("compare"))
+                      for status in (Status.DOCTOR, Status.JOURNALIST) if status in acting]
+            out.everyone(" ".join([*lines, deadline_text(live)]))
         elif event.stage is Stage.VOTING:
             out.everyone(say("phase.voting", day=event.phase.number, deadline=deadline_text(live),
                              vote=cmd("vote"), unvote=cmd("unvote"), lastword=cmd("lastword speak")))
@@ -171,11 +205,13 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
                             ballot_payload(live, city),
                         ))
         elif event.stage is Stage.NIGHT:
-            lines = [say("phase.night", night=event.phase.number, kill=cmd("kill"), check=cmd("check"),
-                         deadline=deadline_text(live))]
+            lines = [say("phase.night", night=event.phase.number)]
+            lines += [say(f"phase.night_{status.value}", kill=cmd("kill"), check=cmd("check"))
+                      for status in (Status.MAFIOSO, Status.COMMISSAR, Status.MANIAC) if status in acting]
+            lines.append(say("phase.night_rest"))
             if len(game.cities) > 1 and event.touring_city is not None:
                 lines.append(say("phase.night_touring", city=event.touring_city))
-            out.everyone(" ".join(lines))
+            out.everyone(" ".join([*lines, deadline_text(live)]))
             for city in game.cities:  # what the mafia does tonight, in each room with someone in it
                 if not game.living_mafiosi(city):
                     continue
@@ -238,44 +274,62 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
         key = "log.maniac_random" if event.by_chance else "log.maniac"
         out.to_audience(event, say(key, maniac=mention(event.maniac), target=mention(event.target)))
     elif isinstance(event, ev.KillPrevented):
-        out.to_audience(event, say("log.prevented", target=mention(event.target),
-                                   cause=say(f"cause_short.{event.cause.value}")))
+        out.to_audience(event, say(f"log.prevented.{event.cause.value}", target=mention(event.target)))
     elif isinstance(event, ev.MafiaKillBlocked):
         out.to_audience(event, say("log.blocked", city=event.city))
     elif isinstance(event, ev.JudgeAppointed):
         out.everyone(say("judge", city=event.city, player=mention(event.judge)))
     elif isinstance(event, ev.VotesTallied):
-        for line in tally_lines(live, event):
+        for line in tally_lines(live, event, out.executed):
             out.city(event.city, line)
         out.extra.append(OutboxItem(
             "edit", {"ref": ballot_ref(event.city, game.phase.number)},
-            ballot_payload(live, event.city, closed=True),
+            ballot_payload(live, event.city, closed=event),
         ))
     elif isinstance(event, ev.ExecutionAwaitingHost):
         out.city(event.city, say("execution.awaiting"))
+        out.ping_host()
         out.log(say("log.awaiting", city=event.city))
         if live.record.deadline is not None:  # an absent host: the city executes by lot then
             out.log(say("log.awaiting_lot", when=f"<t:{int(live.record.deadline)}:R>"))
     elif isinstance(event, ev.PlayerReplaced):
         out.everyone(say("replaced", old=mention(event.old), new=mention(event.new), city=event.city))
     elif isinstance(event, ev.PlayerKilled):
+        if event.by_city is not None:
+            out.executed[event.player] = event.by_city
         out.everyone(say("death", player=mention(event.player), city=event.city,
                          status=status_text(live, event.status.value), cause=cause_text(live, event)))
         out.say(live.record.channels.get("dead"), say("dead.welcome", player=mention(event.player)))
         out.extra.extend(death_overwrites(game, live.record.channels, event.player))
     elif isinstance(event, ev.CityDecided):
         out.everyone(say(f"decided.{event.winner.value}", city=event.city))
-        if len(game.decided) == len(game.cities) and not game.over and not out.told_maniac:
-            # every city is decided, yet the maniac lives: the game goes on, say why
-            out.told_maniac = True
-            out.everyone(say("decided.maniac_goes_on"))
     elif isinstance(event, ev.GameOver):
         winners = ", ".join(winner_text(live, w) for w in event.winners) or say("winners.none")
+        votes = vote_summary_lines(live)
         for channel_id in closing_channels(live):
             for line in [say("game_over", winners=winners), *summary_lines(live, game)]:
                 out.say(channel_id, line)
-        out.extra.extend(end_of_game_items(live.record.channels, game, live.record.lobby.get(
-            "at_end", "keep"), reveal=bool(live.record.lobby.get("reveal", True))))
+            if votes:  # the days' votes start a message of their own unless everything fits in one
+                out.say(channel_id, SECTION)
+                for line in votes:
+                    out.say(channel_id, line)
+        out.extra.extend(closing_items(live, game))
+
+
+def closing_items(live: LiveGame, game: Game | None) -> list[OutboxItem]:
+    """The channels' end (deleted, or locked and with ``reveal`` the mafia rooms and the log
+    opened to the players), and the word that they are open, said in the permissions lane
+    after the rooms' edits: once they are."""
+    at_end = live.record.lobby.get("at_end", "keep")
+    reveal = bool(live.record.lobby.get("reveal", True))
+    channels = live.record.channels
+    items = end_of_game_items(channels, game, at_end, reveal=reveal)
+    if not items or not reveal or at_end == "delete" or channels.get("log") is None:
+        return items
+    rooms = [f"<#{ids['mafia']}>" for ids in channels.get("cities", {}).values() if ids.get("mafia")]
+    line = phrase(live, "game_over.revealed", rooms=", ".join(rooms), log=f"<#{channels['log']}>")
+    return items + [OutboxItem("send", {"channel_id": channel_id}, {"content": line, "allowed_mentions": NO_PINGS},
+                               lane="permissions") for channel_id in closing_channels(live)]
 
 
 def closing_channels(live: LiveGame) -> list[int]:
@@ -310,7 +364,21 @@ def summary_lines(live: LiveGame, game: Game) -> list[str]:
                 fate = phrase(live, "summary.died", cause=phrase(live, f"cause_short.{death.cause.value}"),
                               phase=phase_text(live, str(death.phase)))
             lines.append(phrase(live, "summary.row", player=mention(player), status=status, fate=fate))
-    return lines + vote_summary_lines(live)
+    return lines
+
+
+def moment_text(live: LiveGame) -> str:
+    """Where the game is: ``day 2, voting``; at night just ``night 1`` (its only stage)."""
+    game = live.game
+    assert game is not None
+    return moment_of(live, str(game.phase), game.stage.value)
+
+
+def moment_of(live: LiveGame, phase: str, stage: str) -> str:
+    """``day 2, voting`` for a phase (``day 2``) and a stage's value; a night is just ``night 1``."""
+    if stage == Stage.NIGHT.value:
+        return phase_text(live, phase)
+    return phrase(live, "moment.day", phase=phase_text(live, phase), stage=phrase(live, f"stage.{stage}"))
 
 
 def phase_text(live: LiveGame, phase: str) -> str:

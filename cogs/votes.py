@@ -81,23 +81,32 @@ def deadline_text(live: LiveGame) -> str:
     return phrase(live, "deadline.at", when=f"<t:{int(live.record.deadline)}:R>")
 
 
-def _standing(live: LiveGame, city: str) -> tuple[list[str], dict[str, list[str]], dict[str, int]]:
+def _standing(live: LiveGame, city: str, counted: ev.VotesTallied | None = None,
+              ) -> tuple[list[str], dict[str, list[str]], dict[str, int]]:
     """The city's candidates as it would count them now (most votes, then the earliest last
     vote; nominees without votes after, in nomination order), their voters in vote order, and
-    each one's last vote tick."""
+    each one's last vote tick. ``counted``: the city's tally at the end of the day, whose votes
+    stand even for the voters the same count executed (the game has dropped theirs by now);
+    their votes have no known time, and they rank by their place in the vote order."""
     game = live.game
     assert game is not None
     voters: dict[str, list[str]] = {candidate: [] for candidate in game.nominees(city)}
     last: dict[str, int] = {}
-    for voter, (candidate, tick) in sorted(game.votes[city].items(), key=lambda row: row[1][1]):
+    order_of_last: dict[str, int] = {}
+    standing = sorted(game.votes[city].items(), key=lambda row: row[1][1])
+    if counted is not None:
+        ticks = {voter: tick for voter, (_, tick) in standing}
+        standing = [(voter, (candidate, ticks.get(voter, -1))) for voter, candidate in counted.ballots]
+    for place, (voter, (candidate, tick)) in enumerate(standing):
         voters.setdefault(candidate, []).append(voter)
-        last[candidate] = max(last.get(candidate, -1), tick)
+        last[candidate] = tick  # in vote order: the latest so far
+        order_of_last[candidate] = place
     never = 1 << 62
-    order = sorted(voters, key=lambda name: (-len(voters[name]), last.get(name, never)))
+    order = sorted(voters, key=lambda name: (-len(voters[name]), order_of_last.get(name, never)))
     return order, voters, last
 
 
-def ballot_payload(live: LiveGame, city: str, *, closed: bool = False) -> dict[str, Any]:
+def ballot_payload(live: LiveGame, city: str, *, closed: ev.VotesTallied | None = None) -> dict[str, Any]:
     """A city's ballot: who votes for whom, a select menu of candidates and an Unvote button.
 
     It is one message edited in place, so it summarises: each candidate's row
@@ -108,9 +117,9 @@ def ballot_payload(live: LiveGame, city: str, *, closed: bool = False) -> dict[s
     """
     game = live.game
     assert game is not None
-    order, voters, last = _standing(live, city)
+    order, voters, last = _standing(live, city, closed)
     head = [phrase(live, "ballot.title", city=city, day=game.phase.number)]
-    tail = [phrase(live, "ballot.voters", voters=len(game.votes[city]))]
+    tail = [phrase(live, "ballot.voters", voters=closed.voters if closed else len(game.votes[city]))]
     if closed:
         tail.append(phrase(live, "ballot.closed"))
     else:
@@ -182,9 +191,11 @@ def ballot_payload(live: LiveGame, city: str, *, closed: bool = False) -> dict[s
     return {"content": content, "components": components, "allowed_mentions": NO_PINGS}
 
 
-def tally_lines(live: LiveGame, event: ev.VotesTallied) -> list[str]:
+def tally_lines(live: LiveGame, event: ev.VotesTallied, executed: dict[str, str] | None = None) -> list[str]:
     """The end of a city's day: each candidate who could be executed with his voters (vote
-    order), and each resident of another city passed over for lacking more than half."""
+    order), each resident of another city passed over for lacking more than half, and each
+    leading candidate another city executed first in the same count (``executed``: who the
+    count executed before this city's tally, by which city), passed over for that."""
     voters: dict[str, list[str]] = {}
     for voter, candidate in event.ballots:
         voters.setdefault(candidate, []).append(voter)
@@ -196,6 +207,11 @@ def tally_lines(live: LiveGame, event: ev.VotesTallied) -> list[str]:
         lines.append(phrase(live, "tally.skipped", player=mention(candidate), votes=votes,
                             voters=", ".join(mention(v) for v in voters.get(candidate, [])),
                             total=event.voters))
+    for candidate, _ in event.tally:
+        by_city = (executed or {}).get(candidate)
+        if by_city is None or by_city == event.city:
+            break  # the city executes this one: the candidates after him were not reached
+        lines.append(phrase(live, "tally.taken", player=mention(candidate), city=by_city))
     if not event.tally and not event.skipped:
         lines.append(phrase(live, "tally.none"))
     return lines
@@ -221,5 +237,5 @@ def vote_summary_lines(live: LiveGame) -> list[str]:
             rows = "; ".join(phrase(live, "summary.vote_count", candidate=mention(candidate), count=len(names))
                              for candidate, names in ranked)
         lines.append(phrase(live, "summary.vote_day", day=day["day"], city=day["city"],
-                            rows=rows or phrase(live, "tally.none")))
+                            rows=rows or phrase(live, "summary.no_votes")))
     return lines

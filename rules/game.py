@@ -509,7 +509,7 @@ class Game:
         actor = self._living_actor(command.actor)
         self._require_stage(*DAY_STAGES)
         if not any(actor.name in nominated for nominated in self.nominations.values()):
-            raise RuleError("not_nominated", player=actor.name)
+            raise RuleError("not_nominee", player=actor.name)
         if actor.name in self.last_words:
             raise RuleError("last_word_used", player=actor.name)
         if dry:

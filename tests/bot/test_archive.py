@@ -144,7 +144,7 @@ async def test_a_game_ended_by_the_host_is_archived_and_exported_as_far_as_it_we
     assert result["over"] is False
     assert result["deaths"] == expected_deaths(archived)
     # a game the host ended counts in no figure
-    assert await service.storage.leaderboard(1, "wins", limit=10) == []
+    assert await service.storage.leaderboard(1, "rating", limit=10) == []
     await service.storage.close()
 
 
@@ -264,7 +264,10 @@ async def test_a_v1_database_with_finished_games_is_archived_when_upgraded(tmp_p
     page, total = await storage.archived_games(1, offset=0, limit=10)
     assert total == 2 and [row.game_id for row in page] == [2, 1]
     assert await storage.archived_game(running.id) is None
-    assert len(await storage.leaderboard(1, "wins", limit=100)) == 10
+    assert len(await storage.leaderboard(1, "rating", limit=100)) == 10
+    # the wins board lists only those who won; every player is on the rating board
+    winners = await storage.leaderboard(1, "wins", limit=100)
+    assert winners and all(row.wins >= 1 for row in winners) and len(winners) < 10
     # nothing is announced for games that ended before the upgrade, and nothing was lost
     with sqlite3.connect(path) as raw:
         assert raw.execute("SELECT COUNT(*) FROM outbox").fetchone()[0] == 0

@@ -83,6 +83,12 @@ def test_check_config_says_ok_or_names_the_problem(tmp_path):
     assert broken.stderr.strip().count("\n") == 0 and "unparsable YAML at line" in broken.stderr
     missing = cli("check-config", str(tmp_path / "nope.yaml"))
     assert missing.returncode == 2 and "cannot read" in missing.stderr
+    # the README's line, before any copy: one line that says how to make the file, no traceback
+    assert missing.stderr.strip().count("\n") == 0 and "Traceback" not in missing.stderr
+    assert "no such file" in missing.stderr and f"cp config.example.yaml {tmp_path / 'nope.yaml'}" in missing.stderr
+    folder = cli("check-config", str(tmp_path))
+    assert folder.returncode == 2 and folder.stderr.strip().count("\n") == 0
+    assert "a folder, not a file" in folder.stderr and "Error" not in folder.stderr
 
 
 def test_run_without_a_token_prints_one_line_and_exits(tmp_path):

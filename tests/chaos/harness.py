@@ -108,7 +108,7 @@ RECORDING = ("host pause", "host resume", "host extend")
 GAME_SUCCESS = ("reply.nominate", "reply.vote", "reply.unvote", "reply.check", "reply.protect",
                 "reply.elect", "reply.decision", "reply.proposal", "reply.decision_tour",
                 "reply.proposal_tour", "reply.maniac", "reply.pass", "reply.done", "host.done",
-                "host.deferred")
+                "host.deferred", "host.began", "host.began_end")
 
 
 def template(key: str) -> re.Pattern[str]:

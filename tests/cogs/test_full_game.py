@@ -36,7 +36,7 @@ TEXTS = {
     "en": {
         "cities": ("Verona", "Padua"),
         "same": "the same", "mafia": "mafia", "not_mafia": "not mafia",
-        "executed": "executed", "touring": "touring mafia", "procurator": "Procurator",
+        "executed": "executed", "touring": "mafia on tour", "procurator": "Procurator",
         "over": "The game is over", "decided": "honest residents win",
         "statuses": ("citizen", "mafioso", "commissar", "doctor", "journalist", "maniac"),
         "night": "Night 1", "day2": "Day 2",
@@ -215,7 +215,7 @@ def secret_leaks(table: Table, language: str, channels: dict | None = None) -> l
     hidden = {int(channels["log"])} if channels else set()
     rooms = {int(ids["mafia"]) for ids in channels["cities"].values()} if channels else set()
     words = TEXTS[language]
-    checks = ("проверил", "checked", "Журналист", "Journalist")
+    checks = ("проверил", "checked", "📰")  # the commissar's and the journalist's answers
     leaks: list[str] = []
     over = False
     host_id = table.host.user.id

@@ -12,6 +12,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from babel.numbers import format_percent
 from PIL import Image
 
 from bot.i18n import t
@@ -161,6 +162,8 @@ async def test_three_games_are_archived_shown_exported_counted_and_a_running_one
         assert "гибель: Прокуратор" in text and "гибель: казнь, день 1" in text
         assert "🗳️" in text
         assert_png(attachment(shown, ".png").data)
+        # the picture comes after the whole summary, its votes included
+        assert shown.messages[-1].attachments and not any(m.attachments for m in shown.messages[:-1])
         # with the votes: the same picture and, below it, a lane per player again under the days
         voted = await run(table, "p2", "mafia game", {"number": 2, "votes": True})
         plain, panel = (Image.open(io.BytesIO(attachment(m, ".png").data)) for m in (shown, voted))
@@ -197,13 +200,49 @@ async def test_three_games_are_archived_shown_exported_counted_and_a_running_one
                 assert f"{t('ru', 'stats.n_checks', count=tally.checks[pid])}, из них мафия — {tally.hits[pid]} " in body
         own = await run(table, "p4", "mafia stats")
         assert f"<@{table.pid('p4')}>" in own.content
+        # the rating is explained in its own line: what the figures are and what moves it
+        (rating,) = [line for line in own.content.splitlines() if line.startswith("Рейтинг")]
+        assert "сила" in rating and "минус три её погрешности" in rating and "побед" in rating
 
         # --- /mafia top: by wins, by win rate (3 games at least), by rating
         top = await run(table, "p5", "mafia top", {"min_games": 3})
         wins = {pid: sum(_won(g, pid) for g in tally.games) for pid in tally.games[0].players}
         best = sorted(wins, key=lambda pid: (-wins[pid], pid))[0]
         assert f"1. <@{best}> — {t('ru', 'stats.n_wins', count=wins[best])}, 3 игры" in top.content
-        assert top.content.count("<@") == 18  # six players on each of the three boards
+        # the wins board lists those who won at least once; the rate and rating boards all six
+        winners = [pid for pid in wins if wins[pid]]
+        assert winners
+        by_wins = top.content.split(t("ru", "top.by_rate", count=3))[0]
+        assert by_wins.count("<@") == len(winners) and all(f"<@{pid}>" in by_wins for pid in winners)
+        assert top.content.count("<@") == len(winners) + 12
+        # how each status and side fared on the server: every player's seat in every game counted
+        seats: dict[str, list[int]] = {}
+        sides: dict[str, list[int]] = {}
+        for played in tally.games:
+            for pid in played.players:
+                status = played.status_of(pid).value
+                side = "mafia" if status == "mafioso" else "maniac" if status == "maniac" else "honest"
+                for table_of, key in ((seats, status), (sides, side)):
+                    entry = table_of.setdefault(key, [0, 0])
+                    entry[0] += 1
+                    entry[1] += _won(played, pid)
+
+        def rows(found: dict[str, list[int]], name: str) -> str:
+            return "; ".join(t("ru", "top.result_row", what=t("ru", name.format(key)), wins=won, seats=seated,
+                               rate=format_percent(won / seated, locale="ru"))
+                             for key, (seated, won) in found.items())
+
+        order = ["citizen", "mafioso", "commissar", "doctor", "journalist", "maniac"]
+        seats = {key: seats[key] for key in order if key in seats}
+        sides = {key: sides[key] for key in ("honest", "mafia", "maniac") if key in sides}
+        assert t("ru", "top.results") in top.content
+        assert t("ru", "top.statuses", rows=rows(seats, "status.{}")) in top.content
+        assert t("ru", "top.sides", rows=rows(sides, "top.side.{}")) in top.content
+        best = max(seats, key=lambda key: (seats[key][1] / seats[key][0], seats[key][0]))
+        assert t("ru", "top.best_status", status=t("ru", f"status.{best}"),
+                 rate=format_percent(seats[best][1] / seats[best][0], locale="ru")) in top.content
+        # the rating says what it is where it is shown
+        assert t("ru", "top.by_rating") in top.content and "погрешност" in t("ru", "top.by_rating")
         short = await run(table, "p5", "mafia top")
         assert t("ru", "top.rate_none") in short.content
 

@@ -293,7 +293,7 @@ async def test_a_day_waiting_for_an_absent_host_executes_by_lot_when_its_wait_is
         assert commands[-1].command == {"by": "host", "verb": "lot"} and commands[-1].source == "timer"
         await table.drain()
         (victim,) = dead
-        assert any(f"<@{victim}>" in m and t("ru", "cause.by_chance") in m
+        assert any(f"<@{victim}>" in m and t("ru", "cause.execution_by_chance", city="Верона") in m
                    for m in table.channel_messages(table.city_channel("Верона")))
 
 

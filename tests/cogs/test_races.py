@@ -74,7 +74,8 @@ async def test_two_host_next_at_once_move_the_game_on_once():
         pressed = [written(table, "host", "host next") for _ in range(2)]
         first, second = [await table.fake.send_interaction(payload, wait=False) for payload in pressed]
         answers = sorted([await finished(first), await finished(second)])
-        assert answers == sorted([t("ru", "host.done"), moved_on()])
+        began = t("ru", "host.began", moment="день 1, голосование", deadline=t("ru", "deadline.host"))
+        assert answers == sorted([began, moved_on()])
         assert table.game.stage.value == "voting" and table.game.phase.number == 1
         assert await commands_of(table) == [("voting", "host")]
 
@@ -119,7 +120,8 @@ async def test_a_host_next_naming_the_stage_it_saw_is_refused_once_the_timer_mov
         await assert_unchanged(table, before)
         # naming the stage the game is in moves it on
         moved = await run(table, "host", "host next", {"from": "day 1 voting"})
-        assert moved.content == t("ru", "host.done") and table.game.stage.value != "voting"
+        began = t("ru", "host.began", moment="ночь 1", deadline="").rstrip()
+        assert moved.content.startswith(began) and table.game.stage.value != "voting"
         assert await commands_of(table) == [("voting", "timer"), ("night", "host")]
 
 

@@ -25,7 +25,7 @@ def test_a_nominee_of_another_city_may_ask_too_also_during_voting():
 
 def test_only_living_nominees_by_day():
     game = make_game()
-    assert refuse(game, "romeo lastword").code == "not_nominated"
+    assert refuse(game, "romeo lastword").code == "not_nominee"
     play(game, "romeo nominate mercutio", "host kill mercutio")
     assert refuse(game, "mercutio lastword").code == "not_alive"
     pass_day(game, "sampson", "curtis")

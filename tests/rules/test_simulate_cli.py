@@ -211,7 +211,7 @@ def test_every_city_decided_with_the_maniac_alive_is_explained(tmp_path, capsys)
     assert lines[-3:] == [
         "  The game goes on: night 1.",
         "  Decided so far: V (won by its honest residents).",
-        "  Every city is decided, but the maniac is alive: the game goes on until he dies"
+        "  Every city is decided, but the maniac is alive: the game goes on until the maniac dies"
         " or outlives everyone else.",
     ]
     # one city: no touring in the night's header

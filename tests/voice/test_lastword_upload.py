@@ -210,7 +210,7 @@ async def test_only_a_nominee_may_upload(files: dict[str, Upload]) -> None:
         bystander = table.game.alive()[-1]
         fetched = downloads(table)
         answer = await upload(table, bystander, files["ogg"])
-        assert answer.ephemeral and answer.content == ru("error.not_nominated")
+        assert answer.ephemeral and answer.content == ru("error.not_nominee")
         assert downloads(table) == fetched
         assert bystander not in table.game.last_words
 
