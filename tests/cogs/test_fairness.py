@@ -63,9 +63,9 @@ async def test_a_host_next_sent_just_after_the_timer_began_voting_is_refused_and
         before = await snapshot(table)
         # created 40 ms after the timer's move: the ballot had not reached the host yet
         text = await final_text(table, created_at(table, "host", "host next", began + 0.04))
-        phase = t(language, "phase_name.day", number=1)
-        stage = t(language, "stage.voting")
-        assert text in {t(language, "error.just_began", ms=ms, phase=phase, stage=stage) for ms in (39, 40, 41)}
+        moment = t(language, "moment.day", phase=t(language, "phase_name.day", number=1),
+                   stage=t(language, "stage.voting"))
+        assert text in {t(language, "error.just_began", ms=ms, moment=moment) for ms in (39, 40, 41)}
         assert ("голосование" if language == "ru" else "voting") in text
         await assert_unchanged(table, before)
         assert table.game.stage.value == "voting"
@@ -73,7 +73,13 @@ async def test_a_host_next_sent_just_after_the_timer_began_voting_is_refused_and
             ("voting", "timer")]
         # naming the stage he sees, the host moves on at once
         named = await final_text(table, created_at(table, "host", "host next", began + 0.5, {"from": "day 1 voting"}))
-        assert named == t(language, "host.done") and table.game.stage.value == "night"
+        assert began_text(named, language, t(language, "phase_name.night", number=1))
+        assert table.game.stage.value == "night"
+
+
+def began_text(text: str, language: str, moment: str) -> bool:
+    """The answer to a /host next that moved on: it names the stage that began (its deadline follows)."""
+    return text.startswith(t(language, "host.began", moment=moment, deadline="").strip())
 
 
 async def test_a_host_next_sent_once_the_new_stage_could_be_seen_moves_on():
@@ -86,12 +92,13 @@ async def test_a_host_next_sent_once_the_new_stage_could_be_seen_moves_on():
         await table.fake.wait_until(lambda: table.game.stage.value == "voting", 5.0, "the timer did not fire")
         began = table.live().record.stage_since
         settle = table.config.fairness.stage_settle
-        assert await final_text(table, created_at(table, "host", "host next", began + settle + 0.01)) == t(
-            "ru", "host.done")
+        assert began_text(await final_text(table, created_at(table, "host", "host next", began + settle + 0.01)),
+                          "ru", t("ru", "phase_name.night", number=1))
         assert table.game.stage.value == "night"
         # a stage the host began himself: his next "next" is not held back
         night = table.live().record.stage_since
-        assert await final_text(table, created_at(table, "host", "host next", night + 0.05)) == t("ru", "host.done")
+        day_two = t("ru", "moment.day", phase=t("ru", "phase_name.day", number=2), stage=t("ru", "stage.discussion"))
+        assert began_text(await final_text(table, created_at(table, "host", "host next", night + 0.05)), "ru", day_two)
         assert table.game.stage.value == "discussion" and table.game.phase.number == 2
 
 
