@@ -271,63 +271,6 @@ def layout_for(live: LiveGame, game: Game, *, guild_id: int, bot_id: int, quiet:
     )
 
 
-def provision_plan(live: LiveGame, game: Game, layout: Layout) -> list[OutboxItem]:
-    """Everything ``/host start`` makes, in order: the roles, the category, the channels with their
-    overwrites, each player's role. Each is an intent of the provisioning lane."""
-    guild = layout.guild
-    reason = phrase(live, "channel.category", game=live.id)
-    items: list[OutboxItem] = []
-
-    def role(key: Target | None, text_key: str, **params: Any) -> None:
-        if key is None:
-            return
-        items.append(OutboxItem("create_role", {"guild_id": guild, "key": key}, {
-            "name": phrase(live, text_key, game=live.id, **params)[:100], "permissions": "0",
-            "mentionable": False, "hoist": False, "reason": reason,
-        }, lane="provision"))
-
-    def channel(key: Target, kind: int, name: str, overwrites: list[Overwrite], *,
-                parent: Target | None, topic: str | None = None) -> None:
-        assert len(overwrites) <= MAX_OVERWRITES, (key, len(overwrites))
-        payload: dict[str, Any] = {"type": kind, "name": name[:100], "parent": parent, "reason": reason,
-                                   "overwrites": [o.to_plan() for o in overwrites]}
-        if topic:
-            payload["topic"] = topic[:1024]
-        items.append(OutboxItem("create_channel", {"guild_id": guild, "key": key}, payload, lane="provision"))
-
-    for city in layout.cities:
-        role(city.living, "game_role.living", city=city.name)
-        role(city.quiet, "game_role.quiet", city=city.name)
-    role(layout.dead_role, "game_role.dead")
-    category = layout.category
-    channel(category, CATEGORY, phrase(live, "channel.category", game=live.id), layout.base(), parent=None)
-    for city in layout.cities:
-        channel(city.text, TEXT, phrase(live, "channel.city", city=city.name),
-                layout.city_overwrites(city.name), parent=category,
-                topic=phrase(live, "channel.topic.city", city=city.name, game=live.id))
-        channel(city.mafia, TEXT, phrase(live, "channel.mafia", city=city.name),
-                layout.mafia_overwrites(game, city.name), parent=category,
-                topic=phrase(live, "channel.topic.mafia", city=city.name, game=live.id))
-    channel(layout.voice, VOICE_CHANNEL, phrase(live, "channel.voice"), layout.voice_overwrites(), parent=category)
-    channel(layout.dead, TEXT, phrase(live, "channel.dead"), layout.dead_overwrites(), parent=category,
-            topic=phrase(live, "channel.topic.dead", game=live.id))
-    channel(layout.log, TEXT, phrase(live, "channel.log"), layout.log_overwrites(), parent=category,
-            topic=phrase(live, "channel.topic.log", game=live.id))
-    for player in game.players:
-        items.append(OutboxItem("member_role", {"guild_id": guild, "user_id": int(player),
-                                                "role": layout.role_of(game, player)},
-                                {"add": True}, lane="provision"))
-    # last: remove a duplicate that a create whose answer was lost may have left
-    made = [entry.payload for entry in items if entry.kind in ("create_role", "create_channel")]
-    items.append(OutboxItem("sweep", {"guild_id": guild}, {
-        "roles": [p["name"] for p in made if "type" not in p],
-        "category": category, "category_name": phrase(live, "channel.category", game=live.id),
-        "topics": [p["topic"] for p in made if p.get("topic")],
-        "names": [p["name"] for p in made if p.get("type") == VOICE_CHANNEL],
-    }, lane="provision"))
-    return items
-
-
 def resolved(layout: Layout, ids: dict[str, int]) -> Layout:
     """The layout with every key replaced by the id Discord returned for it."""
 
@@ -343,19 +286,6 @@ def resolved(layout: Layout, ids: dict[str, int]) -> Layout:
         everyone_reads=layout.everyone_reads, quiet=set(layout.quiet), cohosts=list(layout.cohosts),
         spectators=one(layout.spectators),
     )
-
-
-def rollback_plan(guild_id: int, made: dict[str, int], attempt: int) -> list[OutboxItem]:
-    """Remove what one provisioning attempt made: channels (the category last), then roles."""
-    prefix = f"{attempt}:"
-    keys = [key for key in made if key.startswith(prefix)]
-    roles = [key for key in keys if key.split(":", 1)[1].split(":")[0] in ("living", "quiet", "dead_role")]
-    channels = [key for key in keys if key not in roles]
-    channels.sort(key=lambda key: key == f"{attempt}:category")
-    items = [OutboxItem("delete_channel", {"channel_id": made[key]}, {}, lane="provision") for key in channels]
-    items.extend(OutboxItem("delete_role", {"guild_id": guild_id, "role": made[key]}, {}, lane="provision")
-                 for key in roles)
-    return items
 
 
 # ------------------------------------------------------------------ during and after the game
@@ -545,6 +475,5 @@ __all__ = [
     "CATEGORY", "MAX_OVERWRITES", "cohost_items", "replace_overwrites", "TEXT", "VOICE_CHANNEL", "CityPlaces", "Layout", "Overwrite",
     "death_overwrites", "end_of_game_items", "quiet_swap", "exposure", "exposure_lines", "flag_names",
     "layout_for",
-    "lobby_exposure", "missing_permissions", "permission_names", "provision_plan", "resolved",
-    "rollback_plan",
+    "lobby_exposure", "missing_permissions", "permission_names", "resolved",
 ]

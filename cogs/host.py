@@ -29,6 +29,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
+from bot.footprint import Reconciler, provision_plan, rollback_plan
 from bot.i18n import key_str, t
 from bot.options import duration_text, parse_duration
 from bot.outbox import CREATES
@@ -44,10 +45,8 @@ from cogs.channels import (
     lobby_exposure,
     missing_permissions,
     permission_names,
-    provision_plan,
     replace_overwrites,
     resolved,
-    rollback_plan,
 )
 from cogs.common import (
     InteractionAnswer,
@@ -342,6 +341,9 @@ class HostCog(commands.Cog):
         self.strikes = LeaveStrikes(bot)
         bot.service.after_commit.append(self.strikes.arm)
         bot.service.restorers.append(self.strikes.restore)
+        self.footprint = Reconciler(bot)
+        """Keeps each running game's roles and channels what they should be."""
+        self.footprint.install()
 
     async def cog_unload(self) -> None:
         """Stop listening to the outbox."""
@@ -354,6 +356,7 @@ class HostCog(commands.Cog):
         if self.strikes.restore in self.bot.service.restorers:
             self.bot.service.restorers.remove(self.strikes.restore)
         await self.strikes.close()
+        await self.footprint.close()
 
     async def _host_game(self, interaction: discord.Interaction, *, running: bool = True) -> LiveGame:
         live = await (running_game if running else guild_game)(self.bot, interaction)
