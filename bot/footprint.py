@@ -267,7 +267,7 @@ class Repairs:
     removals: tuple[tuple[int, int], ...] = ()
     """(member, role) to take."""
     stuck: tuple[int, ...] = ()
-    """Game roles above the bot that misplace a member."""
+    """Game roles not below the bot's highest role (Discord lets it neither give nor take them)."""
     standins: dict[int, dict[int, tuple[int, int]]] = field(default_factory=dict)
     """Member → channel → (allow, deny) of the member overwrite that stands in for his roles."""
     overwrites: tuple[tuple[int, int, int, int], ...] = ()
@@ -288,7 +288,8 @@ def repairs(footprint: Footprint, seen: Observed) -> Repairs:
     game_roles = {int(role) for role in footprint.role_ids}
     places = [place for place in footprint.places
               if any(o.type == ROLE and int(o.target) in game_roles for o in place.overwrites)]
-    adds, removals, stuck = [], [], set()
+    adds, removals = [], []
+    stuck = {role for role in game_roles if not seen.manageable(role)}
     standins: dict[int, dict[int, tuple[int, int]]] = {}
     for seat in footprint.seats:
         held = seen.members.get(seat.user)
@@ -301,14 +302,10 @@ def repairs(footprint: Footprint, seen: Observed) -> Repairs:
             if seen.manageable(wanted):
                 adds.append((seat.user, wanted))
                 after.add(wanted)
-            else:
-                stuck.add(wanted)
         for extra in mine - {wanted}:
             if seen.manageable(extra):
                 removals.append((seat.user, extra))
                 after.discard(extra)
-            else:
-                stuck.add(extra)
         if after != {wanted}:
             standins[seat.user] = standin(places, after, wanted)
     overwrites = []
@@ -362,9 +359,11 @@ def observe(guild: discord.Guild, channel_ids: Iterable[int], members: Iterable[
     for member in guild.members:
         if member.bot or member.id == guild.owner_id:
             continue
-        kinds = [flag for flag in ("administrator", "manage_roles") if getattr(member.guild_permissions, flag)]
-        if kinds:
-            powers[member.id] = kinds
+        granted = member.guild_permissions
+        if granted.administrator:  # holds every permission: named by this one alone
+            powers[member.id] = ["administrator"]
+        elif granted.manage_roles:
+            powers[member.id] = ["manage_roles"]
     return Observed(
         roles={role.id: role.position for role in guild.roles}, channels={c.id for c in guild.channels},
         overwrites=overwrites, members=held, bot_top=me.top_role.position if me is not None else 0,

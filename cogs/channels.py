@@ -20,7 +20,8 @@ no other channel, and the end's reveal does not open the rooms to it). The
 mafia room: member overwrites of the city's living mafiosi, never a role.
 The tribune: the living roles speak and write in its text chat, the dead
 role listens. The dead channel: the dead role writes. The dead are denied
-:data:`bot.permissions.SILENCE` wherever they read. At the end every channel
+:data:`bot.permissions.SILENCE` wherever they read (on the tribune
+:data:`bot.permissions.TRIBUNE_SILENCE`: its status line and events too). At the end every channel
 is read-only to all who could read it, and the tribune silent.
 
 So a channel carries at most 3 + 2 × cities + 2 overwrites (a mafia room
@@ -49,6 +50,7 @@ from bot.permissions import (
     READS_AUDIT_LOG,
     SEES_HIDDEN,
     SILENCE,
+    TRIBUNE_SILENCE,
     VOICE,
     WRITE,
     flag_names,
@@ -177,11 +179,11 @@ class Layout:
     def voice_overwrites(self, *, over: bool = False) -> list[Overwrite]:
         """The tribune: the living speak and write in its chat; the dead (everyone, at the end)
         listen."""
-        living = (LISTEN.value, SILENCE.value) if over else (VOICE.value, 0)
+        living = (LISTEN.value, TRIBUNE_SILENCE.value) if over else (VOICE.value, 0)
         result = self.base()
         for city in self.cities:
             result.extend(Overwrite(role, *living, ROLE) for role in city.roles)
-        result.append(Overwrite(self.dead_role, LISTEN.value, SILENCE.value, ROLE))
+        result.append(Overwrite(self.dead_role, LISTEN.value, TRIBUNE_SILENCE.value, ROLE))
         return result
 
     def dead_overwrites(self, *, over: bool = False) -> list[Overwrite]:

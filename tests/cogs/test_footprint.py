@@ -1,0 +1,204 @@
+"""A running game's footprint kept true against people, end to end against the strict fake.
+
+A member with Manage Roles and Manage Channels acts during the game (the
+fake plays him and sends the gateway events Discord sends): he deletes a
+city channel, the category, the dead role; drags a game role above the bot's
+role; leaves the server and comes back; gains Administrator or Manage Roles.
+What each member may then do is asserted by Discord's own algorithm
+(``fake.permissions_for``): the dead never write or speak, a living player
+always sees his city, the host is told what he must do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.i18n import t
+from tests.cogs.scenes import CONNECT, SEND, SPEAK, VIEW, accepted, quick_edits
+from tests.harness import Table, bot_table
+
+#: Discord's Manage Roles and Administrator bits
+MANAGE_ROLES, ADMINISTRATOR = 1 << 28, 1 << 3
+SET_VOICE_CHANNEL_STATUS, CREATE_EVENTS = 1 << 48, 1 << 44
+REPAIR = 30.0
+
+
+def may(table: Table, channel_id: int, who: str | int) -> int:
+    """What Discord lets a member do in a channel."""
+    return table.fake.permissions_for(table.guild_id, channel_id, table.member(who).user.id)
+
+
+def log_lines(table: Table) -> list[str]:
+    return table.channel_messages(int(table.live().record.channels["log"]))
+
+
+async def logged(table: Table, key: str, **params: Any) -> str:
+    """Wait for the host's log to carry this text (in the guild's language, Russian here)."""
+    text = t("ru", key, **params)
+    return await table.fake.wait_until(lambda: next((line for line in log_lines(table) if line == text), None),
+                                       REPAIR, f"the log never said {text!r}: {log_lines(table)[-3:]}")
+
+
+def citizen(table: Table, city: str) -> str:
+    return next(p for p in table.game.alive(city) if table.game.status_of(p).value == "citizen")
+
+
+async def test_a_deleted_city_channel_is_made_again_and_says_its_history_is_gone():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона, Падуя", maniac=False)
+        old = table.city_channel("Верона")
+        residents = table.game.alive("Верона")
+        table.fake.delete_channel(old)  # a person, in the client
+        new = await table.fake.wait_until(lambda: table.city_channel("Верона") != old and table.city_channel("Верона"),
+                                          REPAIR, "the city channel was not made again")
+        notice = t("ru", "footprint.channel_again")
+        await table.fake.wait_until(lambda: notice in table.channel_messages(new) or None, REPAIR,
+                                    "the new channel does not say its history is gone")
+        channel = table.fake.channel(new)
+        assert channel.parent_id == int(table.live().record.channels["category"])
+        for player in residents:
+            assert may(table, new, player) & VIEW and may(table, new, player) & SEND
+        assert not may(table, new, table.game.alive("Падуя")[0]) & SEND
+        await accepted(table, "host", "host kill", {"player": residents[0]})
+        await table.drain()
+        assert may(table, new, residents[0]) & VIEW and not may(table, new, residents[0]) & SEND
+
+
+async def test_a_deleted_category_is_made_again_and_takes_its_channels_back():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона", maniac=False)
+        channels = table.live().record.channels
+        old = int(channels["category"])
+        table.fake.delete_channel(old)
+        new = await table.fake.wait_until(
+            lambda: int(table.live().record.channels["category"]) != old and int(table.live().record.channels["category"]),
+            REPAIR, "the category was not made again")
+        children = [table.city_channel("Верона"), table.mafia_channel("Верона"),
+                    *(int(channels[key]) for key in ("voice", "dead", "log"))]
+        await table.fake.wait_until(lambda: all(table.fake.channel(c).parent_id == new for c in children) or None,
+                                    REPAIR, "the channels did not go back into the category")
+        assert not may(table, new, "p0") & VIEW  # @everyone is still kept out
+
+
+async def test_a_deleted_dead_role_is_made_again_and_the_next_dead_see_the_dead_channel():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона", maniac=False)
+        first = citizen(table, "Верона")
+        await accepted(table, "host", "host kill", {"player": first})
+        await table.drain()
+        dead_channel = int(table.live().record.channels["dead"])
+        old = int(table.live().record.channels["roles"]["dead"])
+        table.fake.delete_role(table.guild_id, old)
+        assert not may(table, dead_channel, first) & VIEW  # what the person did
+        new = await table.fake.wait_until(
+            lambda: int(table.live().record.channels["roles"]["dead"]) != old
+            and int(table.live().record.channels["roles"]["dead"]), REPAIR, "the dead role was not made again")
+        await table.fake.wait_until(lambda: new in table.member(first).roles or None, REPAIR,
+                                    "the dead did not get the new dead role")
+        await table.drain()
+        assert may(table, dead_channel, first) & SEND
+        assert may(table, table.city_channel("Верона"), first) & VIEW
+        assert not may(table, table.city_channel("Верона"), first) & SEND
+        second = citizen(table, "Верона")
+        await accepted(table, "host", "host kill", {"player": second})
+        await table.drain()
+        assert may(table, dead_channel, second) & SEND
+        assert not may(table, int(table.live().record.channels["voice"]), second) & SPEAK
+
+
+async def test_a_player_who_leaves_the_server_and_comes_back_gets_his_role_back():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона", maniac=False)
+        player = citizen(table, "Верона")
+        member = table.member(player)
+        role = int(table.live().record.channels["roles"]["cities"]["Верона"]["living"])
+        user = member.user
+        table.fake.remove_member(table.guild_id, user.id)
+        table.fake.add_member(table.guild_id, user)  # Discord gives him no role back
+        await table.fake.wait_until(lambda: role in table.member(player).roles or None, REPAIR,
+                                    "the returning player did not get his city role back")
+        assert may(table, table.city_channel("Верона"), player) & SEND
+        assert may(table, int(table.live().record.channels["voice"]), player) & CONNECT
+
+
+async def test_a_game_role_dragged_above_the_bot_is_worked_around_and_the_host_told_what_to_drag():
+    async with bot_table(players=8, refusals=True) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона", maniac=False)
+        channels = table.live().record.channels
+        living = int(channels["roles"]["cities"]["Верона"]["living"])
+        guild = table.fake.state.guild(table.guild_id)
+        bot_role = table.fake.state.bot_role(table.guild_id)
+        assert bot_role is not None
+        table.fake.move_role(table.guild_id, living, bot_role.position + 1)  # a person drags it
+        living_name = guild.roles[living].name
+        await logged(table, "footprint.role_above", role=living_name, bot_role=bot_role.name)
+        victim = citizen(table, "Верона")
+        await accepted(table, "host", "host kill", {"player": victim})
+        await table.drain()
+        refused = [c for c in table.fake.calls("DELETE", "/guilds/{guild_id}/members/{user_id}/roles/{role_id}")
+                   if c.status == 403]
+        assert len(refused) == 1  # Discord's hierarchy: the bot cannot take that role
+        assert living in table.member(victim).roles  # he holds it still
+        voice, text, dead = int(channels["voice"]), table.city_channel("Верона"), int(channels["dead"])
+        await table.fake.wait_until(lambda: not may(table, text, victim) & SEND
+                                    and not may(table, voice, victim) & SPEAK or None, REPAIR,
+                                    "the dead writes in his city or speaks on the tribune")
+        await table.drain()
+        assert may(table, text, victim) & VIEW
+        assert not may(table, voice, victim) & SPEAK and may(table, voice, victim) & CONNECT
+        assert may(table, dead, victim) & SEND
+        for player in table.game.alive("Верона"):  # the living keep their city
+            assert may(table, text, player) & SEND
+        # the host drags the bot's role back above it: the roles are put right, the stand-ins go
+        table.fake.move_role(table.guild_id, bot_role.id, guild.roles[living].position + 1)
+        await table.fake.wait_until(lambda: living not in table.member(victim).roles or None, REPAIR,
+                                    "the dead kept his city role")
+        await table.fake.wait_until(
+            lambda: all(o.id != table.member(victim).user.id for c in (text, voice, dead)
+                        for o in table.fake.channel(c).overwrites) or None, REPAIR, "the stand-in overwrites stayed")
+        await table.drain()
+        assert not may(table, text, victim) & SEND and may(table, text, victim) & VIEW
+        assert not may(table, voice, victim) & SPEAK
+        assert [c.status for c in table.fake.calls() if c.status >= 400 and c.fault is None] == [403]
+
+
+async def test_a_member_who_gains_manage_roles_or_administrator_mid_game_is_reported():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона", maniac=False)
+        await table.fake.wait_until(lambda: "powers" in table.live().record.channels.get("footprint", {}) or None,
+                                    REPAIR, "the reconciler never noted who holds powers")
+        lines = len(log_lines(table))
+        moderators = table.fake.create_role(table.guild_id, "Модераторы", permissions=MANAGE_ROLES)
+        player, other = list(table.game.players)[:2]
+        table.fake.add_member_role(table.guild_id, int(player), moderators.id)
+        await logged(table, "footprint.powers", member=f"<@{player}>",
+                     permissions=t("ru", "permission.manage_roles"))
+        admins = table.fake.create_role(table.guild_id, "Админы")
+        table.fake.add_member_role(table.guild_id, table.member("host").user.id, admins.id)
+        table.fake.update_role(table.guild_id, admins.id, permissions=ADMINISTRATOR)  # the host: no report
+        table.fake.add_member_role(table.guild_id, int(other), admins.id)
+        await logged(table, "footprint.powers", member=f"<@{other}>",
+                     permissions=t("ru", "permission.administrator"))
+        await table.drain()
+        new = log_lines(table)[lines:]
+        assert len(new) == 2, new  # once each, never the host
+
+
+async def test_the_dead_may_not_set_the_tribune_status_nor_create_events_there():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона", maniac=False)
+        victim = citizen(table, "Верона")
+        await accepted(table, "host", "host kill", {"player": victim})
+        await table.drain()
+        voice = int(table.live().record.channels["voice"])
+        assert not may(table, voice, victim) & SET_VOICE_CHANNEL_STATUS
+        assert not may(table, voice, victim) & CREATE_EVENTS
+        living = table.game.alive("Верона")[0]
+        assert may(table, voice, living) & SPEAK
