@@ -202,3 +202,71 @@ async def test_the_dead_may_not_set_the_tribune_status_nor_create_events_there()
         assert not may(table, voice, victim) & CREATE_EVENTS
         living = table.game.alive("Верона")[0]
         assert may(table, voice, living) & SPEAK
+
+
+# ------------------------------------------------------------------ the start's answer
+
+
+def host_cog(table: Table) -> Any:
+    return table.bot.get_cog("HostCog")
+
+
+async def test_a_start_that_outlives_the_interaction_token_says_in_the_log_that_it_started():
+    async with bot_table(players=8) as table:
+        await table.open_lobby()
+        host_cog(table).start_wait = 0.0  # the answer's wait, test-sized: "still starting" at once
+        held = table.fake.hang("POST", r"/guilds/\d+/channels", count=1)
+        started = await table.slash("host", "host start")
+        answer = await started.wait_original(30.0)
+        assert answer.content == t("ru", "host.still_starting")
+        # the token is gone (15 minutes, test-sized to nothing): Discord takes no edit any more
+        table.fake.interaction_token_lifetime = 0.0
+        host_cog(table).token_lifetime = 0.0
+        held.release()
+        await table.fake.wait_until(lambda: table.live().record.state == "running" or None, 30.0, "never started")
+        await table.drain()
+        assert log_lines(table)[-1] == t("ru", "host.started")
+        assert started.original is not None and started.original.content == t("ru", "host.still_starting")
+
+
+async def test_a_start_that_outlives_its_wait_but_not_the_token_replaces_still_starting():
+    async with bot_table(players=8) as table:
+        await table.open_lobby()
+        host_cog(table).start_wait = 0.0
+        held = table.fake.hang("POST", r"/guilds/\d+/channels", count=1)
+        started = await table.slash("host", "host start")
+        assert (await started.wait_original(30.0)).content == t("ru", "host.still_starting")
+        held.release()
+        await table.fake.wait_until(
+            lambda: started.original is not None and started.original.content == t("ru", "host.started") or None,
+            30.0, "the answer still says the game is starting")
+        await table.drain()
+        assert t("ru", "host.started") not in log_lines(table)  # said once, where the host asked
+
+
+async def test_a_start_cut_off_by_a_restart_is_answered_by_the_next_process():
+    from tests.cogs.test_provision import restartable
+    from tests.harness import bot_on
+
+    for token_gone in (False, True):
+        async with restartable(8) as (fake, world, config):
+            async with bot_on(fake, world, config) as first:
+                await first.open_lobby()
+                held = fake.hang("POST", r"/guilds/\d+/channels", count=1)
+                started = await first.slash("host", "host start", wait=False)
+                await fake.wait_until(lambda: held.hits or None, 10.0, "nothing was created")
+            held.release()
+            if token_gone:
+                fake.interaction_token_lifetime = 0.0
+            async with bot_on(fake, world, config) as second:
+                if token_gone:
+                    host_cog(second).token_lifetime = 0.0
+                await fake.wait_until(lambda: second.live().record.state == "running" or None, 30.0,
+                                      "the start was not resumed")
+                await second.drain()
+                if token_gone:
+                    assert log_lines(second)[-1] == t("ru", "host.started")
+                else:
+                    original = await started.wait_original(30.0)
+                    assert original.content == t("ru", "host.started")
+                    assert t("ru", "host.started") not in log_lines(second)
