@@ -40,13 +40,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import discord
 
-from bot.permissions import READ, WRITE
 from bot.service import LiveGame, NoGame
 from bot.storage import OutboxItem
 from cogs.channels import (
@@ -298,10 +297,9 @@ def repairs(footprint: Footprint, seen: Observed) -> Repairs:
         wanted = int(seat.role)
         mine = set(held) & ({wanted} if seat.spectator else game_roles)
         after = set(mine)
-        if wanted not in mine:
-            if seen.manageable(wanted):
-                adds.append((seat.user, wanted))
-                after.add(wanted)
+        if wanted not in mine and seen.manageable(wanted):
+            adds.append((seat.user, wanted))
+            after.add(wanted)
         for extra in mine - {wanted}:
             if seen.manageable(extra):
                 removals.append((seat.user, extra))
@@ -407,7 +405,7 @@ class Reconciler:
         self._closed = False
         self.passes = 0
         """Passes made (for tests and benchmarks: a pass that found nothing counts too)."""
-        self.listeners = {
+        self.listeners: dict[str, Callable[..., Awaitable[None]]] = {
             "on_guild_channel_delete": self._channel_event, "on_guild_channel_create": self._channel_event,
             "on_guild_channel_update": self._channel_update, "on_guild_role_delete": self._role_event,
             "on_guild_role_create": self._role_event, "on_guild_role_update": self._role_update,

@@ -932,7 +932,7 @@ class HostCog(commands.Cog):
             return False
         webhook = discord.Webhook.partial(int(answer["application_id"]), str(answer["token"]), client=self.bot)
         try:
-            await webhook.edit_message("@original", content=text[:2000],  # type: ignore[arg-type]
+            await webhook.edit_message("@original", content=text[:2000],  # type: ignore[call-overload]
                                        allowed_mentions=discord.AllowedMentions.none())
         except discord.HTTPException as error:
             log.warning("game %s: could not answer /host start late: %s", game_id, error)
