@@ -40,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -405,7 +405,7 @@ class Reconciler:
         self._closed = False
         self.passes = 0
         """Passes made (for tests and benchmarks: a pass that found nothing counts too)."""
-        self.listeners: dict[str, Callable[..., Awaitable[None]]] = {
+        self.listeners: dict[str, Callable[..., Coroutine[Any, Any, None]]] = {
             "on_guild_channel_delete": self._channel_event, "on_guild_channel_create": self._channel_event,
             "on_guild_channel_update": self._channel_update, "on_guild_role_delete": self._role_event,
             "on_guild_role_create": self._role_event, "on_guild_role_update": self._role_update,
