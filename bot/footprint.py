@@ -308,7 +308,9 @@ def repairs(footprint: Footprint, seen: Observed) -> Repairs:
             standins[seat.user] = standin(places, after, wanted)
     overwrites = []
     for place in footprint.places:
-        present = seen.overwrites.get(int(place.id), {})
+        if int(place.id) not in seen.overwrites:
+            continue  # not known to the bot yet (just made): nothing to compare
+        present = seen.overwrites[int(place.id)]
         for o in place.overwrites:
             if o.type == ROLE and int(o.target) in game_roles and present.get(int(o.target)) != (o.allow, o.deny):
                 overwrites.append((int(place.id), int(o.target), o.allow, o.deny))
@@ -565,6 +567,15 @@ class Reconciler:
             channels = {int(c["id"]) for c in await http.get_all_guild_channels(guild.id)}
             seen = Observed(roles, channels, seen.overwrites, seen.members, seen.bot_top, seen.bot_owns, seen.powers)
             return repairs(footprint, seen)
+        overwrites = dict(seen.overwrites)
+        for channel_id in {channel for channel, *_ in found.overwrites}:
+            try:
+                data = await http.get_channel(channel_id)
+            except discord.NotFound:
+                overwrites.pop(channel_id, None)
+                continue
+            overwrites[channel_id] = {int(o["id"]): (int(o["allow"]), int(o["deny"]))
+                                      for o in data.get("permission_overwrites", []) if int(o["type"]) == ROLE}
         members = dict(seen.members)
         for user in {user for user, _ in found.adds + found.removals} | set(found.standins):
             try:
@@ -573,7 +584,7 @@ class Reconciler:
                 members.pop(user, None)
                 continue
             members[user] = frozenset(int(role) for role in data.get("roles", []))
-        seen = Observed(seen.roles, seen.channels, seen.overwrites, members, seen.bot_top, seen.bot_owns, seen.powers)
+        seen = Observed(seen.roles, seen.channels, overwrites, members, seen.bot_top, seen.bot_owns, seen.powers)
         return repairs(footprint, seen)
 
     async def _write(self, live: LiveGame, footprint: Footprint, seen: Observed, found: Repairs) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from bot.i18n import t
 from tests.cogs.scenes import CONNECT, SEND, SPEAK, VIEW, accepted, quick_edits
 from tests.cogs.test_provision import restartable
+from tests.fakediscord.permissions import OVERWRITE_ROLE, Overwrite
 from tests.harness import Table, bot_on, bot_table
 
 #: Discord's Manage Roles and Administrator bits
@@ -124,6 +125,70 @@ async def test_a_player_who_leaves_the_server_and_comes_back_gets_his_role_back(
                                     "the returning player did not get his city role back")
         assert may(table, table.city_channel("Верона"), player) & SEND
         assert may(table, int(table.live().record.channels["voice"]), player) & CONNECT
+
+
+async def test_game_roles_a_person_gives_or_takes_are_put_right():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона", maniac=False)
+        roles = table.live().record.channels["roles"]
+        living, dead = int(roles["cities"]["Верона"]["living"]), int(roles["dead"])
+        alive = citizen(table, "Верона")
+        user = table.member(alive).user.id
+        table.fake.remove_member_role(table.guild_id, user, living)  # he no longer sees his city
+        table.fake.add_member_role(table.guild_id, user, dead)
+        await table.fake.wait_until(
+            lambda: living in table.member(alive).roles and dead not in table.member(alive).roles or None,
+            REPAIR, "the living player's roles were not put right")
+        assert may(table, table.city_channel("Верона"), alive) & SEND
+
+
+async def test_a_game_role_overwrite_a_person_edits_is_put_back():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона", maniac=False)
+        victim = citizen(table, "Верона")
+        await accepted(table, "host", "host kill", {"player": victim})
+        await table.drain()
+        text = table.city_channel("Верона")
+        dead = int(table.live().record.channels["roles"]["dead"])
+        table.fake.set_overwrite(text, Overwrite(dead, OVERWRITE_ROLE, allow=VIEW | SEND))  # "let them talk"
+        assert may(table, text, victim) & SEND
+        await table.fake.wait_until(lambda: not may(table, text, victim) & SEND or None, REPAIR,
+                                    "the dead write in the city")
+        assert may(table, text, victim) & VIEW
+
+
+async def test_what_a_person_changed_while_the_bot_was_down_is_repaired_after_the_restart():
+    async with restartable(8) as (fake, world, config):
+        async with bot_on(fake, world, config) as first:
+            quick_edits(first)
+            await first.new_game(cities="Верона", maniac=False)
+            victim = citizen(first, "Верона")
+            await accepted(first, "host", "host kill", {"player": victim})
+            await first.drain()
+            channels = first.live().record.channels
+            text, dead_role = first.city_channel("Верона"), int(channels["roles"]["dead"])
+            alive = citizen(first, "Верона")
+            living = int(channels["roles"]["cities"]["Верона"]["living"])
+        guild_id = world.guild.id
+        fake.delete_channel(text)
+        fake.delete_role(guild_id, dead_role)
+        returning = fake.member(guild_id, int(alive)).user
+        fake.remove_member(guild_id, returning.id)
+        fake.add_member(guild_id, returning)
+        async with bot_on(fake, world, config) as second:
+            await fake.wait_until(lambda: second.city_channel("Верона") != text
+                                  and int(second.live().record.channels["roles"]["dead"]) != dead_role or None,
+                                  REPAIR, "nothing was made again after the restart")
+            await fake.wait_until(lambda: living in second.member(alive).roles or None, REPAIR,
+                                  "the returning player got no role after the restart")
+            await second.drain()
+            new_text, new_dead = second.city_channel("Верона"), int(second.live().record.channels["roles"]["dead"])
+            assert new_dead in second.member(victim).roles
+            assert may(second, new_text, alive) & SEND
+            assert may(second, new_text, victim) & VIEW and not may(second, new_text, victim) & SEND
+            assert t("ru", "footprint.channel_again") in second.channel_messages(new_text)
 
 
 async def test_a_game_role_dragged_above_the_bot_is_worked_around_and_the_host_told_what_to_drag():
