@@ -22,7 +22,7 @@ with what Discord shows and repairs the difference through the outbox:
   do there exactly what his right role allows, and the host is told in his
   log what to drag where; once the role is below the bot again the
   overwrites go and the roles are put right;
-* a game role overwrite someone edited is put back;
+* a game role's overwrite, or @everyone's, someone edited is put back;
 * a member who gains Administrator or Manage Roles during the game (who then
   sees the hidden rooms, or can give himself a game role) is reported in the
   host's log.
@@ -312,7 +312,8 @@ def repairs(footprint: Footprint, seen: Observed) -> Repairs:
             continue  # not known to the bot yet (just made): nothing to compare
         present = seen.overwrites[int(place.id)]
         for o in place.overwrites:
-            if o.type == ROLE and int(o.target) in game_roles and present.get(int(o.target)) != (o.allow, o.deny):
+            watched = int(o.target) in game_roles or int(o.target) == footprint.guild  # and @everyone's
+            if o.type == ROLE and watched and present.get(int(o.target)) != (o.allow, o.deny):
                 overwrites.append((int(place.id), int(o.target), o.allow, o.deny))
     return Repairs(adds=tuple(adds), removals=tuple(removals), stuck=tuple(sorted(stuck)), standins=standins,
                    overwrites=tuple(overwrites))

@@ -157,6 +157,12 @@ async def test_a_game_role_overwrite_a_person_edits_is_put_back():
         await table.fake.wait_until(lambda: not may(table, text, victim) & SEND or None, REPAIR,
                                     "the dead write in the city")
         assert may(table, text, victim) & VIEW
+        outsider = table.fake.add_member(table.guild_id, "outsider")
+        table.fake.set_overwrite(text, Overwrite(table.guild_id, OVERWRITE_ROLE))  # @everyone let in
+        assert table.fake.permissions_for(table.guild_id, text, outsider.user.id) & VIEW
+        await table.fake.wait_until(
+            lambda: not table.fake.permissions_for(table.guild_id, text, outsider.user.id) & VIEW or None, REPAIR,
+            "@everyone reads the city")
 
 
 async def test_what_a_person_changed_while_the_bot_was_down_is_repaired_after_the_restart():
