@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
@@ -555,7 +556,7 @@ class Reconciler:
         found = repairs(footprint, seen)
         if found:
             found = await self._confirmed(guild, footprint, seen, found)
-        await self._write(live, footprint, seen, found)
+        await self._write(live, footprint, seen, found, _marker(live))
         return found
 
     async def _confirmed(self, guild: discord.Guild, footprint: Footprint, seen: Observed,
@@ -588,8 +589,11 @@ class Reconciler:
         seen = Observed(seen.roles, seen.channels, overwrites, members, seen.bot_top, seen.bot_owns, seen.powers)
         return repairs(footprint, seen)
 
-    async def _write(self, live: LiveGame, footprint: Footprint, seen: Observed, found: Repairs) -> None:
-        """Store what the pass decided: its intents, the host's notices, the reconciler's notes."""
+    async def _write(self, live: LiveGame, footprint: Footprint, seen: Observed, found: Repairs,
+                     marker: str) -> None:
+        """Store what the pass decided: its intents, the host's notices, the reconciler's notes
+        (nothing if the game changed since the pass looked: a death meanwhile, say; then the game
+        is looked at again)."""
         before = _state(dict(live.record.channels))
         known_stuck = set(before.get("stuck", []))
         new_stuck = [role for role in found.stuck if role not in known_stuck]
@@ -607,6 +611,9 @@ class Reconciler:
 
         def change(live: LiveGame) -> list[OutboxItem]:
             if live.record.state != "running":
+                return []
+            if _marker(live) != marker:
+                self.request(live.id)
                 return []
             state = _state(live.record.channels)
             items = self._items(live, footprint, found, old_standins)
@@ -746,6 +753,14 @@ class Reconciler:
 
         await self.bot.service.update(game_id, change)
         self.request(game_id)
+
+
+def _marker(live: LiveGame) -> str:
+    """What a pass's decisions rest on: the game's places and roles, who plays and who lives."""
+    channels = {key: value for key, value in live.record.channels.items() if key != "footprint"}
+    game = live.game
+    seats = (sorted(game.players), sorted(game.alive())) if game is not None else ()
+    return json.dumps([channels, seats], sort_keys=True, default=str)
 
 
 def _children(channels: dict[str, Any]) -> list[int]:
