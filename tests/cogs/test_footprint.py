@@ -45,6 +45,20 @@ def citizen(table: Table, city: str) -> str:
     return next(p for p in table.game.alive(city) if table.game.status_of(p).value == "citizen")
 
 
+async def one_city(table: Table) -> None:
+    """A one-city game started, messages edited at once."""
+    quick_edits(table)
+    await table.new_game(cities="Верона", maniac=False)
+
+
+async def killed(table: Table) -> str:
+    """The host kills a citizen of Верона; his death carried out on Discord."""
+    victim = citizen(table, "Верона")
+    await accepted(table, "host", "host kill", {"player": victim})
+    await table.drain()
+    return victim
+
+
 async def test_a_deleted_city_channel_is_made_again_and_says_its_history_is_gone():
     async with bot_table(players=8) as table:
         quick_edits(table)
@@ -69,8 +83,7 @@ async def test_a_deleted_city_channel_is_made_again_and_says_its_history_is_gone
 
 async def test_a_deleted_category_is_made_again_and_takes_its_channels_back():
     async with bot_table(players=8) as table:
-        quick_edits(table)
-        await table.new_game(cities="Верона", maniac=False)
+        await one_city(table)
         channels = table.live().record.channels
         old = int(channels["category"])
         table.fake.delete_channel(old)
@@ -86,11 +99,8 @@ async def test_a_deleted_category_is_made_again_and_takes_its_channels_back():
 
 async def test_a_deleted_dead_role_is_made_again_and_the_next_dead_see_the_dead_channel():
     async with bot_table(players=8) as table:
-        quick_edits(table)
-        await table.new_game(cities="Верона", maniac=False)
-        first = citizen(table, "Верона")
-        await accepted(table, "host", "host kill", {"player": first})
-        await table.drain()
+        await one_city(table)
+        first = await killed(table)
         dead_channel = int(table.live().record.channels["dead"])
         old = int(table.live().record.channels["roles"]["dead"])
         table.fake.delete_role(table.guild_id, old)
@@ -104,17 +114,14 @@ async def test_a_deleted_dead_role_is_made_again_and_the_next_dead_see_the_dead_
         assert may(table, dead_channel, first) & SEND
         assert may(table, table.city_channel("Верона"), first) & VIEW
         assert not may(table, table.city_channel("Верона"), first) & SEND
-        second = citizen(table, "Верона")
-        await accepted(table, "host", "host kill", {"player": second})
-        await table.drain()
+        second = await killed(table)
         assert may(table, dead_channel, second) & SEND
         assert not may(table, int(table.live().record.channels["voice"]), second) & SPEAK
 
 
 async def test_a_player_who_leaves_the_server_and_comes_back_gets_his_role_back():
     async with bot_table(players=8) as table:
-        quick_edits(table)
-        await table.new_game(cities="Верона", maniac=False)
+        await one_city(table)
         player = citizen(table, "Верона")
         member = table.member(player)
         role = int(table.live().record.channels["roles"]["cities"]["Верона"]["living"])
@@ -129,8 +136,7 @@ async def test_a_player_who_leaves_the_server_and_comes_back_gets_his_role_back(
 
 async def test_game_roles_a_person_gives_or_takes_are_put_right():
     async with bot_table(players=8) as table:
-        quick_edits(table)
-        await table.new_game(cities="Верона", maniac=False)
+        await one_city(table)
         roles = table.live().record.channels["roles"]
         living, dead = int(roles["cities"]["Верона"]["living"]), int(roles["dead"])
         alive = citizen(table, "Верона")
@@ -145,11 +151,8 @@ async def test_game_roles_a_person_gives_or_takes_are_put_right():
 
 async def test_a_game_role_overwrite_a_person_edits_is_put_back():
     async with bot_table(players=8) as table:
-        quick_edits(table)
-        await table.new_game(cities="Верона", maniac=False)
-        victim = citizen(table, "Верона")
-        await accepted(table, "host", "host kill", {"player": victim})
-        await table.drain()
+        await one_city(table)
+        victim = await killed(table)
         text = table.city_channel("Верона")
         dead = int(table.live().record.channels["roles"]["dead"])
         table.fake.set_overwrite(text, Overwrite(dead, OVERWRITE_ROLE, allow=VIEW | SEND))  # "let them talk"
@@ -199,8 +202,7 @@ async def test_what_a_person_changed_while_the_bot_was_down_is_repaired_after_th
 
 async def test_a_game_role_dragged_above_the_bot_is_worked_around_and_the_host_told_what_to_drag():
     async with bot_table(players=8, refusals=True) as table:
-        quick_edits(table)
-        await table.new_game(cities="Верона", maniac=False)
+        await one_city(table)
         channels = table.live().record.channels
         living = int(channels["roles"]["cities"]["Верона"]["living"])
         guild = table.fake.state.guild(table.guild_id)
@@ -209,9 +211,7 @@ async def test_a_game_role_dragged_above_the_bot_is_worked_around_and_the_host_t
         table.fake.move_role(table.guild_id, living, bot_role.position + 1)  # a person drags it
         living_name = guild.roles[living].name
         await logged(table, "footprint.role_above", role=living_name, bot_role=bot_role.name)
-        victim = citizen(table, "Верона")
-        await accepted(table, "host", "host kill", {"player": victim})
-        await table.drain()
+        victim = await killed(table)
         refused = [c for c in table.fake.calls("DELETE", "/guilds/{guild_id}/members/{user_id}/roles/{role_id}")
                    if c.status == 403]
         assert len(refused) == 1  # Discord's hierarchy: the bot cannot take that role
@@ -241,8 +241,7 @@ async def test_a_game_role_dragged_above_the_bot_is_worked_around_and_the_host_t
 
 async def test_a_member_who_gains_manage_roles_or_administrator_mid_game_is_reported():
     async with bot_table(players=8) as table:
-        quick_edits(table)
-        await table.new_game(cities="Верона", maniac=False)
+        await one_city(table)
         await table.fake.wait_until(lambda: "powers" in table.live().record.channels.get("footprint", {}) or None,
                                     REPAIR, "the reconciler never noted who holds powers")
         lines = len(log_lines(table))
@@ -264,11 +263,8 @@ async def test_a_member_who_gains_manage_roles_or_administrator_mid_game_is_repo
 
 async def test_the_dead_may_not_set_the_tribune_status_nor_create_events_there():
     async with bot_table(players=8) as table:
-        quick_edits(table)
-        await table.new_game(cities="Верона", maniac=False)
-        victim = citizen(table, "Верона")
-        await accepted(table, "host", "host kill", {"player": victim})
-        await table.drain()
+        await one_city(table)
+        victim = await killed(table)
         voice = int(table.live().record.channels["voice"])
         assert not may(table, voice, victim) & SET_VOICE_CHANNEL_STATUS
         assert not may(table, voice, victim) & CREATE_EVENTS
