@@ -41,7 +41,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Collection, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -59,11 +59,12 @@ from cogs.channels import (
     Layout,
     Overwrite,
     Target,
+    layout_of,
     permission_names,
     resolved,
 )
 from cogs.common import mention, phrase
-from cogs.render import NO_PINGS
+from cogs.votes import NO_PINGS
 from rules import Game
 
 if TYPE_CHECKING:
@@ -133,12 +134,19 @@ class Footprint:
         return {role.id for role in self.roles}
 
 
-def declared(live: LiveGame, game: Game, layout: Layout, *, over: bool = False) -> Footprint:
-    """What the game should have on Discord (``layout`` with ids or provisioning keys)."""
-    game_id = live.id
+def declared(live: LiveGame | None, game: Game, layout: Layout, *, over: bool = False,
+             revived: Collection[str] = ()) -> Footprint:
+    """What the game should have on Discord (``layout`` with ids or provisioning keys).
+
+    ``revived``: players counted alive still (the footprint as it was before their deaths).
+    Without ``live`` (a footprint compared for who may do what, not made) names are empty."""
+    game_id = live.id if live is not None else 0
 
     def name(key: str, **params: Any) -> str:
-        return phrase(live, key, game=game_id, **params)[:100]
+        return phrase(live, key, game=game_id, **params)[:100] if live is not None else ""
+
+    def topic(key: str, **params: Any) -> str | None:
+        return phrase(live, key, game=game_id, **params)[:1024] if live is not None else None
 
     roles: list[RoleSpec] = []
     for city in layout.cities:
@@ -156,25 +164,79 @@ def declared(live: LiveGame, game: Game, layout: Layout, *, over: bool = False) 
     for city in layout.cities:
         places.append(PlaceSpec(("cities", city.name, "text"), city.text, TEXT, name("channel.city", city=city.name),
                                 category, tuple(layout.city_overwrites(city.name, over=over)),
-                                phrase(live, "channel.topic.city", city=city.name, game=game_id)[:1024]))
+                                topic("channel.topic.city", city=city.name)))
         places.append(PlaceSpec(("cities", city.name, "mafia"), city.mafia, TEXT,
                                 name("channel.mafia", city=city.name), category,
-                                tuple(layout.mafia_overwrites(game, city.name, over=over)),
-                                phrase(live, "channel.topic.mafia", city=city.name, game=game_id)[:1024]))
+                                tuple(layout.mafia_overwrites(game, city.name, over=over, revived=revived)),
+                                topic("channel.topic.mafia", city=city.name)))
     places.append(PlaceSpec(("voice",), layout.voice, VOICE_CHANNEL, name("channel.voice"), category,
                             tuple(layout.voice_overwrites(over=over))))
     places.append(PlaceSpec(("dead",), layout.dead, TEXT, name("channel.dead"), category,
                             tuple(layout.dead_overwrites(over=over)),
-                            phrase(live, "channel.topic.dead", game=game_id)[:1024]))
+                            topic("channel.topic.dead")))
     places.append(PlaceSpec(("log",), layout.log, TEXT, name("channel.log"), category,
                             tuple(layout.log_overwrites(over=over)),
-                            phrase(live, "channel.topic.log", game=game_id)[:1024]))
+                            topic("channel.topic.log")))
 
-    seats = [Seat(int(player), layout.role_of(game, player) if game.is_alive(player) else layout.dead_role)
-             for player in game.players]
-    if layout.spectators is not None:
-        seats.extend(Seat(int(user), layout.spectators, spectator=True) for user in live.record.channels.get("watching", []))
+    seats = [Seat(int(player), layout.role_of(game, player) if game.is_alive(player) or player in revived
+                  else layout.dead_role) for player in game.players]
+    if layout.spectators is not None and live is not None:
+        seats.extend(Seat(int(user), layout.spectators, spectator=True)
+                     for user in live.record.channels.get("watching", []))
     return Footprint(game_id, layout.guild, tuple(roles), tuple(places), tuple(seats))
+
+
+def member_changes(before: Footprint, after: Footprint, users: Collection[int]) -> list[OutboxItem]:
+    """What changes on Discord for these members when the game's footprint goes from ``before``
+    to ``after``, in an order that never lets one of them hold more than either allows: game
+    roles taken, member overwrites put or dropped, game roles given (two game roles' allows would
+    add up)."""
+
+    def seats(footprint: Footprint) -> list[tuple[int, Target]]:
+        return [(seat.user, seat.role) for seat in footprint.seats if seat.user in users]
+
+    def grants(footprint: Footprint) -> dict[tuple[Target, Target], Overwrite]:
+        return {(place.id, o.target): o for place in footprint.places for o in place.overwrites
+                if o.type == MEMBER and int(o.target) in users}
+
+    guild = after.guild
+    old_seats, new_seats = seats(before), seats(after)
+    items = [OutboxItem("member_role", {"guild_id": guild, "user_id": user, "role": role}, {"add": False})
+             for user, role in old_seats if (user, role) not in new_seats]
+    old_grants, new_grants = grants(before), grants(after)
+    for (place, member), overwrite in new_grants.items():
+        if old_grants.get((place, member)) != overwrite:
+            items.append(OutboxItem("overwrite", {"channel_id": place, "id": member, "type": MEMBER},
+                                    {"allow": str(overwrite.allow), "deny": str(overwrite.deny)}))
+    items += [OutboxItem("overwrite", {"channel_id": place, "id": member, "type": MEMBER}, {"delete": True})
+              for place, member in old_grants if (place, member) not in new_grants]
+    items += [OutboxItem("member_role", {"guild_id": guild, "user_id": user, "role": role}, {"add": True})
+              for user, role in new_seats if (user, role) not in old_seats]
+    return items
+
+
+def death_items(game: Game, channels: dict[str, Any], player: str) -> list[OutboxItem]:
+    """``player`` died (``game`` says so): the difference between the footprint with him alive
+    and without (his city role off, his mafia room's overwrite dropped, the dead role on)."""
+    layout = layout_of(channels)
+    if layout is None:
+        return []
+    return member_changes(declared(None, game, layout, revived={player}), declared(None, game, layout),
+                          {int(player)})
+
+
+def cohost_items(live: LiveGame, member: int, *, add: bool) -> list[OutboxItem]:
+    """A co-host added (or removed) mid-game: the footprint's host overwrite of him on every game
+    channel and the category, given (or taken back). Updates ``live.record.channels``'
+    co-hosts, so later edits of whole channels keep them."""
+    channels = live.record.channels
+    layout = layout_of(channels)
+    if layout is None or live.game is None:
+        return []
+    before = declared(None, live.game, layout)
+    others = [c for c in layout.cohosts if c != member]
+    channels["cohosts"] = layout.cohosts = [*others, member] if add else others
+    return member_changes(before, declared(None, live.game, layout), {member})
 
 
 # ------------------------------------------------------------------ making it
@@ -768,5 +830,5 @@ def _children(channels: dict[str, Any]) -> list[int]:
     return [int(value) for value in [*ids, channels["voice"], channels["dead"], channels["log"]]]
 
 
-__all__ = ["Footprint", "Observed", "PlaceSpec", "Reconciler", "Repairs", "RoleSpec", "Seat", "declared",
-           "observe", "provision_plan", "repairs", "rollback_plan"]
+__all__ = ["Footprint", "Observed", "PlaceSpec", "Reconciler", "Repairs", "RoleSpec", "Seat", "cohost_items",
+           "death_items", "declared", "member_changes", "observe", "provision_plan", "repairs", "rollback_plan"]

@@ -35,6 +35,7 @@ Names, topics and audit-log reasons say nothing beyond those public facts.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,12 +164,15 @@ class Layout:
         return result
 
     def mafia_overwrites(self, game: Game | None, name: str, *, over: bool = False,
-                         reveal: bool = False) -> list[Overwrite]:
+                         reveal: bool = False, revived: Collection[str] = ()) -> list[Overwrite]:
         """A mafia room: only the city's living mafiosi (and the host) see it; at the end, with
         ``reveal``, every player of the game reads it. (No game: a broken one whose deal cannot
-        be read; its room keeps only the host.)"""
+        be read; its room keeps only the host.) ``revived``: players counted alive still (the
+        room as it was before their deaths)."""
         allow, deny = (READ.value, SILENCE.value) if over else (READ.value | WRITE.value, 0)
-        mafiosi = game.living_mafiosi(name) if game is not None else []
+        mafiosi = [] if game is None else [
+            p for p in game.residents[name] if game.status_of(p) is Status.MAFIOSO
+            and (game.is_alive(p) or p in revived)] if revived else game.living_mafiosi(name)
         result = self.base() + [Overwrite(int(p), allow, deny) for p in mafiosi]
         return result + (self.everyone_reads_at_end() if over and reveal else [])
 
@@ -293,30 +297,13 @@ def resolved(layout: Layout, ids: dict[str, int]) -> Layout:
 # ------------------------------------------------------------------ during and after the game
 
 
-def _layout(channels: dict[str, Any]) -> Layout | None:
+def layout_of(channels: dict[str, Any]) -> Layout | None:
+    """The layout of a game's record ``channels`` (None before the game has game roles)."""
     if "roles" not in channels:
         if channels:
             log.warning("a game's channels were made before game roles: no permission change")
         return None
     return Layout.from_channels(channels)
-
-
-def death_overwrites(game: Game, channels: dict[str, Any], player: str) -> list[OutboxItem]:
-    """What changes when ``player`` dies: his city role off, his mafia room closed, the dead role on
-    (in this order: he never holds two game roles, whose allows would add up)."""
-    layout = _layout(channels)
-    if layout is None:
-        return []
-    member = int(player)
-    items = [OutboxItem("member_role", {"guild_id": layout.guild, "user_id": member,
-                                        "role": layout.role_of(game, player)}, {"add": False})]
-    if game.status_of(player) is Status.MAFIOSO:
-        mafia = layout.city(game.city_of(player)).mafia
-        items.append(OutboxItem("overwrite", {"channel_id": mafia, "id": member, "type": MEMBER},
-                                {"delete": True}))
-    items.append(OutboxItem("member_role", {"guild_id": layout.guild, "user_id": member,
-                                            "role": layout.dead_role}, {"add": True}))
-    return items
 
 
 def quiet_swap(live: LiveGame, game: Game, player: str, *, wants_pings: bool,
@@ -327,7 +314,7 @@ def quiet_swap(live: LiveGame, game: Game, player: str, *, wants_pings: bool,
     its overwrites wherever the living role has one, all in the provisioning lane, and the swap
     after them there. Updates ``live.record.channels`` (the twin's key, who is quiet)."""
     channels = live.record.channels
-    layout = _layout(channels)
+    layout = layout_of(channels)
     if layout is None or not game.is_alive(player):
         return []
     quiet = set(channels.get("quiet", []))
@@ -365,7 +352,7 @@ def replace_overwrites(live: LiveGame, game: Game, old: str, new: str, *, quiet:
     quiet twin if he turned pings off and the twin exists) to him, off the old one; for a
     mafioso the mafia room's member overwrite too, the newcomer's first. Updates who is quiet."""
     channels = live.record.channels
-    layout = _layout(channels)
+    layout = layout_of(channels)
     if layout is None:
         return []
     city = layout.city(game.city_of(new))
@@ -388,29 +375,13 @@ def replace_overwrites(live: LiveGame, game: Game, old: str, new: str, *, quiet:
     return items
 
 
-def cohost_items(live: LiveGame, member: int, *, add: bool) -> list[OutboxItem]:
-    """A co-host added (or removed) mid-game: the host's member overwrite on every game channel
-    and the category, given (or taken back) in the permissions lane. Updates
-    ``live.record.channels``' co-hosts, so later edits of whole channels keep them."""
-    channels = live.record.channels
-    layout = _layout(channels)
-    if layout is None or live.game is None:
-        return []
-    others = [c for c in layout.cohosts if c != member]
-    channels["cohosts"] = [*others, member] if add else others
-    targets = [layout.category, *(target for target, _ in layout.channels(live.game))]
-    payload: dict[str, Any] = {"allow": str(HOST.value), "deny": "0"} if add else {"delete": True}
-    return [OutboxItem("overwrite", {"channel_id": target, "id": member, "type": MEMBER}, dict(payload),
-                       lane="permissions") for target in targets]
-
-
 def end_of_game_items(channels: dict[str, Any], game: Game | None, at_end: str, *,
                       reveal: bool = False) -> list[OutboxItem]:
     """At the end: delete the game's channels and roles (after the last messages said in them), or
     make every channel read-only to all who read it and the tribune silent, and with ``reveal``
     open the mafia rooms and the host's log to every player, read-only (one edit per channel, in
     the permissions lane)."""
-    layout = _layout(channels)
+    layout = layout_of(channels)
     if layout is None:
         return []
     if at_end == "delete":
@@ -474,8 +445,8 @@ def missing_permissions(permissions: discord.Permissions) -> list[str]:
 
 
 __all__ = [
-    "CATEGORY", "MAX_OVERWRITES", "cohost_items", "replace_overwrites", "TEXT", "VOICE_CHANNEL", "CityPlaces", "Layout", "Overwrite",
-    "death_overwrites", "end_of_game_items", "quiet_swap", "exposure", "exposure_lines", "flag_names",
-    "layout_for",
+    "CATEGORY", "MAX_OVERWRITES", "replace_overwrites", "TEXT", "VOICE_CHANNEL", "CityPlaces", "Layout", "Overwrite",
+    "end_of_game_items", "quiet_swap", "exposure", "exposure_lines", "flag_names",
+    "layout_for", "layout_of",
     "lobby_exposure", "missing_permissions", "permission_names", "resolved",
 ]

@@ -29,7 +29,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.footprint import Reconciler, provision_plan, rollback_plan
+from bot.footprint import Reconciler, cohost_items, provision_plan, rollback_plan
 from bot.i18n import key_str, t
 from bot.options import duration_text, parse_duration
 from bot.outbox import CREATES
@@ -37,7 +37,6 @@ from bot.service import GameBroken, LiveGame, MovedOn, NoGame, Seen, command_for
 from bot.storage import DamagedLog, OutboxItem
 from cogs.channels import (
     Layout,
-    cohost_items,
     end_of_game_items,
     exposure,
     exposure_lines,
