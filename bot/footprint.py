@@ -3,10 +3,14 @@
 :func:`declared` derives from a game what should exist now: its roles, its
 channels with their role overwrites, and which game role each member holds
 (his city's living role or its quiet twin alive, the dead role dead, the
-spectators' role watching). Provisioning (:func:`provision_plan`) makes it;
-during the game deaths, replacements, spectators and co-hosts change it by
-their own intents (``cogs.channels``), and :class:`Reconciler` compares it
-with what Discord shows and repairs the difference through the outbox:
+spectators' role watching). Provisioning (:func:`provision_plan`) makes it; a
+death and a co-host added or removed are the difference between the footprint
+before and after (:func:`member_changes`), stored with the command; a
+replacement, a quiet twin, the spectators' role and the end's lock keep
+intents of their own (``cogs.channels``, ``cogs.spectators``), drawn from the
+same layout. After any of them, and whatever people do, :class:`Reconciler`
+compares the footprint with what Discord shows and repairs the difference
+through the outbox:
 
 * a game channel deleted by a person is made again, with the overwrites it
   should have now, and the bot says in it that its earlier history is gone
