@@ -5,8 +5,8 @@ channels with their role overwrites, and which game role each member holds
 (his city's living role or its quiet twin alive, the dead role dead, the
 spectators' role watching). Provisioning (:func:`provision_plan`) makes it; a
 death and a co-host added or removed are the difference between the footprint
-before and after (:func:`member_changes`), stored with the command; a
-replacement, a quiet twin, the spectators' role and the end's lock keep
+before and after (:func:`member_changes`), stored with the command, and so
+is a replacement; a quiet twin, the spectators' role and the end's lock keep
 intents of their own (``cogs.channels``, ``cogs.spectators``), drawn from the
 same layout. After any of them, and whatever people do, :class:`Reconciler`
 compares the footprint with what Discord shows and repairs the difference
@@ -46,7 +46,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Callable, Collection, Coroutine, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -227,6 +227,33 @@ def death_items(game: Game, channels: dict[str, Any], player: str) -> list[Outbo
         return []
     return member_changes(declared(None, game, layout, revived={player}), declared(None, game, layout),
                           {int(player)})
+
+
+def replacement_items(live: LiveGame, game: Game, old: str, new: str, *, quiet: bool) -> list[OutboxItem]:
+    """``new`` took ``old``'s place (the game already names ``new``): the difference between the
+    footprint with ``old`` in the seat and with ``new`` (the seat's game role, the city's quiet
+    twin if the newcomer turned pings off and the twin exists; a mafioso's room overwrite).
+    Updates who is quiet."""
+    channels = live.record.channels
+    layout = layout_of(channels)
+    if layout is None:
+        return []
+    city = layout.city(game.city_of(new))
+    old_role = city.quiet if old in layout.quiet and city.quiet is not None else city.living
+    layout.quiet = (layout.quiet - {old}) | ({new} if quiet and city.quiet is not None else set())
+    channels["quiet"] = sorted(layout.quiet)
+    after = declared(None, game, layout)
+    before = _seated(after, int(new), int(old), old_role if game.is_alive(new) else layout.dead_role)
+    return member_changes(before, after, {int(old), int(new)})
+
+
+def _seated(footprint: Footprint, new: int, old: int, role: Target) -> Footprint:
+    """The footprint with ``old`` (holding ``role``) where it has ``new``."""
+    seats = tuple(Seat(old, role) if seat.user == new and not seat.spectator else seat for seat in footprint.seats)
+    places = tuple(replace(place, overwrites=tuple(
+        Overwrite(old, o.allow, o.deny, o.type) if o.type == MEMBER and o.target == new else o
+        for o in place.overwrites)) for place in footprint.places)
+    return replace(footprint, seats=seats, places=places)
 
 
 def cohost_items(live: LiveGame, member: int, *, add: bool) -> list[OutboxItem]:
@@ -835,4 +862,5 @@ def _children(channels: dict[str, Any]) -> list[int]:
 
 
 __all__ = ["Footprint", "Observed", "PlaceSpec", "Reconciler", "Repairs", "RoleSpec", "Seat", "cohost_items",
-           "death_items", "declared", "member_changes", "observe", "provision_plan", "repairs", "rollback_plan"]
+           "death_items", "declared", "member_changes", "observe", "provision_plan", "repairs", "replacement_items",
+           "rollback_plan"]

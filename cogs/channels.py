@@ -347,34 +347,6 @@ def quiet_swap(live: LiveGame, game: Game, player: str, *, wants_pings: bool,
     return items
 
 
-def replace_overwrites(live: LiveGame, game: Game, old: str, new: str, *, quiet: bool) -> list[OutboxItem]:
-    """``new`` took ``old``'s place (the game already names ``new``): the city's living role (its
-    quiet twin if he turned pings off and the twin exists) to him, off the old one; for a
-    mafioso the mafia room's member overwrite too, the newcomer's first. Updates who is quiet."""
-    channels = live.record.channels
-    layout = layout_of(channels)
-    if layout is None:
-        return []
-    city = layout.city(game.city_of(new))
-    old_role = city.quiet if old in layout.quiet and city.quiet is not None else city.living
-    to_quiet = quiet and city.quiet is not None
-    new_role = city.quiet if to_quiet and city.quiet is not None else city.living
-    channels["quiet"] = sorted((layout.quiet - {old}) | ({new} if to_quiet else set()))
-    guild = layout.guild
-    items = [
-        OutboxItem("member_role", {"guild_id": guild, "user_id": int(new), "role": new_role}, {"add": True},
-                   lane="permissions"),
-        OutboxItem("member_role", {"guild_id": guild, "user_id": int(old), "role": old_role}, {"add": False},
-                   lane="permissions"),
-    ]
-    if game.status_of(new) is Status.MAFIOSO and game.is_alive(new):
-        items.append(OutboxItem("overwrite", {"channel_id": city.mafia, "id": int(new), "type": MEMBER},
-                                {"allow": str(READ.value | WRITE.value), "deny": "0"}, lane="permissions"))
-        items.append(OutboxItem("overwrite", {"channel_id": city.mafia, "id": int(old), "type": MEMBER},
-                                {"delete": True}, lane="permissions"))
-    return items
-
-
 def end_of_game_items(channels: dict[str, Any], game: Game | None, at_end: str, *,
                       reveal: bool = False) -> list[OutboxItem]:
     """At the end: delete the game's channels and roles (after the last messages said in them), or
@@ -445,7 +417,7 @@ def missing_permissions(permissions: discord.Permissions) -> list[str]:
 
 
 __all__ = [
-    "CATEGORY", "MAX_OVERWRITES", "replace_overwrites", "TEXT", "VOICE_CHANNEL", "CityPlaces", "Layout", "Overwrite",
+    "CATEGORY", "MAX_OVERWRITES", "TEXT", "VOICE_CHANNEL", "CityPlaces", "Layout", "Overwrite",
     "end_of_game_items", "quiet_swap", "exposure", "exposure_lines", "flag_names",
     "layout_for", "layout_of",
     "lobby_exposure", "missing_permissions", "permission_names", "resolved",

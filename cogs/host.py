@@ -29,7 +29,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.footprint import Reconciler, cohost_items, provision_plan, rollback_plan
+from bot.footprint import Reconciler, cohost_items, provision_plan, replacement_items, rollback_plan
 from bot.i18n import key_str, t
 from bot.options import duration_text, parse_duration
 from bot.outbox import CREATES
@@ -44,7 +44,6 @@ from cogs.channels import (
     lobby_exposure,
     missing_permissions,
     permission_names,
-    replace_overwrites,
     resolved,
 )
 from cogs.common import (
@@ -207,7 +206,7 @@ def replaced_items(live: LiveGame, old: str, new: str, *, name: str, quiet: bool
             entry["replaced_by"] = int(new)
     players.append({"id": int(new), "name": name, "replaces": int(old), **({"exposed": exposed} if exposed else {})})
     record.lobby.get("leaving", {}).pop(old, None)
-    items = replace_overwrites(live, game, old, new, quiet=quiet)
+    items = replacement_items(live, game, old, new, quiet=quiet)
     city = game.city_of(new)
     ids = record.channels.get("cities", {}).get(city, {})
     only_him = {"parse": [], "users": [new]}
