@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
+from bot.outbox import CREATES
 from bot.service import LiveGame, NoGame
 from bot.storage import OutboxItem
 from cogs.channels import (
@@ -370,12 +371,15 @@ class Repairs:
         return bool(self.lost_roles or self.lost_places or self.adds or self.removals or self.overwrites)
 
 
-def repairs(footprint: Footprint, seen: Observed) -> Repairs:
+def repairs(footprint: Footprint, seen: Observed, given_up: Collection[Path] = ()) -> Repairs:
     """What to do so that Discord shows ``footprint`` (every id resolved). A lost role or channel
-    is made again (nothing else of it is repaired meanwhile); a member's game roles are put right
-    where Discord lets the bot, and where not, member overwrites stand in for them."""
-    lost_roles = tuple(role for role in footprint.roles if int(role.id) not in seen.roles)
-    lost_places = tuple(place for place in footprint.places if int(place.id) not in seen.channels)
+    is made again (nothing else of it is repaired meanwhile) unless Discord refused that once
+    (``given_up``: the host was told); a member's game roles are put right where Discord lets
+    the bot, and where not, member overwrites stand in for them."""
+    lost_roles = tuple(role for role in footprint.roles
+                       if int(role.id) not in seen.roles and role.path not in given_up)
+    lost_places = tuple(place for place in footprint.places
+                        if int(place.id) not in seen.channels and place.path not in given_up)
     if lost_roles or lost_places:
         return Repairs(lost_roles=lost_roles, lost_places=lost_places)
     game_roles = {int(role) for role in footprint.role_ids}
@@ -499,6 +503,8 @@ class Reconciler:
         self._waiting: set[int] = set()
         """Games whose pass waits for their lanes to go idle."""
         self._queried: set[int] = set()
+        self._refused: dict[tuple[int, str], str] = {}
+        """Discord's code for each making again it refused: (game, key) → code."""
         self._closed = False
         self.passes = 0
         """Passes made (for tests and benchmarks: a pass that found nothing counts too)."""
@@ -576,6 +582,12 @@ class Reconciler:
         self._guild(guild.id)
 
     async def _failed(self, item: OutboxItem, error: BaseException) -> None:
+        if item.kind in CREATES and str(item.target.get("key", "")).startswith("again"):
+            # a role or channel made again that Discord refused: said to the host when the lane
+            # is idle, and not tried again in this game (its cap reached, a permission taken)
+            code = getattr(error, "code", None) or getattr(error, "status", None) or "—"
+            self._refused[(item.game_id, str(item.target["key"]))] = str(code)
+            return
         if item.kind in ("member_role", "overwrite", "send", "edit_channel"):
             live = self.bot.service.find(item.game_id)
             if live is not None and live.record.state == "running":
@@ -646,14 +658,15 @@ class Reconciler:
                     await guild.query_members(user_ids=users[start:start + QUERY_CHUNK], limit=QUERY_CHUNK,
                                               cache=True)
         seen = observe(guild, [int(place.id) for place in footprint.places], users)
-        found = repairs(footprint, seen)
+        given_up = {tuple(path) for path in _state(dict(live.record.channels)).get("given_up", [])}
+        found = repairs(footprint, seen, given_up)
         if found:
-            found = await self._confirmed(guild, footprint, seen, found)
+            found = await self._confirmed(guild, footprint, seen, found, given_up)
         await self._write(live, footprint, seen, found, _marker(live))
         return found
 
     async def _confirmed(self, guild: discord.Guild, footprint: Footprint, seen: Observed,
-                         found: Repairs) -> Repairs:
+                         found: Repairs, given_up: Collection[Path]) -> Repairs:
         """The difference as Discord's REST answers show it (the cache may lag behind the bot's own
         changes): a member's roles, a channel or role that seems gone."""
         http = self.bot.http
@@ -661,7 +674,7 @@ class Reconciler:
             roles = {int(role["id"]): int(role.get("position", 0)) for role in await http.get_roles(guild.id)}
             channels = {int(c["id"]) for c in await http.get_all_guild_channels(guild.id)}
             seen = Observed(roles, channels, seen.overwrites, seen.members, seen.bot_top, seen.bot_owns, seen.powers)
-            return repairs(footprint, seen)
+            return repairs(footprint, seen, given_up)
         overwrites = dict(seen.overwrites)
         for channel_id in {channel for channel, *_ in found.overwrites}:
             try:
@@ -680,7 +693,7 @@ class Reconciler:
                 continue
             members[user] = frozenset(int(role) for role in data.get("roles", []))
         seen = Observed(seen.roles, seen.channels, overwrites, members, seen.bot_top, seen.bot_owns, seen.powers)
-        return repairs(footprint, seen)
+        return repairs(footprint, seen, given_up)
 
     async def _write(self, live: LiveGame, footprint: Footprint, seen: Observed, found: Repairs,
                      marker: str) -> None:
@@ -784,13 +797,13 @@ class Reconciler:
         for role in found.lost_roles:
             key = f"again{serial}:{'/'.join(role.path)}"
             keys[role.id] = key
-            remaking.append({"key": key, "path": list(role.path), "kind": "role"})
+            remaking.append({"key": key, "path": list(role.path), "kind": "role", "name": role.name})
             items.append(create_role_item(footprint, role, reason, key))
         lost = {place.id for place in found.lost_places}
         for place in found.lost_places:
             key = f"again{serial}:{'/'.join(place.path)}"
             keys[place.id] = key
-            remaking.append({"key": key, "path": list(place.path), "kind": "channel"})
+            remaking.append({"key": key, "path": list(place.path), "kind": "channel", "name": place.name})
 
         def swapped(overwrites: Iterable[Overwrite]) -> list[Overwrite]:
             return [Overwrite(keys.get(o.target, o.target), o.allow, o.deny, o.type) for o in overwrites]
@@ -833,7 +846,15 @@ class Reconciler:
             for entry in state.pop("remaking", []):
                 new = made.get(entry["key"])
                 if new is None:
-                    log.error("game %s: %s was not made again", game_id, entry["key"])
+                    code = self._refused.pop((game_id, entry["key"]), "—")
+                    log.error("game %s: %s was not made again (Discord: %s)", game_id, entry["key"], code)
+                    state.setdefault("given_up", []).append(entry["path"])
+                    log_channel = channels.get("log")
+                    if log_channel is not None and str(log_channel).isdigit():
+                        items.append(OutboxItem("send", {"channel_id": int(log_channel)}, {
+                            "content": phrase(live, f"footprint.not_made.{entry['kind']}",
+                                              name=entry.get("name", "—"), code=code),
+                            "allowed_mentions": NO_PINGS}))
                     continue
                 _put(channels, tuple(entry["path"]), new)
                 if entry["kind"] == "channel" and tuple(entry["path"]) != ("category",):

@@ -81,6 +81,24 @@ async def test_a_deleted_city_channel_is_made_again_and_says_its_history_is_gone
         assert may(table, new, residents[0]) & VIEW and not may(table, new, residents[0]) & SEND
 
 
+async def test_a_channel_discord_refuses_to_make_again_is_told_to_the_host_once_and_not_tried_again():
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        reconciler = host_cog(table).footprint
+        table.fake.fail("POST", r"/guilds/\d+/channels", status=400, count=None, code=30013,
+                        message="Maximum number of guild channels reached (500)")
+        table.fake.delete_channel(table.mafia_channel("Верона"))
+        await logged(table, "footprint.not_made.channel", name=t("ru", "channel.mafia", city="Верона"), code="30013")
+        await table.drain()
+        tries = len(table.fake.calls("POST", "/guilds/{guild_id}/channels"))
+        passes = reconciler.passes
+        table.fake.create_role(table.guild_id, "Гости")  # any event: the reconciler looks again
+        await table.fake.wait_until(lambda: reconciler.passes > passes or None, REPAIR, "no pass after the event")
+        await table.drain()
+        assert len(table.fake.calls("POST", "/guilds/{guild_id}/channels")) == tries
+        assert sum(line.startswith("⚠️ Discord") for line in log_lines(table)) == 1
+
+
 async def test_a_deleted_category_is_made_again_and_takes_its_channels_back():
     async with bot_table(players=8) as table:
         await one_city(table)
