@@ -473,13 +473,6 @@ def observe(guild: discord.Guild, channel_ids: Iterable[int], members: Iterable[
 # ------------------------------------------------------------------ the reconciler
 
 
-def _get(channels: dict[str, Any], path: Path) -> Any:
-    value: Any = channels
-    for part in path:
-        value = value[part]
-    return value
-
-
 def _put(channels: dict[str, Any], path: Path, value: Any) -> None:
     target: Any = channels
     for part in path[:-1]:
