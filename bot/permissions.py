@@ -33,6 +33,9 @@ SILENCE = P(send_messages=True, send_messages_in_threads=True, create_public_thr
             send_voice_messages=True, send_polls=True, use_application_commands=True,
             use_external_apps=True, use_external_emojis=True, speak=True, stream=True,
             use_soundboard=True, use_external_sounds=True, use_embedded_activities=True)
+#: what the dead (and, once the game is over, everyone) may no longer do on the tribune: beyond
+#: :data:`SILENCE`, set its status line or create an event in it
+TRIBUNE_SILENCE = SILENCE | P(set_voice_channel_status=True, create_events=True)
 #: a living player on the tribune: listen, speak, and write in its text chat
 VOICE = P(view_channel=True, read_message_history=True, connect=True, speak=True,
           use_voice_activation=True) | WRITE
@@ -48,7 +51,7 @@ BOT = READ | P(send_messages=True, embed_links=True, attach_files=True, send_voi
 EVERYONE_DENY = P(view_channel=True, connect=True)
 
 #: every bit the bot puts in an overwrite, allowed or denied
-OVERWRITE_BITS = READ | WRITE | SILENCE | VOICE | LISTEN | HOST | BOT | EVERYONE_DENY
+OVERWRITE_BITS = READ | WRITE | TRIBUNE_SILENCE | VOICE | LISTEN | HOST | BOT | EVERYONE_DENY
 
 #: what the bot's own calls need beyond that: channels, game roles and their members, pinging
 #: the game's (unmentionable) roles
@@ -90,8 +93,10 @@ FLAGS: dict[int, str] = {
     1 << 38: "send_messages_in_threads",
     1 << 39: "use_embedded_activities",
     1 << 42: "use_soundboard",
+    1 << 44: "create_events",
     1 << 45: "use_external_sounds",
     1 << 46: "send_voice_messages",
+    1 << 48: "set_voice_channel_status",
     1 << 49: "send_polls",
     1 << 50: "use_external_apps",
 }

@@ -20,7 +20,8 @@ no other channel, and the end's reveal does not open the rooms to it). The
 mafia room: member overwrites of the city's living mafiosi, never a role.
 The tribune: the living roles speak and write in its text chat, the dead
 role listens. The dead channel: the dead role writes. The dead are denied
-:data:`bot.permissions.SILENCE` wherever they read. At the end every channel
+:data:`bot.permissions.SILENCE` wherever they read (on the tribune
+:data:`bot.permissions.TRIBUNE_SILENCE`: its status line and events too). At the end every channel
 is read-only to all who could read it, and the tribune silent.
 
 So a channel carries at most 3 + 2 × cities + 2 overwrites (a mafia room
@@ -34,6 +35,7 @@ Names, topics and audit-log reasons say nothing beyond those public facts.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +51,7 @@ from bot.permissions import (
     READS_AUDIT_LOG,
     SEES_HIDDEN,
     SILENCE,
+    TRIBUNE_SILENCE,
     VOICE,
     WRITE,
     flag_names,
@@ -161,12 +164,15 @@ class Layout:
         return result
 
     def mafia_overwrites(self, game: Game | None, name: str, *, over: bool = False,
-                         reveal: bool = False) -> list[Overwrite]:
+                         reveal: bool = False, revived: Collection[str] = ()) -> list[Overwrite]:
         """A mafia room: only the city's living mafiosi (and the host) see it; at the end, with
         ``reveal``, every player of the game reads it. (No game: a broken one whose deal cannot
-        be read; its room keeps only the host.)"""
+        be read; its room keeps only the host.) ``revived``: players counted alive still (the
+        room as it was before their deaths)."""
         allow, deny = (READ.value, SILENCE.value) if over else (READ.value | WRITE.value, 0)
-        mafiosi = game.living_mafiosi(name) if game is not None else []
+        mafiosi = [] if game is None else [
+            p for p in game.residents[name] if game.status_of(p) is Status.MAFIOSO
+            and (game.is_alive(p) or p in revived)] if revived else game.living_mafiosi(name)
         result = self.base() + [Overwrite(int(p), allow, deny) for p in mafiosi]
         return result + (self.everyone_reads_at_end() if over and reveal else [])
 
@@ -177,11 +183,11 @@ class Layout:
     def voice_overwrites(self, *, over: bool = False) -> list[Overwrite]:
         """The tribune: the living speak and write in its chat; the dead (everyone, at the end)
         listen."""
-        living = (LISTEN.value, SILENCE.value) if over else (VOICE.value, 0)
+        living = (LISTEN.value, TRIBUNE_SILENCE.value) if over else (VOICE.value, 0)
         result = self.base()
         for city in self.cities:
             result.extend(Overwrite(role, *living, ROLE) for role in city.roles)
-        result.append(Overwrite(self.dead_role, LISTEN.value, SILENCE.value, ROLE))
+        result.append(Overwrite(self.dead_role, LISTEN.value, TRIBUNE_SILENCE.value, ROLE))
         return result
 
     def dead_overwrites(self, *, over: bool = False) -> list[Overwrite]:
@@ -271,63 +277,6 @@ def layout_for(live: LiveGame, game: Game, *, guild_id: int, bot_id: int, quiet:
     )
 
 
-def provision_plan(live: LiveGame, game: Game, layout: Layout) -> list[OutboxItem]:
-    """Everything ``/host start`` makes, in order: the roles, the category, the channels with their
-    overwrites, each player's role. Each is an intent of the provisioning lane."""
-    guild = layout.guild
-    reason = phrase(live, "channel.category", game=live.id)
-    items: list[OutboxItem] = []
-
-    def role(key: Target | None, text_key: str, **params: Any) -> None:
-        if key is None:
-            return
-        items.append(OutboxItem("create_role", {"guild_id": guild, "key": key}, {
-            "name": phrase(live, text_key, game=live.id, **params)[:100], "permissions": "0",
-            "mentionable": False, "hoist": False, "reason": reason,
-        }, lane="provision"))
-
-    def channel(key: Target, kind: int, name: str, overwrites: list[Overwrite], *,
-                parent: Target | None, topic: str | None = None) -> None:
-        assert len(overwrites) <= MAX_OVERWRITES, (key, len(overwrites))
-        payload: dict[str, Any] = {"type": kind, "name": name[:100], "parent": parent, "reason": reason,
-                                   "overwrites": [o.to_plan() for o in overwrites]}
-        if topic:
-            payload["topic"] = topic[:1024]
-        items.append(OutboxItem("create_channel", {"guild_id": guild, "key": key}, payload, lane="provision"))
-
-    for city in layout.cities:
-        role(city.living, "game_role.living", city=city.name)
-        role(city.quiet, "game_role.quiet", city=city.name)
-    role(layout.dead_role, "game_role.dead")
-    category = layout.category
-    channel(category, CATEGORY, phrase(live, "channel.category", game=live.id), layout.base(), parent=None)
-    for city in layout.cities:
-        channel(city.text, TEXT, phrase(live, "channel.city", city=city.name),
-                layout.city_overwrites(city.name), parent=category,
-                topic=phrase(live, "channel.topic.city", city=city.name, game=live.id))
-        channel(city.mafia, TEXT, phrase(live, "channel.mafia", city=city.name),
-                layout.mafia_overwrites(game, city.name), parent=category,
-                topic=phrase(live, "channel.topic.mafia", city=city.name, game=live.id))
-    channel(layout.voice, VOICE_CHANNEL, phrase(live, "channel.voice"), layout.voice_overwrites(), parent=category)
-    channel(layout.dead, TEXT, phrase(live, "channel.dead"), layout.dead_overwrites(), parent=category,
-            topic=phrase(live, "channel.topic.dead", game=live.id))
-    channel(layout.log, TEXT, phrase(live, "channel.log"), layout.log_overwrites(), parent=category,
-            topic=phrase(live, "channel.topic.log", game=live.id))
-    for player in game.players:
-        items.append(OutboxItem("member_role", {"guild_id": guild, "user_id": int(player),
-                                                "role": layout.role_of(game, player)},
-                                {"add": True}, lane="provision"))
-    # last: remove a duplicate that a create whose answer was lost may have left
-    made = [entry.payload for entry in items if entry.kind in ("create_role", "create_channel")]
-    items.append(OutboxItem("sweep", {"guild_id": guild}, {
-        "roles": [p["name"] for p in made if "type" not in p],
-        "category": category, "category_name": phrase(live, "channel.category", game=live.id),
-        "topics": [p["topic"] for p in made if p.get("topic")],
-        "names": [p["name"] for p in made if p.get("type") == VOICE_CHANNEL],
-    }, lane="provision"))
-    return items
-
-
 def resolved(layout: Layout, ids: dict[str, int]) -> Layout:
     """The layout with every key replaced by the id Discord returned for it."""
 
@@ -345,46 +294,16 @@ def resolved(layout: Layout, ids: dict[str, int]) -> Layout:
     )
 
 
-def rollback_plan(guild_id: int, made: dict[str, int], attempt: int) -> list[OutboxItem]:
-    """Remove what one provisioning attempt made: channels (the category last), then roles."""
-    prefix = f"{attempt}:"
-    keys = [key for key in made if key.startswith(prefix)]
-    roles = [key for key in keys if key.split(":", 1)[1].split(":")[0] in ("living", "quiet", "dead_role")]
-    channels = [key for key in keys if key not in roles]
-    channels.sort(key=lambda key: key == f"{attempt}:category")
-    items = [OutboxItem("delete_channel", {"channel_id": made[key]}, {}, lane="provision") for key in channels]
-    items.extend(OutboxItem("delete_role", {"guild_id": guild_id, "role": made[key]}, {}, lane="provision")
-                 for key in roles)
-    return items
-
-
 # ------------------------------------------------------------------ during and after the game
 
 
-def _layout(channels: dict[str, Any]) -> Layout | None:
+def layout_of(channels: dict[str, Any]) -> Layout | None:
+    """The layout of a game's record ``channels`` (None before the game has game roles)."""
     if "roles" not in channels:
         if channels:
             log.warning("a game's channels were made before game roles: no permission change")
         return None
     return Layout.from_channels(channels)
-
-
-def death_overwrites(game: Game, channels: dict[str, Any], player: str) -> list[OutboxItem]:
-    """What changes when ``player`` dies: his city role off, his mafia room closed, the dead role on
-    (in this order: he never holds two game roles, whose allows would add up)."""
-    layout = _layout(channels)
-    if layout is None:
-        return []
-    member = int(player)
-    items = [OutboxItem("member_role", {"guild_id": layout.guild, "user_id": member,
-                                        "role": layout.role_of(game, player)}, {"add": False})]
-    if game.status_of(player) is Status.MAFIOSO:
-        mafia = layout.city(game.city_of(player)).mafia
-        items.append(OutboxItem("overwrite", {"channel_id": mafia, "id": member, "type": MEMBER},
-                                {"delete": True}))
-    items.append(OutboxItem("member_role", {"guild_id": layout.guild, "user_id": member,
-                                            "role": layout.dead_role}, {"add": True}))
-    return items
 
 
 def quiet_swap(live: LiveGame, game: Game, player: str, *, wants_pings: bool,
@@ -395,7 +314,7 @@ def quiet_swap(live: LiveGame, game: Game, player: str, *, wants_pings: bool,
     its overwrites wherever the living role has one, all in the provisioning lane, and the swap
     after them there. Updates ``live.record.channels`` (the twin's key, who is quiet)."""
     channels = live.record.channels
-    layout = _layout(channels)
+    layout = layout_of(channels)
     if layout is None or not game.is_alive(player):
         return []
     quiet = set(channels.get("quiet", []))
@@ -428,57 +347,13 @@ def quiet_swap(live: LiveGame, game: Game, player: str, *, wants_pings: bool,
     return items
 
 
-def replace_overwrites(live: LiveGame, game: Game, old: str, new: str, *, quiet: bool) -> list[OutboxItem]:
-    """``new`` took ``old``'s place (the game already names ``new``): the city's living role (its
-    quiet twin if he turned pings off and the twin exists) to him, off the old one; for a
-    mafioso the mafia room's member overwrite too, the newcomer's first. Updates who is quiet."""
-    channels = live.record.channels
-    layout = _layout(channels)
-    if layout is None:
-        return []
-    city = layout.city(game.city_of(new))
-    old_role = city.quiet if old in layout.quiet and city.quiet is not None else city.living
-    to_quiet = quiet and city.quiet is not None
-    new_role = city.quiet if to_quiet and city.quiet is not None else city.living
-    channels["quiet"] = sorted((layout.quiet - {old}) | ({new} if to_quiet else set()))
-    guild = layout.guild
-    items = [
-        OutboxItem("member_role", {"guild_id": guild, "user_id": int(new), "role": new_role}, {"add": True},
-                   lane="permissions"),
-        OutboxItem("member_role", {"guild_id": guild, "user_id": int(old), "role": old_role}, {"add": False},
-                   lane="permissions"),
-    ]
-    if game.status_of(new) is Status.MAFIOSO and game.is_alive(new):
-        items.append(OutboxItem("overwrite", {"channel_id": city.mafia, "id": int(new), "type": MEMBER},
-                                {"allow": str(READ.value | WRITE.value), "deny": "0"}, lane="permissions"))
-        items.append(OutboxItem("overwrite", {"channel_id": city.mafia, "id": int(old), "type": MEMBER},
-                                {"delete": True}, lane="permissions"))
-    return items
-
-
-def cohost_items(live: LiveGame, member: int, *, add: bool) -> list[OutboxItem]:
-    """A co-host added (or removed) mid-game: the host's member overwrite on every game channel
-    and the category, given (or taken back) in the permissions lane. Updates
-    ``live.record.channels``' co-hosts, so later edits of whole channels keep them."""
-    channels = live.record.channels
-    layout = _layout(channels)
-    if layout is None or live.game is None:
-        return []
-    others = [c for c in layout.cohosts if c != member]
-    channels["cohosts"] = [*others, member] if add else others
-    targets = [layout.category, *(target for target, _ in layout.channels(live.game))]
-    payload: dict[str, Any] = {"allow": str(HOST.value), "deny": "0"} if add else {"delete": True}
-    return [OutboxItem("overwrite", {"channel_id": target, "id": member, "type": MEMBER}, dict(payload),
-                       lane="permissions") for target in targets]
-
-
 def end_of_game_items(channels: dict[str, Any], game: Game | None, at_end: str, *,
                       reveal: bool = False) -> list[OutboxItem]:
     """At the end: delete the game's channels and roles (after the last messages said in them), or
     make every channel read-only to all who read it and the tribune silent, and with ``reveal``
     open the mafia rooms and the host's log to every player, read-only (one edit per channel, in
     the permissions lane)."""
-    layout = _layout(channels)
+    layout = layout_of(channels)
     if layout is None:
         return []
     if at_end == "delete":
@@ -542,9 +417,8 @@ def missing_permissions(permissions: discord.Permissions) -> list[str]:
 
 
 __all__ = [
-    "CATEGORY", "MAX_OVERWRITES", "cohost_items", "replace_overwrites", "TEXT", "VOICE_CHANNEL", "CityPlaces", "Layout", "Overwrite",
-    "death_overwrites", "end_of_game_items", "quiet_swap", "exposure", "exposure_lines", "flag_names",
-    "layout_for",
-    "lobby_exposure", "missing_permissions", "permission_names", "provision_plan", "resolved",
-    "rollback_plan",
+    "CATEGORY", "MAX_OVERWRITES", "TEXT", "VOICE_CHANNEL", "CityPlaces", "Layout", "Overwrite",
+    "end_of_game_items", "quiet_swap", "exposure", "exposure_lines", "flag_names",
+    "layout_for", "layout_of",
+    "lobby_exposure", "missing_permissions", "permission_names", "resolved",
 ]

@@ -31,6 +31,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
+from bot.footprint import Reconciler, cohost_items, provision_plan, replacement_items, rollback_plan
 from bot.i18n import key_str, t
 from bot.options import duration_text, parse_duration
 from bot.outbox import CREATES
@@ -38,17 +39,13 @@ from bot.service import GameBroken, JustBegan, LiveGame, MovedOn, NoGame, Seen, 
 from bot.storage import DamagedLog, OutboxItem
 from cogs.channels import (
     Layout,
-    cohost_items,
     exposure,
     exposure_lines,
     layout_for,
     lobby_exposure,
     missing_permissions,
     permission_names,
-    provision_plan,
-    replace_overwrites,
     resolved,
-    rollback_plan,
 )
 from cogs.common import (
     InteractionAnswer,
@@ -118,6 +115,9 @@ log = logging.getLogger(__name__)
 #: how long /host start waits for its roles and channels before answering "still starting"
 #: (Discord accepts the answer to a deferred interaction for 15 minutes)
 START_WAIT = 840.0
+#: how long Discord accepts edits of an interaction's answer ("interaction tokens are valid for 15
+#: minutes"), and the margin kept from its end: a start that ends later says so in the host's log
+TOKEN_LIFETIME, TOKEN_MARGIN = 900.0, 30.0
 #: characters of residents' mentions in one welcome message
 RESIDENTS_LIMIT = 1500
 #: what each kind of provisioning intent needs, to name when Discord refuses it
@@ -211,7 +211,7 @@ def replaced_items(live: LiveGame, old: str, new: str, *, name: str, quiet: bool
             entry["replaced_by"] = int(new)
     players.append({"id": int(new), "name": name, "replaces": int(old), **({"exposed": exposed} if exposed else {})})
     record.lobby.get("leaving", {}).pop(old, None)
-    items = replace_overwrites(live, game, old, new, quiet=quiet)
+    items = replacement_items(live, game, old, new, quiet=quiet)
     city = game.city_of(new)
     ids = record.channels.get("cities", {}).get(city, {})
     only_him = {"parse": [], "users": [new]}
@@ -339,6 +339,8 @@ class HostCog(commands.Cog):
         self.bot = bot
         self._waiters: dict[int, asyncio.Future[str]] = {}
         """The /host start waiting for each game's provisioning, to answer it."""
+        self.start_wait = START_WAIT
+        self.token_lifetime = TOKEN_LIFETIME
         bot.outbox.idle_hooks.append(self._provision_idle)
         bot.outbox.failure_hooks.append(self._provision_failed)
         game_cog: GameCog = bot.get_cog("GameCog")  # type: ignore[assignment]
@@ -347,6 +349,9 @@ class HostCog(commands.Cog):
         self.strikes = LeaveStrikes(bot)
         bot.service.after_commit.append(self.strikes.arm)
         bot.service.restorers.append(self.strikes.restore)
+        self.footprint = Reconciler(bot)
+        """Keeps each running game's roles and channels what they should be."""
+        self.footprint.install()
 
     async def cog_unload(self) -> None:
         """Stop listening to the outbox."""
@@ -359,6 +364,7 @@ class HostCog(commands.Cog):
         if self.strikes.restore in self.bot.service.restorers:
             self.bot.service.restorers.remove(self.strikes.restore)
         await self.strikes.close()
+        await self.footprint.close()
 
     async def _host_game(self, interaction: discord.Interaction, *, running: bool = True) -> LiveGame:
         live = await (running_game if running else guild_game)(self.bot, interaction)
@@ -818,6 +824,9 @@ class HostCog(commands.Cog):
         quiet = {str(user) for user in await self.bot.service.quiet_players(players)}
         exposed = self._exposure(guild, live)
         bot_id = self.bot.user.id if self.bot.user else 0
+        # how to answer the interaction when the start ends after this waiter (or this process)
+        answer = {"application_id": interaction.application_id, "token": interaction.token,
+                  "at": interaction.created_at.timestamp()}
 
         def begin(live: LiveGame) -> list[OutboxItem]:
             record = live.record
@@ -832,7 +841,8 @@ class HostCog(commands.Cog):
             record.state, record.setup, record.seed = "starting", setup.to_dict(), seed
             record.lobby["attempts"] = attempt
             record.lobby["provision"] = {"attempt": attempt, "state": "creating",
-                                         "layout": layout.to_channels(), "exposed": exposed}
+                                         "layout": layout.to_channels(), "exposed": exposed,
+                                         "answer": answer}
             return provision_plan(live, game, layout) + lobby_edit(live)
 
         if not await self.bot.service.update(live.id, begin, interaction_id=interaction.id):
@@ -842,7 +852,7 @@ class HostCog(commands.Cog):
         self._waiters[live.id] = waiter
         log.info("game %s: starting, %d players in %s", live.id, len(players), cities)
         try:
-            return await asyncio.wait_for(asyncio.shield(waiter), START_WAIT)
+            return await asyncio.wait_for(asyncio.shield(waiter), self.start_wait)
         except TimeoutError:
             return phrase(live, "host.still_starting")
         finally:
@@ -900,14 +910,19 @@ class HostCog(commands.Cog):
         assert record.setup is not None and record.seed is not None
         waiting = live.id in self._waiters
         warnings = exposure_lines(live, exposed)
+        answer = record.lobby.get("provision", {}).get("answer")
+        late = not waiting and not self._token_alive(answer)
 
         def prepare(live: LiveGame) -> list[OutboxItem]:
             live.record.channels = layout.to_channels()
             live.record.lobby.pop("provision", None)
             items = self._welcome(live)
-            if warnings and not waiting:  # a start resumed after a restart: tell the host in his log
+            # nobody waits (a long start, or one resumed after a restart): the host's log says
+            # what the interaction's answer can no longer say
+            lines = [phrase(live, "host.started"), *warnings] if late else warnings if not waiting else []
+            if lines:
                 items.append(OutboxItem("send", {"channel_id": layout.log},
-                                        {"content": "\n".join(warnings)[:2000], "allowed_mentions": NO_PINGS}))
+                                        {"content": "\n".join(lines)[:2000], "allowed_mentions": NO_PINGS}))
             return items
 
         try:
@@ -917,7 +932,31 @@ class HostCog(commands.Cog):
             return  # finished, or rolled back, meanwhile
         log.info("game %s started: %d players in %s", live.id, len(live.game.players) if live.game else 0,
                  [city.name for city in layout.cities])
-        self._tell(live.id, "\n".join([phrase(live, "host.started"), *warnings]))
+        text = "\n".join([phrase(live, "host.started"), *warnings])
+        if self._tell(live.id, text) or late:
+            return
+        if not await self._answer_late(live.id, answer, text):  # the token ran out meanwhile
+            with contextlib.suppress(NoGame, GameBroken):
+                await self.bot.service.update(live.id, lambda live: log_items(live, phrase(live, "host.started")))
+
+    def _token_alive(self, answer: dict[str, Any] | None) -> bool:
+        """Whether Discord still takes an edit of the stored /host start answer."""
+        return answer is not None and time.time() - float(answer["at"]) < self.token_lifetime - TOKEN_MARGIN
+
+    async def _answer_late(self, game_id: int, answer: dict[str, Any] | None, text: str) -> bool:
+        """Answer a /host start nobody waits for any more (its waiter gave up, or its process
+        stopped) by editing the interaction's answer while its token lasts (False: it did not)."""
+        if answer is None or not self._token_alive(answer):
+            return False
+        webhook = discord.Webhook.partial(int(answer["application_id"]), str(answer["token"]), client=self.bot)
+        try:
+            await webhook.edit_message("@original", content=text[:2000],  # type: ignore[call-overload]
+                                       allowed_mentions=discord.AllowedMentions.none())
+        except discord.HTTPException as error:
+            log.warning("game %s: could not answer /host start late: %s", game_id, error)
+            return False
+        log.info("game %s: /host start answered after its waiter", game_id)
+        return True
 
     async def _provision_failed(self, item: OutboxItem, error: BaseException) -> None:
         """Discord refused a provisioning intent for good: undo the attempt, telling the host what
@@ -985,6 +1024,7 @@ class HostCog(commands.Cog):
         reason, target = provision.get("reason", {}), provision.get("target", "lobby")
         text = self._failure_text(live, reason) if target == "lobby" else phrase(live, "host.ended_reply")
         waiting = live.id in self._waiters
+        answer = provision.get("answer")
 
         def change(live: LiveGame) -> list[OutboxItem]:
             record = live.record
@@ -1000,7 +1040,8 @@ class HostCog(commands.Cog):
         await self.bot.service.update(live.id, change)
         self.bot.outbox.forget(live.id)
         log.warning("game %s: provisioning rolled back (%s)", live.id, reason)
-        self._tell(live.id, text)
+        if not self._tell(live.id, text) and target == "lobby":
+            await self._answer_late(live.id, answer, text)  # the lobby channel has it anyway
 
     def _failure_text(self, live: LiveGame, reason: dict[str, Any]) -> str:
         if reason.get("missing"):

@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from bot.footprint import death_items
 from bot.service import LiveGame
 from bot.storage import OutboxItem
-from cogs.channels import death_overwrites, end_of_game_items
+from cogs.channels import end_of_game_items
 from cogs.common import mention, phrase, status_text
 from cogs.limits import CONTENT, sections
 from cogs.mentions import command
@@ -300,7 +301,7 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
         out.everyone(say("death", player=mention(event.player), city=event.city,
                          status=status_text(live, event.status.value), cause=cause_text(live, event)))
         out.say(live.record.channels.get("dead"), say("dead.welcome", player=mention(event.player)))
-        out.extra.extend(death_overwrites(game, live.record.channels, event.player))
+        out.extra.extend(death_items(game, live.record.channels, event.player))
     elif isinstance(event, ev.CityDecided):
         out.everyone(say(f"decided.{event.winner.value}", city=event.city))
     elif isinstance(event, ev.GameOver):

@@ -20,7 +20,7 @@ from bot.permissions import (
     LISTEN,
     OVERWRITE_BITS,
     READ,
-    SILENCE,
+    TRIBUNE_SILENCE,
     VOICE,
     WRITE,
     bits,
@@ -32,7 +32,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_the_invite_is_the_overwrites_bits_and_the_calls_needs_nothing_more():
-    assert OVERWRITE_BITS.value == (READ | WRITE | SILENCE | VOICE | LISTEN | HOST | BOT | EVERYONE_DENY).value
+    assert OVERWRITE_BITS.value == (READ | WRITE | TRIBUNE_SILENCE | VOICE | LISTEN | HOST | BOT | EVERYONE_DENY).value
     assert INVITE.value == (OVERWRITE_BITS | CALLS).value
     assert not INVITE.administrator and not INVITE.view_audit_log
     assert INVITE.manage_roles and INVITE.manage_channels

@@ -76,6 +76,7 @@ gateway event Discord would send to a connected bot)::
     remove_member(guild_id, user_id)
     create_role(guild_id, name, *, permissions=0, color=0, hoist=False, mentionable=False) -> Role
     update_role(guild_id, role_id, *, name, permissions, color, hoist, mentionable, position) -> Role
+    move_role(guild_id, role_id, position) -> Role   # a person drags it; the others shift
     delete_role(guild_id, role_id); set_bot_permissions(guild_id, permissions) -> Role
     update_member(guild_id, user_id, *, nick, roles, mute, deaf, timed_out_until) -> Member
     add_member_role(guild_id, user_id, role_id); remove_member_role(guild_id, user_id, role_id)

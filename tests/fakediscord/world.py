@@ -298,6 +298,24 @@ class World:
         self._dispatch_role_update(role)
         return role
 
+    def move_role(self, guild_id: int, role_id: int, position: int) -> Role:
+        """A person drags a role to ``position`` in Server Settings → Roles (1 is just above
+        @everyone): the roles in between shift by one, as on Discord, and each role whose
+        position changed gets a GUILD_ROLE_UPDATE."""
+        guild = self.state.guild(guild_id)
+        moved = self.state.role(guild_id, role_id)
+        ladder = sorted((r for r in guild.roles.values() if not r.is_everyone and r.id != role_id),
+                        key=lambda r: (r.position, r.id))
+        ladder.insert(max(0, min(position - 1, len(ladder))), moved)
+        changed = []
+        for index, role in enumerate(ladder, start=1):
+            if role.position != index:
+                role.position = index
+                changed.append(role)
+        for role in changed:
+            self._dispatch_role_update(role)
+        return moved
+
     def delete_role(self, guild_id: int, role_id: int) -> None:
         """Deletes a role and takes it from every member: GUILD_ROLE_DELETE."""
         guild = self.state.guild(guild_id)
