@@ -43,7 +43,7 @@ from .models import (
 )
 from .permissions import ALL_PERMISSIONS, OVERWRITE_MEMBER, OVERWRITE_ROLE, Overwrite, Permission
 from .pings import pinged
-from .rest_guilds import normalize_text_channel_name
+from .rest_guilds import check_room, normalize_text_channel_name
 from .routing import RestRequest, RestResponse, Router
 from .snowflake import iso_timestamp
 from .world import UNSET
@@ -317,6 +317,8 @@ class ChannelRoutes:
                 parent = self.fake.state.channels.get(parent_id)
                 if parent is None or parent.type != ChannelType.GUILD_CATEGORY or parent.guild_id != channel.guild_id:
                     raise invalid_form_body({"parent_id": field_error("CHANNEL_PARENT_INVALID_TYPE", "Not a category")})
+                if parent_id != channel.parent_id:
+                    check_room(self.fake, channel.guild_id, parent_id, new_channel=False, moving=channel.id)
                 if body.get("lock_permissions"):
                     overwrites = [Overwrite(o.id, o.type, o.allow, o.deny) for o in parent.overwrites]
         name = body.get("name")
