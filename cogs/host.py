@@ -21,6 +21,7 @@ import logging
 import random
 import re
 import time
+import unicodedata
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -135,12 +136,34 @@ def _choice(value: str, key: str) -> app_commands.Choice[str]:
     return app_commands.Choice(name=key_str(value, key), value=value)
 
 
+#: the one separator of city names (the README's "comma separated"): nothing else splits a name
+CITY_SEPARATOR = ","
+
+
+def _visible(char: str) -> bool:
+    """A character that shows by itself (not a joiner, a mark or a variation selector alone)."""
+    return unicodedata.category(char)[0] not in "CMZ"
+
+
 def split_names(text: str) -> list[str]:
-    """``"Верона, Падуя"`` → the names, stripped (inner runs of white space and control
-    characters become one space), empty ones dropped."""
-    names = (" ".join("".join(c if c.isprintable() else " " for c in part).split())
-             for part in text.replace(";", ",").split(","))
-    return [name for name in names if name]
+    """``"Верона, Падуя"`` → the names, split on commas only and stripped; inner runs of white
+    space, line breaks and control characters become one space. Every other character is kept
+    as written: zero-width joiners and non-joiners (``"👨\u200d👩\u200d👧"``, ``"خرم\u200cآباد"``),
+    combining marks, variation selectors. A name with nothing visible in it is dropped."""
+    names = []
+    for part in text.split(CITY_SEPARATOR):
+        kept = "".join(" " if char.isspace() or unicodedata.category(char) in ("Cc", "Zl", "Zp") else char
+                       for char in part)
+        name = " ".join(kept.split())
+        if any(_visible(char) for char in name):
+            names.append(name)
+    return names
+
+
+def _same_name(name: str) -> str:
+    """What two names must differ in to be two cities: not case, nor how a letter is encoded
+    (``"Å"`` written as one character or as ``A`` and a combining ring)."""
+    return unicodedata.normalize("NFC", name).casefold()
 
 
 def check_city_names(names: list[str]) -> None:
@@ -149,7 +172,7 @@ def check_city_names(names: list[str]) -> None:
     Raises:
         UserError: ``error.bad_cities`` or ``error.city_name_too_long`` naming the city.
     """
-    if not names or len(names) > CITIES or len({n.casefold() for n in names}) != len(names):
+    if not names or len(names) > CITIES or len({_same_name(n) for n in names}) != len(names):
         raise UserError("error.bad_cities", count=CITIES)
     for name in names:
         if len(name) > CITY_NAME:
