@@ -69,6 +69,7 @@ from cogs.common import (
     status_text,
 )
 from cogs.components import CancelButton, ConfirmButton
+from cogs.failures import Failure, failure_of, reason_failure, start_refused_text
 from cogs.limits import CITIES, CITY_NAME, clip
 from cogs.lobby import lobby_cities, lobby_edit, lobby_payload, log_items
 from cogs.mentions import command
@@ -83,8 +84,10 @@ from cogs.render import (
     pings_on,
     summary_lines,
 )
+from cogs.room import check_room
 from cogs.spectators import MODES as SPECTATOR_MODES
 from cogs.spectators import is_spectator, watch_items
+from cogs.spectators import mode_of as spectator_mode
 from rules import (
     AppointGodfather,
     AppointJudge,
@@ -819,6 +822,7 @@ class HostCog(commands.Cog):
             raise UserError("error.cannot_deal", reason=phrase(live, f"error.{error.code}", **error.params)) from None
         game = Game.create(setup, seed)
         quiet = {str(user) for user in await self.bot.service.quiet_players(players)}
+        check_room(guild, game, quiet, spectators=spectator_mode(live.record) != "off")
         exposed = self._exposure(guild, live)
         bot_id = self.bot.user.id if self.bot.user else 0
 
@@ -894,7 +898,7 @@ class HostCog(commands.Cog):
             layout = resolved(Layout.from_channels(provision["layout"]), made)
         except KeyError as missing_key:
             log.error("game %s: provisioning ended without %s; rolling back", game_id, missing_key)
-            await self._rollback(live, {"refused": f"{missing_key} was never made"})
+            await self._rollback(live, {"failure": Failure("failure.not_made").to_dict()})
             return
         await self._started(live, layout, provision.get("exposed", {}))
 
@@ -937,13 +941,11 @@ class HostCog(commands.Cog):
         if provision["state"] == "rollback":
             log.error("game %s: could not remove %s while rolling back: %s", live.id, item.target, error)
             return
-        reason: dict[str, Any]
-        if isinstance(error, discord.Forbidden):
-            guild = self.bot.get_guild(live.record.guild_id)
-            lacking = missing_permissions(guild.me.guild_permissions) if guild is not None else []
-            reason = {"missing": lacking or NEEDS.get(item.kind, ["manage_roles"])}
-        else:
-            reason = {"refused": str(error)[:300]}
+        guild = self.bot.get_guild(live.record.guild_id)
+        lacking = missing_permissions(guild.me.guild_permissions) if guild is not None else []
+        failure = failure_of(error, kind=item.kind, lacking=lacking if isinstance(error, discord.Forbidden) else [],
+                             needs=NEEDS.get(item.kind, []))
+        reason: dict[str, Any] = {"failure": failure.to_dict()}
         await self._rollback(live, reason)
 
     async def _rollback(self, live: LiveGame, reason: dict[str, Any], target: str = "lobby") -> None:
@@ -1006,10 +1008,7 @@ class HostCog(commands.Cog):
         self._tell(live.id, text)
 
     def _failure_text(self, live: LiveGame, reason: dict[str, Any]) -> str:
-        if reason.get("missing"):
-            return phrase(live, "error.missing_permissions",
-                          permissions=permission_names(live.language, list(reason["missing"])))
-        return phrase(live, "error.provision_refused", reason=str(reason.get("refused", "—")))
+        return start_refused_text(live.language, reason_failure(reason))
 
     def _welcome(self, live: LiveGame) -> list[OutboxItem]:
         """The first messages: residents per city (pinging the city's role) with a "my status"

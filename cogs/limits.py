@@ -47,7 +47,7 @@ def clip(text: str, limit: int) -> str:
         if match.start() < cut < match.end():
             cut = match.start()
             break
-    while 0 < cut and (_clings(text[cut]) or text[cut - 1] == ZWJ):
+    while cut > 0 and (_clings(text[cut]) or text[cut - 1] == ZWJ):
         cut -= 1  # never between a letter and its marks, nor inside an emoji's joined sequence
     return text[:cut].rstrip(" ,;") + "…"
 

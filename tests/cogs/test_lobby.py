@@ -236,7 +236,7 @@ async def test_a_game_keeps_joined_and_marked_city_names_in_its_channels_and_rol
         lobby = await lobby_message(table)
         assert t("ru", "lobby.cities", cities=", ".join(names)) in lobby.content
         roles = {role.name for role in table.fake.guild(table.guild_id).roles.values()}
-        for index, name in enumerate(names):
+        for name in names:
             text = table.fake.state.channel(table.city_channel(name))
             mafia = table.fake.state.channel(table.mafia_channel(name))
             assert text.name == t("ru", "channel.city", city=name).lower(), (text.name, name)
