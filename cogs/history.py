@@ -40,6 +40,7 @@ from bot.storage import ArchivedGame, GameRecord, OutboxItem, PlayerStats
 from cogs.common import mention
 from cogs.limits import chunks
 from cogs.render import closing_channels
+from cogs.season import transcript_link
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
@@ -221,7 +222,9 @@ class HistoryCog(commands.Cog):
         language = await self.bot.language_for(interaction)
         await interaction.response.defer(ephemeral=True, thinking=True)
         png = await asyncio.to_thread(render_png, archived, language)
-        parts = chunks(summary_lines(language, archived))
+        lines = summary_lines(language, archived)
+        lines[1:1] = await transcript_link(self.bot, archived.game_id, language)  # under the title
+        parts = chunks(lines)
         if len(parts) > MAX_MESSAGES:
             parts = parts[:MAX_MESSAGES - 1] + chunks([t(language, "archive.more", game=archived.game_id)])
         none = discord.AllowedMentions.none()

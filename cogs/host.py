@@ -135,6 +135,12 @@ PLAYER = key_str("player", "opt.player.name")
 PLAYER_DESCRIPTION = key_str("The player", "opt.player.description")
 
 
+def duration_or_off(text: str) -> int:
+    """A lobby setting's time (``10m``, ``24h``...), or 0 for ``off``."""
+    off = text.strip().casefold() in ("off", "no", "0", "выкл", "нет")
+    return 0 if off else parse_duration(text)
+
+
 def _choice(value: str, key: str) -> app_commands.Choice[str]:
     return app_commands.Choice(name=key_str(value, key), value=value)
 
@@ -437,6 +443,7 @@ class HostCog(commands.Cog):
         pings=key_str("pings", "opt.pings.name"), reveal=key_str("reveal_at_end", "opt.reveal.name"),
         leave_strike=key_str("leave_strike", "opt.leave_strike.name"),
         spectators=key_str("spectators", "opt.spectators.name"),
+        archive=key_str("archive_after", "opt.archive.name"),
     )
     @app_commands.describe(
         cities=key_str("City names, comma separated", "opt.cities.description"),
@@ -459,6 +466,8 @@ class HostCog(commands.Cog):
                              "opt.leave_strike.description"),
         spectators=key_str("Members who do not play read the city channels: on, off, or after the game "
                            "(default: on)", "opt.spectators.description"),
+        archive=key_str("After the end, the channels become one transcript in the archive channel: 24h... "
+                        "or off", "opt.archive.description"),
     )
     @app_commands.choices(
         first_phase=[_choice("day", "choice.day"), _choice("night", "choice.night")],
@@ -484,12 +493,11 @@ class HostCog(commands.Cog):
         reveal: bool | None = None,
         leave_strike: app_commands.Range[str, 1, 40] | None = None,
         spectators: str | None = None,
+        archive: app_commands.Range[str, 1, 40] | None = None,
     ) -> None:
         live = await self._settings_game(interaction)
-        strike = None
-        if leave_strike is not None:
-            off = leave_strike.strip().casefold() in ("off", "no", "0", "выкл", "нет")
-            strike = 0 if off else parse_duration(leave_strike)
+        strike = None if leave_strike is None else duration_or_off(leave_strike)
+        archive_after = None if archive is None else duration_or_off(archive)
         if live.record.state != "lobby":
             raise UserError("error.not_lobby")
         if cities is not None and not 1 <= len(cities) <= CITIES * (CITY_NAME + 2):
@@ -522,7 +530,7 @@ class HostCog(commands.Cog):
                     setup[key] = value
             live.record.lobby.setdefault("rules", {}).update(rules)
             for key, value in (("pings", pings), ("reveal", reveal), ("leave_strike", strike),
-                               ("spectators", spectators)):
+                               ("spectators", spectators), ("archive_after", archive_after)):
                 if value is not None:
                     live.record.lobby[key] = value
             return lobby_edit(live)

@@ -603,6 +603,34 @@ async def test_a_category_holds_50_channels(fake_guild: StandardGuild, rest: Res
     assert status == 200, "moved out, it left a place"
 
 
+async def test_reading_a_channels_history(fake_guild: StandardGuild, rest: Rest) -> None:
+    """100 a page at most; Read Message History, or no messages; others' text only with the
+    Message Content intent enabled for the application."""
+    fake = fake_guild.fake
+    channel = fake_guild.text_channel.id
+    alice = fake_guild.players[0].id
+    for index in range(120):
+        fake.post_message(channel, alice, f"line {index}")
+    path = f"/channels/{channel}/messages"
+    for limit in ("101", "0"):
+        status, answer = await rest.call("GET", path, params={"limit": limit})
+        assert (status, answer["code"]) == (400, 50035), limit
+    status, page = await rest.call("GET", path, params={"limit": "100"})
+    assert status == 200 and len(page) == 100
+    assert {m["content"] for m in page} == {""}, "no Message Content intent: others' text is empty"
+    status, older = await rest.call("GET", path, params={"limit": "100", "before": page[-1]["id"]})
+    assert len(older) == 20
+    fake.state.application_flags |= 1 << 19  # GATEWAY_MESSAGE_CONTENT_LIMITED: toggled in the portal
+    status, page = await rest.call("GET", path, params={"limit": "1"})
+    assert page[0]["content"] == "line 119"
+    fake.set_overwrite(channel, Overwrite(fake.bot_user.id, 1, deny=int(Permission.READ_MESSAGE_HISTORY)))
+    status, page = await rest.call("GET", path, params={"limit": "5"})
+    assert (status, page) == (200, []), "without Read Message History, no messages"
+    fake.set_overwrite(channel, Overwrite(fake.bot_user.id, 1, deny=VIEW))
+    status, answer = await rest.call("GET", path, params={"limit": "5"})
+    assert status == 403 and answer["code"] in (50001, 50013)
+
+
 async def test_a_guild_with_everyone_stripped() -> None:
     fake = FakeDiscord()
     world = build_standard_guild(fake, everyone_permissions=0)

@@ -1,0 +1,151 @@
+"""A season fits in a server: after its delay, a finished game's channels become one transcript
+in the guild's archive channel and its roles go; ``/mafia game N`` links it.
+
+The delay is the lobby's ``archive_after`` (1 s here); the tests wait for the transcript's state,
+never for a fixed time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+from bot.config import Channels, Config
+from bot.i18n import t
+from cogs.season import PART_BYTES, split_parts
+from tests.cogs.scenes import quick_edits, run
+from tests.fakediscord import ChannelType
+from tests.harness import NO_TIMERS, Table, bot_table
+
+MESSAGE_CONTENT_LIMITED = 1 << 19
+
+
+async def transcript_state(table: Table, game_id: int, state: str, timeout: float = 60.0) -> dict:
+    """The game's transcript row once it reaches ``state`` (looked at as the bot works)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        row = await table.bot.storage.transcript(game_id) or {}
+        if row.get("state") == state:
+            return row
+        assert loop.time() < deadline, f"game {game_id}: the transcript never got {state}: {row}"
+        await asyncio.sleep(0.02)  # a poll of the bot's table, not a wait that is asserted on
+
+
+def archive_channel(table: Table, name: str = "архив-игр") -> int:
+    found = [c for c in table.fake.state.guild_channels(table.guild_id)
+             if c.name == name and c.type == ChannelType.GUILD_TEXT]
+    assert len(found) == 1, [c.name for c in table.fake.state.guild_channels(table.guild_id)]
+    return found[0].id
+
+
+def transcript_text(table: Table, channel_id: int, game_id: int) -> str:
+    posts = [m for m in table.fake.messages(channel_id) if m.attachments]
+    files = [a for m in posts for a in m.attachments if a.filename.startswith(f"game-{game_id}")]
+    assert files, "no transcript file"
+    return "".join(a.data.decode("utf-8") for a in files)
+
+
+async def play_and_end(table: Table, **setup: object) -> tuple[int, dict]:
+    """A game played a little and ended by the host: its id and its channels (and its seed)."""
+    live = await table.new_game(cities="Верона, Падуя", archive_after="1s", **setup)
+    channels = {**live.record.channels, "seed": live.record.seed}
+    verona = int(channels["cities"]["Верона"]["text"])
+    speaker = next(p for p in table.game.residents["Верона"])
+    table.fake.post_message(verona, int(speaker), "Доброе утро, Верона 👨\u200d👩\u200d👧")
+    await run(table, "host", "host end")
+    await table.drain()
+    return live.id, channels
+
+
+async def test_a_finished_games_channels_become_one_transcript_and_its_roles_go():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        table.fake.state.application_flags |= MESSAGE_CONTENT_LIMITED
+        game_id, channels = await play_and_end(table)
+        row = await transcript_state(table, game_id, "done")
+        await table.drain()
+        archive = archive_channel(table)
+        assert row["channel_id"] == archive
+        text = transcript_text(table, archive, game_id)
+        assert text.startswith(t("ru", "transcript.title", game=game_id))
+        assert "=== #Верона ===" in text and "=== #Падуя ===" in text
+        assert "Доброе утро, Верона 👨\u200d👩\u200d👧" in text, "a player's message, every character kept"
+        assert "=== #мафия-Верона ===" in text, "the mafia rooms were revealed at the end"
+        assert f"=== #{t('ru', 'channel.log')} ===" in text
+        assert t("ru", "log.deal", seed=channels["seed"]) in text, "the host's log is there"
+        assert t("ru", "transcript.no_content_intent") not in text
+        made = [int(ids[k]) for ids in channels["cities"].values() for k in ("text", "mafia")]
+        made += [int(channels[k]) for k in ("voice", "dead", "log", "category")]
+        assert all(table.fake.state.channels[c].deleted for c in made), "the game's channels are gone"
+        roles = table.fake.state.guild(table.guild_id).roles
+        game_roles = [channels["roles"]["dead"], *(r["living"] for r in channels["roles"]["cities"].values())]
+        assert not [r for r in game_roles if int(r) in roles], "the game's roles are gone"
+        everyone = table.fake.permissions_for(table.guild_id, archive, table.member("p0").user.id)
+        assert everyone & (1 << 10) and not everyone & (1 << 11), "everyone reads the archive, nobody writes"
+
+        shown = await run(table, "p1", "mafia game", {"number": game_id})
+        link = f"https://discord.com/channels/{table.guild_id}/{archive}/{row['message_id']}"
+        assert t("ru", "transcript.link", link=link) in shown.content
+
+        # a second game's transcript goes to the same archive channel
+        second, _ = await play_and_end(table)
+        await transcript_state(table, second, "done")
+        assert archive_channel(table) == archive
+        assert "=== #Верона ===" in transcript_text(table, archive, second)
+
+
+async def test_a_transcript_tells_no_more_than_the_game_did():
+    """Mafia rooms and the log kept closed at the end stay out of it; without the Message Content
+    intent the players' text is not readable, and the transcript says so."""
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        game_id, channels = await play_and_end(table, reveal_at_end=False)
+        await transcript_state(table, game_id, "done")
+        text = transcript_text(table, archive_channel(table), game_id)
+        assert "мафия-" not in text and f"#{t('ru', 'channel.log')}" not in text
+        assert t("ru", "transcript.no_content_intent") in text
+        assert "Доброе утро" not in text and t("ru", "transcript.unreadable_message") in text
+        assert t("ru", "summary.title") in text or t("ru", "host.ended") in text, "the bot's own posts are there"
+
+
+async def test_a_refused_transcript_keeps_the_channels_and_tells_the_host_in_russian():
+    async with bot_table(players=8, refusals=True) as table:
+        quick_edits(table)
+        live = await table.new_game(cities="Верона, Падуя", archive_after="1s")
+        refusal = table.fake.fail("POST", r"/guilds/\d+/channels", status=403, code=50013,
+                                  message="Missing Permissions", count=None)
+        await run(table, "host", "host end")
+        row = await transcript_state(table, live.id, "failed")
+        assert refusal.hits >= 1
+        await table.drain()
+        log_channel = int(live.record.channels["log"])
+        said = t("ru", "transcript.failed", game=live.id, reason=t("ru", "failure.channel_permissions"))
+        assert said in table.channel_messages(log_channel)
+        assert "Missing" not in said
+        assert not table.fake.state.channels[log_channel].deleted, "nothing is deleted"
+        assert row["failure"]["key"] == "failure.channel_permissions"
+
+
+async def test_off_keeps_the_channels_and_the_config_sets_the_default():
+    config = replace(Config(timers=NO_TIMERS), channels=Channels(archive_after=0))
+    async with bot_table(players=8, config=config) as table:
+        quick_edits(table)
+        live = await table.new_game(cities="Верона, Падуя")
+        await run(table, "host", "host end")
+        await table.drain()
+        assert await table.bot.storage.transcript(live.id) is None
+        assert not table.fake.state.channels[int(live.record.channels["log"])].deleted
+    assert Config().channels.archive_after == 86400
+
+
+def test_a_long_transcript_is_split_between_lines_within_discords_upload() -> None:
+    line = "Верона: " + "я" * 1000
+    lines = [line] * 12_000  # some 24 MB of UTF-8
+    parts = split_parts(lines)
+    assert len(parts) == 3 and all(len(part) <= PART_BYTES for part in parts)
+    assert b"".join(parts).decode("utf-8") == "\n".join(lines) + "\n"
+    assert all(part.endswith(b"\n") for part in parts)
+    huge = split_parts(["ж" * (PART_BYTES // 2 + 7)], limit=1000)
+    assert all(len(part) <= 1000 for part in huge)
+    assert b"".join(huge).decode("utf-8") == "ж" * (PART_BYTES // 2 + 7) + "\n"
