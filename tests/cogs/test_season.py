@@ -8,14 +8,17 @@ never for a fixed time.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import time
 from dataclasses import replace
 
 from bot.config import Channels, Config
 from bot.i18n import t
 from cogs.season import PART_BYTES, split_parts
 from tests.cogs.scenes import quick_edits, run
+from tests.cogs.test_provision import restartable
 from tests.fakediscord import ChannelType
-from tests.harness import NO_TIMERS, Table, bot_table
+from tests.harness import NO_TIMERS, Table, bot_on, bot_table
 
 MESSAGE_CONTENT_LIMITED = 1 << 19
 
@@ -58,8 +61,8 @@ async def play_and_end(table: Table, **setup: object) -> tuple[int, dict]:
     return live.id, channels
 
 
-async def test_a_finished_games_channels_become_one_transcript_and_its_roles_go():
-    async with bot_table(players=8) as table:
+async def test_a_finished_games_channels_become_one_transcript_and_its_roles_go(database):
+    async with bot_table(players=8, database=database) as table:
         quick_edits(table)
         table.fake.state.application_flags |= MESSAGE_CONTENT_LIMITED
         game_id, channels = await play_and_end(table)
@@ -149,3 +152,36 @@ def test_a_long_transcript_is_split_between_lines_within_discords_upload() -> No
     huge = split_parts(["ж" * (PART_BYTES // 2 + 7)], limit=1000)
     assert all(len(part) <= 1000 for part in huge)
     assert b"".join(huge).decode("utf-8") == "ж" * (PART_BYTES // 2 + 7) + "\n"
+
+
+async def test_what_is_due_survives_a_restart_and_a_game_ended_unscheduled_is_scheduled_at_start():
+    """Games A and B end with an hour to go; B's row is lost (the process died between the end
+    and the scheduling). The next process archives A when its hour is over by its clock, and
+    schedules B at start: an hour later, B too."""
+    async with restartable(8) as (fake, world, config):
+        fake.state.application_flags |= MESSAGE_CONTENT_LIMITED
+        async with bot_on(fake, world, config) as first:
+            quick_edits(first)
+            a = await first.new_game(cities="Верона, Падуя", archive_after="1h")
+            await run(first, "host", "host end")
+            b = await first.new_game(cities="Верона, Падуя", archive_after="1h")
+            await run(first, "host", "host end")
+            await first.drain()
+            for game in (a, b):
+                await transcript_state(first, game.id, "due")
+        with sqlite3.connect(config.database) as db:
+            db.execute("DELETE FROM transcripts WHERE game_id = ?", (b.id,))
+        assert all(not fake.state.channels[int(g.record.channels["log"])].deleted for g in (a, b))
+        offset = [3600.0 + 60]
+        async with bot_on(fake, world, config, clock=lambda: time.time() + offset[0]) as second:
+            await transcript_state(second, a.id, "done")
+            rescheduled = await transcript_state(second, b.id, "due")
+            assert rescheduled["due"] > time.time() + offset[0] + 3000, "an hour from the start"
+            offset[0] += 3600 + 60
+            second.bot.get_cog("SeasonCog")._wake.set()  # the keeper sleeps by the real clock
+            await transcript_state(second, b.id, "done")
+            await second.drain()
+            archive = archive_channel(second)
+            for game in (a, b):
+                assert "=== #Верона ===" in transcript_text(second, archive, game.id)
+                assert fake.state.channels[int(game.record.channels["log"])].deleted
