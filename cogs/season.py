@@ -142,6 +142,10 @@ class SeasonCog(commands.Cog):
         self._task: asyncio.Task[None] | None = None
         self._locks: dict[int, asyncio.Lock] = {}
         self._scheduled: set[int] = set()
+        self._posting: set[int] = set()
+        """Games whose transcript item is in the outbox (the lane's idle hook looks only at them)."""
+        self.part_bytes = PART_BYTES
+        """Bytes in one file of a transcript."""
         bot.outbox.handlers["transcript"] = self.post_transcript
         bot.outbox.idle_hooks.append(self._lane_idle)
         bot.outbox.failure_hooks.append(self._refused)
@@ -194,6 +198,7 @@ class SeasonCog(commands.Cog):
                 self._scheduled.add(game_id)
                 await self._schedule(record)
         for game_id, _ in await self.bot.storage.transcripts_due("posting"):
+            self._posting.add(game_id)
             await self._lane_idle(game_id, "messages")  # posted just before a restart: finish it
         while True:
             self._wake.clear()
@@ -219,6 +224,7 @@ class SeasonCog(commands.Cog):
         item = OutboxItem("transcript", {"guild_id": record.guild_id}, {
             "game": game_id, "language": language, "channels": transcript_channels(record, language),
         }, lane="messages")
+        self._posting.add(game_id)
         if await self.bot.storage.begin_transcript(game_id, [item]):
             log.info("game %s: posting its transcript", game_id)
             self.bot.outbox.kick(game_id, ("messages",))
@@ -247,17 +253,25 @@ class SeasonCog(commands.Cog):
             for message in history:
                 lines += message_lines(message, language, readable=readable)
         archive = await self._archive_channel(guild_id, language)
-        parts = split_parts(lines)
+        parts = split_parts(lines, self.part_bytes)
+        # a part posted by an attempt whose answer was lost (a retry, a restart) is not posted
+        # twice: the bot's own recent posts there are known by their captions
+        bot_id = str(self.bot.user.id) if self.bot.user else ""
+        posted = {str(m.get("content")): int(m["id"]) for m in await self.bot.http.logs_from(archive, PAGE)
+                  if str((m.get("author") or {}).get("id")) == bot_id}
         first: int | None = None
         for number, data in enumerate(parts, 1):
             name = f"game-{game}.txt" if len(parts) == 1 else f"game-{game}-part{number}.txt"
             caption = t(language, "transcript.posted", game=game, part=number, parts=len(parts))
-            with handle_message_parameters(
-                content=caption, file=discord.File(io.BytesIO(data), filename=name),
-                nonce=f"ob{item.id}p{number}", allowed_mentions=discord.AllowedMentions.none(),
-            ) as params:
-                message = await self.bot.http.send_message(archive, params=params)
-            first = first if first is not None else int(message["id"])
+            if caption in posted:
+                message_id = posted[caption]
+            else:
+                with handle_message_parameters(
+                    content=caption, file=discord.File(io.BytesIO(data), filename=name),
+                    nonce=f"ob{item.id}p{number}", allowed_mentions=discord.AllowedMentions.none(),
+                ) as params:
+                    message_id = int((await self.bot.http.send_message(archive, params=params))["id"])
+            first = first if first is not None else message_id
         return first
 
     async def _history(self, channel_id: int) -> list[dict[str, Any]]:
@@ -302,10 +316,11 @@ class SeasonCog(commands.Cog):
     async def _lane_idle(self, game_id: int, lane: str) -> None:
         """A game's messages lane has nothing left: a transcript posted is finished (its channels
         and roles deleted, in the same transaction as the state's move to done)."""
-        if lane != "messages":
+        if lane != "messages" or game_id not in self._posting:
             return
         row = await self.bot.storage.transcript(game_id)
         if row is None or row["state"] != "posting":
+            self._posting.discard(game_id)
             return
         state, message_id = await self.bot.storage.transcript_posted(game_id)
         if state != "sent" or message_id is None:
@@ -316,6 +331,7 @@ class SeasonCog(commands.Cog):
             return
         deletes = [OutboxItem(item.kind, item.target, item.payload, lane="messages")
                    for item in end_of_game_items(record.channels, None, "delete")]
+        self._posting.discard(game_id)
         if await self.bot.storage.finish_transcript(game_id, channel, message_id, deletes):
             log.info("game %s: transcript posted (message %s); deleting its channels and roles", game_id, message_id)
             self.bot.outbox.kick(game_id, ("messages",))
@@ -334,6 +350,7 @@ class SeasonCog(commands.Cog):
                              reason=failure_text(language, failure)),
                 "allowed_mentions": {"parse": []},
             }, lane="messages"))
+        self._posting.discard(item.game_id)
         await self.bot.storage.transcript_failed(item.game_id, failure.to_dict(), notice)
         log.warning("game %s: its transcript was refused (%s); its channels are kept", item.game_id, failure.key)
         self.bot.outbox.kick(item.game_id, ("messages",))

@@ -185,3 +185,38 @@ async def test_what_is_due_survives_a_restart_and_a_game_ended_unscheduled_is_sc
             for game in (a, b):
                 assert "=== #Верона ===" in transcript_text(second, archive, game.id)
                 assert fake.state.channels[int(game.record.channels["log"])].deleted
+
+
+async def test_parts_posted_before_a_restart_are_not_posted_again():
+    """A transcript in parts; the process stops while its second part is under way (the first
+    taken by Discord), and the next one starts after Discord forgot the nonces. It carries the
+    item out again: it finds the first part by its caption and posts only what is missing."""
+    async with restartable(8) as (fake, world, config):
+        fake.state.application_flags |= MESSAGE_CONTENT_LIMITED
+        route = r"/channels/\d+/messages"
+        async with bot_on(fake, world, config) as first:
+            quick_edits(first)
+            first.bot.get_cog("SeasonCog").part_bytes = 2000
+            live = await first.new_game(cities="Верона, Падуя", archive_after="1s")
+            await run(first, "host", "host end")
+            await first.drain()
+            part_one = fake.hang("POST", route, count=1)
+            await fake.wait_until(lambda: part_one.hits or None, 30.0, "no part was posted")
+            part_two = fake.hang("POST", route, count=1)  # never answered: the process stops
+            part_one.release()
+            await fake.wait_until(lambda: part_two.hits or None, 30.0, "the second part was not sent")
+        fake.forget_nonces()  # the restart came after Discord's nonce memory
+        verona = live.record.channels["cities"]["Верона"]["text"]
+        gate = fake.hang("GET", rf"/channels/{verona}/messages", count=1)  # the transcript's first page
+        async with bot_on(fake, world, config) as second:
+            second.bot.get_cog("SeasonCog").part_bytes = 2000
+            gate.release()
+            await transcript_state(second, live.id, "done")
+            archive = archive_channel(second)
+            posts = [m for m in fake.messages(archive) if m.attachments]
+            assert len(posts) >= 3, [m.content for m in fake.messages(archive)]
+            assert [m.content for m in posts] == [
+                t("ru", "transcript.posted", game=live.id, part=n, parts=len(posts)) for n in range(1, len(posts) + 1)
+            ], "each part once, in order"
+            text = transcript_text(second, archive, live.id)
+            assert text.startswith(t("ru", "transcript.title", game=live.id)) and "=== #Падуя ===" in text
