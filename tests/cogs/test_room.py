@@ -8,6 +8,7 @@ category; 250 roles per guild, @everyone included.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import discord
 import pytest
@@ -30,7 +31,6 @@ from tests.harness import Table, bot_table
 from tests.rules.helpers import make_game
 
 CHANNELS_ROUTE = r"/guilds/\d+/channels"
-ROLES_ROUTE = r"/guilds/\d+/roles"
 MEMBER_ROLE_ROUTE = r"/guilds/\d+/members/\d+/roles/\d+"
 #: what Discord says in English, which no host text may carry
 DISCORD_ENGLISH = ("Maximum number", "Missing Permissions", "Invalid Form Body", "error code", "Bad Request")
@@ -58,6 +58,15 @@ async def fill_roles(table: Table, total: int) -> list[int]:
     await table.fake.wait_until(lambda: len(table.bot.get_guild(table.guild_id).roles) == total or None,
                                 10.0, "the bot never saw the roles")
     return made
+
+
+async def start_held_at(table: Table, method: str, route: str, *, locale: str = "ru") -> tuple[Any, Any]:
+    """``/host start``, its first call matching ``route`` held at the fake (a human acts
+    meanwhile, then the test releases it): the fault and the interaction."""
+    held = table.fake.hang(method, route, count=1)
+    started = await table.slash("host", "host start", locale=locale)
+    await table.fake.wait_until(lambda: held.hits or None, 20.0, f"no {method} {route} was made")
+    return held, started
 
 
 def untouched_by_discord_english(text: str) -> None:
@@ -114,49 +123,33 @@ async def test_a_start_without_room_for_its_roles_is_refused_in_english_on_an_en
         assert "Delete at least 1 role you no longer need" in refused.content
 
 
-async def test_the_guilds_channel_cap_reached_during_a_start_is_told_in_russian():
-    """A human fills the guild while the start is under way: Discord refuses the game's category
-    (30013); the bot rolls back and tells the host in the server's language what to do."""
+@pytest.mark.parametrize(("language", "what", "code", "key", "limit", "said"), [
+    ("ru", "channels", 30013, "failure.max_channels", MAX_CHANNELS, "на сервере уже 500 каналов вместе с категориями"),
+    ("en", "roles", 30005, "failure.max_roles", MAX_ROLES, "the server already has 250 roles"),
+])
+async def test_a_cap_reached_during_a_start_is_told_in_the_servers_language(
+        language: str, what: str, code: int, key: str, limit: int, said: str):
+    """A human fills the guild while the start is under way: Discord refuses the game's first
+    role or channel (30005, 30013); the bot rolls back and tells the host in the server's
+    language what to do."""
     async with bot_table(players=8, refusals=True) as table:
         quick_edits(table)
+        await run(table, "host", "admin language", {"language": language})
         await table.open_lobby()
-        held = table.fake.hang("POST", CHANNELS_ROUTE, count=1)
-        started = await table.slash("host", "host start")
-        await table.fake.wait_until(lambda: held.hits or None, 10.0, "no channel was asked for")
-        await fill_channels(table, MAX_CHANNELS)
+        held, started = await start_held_at(table, "POST", rf"/guilds/\d+/{what}",
+                                            locale="ru" if language == "ru" else "en-US")
+        await (fill_channels(table, MAX_CHANNELS) if what == "channels" else fill_roles(table, MAX_ROLES))
         held.release()
         await started.wait_original(30.0)
-        refused = [c for c in table.fake.calls("POST", "/guilds/{guild_id}/channels") if c.status == 400]
-        assert refused and refused[0].response["code"] == 30013
-        assert started.content == t("ru", "error.provision_refused",
-                                    reason=t("ru", "failure.max_channels", limit=MAX_CHANNELS))
-        assert "на сервере уже 500 каналов вместе с категориями" in started.content
+        refused = [c for c in table.fake.calls("POST", f"/guilds/{{guild_id}}/{what}") if c.status == 400]
+        assert refused and refused[0].response["code"] == code
+        assert started.content == t(language, "error.provision_refused", reason=t(language, key, limit=limit))
+        assert said in started.content
         untouched_by_discord_english(started.content)
         await table.drain()
         assert table.live().record.state == "lobby"
-        assert channel_count(table) == MAX_CHANNELS, "nothing of the game is left"
-
-
-async def test_the_role_cap_reached_during_a_start_is_told_in_english():
-    async with bot_table(players=8, refusals=True) as table:
-        quick_edits(table)
-        await run(table, "host", "admin language", {"language": "en"})
-        await table.open_lobby()
-        held = table.fake.hang("POST", ROLES_ROUTE, count=1)
-        started = await table.slash("host", "host start", locale="en-US")
-        await table.fake.wait_until(lambda: held.hits or None, 10.0, "no role was asked for")
-        await fill_roles(table, MAX_ROLES)
-        held.release()
-        await started.wait_original(30.0)
-        refused = [c for c in table.fake.calls("POST", "/guilds/{guild_id}/roles") if c.status == 400]
-        assert refused and refused[0].response["code"] == 30005
-        assert started.content == t("en", "error.provision_refused",
-                                    reason=t("en", "failure.max_roles", limit=MAX_ROLES))
-        assert "the server already has 250 roles" in started.content
-        untouched_by_discord_english(started.content)
-        await table.drain()
-        assert table.live().record.state == "lobby"
-        assert len(table.fake.state.guild(table.guild_id).roles) == MAX_ROLES
+        held_now = channel_count(table) if what == "channels" else len(table.fake.state.guild(table.guild_id).roles)
+        assert held_now == limit, "nothing of the game is left"
 
 
 async def test_a_full_category_is_told_in_russian():
@@ -165,9 +158,7 @@ async def test_a_full_category_is_told_in_russian():
     async with bot_table(players=8, refusals=True) as table:
         quick_edits(table)
         await table.open_lobby()
-        category = table.fake.hang("POST", CHANNELS_ROUTE, count=1)
-        started = await table.slash("host", "host start")
-        await table.fake.wait_until(lambda: category.hits or None, 10.0, "no category was asked for")
+        category, started = await start_held_at(table, "POST", CHANNELS_ROUTE)
         city = table.fake.hang("POST", CHANNELS_ROUTE, count=1)
         category.release()
         await table.fake.wait_until(lambda: city.hits or None, 10.0, "no city channel was asked for")
@@ -191,9 +182,7 @@ async def test_a_game_role_dragged_above_the_bot_mid_start_tells_the_host_what_t
     async with bot_table(players=8, refusals=True) as table:
         quick_edits(table)
         await table.open_lobby()
-        held = table.fake.hang("PUT", MEMBER_ROLE_ROUTE, count=1)
-        started = await table.slash("host", "host start")
-        await table.fake.wait_until(lambda: held.hits or None, 20.0, "no role was given")
+        held, started = await start_held_at(table, "PUT", MEMBER_ROLE_ROUTE)
         guild = table.fake.state.guild(table.guild_id)
         game_roles = [int(c.response["id"]) for c in table.fake.calls("POST", "/guilds/{guild_id}/roles") if c.ok]
         top = max(role.position for role in guild.roles.values())
