@@ -42,7 +42,7 @@ from bot.i18n import t
 from bot.permissions import BOT, READ, SILENCE
 from bot.service import LiveGame
 from bot.storage import GameRecord, OutboxItem
-from cogs.channels import TEXT, end_of_game_items
+from cogs.channels import TEXT, end_of_game_items, missing_permissions
 from cogs.failures import failure_of, failure_text
 
 if TYPE_CHECKING:
@@ -142,6 +142,7 @@ class SeasonCog(commands.Cog):
         self._task: asyncio.Task[None] | None = None
         self._locks: dict[int, asyncio.Lock] = {}
         self._scheduled: set[int] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
         self._posting: set[int] = set()
         """Games whose transcript item is in the outbox (the lane's idle hook looks only at them)."""
         self.part_bytes = PART_BYTES
@@ -162,8 +163,10 @@ class SeasonCog(commands.Cog):
                             (self.bot.service.after_commit, self.game_ended)):
             if hook in hooks:
                 hooks.remove(hook)  # type: ignore[arg-type]
+        for task in [self._task, *self._tasks]:
+            if task is not None:
+                task.cancel()
         if self._task is not None:
-            self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
 
@@ -175,7 +178,9 @@ class SeasonCog(commands.Cog):
         if record.id in self._scheduled or not wants_transcript(record):
             return
         self._scheduled.add(record.id)
-        asyncio.get_running_loop().create_task(self._schedule(record), name=f"season-schedule-{record.id}")
+        task = asyncio.get_running_loop().create_task(self._schedule(record), name=f"season-schedule-{record.id}")
+        self._tasks.add(task)  # the loop keeps only a weak reference to a task
+        task.add_done_callback(self._tasks.discard)
 
     async def _schedule(self, record: GameRecord) -> None:
         delay = archive_after(record, self.bot.config.channels.archive_after)
@@ -192,6 +197,18 @@ class SeasonCog(commands.Cog):
         self._wake.set()
 
     async def _keep(self) -> None:
+        delay = 1.0
+        while True:
+            try:
+                await self._look()
+                return
+            except Exception:
+                # the database (a full disk, say): what is scheduled stays stored
+                log.exception("the transcripts' keeper failed; looking again in %.0f s", delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, LOOK_AGAIN)
+
+    async def _look(self) -> None:
         for game_id in await self.bot.storage.unscheduled_finished():
             record = await self.bot.storage.game(game_id)
             if record is not None and wants_transcript(record):
@@ -208,9 +225,8 @@ class SeasonCog(commands.Cog):
                 if at <= now:
                     try:
                         await self._begin(game_id)
-                    except Exception:
-                        log.exception("game %s: could not begin its transcript; trying again", game_id)
-                        await asyncio.sleep(1.0)
+                    except Exception:  # it stays due: tried again at the next look
+                        log.exception("game %s: could not begin its transcript", game_id)
             later = [at - now for _, at in due if at > now]
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), min([LOOK_AGAIN, *later]))
@@ -341,7 +357,9 @@ class SeasonCog(commands.Cog):
         if item.kind != "transcript":
             return
         language = str(item.payload.get("language") or "ru")
-        failure = failure_of(error)
+        guild = self.bot.get_guild(int(item.target["guild_id"]))
+        lacking = missing_permissions(guild.me.guild_permissions) if guild is not None else []
+        failure = failure_of(error, lacking=lacking if isinstance(error, discord.Forbidden) else [])
         record = await self.bot.storage.game(item.game_id)
         notice: list[OutboxItem] = []
         if record is not None and record.channels.get("log") is not None:
