@@ -112,6 +112,26 @@ async def test_a_transcript_tells_no_more_than_the_game_did():
         assert t("ru", "summary.title") in text or t("ru", "host.ended") in text, "the bot's own posts are there"
 
 
+async def test_a_channel_a_human_deleted_is_named_in_the_transcript_in_the_servers_language():
+    async with bot_table(players=8, refusals=True) as table:
+        quick_edits(table)
+        await run(table, "host", "admin language", {"language": "en"})
+        table.fake.state.application_flags |= MESSAGE_CONTENT_LIMITED
+        live = await table.new_game(cities="Verona, Padua", archive_after="1s")
+        await run(table, "host", "host end", locale="en-US")
+        dead = int(live.record.channels["dead"])
+        reading = table.fake.hang("GET", rf"/channels/{dead}/messages", count=1)
+        await table.fake.wait_until(lambda: reading.hits or None, 30.0, "the dead's channel was not read")
+        table.fake.delete_channel(dead)  # by a human, just then
+        reading.release()
+        await transcript_state(table, live.id, "done")
+        text = transcript_text(table, archive_channel(table, "game-archive"), live.id)
+        gone = t("en", "transcript.unread", reason=t("en", "failure.unknown_channel"))
+        assert f"=== #{t('en', 'channel.dead')} ===\n{gone}\n" in text
+        assert "Unknown Channel" not in text
+        assert "=== #Verona ===" in text and "=== #Padua ===" in text
+
+
 async def test_a_refused_transcript_keeps_the_channels_and_tells_the_host_in_russian():
     async with bot_table(players=8, refusals=True) as table:
         quick_edits(table)
