@@ -71,7 +71,9 @@ from bot.storage import (
     Storage,
 )
 from rules import (
+    Command,
     Game,
+    Phase,
     RequestLastWord,
     RuleError,
     Setup,
@@ -126,11 +128,18 @@ class _Replay:
     log: list[tuple[dict[str, Any], str]] = field(default_factory=list)
 
 
-def replay_log(setup: dict[str, Any], seed: int, log_rows: list[tuple[int, dict[str, Any], str]]) -> tuple[Game, _Replay]:
+#: told every command a replay applies: (the command, its source, the phase it was given in, its events)
+Listener = Callable[[Command, str, Phase, list[ev.Event]], None]
+
+
+def replay_log(setup: dict[str, Any], seed: int, log_rows: list[tuple[int, dict[str, Any], str]],
+               listen: Listener | None = None) -> tuple[Game, _Replay]:
     """Play a stored log again and collect votes, deaths, last words and checks.
 
     A stored command the rules refuse (it cannot be: only accepted commands are
     stored) is logged and left out, so the archived log replays exactly.
+    ``listen``, if given, is told every command applied and its events (the
+    picture reads from them what the archive does not keep).
     """
     game = Game.create(Setup.from_dict(setup), seed)
     found = _Replay()
@@ -144,6 +153,8 @@ def replay_log(setup: dict[str, Any], seed: int, log_rows: list[tuple[int, dict[
             log.error("stored command %s (%s) refused on replay: %s; left out of the archive", seq, data, error)
             continue
         found.log.append((data, source))
+        if listen is not None:
+            listen(command, source, phase, events)
         if isinstance(command, RequestLastWord):
             found.last_words.append((seq, command.actor, str(phase)))
         for event in events:

@@ -23,7 +23,9 @@ from discord.ext import commands
 from bot.collector import CollectorPolicy
 from bot.config import Config
 from bot.errors import UserError
+from bot.fairness import CommandLimit, TooFast
 from bot.i18n import CatalogueTranslator, t, warm_up
+from bot.notices import Notices
 from bot.options import OptionRefused, options_within_limits
 from bot.outbox import Outbox
 from bot.pacing import Pacer, pace, share
@@ -59,6 +61,13 @@ def intents() -> discord.Intents:
     return wanted
 
 
+#: interactions remembered while they run, for the members' shares (bot.fairness)
+CHARGED_KEPT = 10_000
+
+#: Discord's codes for an interaction it no longer takes answers to (unknown interaction, and
+#: unknown webhook: its token expired)
+GONE = (10062, 10015)
+
 #: Discord lets a bot IDENTIFY once per 5 seconds (with max_concurrency 1): the pause between shards
 IDENTIFY_PAUSE = 5.0
 
@@ -90,6 +99,7 @@ class ProkuratorBot(commands.AutoShardedBot):
     storage: Storage
     service: GameService
     outbox: Outbox
+    notices: Notices
     timers: PhaseTimers
 
     def __init__(
@@ -126,7 +136,11 @@ class ProkuratorBot(commands.AutoShardedBot):
         self.extensions_to_load = extensions
         self._opened_storage = storage
         self.tree.on_error = self.on_app_command_error
-        self.tree.interaction_check = options_within_limits  # type: ignore[method-assign]
+        self.tree.interaction_check = self.check_command  # type: ignore[method-assign]
+        self.limit = CommandLimit(config.fairness)
+        """Each member's commands per game (:mod:`bot.fairness`)."""
+        self._charged: dict[int, tuple[int, int]] = {}
+        """Interactions counted against a member's share, until they are done: id → (game, member)."""
         self.explain_refusal: Callable[[discord.Interaction, RuleError], Awaitable[str | None]] | None = None
         """Words a refusal of the rules better than its catalogue entry (cogs.help sets it)."""
 
@@ -141,6 +155,9 @@ class ProkuratorBot(commands.AutoShardedBot):
             log.info("running shard(s) %s of %s", ",".join(map(str, self.shard_ids)), self.shard_count)
         self.service = GameService(self.storage, self.config, clock=self.clock)
         self.outbox = Outbox(self.storage, self.http, self_id=self.user.id if self.user else None)
+        self.notices = Notices(self.storage)
+        if await self.notices.load():
+            log.info("some members have answers Discord did not deliver: shown with their next ones")
         self.timers = PhaseTimers(
             self.service, reminders=self.config.timers.reminders, clock=self.clock
         )
@@ -231,6 +248,46 @@ class ProkuratorBot(commands.AutoShardedBot):
             return self.config.language
         return await self.service.language(interaction.guild_id)
 
+    async def check_command(self, interaction: discord.Interaction) -> bool:
+        """The command tree's interaction check: the options within their declaration, and the
+        member within his share of the guild's open game.
+
+        Raises:
+            OptionRefused: an option breaks its declaration.
+            TooFast: the member sent the game too many commands in a row.
+        """
+        await options_within_limits(interaction)
+        if interaction.type is discord.InteractionType.application_command:
+            await self.within_share(interaction)
+        return True
+
+    async def within_share(self, interaction: discord.Interaction) -> None:
+        """Count a slash command or a component press against the member's share of the
+        guild's open game (none open: nothing to share).
+
+        Raises:
+            TooFast: his bucket is empty.
+        """
+        if interaction.guild_id is None:
+            return
+        live = await self.service.open_game(interaction.guild_id)
+        if live is not None:
+            self.limit.admit(live.id, interaction.user.id)
+            self._charged[interaction.id] = (live.id, interaction.user.id)
+            if len(self._charged) > CHARGED_KEPT:  # a command that never finished: forget it
+                self._charged.pop(next(iter(self._charged)))
+
+    def share_settled(self, interaction: discord.Interaction) -> None:
+        """The interaction is done with: if it changed nothing, its member has his place in the
+        bucket back (:meth:`bot.fairness.CommandLimit.refund`)."""
+        charged = self._charged.pop(interaction.id, None)
+        if charged is not None and not self.service.applied(interaction.id):
+            self.limit.refund(*charged)
+
+    async def on_app_command_completion(self, interaction: discord.Interaction, command: Any) -> None:
+        """A slash command ran to its end (its errors go to :meth:`handle_error`)."""
+        self.share_settled(interaction)
+
     async def on_app_command_error(
         self, interaction: discord.Interaction, error: app_commands.AppCommandError
     ) -> None:
@@ -242,12 +299,20 @@ class ProkuratorBot(commands.AutoShardedBot):
 
     async def handle_error(self, interaction: discord.Interaction, original: BaseException) -> None:
         """Turn refusals into the user's localised ephemeral message; log everything else."""
+        self.share_settled(interaction)
         if isinstance(original, Expired):
             log.info("%s by %s: Discord no longer takes the interaction; not applied, not answered",
                      _command_name(interaction), interaction.user.id)
             return
+        if isinstance(original, discord.NotFound) and original.code in GONE:
+            # a command answered too late (a read-only one: what changes a game answers through
+            # cogs.common.answer_lines, which keeps what it could not deliver)
+            log.info("%s by %s could not be answered: %s", _command_name(interaction), interaction.user.id, original)
+            return
         language = await self.language_for(interaction)
-        if isinstance(original, OptionRefused):
+        if isinstance(original, TooFast):
+            text = t(language, original.key, **original.params)
+        elif isinstance(original, OptionRefused):
             key = original.params.get("option_key")
             option = t(language, key) if key else original.params.get("option")
             text = t(language, original.key, **{**original.params, "option": option})
@@ -286,7 +351,7 @@ def _options(interaction: discord.Interaction) -> Any:
 
 async def reply(interaction: discord.Interaction, text: str, *, ephemeral: bool = True) -> None:
     """Answer an interaction: a deferred one by editing its "thinking…" message, one answered
-    already by a follow-up."""
+    already by a follow-up; then the member's answers Discord did not deliver before."""
     try:
         deferred = interaction.response.type is discord.InteractionResponseType.deferred_channel_message
         if deferred:
@@ -295,5 +360,11 @@ async def reply(interaction: discord.Interaction, text: str, *, ephemeral: bool 
             await interaction.followup.send(text, ephemeral=ephemeral)
         else:
             await interaction.response.send_message(text, ephemeral=ephemeral)
-    except discord.HTTPException as error:
-        log.warning("could not answer interaction %s: %s", interaction.id, error)
+    except (discord.HTTPException, discord.RateLimited) as error:
+        gone = isinstance(error, discord.NotFound) and error.code in GONE  # answered too late: expected
+        log.log(logging.INFO if gone else logging.WARNING, "could not answer interaction %s: %s",
+                interaction.id, error)
+        return
+    bot = interaction.client
+    if isinstance(bot, ProkuratorBot):
+        await bot.notices.hand_out(interaction)

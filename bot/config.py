@@ -62,6 +62,19 @@ class Channels:
 
 
 @dataclass(frozen=True)
+class Fairness:
+    """What one member may ask of a game: how fast, and how soon after the timer moved it on."""
+
+    burst: int = 20
+    """Commands a member may send in one game at once (0: no limit)."""
+    per_minute: int = 60
+    """After the burst, this many a minute (the burst refills at this pace)."""
+    stage_settle: float = 2.0
+    """Seconds after the timer began a stage in which a person's stage move (``/host next``,
+    ``/host execute``) is refused: it was sent before he could have seen that stage."""
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole configuration with its defaults."""
 
@@ -81,6 +94,7 @@ class Config:
     timers: Timers = field(default_factory=Timers)
     last_word: LastWord = field(default_factory=LastWord)
     channels: Channels = field(default_factory=Channels)
+    fairness: Fairness = field(default_factory=Fairness)
     rules: RuleOptions = field(default_factory=RuleOptions)
 
     @property
@@ -163,6 +177,14 @@ def _check_int(key: str, value: Any, low: int, high: int | None = None) -> int:
         bound = f"from {low} to {high}" if high is not None else f"at least {low}"
         raise ConfigError(f"{key}: must be {bound}, got {value}")
     return value
+
+
+def _check_seconds(key: str, value: Any, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{key}: must be a number of seconds, got {value!r}")
+    if not 0 <= value <= high:
+        raise ConfigError(f"{key}: must be from 0 to {high:g}, got {value}")
+    return float(value)
 
 
 def _check_bool(key: str, value: Any) -> bool:
@@ -261,6 +283,18 @@ def config_from_dict(data: Any) -> Config:
         if "archive_after" in section:
             channels["archive_after"] = _check_int("channels.archive_after", section["archive_after"], 0, 31_536_000)
         values["channels"] = replace(config.channels, **channels)
+    if "fairness" in data:
+        section = _section("fairness", data["fairness"])
+        _unknown("fairness.", section, tuple(f.name for f in fields(Fairness)))
+        fairness: dict[str, Any] = {}
+        for name in ("burst", "per_minute"):
+            if name in section:
+                fairness[name] = _check_int(f"fairness.{name}", section[name], 0, 10_000)
+        if "stage_settle" in section:
+            fairness["stage_settle"] = _check_seconds("fairness.stage_settle", section["stage_settle"], 60)
+        values["fairness"] = replace(config.fairness, **fairness)
+        if values["fairness"].burst and not values["fairness"].per_minute:
+            raise ConfigError("fairness.per_minute: must be at least 1 when fairness.burst is set")
     if "rules" in data:
         try:
             values["rules"] = RuleOptions.from_dict(_section("rules", data["rules"]))

@@ -94,6 +94,17 @@ class MovedOn(UserError):
         super().__init__("error.moved_on")
 
 
+class JustBegan(MovedOn):
+    """A person's stage move sent within moments of the timer beginning the stage it would end:
+    he could not have seen that stage yet; nothing changed. ``stage`` is the stage the timer
+    began (``day 1 voting``), ``late`` how many seconds after its start the command was sent."""
+
+    def __init__(self, stage: str, late: float) -> None:
+        super().__init__()
+        self.stage = stage
+        self.late = late
+
+
 class GameBroken(UserError):
     """The game's log no longer replays: only closing it is accepted."""
 
@@ -121,6 +132,10 @@ class Seen:
 
     stage: str | None = None
     at: float | None = None
+    settle: float = 0.0
+    """A person's stage move that names no stage: refused (:class:`JustBegan`) when sent less
+    than this many seconds after the timer began the current stage (the game's lobby keeps
+    when, as ``timer_began``)."""
 
 
 class Answer(Protocol):
@@ -189,6 +204,8 @@ class Applied:
     duplicate: bool = False
     deferred: bool = False
     seq: int | None = None
+    repeated: bool = False
+    """A player's choice that stood already as it is: not applied, nothing announced."""
 
 
 class Renderer(Protocol):
@@ -201,6 +218,19 @@ Listener = Callable[[LiveGame, list[Event]], Awaitable[None]]
 Observer = Callable[[LiveGame, list[Event], float], None]
 """Sees a command's events with the wall time it was accepted, before they are rendered and
 stored (what the game remembers of it beyond the rules' state: when each vote came)."""
+
+
+def timer_mark(began: float | None) -> Callable[[LiveGame, list[Event]], list[OutboxItem]]:
+    """The ``after`` of a timer's move (:meth:`GameService.apply`): if the stage changed from the
+    one that began at ``began``, the lobby keeps that the timer began this one
+    (``timer_began``), so that a person's move sent moments later is refused (:class:`JustBegan`)."""
+
+    def mark(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
+        if live.record.stage_since != began:
+            live.record.lobby["timer_began"] = live.record.stage_since
+        return []
+
+    return mark
 
 
 def nothing_to_render(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
@@ -320,6 +350,10 @@ class GameService:
         self._recent_order.append(interaction_id)
         if len(self._recent_order) > RECENT_INTERACTIONS:
             self._recent.discard(self._recent_order.popleft())
+
+    def applied(self, interaction_id: int) -> bool:
+        """Whether this process applied the interaction (a command stored, a record changed)."""
+        return self._seen(interaction_id)
 
     def _seen(self, interaction_id: int | None) -> bool:
         """Applied by this process? (One applied by an earlier process is caught by the
@@ -636,6 +670,9 @@ class GameService:
                 log.info("game %s: interaction %s delivered again; applied once", game_id, interaction_id)
                 return Applied([], duplicate=True)
             self._check_seen(live, seen, command)
+            if source == "player" and live.game.repeats(command):
+                log.info("game %s: %s repeats a standing choice; not applied again", game_id, command)
+                return Applied([], repeated=True)
             if source == "timer" and live.record.lobby.get("paused") and command == command_for_deadline(live.game.stage):
                 # the host paused while this deadline waited for the lock: the clock stands
                 log.info("game %s: the timer's %s came after the pause; not applied", game_id, command)
@@ -676,6 +713,14 @@ class GameService:
             log.info("game %s: %s was meant for %s; the game is at %s: refused",
                      live.id, command, seen.stage or f"the stage before {since}", current)
             raise MovedOn()
+        by_timer = since is not None and live.record.lobby.get("timer_began") == since
+        if seen.stage is None and seen.at is not None and by_timer and current is not None:
+            assert since is not None
+            late = (int(seen.at * 1000) - int(since * 1000)) / 1000  # in whole ms, as above
+            if late < seen.settle:
+                log.info("game %s: %s sent %.3f s after the timer began %s: refused as unseen",
+                         live.id, command, late, current)
+                raise JustBegan(current, late)
 
     async def _commit(
         self, live: LiveGame, command: Command, source: str, interaction_id: int | None,
@@ -766,8 +811,9 @@ class GameService:
             return
         waiting, live.deferred = live.deferred, []
         command, source, stage = waiting[0]
+        after = timer_mark(live.record.stage_since) if source == "timer" else None
         try:
-            await self.apply(game_id, command, source=source, seen=Seen(stage=stage))
+            await self.apply(game_id, command, source=source, seen=Seen(stage=stage), after=after)
         except (RuleError, MovedOn, GameBroken, NoGame) as error:
             log.info("game %s: the deferred %s is no longer possible: %s", game_id, command, error)
 

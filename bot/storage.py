@@ -802,6 +802,16 @@ class Storage:
                 (key, value),
             )
 
+    async def meta_keys(self, prefix: str) -> list[str]:
+        """The stored facts' keys that begin with ``prefix``."""
+        rows = await self._fetchall("SELECT key FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
+        return [str(row["key"]) for row in rows]
+
+    async def delete_meta(self, key: str) -> None:
+        """Forget a stored fact."""
+        async with self.transaction() as db:
+            await db.execute("DELETE FROM meta WHERE key = ?", (key,))
+
     # ------------------------------------------------------------------ guilds
 
     async def _guild(self, guild_id: int) -> tuple[str | None, int | None]:

@@ -7,7 +7,10 @@ game's record changes.
 
 The timer's command names the stage its deadline belongs to, and the service
 checks it under the game's lock: a host who moved the game on a moment
-earlier is not followed by a second move. A step that fails (a full disk, a
+earlier is not followed by a second move; and the stage a timer begins is
+marked in the game's lobby (``timer_began``), so that a host's "next" sent
+moments after it, before he could see that stage, is refused rather than
+skipping it (``fairness.stage_settle``, :class:`bot.service.JustBegan`). A step that fails (a full disk, a
 database error) is logged and tried again after a back-off (0.5 s doubling to
 a minute, or sooner when the game's record changes): the task never dies, so
 a deadline passed while the disk was full fires once there is room.
@@ -30,6 +33,7 @@ from bot.service import (
     NoGame,
     Seen,
     command_for_deadline,
+    timer_mark,
 )
 from bot.storage import OutboxItem
 from rules import RuleError
@@ -161,7 +165,8 @@ class PhaseTimers:
             return
         log.info("game %s: time is up for %s: %s", live.id, stage, command)
         try:
-            applied = await self.service.apply(live.id, command, source="timer", seen=Seen(stage=stage))
+            applied = await self.service.apply(live.id, command, source="timer", seen=Seen(stage=stage),
+                                               after=timer_mark(live.record.stage_since))
         except MovedOn:
             log.info("game %s: %s was over before its deadline fired", live.id, stage)
             self._forget(live.id, deadline, stage)  # the stage that followed has its own deadline

@@ -10,6 +10,7 @@ acknowledgement or sends the first answer.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -69,6 +70,18 @@ def name_of(live: LiveGame, player: str) -> str:
         if str(entry["id"]) == player:
             return str(entry["name"])
     return player
+
+
+def shown(text: str) -> str:
+    """A member's name (or what he typed) as a text shows it: as written, never as markdown
+    (code fences, masked links, headings) nor as a mention of @everyone or anyone."""
+    return discord.utils.escape_mentions(discord.utils.escape_markdown(text))
+
+
+def shown_name(live: LiveGame, player: str) -> str:
+    """A player's display name, escaped for a text (:func:`shown`); a label or a menu option,
+    which Discord never renders as markdown, takes :func:`name_of`."""
+    return shown(name_of(live, player))
 
 
 def mention(player: str) -> str:
@@ -190,7 +203,7 @@ def resolve_player(live: LiveGame, text: str) -> str:
     matches = [player for player, name in known.items() if name.casefold() == lowered]
     if len(matches) == 1:
         return matches[0]
-    raise UserError("error.no_such_player", name=clip(value, 60))
+    raise UserError("error.no_such_player", name=shown(clip(value, 60)))
 
 
 async def answer(interaction: discord.Interaction, text: str) -> None:
@@ -202,17 +215,38 @@ async def answer_lines(interaction: discord.Interaction, lines: list[str], *, ep
     """Answer with ``lines``, split into as many messages as Discord's limits need.
 
     The first message is the interaction's answer (or its deferred original,
-    edited); the rest are follow-ups. Names never ping anybody.
+    edited); the rest are follow-ups. Names never ping anybody. Then come the member's answers
+    Discord did not deliver before; an answer Discord refuses is kept for his next command if
+    the interaction changed something (:mod:`bot.notices`), else only logged.
     """
     none = discord.AllowedMentions.none()
     parts = chunks(lines) or ["—"]
     first, rest = parts[0], parts[1:]
-    if interaction.response.is_done():
-        await interaction.edit_original_response(content=first, allowed_mentions=none)
-    else:
-        await interaction.response.send_message(first, ephemeral=ephemeral, allowed_mentions=none)
-    for part in rest:
-        await interaction.followup.send(part, ephemeral=ephemeral, allowed_mentions=none)
+
+    async def send() -> None:
+        if interaction.response.is_done():
+            await interaction.edit_original_response(content=first, allowed_mentions=none)
+        else:
+            await interaction.response.send_message(first, ephemeral=ephemeral, allowed_mentions=none)
+        for part in rest:
+            await interaction.followup.send(part, ephemeral=ephemeral, allowed_mentions=none)
+
+    await delivered(interaction, "\n".join(parts), send)
+
+
+async def delivered(interaction: discord.Interaction, text: str, send: Callable[[], Awaitable[None]]) -> None:
+    """Answer ``interaction`` by ``send`` (which says ``text``), then hand the member the
+    answers Discord did not deliver before. If Discord refuses this one, it is kept for his
+    next command when the interaction changed something (it was committed first), else only
+    logged (:mod:`bot.notices`)."""
+    bot: ProkuratorBot = interaction.client  # type: ignore[assignment]
+    try:
+        await send()
+    except (discord.HTTPException, discord.RateLimited) as error:
+        await bot.notices.undelivered(interaction, text, error, applied=bot.service.applied(interaction.id),
+                                      language=await bot.language_for(interaction))
+        return
+    await bot.notices.hand_out(interaction)
 
 
 def _choices(live: LiveGame, actions: list[LegalAction], verb: str, current: str) -> list[app_commands.Choice[str]]:
@@ -245,7 +279,7 @@ def host_choices(live: LiveGame, verb: str, current: str) -> list[app_commands.C
 
 
 __all__ = [
-    "MAX_CHOICES", "InteractionAnswer", "answer", "answer_lines", "sent_at", "guild_game", "cohosts", "host_choices", "host_rights", "is_host", "key_str", "mention", "name_of",
-    "names", "phrase", "player_of", "plays_in", "require_host", "resolve_player", "running_game",
+    "MAX_CHOICES", "InteractionAnswer", "answer", "answer_lines", "delivered", "sent_at", "guild_game", "cohosts", "host_choices", "host_rights", "is_host", "key_str", "mention", "name_of",
+    "names", "phrase", "player_of", "plays_in", "require_host", "resolve_player", "running_game", "shown", "shown_name",
     "status_text", "target_choices",
 ]

@@ -10,9 +10,11 @@ with the id's fields, to the handler the owning cog registered with
 ``cogs/lastword.py``). A refusal raised by a handler gets the same localised,
 private answer as a slash command's.
 
-Every other ``mafia:`` id (a retired action, a malformed id) is answered with
-"this button is no longer active" by :class:`Retired`, a ``DynamicItem`` whose
-template matches exactly the ``mafia:`` ids that no other form matches.
+Every other id (a retired action, a malformed id, one not starting with
+``mafia:`` at all: the bot posts none, so it is crafted or from another
+bot's era) is answered with "this button is no longer active" by
+:class:`Retired`, a ``DynamicItem`` whose template matches exactly the ids
+that no other form matches.
 discord.py dispatches an id to *every* template that matches it, so a plain
 ``mafia:.*`` would answer known ids twice; a negative look-ahead over the
 other forms keeps the catch-all inside the library's router rather than in a
@@ -64,8 +66,8 @@ def template(action: str) -> str:
     return rf"mafia:{FORMS[action]}"
 
 
-#: every ``mafia:`` id that no form matches (``\Z``: a trailing newline is not an end)
-RETIRED = r"(?s)mafia:(?!(?:" + "|".join([*FORMS.values(), *ELSEWHERE.values()]) + r")\Z).*"
+#: every id that no form matches, ``mafia:`` or not (``\Z``: a trailing newline is not an end)
+RETIRED = r"(?s)(?!mafia:(?:" + "|".join([*FORMS.values(), *ELSEWHERE.values()]) + r")\Z).*"
 
 
 class _Routed:
@@ -93,9 +95,12 @@ class _Routed:
         try:
             if handler is None:
                 raise UserError("error.stale_button")
+            await bot.within_share(interaction)
             await handler(interaction, self.fields)
         except Exception as error:  # the same answers as for slash commands
             await bot.handle_error(interaction, error)
+        else:
+            bot.share_settled(interaction)
 
 
 class JoinButton(_Routed, DynamicItem[Button[Any]], template=template("join")):
@@ -154,7 +159,7 @@ class CancelButton(_Routed, DynamicItem[Button[Any]], template=template("cancel"
 
 
 class Retired(_Routed, DynamicItem[Item[Any]], template=RETIRED):
-    """Any other ``mafia:`` id: "this button is no longer active"."""
+    """Any other id: "this button is no longer active"."""
 
     action = "retired"
 

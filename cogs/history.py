@@ -215,13 +215,15 @@ class HistoryCog(commands.Cog):
 
     @app_commands.command(name=key_str("game", "cmd.mafia.game.name"),
                           description=key_str("A finished game: its summary and picture", "cmd.mafia.game.description"))
-    @app_commands.rename(number=key_str("number", "opt.number.name"))
-    @app_commands.describe(number=key_str("The game's number", "opt.number.description"))
-    async def game(self, interaction: discord.Interaction, number: app_commands.Range[int, 1, 2**53 - 1]) -> None:
+    @app_commands.rename(number=key_str("number", "opt.number.name"), votes=key_str("votes", "opt.votes.name"))
+    @app_commands.describe(number=key_str("The game's number", "opt.number.description"),
+                           votes=key_str("Add each day's votes to the picture", "opt.votes.description"))
+    async def game(self, interaction: discord.Interaction, number: app_commands.Range[int, 1, 2**53 - 1],
+                   votes: bool = False) -> None:
         archived = await self._finished(interaction, number)
         language = await self.bot.language_for(interaction)
         await interaction.response.defer(ephemeral=True, thinking=True)
-        png = await asyncio.to_thread(render_png, archived, language)
+        png = await asyncio.to_thread(partial(render_png, archived, language, votes=votes))
         lines = summary_lines(language, archived)
         lines[1:1] = await transcript_link(self.bot, archived.game_id, language)  # under the title
         parts = chunks(lines)

@@ -8,7 +8,9 @@ names it in its ``from`` option (offered by autocomplete) or, left out, is
 taken as meant for the stage the game was in when Discord created the
 interaction; ``/host execute`` likewise. So a second "next", or one sent while
 the timer moved the game on, is refused ("already moved on") and changes
-nothing. Lobby settings and ``/host timer`` look at the game under the lock
+nothing; and one sent within ``fairness.stage_settle`` seconds after the
+timer began the stage is refused too, naming that stage (the host could not
+have seen it yet). Lobby settings and ``/host timer`` look at the game under the lock
 too, and ``/host timer`` on the running stage is one commit (its length, the
 new deadline and the announcement of it).
 """
@@ -33,7 +35,7 @@ from bot.errors import UserError
 from bot.i18n import key_str, t
 from bot.options import duration_text, parse_duration
 from bot.outbox import CREATES
-from bot.service import GameBroken, LiveGame, MovedOn, NoGame, Seen, command_for_deadline
+from bot.service import GameBroken, JustBegan, LiveGame, MovedOn, NoGame, Seen, command_for_deadline
 from bot.storage import DamagedLog, OutboxItem
 from cogs.channels import (
     Layout,
@@ -55,17 +57,18 @@ from cogs.common import (
     answer,
     answer_lines,
     cohosts,
+    delivered,
     guild_game,
     host_choices,
     is_host,
     mention,
-    name_of,
     phrase,
     plays_in,
     require_host,
     resolve_player,
     running_game,
     sent_at,
+    shown_name,
     status_text,
 )
 from cogs.components import CancelButton, ConfirmButton
@@ -401,10 +404,15 @@ class HostCog(commands.Cog):
 
     async def _apply(self, interaction: discord.Interaction, live: LiveGame, command: Command, *,
                      seen: Seen | None = None) -> None:
-        applied = await self.bot.service.apply(
-            live.id, command, source="host", interaction_id=interaction.id, seen=seen,
-            answer=InteractionAnswer(interaction),
-        )
+        try:
+            applied = await self.bot.service.apply(
+                live.id, command, source="host", interaction_id=interaction.id, seen=seen,
+                answer=InteractionAnswer(interaction),
+            )
+        except JustBegan as began:
+            phase, _, stage = began.stage.rpartition(" ")
+            raise UserError("error.just_began", phase=phase_text(live, phase), stage=phrase(live, f"stage.{stage}"),
+                            ms=max(0, int(began.late * 1000))) from None
         if applied.duplicate and not interaction.response.is_done():
             return  # delivered twice: done and answered the first time
         key = "host.deferred" if applied.deferred else "host.done"
@@ -1056,7 +1064,7 @@ class HostCog(commands.Cog):
         for city in game.cities:
             deal_lines.append(phrase(live, "summary.city", city=city))
             for player in game.residents[city]:
-                deal_lines.append(f"• {mention(player)} ({name_of(live, player)}) — "
+                deal_lines.append(f"• {mention(player)} ({shown_name(live, player)}) — "
                                   f"{status_text(live, game.status_of(player).value)}")
         for chunk in chunks(deal_lines):
             items.append(OutboxItem("send", {"channel_id": channels["log"]},
@@ -1074,7 +1082,7 @@ class HostCog(commands.Cog):
     async def next(self, interaction: discord.Interaction,
                    from_stage: app_commands.Range[str, 1, 40] | None = None) -> None:
         live = await self._host_game(interaction)
-        seen = sent_at(interaction)
+        seen = self._stage_move(interaction)
         if from_stage is not None:
             if not STAGE_KEY.fullmatch(from_stage):
                 raise UserError("error.bad_stage")
@@ -1090,6 +1098,11 @@ class HostCog(commands.Cog):
         command = command_for_deadline(game.stage)
         assert command is not None
         await self._apply(interaction, live, command, seen=seen)
+
+    def _stage_move(self, interaction: discord.Interaction) -> Seen:
+        """What the sender of a stage move saw: the stage of the moment Discord created his
+        interaction, and not one the timer began a moment before (``fairness.stage_settle``)."""
+        return Seen(at=sent_at(interaction).at, settle=self.bot.config.fairness.stage_settle)
 
     @next.autocomplete("from_stage")
     async def _next_stages(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
@@ -1152,7 +1165,8 @@ class HostCog(commands.Cog):
     @app_commands.describe(player=PLAYER_DESCRIPTION)
     async def execute(self, interaction: discord.Interaction, player: str) -> None:
         live = await self._host_game(interaction)
-        await self._apply(interaction, live, Execute(resolve_player(live, player)), seen=sent_at(interaction))
+        await self._apply(interaction, live, Execute(resolve_player(live, player)),
+                          seen=self._stage_move(interaction))
 
     @execute.autocomplete("player")
     async def _execute_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
@@ -1333,9 +1347,14 @@ class HostCog(commands.Cog):
         await settle(interaction, phrase(live, "host.done"))
 
     async def _cancelled(self, interaction: discord.Interaction, parts: list[str]) -> None:
-        """"No" pressed: nothing happens; the question is replaced by "cancelled"."""
-        language = await self.bot.language_for(interaction)
-        await settle(interaction, t(language, "confirm.cancelled"))
+        """"No" pressed: nothing happens; the question is replaced by "cancelled". Only by one
+        who may host this guild's open game: anybody else (a crafted id on another message) is
+        refused before anything is edited."""
+        live = await self.bot.service.open_game(interaction.guild_id) if interaction.guild_id else None
+        if live is None or not parts or str(live.id) != parts[0]:
+            raise UserError("error.stale_button")
+        await require_host(self.bot, interaction, live)
+        await settle(interaction, phrase(live, "confirm.cancelled"))
 
 
     async def _last_known_game(self, live: LiveGame) -> Game | None:
@@ -1367,10 +1386,15 @@ async def settle(interaction: discord.Interaction, text: str) -> None:
     none = discord.AllowedMentions.none()
     if interaction.type is not discord.InteractionType.component:
         await answer(interaction, text)
-    elif interaction.response.is_done():
-        await interaction.edit_original_response(content=text, view=None, allowed_mentions=none)
-    else:
-        await interaction.response.edit_message(content=text, view=None, allowed_mentions=none)
+        return
+
+    async def send() -> None:
+        if interaction.response.is_done():
+            await interaction.edit_original_response(content=text, view=None, allowed_mentions=none)
+        else:
+            await interaction.response.edit_message(content=text, view=None, allowed_mentions=none)
+
+    await delivered(interaction, text, send)
 
 async def setup(bot: ProkuratorBot) -> None:
     """Load the cog."""

@@ -103,6 +103,11 @@ class PlayCog(commands.Cog):
             if interaction.response.is_done():  # acknowledged before the repeat was seen
                 await answer(interaction, phrase(live, "reply.done"))
             return
+        if applied.repeated:  # the same choice again: nothing is posted a second time
+            target = getattr(command, "target", None)
+            await answer(interaction, phrase(live, "reply.repeated", target=mention(target)) if target
+                         else phrase(live, "reply.repeated_pass"))
+            return
         await answer(interaction, reply_text(live, command, applied.events))
 
     async def _choices(self, interaction: discord.Interaction, verb: str, current: str) -> list[app_commands.Choice[str]]:

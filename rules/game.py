@@ -325,6 +325,35 @@ class Game:
         standing = self.votes[self._player(player).city].get(player)
         return standing[0] if standing else None
 
+    def repeats(self, command: Command) -> bool:
+        """Whether ``command`` is a player's choice the rules would accept that stands already,
+        exactly as it is: the same vote, Godfather vote, protection, kill or touring target, or
+        pass. Applying it again changes nothing but the choice's time; a command that would
+        be refused, or is not a choice, is no repeat. Never raises."""
+        try:
+            self.check(command)
+        except RuleError:
+            return False
+        actor = self.players.get(getattr(command, "actor", ""))
+        if actor is None:
+            return False
+        name, city, target = actor.name, actor.city, getattr(command, "target", None)
+        if isinstance(command, CastVote):
+            return self.votes[city].get(name, (None, 0))[0] == target
+        if isinstance(command, Elect):
+            return self.elect_votes[city].get(name) == target
+        if isinstance(command, Protect):
+            return self.doctor_choice == target
+        if isinstance(command, Kill) and actor.status is Status.MANIAC:
+            return self.maniac_choice == target
+        if isinstance(command, Kill | Pass):
+            standing = self.kill_choices[city].get(name)
+            return standing is not None and standing[0] == target
+        if isinstance(command, Tour):
+            toured = self.tour_choices.get(name)
+            return toured is not None and toured[0] == target
+        return False
+
     def tally(self, city: str) -> list[tuple[str, int]]:
         """The city's current count: ``(candidate, standing votes)``, best first."""
         return [(name, count) for name, count, _ in self._ranking(city)]

@@ -33,6 +33,7 @@ from rules import (
     Tour,
     Unvote,
 )
+from tests.rules.helpers import TWO_CITIES
 
 TARGETED = {"nominate": Nominate, "vote": CastVote, "protect": Protect, "elect": Elect,
             "kill": Kill, "tour": Tour, "check": Check}
@@ -159,9 +160,60 @@ def source_of(game: Game, log: list[tuple[Command, str]], *, game_id: int = 1, g
     from bot.storage import ArchiveSource, GameRecord, LoggedCommand
     from rules import command_to_dict
 
-    players = [{"id": player, "name": (names or {}).get(player, player)} for player in game.players]
+    seated = [*game.players, *(old for old, _ in game.replaced)]
+    players = [{"id": player, "name": (names or {}).get(player, player)} for player in seated]
     record = GameRecord(id=game_id, guild_id=guild_id, host_id=1, state=ended, created_at=1.0e9,
                         lobby={"players": players}, setup=game.setup.to_dict(), seed=game.seed)
     rows = [LoggedCommand(seq, command_to_dict(command), source, 1.0e9 + seq)
             for seq, (command, source) in enumerate(log, 1)]
     return ArchiveSource(record=record, log=rows, voice=[])
+
+
+#: the two cities of 14 players the community's games were played in (Padua's grumio is the maniac)
+FOURTEEN = {**TWO_CITIES, "Padua": {**TWO_CITIES["Padua"], "grumio": "maniac"}}
+
+
+def showcase_game(seed: int = 8, cities: tuple[str, str] = ("Verona", "Padua")) -> tuple[Game, list[tuple[Command, str]]]:
+    """A game of 14 in two cities that has every way out of it: executions by vote, by
+    another city's vote, on the host's choice and by lot; the mafia at home and on tour, the
+    maniac; the Procurator's kill and the bot's strike-out of a player who left; a
+    replacement. Days 1 and 2 are scripted, the rest is played at random to the end.
+    ``cities`` names the two cities (Verona's and Padua's seats)."""
+    from rules import ExecuteByLot, Replace, Setup
+
+    seats = dict(zip(cities, FOURTEEN.values(), strict=True))
+    game = Game.create(Setup.from_dict({"cities": seats, "rules": {"day_fallback": "host"}}), seed)
+    log: list[tuple[Command, str]] = []
+
+    def do(command: Command, source: str = "player") -> None:
+        game.apply(command)
+        log.append((command, source))
+
+    # day 1: Verona votes sampson out; Padua casts no vote and the host names curtis
+    do(Nominate("romeo", "sampson"))
+    do(StartVoting(), "timer")
+    for voter in ("romeo", "mercutio", "tybalt", "escalus"):
+        do(CastVote(voter, "sampson"))
+    do(EndDay(), "timer")
+    do(Execute("curtis"), "host")
+    # night 1: Verona's mafia kills at home and tours to Padua; the maniac kills
+    do(Kill("tybalt", "gregory"))
+    do(Tour("tybalt", "gremio"))
+    do(Kill("grumio", "friar"))
+    do(EndNight(), "timer")
+    # day 2: romeo leaves, juliet takes his seat; bianca left the server and is struck out;
+    # Padua votes mercutio (of Verona) out with all its votes; Verona casts none: by lot
+    from rules import ProcuratorKill as Strike
+
+    do(Replace("romeo", "juliet"), "host")
+    do(Strike("bianca"), "timer")
+    do(Nominate("tranio", "mercutio"))
+    do(StartVoting(), "timer")
+    for voter in ("lucentio", "baptista", "tranio", "grumio"):
+        do(CastVote(voter, "mercutio"))
+    do(EndDay(), "timer")
+    do(ExecuteByLot(), "timer")
+    rng = random.Random(seed)
+    for command, source in random_game(game, rng, host_kill=0.05):
+        log.append((command, source))
+    return game, log

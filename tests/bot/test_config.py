@@ -36,6 +36,8 @@ def test_values_override_the_defaults():
     assert config.timers.reminders == (300, 30)
     assert config.rules.day_fallback.value == "host"
     assert config.channels.at_end == "delete"
+    fair = config_from_dict({"fairness": {"burst": 5, "per_minute": 10, "stage_settle": 0.5}}).fairness
+    assert (fair.burst, fair.per_minute, fair.stage_settle) == (5, 10, 0.5)
 
 
 @pytest.mark.parametrize(
@@ -52,6 +54,11 @@ def test_values_override_the_defaults():
         ({"rules": {"last_word_seconds": 500}}, "rules.last_word_seconds: bad value"),
         ({"rules": {"first_phase": "dusk"}}, "rules.first_phase: bad value"),
         ({"log_level": "LOUD"}, "log_level: must be one of"),
+        ({"fairness": {"burst": -1}}, "fairness.burst: must be from 0"),
+        ({"fairness": {"stage_settle": "soon"}}, "fairness.stage_settle: must be a number of seconds"),
+        ({"fairness": {"stage_settle": 61}}, "fairness.stage_settle: must be from 0 to 60"),
+        ({"fairness": {"per_minute": 0}}, "fairness.per_minute: must be at least 1"),
+        ({"fairness": {"speed": 1}}, "fairness.speed: unknown key"),
         ("just text", "config: must be a mapping"),
     ],
 )

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from bot.config import Config
-from bot.service import GameService, LiveGame
+from bot.service import GameService, JustBegan, LiveGame, Seen
 from bot.storage import GameExists, OutboxItem, Storage
-from rules import CastVote, EndDay, Game, Nominate, RuleError, Setup, StartVoting, deal
+from rules import CastVote, EndDay, EndNight, Game, Nominate, RuleError, Setup, StartVoting, deal
 from rules.events import Event
 from tests.storage.plugin import raw
 
@@ -165,6 +165,15 @@ async def test_a_held_day_end_waits_and_then_applies(database):
     await service.release(live.id, "lastword")
     assert live.game.phase.kind.value == "night"
     assert [r.source for r in await service.storage.commands(live.id)][-1] == "timer"
+    # the timer began the night: a host's "next" sent a moment after it is refused, naming it
+    began = live.record.stage_since
+    assert live.record.lobby["timer_began"] == began
+    with pytest.raises(JustBegan) as refused:
+        await service.apply(live.id, EndNight(), source="host", seen=Seen(at=began + 0.3, settle=2.0))
+    assert refused.value.stage == "night 1 night" and abs(refused.value.late - 0.3) <= 0.002
+    assert live.game.stage.value == "night"
+    await service.apply(live.id, EndNight(), source="host", seen=Seen(at=began + 2.5, settle=2.0))
+    assert live.game.phase.kind.value == "day"
     await service.storage.close()
 
 

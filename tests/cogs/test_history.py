@@ -15,7 +15,7 @@ from pathlib import Path
 from PIL import Image
 
 from bot.i18n import t
-from bot.picture import UPLOAD_LIMIT
+from bot.picture import LANE_ROW, UPLOAD_LIMIT
 from bot.simulate import simulate
 from rules import Game
 from tests.cogs.scenes import accepted, run
@@ -161,6 +161,11 @@ async def test_three_games_are_archived_shown_exported_counted_and_a_running_one
         assert "гибель: Прокуратор" in text and "гибель: казнь, день 1" in text
         assert "🗳️" in text
         assert_png(attachment(shown, ".png").data)
+        # with the votes: the same picture and, below it, a lane per player again under the days
+        voted = await run(table, "p2", "mafia game", {"number": 2, "votes": True})
+        plain, panel = (Image.open(io.BytesIO(attachment(m, ".png").data)) for m in (shown, voted))
+        assert panel.width == plain.width
+        assert panel.height > plain.height + len(game.players) * LANE_ROW
 
         # --- /mafia export N: a file that simulates to the same deaths and winners
         for index, game_id in enumerate(ids):

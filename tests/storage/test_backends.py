@@ -1,6 +1,7 @@
 """The storage interface on both backends: one started game per player held by the database
 across processes (two storages on one database stand for two processes), each process's
-shards, the V5 migration's backfill, and the PostgreSQL translation itself."""
+shards, the V5 migration's backfill, the answers kept for a member's next command, and the
+PostgreSQL translation itself."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import ConfigError, config_from_dict
+from bot.notices import KEEP, Notices
 from bot.postgres import numbered_parameters, postgres_ddl
 from bot.storage import OutboxItem, PlayerBusy, Storage, is_postgres
 from tests.storage.plugin import raw
@@ -149,3 +151,23 @@ def test_check_config_shows_the_database_without_its_password(tmp_path: Path, ca
     assert main(["check-config", str(config)]) == 0
     out = capsys.readouterr().out
     assert "postgresql://bot:***@db.example/prokurator, shards 0,1 of 4" in out and "p@ss" not in out
+
+
+async def test_answers_discord_did_not_deliver_are_kept_until_handed_out(database):
+    storage = await Storage.open(database)
+    try:
+        notices = Notices(storage)
+        assert await notices.load() == 0
+        for index in range(KEEP + 2):
+            await notices.keep(1, 7, f"ответ {index}")
+        await notices.keep(1, 8, "другому")
+        await notices.keep(2, 7, "в другой гильдии")
+        await storage.set_meta("undelivered", "a key that only begins alike")
+        again = Notices(storage)  # the next process
+        assert await again.load() == 3
+        assert await again.take(1, 7) == [f"ответ {index}" for index in range(2, KEEP + 2)]
+        assert await again.take(1, 7) == []
+        assert sorted(await storage.meta_keys("undelivered:")) == ["undelivered:1:8", "undelivered:2:7"]
+        assert await storage.meta("undelivered") == "a key that only begins alike"
+    finally:
+        await storage.close()
