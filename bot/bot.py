@@ -46,6 +46,7 @@ EXTENSIONS = (
     "cogs.admin",
     "cogs.lastword",
     "cogs.history",
+    "cogs.season",
     "cogs.help",
 )
 

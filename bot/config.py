@@ -56,6 +56,9 @@ class Channels:
 
     everyone_reads: bool = True
     at_end: str = "keep"
+    archive_after: int = 86400
+    """Seconds after a game's end (kept channels) until its channels and roles are replaced by a
+    transcript in the guild's archive channel (0: never; a lobby setting, ``/host setup``)."""
 
 
 @dataclass(frozen=True)
@@ -277,6 +280,8 @@ def config_from_dict(data: Any) -> Config:
             if section["at_end"] not in ("keep", "delete"):
                 raise ConfigError(f"channels.at_end: must be keep or delete, got {section['at_end']!r}")
             channels["at_end"] = section["at_end"]
+        if "archive_after" in section:
+            channels["archive_after"] = _check_int("channels.archive_after", section["archive_after"], 0, 31_536_000)
         values["channels"] = replace(config.channels, **channels)
     if "fairness" in data:
         section = _section("fairness", data["fairness"])

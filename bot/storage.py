@@ -1403,6 +1403,104 @@ class Storage:
                 (user_id, int(wanted)),
             )
 
+    # ================================================================== season (issue 19)
+    # Finished games' channels replaced by transcripts (migration V7, cogs/season.py).
+
+    async def season_channel(self, guild_id: int) -> int | None:
+        """The guild's archive channel, if the bot made one."""
+        row = await self._fetchone("SELECT channel_id FROM season_channels WHERE guild_id = ?", (guild_id,))
+        return int(row[0]) if row else None
+
+    async def set_season_channel(self, guild_id: int, channel_id: int) -> None:
+        """Store (or replace) the guild's archive channel."""
+        async with self.transaction() as db:
+            await db.execute(
+                "INSERT INTO season_channels (guild_id, channel_id) VALUES (?, ?) "
+                "ON CONFLICT (guild_id) DO UPDATE SET channel_id = excluded.channel_id",
+                (guild_id, channel_id),
+            )
+
+    async def schedule_transcript(self, game_id: int, guild_id: int, due: float) -> None:
+        """Archive a finished game's channels at ``due`` (nothing if it is scheduled already)."""
+        async with self.transaction(game_id) as db:
+            await db.execute(
+                "INSERT INTO transcripts (game_id, guild_id, due) VALUES (?, ?, ?) ON CONFLICT (game_id) DO NOTHING",
+                (game_id, guild_id, due),
+            )
+
+    async def unscheduled_finished(self) -> list[int]:
+        """Finished games (of this process's shards) that made channels and have no transcript row:
+        ended while no process scheduled them (a crash after the end, or before this version)."""
+        rows = await self._fetchall(
+            "SELECT g.id FROM games g LEFT JOIN transcripts s ON s.game_id = g.id "
+            "WHERE g.state IN ('over', 'cancelled') AND g.channels LIKE '%\"roles\"%' "
+            f"AND s.game_id IS NULL{self._owned('g.')} ORDER BY g.id"
+        )
+        return [int(row[0]) for row in rows]
+
+    async def transcripts_due(self, state: str = "due") -> list[tuple[int, float]]:
+        """(game id, when) of every transcript waiting for its time (or in another ``state``), of
+        this process's shards."""
+        rows = await self._fetchall(
+            "SELECT s.game_id, s.due FROM transcripts s JOIN games g ON g.id = s.game_id "
+            f"WHERE s.state = ?{self._owned('g.')} ORDER BY s.due", (state,)
+        )
+        return [(int(row[0]), float(row[1])) for row in rows]
+
+    async def transcript(self, game_id: int) -> dict[str, Any] | None:
+        """A game's transcript row: state, due, channel_id, message_id, failure (a dict)."""
+        row = await self._fetchone("SELECT * FROM transcripts WHERE game_id = ?", (game_id,))
+        if row is None:
+            return None
+        return {"state": row["state"], "due": row["due"], "guild_id": row["guild_id"],
+                "channel_id": row["channel_id"], "message_id": row["message_id"],
+                "failure": json.loads(row["failure"]) if row["failure"] else None}
+
+    async def begin_transcript(self, game_id: int, items: Iterable[OutboxItem]) -> bool:
+        """Due → posting, with the outbox items that post the transcript, in one transaction
+        (False: it was not due any more)."""
+        async with self.transaction(game_id) as db:
+            async with db.execute(
+                "UPDATE transcripts SET state = 'posting' WHERE game_id = ? AND state = 'due' RETURNING game_id",
+                (game_id,),
+            ) as cursor:
+                if await cursor.fetchone() is None:
+                    return False
+            await self._insert_outbox(db, game_id, None, items, time.time())
+        return True
+
+    async def transcript_posted(self, game_id: int) -> tuple[str, int | None]:
+        """The state of a game's latest transcript item (pending, sent, failed) and the id of the
+        first message it posted."""
+        row = await self._fetchone(
+            "SELECT state, message_id FROM outbox WHERE game_id = ? AND kind = 'transcript' ORDER BY id DESC LIMIT 1",
+            (game_id,),
+        )
+        return (str(row[0]), int(row[1]) if row[1] is not None else None) if row else ("pending", None)
+
+    async def finish_transcript(self, game_id: int, channel_id: int, message_id: int,
+                                items: Iterable[OutboxItem]) -> bool:
+        """Posting → done: where the transcript is, with the items deleting the game's channels and
+        roles, in one transaction (False: it was not posting)."""
+        async with self.transaction(game_id) as db:
+            async with db.execute(
+                "UPDATE transcripts SET state = 'done', channel_id = ?, message_id = ? "
+                "WHERE game_id = ? AND state = 'posting' RETURNING game_id",
+                (channel_id, message_id, game_id),
+            ) as cursor:
+                if await cursor.fetchone() is None:
+                    return False
+            await self._insert_outbox(db, game_id, None, items, time.time())
+        return True
+
+    async def transcript_failed(self, game_id: int, failure: dict[str, Any], items: Iterable[OutboxItem]) -> None:
+        """Posting → failed: Discord refused the transcript (the channels stay); ``items`` tell the
+        host, in the same transaction."""
+        async with self.transaction(game_id) as db:
+            await db.execute("UPDATE transcripts SET state = 'failed', failure = ? WHERE game_id = ?",
+                             (_dumps(failure), game_id))
+            await self._insert_outbox(db, game_id, None, items, time.time())
+
     # ================================================================== archive (issue 12)
     # The archive of finished games and the per-player figures kept from it
     # (migration V4). The rules of what is archived and how figures are computed

@@ -40,6 +40,7 @@ from bot.storage import ArchivedGame, GameRecord, GuildResults, OutboxItem, Play
 from cogs.common import mention
 from cogs.limits import chunks, sections
 from cogs.render import closing_channels
+from cogs.season import transcript_link
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
@@ -223,7 +224,9 @@ class HistoryCog(commands.Cog):
         language = await self.bot.language_for(interaction)
         await interaction.response.defer(ephemeral=True, thinking=True)
         png = await asyncio.to_thread(partial(render_png, archived, language, votes=votes))
-        parts = sections(summary_parts(language, archived))
+        summary = summary_parts(language, archived)
+        summary[0][1:1] = await transcript_link(self.bot, archived.game_id, language)  # under the title
+        parts = sections(summary)
         if len(parts) > MAX_MESSAGES:
             parts = parts[:MAX_MESSAGES - 1] + chunks([t(language, "archive.more", game=archived.game_id)])
         none = discord.AllowedMentions.none()

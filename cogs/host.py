@@ -23,6 +23,7 @@ import logging
 import random
 import re
 import time
+import unicodedata
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,7 @@ from cogs.common import (
     status_text,
 )
 from cogs.components import CancelButton, ConfirmButton
+from cogs.failures import Failure, failure_of, reason_failure, start_refused_text
 from cogs.limits import CITIES, CITY_NAME, chunks, clip, sections
 from cogs.lobby import lobby_cities, lobby_edit, lobby_payload, log_items
 from cogs.mentions import command
@@ -83,8 +85,10 @@ from cogs.render import (
     pings_on,
     summary_lines,
 )
+from cogs.room import check_room
 from cogs.spectators import MODES as SPECTATOR_MODES
 from cogs.spectators import is_spectator, watch_items
+from cogs.spectators import mode_of as spectator_mode
 from cogs.votes import vote_summary_lines
 from rules import (
     AppointGodfather,
@@ -136,16 +140,44 @@ PLAYER = key_str("player", "opt.player.name")
 PLAYER_DESCRIPTION = key_str("The player", "opt.player.description")
 
 
+def duration_or_off(text: str) -> int:
+    """A lobby setting's time (``10m``, ``24h``...), or 0 for ``off``."""
+    off = text.strip().casefold() in ("off", "no", "0", "выкл", "нет")
+    return 0 if off else parse_duration(text)
+
+
 def _choice(value: str, key: str) -> app_commands.Choice[str]:
     return app_commands.Choice(name=key_str(value, key), value=value)
 
 
+#: the one separator of city names (the README's "comma separated"): nothing else splits a name
+CITY_SEPARATOR = ","
+
+
+def _visible(char: str) -> bool:
+    """A character that shows by itself (not a joiner, a mark or a variation selector alone)."""
+    return unicodedata.category(char)[0] not in "CMZ"
+
+
 def split_names(text: str) -> list[str]:
-    """``"Верона, Падуя"`` → the names, stripped (inner runs of white space and control
-    characters become one space), empty ones dropped."""
-    names = (" ".join("".join(c if c.isprintable() else " " for c in part).split())
-             for part in text.replace(";", ",").split(","))
-    return [name for name in names if name]
+    """``"Верона, Падуя"`` → the names, split on commas only and stripped; inner runs of white
+    space, line breaks and control characters become one space. Every other character is kept
+    as written: zero-width joiners and non-joiners (``"👨\u200d👩\u200d👧"``, ``"خرم\u200cآباد"``),
+    combining marks, variation selectors. A name with nothing visible in it is dropped."""
+    names = []
+    for part in text.split(CITY_SEPARATOR):
+        kept = "".join(" " if char.isspace() or unicodedata.category(char) in ("Cc", "Zl", "Zp") else char
+                       for char in part)
+        name = " ".join(kept.split())
+        if any(_visible(char) for char in name):
+            names.append(name)
+    return names
+
+
+def _same_name(name: str) -> str:
+    """What two names must differ in to be two cities: not case, nor how a letter is encoded
+    (``"Å"`` written as one character or as ``A`` and a combining ring)."""
+    return unicodedata.normalize("NFC", name).casefold()
 
 
 def check_city_names(names: list[str]) -> None:
@@ -154,7 +186,7 @@ def check_city_names(names: list[str]) -> None:
     Raises:
         UserError: ``error.bad_cities`` or ``error.city_name_too_long`` naming the city.
     """
-    if not names or len(names) > CITIES or len({n.casefold() for n in names}) != len(names):
+    if not names or len(names) > CITIES or len({_same_name(n) for n in names}) != len(names):
         raise UserError("error.bad_cities", count=CITIES)
     for name in names:
         if len(name) > CITY_NAME:
@@ -437,6 +469,7 @@ class HostCog(commands.Cog):
         pings=key_str("pings", "opt.pings.name"), reveal=key_str("reveal_at_end", "opt.reveal.name"),
         leave_strike=key_str("leave_strike", "opt.leave_strike.name"),
         spectators=key_str("spectators", "opt.spectators.name"),
+        archive=key_str("archive_after", "opt.archive.name"),
     )
     @app_commands.describe(
         cities=key_str("City names, comma separated", "opt.cities.description"),
@@ -459,6 +492,8 @@ class HostCog(commands.Cog):
                              "opt.leave_strike.description"),
         spectators=key_str("Members who do not play read the city channels: on, off, or after the game "
                            "(default: on)", "opt.spectators.description"),
+        archive=key_str("After the end, the channels become one transcript in the archive channel: 24h... "
+                        "or off", "opt.archive.description"),
     )
     @app_commands.choices(
         first_phase=[_choice("day", "choice.day"), _choice("night", "choice.night")],
@@ -484,12 +519,11 @@ class HostCog(commands.Cog):
         reveal: bool | None = None,
         leave_strike: app_commands.Range[str, 1, 40] | None = None,
         spectators: str | None = None,
+        archive: app_commands.Range[str, 1, 40] | None = None,
     ) -> None:
         live = await self._settings_game(interaction)
-        strike = None
-        if leave_strike is not None:
-            off = leave_strike.strip().casefold() in ("off", "no", "0", "выкл", "нет")
-            strike = 0 if off else parse_duration(leave_strike)
+        strike = None if leave_strike is None else duration_or_off(leave_strike)
+        archive_after = None if archive is None else duration_or_off(archive)
         if live.record.state != "lobby":
             raise UserError("error.not_lobby")
         if cities is not None and not 1 <= len(cities) <= CITIES * (CITY_NAME + 2):
@@ -522,7 +556,7 @@ class HostCog(commands.Cog):
                     setup[key] = value
             live.record.lobby.setdefault("rules", {}).update(rules)
             for key, value in (("pings", pings), ("reveal", reveal), ("leave_strike", strike),
-                               ("spectators", spectators)):
+                               ("spectators", spectators), ("archive_after", archive_after)):
                 if value is not None:
                     live.record.lobby[key] = value
             return lobby_edit(live)
@@ -822,6 +856,7 @@ class HostCog(commands.Cog):
             raise UserError("error.cannot_deal", reason=phrase(live, f"error.{error.code}", **error.params)) from None
         game = Game.create(setup, seed)
         quiet = {str(user) for user in await self.bot.service.quiet_players(players)}
+        check_room(guild, game, quiet, spectators=spectator_mode(live.record) != "off")
         exposed = self._exposure(guild, live)
         bot_id = self.bot.user.id if self.bot.user else 0
         # how to answer the interaction when the start ends after this waiter (or this process)
@@ -901,7 +936,7 @@ class HostCog(commands.Cog):
             layout = resolved(Layout.from_channels(provision["layout"]), made)
         except KeyError as missing_key:
             log.error("game %s: provisioning ended without %s; rolling back", game_id, missing_key)
-            await self._rollback(live, {"refused": f"{missing_key} was never made"})
+            await self._rollback(live, {"failure": Failure("failure.not_made").to_dict()})
             return
         await self._started(live, layout, provision.get("exposed", {}))
 
@@ -973,13 +1008,11 @@ class HostCog(commands.Cog):
         if provision["state"] == "rollback":
             log.error("game %s: could not remove %s while rolling back: %s", live.id, item.target, error)
             return
-        reason: dict[str, Any]
-        if isinstance(error, discord.Forbidden):
-            guild = self.bot.get_guild(live.record.guild_id)
-            lacking = missing_permissions(guild.me.guild_permissions) if guild is not None else []
-            reason = {"missing": lacking or NEEDS.get(item.kind, ["manage_roles"])}
-        else:
-            reason = {"refused": str(error)[:300]}
+        guild = self.bot.get_guild(live.record.guild_id)
+        lacking = missing_permissions(guild.me.guild_permissions) if guild is not None else []
+        failure = failure_of(error, kind=item.kind, lacking=lacking if isinstance(error, discord.Forbidden) else [],
+                             needs=NEEDS.get(item.kind, []))
+        reason: dict[str, Any] = {"failure": failure.to_dict()}
         await self._rollback(live, reason)
 
     async def _rollback(self, live: LiveGame, reason: dict[str, Any], target: str = "lobby") -> None:
@@ -1044,10 +1077,7 @@ class HostCog(commands.Cog):
             await self._answer_late(live.id, answer, text)  # the lobby channel has it anyway
 
     def _failure_text(self, live: LiveGame, reason: dict[str, Any]) -> str:
-        if reason.get("missing"):
-            return phrase(live, "error.missing_permissions",
-                          permissions=permission_names(live.language, list(reason["missing"])))
-        return phrase(live, "error.provision_refused", reason=str(reason.get("refused", "—")))
+        return start_refused_text(live.language, reason_failure(reason))
 
     def _welcome(self, live: LiveGame) -> list[OutboxItem]:
         """The first messages: residents per city (pinging the city's role) with a "my status"

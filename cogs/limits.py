@@ -12,6 +12,7 @@ lists with :func:`listing`: the names that fit, then "and N more".
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 
 from bot.i18n import t
@@ -46,7 +47,20 @@ def clip(text: str, limit: int) -> str:
         if match.start() < cut < match.end():
             cut = match.start()
             break
+    while cut > 0 and (_clings(text[cut]) or text[cut - 1] == ZWJ):
+        cut -= 1  # never between a letter and its marks, nor inside an emoji's joined sequence
     return text[:cut].rstrip(" ,;") + "…"
+
+
+ZWJ = "\u200d"
+"""The zero-width joiner: what joins 👨 👩 👧 into one family emoji."""
+
+
+def _clings(char: str) -> bool:
+    """A character that belongs with the one before it: a combining mark, a joiner, a variation
+    selector, an emoji skin tone."""
+    return (unicodedata.category(char).startswith("M") or char in (ZWJ, "\u200c")
+            or "\ufe00" <= char <= "\ufe0f" or "\U0001f3fb" <= char <= "\U0001f3ff")
 
 
 def _split_line(line: str, limit: int) -> list[str]:

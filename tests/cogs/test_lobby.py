@@ -179,7 +179,7 @@ async def test_host_setup_refuses_bad_cities_and_keeps_the_lobby():
         await table.open_lobby()
         before = await snapshot(table)
         eleven = ", ".join(f"Город{i}" for i in range(11))
-        for cities in ("Верона, Верона", "Верона, верона", " , ;", eleven):
+        for cities in ("Верона, Верона", "Верона, верона", " , ,\u200d", "A\u030a, \u00c5", eleven):
             answer = await run(table, "host", "host setup", {"cities": cities})
             assert answer.ephemeral and answer.content == t("ru", "error.bad_cities", count=10), cities
         long_name = "Я" * 41
@@ -211,3 +211,40 @@ async def test_a_lobby_is_not_opened_where_the_bot_cannot_post_it():
         assert refused.ephemeral and refused.content == t("ru", "error.cannot_post_lobby")
         assert await table.bot.storage.open_game(table.guild_id) is None
         assert posted(table) == {}
+
+
+FAMILY = "👨\u200d👩\u200d👧"  # three emoji joined by zero-width joiners: one family
+KHORRAMABAD = "خرم\u200cآباد"  # a zero-width non-joiner keeps خرم and آباد apart, in one word
+ANGSTROM = "A\u030angstro\u0308m"  # letters written with combining marks
+KSHATRIYA = "क्षत्रिय"  # Devanagari: viramas and vowel signs are combining marks
+
+
+def test_city_names_are_split_on_commas_only_and_keep_every_character() -> None:
+    from cogs.host import split_names
+
+    assert split_names(f" {FAMILY} ,{KHORRAMABAD},  {ANGSTROM}\n, {KSHATRIYA}") == [
+        FAMILY, KHORRAMABAD, ANGSTROM, KSHATRIYA]
+    assert split_names("Рим; Остия, Нью\u00a0 Васюки\tсити") == ["Рим; Остия", "Нью Васюки сити"]
+    assert split_names("\u200d, \u0301,\ufe0f, ,") == [], "nothing visible: no name"
+
+
+async def test_a_game_keeps_joined_and_marked_city_names_in_its_channels_and_roles():
+    names = [FAMILY, KHORRAMABAD, ANGSTROM, KSHATRIYA]
+    async with bot_table(players=16) as table:
+        live = await table.new_game(cities=", ".join(names))
+        assert list(table.game.cities) == names
+        lobby = await lobby_message(table)
+        assert t("ru", "lobby.cities", cities=", ".join(names)) in lobby.content
+        roles = {role.name for role in table.fake.guild(table.guild_id).roles.values()}
+        for name in names:
+            text = table.fake.state.channel(table.city_channel(name))
+            mafia = table.fake.state.channel(table.mafia_channel(name))
+            assert text.name == t("ru", "channel.city", city=name).lower(), (text.name, name)
+            assert mafia.name == t("ru", "channel.mafia", city=name).lower()
+            assert t("ru", "game_role.living", game=live.id, city=name) in roles
+        assert "\u200d" in table.fake.state.channel(table.city_channel(FAMILY)).name
+        assert "\u200c" in table.fake.state.channel(table.city_channel(KHORRAMABAD)).name
+        welcome = table.channel_messages(table.city_channel(KHORRAMABAD))[0]
+        assert KHORRAMABAD in welcome and "خرم آباد" not in welcome
+        await run(table, "host", "host touring", {"order": ", ".join(reversed(names))})
+        assert table.game.touring_order == tuple(reversed(names))

@@ -70,7 +70,7 @@ HEARTBEAT_GRACE = 5.0
 ("There is already tolerance in the heartbeat_interval that will cover network latency"), not
 its size: this one is the fake's choice (``fake.gateway.heartbeat_grace``)."""
 
-_CONTENT_FIELDS = ("content", "embeds", "attachments", "components", "poll")
+CONTENT_FIELDS = ("content", "embeds", "attachments", "components", "poll")
 
 
 @dataclass
@@ -487,7 +487,7 @@ class Gateway:
             ):
                 return payload
             stripped = dict(payload)
-            for key in _CONTENT_FIELDS:
+            for key in CONTENT_FIELDS:
                 if key in stripped:
                     stripped[key] = "" if key == "content" else []
             return stripped

@@ -20,6 +20,7 @@ from .errors import (
     missing_permissions,
     unknown,
 )
+from .gateway import CONTENT_FIELDS
 from .messages import (
     MessageInput,
     check_attachments,
@@ -43,7 +44,7 @@ from .models import (
 )
 from .permissions import ALL_PERMISSIONS, OVERWRITE_MEMBER, OVERWRITE_ROLE, Overwrite, Permission
 from .pings import pinged
-from .rest_guilds import normalize_text_channel_name
+from .rest_guilds import check_room, normalize_text_channel_name
 from .routing import RestRequest, RestResponse, Router
 from .snowflake import iso_timestamp
 from .world import UNSET
@@ -317,6 +318,8 @@ class ChannelRoutes:
                 parent = self.fake.state.channels.get(parent_id)
                 if parent is None or parent.type != ChannelType.GUILD_CATEGORY or parent.guild_id != channel.guild_id:
                     raise invalid_form_body({"parent_id": field_error("CHANNEL_PARENT_INVALID_TYPE", "Not a category")})
+                if parent_id != channel.parent_id:
+                    check_room(self.fake, channel.guild_id, parent_id, new_channel=False, moving=channel.id)
                 if body.get("lock_permissions"):
                     overwrites = [Overwrite(o.id, o.type, o.allow, o.deny) for o in parent.overwrites]
         name = body.get("name")
@@ -477,9 +480,14 @@ class ChannelRoutes:
     async def list_messages(self, request: RestRequest) -> Any:
         """GET /channels/{channel_id}/messages?limit&before&after&around (newest first)."""
         channel, permissions = self._visible_channel(request)
+        limit = int(request.query.get("limit", "50"))
+        if not 1 <= limit <= 100:  # "Max number of messages to return (1-100)", resources/message.mdx
+            raise invalid_form_body({"limit": field_error(
+                "NUMBER_TYPE_MAX" if limit > 100 else "NUMBER_TYPE_MIN",
+                "int value should be less than or equal to 100." if limit > 100
+                else "int value should be greater than or equal to 1.")})
         if not permissions & Permission.READ_MESSAGE_HISTORY:
-            return []
-        limit = max(1, min(int(request.query.get("limit", "50")), 100))
+            return []  # "no messages will be returned" (resources/message.mdx)
         messages = self.fake.state.channel_messages(channel.id)
         if "before" in request.query:
             before = int(request.query["before"])
@@ -494,7 +502,23 @@ class ChannelRoutes:
             chosen = older + newer
         else:
             chosen = messages[-limit:]
-        return [_stored(self.fake.message_payload(m)) for m in sorted(chosen, key=lambda m: m.id, reverse=True)]
+        return [self._content_for_bot(_stored(self.fake.message_payload(m)))
+                for m in sorted(chosen, key=lambda m: m.id, reverse=True)]
+
+    def _content_for_bot(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """A message as the REST API gives it to a bot: without the Message Content intent enabled
+        for the application (its flags GATEWAY_MESSAGE_CONTENT or _LIMITED, bits 18 and 19), the
+        content, embeds, attachments, components and poll of others' messages are empty, unless
+        they mention the bot ("across Discord's APIs", events/gateway.mdx#message-content-intent)."""
+        bot_id = str(self.fake.state.bot_user.id)
+        if (self.fake.state.application_flags & (1 << 18 | 1 << 19)
+                or str((payload.get("author") or {}).get("id")) == bot_id
+                or any(str(user.get("id")) == bot_id for user in payload.get("mentions", []))):
+            return payload
+        for key in CONTENT_FIELDS:
+            if key in payload:
+                payload[key] = "" if key == "content" else []
+        return payload
 
     async def get_message(self, request: RestRequest) -> Any:
         """GET /channels/{channel_id}/messages/{message_id}."""

@@ -26,6 +26,13 @@ _ROLE_KEYS = ("name", "permissions", "color", "hoist", "mentionable")
 
 MAX_ROLES = 250
 """Roles a guild may have, @everyone included (error 30005, topics/opcodes-and-status-codes.mdx)."""
+MAX_CHANNELS = 500
+"""Channels a guild may have, categories included, threads not (error 30013 "Maximum number of
+guild channels reached (500)", topics/opcodes-and-status-codes.mdx; the 500 of resources/guild.mdx)."""
+MAX_CATEGORY_CHANNELS = 50
+"""Channels one category may hold. Discord has no code of its own for it: 400 / 50035 with
+``CHANNEL_PARENT_MAX_CHANNELS`` on ``parent_id`` (discord-api-docs pull request #1289, which
+documents the limit in resources/channel.mdx)."""
 
 _CREATABLE_TYPES = {
     ChannelType.GUILD_TEXT,
@@ -41,6 +48,22 @@ def normalize_text_channel_name(name: str) -> str:
     """What Discord makes of a text channel name: lowercase, whitespace runs become one dash."""
     collapsed = re.sub(r"\s+", "-", name.strip().lower())
     return re.sub(r"-{2,}", "-", collapsed)
+
+
+def check_room(fake: FakeDiscord, guild_id: int, parent_id: int | None, *, new_channel: bool,
+               moving: int | None = None) -> None:
+    """Refuse a channel the guild (or its category) has no room for, as Discord does: a new one
+    past :data:`MAX_CHANNELS` (threads are not counted), one more in a full category (a new
+    channel, or ``moving`` one from elsewhere) past :data:`MAX_CATEGORY_CHANNELS`."""
+    channels = [c for c in fake.state.guild_channels(guild_id) if not c.is_thread]
+    if new_channel and len(channels) >= MAX_CHANNELS:
+        raise DiscordError(400, 30013, f"Maximum number of guild channels reached ({MAX_CHANNELS})")
+    if parent_id is None:
+        return
+    inside = [c for c in channels if c.parent_id == parent_id and c.id != moving]
+    if len(inside) >= MAX_CATEGORY_CHANNELS:
+        raise invalid_form_body({"parent_id": field_error(
+            "CHANNEL_PARENT_MAX_CHANNELS", f"Maximum number of channels in category reached ({MAX_CATEGORY_CHANNELS})")})
 
 
 class GuildRoutes:
@@ -194,6 +217,7 @@ class GuildRoutes:
                 raise invalid_form_body({"parent_id": field_error("CHANNEL_PARENT_INVALID_TYPE", "Not a category")})
             if channel_type == ChannelType.GUILD_CATEGORY:
                 raise invalid_form_body({"parent_id": field_error("CHANNEL_PARENT_INVALID_TYPE", "Categories cannot have subcategories")})
+        check_room(self.fake, guild_id, parent_id, new_channel=True)
         overwrites = self.parse_overwrites(guild_id, body.get("permission_overwrites") or [])
         if overwrites:
             self._bot_can(guild_id, Permission.MANAGE_ROLES)
@@ -239,6 +263,8 @@ class GuildRoutes:
             parent_id: Any = UNSET
             if "parent_id" in entry:
                 parent_id = int(str(entry["parent_id"])) if entry["parent_id"] is not None else None
+                if parent_id is not None and parent_id != channel.parent_id:
+                    check_room(self.fake, guild_id, parent_id, new_channel=False, moving=channel.id)
             overwrites = None
             if entry.get("lock_permissions") and parent_id not in (UNSET, None):
                 parent = self.fake.state.channel(int(parent_id))

@@ -557,6 +557,80 @@ async def test_role_rules(fake_guild: StandardGuild, rest: Rest) -> None:
     assert (status, answer["code"]) == (400, 30005)
 
 
+async def test_a_guild_holds_500_channels_categories_included(fake_guild: StandardGuild, rest: Rest) -> None:
+    fake = fake_guild.fake
+    gid = fake_guild.guild.id
+    status, category = await rest.call("POST", f"/guilds/{gid}/channels", {"name": "game", "type": 4})
+    assert status == 201
+    thread_parent = fake_guild.text_channel.id
+    fake.create_channel(gid, "a thread", ChannelType.PUBLIC_THREAD, parent_id=thread_parent)
+    while len([c for c in fake.state.guild_channels(gid) if not c.is_thread]) < 499:
+        fake.create_channel(gid, f"filler {len(fake.state.guild_channels(gid))}", ChannelType.GUILD_CATEGORY)
+    status, last = await rest.call("POST", f"/guilds/{gid}/channels", {"name": "the 500th", "parent_id": category["id"]})
+    assert status == 201, "the thread is not counted"
+    for body in ({"name": "one too many"}, {"name": "nor a category", "type": 4}):
+        status, answer = await rest.call("POST", f"/guilds/{gid}/channels", body)
+        assert (status, answer["code"]) == (400, 30013)
+        assert answer["message"] == "Maximum number of guild channels reached (500)"
+    status, _ = await rest.call("DELETE", f"/channels/{last['id']}")
+    assert status == 200
+    status, _ = await rest.call("POST", f"/guilds/{gid}/channels", {"name": "room again"})
+    assert status == 201, "a deleted channel frees its place"
+
+
+async def test_a_category_holds_50_channels(fake_guild: StandardGuild, rest: Rest) -> None:
+    fake = fake_guild.fake
+    gid = fake_guild.guild.id
+    full = fake.create_channel(gid, "full", ChannelType.GUILD_CATEGORY)
+    other = fake.create_channel(gid, "other", ChannelType.GUILD_CATEGORY)
+    for index in range(49):
+        fake.create_channel(gid, f"room {index}", parent_id=full.id)
+    status, fiftieth = await rest.call("POST", f"/guilds/{gid}/channels", {"name": "fiftieth", "parent_id": str(full.id)})
+    assert status == 201
+    status, answer = await rest.call("POST", f"/guilds/{gid}/channels", {"name": "51st", "parent_id": str(full.id), "type": 2})
+    assert (status, answer["code"]) == (400, 50035)
+    assert answer["errors"]["parent_id"]["_errors"][0]["code"] == "CHANNEL_PARENT_MAX_CHANNELS"
+    outside = fake_guild.text_channel.id
+    status, answer = await rest.call("PATCH", f"/channels/{outside}", {"parent_id": str(full.id)})
+    assert (status, answer["code"]) == (400, 50035), "moving one in counts as well"
+    status, answer = await rest.call("PATCH", f"/guilds/{gid}/channels", [{"id": str(outside), "parent_id": str(full.id)}])
+    assert (status, answer["code"]) == (400, 50035)
+    status, _ = await rest.call("PATCH", f"/channels/{fiftieth['id']}", {"parent_id": str(full.id), "name": "renamed"})
+    assert status == 200, "one already inside stays"
+    status, _ = await rest.call("PATCH", f"/channels/{fiftieth['id']}", {"parent_id": str(other.id)})
+    assert status == 200
+    status, _ = await rest.call("PATCH", f"/channels/{outside}", {"parent_id": str(full.id)})
+    assert status == 200, "moved out, it left a place"
+
+
+async def test_reading_a_channels_history(fake_guild: StandardGuild, rest: Rest) -> None:
+    """100 a page at most; Read Message History, or no messages; others' text only with the
+    Message Content intent enabled for the application."""
+    fake = fake_guild.fake
+    channel = fake_guild.text_channel.id
+    alice = fake_guild.players[0].id
+    for index in range(120):
+        fake.post_message(channel, alice, f"line {index}")
+    path = f"/channels/{channel}/messages"
+    for limit in ("101", "0"):
+        status, answer = await rest.call("GET", path, params={"limit": limit})
+        assert (status, answer["code"]) == (400, 50035), limit
+    status, page = await rest.call("GET", path, params={"limit": "100"})
+    assert status == 200 and len(page) == 100
+    assert {m["content"] for m in page} == {""}, "no Message Content intent: others' text is empty"
+    status, older = await rest.call("GET", path, params={"limit": "100", "before": page[-1]["id"]})
+    assert len(older) == 20
+    fake.state.application_flags |= 1 << 19  # GATEWAY_MESSAGE_CONTENT_LIMITED: toggled in the portal
+    status, page = await rest.call("GET", path, params={"limit": "1"})
+    assert page[0]["content"] == "line 119"
+    fake.set_overwrite(channel, Overwrite(fake.bot_user.id, 1, deny=int(Permission.READ_MESSAGE_HISTORY)))
+    status, page = await rest.call("GET", path, params={"limit": "5"})
+    assert (status, page) == (200, []), "without Read Message History, no messages"
+    fake.set_overwrite(channel, Overwrite(fake.bot_user.id, 1, deny=VIEW))
+    status, answer = await rest.call("GET", path, params={"limit": "5"})
+    assert status == 403 and answer["code"] in (50001, 50013)
+
+
 async def test_a_guild_with_everyone_stripped() -> None:
     fake = FakeDiscord()
     world = build_standard_guild(fake, everyone_permissions=0)
