@@ -137,6 +137,26 @@ class StorageError(Exception):
     """The database cannot be opened or used: damaged, not a database, unreadable."""
 
 
+class CommitUnknown(StorageError):
+    """The connection broke while COMMIT was on its way: the server may or may not have
+    committed (PostgreSQL flushes the commit, then answers; a crash between the two loses only
+    the answer)."""
+
+
+def is_storage_failure(error: BaseException) -> bool:
+    """Whether ``error`` is the database failing (down, unreachable, disk full or damaged), as
+    opposed to a refusal (a repeated interaction, a busy player) or a bug."""
+    if isinstance(error, (sqlite3.IntegrityError, UserError)):
+        return False
+    if isinstance(error, (sqlite3.Error, OSError, StorageError, TimeoutError)):
+        return True
+    try:
+        import asyncpg
+    except ImportError:
+        return False
+    return isinstance(error, (asyncpg.PostgresError, asyncpg.InterfaceError))
+
+
 class DamagedLog(Exception):
     """A stored command row cannot be read (not JSON, not an object)."""
 
