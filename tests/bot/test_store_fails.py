@@ -1,0 +1,178 @@
+"""A change counts only once it is stored: when the database fails in the middle of a game (a
+full disk under SQLite; the PostgreSQL server stopped at once, ``pg_ctl -m immediate``), a
+command, a change of the record and a deadline are each refused as not stored, memory stays
+exactly what the database holds, and once the database is back the game goes on from its log,
+which replays, and a restart restores it, not broken.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.config import Config, Timers
+from bot.service import GameService, NotStored
+from bot.storage import OutboxItem, Storage
+from bot.timers import PhaseTimers
+from rules import CastVote, Game, Nominate, Setup, command_from_dict, deal
+from tests.storage.plugin import WHY_NOT
+from tests.storage.server import PostgresServer, running_server
+
+CITIES = {"A": [f"a{i}" for i in range(6)], "B": [f"b{i}" for i in range(6)]}
+TIMERS = Timers(600, 300, 600, ())
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def until(predicate: Callable[[], object], timeout: float, what: str) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < end, what
+        await asyncio.sleep(0.02)
+
+
+def announce(live, events) -> list[OutboxItem]:
+    # long texts: under SQLite each command needs new pages, which a full disk refuses
+    return [OutboxItem("send", {"channel_id": 1}, {"content": f"{e.kind} " + "·" * 600}) for e in events]
+
+
+async def stored_game(storage: Storage, game_id: int) -> Game:
+    """The game as its stored log makes it (the database's truth)."""
+    record = await storage.game(game_id)
+    assert record is not None and record.setup is not None and record.seed is not None
+    game = Game.create(Setup.from_dict(record.setup), record.seed)
+    for row in await storage.commands(game_id):
+        game.apply(command_from_dict(row.command))
+    return game
+
+
+Outage = Callable[[Storage], Awaitable[None]]
+
+
+async def play_through_an_outage(database: Path | str, fail: Outage, heal: Outage,
+                                 caplog: pytest.LogCaptureFixture) -> None:
+    clock = Clock()
+    storage = await Storage.open(database)
+    service = GameService(storage, Config(database=database, timers=TIMERS, snapshot_every=3), clock=clock)
+    service.render = announce
+    runner = PhaseTimers(service, reminders=(), clock=clock)
+    service.after_commit.append(runner.arm)
+    try:
+        live = await service.create(1, 9, {"players": []})
+        await service.start(live.id, deal(CITIES, 3), 3)
+        await service.apply(live.id, Nominate("a0", "a1"), source="player")
+        await service.apply(live.id, Nominate("a2", "a3"), source="player")
+        before, lobby, count = live.game.to_dict(), dict(live.record.lobby), live.record.command_count
+
+        await fail(storage)
+        with caplog.at_level(logging.WARNING):
+            with pytest.raises(NotStored):
+                await service.apply(live.id, Nominate("a4", "a5"), source="player", interaction_id=77)
+            assert live.game.to_dict() == before and live.record.command_count == count
+            with pytest.raises(NotStored):  # a second one, while the database is still down
+                await service.apply(live.id, Nominate("a1", "a2"), source="player", interaction_id=78)
+
+            def pause(live):
+                live.record.lobby["paused"] = {"remaining": 5}
+                return []
+
+            with pytest.raises(NotStored):
+                await service.update(live.id, pause, interaction_id=79)
+            assert live.record.lobby == lobby
+
+            # the discussion's deadline passes while the database is down: tried, refused, tried again
+            clock.now += 601
+            runner.arm(live)
+            await until(lambda: sum("the timer could not act" in r.getMessage() for r in caplog.records) >= 2,
+                        30.0, "the timer did not try twice")
+        async with service.lock(live.id):
+            assert live.game.to_dict() == before and live.game.stage.value == "discussion"
+            assert live.record.lobby == lobby and live.record.command_count == count
+            assert not runner.fired
+
+        await heal(storage)
+        await until(lambda: runner.fired, 60.0, "the deadline did not fire once the database came back")
+        assert live.game.stage.value == "voting"
+        applied = await service.apply(live.id, CastVote("a4", "a1"), source="player", interaction_id=80)
+        assert applied.seq == count + 2
+        rows = await storage.commands(live.id)
+        assert [(r.command["verb"], r.source) for r in rows] == [
+            ("nominate", "player"), ("nominate", "player"), ("voting", "timer"), ("vote", "player")]
+        assert [r.interaction_id for r in rows][-1] == 80  # 77 and 78 were never stored
+        assert (await stored_game(storage, live.id)).to_dict() == live.game.to_dict()
+        memory = live.game.to_dict()
+    finally:
+        await runner.close()
+        await storage.close()
+
+    storage = await Storage.open(database)  # a restart: the game loads, whole
+    try:
+        restored = await GameService(storage, Config(database=database, timers=TIMERS)).restore()
+        assert [(game.broken, game.game.to_dict()) for game in restored] == [(None, memory)]
+    finally:
+        await storage.close()
+
+
+async def test_a_full_sqlite_disk_refuses_commands_and_the_deadline_and_the_game_goes_on(tmp_path, caplog):
+    """A real SQLITE_FULL: the file may not grow past its size (``max_page_count``, on each of
+    the writer's connections) and its free pages are used up."""
+    path = tmp_path / "db"
+    with sqlite3.connect(path) as raw:  # small pages: every command needs new ones
+        raw.execute("PRAGMA page_size = 512")
+        raw.execute("CREATE TABLE filler (x BLOB)")
+
+    async def limit(storage: Storage, pages: int | None) -> None:
+        async with storage.transaction() as db:
+            if pages is None:
+                async with db.execute("PRAGMA page_count") as cursor:
+                    pages = int((await cursor.fetchone())[0])
+            await db.execute(f"PRAGMA max_page_count = {pages}")
+        assert storage._group is not None
+        storage._group.execute(f"PRAGMA max_page_count = {pages}")
+
+    async def fill(storage: Storage) -> None:
+        await limit(storage, None)
+        with pytest.raises(sqlite3.OperationalError, match="full"):
+            while True:
+                async with storage.transaction() as db:
+                    await db.execute("INSERT INTO filler VALUES (zeroblob(400))")
+
+    async def free(storage: Storage) -> None:
+        await limit(storage, 1073741823)
+
+    await play_through_an_outage(path, fill, free, caplog)
+
+
+@pytest.fixture(scope="module")
+def own_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of this module's own (the suite's is shared: it is not stopped)."""
+    if WHY_NOT is not None:
+        pytest.skip(WHY_NOT)
+    with running_server(durable=True) as server:
+        yield server
+
+
+async def test_a_postgresql_server_stopped_at_once_refuses_and_the_game_goes_on(own_server, caplog):
+    """``pg_ctl stop -m immediate`` mid-game: every connection of the pool is cut; the server is
+    started again (it recovers from its WAL) and the pool reconnects by itself."""
+    url = own_server.new_url()
+
+    async def crash(storage: Storage) -> None:
+        await asyncio.to_thread(own_server.crash)
+
+    async def resume(storage: Storage) -> None:
+        await asyncio.to_thread(own_server.resume)
+
+    await play_through_an_outage(url, crash, resume, caplog)
