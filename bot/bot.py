@@ -134,7 +134,8 @@ class ProkuratorBot(commands.AutoShardedBot):
         if self.application_id is not None:  # logged in: the application is known
             log.info("invite link: %s", invite_url(self.application_id))
         warm_up()
-        self.storage = self._opened_storage or await Storage.open(self.config.database)
+        self.storage = self._opened_storage or await Storage.open(
+            self.config.database, synchronous=self.config.sqlite_synchronous)
         self.storage.set_shards(self.shard_ids, self.shard_count)
         if self.shard_ids is not None:
             log.info("running shard(s) %s of %s", ",".join(map(str, self.shard_ids)), self.shard_count)

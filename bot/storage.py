@@ -15,12 +15,25 @@ the game's state, so the database itself refuses a second one (:class:`PlayerBus
 
 SQLite:
 Writes go through one lock, so a transaction is never interleaved with
-another on the shared connection. WAL mode with ``synchronous=NORMAL``: a
-committed transaction survives the process being killed (it is in the WAL
-when COMMIT returns); only a power loss may lose the last ones. SQLite's
-automatic checkpoint (which fsyncs, inside whichever COMMIT crosses the
-threshold) is off; a second connection checkpoints in the background
-instead, so no command waits for the disk.
+another on the shared connection. WAL mode with ``synchronous=FULL`` (the
+config's ``sqlite_synchronous``): COMMIT returns once the WAL is on the disk
+(an fsync), so what a player was told survives a power loss, not only the
+process being killed; group commit makes that one fsync per group, not per
+command. (``normal``, the old setting, fsyncs only at checkpoints: the last
+commits before a power cut may roll back.)
+
+**The WAL stays bounded.** SQLite's automatic checkpoint (which runs inside
+whichever COMMIT crosses the threshold) is off; a second connection
+checkpoints every :data:`CHECKPOINT_SECONDS` instead, ``PASSIVE`` (it copies
+what it can while commits go on). Under sustained load that alone never
+catches up: new frames arrive while it copies, the WAL is never wholly
+copied, so it never starts again from its beginning and grows for as long as
+the load lasts. So when the WAL holds more than :data:`RESTART_FRAMES`
+frames, the checkpoint is run once more holding the writers' lock: what is
+left is copied (a few milliseconds: the unlocked pass did the bulk), the next
+commit starts the WAL over, and ``journal_size_limit`` cuts the file back to
+:data:`WAL_LIMIT_BYTES`. Commits wait only for that short tail, never for
+the bot to be idle.
 
 **Reads on a connection of their own.** Every read outside a transaction
 goes to a second, read-only connection (its own thread): in WAL mode it sees
@@ -71,7 +84,14 @@ from bot.errors import UserError
 log = logging.getLogger(__name__)
 
 #: how often the WAL is checkpointed in the background
-CHECKPOINT_SECONDS = 10.0
+CHECKPOINT_SECONDS = 1.0
+#: a WAL holding more frames than this after a background checkpoint is copied to its end under
+#: the writers' lock, so that the next commit starts it over (a frame is a page: 4 KiB)
+RESTART_FRAMES = 512
+#: what is left of the WAL file when it starts over (``PRAGMA journal_size_limit``)
+WAL_LIMIT_BYTES = 4 * 1024 * 1024
+#: ``sqlite_synchronous`` values, as SQLite's pragma spells them
+SYNCHRONOUS = ("FULL", "NORMAL")
 
 MIGRATION_NAME = re.compile(r"^V(\d+)__[\w-]+\.sql$")
 
@@ -387,8 +407,9 @@ class GroupWriter:
     inline = True
     """Whether a group is committed on the loop's thread (else always on this class's thread)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, synchronous: str = "FULL") -> None:
         self.path = path
+        self.synchronous = synchronous
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-group")
         self._connection: sqlite3.Connection | None = None
 
@@ -400,8 +421,8 @@ class GroupWriter:
         """
         connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
-            for pragma in ("synchronous=NORMAL", "foreign_keys=ON", "busy_timeout=0",
-                           "wal_autocheckpoint=0"):
+            for pragma in (f"synchronous={self.synchronous}", "foreign_keys=ON", "busy_timeout=0",
+                           "wal_autocheckpoint=0", f"journal_size_limit={WAL_LIMIT_BYTES}"):
                 connection.execute(f"PRAGMA {pragma}")
         except BaseException:
             connection.close()
@@ -544,9 +565,10 @@ class Storage:
         return " AND " + self._shard_sql.replace("guild_id", f"{prefix}guild_id")
 
     @classmethod
-    async def open(cls, path: Path | str) -> Storage:
+    async def open(cls, path: Path | str, *, synchronous: str = "FULL") -> Storage:
         """Open (creating if needed) the database, check it and apply pending migrations:
         a SQLite file, or a PostgreSQL server when ``path`` is a ``postgresql://`` URL.
+        ``synchronous``: SQLite's, one of :data:`SYNCHRONOUS` (see the module docstring).
 
         Raises:
             StorageError: the file is not a usable database (damaged, truncated, zeroed,
@@ -556,6 +578,9 @@ class Storage:
             from bot.postgres import PostgresStorage
 
             return await PostgresStorage.connect(str(path))
+        synchronous = synchronous.upper()
+        if synchronous not in SYNCHRONOUS:
+            raise StorageError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}, not {synchronous!r}")
         # DEFERRED: sqlite3 opens the transaction with the first write itself
         # (no round trip of its own); transaction() commits or rolls back.
         try:
@@ -566,10 +591,11 @@ class Storage:
         try:
             connection.row_factory = aiosqlite.Row
             await connection.execute("PRAGMA journal_mode=WAL")
-            await connection.execute("PRAGMA synchronous=NORMAL")
+            await connection.execute(f"PRAGMA synchronous={synchronous}")
             await connection.execute("PRAGMA foreign_keys=ON")
             await connection.execute("PRAGMA busy_timeout=5000")
             await connection.execute("PRAGMA wal_autocheckpoint=0")
+            await connection.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
             async with connection.execute("PRAGMA quick_check") as cursor:
                 verdict = [row[0] for row in await cursor.fetchall()]
             if verdict != ["ok"]:
@@ -578,7 +604,7 @@ class Storage:
             await storage._migrate()
             if str(path) != ":memory:":  # a database in memory is the writer's alone
                 storage._reader = await storage._open_reader(str(path))
-                storage._group = GroupWriter(str(path))
+                storage._group = GroupWriter(str(path), synchronous)
                 storage._group.open()
         except BaseException as error:
             with contextlib.suppress(Exception):
@@ -612,18 +638,34 @@ class Storage:
         return reader
 
     async def _checkpoint_every(self, path: str, seconds: float) -> None:
-        """Move the WAL into the database now and then, on a connection of its own."""
+        """Move the WAL into the database now and then, on a connection of its own, and keep
+        it bounded under load (see the module docstring)."""
         checkpoints = await aiosqlite.connect(path, isolation_level=None)
         try:
             await checkpoints.execute("PRAGMA busy_timeout=5000")
+            await checkpoints.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
             while True:
                 await asyncio.sleep(seconds)
                 try:
-                    await checkpoints.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    await self.checkpoint(checkpoints)
                 except aiosqlite.Error as error:
                     log.warning("WAL checkpoint failed: %s", error)
         finally:
             await checkpoints.close()
+
+    async def checkpoint(self, connection: aiosqlite.Connection) -> tuple[int, int]:
+        """One background checkpoint on ``connection``: ``PASSIVE``, then, if the WAL still
+        holds more than :data:`RESTART_FRAMES` frames, once more under the writers' lock, so
+        that it is copied to its end. Returns the frames in the WAL and those copied, as the
+        last pass left them."""
+        async with connection.execute("PRAGMA wal_checkpoint(PASSIVE)") as cursor:
+            _, frames, copied = await cursor.fetchone()
+        if frames <= RESTART_FRAMES:
+            return frames, copied
+        async with self._lock:  # no commit of this process appends meanwhile
+            async with connection.execute("PRAGMA wal_checkpoint(PASSIVE)") as cursor:
+                _, frames, copied = await cursor.fetchone()
+        return frames, copied
 
     @property
     def closed(self) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from bot.config import Config
-from bot.service import Applied, GameService, LiveGame
+from bot.service import Applied, GameService, LiveGame, NotStored
 from bot.storage import OutboxItem, Storage
 from rules import Nominate, deal
 from rules.events import Event
@@ -156,7 +156,9 @@ async def test_a_group_whose_commit_fails_answers_none_and_stores_nothing(
     gate.fail = sqlite3.OperationalError("disk I/O error")  # the disk fails under the group
     gate.open()
     outcomes = await asyncio.gather(blocker, *together, return_exceptions=True)
-    assert all(isinstance(outcome, sqlite3.OperationalError) for outcome in outcomes), outcomes
+    # each is refused as not stored, the disk's error its cause
+    assert all(isinstance(outcome, NotStored) and isinstance(outcome.__cause__, sqlite3.OperationalError)
+               for outcome in outcomes), outcomes
     for live in (second, third):
         assert logged(path, live.id) == [] and stored_outbox(path, live.id) == []
         assert live.game is not None and live.game.to_dict() == before[live.id]
