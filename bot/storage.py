@@ -24,8 +24,9 @@ commits before a power cut may roll back.)
 
 **The WAL stays bounded.** SQLite's automatic checkpoint (which runs inside
 whichever COMMIT crosses the threshold) is off; a second connection
-checkpoints every :data:`CHECKPOINT_SECONDS` instead, ``PASSIVE`` (it copies
-what it can while commits go on). Under sustained load that alone never
+checkpoints every :data:`CHECKPOINT_SECONDS` instead, or as soon as the WAL file
+is larger than :data:`WAL_LIMIT_BYTES`, ``PASSIVE`` (it copies what it can while
+commits go on). Under sustained load that alone never
 catches up: new frames arrive while it copies, the WAL is never wholly
 copied, so it never starts again from its beginning and grows for as long as
 the load lasts. So when the WAL holds more than :data:`RESTART_FRAMES`
@@ -83,8 +84,10 @@ from bot.errors import UserError
 
 log = logging.getLogger(__name__)
 
-#: how often the WAL is checkpointed in the background
+#: how often the WAL is checkpointed in the background (sooner when it outgrows its limit)
 CHECKPOINT_SECONDS = 1.0
+#: how often the WAL file's size is looked at (a stat) between two checkpoints
+WAL_LOOK_SECONDS = 0.05
 #: a WAL holding more frames than this after a background checkpoint is copied to its end under
 #: the writers' lock, so that the next commit starts it over (a frame is a page: 4 KiB)
 RESTART_FRAMES = 512
@@ -405,11 +408,16 @@ class GroupWriter:
     BUSY_WAIT_MS = 5000
 
     inline = True
-    """Whether a group is committed on the loop's thread (else always on this class's thread)."""
+    """Whether a group is committed on the loop's thread (else always on this class's thread).
+    Not with ``synchronous=FULL``: its COMMIT waits for an fsync (milliseconds), which must not
+    stop the loop; on the thread, the writes that come in meanwhile make the next group, one
+    fsync for all of them."""
 
     def __init__(self, path: str, synchronous: str = "FULL") -> None:
         self.path = path
         self.synchronous = synchronous
+        if synchronous == "FULL":
+            self.inline = False
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-group")
         self._connection: sqlite3.Connection | None = None
 
@@ -644,14 +652,25 @@ class Storage:
         try:
             await checkpoints.execute("PRAGMA busy_timeout=5000")
             await checkpoints.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
+            wal = Path(f"{path}-wal")
             while True:
-                await asyncio.sleep(seconds)
+                waited = 0.0
+                while waited < seconds and self._wal_size(wal) <= WAL_LIMIT_BYTES:
+                    await asyncio.sleep(WAL_LOOK_SECONDS)
+                    waited += WAL_LOOK_SECONDS
                 try:
                     await self.checkpoint(checkpoints)
                 except aiosqlite.Error as error:
                     log.warning("WAL checkpoint failed: %s", error)
         finally:
             await checkpoints.close()
+
+    @staticmethod
+    def _wal_size(wal: Path) -> int:
+        try:
+            return wal.stat().st_size
+        except OSError:
+            return 0
 
     async def checkpoint(self, connection: aiosqlite.Connection) -> tuple[int, int]:
         """One background checkpoint on ``connection``: ``PASSIVE``, then, if the WAL still
@@ -662,9 +681,9 @@ class Storage:
             _, frames, copied = await cursor.fetchone()
         if frames <= RESTART_FRAMES:
             return frames, copied
-        async with self._lock:  # no commit of this process appends meanwhile
-            async with connection.execute("PRAGMA wal_checkpoint(PASSIVE)") as cursor:
-                _, frames, copied = await cursor.fetchone()
+        # under the writers' lock: no commit of this process appends meanwhile
+        async with self._lock, connection.execute("PRAGMA wal_checkpoint(PASSIVE)") as cursor:
+            _, frames, copied = await cursor.fetchone()
         return frames, copied
 
     @property
