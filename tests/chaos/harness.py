@@ -361,6 +361,8 @@ class Chaos:
         self.postgres = postgres
         self.bot = BotProcess(self.fake, folder, rest_per_second=rest_per_second,
                               database=postgres.new_url() if postgres is not None else None)
+        self._last_rows: dict[int, dict[str, Any] | None] = {}
+        """Each guild's game as the driver last read it (used while the database is down)."""
         self._outage = asyncio.Lock()
         """Held while the bot is killed and started, or the server is down: one at a time."""
         self.sent: list[Sent] = []
@@ -530,7 +532,14 @@ class Chaos:
                 await asyncio.sleep(0.2)
                 continue
             try:
-                row = await asyncio.to_thread(self._game, club)
+                try:
+                    row = await asyncio.to_thread(self._game, club)
+                    self._last_rows[club.guild_id] = row
+                except Unavailable:
+                    if club.guild_id not in self._last_rows:
+                        raise
+                    # the server is down: play on as last seen (what the bot cannot store it refuses)
+                    row = self._last_rows[club.guild_id]
                 await self._turn(club, row)
             except asyncio.CancelledError:
                 raise
