@@ -48,18 +48,15 @@ static void keep(int fd) {
     pthread_mutex_unlock(&copying);
 }
 
-int fsync(int fd) {
-    static int (*real)(int);
-    if (real == NULL) real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
-    int result = real(fd);
-    if (result == 0) keep(fd);
-    return result;
-}
+/* each wrapper calls the C library's own call, then copies the file if the sync succeeded */
+#define KEEPING(name)                                                            \
+    int name(int fd) {                                                           \
+        static int (*real)(int);                                                 \
+        if (real == NULL) real = (int (*)(int))dlsym(RTLD_NEXT, #name);          \
+        int result = real(fd);                                                   \
+        if (result == 0) keep(fd);                                               \
+        return result;                                                           \
+    }
 
-int fdatasync(int fd) {
-    static int (*real)(int);
-    if (real == NULL) real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
-    int result = real(fd);
-    if (result == 0) keep(fd);
-    return result;
-}
+KEEPING(fsync)
+KEEPING(fdatasync)
