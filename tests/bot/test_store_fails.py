@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from bot.config import Config, Timers
-from bot.service import GameService, NotStored
+from bot.service import GameService, NotStored, Unconfirmed
 from bot.storage import OutboxItem, Storage
 from bot.timers import PhaseTimers
-from rules import CastVote, Game, Nominate, Setup, command_from_dict, deal
+from rules import CastVote, Game, Nominate, Setup, StartVoting, Unvote, command_from_dict, deal
 from tests.storage.plugin import WHY_NOT
 from tests.storage.server import PostgresServer, running_server
 
@@ -176,3 +176,71 @@ async def test_a_postgresql_server_stopped_at_once_refuses_and_the_game_goes_on(
         await asyncio.to_thread(own_server.resume)
 
     await play_through_an_outage(url, crash, resume, caplog)
+
+
+async def test_commands_in_flight_when_postgresql_stops_are_either_stored_or_refused(own_server):
+    """Three games take commands without pause while the server is stopped at once under them:
+    each command either came back applied (it must be in the log), or refused as not stored
+    (it must not be), or unconfirmed (either); after the restart every game replays, none is
+    broken, and each game's memory is its log."""
+    url = own_server.new_url()
+    storage = await Storage.open(url)
+    service = GameService(storage, Config(database=url, timers=TIMERS, snapshot_every=3), clock=Clock())
+    service.render = announce
+    outcomes: dict[int, str] = {}
+    interactions = iter(range(1000, 100000))
+    try:
+        lives = []
+        for guild in (1, 2, 3):
+            live = await service.create(guild, 9, {"players": []})
+            await service.start(live.id, deal(CITIES, guild), guild)
+            await service.apply(live.id, Nominate("a0", "a1"), source="player")
+            await service.apply(live.id, Nominate("b0", "b1"), source="player")
+            await service.apply(live.id, StartVoting(), source="host")
+            lives.append(live)
+        stop = asyncio.Event()
+
+        async def vote(live) -> None:
+            voters = [(name, f"{name[0]}1") for name in CITIES["A"][2:] + CITIES["B"][2:]]
+            while not stop.is_set():
+                for voter, nominee in voters:
+                    for command in (CastVote(voter, nominee), Unvote(voter)):
+                        interaction = next(interactions)
+                        try:
+                            await service.apply(live.id, command, source="player", interaction_id=interaction)
+                        except NotStored:
+                            outcomes[interaction] = "refused"
+                            await asyncio.sleep(0.05)
+                            break
+                        except Unconfirmed:
+                            outcomes[interaction] = "unconfirmed"
+                            break
+                        outcomes[interaction] = "applied"
+
+        voters = [asyncio.create_task(vote(live)) for live in lives]
+        await until(lambda: len(outcomes) > 60, 30.0, "no votes went through")
+        await asyncio.to_thread(own_server.crash)
+        await until(lambda: sum(o != "applied" for o in outcomes.values()) >= 6, 30.0, "nothing was refused")
+        await asyncio.to_thread(own_server.resume)
+        settled = len(outcomes)
+        await until(lambda: len(outcomes) > settled + 60, 60.0, "the games did not go on")
+        stop.set()
+        await asyncio.gather(*voters)
+        logged = {row.interaction_id for live in lives for row in await storage.commands(live.id)}
+        for interaction, outcome in outcomes.items():
+            if outcome == "applied":
+                assert interaction in logged, f"{interaction} was applied, not stored"
+            elif outcome == "refused":
+                assert interaction not in logged, f"{interaction} was refused, yet stored"
+        for live in lives:
+            assert (await stored_game(storage, live.id)).to_dict() == live.game.to_dict()
+        memory = {live.id: live.game.to_dict() for live in lives}
+    finally:
+        await storage.close()
+    storage = await Storage.open(url)
+    try:
+        restored = await GameService(storage, Config(database=url, timers=TIMERS)).restore()
+        assert {game.id: (game.broken, game.game.to_dict()) for game in restored} == {
+            game_id: (None, state) for game_id, state in memory.items()}
+    finally:
+        await storage.close()
