@@ -51,10 +51,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import copy
 import hashlib
 import json
 import logging
+import pickle
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -223,10 +223,12 @@ class LiveGame:
 @dataclass(frozen=True)
 class Before:
     """A game in memory as it was before a change (what the database holds), put back when the
-    change is not stored. The rules' state is kept as its plain data (the round-tripping text
-    form the snapshots use: a copy in a third of :func:`copy.deepcopy`'s time)."""
+    change is not stored. Kept on every change, so kept cheaply (some 30 µs, a tenth of
+    :func:`copy.deepcopy`'s time for a running game's record): the record pickled (plain data
+    of this process, read back only here), the rules' state as its plain data (the
+    round-tripping form the snapshots use); each is rebuilt only when put back."""
 
-    record: GameRecord
+    record: bytes
     game: dict[str, Any] | None
     tick_times: dict[int, float]
 
@@ -234,13 +236,13 @@ class Before:
     def of(cls, live: LiveGame) -> Before:
         """What ``live`` holds now."""
         game = live.game.to_dict() if live.game is not None else None
-        return cls(copy.deepcopy(live.record), game, dict(live.tick_times))
+        return cls(pickle.dumps(live.record, protocol=pickle.HIGHEST_PROTOCOL), game, dict(live.tick_times))
 
     def put_back(self, live: LiveGame) -> None:
-        """Make ``live`` hold it again (once: the record is handed over, not copied)."""
-        live.record = self.record
+        """Make ``live`` hold it again."""
+        live.record = pickle.loads(self.record)
         live.game = Game.from_dict(self.game) if self.game is not None else None
-        live.tick_times = self.tick_times
+        live.tick_times = dict(self.tick_times)
 
 
 @dataclass(frozen=True)
