@@ -39,10 +39,11 @@ start) touches a game in memory, what memory holds is kept (:class:`Before`: the
 the rules' state, the votes' times), and if the commit fails the game is put back exactly as
 it was, which is what the database holds, whatever the database is doing meanwhile (it may
 be down: nothing is read back from it). The sender is told his command did not count
-(:class:`NotStored`); a timer's deadline is tried again after its back-off. Once a commit
-failed, the game is read again from the database before its next change (``stale``): when
-PostgreSQL went while COMMIT was on its way the command may stand after all
-(:class:`Unconfirmed`, the only case memory may be behind), and a reload that finds the
+(:class:`NotStored`); a timer's deadline is tried again after its back-off. A transaction
+that failed is rolled back whole, so memory and database agree again at once. Only when
+PostgreSQL went while COMMIT was on its way may the command stand after all
+(:class:`Unconfirmed`; or a change failed for an unforeseen reason): then the game is read
+again from the database before its next change (``stale``), and a reload that finds the
 database still down refuses the change as not stored, memory untouched. When the database
 is back, the game goes on from its log.
 """
@@ -789,15 +790,16 @@ class GameService:
         before.put_back(live)
         if isinstance(error, (aiosqlite.IntegrityError, UserError, RuleError, NoGame, Expired)):
             return error  # refused before anything was stored
-        live.stale = True
         if isinstance(error, CommitUnknown):
+            live.stale = True
             log.error("game %s: the database went while %s was being committed (%r); it may "
                       "stand: the game is read again before its next change", live.id, what, error)
             return Unconfirmed()
-        if is_storage_failure(error):
+        if is_storage_failure(error):  # rolled back (a transaction is all or nothing)
             log.error("game %s: %s could not be stored (%r); nothing of it counts, the game is "
                       "as before", live.id, what, error)
             return NotStored()
+        live.stale = True  # a bug, or a cancellation while the commit ran on: read it again
         log.exception("game %s: %s failed before it was stored", live.id, what, exc_info=error)
         return error
 
@@ -878,6 +880,15 @@ class GameService:
             await self.apply(game_id, command, source=source, seen=Seen(stage=stage))
         except (RuleError, MovedOn, GameBroken, NoGame) as error:
             log.info("game %s: the deferred %s is no longer possible: %s", game_id, command, error)
+        except (NotStored, Unconfirmed):
+            # the database failed: the day's end is handed to the timer (a deadline due now, in
+            # memory, as the deferral itself), which tries again until it is stored
+            live = self._live.get(game_id)
+            if live is not None and live.stage_key() == stage:
+                live.record.deadline, live.record.deadline_stage = self.clock(), stage
+                self._committed(live)
+            log.warning("game %s: the deferred %s could not be stored; the timer takes it over",
+                        game_id, command)
 
     # ------------------------------------------------------------------ deadlines
 

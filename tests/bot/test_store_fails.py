@@ -19,7 +19,17 @@ from bot.config import Config, Timers
 from bot.service import GameService, NotStored, Unconfirmed
 from bot.storage import OutboxItem, Storage
 from bot.timers import PhaseTimers
-from rules import CastVote, Game, Nominate, Setup, StartVoting, Unvote, command_from_dict, deal
+from rules import (
+    CastVote,
+    EndDay,
+    Game,
+    Nominate,
+    Setup,
+    StartVoting,
+    Unvote,
+    command_from_dict,
+    deal,
+)
 from tests.storage.plugin import WHY_NOT
 from tests.storage.server import PostgresServer, running_server
 
@@ -125,34 +135,76 @@ async def play_through_an_outage(database: Path | str, fail: Outage, heal: Outag
         await storage.close()
 
 
-async def test_a_full_sqlite_disk_refuses_commands_and_the_deadline_and_the_game_goes_on(tmp_path, caplog):
-    """A real SQLITE_FULL: the file may not grow past its size (``max_page_count``, on each of
-    the writer's connections) and its free pages are used up."""
+def small_pages(tmp_path: Path) -> Path:
+    """A new SQLite file of small pages (every command needs new ones) with room to fill."""
     path = tmp_path / "db"
-    with sqlite3.connect(path) as raw:  # small pages: every command needs new ones
+    with sqlite3.connect(path) as raw:
         raw.execute("PRAGMA page_size = 512")
         raw.execute("CREATE TABLE filler (x BLOB)")
+    return path
 
-    async def limit(storage: Storage, pages: int | None) -> None:
-        async with storage.transaction() as db:
-            if pages is None:
-                async with db.execute("PRAGMA page_count") as cursor:
-                    pages = int((await cursor.fetchone())[0])
-            await db.execute(f"PRAGMA max_page_count = {pages}")
-        assert storage._group is not None
-        storage._group.execute(f"PRAGMA max_page_count = {pages}")
 
-    async def fill(storage: Storage) -> None:
-        await limit(storage, None)
-        with pytest.raises(sqlite3.OperationalError, match="full"):
-            while True:
-                async with storage.transaction() as db:
-                    await db.execute("INSERT INTO filler VALUES (zeroblob(400))")
+async def limit(storage: Storage, pages: int | None) -> None:
+    """The file may not grow past ``pages`` (None: its size now), on each writing connection."""
+    async with storage.transaction() as db:
+        if pages is None:
+            async with db.execute("PRAGMA page_count") as cursor:
+                pages = int((await cursor.fetchone())[0])
+        await db.execute(f"PRAGMA max_page_count = {pages}")
+    assert storage._group is not None
+    storage._group.execute(f"PRAGMA max_page_count = {pages}")
 
-    async def free(storage: Storage) -> None:
-        await limit(storage, 1073741823)
 
-    await play_through_an_outage(path, fill, free, caplog)
+async def fill(storage: Storage) -> None:
+    """A real SQLITE_FULL: the file may not grow and its free pages are used up."""
+    await limit(storage, None)
+    with pytest.raises(sqlite3.OperationalError, match="full"):
+        while True:
+            async with storage.transaction() as db:
+                await db.execute("INSERT INTO filler VALUES (zeroblob(400))")
+
+
+async def free(storage: Storage) -> None:
+    await limit(storage, 1073741823)
+
+
+async def test_a_full_sqlite_disk_refuses_commands_and_the_deadline_and_the_game_goes_on(tmp_path, caplog):
+    await play_through_an_outage(small_pages(tmp_path), fill, free, caplog)
+
+
+async def test_a_day_end_that_waited_for_a_last_word_is_taken_over_by_the_timer_when_not_stored(
+        tmp_path, caplog):
+    """The host ends the day while a last word is recorded: it waits for the recording. The disk
+    is full when the recording ends: the day's end cannot be stored then, and the timer takes it
+    over, trying again until the disk has room."""
+    path, clock = small_pages(tmp_path), Clock()
+    storage = await Storage.open(path)
+    service = GameService(storage, Config(database=path, timers=TIMERS), clock=clock)
+    service.render = announce
+    runner = PhaseTimers(service, reminders=(), clock=clock)
+    service.after_commit.append(runner.arm)
+    try:
+        live = await service.create(1, 9, {"players": []})
+        await service.start(live.id, deal(CITIES, 3), 3)
+        await service.apply(live.id, Nominate("a0", "a1"), source="player")
+        await service.apply(live.id, StartVoting(), source="host")
+        service.hold(live.id, "lastword")
+        assert (await service.apply(live.id, EndDay(), source="host")).deferred
+        await fill(storage)
+        with caplog.at_level(logging.WARNING):
+            await service.release(live.id, "lastword")  # not stored: nothing raised here
+            assert live.game.stage.value == "voting" and live.record.command_count == 2
+            await until(lambda: sum("the timer could not act" in r.getMessage() for r in caplog.records) >= 2,
+                        30.0, "the timer did not take the day's end over")
+        assert live.game.stage.value == "voting"
+        await free(storage)
+        await until(lambda: live.game.stage.value != "voting", 30.0, "the day never ended")
+        rows = await storage.commands(live.id)
+        assert [(r.command["verb"], r.source) for r in rows][-1] == ("night", "timer")
+        assert (await stored_game(storage, live.id)).to_dict() == live.game.to_dict()
+    finally:
+        await runner.close()
+        await storage.close()
 
 
 @pytest.fixture(scope="module")
@@ -242,5 +294,37 @@ async def test_commands_in_flight_when_postgresql_stops_are_either_stored_or_ref
         restored = await GameService(storage, Config(database=url, timers=TIMERS)).restore()
         assert {game.id: (game.broken, game.game.to_dict()) for game in restored} == {
             game_id: (None, state) for game_id, state in memory.items()}
+    finally:
+        await storage.close()
+
+
+async def test_a_commit_whose_answer_was_lost_is_read_back_before_the_next_command(database):
+    """COMMIT went through but its answer was lost (the connection broke just then, which
+    PostgreSQL cannot rule out): the sender is told it is not known; memory is as before the
+    command, behind the database, so the game is read again before its next command, which
+    then follows it in the log."""
+    from bot.storage import CommitUnknown
+
+    storage = await Storage.open(database)
+    service = GameService(storage, Config(database=database, timers=TIMERS, snapshot_every=3), clock=Clock())
+    service.render = announce
+    try:
+        live = await service.create(1, 9, {"players": []})
+        await service.start(live.id, deal(CITIES, 3), 3)
+        real = storage.append_command
+
+        async def committed_unheard(*args, **kwargs):
+            await real(*args, **kwargs)
+            raise CommitUnknown("the connection broke during COMMIT")
+
+        storage.append_command = committed_unheard  # type: ignore[method-assign]
+        with pytest.raises(Unconfirmed):
+            await service.apply(live.id, Nominate("a0", "a1"), source="player", interaction_id=41)
+        storage.append_command = real  # type: ignore[method-assign]
+        assert live.stale and live.record.command_count == 0 and not live.game.nominations["A"]
+        applied = await service.apply(live.id, Nominate("a2", "a3"), source="player", interaction_id=42)
+        assert applied.seq == 2 and not live.stale
+        assert [r.interaction_id for r in await storage.commands(live.id)] == [41, 42]
+        assert (await stored_game(storage, live.id)).to_dict() == live.game.to_dict()
     finally:
         await storage.close()
