@@ -603,7 +603,7 @@ class GameService:
                 before.put_back(live)
                 return False
             except BaseException as error:
-                raise await self._undo(live, before, error, "a change of its record") from error
+                raise self._undo(live, before, error, "a change of its record") from error
             self._remember(interaction_id)
             if live.record.state not in OPEN_STATES:
                 self._drop(game_id)
@@ -651,7 +651,7 @@ class GameService:
                     record, interaction_id=interaction_id, outbox=items, now=self.clock()
                 )
             except BaseException as error:
-                raise await self._undo(live, before, error, "the deal") from error
+                raise self._undo(live, before, error, "the deal") from error
             self._remember(interaction_id)
             self._committed(live)
         await self._notify(live, events)
@@ -777,14 +777,14 @@ class GameService:
             before.put_back(live)
             return Applied([], duplicate=True)
         except BaseException as error:
-            raise await self._undo(live, before, error, f"command {command}") from error
+            raise self._undo(live, before, error, f"command {command}") from error
         self._remember(interaction_id)
         if game.over:
             self._drop(live.id)
         self._committed(live)
         return Applied(events, seq=seq)
 
-    async def _undo(self, live: LiveGame, before: Before, error: BaseException, what: str) -> BaseException:
+    def _undo(self, live: LiveGame, before: Before, error: BaseException, what: str) -> BaseException:
         """A change that was not stored: put the game back as it was (see the module docstring)
         and return what to raise in its place."""
         before.put_back(live)
@@ -800,7 +800,8 @@ class GameService:
                       "as before", live.id, what, error)
             return NotStored()
         live.stale = True  # a bug, or a cancellation while the commit ran on: read it again
-        log.exception("game %s: %s failed before it was stored", live.id, what, exc_info=error)
+        log.error("game %s: %s failed (%r); the game is read again before its next change",
+                  live.id, what, error, exc_info=error)
         return error
 
     async def _fresh(self, live: LiveGame) -> LiveGame:
