@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import Config, Timers
-from bot.service import GameService, NotStored, Unconfirmed
+from bot.service import GameService, LiveGame, NotStored, Unconfirmed
 from bot.storage import OutboxItem, Storage
 from bot.timers import PhaseTimers
 from rules import (
@@ -71,18 +71,24 @@ async def stored_game(storage: Storage, game_id: int) -> Game:
 Outage = Callable[[Storage], Awaitable[None]]
 
 
-async def play_through_an_outage(database: Path | str, fail: Outage, heal: Outage,
-                                 caplog: pytest.LogCaptureFixture) -> None:
-    clock = Clock()
+async def timed_game(database: Path | str, clock: Clock) -> tuple[Storage, GameService, PhaseTimers, LiveGame]:
+    """A service with its timers on ``database`` and a game dealt, its first nomination made."""
     storage = await Storage.open(database)
     service = GameService(storage, Config(database=database, timers=TIMERS, snapshot_every=3), clock=clock)
     service.render = announce
     runner = PhaseTimers(service, reminders=(), clock=clock)
     service.after_commit.append(runner.arm)
+    live = await service.create(1, 9, {"players": []})
+    await service.start(live.id, deal(CITIES, 3), 3)
+    await service.apply(live.id, Nominate("a0", "a1"), source="player")
+    return storage, service, runner, live
+
+
+async def play_through_an_outage(database: Path | str, fail: Outage, heal: Outage,
+                                 caplog: pytest.LogCaptureFixture) -> None:
+    clock = Clock()
+    storage, service, runner, live = await timed_game(database, clock)
     try:
-        live = await service.create(1, 9, {"players": []})
-        await service.start(live.id, deal(CITIES, 3), 3)
-        await service.apply(live.id, Nominate("a0", "a1"), source="player")
         await service.apply(live.id, Nominate("a2", "a3"), source="player")
         before, lobby, count = live.game.to_dict(), dict(live.record.lobby), live.record.command_count
 
@@ -177,16 +183,8 @@ async def test_a_day_end_that_waited_for_a_last_word_is_taken_over_by_the_timer_
     """The host ends the day while a last word is recorded: it waits for the recording. The disk
     is full when the recording ends: the day's end cannot be stored then, and the timer takes it
     over, trying again until the disk has room."""
-    path, clock = small_pages(tmp_path), Clock()
-    storage = await Storage.open(path)
-    service = GameService(storage, Config(database=path, timers=TIMERS), clock=clock)
-    service.render = announce
-    runner = PhaseTimers(service, reminders=(), clock=clock)
-    service.after_commit.append(runner.arm)
+    storage, service, runner, live = await timed_game(small_pages(tmp_path), Clock())
     try:
-        live = await service.create(1, 9, {"players": []})
-        await service.start(live.id, deal(CITIES, 3), 3)
-        await service.apply(live.id, Nominate("a0", "a1"), source="player")
         await service.apply(live.id, StartVoting(), source="host")
         service.hold(live.id, "lastword")
         assert (await service.apply(live.id, EndDay(), source="host")).deferred
