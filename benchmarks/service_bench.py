@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import gc
 import os
 import random
@@ -68,8 +69,11 @@ TIMELINE: str | None = None
 MACHINE = True
 #: ``--database``: a postgresql:// URL of an empty database instead of a SQLite file
 DATABASE: str | None = None
+#: ``--synchronous``: SQLite's setting for the bot of the current run (``sqlite_synchronous``)
+SYNCHRONOUS = "full"
 CONFIG = """\
 database: {database}
+sqlite_synchronous: {synchronous}
 log_level: WARNING
 timers: {{discussion: 0, voting: 0, night: 0, reminders: []}}
 """
@@ -144,7 +148,8 @@ class Bench:
         if not self.fake.port:
             await self.fake.start()
         config = folder / "config.yaml"
-        config.write_text(CONFIG.format(database=DATABASE or folder / "bench.sqlite3") + extra)
+        config.write_text(CONFIG.format(database=DATABASE or folder / "bench.sqlite3",
+                                        synchronous=SYNCHRONOUS) + extra)
         self.fake.global_limit.enforce = not extra
         env = {**os.environ, "DISCORD_TOKEN": self.fake.token, "DISCORD_API_BASE": self.fake.api_base,
                "DISCORD_GATEWAY_URL": self.fake.gateway_url, "PYTHONPATH": str(ROOT)}
@@ -346,12 +351,22 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
             gc.disable()
             sampler = asyncio.create_task(bench.sample_cpu(began_at)) if TIMELINE else None
             watcher = asyncio.create_task(bench.watch_loop(began_at)) if TIMELINE else None
+            wal = Path(folder) / "bench.sqlite3-wal"
+            wal_sizes = [0]
+
+            async def sample_wal() -> None:  # the WAL's size, every 50 ms
+                while True:
+                    with contextlib.suppress(OSError):
+                        wal_sizes.append(wal.stat().st_size)
+                    await asyncio.sleep(0.05)
+
+            wal_sampler = asyncio.create_task(sample_wal())
             try:
                 rounds = await asyncio.gather(*(bench.play_day(i, random.Random(rng.random()), pace)
                                                 for i in range(games)))
             finally:
                 gc.enable()
-                for task in (sampler, watcher):
+                for task in (sampler, watcher, wal_sampler):
                     if task is not None:
                         task.cancel()
             elapsed = time.perf_counter() - began
@@ -361,6 +376,9 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
             print(f"player commands in {games} concurrent games, one every {pace} s per game "
                   f"({len(latencies) / elapsed:.0f}/s): {figures(latencies)}")
             print(f"floor (/mafia status with no game, same run): {figures(floor)}")
+            if not DATABASE:
+                print(f"SQLite synchronous={SYNCHRONOUS}: the WAL's largest size during the day "
+                      f"{max(wal_sizes) / 2**20:.1f} MiB")
             if slow is not None:
                 print(f"the machine meanwhile (benchmarks/machine_noise.py): {describe(slow, elapsed)}")
             if slow:
@@ -418,16 +436,25 @@ def main() -> None:
                         help="keep the fake's OpenAPI schema check on (it then limits the figures)")
     parser.add_argument("--timeline", help="write each command of the day to TIMELINE.<games>.tsv: "
                         "seconds since the day began, the command, its latency in ms")
+    parser.add_argument("--synchronous", default="full",
+                        help="SQLite's sqlite_synchronous for the bot: full, normal, or both as "
+                        "normal,full (each count is run with each, in turn: one run, both rows)")
     parser.add_argument("--no-machine", action="store_true",
                         help="do not sample the machine's slow windows alongside (a third process)")
     args = parser.parse_args()
-    global DATABASE, TIMELINE, MACHINE
+    global DATABASE, TIMELINE, MACHINE, SYNCHRONOUS
     DATABASE, TIMELINE, MACHINE = args.database, args.timeline, not args.no_machine
+    settings = [value.strip().lower() for value in str(args.synchronous).split(",")]
+    if any(value not in ("full", "normal") for value in settings):
+        parser.error("--synchronous: full, normal, or both separated by a comma")
     counts = [int(count) for count in str(args.games).split(",") if int(count) > 0]
     if DATABASE and len(counts) > 1:
         parser.error("--database takes one run: give --games a single count")
     for games in counts:
-        asyncio.run(latency_run(games, args.pace, strict=args.strict_fake))
+        for SYNCHRONOUS in settings:
+            if len(settings) > 1:
+                print(f"--- {games} games, sqlite_synchronous: {SYNCHRONOUS}")
+            asyncio.run(latency_run(games, args.pace, strict=args.strict_fake))
     if args.memory_games:
         asyncio.run(memory_run(args.memory_games))
 

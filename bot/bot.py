@@ -31,7 +31,7 @@ from bot.outbox import Outbox
 from bot.pacing import Pacer, pace, share
 from bot.permissions import invite_url
 from bot.service import Clock, Expired, GameService, NoGame
-from bot.storage import GameExists, Storage
+from bot.storage import GameExists, Storage, is_storage_failure
 from bot.timers import PhaseTimers
 from cogs.mentions import set_command_ids
 from rules import RuleError
@@ -149,7 +149,8 @@ class ProkuratorBot(commands.AutoShardedBot):
         if self.application_id is not None:  # logged in: the application is known
             log.info("invite link: %s", invite_url(self.application_id))
         warm_up()
-        self.storage = self._opened_storage or await Storage.open(self.config.database)
+        self.storage = self._opened_storage or await Storage.open(
+            self.config.database, synchronous=self.config.sqlite_synchronous)
         self.storage.set_shards(self.shard_ids, self.shard_count)
         if self.shard_ids is not None:
             log.info("running shard(s) %s of %s", ",".join(map(str, self.shard_ids)), self.shard_count)
@@ -329,6 +330,10 @@ class ProkuratorBot(commands.AutoShardedBot):
             text = t(language, "error.game_exists")
         elif isinstance(original, app_commands.CheckFailure):
             text = t(language, "error.not_allowed")
+        elif is_storage_failure(original):  # a read before any change: nothing was applied
+            log.warning("%s by %s: the database failed (%r); refused as not stored",
+                        _command_name(interaction), interaction.user.id, original)
+            text = t(language, "error.not_stored")
         else:
             log.error(
                 "unexpected error in %s (guild %s, channel %s, user %s, options %s)",

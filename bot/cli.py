@@ -219,6 +219,25 @@ def _rebuild_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _backup(args: argparse.Namespace) -> int:
+    from bot.backup import BackupError, backup, restore_steps
+    from bot.storage import is_postgres
+
+    if is_postgres(args.database):
+        return _fail("backup", "this copies a SQLite file; for PostgreSQL use its own tool: "
+                               "pg_dump --format=custom --file=FILE URL (restore: pg_restore --clean "
+                               "--dbname=URL FILE)")
+    database, out = Path(args.database), Path(args.out)
+    try:
+        made = backup(database, out)
+    except BackupError as error:
+        return _fail("backup", str(error))
+    print(f"{database}: backed up to {out} ({made.size / 1024:.0f} KiB, {made.games} game(s), "
+          f"{made.open_games} open)")
+    print(restore_steps(database, out))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
@@ -258,6 +277,11 @@ def build_parser() -> argparse.ArgumentParser:
         "rebuild-stats", help="recompute every player's figures and rating from the archive")
     rebuild.add_argument("--database", required=True, help="the bot's SQLite file or postgresql:// URL")
     rebuild.set_defaults(handler=_rebuild_stats)
+    saved = commands.add_parser(
+        "backup", help="copy a SQLite database, running or not, consistently (PostgreSQL: pg_dump)")
+    saved.add_argument("--database", required=True, help="the bot's SQLite file")
+    saved.add_argument("--out", required=True, help="the backup to write (a new file)")
+    saved.set_defaults(handler=_backup)
     return parser
 
 

@@ -88,6 +88,10 @@ class Config:
     log_level: str = "INFO"
     host_role: str | None = None
     snapshot_every: int = 50
+    sqlite_synchronous: str = "full"
+    """SQLite's ``synchronous``: ``full`` (a commit is on the disk when it returns: it survives a
+    power loss) or ``normal`` (on the disk at the next checkpoint: only a killed process is
+    survived). PostgreSQL flushes every commit itself."""
     rest_per_second: int = GLOBAL_LIMIT
     """The bot's global limit of REST calls a second (Discord's 50, unless Discord raised it);
     a process serving some of the shards keeps to their share (:mod:`bot.pacing`)."""
@@ -242,6 +246,11 @@ def config_from_dict(data: Any) -> Config:
         values["host_role"] = data["host_role"]
     if "snapshot_every" in data:
         values["snapshot_every"] = _check_int("snapshot_every", data["snapshot_every"], 1)
+    if "sqlite_synchronous" in data:
+        synchronous = str(data["sqlite_synchronous"]).lower()
+        if synchronous not in ("full", "normal"):
+            raise ConfigError(f"sqlite_synchronous: must be full or normal, got {data['sqlite_synchronous']!r}")
+        values["sqlite_synchronous"] = synchronous
     if "rest_per_second" in data:
         values["rest_per_second"] = _check_int("rest_per_second", data["rest_per_second"], 1)
     if "timers" in data:

@@ -49,7 +49,7 @@ import discord
 from discord.http import Route
 from discord.utils import time_snowflake
 
-from bot.storage import LANES, OutboxItem, Storage
+from bot.storage import LANES, OutboxItem, Storage, is_storage_failure
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +97,11 @@ class NotMadeYet(Exception):
 
 
 def is_transient(error: BaseException) -> bool:
-    """Whether an error is worth trying again: rate limits, server errors, network faults, hangs."""
+    """Whether an error is worth trying again: rate limits, server errors, network faults, hangs,
+    and the bot's own database failing under a handler that reads it (PostgreSQL down)."""
     if isinstance(error, discord.DiscordServerError | aiohttp.ClientError | asyncio.TimeoutError | NotMadeYet):
+        return True
+    if is_storage_failure(error):
         return True
     if isinstance(error, discord.HTTPException):
         return error.status == 429 or error.status >= 500

@@ -36,7 +36,7 @@ from types import TracebackType
 from typing import Any
 
 from bot.config import shown_database
-from bot.storage import IntegrityError, Storage, StorageError
+from bot.storage import CommitUnknown, IntegrityError, Storage, StorageError
 
 #: the advisory lock key migrations hold (any constant number; "PROK" in ASCII)
 MIGRATION_LOCK = 0x50524F4B
@@ -224,6 +224,10 @@ class PostgresStorage(Storage):
                 await transaction.commit()
             except asyncpg.IntegrityConstraintViolationError as error:
                 raise IntegrityError(str(error)) from None
+            except (OSError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError,
+                    asyncpg.exceptions.OperatorInterventionError) as error:
+                # the server went while COMMIT was on its way: committed or not, nobody here knows
+                raise CommitUnknown(f"the connection broke during COMMIT: {error!r}") from error
 
     async def _fetchone(self, sql: str, params: Iterable[Any] = ()) -> Any:
         async with self._pool.acquire() as raw:

@@ -15,12 +15,26 @@ the game's state, so the database itself refuses a second one (:class:`PlayerBus
 
 SQLite:
 Writes go through one lock, so a transaction is never interleaved with
-another on the shared connection. WAL mode with ``synchronous=NORMAL``: a
-committed transaction survives the process being killed (it is in the WAL
-when COMMIT returns); only a power loss may lose the last ones. SQLite's
-automatic checkpoint (which fsyncs, inside whichever COMMIT crosses the
-threshold) is off; a second connection checkpoints in the background
-instead, so no command waits for the disk.
+another on the shared connection. WAL mode with ``synchronous=FULL`` (the
+config's ``sqlite_synchronous``): COMMIT returns once the WAL is on the disk
+(an fsync), so what a player was told survives a power loss, not only the
+process being killed; group commit makes that one fsync per group, not per
+command. (``normal``, the old setting, fsyncs only at checkpoints: the last
+commits before a power cut may roll back.)
+
+**The WAL stays bounded.** SQLite's automatic checkpoint (which runs inside
+whichever COMMIT crosses the threshold) is off; a second connection
+checkpoints every :data:`CHECKPOINT_SECONDS` instead, or as soon as the WAL file
+is larger than :data:`WAL_LIMIT_BYTES`, ``PASSIVE`` (it copies what it can while
+commits go on). Under sustained load that alone never
+catches up: new frames arrive while it copies, the WAL is never wholly
+copied, so it never starts again from its beginning and grows for as long as
+the load lasts. So when the WAL holds more than :data:`RESTART_FRAMES`
+frames, the checkpoint is run once more holding the writers' lock: what is
+left is copied (a few milliseconds: the unlocked pass did the bulk), the next
+commit starts the WAL over, and ``journal_size_limit`` cuts the file back to
+:data:`WAL_LIMIT_BYTES`. Commits wait only for that short tail, never for
+the bot to be idle.
 
 **Reads on a connection of their own.** Every read outside a transaction
 goes to a second, read-only connection (its own thread): in WAL mode it sees
@@ -70,8 +84,17 @@ from bot.errors import UserError
 
 log = logging.getLogger(__name__)
 
-#: how often the WAL is checkpointed in the background
-CHECKPOINT_SECONDS = 10.0
+#: how often the WAL is checkpointed in the background (sooner when it outgrows its limit)
+CHECKPOINT_SECONDS = 1.0
+#: how often the WAL file's size is looked at (a stat) between two checkpoints
+WAL_LOOK_SECONDS = 0.05
+#: a WAL holding more frames than this after a background checkpoint is copied to its end under
+#: the writers' lock, so that the next commit starts it over (a frame is a page: 4 KiB)
+RESTART_FRAMES = 512
+#: what is left of the WAL file when it starts over (``PRAGMA journal_size_limit``)
+WAL_LIMIT_BYTES = 4 * 1024 * 1024
+#: ``sqlite_synchronous`` values, as SQLite's pragma spells them
+SYNCHRONOUS = ("FULL", "NORMAL")
 
 MIGRATION_NAME = re.compile(r"^V(\d+)__[\w-]+\.sql$")
 
@@ -135,6 +158,26 @@ class GameExists(Exception):
 
 class StorageError(Exception):
     """The database cannot be opened or used: damaged, not a database, unreadable."""
+
+
+class CommitUnknown(StorageError):
+    """The connection broke while COMMIT was on its way: the server may or may not have
+    committed (PostgreSQL flushes the commit, then answers; a crash between the two loses only
+    the answer)."""
+
+
+def is_storage_failure(error: BaseException) -> bool:
+    """Whether ``error`` is the database failing (down, unreachable, disk full or damaged), as
+    opposed to a refusal (a repeated interaction, a busy player) or a bug."""
+    if isinstance(error, (sqlite3.IntegrityError, UserError)):
+        return False
+    if isinstance(error, (sqlite3.Error, OSError, StorageError, TimeoutError)):
+        return True
+    try:
+        import asyncpg
+    except ImportError:
+        return False
+    return isinstance(error, (asyncpg.PostgresError, asyncpg.InterfaceError))
 
 
 class DamagedLog(Exception):
@@ -365,10 +408,16 @@ class GroupWriter:
     BUSY_WAIT_MS = 5000
 
     inline = True
-    """Whether a group is committed on the loop's thread (else always on this class's thread)."""
+    """Whether a group is committed on the loop's thread (else always on this class's thread).
+    Not with ``synchronous=FULL``: its COMMIT waits for an fsync (milliseconds), which must not
+    stop the loop; on the thread, the writes that come in meanwhile make the next group, one
+    fsync for all of them."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, synchronous: str = "FULL") -> None:
         self.path = path
+        self.synchronous = synchronous
+        if synchronous == "FULL":
+            self.inline = False
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-group")
         self._connection: sqlite3.Connection | None = None
 
@@ -380,8 +429,8 @@ class GroupWriter:
         """
         connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
-            for pragma in ("synchronous=NORMAL", "foreign_keys=ON", "busy_timeout=0",
-                           "wal_autocheckpoint=0"):
+            for pragma in (f"synchronous={self.synchronous}", "foreign_keys=ON", "busy_timeout=0",
+                           "wal_autocheckpoint=0", f"journal_size_limit={WAL_LIMIT_BYTES}"):
                 connection.execute(f"PRAGMA {pragma}")
         except BaseException:
             connection.close()
@@ -524,9 +573,10 @@ class Storage:
         return " AND " + self._shard_sql.replace("guild_id", f"{prefix}guild_id")
 
     @classmethod
-    async def open(cls, path: Path | str) -> Storage:
+    async def open(cls, path: Path | str, *, synchronous: str = "FULL") -> Storage:
         """Open (creating if needed) the database, check it and apply pending migrations:
         a SQLite file, or a PostgreSQL server when ``path`` is a ``postgresql://`` URL.
+        ``synchronous``: SQLite's, one of :data:`SYNCHRONOUS` (see the module docstring).
 
         Raises:
             StorageError: the file is not a usable database (damaged, truncated, zeroed,
@@ -536,6 +586,9 @@ class Storage:
             from bot.postgres import PostgresStorage
 
             return await PostgresStorage.connect(str(path))
+        synchronous = synchronous.upper()
+        if synchronous not in SYNCHRONOUS:
+            raise StorageError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}, not {synchronous!r}")
         # DEFERRED: sqlite3 opens the transaction with the first write itself
         # (no round trip of its own); transaction() commits or rolls back.
         try:
@@ -546,10 +599,11 @@ class Storage:
         try:
             connection.row_factory = aiosqlite.Row
             await connection.execute("PRAGMA journal_mode=WAL")
-            await connection.execute("PRAGMA synchronous=NORMAL")
+            await connection.execute(f"PRAGMA synchronous={synchronous}")
             await connection.execute("PRAGMA foreign_keys=ON")
             await connection.execute("PRAGMA busy_timeout=5000")
             await connection.execute("PRAGMA wal_autocheckpoint=0")
+            await connection.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
             async with connection.execute("PRAGMA quick_check") as cursor:
                 verdict = [row[0] for row in await cursor.fetchall()]
             if verdict != ["ok"]:
@@ -558,7 +612,7 @@ class Storage:
             await storage._migrate()
             if str(path) != ":memory:":  # a database in memory is the writer's alone
                 storage._reader = await storage._open_reader(str(path))
-                storage._group = GroupWriter(str(path))
+                storage._group = GroupWriter(str(path), synchronous)
                 storage._group.open()
         except BaseException as error:
             with contextlib.suppress(Exception):
@@ -592,18 +646,45 @@ class Storage:
         return reader
 
     async def _checkpoint_every(self, path: str, seconds: float) -> None:
-        """Move the WAL into the database now and then, on a connection of its own."""
+        """Move the WAL into the database now and then, on a connection of its own, and keep
+        it bounded under load (see the module docstring)."""
         checkpoints = await aiosqlite.connect(path, isolation_level=None)
         try:
             await checkpoints.execute("PRAGMA busy_timeout=5000")
+            await checkpoints.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
+            wal = Path(f"{path}-wal")
             while True:
-                await asyncio.sleep(seconds)
+                waited = 0.0
+                while waited < seconds and self._wal_size(wal) <= WAL_LIMIT_BYTES:
+                    await asyncio.sleep(WAL_LOOK_SECONDS)
+                    waited += WAL_LOOK_SECONDS
                 try:
-                    await checkpoints.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    await self.checkpoint(checkpoints)
                 except aiosqlite.Error as error:
                     log.warning("WAL checkpoint failed: %s", error)
         finally:
             await checkpoints.close()
+
+    @staticmethod
+    def _wal_size(wal: Path) -> int:
+        try:
+            return wal.stat().st_size
+        except OSError:
+            return 0
+
+    async def checkpoint(self, connection: aiosqlite.Connection) -> tuple[int, int]:
+        """One background checkpoint on ``connection``: ``PASSIVE``, then, if the WAL still
+        holds more than :data:`RESTART_FRAMES` frames, once more under the writers' lock, so
+        that it is copied to its end. Returns the frames in the WAL and those copied, as the
+        last pass left them."""
+        async with connection.execute("PRAGMA wal_checkpoint(PASSIVE)") as cursor:
+            _, frames, copied = await cursor.fetchone()
+        if frames <= RESTART_FRAMES:
+            return frames, copied
+        # under the writers' lock: no commit of this process appends meanwhile
+        async with self._lock, connection.execute("PRAGMA wal_checkpoint(PASSIVE)") as cursor:
+            _, frames, copied = await cursor.fetchone()
+        return frames, copied
 
     @property
     def closed(self) -> bool:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ from typing import Any
 import pytest
 
 from bot.config import Config
-from bot.service import Applied, GameService, LiveGame
+from bot.service import Applied, GameService, LiveGame, NotStored
 from bot.storage import OutboxItem, Storage
 from rules import Nominate, deal
 from rules.events import Event
@@ -30,8 +32,8 @@ def announce(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
     return [OutboxItem("send", {"channel_id": live.id}, {"content": e.kind}) for e in events]
 
 
-async def open_service(path: Path) -> GameService:
-    storage = await Storage.open(path)
+async def open_service(path: Path, synchronous: str = "FULL") -> GameService:
+    storage = await Storage.open(path, synchronous=synchronous)
     service = GameService(storage, Config(database=path), clock=lambda: 1000.0)  # type: ignore[arg-type]
     service.render = announce
     return service
@@ -156,7 +158,9 @@ async def test_a_group_whose_commit_fails_answers_none_and_stores_nothing(
     gate.fail = sqlite3.OperationalError("disk I/O error")  # the disk fails under the group
     gate.open()
     outcomes = await asyncio.gather(blocker, *together, return_exceptions=True)
-    assert all(isinstance(outcome, sqlite3.OperationalError) for outcome in outcomes), outcomes
+    # each is refused as not stored, the disk's error its cause
+    assert all(isinstance(outcome, NotStored) and isinstance(outcome.__cause__, sqlite3.OperationalError)
+               for outcome in outcomes), outcomes
     for live in (second, third):
         assert logged(path, live.id) == [] and stored_outbox(path, live.id) == []
         assert live.game is not None and live.game.to_dict() == before[live.id]
@@ -224,10 +228,11 @@ async def test_outbox_marks_are_committed_before_they_return(
 
 async def test_with_nothing_else_writing_a_command_is_committed_before_the_loop_turns(
         tmp_path: Path) -> None:
-    """The commit runs on the loop's thread (no trip to a thread and back): by the time any
-    other task runs again, the command is in the file and its caller has its answer."""
+    """With ``synchronous=NORMAL`` (no fsync at COMMIT) the commit runs on the loop's thread (no
+    trip to a thread and back): by the time any other task runs again, the command is in the
+    file and its caller has its answer."""
     path = tmp_path / "db.sqlite3"
-    service = await open_service(path)
+    service = await open_service(path, "NORMAL")
     (live,) = await games(service, 1)
     turned: list[bool] = []
 
@@ -240,6 +245,44 @@ async def test_with_nothing_else_writing_a_command_is_committed_before_the_loop_
     assert [e.kind for e in applied.events] == ["nominated"]
     assert logged(path, live.id) == [(1, "nominate", 901)]
     await other
+    await service.storage.close()
+
+
+async def test_a_durable_commit_waits_for_its_fsync_off_the_loop_and_answers_once_on_disk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``synchronous=FULL`` COMMIT waits for the disk: it runs on the group writer's thread,
+    so the loop goes on meanwhile (here a COMMIT held 0.2 s on that thread lets another task run
+    many times), and the caller is answered only once the command is in the file."""
+    path = tmp_path / "db.sqlite3"
+    service = await open_service(path)
+    (live,) = await games(service, 1)
+    group = service.storage._group
+    assert group is not None and not group.inline
+    real_commit, on_loop = group.commit, []
+    loop_thread = threading.get_ident()
+
+    def slow_commit() -> None:  # a slow disk's fsync
+        on_loop.append(threading.get_ident() == loop_thread)
+        time.sleep(0.2)
+        real_commit()
+
+    monkeypatch.setattr(group, "commit", slow_commit)
+    turns = 0
+    done = asyncio.Event()
+
+    async def other_task() -> None:
+        nonlocal turns
+        while not done.is_set():
+            turns += 1
+            await asyncio.sleep(0)
+
+    other = asyncio.create_task(other_task())
+    applied = await service.apply(live.id, Nominate("a0", "a1"), source="player", interaction_id=902)
+    done.set()
+    await other
+    assert on_loop == [False] and turns > 10, (on_loop, turns)
+    assert [e.kind for e in applied.events] == ["nominated"]
+    assert logged(path, live.id) == [(1, "nominate", 902)]
     await service.storage.close()
 
 

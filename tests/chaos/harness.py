@@ -31,6 +31,14 @@ fake's record and counts what would be a bug:
 * *diverged*: a game whose restored state (snapshot + log, through the game
   service) is not the replay of its whole log, or a broken one.
 
+With a PostgreSQL server (``postgres=``, a :class:`tests.storage.server.PostgresServer`
+of the run's own, durable: it acknowledges a commit once its WAL is flushed, as a server does by
+default) the bot keeps its games in a schema of it, and ``pg_crashes`` times during the run the
+server is stopped at once (``pg_ctl stop -m immediate``: every connection cut, mid-statement or
+mid-COMMIT), left down a while, and started again (it recovers from its WAL); the bot is not
+killed while the server is down (it could not start again until it is back). The same check
+follows: a command refused as not stored must not be in the log, one acknowledged must be.
+
 Every random choice comes from one seeded ``random.Random``; the seed is in
 every report. (The bot's own timing is not seeded: a seed reproduces the plan
 of commands, kills and faults, not the interleaving.)
@@ -62,12 +70,14 @@ from rules import Game, Setup, command_from_dict
 from tests.fakediscord import FakeDiscord, InteractionResult
 from tests.fakediscord.ratelimits import GlobalLimit
 from tests.harness import SUITE_REST_PER_SECOND
+from tests.storage.plugin import raw_sync
+from tests.storage.server import PostgresServer
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = json.loads((ROOT / "bot" / "locales" / "ru.json").read_text(encoding="utf-8"))
 
 CONFIG = """\
-database: {database}
+database: "{database}"
 log_level: INFO
 snapshot_every: 4
 rest_per_second: {rest}
@@ -185,6 +195,7 @@ class Figures:
 
     seed: int
     kills: int = 0
+    pg_crashes: int = 0
     faults: int = 0
     sent: int = 0
     acknowledged: int = 0
@@ -210,7 +221,8 @@ class Figures:
 
     def summary(self) -> str:
         """One paragraph of figures."""
-        return (f"seed {self.seed}: {self.kills} kills, {self.faults} faults injected, "
+        return (f"seed {self.seed}: {self.kills} kills, {self.pg_crashes} PostgreSQL crashes, "
+                f"{self.faults} faults injected, "
                 f"{self.sent} commands sent, {self.acknowledged} acknowledged, {self.games} games "
                 f"({self.finished} finished), {self.intents} intents carried out; "
                 f"lost {len(self.lost)}, doubled {len(self.doubled)}, orphaned {len(self.orphaned)}, "
@@ -221,9 +233,11 @@ class Figures:
 class BotProcess:
     """The bot as its own process against the fake, killed and started again at will."""
 
-    def __init__(self, fake: FakeDiscord, folder: Path, *, rest_per_second: int = SUITE_REST_PER_SECOND) -> None:
+    def __init__(self, fake: FakeDiscord, folder: Path, *, rest_per_second: int = SUITE_REST_PER_SECOND,
+                 database: str | None = None) -> None:
         self.fake = fake
-        self.database = folder / "bot.sqlite3"
+        self.folder = folder
+        self.database: Path | str = database or folder / "bot.sqlite3"
         self.config = folder / "config.yaml"
         self.config.write_text(CONFIG.format(database=self.database, discussion=DISCUSSION_SECONDS,
                                              rest=rest_per_second))
@@ -243,7 +257,7 @@ class BotProcess:
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "bot", "run", "--config", str(self.config)],
-                env=env, cwd=ROOT, stdout=log, stderr=log,
+                env=env, cwd=self.folder, stdout=log, stderr=log,
             )
         await self.fake.wait_until(
             lambda: self.fake.gateway.count("identify") > identified or not self.up or None, timeout,
@@ -273,11 +287,29 @@ class BotProcess:
         return self.log.read_text(errors="replace")[-size:] if self.log.exists() else ""
 
 
-def database(path: Path) -> sqlite3.Connection:
-    """A read connection to the bot's database (it may be writing: wait for it)."""
-    connection = sqlite3.connect(path, timeout=30)
-    connection.row_factory = sqlite3.Row
-    return connection
+class Unavailable(Exception):
+    """The bot's database cannot be read now (the PostgreSQL server is down)."""
+
+
+def rows(where: Path | str, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    """A read of the bot's database behind its back (it may be writing: wait for it): its SQLite
+    file, or its PostgreSQL schema's URL; each row as a dict by column name.
+
+    Raises:
+        Unavailable: the database cannot be reached.
+    """
+    try:
+        if isinstance(where, Path):
+            with contextlib.closing(sqlite3.connect(where, timeout=30)) as connection:
+                connection.row_factory = sqlite3.Row
+                return [dict(row) for row in connection.execute(sql, params)]
+        return [dict(row) for row in raw_sync(where, sql, params)]
+    except (sqlite3.Error, OSError) as error:
+        raise Unavailable(repr(error)) from error
+    except Exception as error:
+        if type(error).__module__.startswith("asyncpg"):
+            raise Unavailable(repr(error)) from error
+        raise
 
 
 def ids_in(value: Any) -> Iterator[int]:
@@ -313,7 +345,7 @@ class Chaos:
 
     def __init__(self, folder: Path, seed: int, *, guilds: int = 3, players: int = 8,
                  kill_gap: tuple[float, float] = (3.0, 6.0), say: Callable[[str], None] | None = None,
-                 rest_per_second: int = SUITE_REST_PER_SECOND) -> None:
+                 rest_per_second: int = SUITE_REST_PER_SECOND, postgres: PostgresServer | None = None) -> None:
         self.folder = folder
         self.seed = seed
         self.random = random.Random(seed)
@@ -326,7 +358,13 @@ class Chaos:
         self.clubs = [self._club(index) for index in range(guilds)]
         self.initial_channels = {c for c in self.fake.state.channels}
         self.initial_roles = {r for club in self.clubs for r in self.fake.state.guild(club.guild_id).roles}
-        self.bot = BotProcess(self.fake, folder, rest_per_second=rest_per_second)
+        self.postgres = postgres
+        self.bot = BotProcess(self.fake, folder, rest_per_second=rest_per_second,
+                              database=postgres.new_url() if postgres is not None else None)
+        self._last_rows: dict[int, dict[str, Any] | None] = {}
+        """Each guild's game as the driver last read it (used while the database is down)."""
+        self._outage = asyncio.Lock()
+        """Held while the bot is killed and started, or the server is down: one at a time."""
         self.sent: list[Sent] = []
         self.figures = Figures(seed)
         self._stop = asyncio.Event()
@@ -341,8 +379,10 @@ class Chaos:
 
     # ------------------------------------------------------------------ running
 
-    async def run(self, *, kills: int | None = None, seconds: float | None = None) -> Figures:
-        """Drive until ``kills`` kills were made or ``seconds`` went by, settle, check."""
+    async def run(self, *, kills: int | None = None, seconds: float | None = None,
+                  pg_crashes: int = 0) -> Figures:
+        """Drive until ``kills`` kills (and ``pg_crashes`` crashes of the PostgreSQL server) were
+        made or ``seconds`` went by, settle, check."""
         began = time.monotonic()
         await self.fake.start()
         try:
@@ -352,7 +392,7 @@ class Chaos:
                        for club in self.clubs for worker in range(2)]
             faults = asyncio.create_task(self._faults(), name="chaos-faults")
             try:
-                await self._kills(kills, seconds)
+                await asyncio.gather(self._kills(kills, seconds), self._crashes(pg_crashes, seconds))
             finally:
                 self._stop.set()
                 for task in [*drivers, faults]:
@@ -378,13 +418,30 @@ class Chaos:
             if seconds is not None and elapsed >= seconds:
                 return
             await asyncio.sleep(self.random.uniform(*self.kill_gap))
-            self.bot.kill()
-            self.figures.kills += 1
-            if self.random.random() < 0.3:
-                await asyncio.sleep(self.random.uniform(0.0, 1.0))  # a while down: interactions go nowhere
-            await self.bot.start()
+            async with self._outage:
+                self.bot.kill()
+                self.figures.kills += 1
+                if self.random.random() < 0.3:
+                    await asyncio.sleep(self.random.uniform(0.0, 1.0))  # a while down: interactions go nowhere
+                await self.bot.start()
             if self.figures.kills % 10 == 0:
                 self.say(f"  {self.figures.kills} kills, {len(self.sent)} commands sent")
+
+    async def _crashes(self, crashes: int, seconds: float | None) -> None:
+        """Stop the PostgreSQL server at once now and then, leave it down a while, start it."""
+        if self.postgres is None:
+            return
+        server = self.postgres
+        while self.figures.pg_crashes < crashes:
+            if seconds is not None and time.monotonic() - self._started_at >= seconds:
+                return
+            await asyncio.sleep(self.random.uniform(*self.kill_gap))
+            async with self._outage:
+                await asyncio.to_thread(server.crash)
+                self.figures.pg_crashes += 1
+                await asyncio.sleep(self.random.uniform(0.3, 3.0))  # commands and deadlines meet it down
+                await asyncio.to_thread(server.resume)
+            self.say(f"  {self.figures.pg_crashes} PostgreSQL crashes, {len(self.sent)} commands sent")
 
     async def _faults(self) -> None:
         while not self._stop.is_set():
@@ -411,10 +468,10 @@ class Chaos:
 
     # ------------------------------------------------------------------ driving
 
-    def _game(self, club: Club) -> sqlite3.Row | None:
-        with database(self.bot.database) as db:
-            return db.execute("SELECT id, state, lobby FROM games WHERE guild_id = ? ORDER BY id DESC LIMIT 1",
-                              (club.guild_id,)).fetchone()
+    def _game(self, club: Club) -> dict[str, Any] | None:
+        found = rows(self.bot.database, "SELECT id, state, lobby FROM games WHERE guild_id = ? "
+                     "ORDER BY id DESC LIMIT 1", (club.guild_id,))
+        return found[0] if found else None
 
     async def _send(self, club: Club, what: str, game_id: int | None, deliver: Callable[[], Any],
                     timeout: float = 4.0, command: str = "") -> InteractionResult | None:
@@ -475,17 +532,24 @@ class Chaos:
                 await asyncio.sleep(0.2)
                 continue
             try:
-                row = await asyncio.to_thread(self._game, club)
+                try:
+                    row = await asyncio.to_thread(self._game, club)
+                    self._last_rows[club.guild_id] = row
+                except Unavailable:
+                    if club.guild_id not in self._last_rows:
+                        raise
+                    # the server is down: play on as last seen (what the bot cannot store it refuses)
+                    row = self._last_rows[club.guild_id]
                 await self._turn(club, row)
             except asyncio.CancelledError:
                 raise
-            except sqlite3.Error:
+            except Unavailable:
                 await asyncio.sleep(0.2)
             except Exception as error:  # a fault of the harness itself: the run is worth nothing
                 self.figures.harness.append(f"{club.guild_id}: {error!r}")
                 raise
 
-    async def _turn(self, club: Club, row: sqlite3.Row | None) -> None:
+    async def _turn(self, club: Club, row: dict[str, Any] | None) -> None:
         guild, host = club.guild_id, club.host_id
         if row is None or row["state"] in ("over", "cancelled"):
             await self._send(club, "new", None, lambda: self.fake.slash(
@@ -553,9 +617,8 @@ class Chaos:
     async def _settle(self, timeout: float = 90.0) -> None:
         """Wait until nothing is pending and no game is being started or cancelled."""
         def settled() -> bool | None:
-            with database(self.bot.database) as db:
-                pending = db.execute("SELECT COUNT(*) FROM outbox WHERE state = 'pending'").fetchone()[0]
-                starting = db.execute("SELECT COUNT(*) FROM games WHERE state = 'starting'").fetchone()[0]
+            pending = rows(self.bot.database, "SELECT COUNT(*) AS n FROM outbox WHERE state = 'pending'")[0]["n"]
+            starting = rows(self.bot.database, "SELECT COUNT(*) AS n FROM games WHERE state = 'starting'")[0]["n"]
             return (pending == 0 and starting == 0) or None
 
         try:
@@ -572,14 +635,14 @@ class Chaos:
         """Count every lost, doubled, orphaned and diverged thing (see the module docstring)."""
         figures = self.figures
         figures.sent = len(self.sent)
-        with database(self.bot.database) as db:
-            games = {int(r["id"]): dict(r) for r in db.execute("SELECT * FROM games")}
-            logged = Counter(int(r[0]) for r in db.execute(
-                "SELECT interaction_id FROM commands WHERE interaction_id IS NOT NULL"))
-            outbox = [dict(r) for r in db.execute("SELECT id, game_id, kind, state, last_error FROM outbox")]
-            # the interactions that changed a game's record (lobby joins, spectators...): id -> game
-            recorded = {int(r[0]): int(r[1]) for r in db.execute(
-                "SELECT id, game_id FROM interactions WHERE game_id IS NOT NULL")}
+        where = self.bot.database
+        games = {int(r["id"]): r for r in rows(where, "SELECT * FROM games")}
+        logged = Counter(int(r["interaction_id"]) for r in rows(
+            where, "SELECT interaction_id FROM commands WHERE interaction_id IS NOT NULL"))
+        outbox = rows(where, "SELECT id, game_id, kind, state, last_error FROM outbox")
+        # the interactions that changed a game's record (lobby joins, spectators...): id -> game
+        recorded = {int(r["id"]): int(r["game_id"]) for r in rows(
+            where, "SELECT id, game_id FROM interactions WHERE game_id IS NOT NULL")}
         figures.games = len(games)
         figures.finished = sum(1 for g in games.values() if g["state"] == "over")
         self._check_answers(games, logged, recorded)
@@ -708,10 +771,9 @@ class Chaos:
 
     def _check_orphans(self, games: dict[int, dict[str, Any]]) -> None:
         owned: set[int] = set()
-        with database(self.bot.database) as db:
-            made = {(int(r[0]), json.loads(r[1]).get("key")): int(r[2]) for r in db.execute(
-                "SELECT game_id, target, message_id FROM outbox WHERE state = 'sent' "
-                "AND kind IN ('create_role', 'create_channel') AND message_id IS NOT NULL")}
+        made = {(int(r["game_id"]), json.loads(r["target"]).get("key")): int(r["message_id"]) for r in rows(
+            self.bot.database, "SELECT game_id, target, message_id FROM outbox WHERE state = 'sent' "
+            "AND kind IN ('create_role', 'create_channel') AND message_id IS NOT NULL")}
         for game_id, game in games.items():
             channels = json.loads(game["channels"] or "{}")
             owned.update(ids_in(channels))
@@ -728,12 +790,12 @@ class Chaos:
                     self.figures.orphaned.append(f"role {role.id} {role.name!r} in guild {club.guild_id}")
 
     async def _check_replays(self, games: dict[int, dict[str, Any]]) -> None:
-        with database(self.bot.database) as db:
-            logs = {game_id: [json.loads(r[0]) for r in db.execute(
-                "SELECT command FROM commands WHERE game_id = ? ORDER BY seq", (game_id,))]
-                for game_id in games}
-            seq_lists = {game_id: [int(r[0]) for r in db.execute(
-                "SELECT seq FROM commands WHERE game_id = ? ORDER BY seq", (game_id,))] for game_id in games}
+        logs: dict[int, list[Any]] = {game_id: [] for game_id in games}
+        seq_lists: dict[int, list[int]] = {game_id: [] for game_id in games}
+        for r in rows(self.bot.database, "SELECT game_id, seq, command FROM commands ORDER BY game_id, seq"):
+            if int(r["game_id"]) in logs:
+                logs[int(r["game_id"])].append(json.loads(r["command"]))
+                seq_lists[int(r["game_id"])].append(int(r["seq"]))
         replays: dict[int, Game] = {}
         for game_id, game in games.items():
             if game["setup"] is None or game["seed"] is None:

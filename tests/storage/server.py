@@ -101,13 +101,22 @@ class PostgresServer:
             os.chown(self.folder, self._user.pw_uid, self._user.pw_gid)
         self._run(str(self.binaries / "initdb"), "-D", str(self.data), "-U", "postgres",
                   "--auth=trust", "--encoding=UTF8", "--no-locale", "--no-sync")
+        self.resume()
+        self._psql_free_create()
+
+    def resume(self) -> None:
+        """Start the initialised server (again, after :meth:`crash`: it recovers from its WAL)."""
         settings = [f"-p {self.port}", f"-k {self.socket_dir}", "-c listen_addresses=''",
                     "-c max_connections=200"]
         if not self.durable:  # the tests: speed over surviving a power loss
             settings += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
         self._run(str(self.binaries / "pg_ctl"), "-D", str(self.data), "-l", str(self.folder / "log"),
                   "-w", "-t", "60", "-o", " ".join(settings), "start")
-        self._psql_free_create()
+
+    def crash(self) -> None:
+        """Stop the server at once (``-m immediate``: every process quits without a shutdown
+        checkpoint, connections cut mid-statement), keeping its files; :meth:`resume` recovers."""
+        self._run(str(self.binaries / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
 
     def _psql_free_create(self) -> None:
         """CREATE DATABASE through asyncpg (psql may be absent where the server is)."""
