@@ -597,6 +597,7 @@ class FakeSpeaker:
         start_ts: int | None = None,
         lose: Iterable[int] = (),
         reorder: Iterable[tuple[int, int]] = (),
+        delay: Mapping[int, float] | None = None,
         gaps: Mapping[int, float] | None = None,
         duplicate: Iterable[int] = (),
         sfu_silence: Iterable[int] = (),
@@ -613,7 +614,9 @@ class FakeSpeaker:
         960 i`` plus every gap before it (``gaps[i]`` seconds of silence before
         packet ``i``: the timestamp jumps, the sequence does not); both start
         where his previous play() ended unless given. ``lose`` skips packets,
-        ``reorder`` swaps pairs in the sending order, ``duplicate`` sends
+        ``reorder`` swaps pairs in the sending order, ``delay[i]`` holds packet
+        ``i`` back that many seconds on its way (network jitter: it arrives
+        after those sent later), ``duplicate`` sends
         packets twice (byte for byte, as a network does), ``sfu_silence``
         replaces packets by the SFU's unencrypted silence frame (he is muted).
         ``realtime`` paces packets at 20 ms (plus the gaps) of real time;
@@ -657,6 +660,9 @@ class FakeSpeaker:
         order = list(range(len(planned)))
         for first, second in reorder:
             order[first], order[second] = order[second], order[first]
+        delays = dict(delay or {})
+        if delays:
+            order.sort(key=lambda index: offsets[index] + delays.get(index, 0.0))
         sent: list[SentPacket] = []
         waiting = True
         self._playing += 1
@@ -669,6 +675,9 @@ class FakeSpeaker:
                     await self.server._until_known(self.user_id, self.ssrc)
             started = clock()
             hooks = dict(at or {})
+            # His client encodes and DAVE-encrypts in order; the network reorders afterwards.
+            frames: dict[int, tuple[bytes, bool] | None] = {}
+            encoded = 0
             for position, index in enumerate(order):
                 hook = hooks.get(position)
                 if hook is not None:
@@ -676,18 +685,26 @@ class FakeSpeaker:
                     outcome = hook()
                     if inspect.isawaitable(outcome):
                         await outcome
-                due = started + offsets[position]
+                due = started + (
+                    offsets[index] + delays.get(index, 0.0) if delays else offsets[position]
+                )
                 if realtime:
                     delay = due - clock()
                     if delay > 0:
                         await asyncio.sleep(delay)
                 else:
                     await clock.wait_turn(id(self), due)
+                while encoded <= index:
+                    frames[encoded] = self._encode(
+                        planned[encoded], muted=encoded in muted, corrupt=corrupt_dave
+                    )
+                    encoded += 1
+                frame = frames.pop(index)
                 if index in lost:
                     continue
                 copies = 2 if index in doubled else 1
                 packet = self._send(
-                    planned[index], muted=index in muted, corrupt=corrupt_dave,
+                    planned[index], frame, muted=index in muted,
                     extension=extension, padding=padding, copies=copies,
                 )
                 self._count_packet()
@@ -704,31 +721,33 @@ class FakeSpeaker:
                 self._flush_switches()
         return sent
 
+    def _encode(self, packet: SentPacket, *, muted: bool, corrupt: bool) -> tuple[bytes, bool] | None:
+        """The frame his client makes of a packet (DAVE-encrypted or not), or None if it cannot."""
+        if muted:
+            return SFU_SILENCE, False
+        if self.mode == _E2EE and self.session is not None:
+            frame = self.session.encrypt_opus(packet.opus)
+            if corrupt and frame.endswith(b"\xfa\xfa"):
+                frame = bytes([frame[0] ^ 0x55]) + frame[1:]
+            return frame, True
+        if self.mode == _PLAIN:
+            return packet.opus, False
+        return None  # libdave has no key to encrypt with: the frame is dropped
+
     def _send(
         self,
         packet: SentPacket,
+        encoded: tuple[bytes, bool] | None,
         *,
         muted: bool,
-        corrupt: bool,
         extension: bool,
         padding: bool,
         copies: int,
     ) -> SentPacket | None:
         bot = self._call.bot
-        if bot is None or bot.udp_address is None or bot.secret_key is None:
+        if bot is None or bot.udp_address is None or bot.secret_key is None or encoded is None:
             return None
-        encrypted = False
-        if muted:
-            frame = SFU_SILENCE
-        elif self.mode == _E2EE and self.session is not None:
-            frame = self.session.encrypt_opus(packet.opus)
-            encrypted = True
-            if corrupt and frame.endswith(b"\xfa\xfa"):
-                frame = bytes([frame[0] ^ 0x55]) + frame[1:]
-        elif self.mode == _PLAIN:
-            frame = packet.opus
-        else:
-            return None  # libdave has no key to encrypt with: the frame is dropped
+        frame, encrypted = encoded
         datagram = bot.rtp_datagram(
             RTPHeader(packet.sequence, packet.timestamp, self.ssrc, marker=packet.index == 0),
             frame,
