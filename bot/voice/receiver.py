@@ -77,7 +77,7 @@ from typing import Any, Protocol
 
 import davey
 import discord
-from discord.voice_state import VoiceConnectionState
+from discord.voice_state import ConnectionFlowState, VoiceConnectionState
 
 from .rtp import RTCP_SECOND_BYTES, RTP_HEADER_SIZE, RTPError, decrypt_rtpsize, sequence_delta
 
@@ -508,14 +508,15 @@ class VoiceReceiver:
 
     # Registration (event loop) -------------------------------------------------
 
-    def register(self, user_id: int, sink: PacketSink) -> UserStats:
+    def register(self, user_id: int, sink: PacketSink, *, stats: UserStats | None = None) -> UserStats:
         """Start delivering ``user_id``'s Opus packets to ``sink``; return his live stats.
 
-        Raises ValueError if the user already has a sink.
+        ``stats``: go on counting into these (a recording moved here from
+        another connection). Raises ValueError if the user already has a sink.
         """
         if user_id in self._routes:
             raise ValueError(f"user {user_id} already has a sink")
-        route = _Route(user_id, sink)
+        route = _Route(user_id, sink, stats if stats is not None else UserStats())
         self._routes[user_id] = route
         return route.stats
 
@@ -808,3 +809,31 @@ class ReceivingVoiceClient(discord.VoiceClient):
         ws = self._connection.ws
         socket = getattr(ws, "ws", None)
         return not bool(getattr(socket, "closed", False))
+
+    def close_code(self) -> int | None:
+        """The close code of the voice websocket, once it is closed (None while open)."""
+        socket = getattr(self._connection.ws, "ws", None)
+        code = getattr(socket, "close_code", None)
+        return code if isinstance(code, int) else None
+
+    def is_connecting(self) -> bool:
+        """discord.py is in its connection flow (following a VOICE_SERVER_UPDATE, say)."""
+        state = self._connection.state
+        return state is not ConnectionFlowState.disconnected and state is not ConnectionFlowState.connected
+
+    async def abandon(self) -> None:
+        """Give this connection up for good: stop discord.py's own reconnecting, then leave.
+
+        discord.py's websocket poller may be in a resume or reconnect of its
+        own; it is cancelled first, so that it cannot disconnect a newer
+        connection of the bot later on.
+        """
+        connection = self._connection
+        try:
+            await connection.soft_disconnect(with_state=ConnectionFlowState.disconnected)
+        except Exception:
+            _log.debug("Ignoring a failed soft disconnect", exc_info=True)
+        try:
+            await self.disconnect(force=True)
+        except Exception:
+            _log.debug("Ignoring a failed disconnect", exc_info=True)

@@ -50,7 +50,14 @@ Fault switches: ``bad_proposal_signature`` (the bot's websocket poller dies on
 the proposal, its DAVE session never becomes ready), ``corrupt_dave`` in
 :meth:`FakeSpeaker.play` (frames still look like DAVE frames but fail to
 decrypt), ``transition_lag`` and ``transition_delay`` (frames in flight across
-a transition) and :meth:`FakeVoiceServer.drop_connection`.
+a transition), :meth:`FakeVoiceServer.drop_connection` (the server gone for
+good), :meth:`FakeVoiceServer.close_bot_websocket` (a close code of Discord's,
+4015 say, or an abrupt end of the TCP connection), :meth:`FakeVoiceServer.move_endpoint`
+(the call moves to another address; with the main gateway's VOICE_SERVER_UPDATE,
+:meth:`tests.fakediscord.world.World.move_voice_server`), and ``speaking_delay``
+(op 5 SPEAKING reaching a new connection of the bot that much later than the
+audio, on the call's clock). A RESUME (op 7) is refused with 4006, as Discord
+does for a session it no longer holds.
 """
 
 from __future__ import annotations
@@ -1231,8 +1238,10 @@ class FakeVoiceServer:
     its SPEAKING. ``transition_lag`` is how many packets a
     speaker still sends the old way after a transition executed;
     ``transition_delay`` how long (on the call's clock) the gateway waits
-    after the bot's op 23 before op 22. ``seed`` seeds the random SSRC-stream
-    counters of reconnecting speakers.
+    after the bot's op 23 before op 22. ``speaking_delay`` is how long (the
+    call's clock) a new connection of the bot waits for the SPEAKING of
+    members already talking. ``seed`` seeds the random SSRC-stream counters
+    of reconnecting speakers.
     """
 
     def __init__(
@@ -1245,9 +1254,11 @@ class FakeVoiceServer:
         clock: MediaClock | None = None,
         transition_lag: int = 0,
         transition_delay: float = 0.0,
+        speaking_delay: float = 0.0,
         seed: int = 0,
     ) -> None:
         self.dave = dave
+        self.speaking_delay = speaking_delay
         self.bad_proposal_signature = bad_proposal_signature
         self.response_timeout = response_timeout
         self.heartbeat_interval_ms = heartbeat_interval_ms
@@ -1275,6 +1286,9 @@ class FakeVoiceServer:
         self._transition_ids = itertools.count(1)
         self._connection_ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
+        self._site: web.TCPSite | None = None
+        self.endpoints: list[str] = []
+        """Every endpoint the server listened on, in order (the last is ``endpoint``)."""
         self._udp: asyncio.DatagramTransport | None = None
         self._udp_port = 0
         self._tasks: set[asyncio.Task[None]] = set()
@@ -1284,7 +1298,6 @@ class FakeVoiceServer:
 
     async def start(self) -> None:
         """Listen on 127.0.0.1: TLS websocket and UDP, each on a free port."""
-        certificate = _test_certificate()
         loop = asyncio.get_running_loop()
         transport, _ = await loop.create_datagram_endpoint(
             lambda: _UDPProtocol(self), local_addr=("127.0.0.1", 0)
@@ -1295,14 +1308,45 @@ class FakeVoiceServer:
         app.router.add_get("/", self._handle_websocket)
         self._runner = web.AppRunner(app, handle_signals=False)
         await self._runner.setup()
+        await self._listen()
+
+    async def _listen(self) -> None:
+        """Serve the voice websocket on a new free port; it becomes ``endpoint``."""
+        assert self._runner is not None
         site = web.TCPSite(
-            self._runner, "127.0.0.1", 0, ssl_context=_server_ssl_context(certificate)
+            self._runner, "127.0.0.1", 0, ssl_context=_server_ssl_context(_test_certificate())
         )
         await site.start()
         server = site._server
         assert isinstance(server, asyncio.Server)
         port = server.sockets[0].getsockname()[1]
+        self._site = site
         self.endpoint = f"127.0.0.1:{port}"
+        self.endpoints.append(self.endpoint)
+
+    async def move_endpoint(self) -> str:
+        """The call moves to another voice server: a new endpoint; the old one stops listening.
+
+        The calls, their MLS groups and the UDP media stay (one process plays
+        both servers); connections already open stay open until the bot
+        closes them. Tell the bot with the main gateway's VOICE_SERVER_UPDATE.
+        """
+        old = self._site
+        await self._listen()
+        if old is not None:
+            await old.stop()
+        return self.endpoint
+
+    async def close_bot_websocket(self, code: int | None = 4015) -> None:
+        """Close the bot's current voice websocket with ``code`` (None: abort the TCP connection)."""
+        connection = self.connections[-1] if self.connections else None
+        if connection is None or connection.ws.closed:
+            raise RuntimeError("the bot has no open voice websocket")
+        if code is None:
+            if isinstance(connection.transport, asyncio.Transport):
+                connection.transport.abort()
+            return
+        await connection.ws.close(code=code)
 
     async def close(self) -> None:
         """Stop serving; close the bot's websocket and the UDP endpoint."""
@@ -1599,7 +1643,18 @@ class FakeVoiceServer:
             await connection.send_json(
                 OP_CLIENTS_CONNECT, {"user_ids": [str(user) for user in connected]}
             )
+            # Those talking now: their SPEAKING reaches the new connection (maybe late).
+            talking = [s for s in call.speakers.values() if s.connected and s._playing]
+            if talking:
+                self._spawn(self._announce_later(connection, talking))
         self.bot_connected.set()
+
+    async def _announce_later(self, connection: _BotConnection, speakers: list[FakeSpeaker]) -> None:
+        if self.speaking_delay > 0:
+            await self.clock.sleep(self.speaking_delay)
+        for speaker in speakers:
+            if speaker._call.bot is connection and speaker.connected:
+                await speaker.announce()
 
     async def _on_binary(self, connection: _BotConnection, data: bytes) -> None:
         if not data or connection.expected is None:
