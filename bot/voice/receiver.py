@@ -521,11 +521,12 @@ class VoiceReceiver:
         return route.stats
 
     def unregister(self, user_id: int) -> None:
-        """Stop delivering ``user_id``'s packets: what his jitter buffers hold is delivered
-        first, in order; packets still queued for the event loop are dropped."""
+        """Stop delivering ``user_id``'s packets: what already arrived (queued for the event
+        loop, held in his jitter buffers) is delivered first, in order."""
         route = self._routes.get(user_id)
         if route is None:
             return
+        self._drain()
         for ssrc, buffer in route.jitter.items():
             self._deliver_all(route, ssrc, buffer.flush())
         self._routes.pop(user_id, None)
@@ -761,6 +762,8 @@ class ReceivingVoiceClient(discord.VoiceClient):
     def __init__(self, client: discord.Client, channel: discord.abc.Connectable) -> None:
         # create_connection_state() runs inside the parent constructor and needs the directory.
         self.speakers = SpeakerDirectory()
+        self.voice_sessions = 0
+        """Voice sessions begun (op 2 READY): one per connection, reconnects included."""
         super().__init__(client, channel)
         self.receiver = VoiceReceiver(self, self.speakers)
 
@@ -771,6 +774,8 @@ class ReceivingVoiceClient(discord.VoiceClient):
     async def _on_voice_ws_message(self, ws: Any, message: dict[str, Any]) -> None:
         """discord.py's voice websocket hook; never raises (that would end its poller)."""
         try:
+            if message.get("op") == 2:
+                self.voice_sessions += 1
             self.speakers.handle(message)
             receiver = getattr(self, "receiver", None)
             if receiver is not None:

@@ -312,6 +312,7 @@ class Recorder:
         self.away_since: float | None = None
         """When (the clock) the nominee stepped out, while he is out."""
         self.reconnects = 0
+        """Voice sessions the bot began while recording (known once it ended)."""
         self.absences = 0
         self._stop_requested = False
         self._wake = asyncio.Event()
@@ -404,6 +405,7 @@ class Recorder:
         self.recording_started = self.clock()
         timeline = _TimelineSink(self, self.sink)
         self._unknown = -receiver.stats.unknown_ssrc
+        self._sessions = -self.voice_client.voice_sessions
         stats = receiver.register(self.user_id, timeline)
         next_progress = self.recording_started + self.progress_interval
         ended_at: float | None = None
@@ -431,6 +433,8 @@ class Recorder:
             receiver = self.voice_client.receiver
             receiver.unregister(self.user_id)
             self._unknown += receiver.stats.unknown_ssrc
+            self._sessions += self.voice_client.voice_sessions
+            self.reconnects = self._sessions
         finished = self.clock()
         recorded = (finished if ended_at is None else ended_at) - self.recording_started
         audio_end = timeline.audio_end / SAMPLE_RATE
@@ -532,7 +536,6 @@ class Recorder:
                 return up
             client = self.voice_client
             if client.link_alive():
-                self.reconnects += 1
                 _log.info("Voice connection back after %.2f s (%d attempts of ours); recording "
                           "user %d goes on", now - down_since, attempts, self.user_id)
                 return None
@@ -565,6 +568,7 @@ class Recorder:
             return
         old.unregister(self.user_id)
         self._unknown += old.stats.unknown_ssrc
+        self._sessions += self.voice_client.voice_sessions
         fresh.receiver.clock = self.clock
         self._unknown -= fresh.receiver.stats.unknown_ssrc
         fresh.receiver.register(self.user_id, timeline, stats=stats)

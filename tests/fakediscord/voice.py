@@ -507,6 +507,9 @@ class FakeSpeaker:
         self._announced_to: set[int] = set()
         self._switches: list[list[Any]] = []
         self._playing = 0
+        self._announce_in: int | None = None
+        """Packets still to send before his SPEAKING reaches a new connection of the bot
+        (``speaking_delay``; None: nothing to announce)."""
 
     # connection --------------------------------------------------------------
 
@@ -576,6 +579,8 @@ class FakeSpeaker:
             switch()
 
     def _count_packet(self) -> None:
+        if self._announce_in is not None:
+            self._announce_in -= 1
         due: list[Callable[[], None]] = []
         for entry in self._switches:
             entry[0] -= 1
@@ -715,12 +720,19 @@ class FakeSpeaker:
                     extension=extension, padding=padding, copies=copies,
                 )
                 self._count_packet()
+                if self._announce_in is not None and self._announce_in <= 0:
+                    self._announce_in = None
+                    await self.announce()
+                    if not realtime:
+                        await self.server._until_known(self.user_id, self.ssrc)
                 if packet is None:
                     await asyncio.sleep(0)
                     continue
                 sent.append(packet)
-                if waiting and bot.udp_address is not None:
-                    waiting = await self.server._until_read(bot.udp_address)
+                # The bot's connection now: it may have reconnected (another UDP socket) meanwhile.
+                current = self._call.bot
+                if waiting and current is not None and current.udp_address is not None:
+                    waiting = await self.server._until_read(current.udp_address)
         finally:
             clock.rest(id(self))
             self._playing -= 1
@@ -1643,18 +1655,13 @@ class FakeVoiceServer:
             await connection.send_json(
                 OP_CLIENTS_CONNECT, {"user_ids": [str(user) for user in connected]}
             )
-            # Those talking now: their SPEAKING reaches the new connection (maybe late).
-            talking = [s for s in call.speakers.values() if s.connected and s._playing]
-            if talking:
-                self._spawn(self._announce_later(connection, talking))
+            # Those talking now: their SPEAKING reaches the new connection, ``speaking_delay``
+            # later (counted in their packets, 20 ms each: the call's clock jumps with them).
+            # At least one packet later: SPEAKING and audio race, the audio wins here.
+            for speaker in call.speakers.values():
+                if speaker.connected and speaker._playing:
+                    speaker._announce_in = max(1, round(self.speaking_delay / FRAME_SECONDS))
         self.bot_connected.set()
-
-    async def _announce_later(self, connection: _BotConnection, speakers: list[FakeSpeaker]) -> None:
-        if self.speaking_delay > 0:
-            await self.clock.sleep(self.speaking_delay)
-        for speaker in speakers:
-            if speaker._call.bot is connection and speaker.connected:
-                await speaker.announce()
 
     async def _on_binary(self, connection: _BotConnection, data: bytes) -> None:
         if not data or connection.expected is None:
