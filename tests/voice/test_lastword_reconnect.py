@@ -129,6 +129,7 @@ async def test_speaking_seconds_late_on_the_new_connection_loses_nothing() -> No
             await server.move_endpoint()
             tb.table.fake.move_voice_server(tb.table.guild_id)
             await back_in_the_call(tb, nominee, 2)
+            server.clock.advance(AWAY)
 
         first = await nominee.play(speech(300))
         # Two seconds (100 packets) arrive on an SSRC the new connection has not been told of.
