@@ -72,3 +72,24 @@ def _repaged(data: bytes) -> bytes:
         last = number == len(chunks) - 1
         page(0x04 if last else 0, pages[-1].granule if last else granule, chunk)
     return bytes(out)
+
+
+def test_oggz_validate_is_installed_and_refuses_pages_out_of_order() -> None:
+    """The second reader can fail too: the same valid file with two pages swapped is refused."""
+    from tests.voice.conftest import OGGZ_VALIDATE, oggz_problems
+
+    if OGGZ_VALIDATE is None:
+        pytest.skip("oggz-validate not installed (Debian: apt-get install -y oggz-tools)")
+    sink = io.BytesIO()
+    writer = OggOpusWriter(sink)
+    for index, packet in enumerate(opus_packets()[:200]):
+        writer.feed(index, index * 960, packet)
+    writer.close()
+    data = sink.getvalue()
+    assert oggz_problems(data) == []
+    starts = [i for i in range(len(data)) if data.startswith(b"OggS", i)]
+    assert len(starts) >= 5
+    # Swap the third and fourth pages (two audio pages).
+    a, b, c = starts[2], starts[3], starts[4]
+    swapped = data[:a] + data[b:c] + data[a:b] + data[c:]
+    assert oggz_problems(swapped)
