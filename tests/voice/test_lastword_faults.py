@@ -170,7 +170,7 @@ async def test_a_dropped_voice_connection_before_he_speaks_is_technical_and_he_m
     async with tribune() as tb:
         tb.cog.reconnect_backoff = 0.05
         await tb.ask()
-        nominee = await tb.join()
+        await tb.join()
         await tb.recording()
 
         await tb.server.drop_connection()
