@@ -33,15 +33,18 @@ OPUSINFO = shutil.which("opusinfo")
 OGGZ_VALIDATE = shutil.which("oggz-validate")
 
 
-def oggz_problems(data: bytes) -> list[str]:
-    """What oggz-validate says is wrong with an Ogg file (nothing when it is valid)."""
-    assert OGGZ_VALIDATE is not None
+def _run_on(tool: str | None, data: bytes) -> subprocess.CompletedProcess[str]:
+    """Run a checking tool on the bytes, written to a temporary file."""
+    assert tool is not None
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "recording.opus"
         path.write_bytes(data)
-        run = subprocess.run(
-            [OGGZ_VALIDATE, str(path)], capture_output=True, text=True, timeout=60, check=False
-        )
+        return subprocess.run([tool, str(path)], capture_output=True, text=True, timeout=60, check=False)
+
+
+def oggz_problems(data: bytes) -> list[str]:
+    """What oggz-validate says is wrong with an Ogg file (nothing when it is valid)."""
+    run = _run_on(OGGZ_VALIDATE, data)
     if run.returncode == 0:
         return []
     lines = [line.strip() for line in (run.stdout + run.stderr).splitlines() if line.strip()]
@@ -65,13 +68,7 @@ def decoded_problems(data: bytes, duration_secs: float) -> list[str]:
 
 def opusinfo_problems(data: bytes) -> list[str]:
     """What opusinfo says is wrong with an Ogg Opus file: its warnings and errors."""
-    assert OPUSINFO is not None
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "recording.opus"
-        path.write_bytes(data)
-        run = subprocess.run(
-            [OPUSINFO, str(path)], capture_output=True, text=True, timeout=60, check=False
-        )
+    run = _run_on(OPUSINFO, data)
     lines = (run.stdout + run.stderr).splitlines()
     problems = [line.strip() for line in lines if "WARNING" in line or "ERROR" in line]
     if run.returncode != 0:
