@@ -11,19 +11,22 @@ in it once, each where it was sent, the time away as silence.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import pytest
 
 from bot.config import LastWord
+from bot.voice.recorder import Recorder
 from tests.fakediscord.voice import FakeSpeaker, SentPacket
 from tests.voice.test_lastword_network import (
     TOLERANCE,
+    assert_segments_where_sent,
     mention,
     posted,
     recorder_of,
     speech,
-    spoken,
 )
-from tests.voice.tribune import FRAME, RATE, Tribune, decode, ru, tribune
+from tests.voice.tribune import RATE, Tribune, decode, ru, tribune
 
 AWAY = 1.5
 """Seconds (the call's clock) the bot is away from the call while it reconnects."""
@@ -47,39 +50,44 @@ async def back_in_the_call(tb: Tribune, nominee: FakeSpeaker, connections: int) 
 
 
 def assert_one_recording_of(ogg: bytes, segments: list[list[SentPacket]], started: float) -> None:
-    """Every packet of every segment in the file once, in order; each segment where it was sent."""
-    sent = [packet for segment in segments for packet in segment]
-    words = spoken(ogg)
-    assert [packet for _, packet in words] == [packet.opus for packet in sent]
-    index = 0
-    for segment in segments:
-        first = words[index][0] / RATE
-        assert abs(first - (segment[0].sent_at - started)) < TOLERANCE
-        starts = [start for start, _ in words[index : index + len(segment)]]
-        assert [b - a for a, b in zip(starts, starts[1:], strict=False)] == [FRAME] * (len(segment) - 1)
-        index += len(segment)
+    """Every packet of every segment in the file once, in order; each segment where it was
+    sent; the file as long as the recording."""
+    assert_segments_where_sent(ogg, segments, started)
     duration = len(decode(ogg)) / RATE
-    assert duration > sent[-1].sent_at + 0.02 - started - TOLERANCE
+    assert duration > segments[-1][-1].sent_at + 0.02 - started - TOLERANCE
+
+
+async def nominee_recorded(tb: Tribune) -> tuple[FakeSpeaker, Recorder]:
+    """He asks, comes into the tribune and is being recorded."""
+    await tb.ask()
+    nominee = await tb.join()
+    await tb.recording()
+    return nominee, recorder_of(tb)
+
+
+def moving(tb: Tribune, nominee: FakeSpeaker, away: float = AWAY) -> Callable[[], Awaitable[None]]:
+    """A hook for play(): Discord moves the call to another voice server, the bot follows;
+    ``away`` more seconds pass on the call's clock before he goes on."""
+
+    async def moved() -> None:
+        await tb.server.move_endpoint()
+        tb.table.fake.move_voice_server(tb.table.guild_id)
+        await back_in_the_call(tb, nominee, 2)
+        tb.server.clock.advance(away)
+
+    return moved
 
 
 async def test_a_call_moved_to_another_voice_server_mid_speech_goes_on_in_the_same_file() -> None:
     async with tribune() as tb:
-        await tb.ask()
-        nominee = await tb.join()
-        client = await tb.recording()
-        recorder = recorder_of(tb)
+        nominee, recorder = await nominee_recorded(tb)
+        client = tb.voice_client()
         started = recorder.recording_started
         server = tb.server
         first_endpoint = server.endpoint
 
-        async def moved() -> None:
-            await server.move_endpoint()
-            tb.table.fake.move_voice_server(tb.table.guild_id)
-            await back_in_the_call(tb, nominee, 2)
-            server.clock.advance(AWAY)
-
         first = await nominee.play(speech(500))
-        second = await nominee.play(speech(700, offset=500), at={0: moved})
+        second = await nominee.play(speech(700, offset=500), at={0: moving(tb, nominee)})
         ogg = await posted(tb)
 
         assert server.endpoints == [first_endpoint, server.endpoint] and len(server.connections) == 2
@@ -95,10 +103,7 @@ async def test_a_call_moved_to_another_voice_server_mid_speech_goes_on_in_the_sa
 @pytest.mark.parametrize("code", [4015, None], ids=["voice-server-crash-4015", "tcp-connection-ends"])
 async def test_a_closed_voice_websocket_reconnects_and_the_recording_goes_on(code: int | None) -> None:
     async with tribune() as tb:
-        await tb.ask()
-        nominee = await tb.join()
-        await tb.recording()
-        recorder = recorder_of(tb)
+        nominee, recorder = await nominee_recorded(tb)
         started = recorder.recording_started
         server = tb.server
 
@@ -118,22 +123,12 @@ async def test_a_closed_voice_websocket_reconnects_and_the_recording_goes_on(cod
 
 async def test_speaking_seconds_late_on_the_new_connection_loses_nothing() -> None:
     async with tribune(speaking_delay=2.0) as tb:
-        await tb.ask()
-        nominee = await tb.join()
-        await tb.recording()
-        recorder = recorder_of(tb)
+        nominee, recorder = await nominee_recorded(tb)
         started = recorder.recording_started
-        server = tb.server
-
-        async def moved() -> None:
-            await server.move_endpoint()
-            tb.table.fake.move_voice_server(tb.table.guild_id)
-            await back_in_the_call(tb, nominee, 2)
-            server.clock.advance(AWAY)
 
         first = await nominee.play(speech(300))
         # Two seconds (100 packets) arrive on an SSRC the new connection has not been told of.
-        second = await nominee.play(speech(400, offset=300), at={0: moved}, announce=False)
+        second = await nominee.play(speech(400, offset=300), at={0: moving(tb, nominee)}, announce=False)
         client = tb.voice_client()
         assert client is not None and client.receiver.stats.unknown_ssrc >= 100
         ogg = await posted(tb)
