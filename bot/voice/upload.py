@@ -71,6 +71,8 @@ SILENCE_DBFS: Final = -50.0
 _SILENCE_WINDOW: Final = 2400
 
 _FRAME_SAMPLES: Final = 960
+#: Samples handed to the encoder at once.
+_CHUNK_SAMPLES: Final = SAMPLE_RATE
 _CHANNELS: Final = 1
 
 #: Error codes, stable: callers map them to localised messages.
@@ -448,14 +450,15 @@ def _encode(pcm: bytearray, samples: int, cut: bool) -> tuple[bytes, float, str]
             sequence += 1
             position += duration
 
-    frame_bytes = _FRAME_SAMPLES * 2 * _CHANNELS
-    for index, offset in enumerate(range(0, len(pcm), frame_bytes)):
-        chunk = _shaped(pcm, offset, frame_bytes, factor, fade_from)
+    # A second at a time: PyAV cuts it into the encoder's 20 ms frames itself.
+    chunk_bytes = _CHUNK_SAMPLES * 2 * _CHANNELS
+    for offset in range(0, len(pcm), chunk_bytes):
+        chunk = _shaped(pcm, offset, chunk_bytes, factor, fade_from)
         writer.waveform.add_pcm(pre_skip + offset // 2, chunk, _CHANNELS)
         frame = av.AudioFrame(format="s16", layout="mono", samples=len(chunk) // 2)
         frame.planes[0].update(chunk)
         frame.sample_rate = SAMPLE_RATE
-        frame.pts = index * _FRAME_SAMPLES
+        frame.pts = offset // (2 * _CHANNELS)
         frame.time_base = Fraction(1, SAMPLE_RATE)
         write(encoder.encode(frame))
     write(encoder.encode(None))
