@@ -48,6 +48,10 @@ class LastWord:
     dave_timeout: int = 15
     progress_every: int = 5
     max_upload_mib: int = 25
+    leave_grace: int = 30
+    """Seconds a nominee who steps out of the voice channel has to come back to the same last word."""
+    reconnect_attempts: int = 3
+    """Fresh voice connections tried in a row when the bot's own drops while recording."""
 
 
 @dataclass(frozen=True)
@@ -273,7 +277,7 @@ def config_from_dict(data: Any) -> Config:
         _unknown("last_word.", section, tuple(f.name for f in fields(LastWord)))
         limits = {
             "join_timeout": (5, 600), "dave_timeout": (1, 120), "progress_every": (1, 60),
-            "max_upload_mib": (1, 25),
+            "max_upload_mib": (1, 25), "leave_grace": (0, 170), "reconnect_attempts": (0, 10),
         }
         values["last_word"] = replace(config.last_word, **{
             name: _check_int(f"last_word.{name}", section[name], *limits[name])

@@ -16,6 +16,14 @@ loses a finished last word and never posts it twice. A technical failure
 word: the player is told to try again or to upload. ``/lastword upload``
 takes his own recording, prepared in a worker thread.
 
+The recording outlives the bot's own voice reconnects (Discord moving the
+call to another voice server, a crashed one): the bot reconnects, up to
+``last_word.reconnect_attempts`` fresh connections in a row, and the same
+file goes on, the time away as silence; if every attempt fails, what was
+said so far is posted. A nominee who steps out of the tribune has
+``last_word.leave_grace`` seconds to come back to the same last word (his
+cities are told both), the time away as silence too.
+
 The file follows the recorder's timeline: the silence before his first word
 is in it and counts towards the limit, so a full recording lasts exactly
 ``last_word_seconds``; a client that reconnects mid-speech (new SSRC, new
@@ -112,6 +120,8 @@ class LastWordCog(commands.Cog):
         self._reports: set[asyncio.Task[None]] = set()
         self.clock: Callable[[], float] = time.monotonic
         """Stamps received audio and times recordings (tests drive a simulated one)."""
+        self.reconnect_backoff = 1.0
+        """Seconds times the attempt number between failed voice reconnects while recording."""
         game_cog: GameCog = bot.get_cog("GameCog")  # type: ignore[assignment]
         game_cog.register("lastword", self._lastword_button)
         game_cog.register("stop", self._stop_button)
@@ -303,6 +313,16 @@ class LastWordCog(commands.Cog):
             with contextlib.suppress(Exception):
                 await voice.disconnect(force=True)
 
+    async def _reconnect(self, live: LiveGame) -> ReceivingVoiceClient:
+        """A fresh connection to the tribune, the dropped one given up first."""
+        guild = self.bot.get_guild(live.record.guild_id)
+        old = guild.voice_client if guild is not None else None
+        if isinstance(old, ReceivingVoiceClient):
+            await old.abandon()
+        elif guild is not None:
+            await self._disconnect(guild.id)
+        return await self._connect(live)
+
     async def _connect(self, live: LiveGame) -> ReceivingVoiceClient:
         guild = self.bot.get_guild(live.record.guild_id)
         channel = guild.get_channel(int(live.record.channels["voice"])) if guild else None
@@ -365,10 +385,20 @@ class LastWordCog(commands.Cog):
         part = self.folder / f"{live.id}-{player}-{token}.ogg.part"
         handle = part.open("wb")
         sink = OggSink(handle, float(limit))
+        async def absence(away: bool) -> None:
+            key = "lastword.stepped_out" if away else "lastword.back"
+            await self._announce(live, phrase(live, key, player=mention(player),
+                                              seconds=config.leave_grace), player)
+
+        async def reconnect() -> ReceivingVoiceClient:
+            return await self._reconnect(live)
+
         recorder = Recorder(
             voice, int(player), sink, max_seconds=float(limit), clock=self.clock,
             join_timeout=float(config.join_timeout), dave_timeout=float(config.dave_timeout),
             on_progress=progress, progress_interval=float(config.progress_every),
+            leave_grace=float(config.leave_grace), on_absence=absence, reconnect=reconnect,
+            reconnect_attempts=config.reconnect_attempts, reconnect_backoff=self.reconnect_backoff,
         )
         self.recording[live.id] = (player, recorder)
         try:
@@ -395,14 +425,16 @@ class LastWordCog(commands.Cog):
             raise
         outcome = result.outcome
         duration = info.duration_secs if info is not None else 0.0
-        log.info("game %s: last word of %s: %s (%s), %.1f s", live.id, player, outcome.value,
-                 result.detail, duration)
-        final = {"content": phrase(live, f"lastword.outcome.{outcome.value}", player=mention(player),
-                                   length=clock_text(duration)),
+        log.info("game %s: last word of %s: %s (%s), %.1f s, %d reconnects, %d absences", live.id,
+                 player, outcome.value, result.detail, duration, result.reconnects, result.absences)
+        key = f"lastword.outcome.{outcome.value}"
+        if outcome is RecordingOutcome.connection_lost and not result.technical_failure:
+            key = "lastword.outcome.connection_lost_kept"  # what he said is posted
+        final = {"content": phrase(live, key, player=mention(player), length=clock_text(duration)),
                  "components": [], "allowed_mentions": NO_PINGS}
         for each in refs:
             await self._post_now(live, OutboxItem("edit", {"ref": each}, final))
-        if outcome.technical_failure:
+        if result.technical_failure:
             part.unlink(missing_ok=True)
             if outcome is not RecordingOutcome.no_audio:
                 await self._disconnect(live.record.guild_id)

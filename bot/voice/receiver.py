@@ -22,16 +22,28 @@ on, and what this module uses:
 In the reader thread a datagram costs a few dictionary lookups unless it
 belongs to a registered user: RTCP (RFC 5761's range, feedback included) and
 other users' audio are counted and dropped there, before any decryption.
-Packets on an SSRC no SPEAKING event has named yet are held (50 per SSRC,
-replayed for two seconds): SPEAKING travels on the websocket and races the
-first audio, so without the hold the start of a sentence is lost. Registered
-users' packets are transport-decrypted in the thread (PyNaCl is thread-safe),
-stamped with their arrival time and queued; the event loop drains the queue,
-drops repeated sequence numbers of an SSRC (a duplicate would fail DAVE's
-replay check and look like an attack), DAVE-decrypts (the davey session is
-also driven by discord.py on the loop, so it is only touched from there) and
-hands each Opus packet to the user's :class:`PacketSink`. Nothing raised here
-reaches discord.py's reader thread.
+Packets on an SSRC no SPEAKING event has named yet are held for
+:data:`UNNAMED_HOLD` seconds (by arrival time; at most :data:`_HELD_PER_SSRC`
+of them): SPEAKING travels on the websocket and races the first audio, and
+after a reconnect it may come seconds late, so without the hold the start of
+a sentence is lost. Registered users' packets are transport-decrypted in the
+thread (PyNaCl is thread-safe), stamped with their arrival time and queued;
+the event loop drains the queue, drops repeated sequence numbers of an SSRC
+(a duplicate would fail DAVE's replay check and look like an attack), puts
+each SSRC's packets back in sequence order in a jitter buffer, DAVE-decrypts
+them in that order (the davey session is also driven by discord.py on the
+loop, so it is only touched from there) and hands each Opus packet to the
+user's :class:`PacketSink`. Nothing raised here reaches discord.py's reader
+thread.
+
+The jitter buffer exists for DAVE as much as for the file: davey accepts a
+frame older than the newest it decrypted only when it saw the gap open, so
+the first frame of a stream or of a new key generation, overtaken by the
+next, would be refused. A packet is released as soon as it follows the last
+one released, otherwise once it has waited :data:`JITTER_HOLD` seconds (by
+arrival time) for the ones missing before it: a lost packet costs the next
+ones that wait, never audio. Discord's own clients buffer hundreds of
+milliseconds of jitter; so does this one.
 
 End-to-end encryption follows the DAVE whitepaper's rules for receivers
 (https://daveprotocol.com, "Protocol Version Negotiation", "Protocol Frame
@@ -52,7 +64,9 @@ Check", "Silence Packets"):
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import heapq
 import logging
 import math
 import threading
@@ -63,7 +77,7 @@ from typing import Any, Protocol
 
 import davey
 import discord
-from discord.voice_state import VoiceConnectionState
+from discord.voice_state import ConnectionFlowState, VoiceConnectionState
 
 from .rtp import RTCP_SECOND_BYTES, RTP_HEADER_SIZE, RTPError, decrypt_rtpsize, sequence_delta
 
@@ -97,10 +111,18 @@ _OP_CLIENT_DISCONNECT = 13
 _OP_DAVE_PREPARE_TRANSITION = 21
 _OP_DAVE_EXECUTE_TRANSITION = 22
 _OP_DAVE_PREPARE_EPOCH = 24
+JITTER_HOLD = 0.4
+"""Seconds a packet waits for the ones missing before it (network reordering), by arrival time."""
+UNNAMED_HOLD = 5.0
+"""Seconds of packets kept on an SSRC no SPEAKING event named yet (a late SPEAKING after a reconnect)."""
 _LOG_EVERY = 500
-_HELD_PER_SSRC = 50
+_HELD_PER_SSRC = 500
+"""A bound on the unnamed hold, whatever the rate: ten seconds of 20 ms packets."""
 _HELD_SSRCS = 16
-_HELD_SECONDS = 2.0
+_RESTART_BEHIND = 512
+"""A sequence number this far behind the last released starts a new stream, not a late packet."""
+_JITTER_MAX = 200
+"""Packets one SSRC's jitter buffer holds at most (four seconds of 20 ms packets)."""
 _SEEN_WINDOW = 128
 
 
@@ -349,17 +371,97 @@ class _SeenSequences:
         return False
 
 
+_Queued = tuple["_Route", int, int, int, bytes, float]
+"""A transport-decrypted packet waiting for the event loop: route, SSRC, sequence,
+timestamp, frame, arrival."""
+
+
+class _JitterBuffer:
+    """One SSRC's packets, put back in sequence order before end-to-end decryption.
+
+    :meth:`push` takes a packet (duplicates are already gone) and
+    :meth:`release` gives back, in order, every packet that follows the last
+    one released, and any that has waited ``hold`` seconds for a missing
+    predecessor. A packet older than the last released passes straight
+    through: it is late, and only DAVE or the writer can still say whether it
+    is of use.
+    """
+
+    __slots__ = ("hold", "last", "_count", "_held", "_reference")
+
+    def __init__(self, hold: float) -> None:
+        self.hold = hold
+        self.last: int | None = None
+        """Extended sequence number of the last packet released."""
+        self._held: list[tuple[int, int, _Queued]] = []
+        self._count = 0
+        self._reference: tuple[int, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def _extend(self, sequence: int) -> int:
+        if self._reference is None:
+            self._reference = (sequence, 0)
+            return 0
+        raw, extended = self._reference
+        value = extended + sequence_delta(sequence, raw)
+        if value > extended:
+            self._reference = (sequence & 0xFFFF, value)
+        return value
+
+    def push(self, item: _Queued) -> list[_Queued]:
+        """Hold ``item``; return what is now due (a late packet at once)."""
+        extended = self._extend(item[2])
+        due: list[_Queued] = []
+        if self.last is not None and extended < self.last - _RESTART_BEHIND:
+            # The sender restarted its counter: a new stream on the same SSRC.
+            due = self.flush()
+            self.last, self._reference, extended = None, (item[2] & 0xFFFF, 0), 0
+        elif self.last is not None and extended <= self.last:
+            return [item]
+        self._count += 1
+        heapq.heappush(self._held, (extended, self._count, item))
+        due += self.release(item[5])
+        while len(self._held) > _JITTER_MAX:
+            due.append(self._pop())
+        return due
+
+    def release(self, now: float) -> list[_Queued]:
+        """The held packets that are due at ``now``, in sequence order."""
+        due: list[_Queued] = []
+        held = self._held
+        while held:
+            extended, _, item = held[0]
+            if self.last is not None and extended == self.last + 1 or now - item[5] >= self.hold:
+                due.append(self._pop())
+            else:
+                break
+        return due
+
+    def flush(self) -> list[_Queued]:
+        """Everything held, in order (the recording ends)."""
+        return [self._pop() for _ in range(len(self._held))]
+
+    def next_due(self) -> float | None:
+        """Arrival time plus hold of the packet waiting longest, if any."""
+        if not self._held:
+            return None
+        return min(item[5] for _, _, item in self._held) + self.hold
+
+    def _pop(self) -> _Queued:
+        extended, _, item = heapq.heappop(self._held)
+        self.last = extended if self.last is None else max(self.last, extended)
+        return item
+
+
 @dataclass
 class _Route:
     user_id: int
     sink: PacketSink
     stats: UserStats = field(default_factory=UserStats)
     seen: dict[int, _SeenSequences] = field(default_factory=dict)
-
-
-_Queued = tuple[_Route, int, int, int, bytes, float]
-"""A transport-decrypted packet waiting for the event loop: route, SSRC, sequence,
-timestamp, frame, arrival."""
+    jitter: dict[int, _JitterBuffer] = field(default_factory=dict)
 
 
 class VoiceReceiver:
@@ -368,7 +470,9 @@ class VoiceReceiver:
     Create it through :class:`ReceivingVoiceClient` (its ``receiver``): the
     socket listener is installed at once and stays for the connection's life.
     ``clock`` stamps arrivals and times the DAVE transition windows; it may be
-    replaced (tests drive a simulated one) before audio flows.
+    replaced (tests drive a simulated one) before audio flows. ``jitter_hold``
+    is the jitter buffer's wait, ``unnamed_hold`` how long packets of an
+    unnamed SSRC are kept (both seconds of that clock).
     """
 
     def __init__(
@@ -377,10 +481,15 @@ class VoiceReceiver:
         speakers: SpeakerDirectory,
         *,
         clock: Callable[[], float] = time.monotonic,
+        jitter_hold: float = JITTER_HOLD,
+        unnamed_hold: float = UNNAMED_HOLD,
     ) -> None:
         self.voice_client = voice_client
         self.speakers = speakers
         self.clock = clock
+        self.jitter_hold = jitter_hold
+        self.unnamed_hold = unnamed_hold
+        self._release_timer: asyncio.TimerHandle | None = None
         self.stats = ReceiverStats()
         self.transitions = DaveTransitions()
         self._routes: dict[int, _Route] = {}
@@ -399,19 +508,27 @@ class VoiceReceiver:
 
     # Registration (event loop) -------------------------------------------------
 
-    def register(self, user_id: int, sink: PacketSink) -> UserStats:
+    def register(self, user_id: int, sink: PacketSink, *, stats: UserStats | None = None) -> UserStats:
         """Start delivering ``user_id``'s Opus packets to ``sink``; return his live stats.
 
-        Raises ValueError if the user already has a sink.
+        ``stats``: go on counting into these (a recording moved here from
+        another connection). Raises ValueError if the user already has a sink.
         """
         if user_id in self._routes:
             raise ValueError(f"user {user_id} already has a sink")
-        route = _Route(user_id, sink)
+        route = _Route(user_id, sink, stats if stats is not None else UserStats())
         self._routes[user_id] = route
         return route.stats
 
     def unregister(self, user_id: int) -> None:
-        """Stop delivering ``user_id``'s packets (queued ones are dropped)."""
+        """Stop delivering ``user_id``'s packets: what already arrived (queued for the event
+        loop, held in his jitter buffers) is delivered first, in order."""
+        route = self._routes.get(user_id)
+        if route is None:
+            return
+        self._drain()
+        for ssrc, buffer in route.jitter.items():
+            self._deliver_all(route, ssrc, buffer.flush())
         self._routes.pop(user_id, None)
 
     def is_registered(self, user_id: int) -> bool:
@@ -465,7 +582,10 @@ class VoiceReceiver:
                 self._queue.clear()
 
     def _hold(self, ssrc: int, data: bytes, now: float) -> None:
-        """Keep a packet of an SSRC not yet named: SPEAKING and audio race each other."""
+        """Keep a packet of an SSRC not yet named: SPEAKING and audio race each other.
+
+        The last :attr:`unnamed_hold` seconds of packets are kept, by arrival.
+        """
         held = self._held.get(ssrc)
         if held is None:
             if len(self._held) >= _HELD_SSRCS:
@@ -474,6 +594,9 @@ class VoiceReceiver:
             if ssrc != self._connection.ssrc:
                 _log.debug("Voice packets on SSRC %d, which no SPEAKING event named yet", ssrc)
         held.append((data, now))
+        oldest = now - self.unnamed_hold
+        while held[0][1] < oldest:
+            held.popleft()
 
     def _decode(self, user_id: int, data: bytes, now: float) -> _Queued | None:
         """Transport-decrypt a packet of a known user, if he is registered."""
@@ -507,7 +630,7 @@ class VoiceReceiver:
         if not held:
             return
         try:
-            oldest = self.clock() - _HELD_SECONDS
+            oldest = self.clock() - self.unnamed_hold
             items = [
                 item
                 for data, at in held
@@ -535,7 +658,8 @@ class VoiceReceiver:
         self._drain_scheduled = False
         queue = self._queue
         while queue:
-            route, ssrc, sequence, timestamp, frame, arrival = queue.popleft()
+            item = queue.popleft()
+            route, ssrc, sequence = item[0], item[1], item[2]
             if self._routes.get(route.user_id) is not route:
                 continue
             seen = route.seen.get(ssrc)
@@ -546,6 +670,36 @@ class VoiceReceiver:
                 route.stats.duplicates += 1
                 self.stats.duplicates += 1
                 continue
+            buffer = route.jitter.get(ssrc)
+            if buffer is None:
+                buffer = route.jitter[ssrc] = _JitterBuffer(self.jitter_hold)
+            self._deliver_all(route, ssrc, buffer.push(item))
+        self._release_due()
+
+    def _release_due(self) -> None:
+        """Deliver what waited long enough in the jitter buffers; time the next release."""
+        if self._release_timer is not None:
+            self._release_timer.cancel()
+            self._release_timer = None
+        now = self.clock()
+        soonest: float | None = None
+        for route in list(self._routes.values()):
+            for ssrc, buffer in route.jitter.items():
+                if buffer:
+                    self._deliver_all(route, ssrc, buffer.release(now))
+                due = buffer.next_due()
+                if due is not None and (soonest is None or due < soonest):
+                    soonest = due
+        if soonest is not None:
+            # The receiver's clock runs at least as fast as the loop's (a simulated one jumps).
+            self._release_timer = self.voice_client.loop.call_later(
+                max(0.0, soonest - now) + 0.001, self._release_due
+            )
+
+    def _deliver_all(self, route: _Route, ssrc: int, items: list[_Queued]) -> None:
+        for _, _, sequence, timestamp, frame, arrival in items:
+            if self._routes.get(route.user_id) is not route:
+                return
             opus = self._end_to_end_decrypt(route, frame, arrival)
             if opus is None:
                 continue
@@ -608,6 +762,8 @@ class ReceivingVoiceClient(discord.VoiceClient):
     def __init__(self, client: discord.Client, channel: discord.abc.Connectable) -> None:
         # create_connection_state() runs inside the parent constructor and needs the directory.
         self.speakers = SpeakerDirectory()
+        self.voice_sessions = 0
+        """Voice sessions begun (op 2 READY): one per connection, reconnects included."""
         super().__init__(client, channel)
         self.receiver = VoiceReceiver(self, self.speakers)
 
@@ -618,6 +774,8 @@ class ReceivingVoiceClient(discord.VoiceClient):
     async def _on_voice_ws_message(self, ws: Any, message: dict[str, Any]) -> None:
         """discord.py's voice websocket hook; never raises (that would end its poller)."""
         try:
+            if message.get("op") == 2:
+                self.voice_sessions += 1
             self.speakers.handle(message)
             receiver = getattr(self, "receiver", None)
             if receiver is not None:
@@ -656,3 +814,31 @@ class ReceivingVoiceClient(discord.VoiceClient):
         ws = self._connection.ws
         socket = getattr(ws, "ws", None)
         return not bool(getattr(socket, "closed", False))
+
+    def close_code(self) -> int | None:
+        """The close code of the voice websocket, once it is closed (None while open)."""
+        socket = getattr(self._connection.ws, "ws", None)
+        code = getattr(socket, "close_code", None)
+        return code if isinstance(code, int) else None
+
+    def is_connecting(self) -> bool:
+        """discord.py is in its connection flow (following a VOICE_SERVER_UPDATE, say)."""
+        state = self._connection.state
+        return state is not ConnectionFlowState.disconnected and state is not ConnectionFlowState.connected
+
+    async def abandon(self) -> None:
+        """Give this connection up for good: stop discord.py's own reconnecting, then leave.
+
+        discord.py's websocket poller may be in a resume or reconnect of its
+        own; it is cancelled first, so that it cannot disconnect a newer
+        connection of the bot later on.
+        """
+        connection = self._connection
+        try:
+            await connection.soft_disconnect(with_state=ConnectionFlowState.disconnected)
+        except Exception:
+            _log.debug("Ignoring a failed soft disconnect", exc_info=True)
+        try:
+            await self.disconnect(force=True)
+        except Exception:
+            _log.debug("Ignoring a failed disconnect", exc_info=True)

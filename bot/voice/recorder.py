@@ -20,9 +20,24 @@ user is silent, so the wall clock also ends the recording, a moment
 sink where the recording ended, so trailing silence is kept and the file is
 exactly as long as the recording, at most ``max_seconds``.
 
-The nominee leaving the voice channel (the main gateway's voice state) ends
-the recording; his client dropping off the voice server and coming back (op
-13, then a new SSRC) does not.
+The nominee leaving the voice channel (the main gateway's voice state) does
+not end the recording at once: he has ``leave_grace`` seconds to come back,
+and the same recording goes on, the time he was away as silence (his client
+comes back with a new SSRC: the timeline re-anchors it where it arrives).
+Only once the grace has passed does his leaving end it (outcome ``left``,
+the file ending where he left). His client dropping off the voice server and
+coming back (op 13, then a new SSRC) is the same, without the grace.
+
+The bot's own voice connection may drop too: Discord moves a call to another
+voice server (VOICE_SERVER_UPDATE with a new endpoint: discord.py closes the
+websocket with 4014 and connects to the new one), a voice server crashes
+(4015), a websocket just closes. The recording outlives it: the receiver's
+sink and the timeline stay, the time away is silence in the file, the wall
+clock goes on counting the limit. discord.py is given ``reconnect_wait``
+seconds to follow a server move by itself; any other drop, or a move it did
+not finish, is handed to ``reconnect`` (a fresh connection to the channel),
+up to ``reconnect_attempts`` times in a row. Only then does the recording end
+as ``connection_lost``, with what it holds so far.
 """
 
 from __future__ import annotations
@@ -33,10 +48,10 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from .ogg import InvalidOpusPacket, OggOpusWriter, RecordingInfo, opus_packet_samples
-from .receiver import ReceivedPacket, ReceivingVoiceClient, UserStats
+from .receiver import ReceivedPacket, ReceivingVoiceClient, UserStats, VoiceReceiver
 from .timeline import Timeline
 
 __all__ = [
@@ -52,6 +67,12 @@ _log = logging.getLogger(__name__)
 SAMPLE_RATE = 48_000
 _DEFAULT_FRAME_SAMPLES = 960
 ProgressCallback = Callable[[float], Awaitable[None] | None]
+AbsenceCallback = Callable[[bool], Awaitable[None] | None]
+"""Called with True when the nominee steps out of the voice channel, False when he is back."""
+Reconnect = Callable[[], Awaitable[ReceivingVoiceClient]]
+"""Gives a freshly connected voice client in the same channel (the old one is done with)."""
+#: discord.py's close code after a VOICE_SERVER_UPDATE (it reconnects by itself then).
+_CLOSE_SERVER_MOVED = 4014
 
 
 class RecordingSink(Protocol):
@@ -115,7 +136,7 @@ class RecordingOutcome(enum.Enum):
     not_joined = "not_joined"
     """The nominee did not come into the voice channel in time."""
     connection_lost = "connection_lost"
-    """The bot's voice connection dropped."""
+    """The bot's voice connection dropped and every reconnect failed."""
     no_audio = "no_audio"
     """No decryptable audio of the nominee arrived at all."""
     dave_failed = "dave_failed"
@@ -123,7 +144,8 @@ class RecordingOutcome(enum.Enum):
 
     @property
     def technical_failure(self) -> bool:
-        """True when the bot, not the player, is to blame: do not spend his last word."""
+        """True when the bot, not the player, is to blame: do not spend his last word
+        (unless the recording holds audio, see :attr:`RecordingResult.technical_failure`)."""
         return self in _TECHNICAL
 
 
@@ -160,6 +182,21 @@ class RecordingResult:
     """RTP streams the nominee's audio came in: one, plus one per reconnect."""
     reanchors: int = 0
     """Times his RTP time jumped away from the arrival clock and was re-anchored."""
+    reconnects: int = 0
+    """Times the bot's voice connection dropped and came back while recording."""
+    absences: int = 0
+    """Times the nominee stepped out of the voice channel and came back in time."""
+
+    @property
+    def technical_failure(self) -> bool:
+        """Nothing to post, and the bot to blame: his last word is not used up.
+
+        A connection lost for good after he had spoken is not: what he said is
+        posted, as when he stops.
+        """
+        if self.outcome is RecordingOutcome.connection_lost:
+            return self.packets_written == 0
+        return self.outcome.technical_failure
 
 
 def _packet_samples(packet: bytes) -> int:
@@ -218,6 +255,13 @@ class Recorder:
     decrypted packet after ``no_audio_timeout`` seconds of recording, or once
     ``dave_failure_threshold`` of his frames failed DAVE decryption with none
     succeeding, the recording ends as a technical failure.
+
+    ``leave_grace`` is how long the nominee may be out of the voice channel
+    and come back to the same recording; ``on_absence(away)`` is told when he
+    steps out and when he is back. ``reconnect`` (see the module's text) gives
+    a new connection when the bot's own drops, ``reconnect_attempts`` failed
+    calls in a row end the recording, ``reconnect_backoff`` times the attempt
+    number is the wait between them.
     """
 
     def __init__(
@@ -236,6 +280,12 @@ class Recorder:
         dave_failure_threshold: int = 100,
         wall_grace: float = 1.0,
         poll_interval: float = 0.05,
+        leave_grace: float = 30.0,
+        on_absence: AbsenceCallback | None = None,
+        reconnect: Reconnect | None = None,
+        reconnect_attempts: int = 3,
+        reconnect_wait: float = 5.0,
+        reconnect_backoff: float = 1.0,
     ) -> None:
         if max_seconds <= 0:
             raise ValueError(f"max_seconds must be positive, not {max_seconds}")
@@ -252,7 +302,18 @@ class Recorder:
         self.dave_failure_threshold = dave_failure_threshold
         self.wall_grace = wall_grace
         self.poll_interval = poll_interval
+        self.leave_grace = leave_grace
+        self.on_absence = on_absence
+        self.reconnect = reconnect
+        self.reconnect_attempts = reconnect_attempts
+        self.reconnect_wait = reconnect_wait
+        self.reconnect_backoff = reconnect_backoff
         self.recording_started = 0.0
+        self.away_since: float | None = None
+        """When (the clock) the nominee stepped out, while he is out."""
+        self.reconnects = 0
+        """Voice sessions the bot began while recording (known once it ended)."""
+        self.absences = 0
         self._stop_requested = False
         self._wake = asyncio.Event()
         self._ran = False
@@ -343,16 +404,23 @@ class Recorder:
             raise RuntimeError(f"user {self.user_id} is already being recorded")
         self.recording_started = self.clock()
         timeline = _TimelineSink(self, self.sink)
-        unknown_before = receiver.stats.unknown_ssrc
+        self._unknown = -receiver.stats.unknown_ssrc
+        self._sessions = -self.voice_client.voice_sessions
         stats = receiver.register(self.user_id, timeline)
         next_progress = self.recording_started + self.progress_interval
+        ended_at: float | None = None
         try:
             while True:
                 now = self.clock()
                 elapsed = now - self.recording_started
-                ended = self._check_recording(timeline, stats, elapsed)
+                if not self.voice_client.link_alive():
+                    ended = await self._reconnect(timeline, stats)
+                else:
+                    ended = await self._check_recording(timeline, stats, elapsed, now)
                 if ended is not None:
                     outcome, detail = ended
+                    if outcome is RecordingOutcome.left:
+                        ended_at = self.away_since
                     break
                 if self.on_progress is not None and now >= next_progress:
                     # Once per interval, never a backlog of them after a stall.
@@ -362,9 +430,13 @@ class Recorder:
                     await self._report_progress(min(self.max_seconds, max(elapsed, audio)))
                 await self._sleep()
         finally:
+            receiver = self.voice_client.receiver
             receiver.unregister(self.user_id)
+            self._unknown += receiver.stats.unknown_ssrc
+            self._sessions += self.voice_client.voice_sessions
+            self.reconnects = self._sessions
         finished = self.clock()
-        recorded = finished - self.recording_started
+        recorded = (finished if ended_at is None else ended_at) - self.recording_started
         audio_end = timeline.audio_end / SAMPLE_RATE
         end_position = None
         if timeline.first_position is not None:
@@ -372,7 +444,7 @@ class Recorder:
         lead_in = (timeline.first_position or 0) / SAMPLE_RATE
         _log.info(
             "Recording of user %d ended: %s (%s); %d packets, %.2f s of audio, "
-            "%d streams, %d re-anchored, %d late packets discarded",
+            "%d streams, %d re-anchored, %d late packets discarded, %d reconnects, %d absences",
             self.user_id,
             outcome.value,
             detail,
@@ -381,6 +453,8 @@ class Recorder:
             timeline.timeline.streams,
             timeline.timeline.reanchors,
             timeline.timeline.discarded,
+            self.reconnects,
+            self.absences,
         )
         return RecordingResult(
             outcome=outcome,
@@ -390,32 +464,115 @@ class Recorder:
             end_position=end_position,
             packets_written=timeline.written,
             stats=replace(stats),
-            unknown_ssrc_packets=receiver.stats.unknown_ssrc - unknown_before,
+            unknown_ssrc_packets=self._unknown,
             waited_seconds=self.recording_started - began,
             recorded_seconds=recorded,
             streams=timeline.timeline.streams,
             reanchors=timeline.timeline.reanchors,
+            reconnects=self.reconnects,
+            absences=self.absences,
         )
 
-    def _check_recording(
-        self, timeline: _TimelineSink, stats: UserStats, elapsed: float
-    ) -> tuple[RecordingOutcome, str] | None:
+    def _time_is_up(self, timeline: _TimelineSink, elapsed: float) -> tuple[RecordingOutcome, str] | None:
         if timeline.full:
             return RecordingOutcome.complete, f"{self.max_seconds:g} s of audio recorded"
         if self._stop_requested:
             return RecordingOutcome.stopped, "stopped"
-        if not self.voice_client.link_alive():
-            return RecordingOutcome.connection_lost, "the voice connection dropped"
+        if elapsed >= self.max_seconds + self.wall_grace:
+            return RecordingOutcome.complete, f"{self.max_seconds:g} s passed"
+        return None
+
+    async def _check_recording(
+        self, timeline: _TimelineSink, stats: UserStats, elapsed: float, now: float
+    ) -> tuple[RecordingOutcome, str] | None:
+        up = self._time_is_up(timeline, elapsed)
+        if up is not None:
+            return up
         if not self._nominee_present():
-            return RecordingOutcome.left, f"user {self.user_id} left the voice channel"
+            if self.away_since is None:
+                self.away_since = now
+                _log.info("User %d stepped out of the voice channel; %g s to come back",
+                          self.user_id, self.leave_grace)
+                await self._report(self.on_absence, True)
+            if now - self.away_since >= self.leave_grace:
+                return (
+                    RecordingOutcome.left,
+                    f"user {self.user_id} left the voice channel "
+                    f"and was not back within {self.leave_grace:g} s",
+                )
+            return None
+        if self.away_since is not None:
+            _log.info("User %d is back after %.1f s", self.user_id, now - self.away_since)
+            self.away_since = None
+            self.absences += 1
+            await self._report(self.on_absence, False)
         if stats.delivered == 0:
             failing = stats.dave_errors >= self.dave_failure_threshold
             out_of_time = elapsed >= min(self.no_audio_timeout, self.max_seconds + self.wall_grace)
             if failing or out_of_time:
                 return self._no_audio(stats, elapsed)
-        if elapsed >= self.max_seconds + self.wall_grace:
-            return RecordingOutcome.complete, f"{self.max_seconds:g} s passed"
         return None
+
+    async def _reconnect(
+        self, timeline: _TimelineSink, stats: UserStats
+    ) -> tuple[RecordingOutcome, str] | None:
+        """The bot's voice link is down: get it back, or say how the recording ends.
+
+        None once a link is alive again (discord.py's own, or a new one).
+        """
+        down_since = self.clock()
+        client = self.voice_client
+        _log.warning(
+            "Voice connection dropped while recording user %d (close code %s); reconnecting",
+            self.user_id, client.close_code(),
+        )
+        attempts = 0
+        problems: list[str] = []
+        next_attempt = down_since
+        while True:
+            now = self.clock()
+            up = self._time_is_up(timeline, now - self.recording_started)
+            if up is not None:
+                return up
+            client = self.voice_client
+            if client.link_alive():
+                _log.info("Voice connection back after %.2f s (%d attempts of ours); recording "
+                          "user %d goes on", now - down_since, attempts, self.user_id)
+                return None
+            library_moves = (
+                client.close_code() == _CLOSE_SERVER_MOVED and client.is_connecting()
+            )
+            if library_moves and now - down_since < self.reconnect_wait or now < next_attempt:
+                await self._sleep()
+                continue
+            if self.reconnect is None or attempts >= self.reconnect_attempts:
+                detail = "the voice connection dropped"
+                if problems:
+                    detail += f" and {attempts} reconnects failed: {'; '.join(problems)}"
+                return RecordingOutcome.connection_lost, detail
+            attempts += 1
+            try:
+                fresh = await self.reconnect()
+            except Exception as exc:  # noqa: BLE001 - any failure is one failed attempt
+                problems.append(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+                _log.warning("Voice reconnect %d of %d failed: %r", attempts,
+                             self.reconnect_attempts, exc)
+                next_attempt = self.clock() + self.reconnect_backoff * attempts
+                continue
+            self._move_to(fresh, timeline, stats)
+
+    def _move_to(self, fresh: ReceivingVoiceClient, timeline: _TimelineSink, stats: UserStats) -> None:
+        """Record on a new voice client: the same sink, timeline and counters."""
+        old: VoiceReceiver = self.voice_client.receiver
+        if fresh is self.voice_client:
+            return
+        old.unregister(self.user_id)
+        self._unknown += old.stats.unknown_ssrc
+        self._sessions += self.voice_client.voice_sessions
+        fresh.receiver.clock = self.clock
+        self._unknown -= fresh.receiver.stats.unknown_ssrc
+        fresh.receiver.register(self.user_id, timeline, stats=stats)
+        self.voice_client = fresh
 
     def _no_audio(self, stats: UserStats, elapsed: float) -> tuple[RecordingOutcome, str]:
         if stats.dave_errors:
@@ -433,13 +590,18 @@ class Recorder:
         return RecordingOutcome.no_audio, f"no packet from user {self.user_id} in {elapsed:.1f} s"
 
     async def _report_progress(self, elapsed: float) -> None:
-        assert self.on_progress is not None
+        await self._report(self.on_progress, elapsed)
+
+    @staticmethod
+    async def _report(callback: Callable[[Any], Awaitable[None] | None] | None, value: Any) -> None:
+        if callback is None:
+            return
         try:
-            result = self.on_progress(elapsed)
+            result = callback(value)
             if inspect.isawaitable(result):
                 await result
         except Exception:
-            _log.exception("Recording progress callback failed")
+            _log.exception("Recording callback %r failed", callback)
 
     # Helpers -------------------------------------------------------------------
 

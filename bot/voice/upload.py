@@ -2,9 +2,15 @@
 
 :func:`prepare_upload` takes the bytes of an uploaded file (Ogg Opus, MP3,
 M4A/AAC, WAV or WebM Opus), decodes at most ``max_seconds`` of it with PyAV
-in memory, cuts it there with a short fade-out, normalises its loudness with
-pydub (on raw PCM: no ffmpeg binary is involved), re-encodes it as 48 kHz
-mono Ogg Opus with PyAV's libopus and measures its waveform.
+as a stream (packet by packet, stopping at the limit: a ten-minute file costs
+no more than three minutes of it), cuts it there with a short fade-out,
+normalises its loudness, re-encodes it as 48 kHz mono Ogg Opus with PyAV's
+libopus and measures its waveform. The decoded audio is held once, as 48 kHz
+mono 16-bit PCM (the loudness of the whole is known only at its end): at most
+``max_seconds`` × 96 KB, 17 MiB for three minutes; gain and fade are applied
+frame by frame as it is encoded, without copies of it. Its own peak is that,
+plus the encoded file and the uploaded bytes the caller holds
+(``benchmarks/voice_bench.py`` prints it).
 
 Everything it refuses raises :class:`UploadError` with a stable ``code``:
 what is not audio at all (an image, a web page, text, whatever its name says)
@@ -35,16 +41,11 @@ import av
 import av.audio.resampler
 
 with warnings.catch_warnings():
-    # pydub looks for an ffmpeg binary at import and warns when there is
-    # none; it is only used here on raw PCM, which needs no ffmpeg.
-    warnings.filterwarnings("ignore", message="Couldn't find ffmpeg", category=RuntimeWarning)
     warnings.filterwarnings(
         "ignore", message="'audioop' is deprecated", category=DeprecationWarning
     )
-    # The same C code pydub measures with (audioop-lts on Python 3.13+).
+    # RMS, peak and gain in C (audioop-lts on Python 3.13+).
     import audioop
-
-    from pydub import AudioSegment  # type: ignore[import-untyped]
 
 from bot.voice.ogg import SAMPLE_RATE, InvalidOpusPacket, OggOpusWriter, opus_packet_samples
 
@@ -70,6 +71,8 @@ SILENCE_DBFS: Final = -50.0
 _SILENCE_WINDOW: Final = 2400
 
 _FRAME_SAMPLES: Final = 960
+#: Samples handed to the encoder at once.
+_CHUNK_SAMPLES: Final = SAMPLE_RATE
 _CHANNELS: Final = 1
 
 #: Error codes, stable: callers map them to localised messages.
@@ -359,23 +362,53 @@ def _loudest_window_dbfs(pcm: bytearray) -> float:
     return 20 * math.log10(loudest / 32768) if loudest else -math.inf
 
 
-def _normalise(pcm: bytearray, cut: bool) -> bytes:
-    """Bring the loudness toward the target and fade out a cut ending."""
-    segment = AudioSegment(
-        data=bytes(pcm), sample_width=2, frame_rate=SAMPLE_RATE, channels=_CHANNELS
-    )
-    loudness = segment.dBFS
-    if loudness > NOISE_FLOOR_DBFS:
-        gain = min(TARGET_DBFS - loudness, -HEADROOM_DB - segment.max_dBFS, MAX_GAIN_DB)
-        segment = segment.apply_gain(gain)
-    if cut:
-        segment = segment.fade_out(min(FADE_OUT_MS, len(segment)))
-    raw: bytes = segment.raw_data
-    return raw
+def _gain(pcm: bytearray) -> float:
+    """The factor that brings the loudness toward the target (1.0: left alone).
+
+    Loudness is the RMS of the whole, peak the loudest sample, both in dBFS
+    of 16-bit full scale (32,768); noise below the floor is never raised.
+    """
+    rms = audioop.rms(pcm, 2)
+    if not rms:
+        return 1.0
+    loudness = 20 * math.log10(rms / 32768)
+    if loudness <= NOISE_FLOOR_DBFS:
+        return 1.0
+    peak = 20 * math.log10(max(audioop.max(pcm, 2), 1) / 32768)
+    gain = min(TARGET_DBFS - loudness, -HEADROOM_DB - peak, MAX_GAIN_DB)
+    return float(10 ** (gain / 20))
 
 
-def _encode(pcm: bytes, samples: int) -> tuple[bytes, float, str]:
-    """Encode mono PCM to Ogg Opus; return (ogg bytes, duration, waveform)."""
+_FADE_STEP: Final = 48
+"""Samples (1 ms) per step of the fade-out."""
+
+
+def _shaped(pcm: bytearray, offset: int, length: int, factor: float, fade_from: int | None) -> bytes:
+    """``length`` bytes of the PCM from ``offset``, with the gain and (past ``fade_from``,
+    a sample index) the fade-out applied: the amplitude falls linearly to zero at the end."""
+    chunk = bytes(memoryview(pcm)[offset : offset + length])
+    if factor != 1.0:
+        chunk = audioop.mul(chunk, 2, factor)
+    if fade_from is None:
+        return chunk
+    total = len(pcm) // 2
+    first = offset // 2
+    if first + len(chunk) // 2 <= fade_from:
+        return chunk
+    span = max(1, total - fade_from)
+    parts = []
+    for start in range(0, len(chunk) // 2, _FADE_STEP):
+        piece = chunk[start * 2 : (start + _FADE_STEP) * 2]
+        index = first + start
+        if index >= fade_from:
+            piece = audioop.mul(piece, 2, max(0.0, (total - index) / span))
+        parts.append(piece)
+    return b"".join(parts)
+
+
+def _encode(pcm: bytearray, samples: int, cut: bool) -> tuple[bytes, float, str]:
+    """Normalise and encode mono PCM to Ogg Opus, frame by frame (a cut one fading out);
+    return (ogg bytes, duration, waveform)."""
     encoder = av.CodecContext.create("libopus", "w")
     if not isinstance(encoder, av.AudioCodecContext):
         raise TypeError("libopus is not an audio encoder")
@@ -400,7 +433,8 @@ def _encode(pcm: bytes, samples: int) -> tuple[bytes, float, str]:
         reorder_window=0,
         measure_levels=False,
     )
-    writer.waveform.add_pcm(pre_skip, pcm, _CHANNELS)
+    factor = _gain(pcm)
+    fade_from = max(0, samples - FADE_OUT_MS * SAMPLE_RATE // 1000) if cut else None
     position = 0
     sequence = 0
 
@@ -416,13 +450,15 @@ def _encode(pcm: bytes, samples: int) -> tuple[bytes, float, str]:
             sequence += 1
             position += duration
 
-    frame_bytes = _FRAME_SAMPLES * 2 * _CHANNELS
-    for index, offset in enumerate(range(0, len(pcm), frame_bytes)):
-        chunk = pcm[offset : offset + frame_bytes]
+    # A second at a time: PyAV cuts it into the encoder's 20 ms frames itself.
+    chunk_bytes = _CHUNK_SAMPLES * 2 * _CHANNELS
+    for offset in range(0, len(pcm), chunk_bytes):
+        chunk = _shaped(pcm, offset, chunk_bytes, factor, fade_from)
+        writer.waveform.add_pcm(pre_skip + offset // 2, chunk, _CHANNELS)
         frame = av.AudioFrame(format="s16", layout="mono", samples=len(chunk) // 2)
         frame.planes[0].update(chunk)
         frame.sample_rate = SAMPLE_RATE
-        frame.pts = index * _FRAME_SAMPLES
+        frame.pts = offset // (2 * _CHANNELS)
         frame.time_base = Fraction(1, SAMPLE_RATE)
         write(encoder.encode(frame))
     write(encoder.encode(None))
@@ -468,7 +504,5 @@ def prepare_upload(
     loudest = _loudest_window_dbfs(pcm)
     if loudest < SILENCE_DBFS:
         raise UploadError(UPLOAD_SILENT, f"loudest 50 ms at {loudest:.1f} dBFS")
-    normalised = _normalise(pcm, cut)
-    del pcm
-    ogg_bytes, duration, waveform = _encode(normalised, samples)
+    ogg_bytes, duration, waveform = _encode(pcm, samples, cut)
     return PreparedAudio(ogg_bytes=ogg_bytes, duration_secs=duration, waveform=waveform)

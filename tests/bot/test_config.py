@@ -20,7 +20,7 @@ def test_the_example_documents_every_key_with_its_default():
     text = (ROOT / "config.example.yaml").read_text(encoding="utf-8")
     for key in ("database", "language", "log_level", "host_role", "snapshot_every", "discussion",
                 "voting", "night", "reminders", "join_timeout", "dave_timeout", "progress_every",
-                "max_upload_mib", "everyone_reads", "at_end", "first_phase", "day_fallback",
+                "max_upload_mib", "leave_grace", "reconnect_attempts", "everyone_reads", "at_end", "first_phase", "day_fallback",
                 "doctor_self_protect", "maniac_idle", "maniac_wins_if_survives", "touring_order",
                 "last_word_seconds"):
         assert f"{key}:" in text, key
@@ -50,6 +50,8 @@ def test_values_override_the_defaults():
         ({"timers": {"dawn": 5}}, "timers.dawn: unknown key"),
         ({"timers": []}, "timers: must be a mapping"),
         ({"last_word": {"max_upload_mib": 100}}, "last_word.max_upload_mib: must be from 1 to 25"),
+        ({"last_word": {"leave_grace": 600}}, "last_word.leave_grace: must be from 0 to 170"),
+        ({"last_word": {"reconnect_attempts": -1}}, "last_word.reconnect_attempts: must be from 0 to 10"),
         ({"channels": {"at_end": "burn"}}, "channels.at_end: must be keep or delete"),
         ({"rules": {"last_word_seconds": 500}}, "rules.last_word_seconds: bad value"),
         ({"rules": {"first_phase": "dusk"}}, "rules.first_phase: bad value"),

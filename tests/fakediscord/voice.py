@@ -50,7 +50,14 @@ Fault switches: ``bad_proposal_signature`` (the bot's websocket poller dies on
 the proposal, its DAVE session never becomes ready), ``corrupt_dave`` in
 :meth:`FakeSpeaker.play` (frames still look like DAVE frames but fail to
 decrypt), ``transition_lag`` and ``transition_delay`` (frames in flight across
-a transition) and :meth:`FakeVoiceServer.drop_connection`.
+a transition), :meth:`FakeVoiceServer.drop_connection` (the server gone for
+good), :meth:`FakeVoiceServer.close_bot_websocket` (a close code of Discord's,
+4015 say, or an abrupt end of the TCP connection), :meth:`FakeVoiceServer.move_endpoint`
+(the call moves to another address; with the main gateway's VOICE_SERVER_UPDATE,
+:meth:`tests.fakediscord.world.World.move_voice_server`), and ``speaking_delay``
+(op 5 SPEAKING reaching a new connection of the bot that much later than the
+audio, on the call's clock). A RESUME (op 7) is refused with 4006, as Discord
+does for a session it no longer holds.
 """
 
 from __future__ import annotations
@@ -500,6 +507,9 @@ class FakeSpeaker:
         self._announced_to: set[int] = set()
         self._switches: list[list[Any]] = []
         self._playing = 0
+        self._announce_in: int | None = None
+        """Packets still to send before his SPEAKING reaches a new connection of the bot
+        (``speaking_delay``; None: nothing to announce)."""
 
     # connection --------------------------------------------------------------
 
@@ -569,6 +579,8 @@ class FakeSpeaker:
             switch()
 
     def _count_packet(self) -> None:
+        if self._announce_in is not None:
+            self._announce_in -= 1
         due: list[Callable[[], None]] = []
         for entry in self._switches:
             entry[0] -= 1
@@ -597,6 +609,7 @@ class FakeSpeaker:
         start_ts: int | None = None,
         lose: Iterable[int] = (),
         reorder: Iterable[tuple[int, int]] = (),
+        delay: Mapping[int, float] | None = None,
         gaps: Mapping[int, float] | None = None,
         duplicate: Iterable[int] = (),
         sfu_silence: Iterable[int] = (),
@@ -613,7 +626,9 @@ class FakeSpeaker:
         960 i`` plus every gap before it (``gaps[i]`` seconds of silence before
         packet ``i``: the timestamp jumps, the sequence does not); both start
         where his previous play() ended unless given. ``lose`` skips packets,
-        ``reorder`` swaps pairs in the sending order, ``duplicate`` sends
+        ``reorder`` swaps pairs in the sending order, ``delay[i]`` holds packet
+        ``i`` back that many seconds on its way (network jitter: it arrives
+        after those sent later), ``duplicate`` sends
         packets twice (byte for byte, as a network does), ``sfu_silence``
         replaces packets by the SFU's unencrypted silence frame (he is muted).
         ``realtime`` paces packets at 20 ms (plus the gaps) of real time;
@@ -657,6 +672,9 @@ class FakeSpeaker:
         order = list(range(len(planned)))
         for first, second in reorder:
             order[first], order[second] = order[second], order[first]
+        delays = dict(delay or {})
+        if delays:
+            order.sort(key=lambda index: offsets[index] + delays.get(index, 0.0))
         sent: list[SentPacket] = []
         waiting = True
         self._playing += 1
@@ -669,6 +687,9 @@ class FakeSpeaker:
                     await self.server._until_known(self.user_id, self.ssrc)
             started = clock()
             hooks = dict(at or {})
+            # His client encodes and DAVE-encrypts in order; the network reorders afterwards.
+            frames: dict[int, tuple[bytes, bool] | None] = {}
+            encoded = 0
             for position, index in enumerate(order):
                 hook = hooks.get(position)
                 if hook is not None:
@@ -676,27 +697,42 @@ class FakeSpeaker:
                     outcome = hook()
                     if inspect.isawaitable(outcome):
                         await outcome
-                due = started + offsets[position]
+                due = started + (
+                    offsets[index] + delays.get(index, 0.0) if delays else offsets[position]
+                )
                 if realtime:
                     delay = due - clock()
                     if delay > 0:
                         await asyncio.sleep(delay)
                 else:
                     await clock.wait_turn(id(self), due)
+                while encoded <= index:
+                    frames[encoded] = self._encode(
+                        planned[encoded], muted=encoded in muted, corrupt=corrupt_dave
+                    )
+                    encoded += 1
+                frame = frames.pop(index)
                 if index in lost:
                     continue
                 copies = 2 if index in doubled else 1
                 packet = self._send(
-                    planned[index], muted=index in muted, corrupt=corrupt_dave,
+                    planned[index], frame, muted=index in muted,
                     extension=extension, padding=padding, copies=copies,
                 )
                 self._count_packet()
+                if self._announce_in is not None and self._announce_in <= 0:
+                    self._announce_in = None
+                    await self.announce()
+                    if not realtime:
+                        await self.server._until_known(self.user_id, self.ssrc)
                 if packet is None:
                     await asyncio.sleep(0)
                     continue
                 sent.append(packet)
-                if waiting and bot.udp_address is not None:
-                    waiting = await self.server._until_read(bot.udp_address)
+                # The bot's connection now: it may have reconnected (another UDP socket) meanwhile.
+                current = self._call.bot
+                if waiting and current is not None and current.udp_address is not None:
+                    waiting = await self.server._until_read(current.udp_address)
         finally:
             clock.rest(id(self))
             self._playing -= 1
@@ -704,31 +740,33 @@ class FakeSpeaker:
                 self._flush_switches()
         return sent
 
+    def _encode(self, packet: SentPacket, *, muted: bool, corrupt: bool) -> tuple[bytes, bool] | None:
+        """The frame his client makes of a packet (DAVE-encrypted or not), or None if it cannot."""
+        if muted:
+            return SFU_SILENCE, False
+        if self.mode == _E2EE and self.session is not None:
+            frame = self.session.encrypt_opus(packet.opus)
+            if corrupt and frame.endswith(b"\xfa\xfa"):
+                frame = bytes([frame[0] ^ 0x55]) + frame[1:]
+            return frame, True
+        if self.mode == _PLAIN:
+            return packet.opus, False
+        return None  # libdave has no key to encrypt with: the frame is dropped
+
     def _send(
         self,
         packet: SentPacket,
+        encoded: tuple[bytes, bool] | None,
         *,
         muted: bool,
-        corrupt: bool,
         extension: bool,
         padding: bool,
         copies: int,
     ) -> SentPacket | None:
         bot = self._call.bot
-        if bot is None or bot.udp_address is None or bot.secret_key is None:
+        if bot is None or bot.udp_address is None or bot.secret_key is None or encoded is None:
             return None
-        encrypted = False
-        if muted:
-            frame = SFU_SILENCE
-        elif self.mode == _E2EE and self.session is not None:
-            frame = self.session.encrypt_opus(packet.opus)
-            encrypted = True
-            if corrupt and frame.endswith(b"\xfa\xfa"):
-                frame = bytes([frame[0] ^ 0x55]) + frame[1:]
-        elif self.mode == _PLAIN:
-            frame = packet.opus
-        else:
-            return None  # libdave has no key to encrypt with: the frame is dropped
+        frame, encrypted = encoded
         datagram = bot.rtp_datagram(
             RTPHeader(packet.sequence, packet.timestamp, self.ssrc, marker=packet.index == 0),
             frame,
@@ -1212,8 +1250,10 @@ class FakeVoiceServer:
     its SPEAKING. ``transition_lag`` is how many packets a
     speaker still sends the old way after a transition executed;
     ``transition_delay`` how long (on the call's clock) the gateway waits
-    after the bot's op 23 before op 22. ``seed`` seeds the random SSRC-stream
-    counters of reconnecting speakers.
+    after the bot's op 23 before op 22. ``speaking_delay`` is how long (the
+    call's clock) a new connection of the bot waits for the SPEAKING of
+    members already talking. ``seed`` seeds the random SSRC-stream counters
+    of reconnecting speakers.
     """
 
     def __init__(
@@ -1226,9 +1266,11 @@ class FakeVoiceServer:
         clock: MediaClock | None = None,
         transition_lag: int = 0,
         transition_delay: float = 0.0,
+        speaking_delay: float = 0.0,
         seed: int = 0,
     ) -> None:
         self.dave = dave
+        self.speaking_delay = speaking_delay
         self.bad_proposal_signature = bad_proposal_signature
         self.response_timeout = response_timeout
         self.heartbeat_interval_ms = heartbeat_interval_ms
@@ -1256,6 +1298,9 @@ class FakeVoiceServer:
         self._transition_ids = itertools.count(1)
         self._connection_ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
+        self._site: web.TCPSite | None = None
+        self.endpoints: list[str] = []
+        """Every endpoint the server listened on, in order (the last is ``endpoint``)."""
         self._udp: asyncio.DatagramTransport | None = None
         self._udp_port = 0
         self._tasks: set[asyncio.Task[None]] = set()
@@ -1265,7 +1310,6 @@ class FakeVoiceServer:
 
     async def start(self) -> None:
         """Listen on 127.0.0.1: TLS websocket and UDP, each on a free port."""
-        certificate = _test_certificate()
         loop = asyncio.get_running_loop()
         transport, _ = await loop.create_datagram_endpoint(
             lambda: _UDPProtocol(self), local_addr=("127.0.0.1", 0)
@@ -1276,14 +1320,45 @@ class FakeVoiceServer:
         app.router.add_get("/", self._handle_websocket)
         self._runner = web.AppRunner(app, handle_signals=False)
         await self._runner.setup()
+        await self._listen()
+
+    async def _listen(self) -> None:
+        """Serve the voice websocket on a new free port; it becomes ``endpoint``."""
+        assert self._runner is not None
         site = web.TCPSite(
-            self._runner, "127.0.0.1", 0, ssl_context=_server_ssl_context(certificate)
+            self._runner, "127.0.0.1", 0, ssl_context=_server_ssl_context(_test_certificate())
         )
         await site.start()
         server = site._server
         assert isinstance(server, asyncio.Server)
         port = server.sockets[0].getsockname()[1]
+        self._site = site
         self.endpoint = f"127.0.0.1:{port}"
+        self.endpoints.append(self.endpoint)
+
+    async def move_endpoint(self) -> str:
+        """The call moves to another voice server: a new endpoint; the old one stops listening.
+
+        The calls, their MLS groups and the UDP media stay (one process plays
+        both servers); connections already open stay open until the bot
+        closes them. Tell the bot with the main gateway's VOICE_SERVER_UPDATE.
+        """
+        old = self._site
+        await self._listen()
+        if old is not None:
+            await old.stop()
+        return self.endpoint
+
+    async def close_bot_websocket(self, code: int | None = 4015) -> None:
+        """Close the bot's current voice websocket with ``code`` (None: abort the TCP connection)."""
+        connection = self.connections[-1] if self.connections else None
+        if connection is None or connection.ws.closed:
+            raise RuntimeError("the bot has no open voice websocket")
+        if code is None:
+            if isinstance(connection.transport, asyncio.Transport):
+                connection.transport.abort()
+            return
+        await connection.ws.close(code=code)
 
     async def close(self) -> None:
         """Stop serving; close the bot's websocket and the UDP endpoint."""
@@ -1580,6 +1655,12 @@ class FakeVoiceServer:
             await connection.send_json(
                 OP_CLIENTS_CONNECT, {"user_ids": [str(user) for user in connected]}
             )
+            # Those talking now: their SPEAKING reaches the new connection, ``speaking_delay``
+            # later (counted in their packets, 20 ms each: the call's clock jumps with them).
+            # At least one packet later: SPEAKING and audio race, the audio wins here.
+            for speaker in call.speakers.values():
+                if speaker.connected and speaker._playing:
+                    speaker._announce_in = max(1, round(self.speaking_delay / FRAME_SECONDS))
         self.bot_connected.set()
 
     async def _on_binary(self, connection: _BotConnection, data: bytes) -> None:

@@ -959,6 +959,28 @@ class World:
                 only=session,
             )
 
+    def move_voice_server(self, guild_id: int) -> None:
+        """Discord moves the bot's call in this guild to another voice server: a
+        VOICE_SERVER_UPDATE (new token, the voice server's endpoint now) while it is connected.
+
+        discord.py then closes its voice websocket (4014) and connects to the
+        endpoint given; move the fake voice server first
+        (:meth:`tests.fakediscord.voice.FakeVoiceServer.move_endpoint`).
+        """
+        guild = self.state.guild(guild_id)
+        voice = guild.voice_states.get(self.bot_user.id)
+        if voice is None or self.voice_server is None:
+            raise ValueError(f"the bot is in no voice channel of guild {guild_id}")
+        session = self.gateway.sessions.get(voice.session_id)
+        if session is None:
+            raise ValueError(f"the bot's voice state names no gateway session ({voice.session_id})")
+        token = self.voice_server.expect(guild.id, voice.channel_id, self.bot_user.id, voice.session_id)
+        self.gateway.dispatch(
+            "VOICE_SERVER_UPDATE",
+            {"token": token, "guild_id": str(guild.id), "endpoint": self.voice_server.endpoint},
+            only=session,
+        )
+
     # questions ---------------------------------------------------------------------
 
     def client_view(self, user_id: int, guild_id: int | None = None) -> ClientView:

@@ -65,23 +65,31 @@ def assert_nothing_posted(tb: Tribune) -> None:
     assert not [m for m in tb.city_messages() if pattern.fullmatch(m.content)]
 
 
-async def test_a_speaker_who_leaves_gets_what_he_said_posted() -> None:
+async def test_a_speaker_who_leaves_and_stays_away_gets_what_he_said_posted() -> None:
     async with tribune() as tb:
         await tb.ask()
         nominee = await tb.join()
         client = await tb.recording()
+        started = tb.cog.recording[tb.live.id][1].recording_started
         before = client.receiver.stats.delivered
         sent = await nominee.play(opus_packets()[:250])
         await tb.delivered(client, before + len(sent))
 
         await tb.leave(nominee)
+        left_at = tb.server.clock()
+        stepped_out = ru("lastword.stepped_out", player=mention(tb.nominee), seconds=FAST.leave_grace)
+        await tb.table.fake.wait_until(lambda: tb.containing(stepped_out), 5, "nobody was told he left")
+        assert not tb.voice_messages(), "he has the grace to come back"
+        tb.server.clock.advance(FAST.leave_grace)  # and does not
         await tb.finished()
 
         voice = await tb.voice_message()
         attachment = voice.attachments[0]
         recorded, _ = recorded_audio(attachment.data)
         assert recorded[: len(sent)] == expected_packets(sent)
-        assert attachment.duration_secs is not None and attachment.duration_secs >= 5.0
+        # The file ends where he left, not where the grace ran out.
+        assert attachment.duration_secs is not None
+        assert 5.0 <= attachment.duration_secs <= left_at - started + 0.2
         assert await outcome_line(tb) == ru("lastword.outcome.left", player=mention(tb.nominee),
                                             length=clock_text(attachment.duration_secs))
         assert len(tb.with_attachments()) == 1
@@ -126,17 +134,47 @@ async def test_a_bot_that_cannot_join_the_tribune_is_technical() -> None:
         await speak_and_post(tb, nominee)
 
 
-async def test_a_dropped_voice_connection_is_technical_and_he_may_speak_again() -> None:
+def connects(tb: Tribune) -> int:
+    """The bot's op 4 requests to join the tribune so far."""
+    return len([r for r in tb.table.fake.voice_requests if str(r.get("channel_id")) == str(tb.voice_channel)])
+
+
+async def test_a_voice_server_gone_for_good_after_his_words_posts_what_he_said() -> None:
     async with tribune() as tb:
+        tb.cog.reconnect_backoff = 0.05
         await tb.ask()
         nominee = await tb.join()
         client = await tb.recording()
         before = client.receiver.stats.delivered
-        sent = await nominee.play(opus_packets()[:100])
+        sent = await nominee.play(opus_packets()[:150])
         await tb.delivered(client, before + len(sent))
+        joined = connects(tb)
 
         await tb.server.drop_connection()
-        await tb.finished()
+        await tb.finished(timeout=30)
+
+        # Three fresh connections tried, then what he said is posted: his last word is had.
+        assert connects(tb) - joined == LastWord().reconnect_attempts == 3
+        voice = await tb.voice_message()
+        recorded, _ = recorded_audio(voice.attachments[0].data)
+        assert recorded[: len(sent)] == expected_packets(sent)
+        duration = voice.attachments[0].duration_secs
+        assert duration is not None and duration >= 3.0
+        assert await outcome_line(tb) == ru("lastword.outcome.connection_lost_kept", player=mention(tb.nominee),
+                                            length=clock_text(duration))
+        assert not tb.containing(technical(tb))
+        assert tb.used_up()
+
+
+async def test_a_dropped_voice_connection_before_he_speaks_is_technical_and_he_may_speak_again() -> None:
+    async with tribune() as tb:
+        tb.cog.reconnect_backoff = 0.05
+        await tb.ask()
+        await tb.join()
+        await tb.recording()
+
+        await tb.server.drop_connection()
+        await tb.finished(timeout=30)
 
         assert await outcome_line(tb) == ru("lastword.outcome.connection_lost")
         assert len(tb.containing(technical(tb))) == 1

@@ -97,6 +97,25 @@ async def posted(tb: Tribune) -> bytes:
     return ogg
 
 
+def assert_segments_where_sent(
+    ogg: bytes, segments: Sequence[Sequence[SentPacket]], started: float
+) -> list[tuple[int, bytes]]:
+    """One file with every packet sent, in order, and nothing else; each stretch where it
+    was said: its first packet where it was sent (``started``: the recording's start), the
+    rest 20 ms apart. Returns the file's spoken packets with their starts."""
+    sent = [packet for segment in segments for packet in segment]
+    words = spoken(ogg)
+    assert [packet for _, packet in words] == [packet.opus for packet in sent]
+    index = 0
+    for segment in segments:
+        first = words[index][0] / RATE
+        assert abs(first - (segment[0].sent_at - started)) < TOLERANCE
+        starts = [start for start, _ in words[index : index + len(segment)]]
+        assert [b - a for a, b in zip(starts, starts[1:], strict=False)] == [FRAME] * (len(segment) - 1)
+        index += len(segment)
+    return words
+
+
 def assert_decodes_to(ogg: bytes, packets: Sequence[bytes]) -> None:
     """The file decodes sample for sample as the packets (in the file's order) do."""
     decoded = decode(ogg)
@@ -130,20 +149,8 @@ async def test_a_nominee_who_reconnects_twice_gets_one_recording_of_all_he_said(
         assert client.receiver.stats.dave_errors == 0
         ogg = await posted(tb)
 
-        # One file with every packet he sent, in order, and nothing else.
-        words = spoken(ogg)
-        assert [packet for _, packet in words] == [packet.opus for packet in sent]
-        # Each stretch where it was said: its first packet where it was sent, the rest
-        # 20 ms apart; what he said runs as long in the file as it did when sent.
-        index = 0
-        for segment in segments:
-            first = words[index][0] / RATE
-            assert abs(first - (segment[0].sent_at - started)) < TOLERANCE
-            starts = [start for start, _ in words[index : index + len(segment)]]
-            assert [b - a for a, b in zip(starts, starts[1:], strict=False)] == [FRAME] * (
-                len(segment) - 1
-            )
-            index += len(segment)
+        words = assert_segments_where_sent(ogg, segments, started)
+        # What he said runs as long in the file as it did when sent.
         said_in_file = (words[-1][0] + FRAME - words[0][0]) / RATE
         said_when_sent = sent[-1].sent_at + 0.02 - sent[0].sent_at
         assert abs(said_in_file - said_when_sent) < TOLERANCE

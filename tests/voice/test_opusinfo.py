@@ -11,6 +11,16 @@ from tests.voice.conftest import OPUSINFO, opusinfo_problems
 from tests.voice.speech import opus_packets
 
 
+def written(count: int, end_timestamp: int | None = None) -> bytes:
+    """An Ogg Opus file of the first ``count`` speech packets, as the writer makes it."""
+    sink = io.BytesIO()
+    writer = OggOpusWriter(sink)
+    for index, packet in enumerate(opus_packets()[:count]):
+        writer.feed(index, index * 960, packet)
+    writer.close(end_timestamp=end_timestamp)
+    return sink.getvalue()
+
+
 def test_opusinfo_is_installed_to_check_every_recording() -> None:
     if OPUSINFO is None:
         pytest.skip(
@@ -24,14 +34,10 @@ def test_opusinfo_finds_what_the_writer_used_to_get_wrong() -> None:
     """The check can fail: a file whose silence sits in one 5-second page is refused."""
     if OPUSINFO is None:
         pytest.skip("opusinfo not installed (Debian: apt-get install -y opus-tools)")
-    sink = io.BytesIO()
-    writer = OggOpusWriter(sink)
-    for index, packet in enumerate(opus_packets()[:50]):
-        writer.feed(index, index * 960, packet)
-    writer.close(end_timestamp=50 * 960 + 10 * 48_000)
-    assert opusinfo_problems(sink.getvalue()) == []
+    data = written(50, end_timestamp=50 * 960 + 10 * 48_000)
+    assert opusinfo_problems(data) == []
     # The same stream with its pages merged the old way (255 segments per page).
-    pages = _repaged(sink.getvalue())
+    pages = _repaged(data)
     assert any("muxing delay" in problem for problem in opusinfo_problems(pages))
 
 
@@ -72,3 +78,15 @@ def _repaged(data: bytes) -> bytes:
         last = number == len(chunks) - 1
         page(0x04 if last else 0, pages[-1].granule if last else granule, chunk)
     return bytes(out)
+
+
+def test_oggz_validate_is_installed_and_refuses_a_stream_cut_short() -> None:
+    """The second reader can fail too: the same valid file without its last (EOS) page is refused."""
+    from tests.voice.conftest import OGGZ_VALIDATE, oggz_problems
+
+    if OGGZ_VALIDATE is None:
+        pytest.skip("oggz-validate not installed (Debian: apt-get install -y oggz-tools)")
+    data = written(200)
+    assert oggz_problems(data) == []
+    last = data.rindex(b"OggS")
+    assert any("missing *** eos" in problem for problem in oggz_problems(data[:last]))

@@ -9,11 +9,18 @@ from dataclasses import replace
 
 import pytest
 
-from bot.voice.receiver import DaveTransitions, ReceivedPacket, SpeakerDirectory
+from bot.voice.receiver import (
+    DaveTransitions,
+    ReceivedPacket,
+    ReceivingVoiceClient,
+    SpeakerDirectory,
+    UserStats,
+)
 from bot.voice.rtp import RTPHeader, build_rtpsize_packet
 from tests.fakediscord.voice import FakeSpeaker, SentPacket
 from tests.voice.speech import opus_packets
 from tests.voice.test_fake_voice import (
+    VoiceWorld,
     connected_with_dave,
     voice_world,
     wait_until,
@@ -39,6 +46,28 @@ class BrokenSink(ListSink):
         if packet.sequence % 3 == 0:
             raise OSError("disk full")
         super().write_packet(packet)
+
+
+def on_the_call_clock(world: VoiceWorld, voice_client: ReceivingVoiceClient) -> None:
+    """Stamp arrivals with the call's clock, and let the speakers pace themselves on the bot."""
+    server = world.server
+    receiver = voice_client.receiver
+    receiver.clock = server.clock
+    server.receipts = lambda: receiver.stats.datagrams
+
+
+async def registered(
+    world: VoiceWorld, *, call_clock: bool = False
+) -> tuple[FakeSpeaker, ReceivingVoiceClient, ListSink, UserStats]:
+    """The nominee in the call with DAVE settled, and a sink registered for him."""
+    nominee = await world.join(world.nominee_id)
+    voice_client = await connected_with_dave(world)
+    if call_clock:
+        on_the_call_clock(world, voice_client)
+    await nominee.wait_in_group()
+    sink = ListSink()
+    stats = voice_client.receiver.register(world.nominee_id, sink)
+    return nominee, voice_client, sink, stats
 
 
 def as_written(sent: list[SentPacket]) -> list[tuple[int, int, bytes]]:
@@ -74,13 +103,9 @@ async def test_only_the_registered_speaker_is_delivered_byte_for_byte_while_anot
         assert receiver_stats.delivered == 200
 
 
-async def test_loss_reordering_and_silence_reach_the_sink_as_sent() -> None:
+async def test_loss_reordering_and_silence_reach_the_sink_in_sequence_order() -> None:
     async with voice_world() as world:
-        nominee = await world.join(world.nominee_id)
-        voice_client = await connected_with_dave(world)
-        await nominee.wait_in_group()
-        sink = ListSink()
-        voice_client.receiver.register(world.nominee_id, sink)
+        nominee, voice_client, sink, stats = await registered(world)
 
         sent = await nominee.play(
             opus_packets()[:60],
@@ -94,7 +119,9 @@ async def test_loss_reordering_and_silence_reach_the_sink_as_sent() -> None:
         )
         await wait_until(lambda: len(sink.packets) == 57)
 
-        assert sink.packets == as_written(sent)
+        # Sent out of order, handed on in order (the jitter buffer, before DAVE).
+        assert sink.packets == as_written(sorted(sent, key=lambda packet: packet.index))
+        assert voice_client.receiver.stats.dave_errors == 0
         order = list(range(60))
         order[10], order[12] = order[12], order[10]
         order[30], order[31] = order[31], order[30]
@@ -128,11 +155,7 @@ async def test_two_registered_users_each_get_their_own_audio() -> None:
 
 async def test_audio_before_its_speaking_event_is_held_and_replayed() -> None:
     async with voice_world() as world:
-        nominee = await world.join(world.nominee_id)
-        voice_client = await connected_with_dave(world)
-        await nominee.wait_in_group()
-        sink = ListSink()
-        voice_client.receiver.register(world.nominee_id, sink)
+        nominee, voice_client, sink, stats = await registered(world)
 
         early = await nominee.play(opus_packets()[:10], announce=False)
         await wait_until(lambda: voice_client.receiver.stats.unknown_ssrc == 10)
@@ -146,11 +169,7 @@ async def test_audio_before_its_speaking_event_is_held_and_replayed() -> None:
 
 async def test_garbage_rtcp_and_forgeries_are_counted_and_the_reader_lives_on() -> None:
     async with voice_world() as world:
-        nominee = await world.join(world.nominee_id)
-        voice_client = await connected_with_dave(world)
-        await nominee.wait_in_group()
-        sink = ListSink()
-        stats = voice_client.receiver.register(world.nominee_id, sink)
+        nominee, voice_client, sink, stats = await registered(world)
         await nominee.play(opus_packets()[:1])
         await wait_until(lambda: len(sink.packets) == 1)
         server = world.server
@@ -193,11 +212,7 @@ async def test_a_failing_sink_loses_only_its_packets() -> None:
 
 async def test_corrupted_dave_frames_are_counted_not_delivered() -> None:
     async with voice_world() as world:
-        nominee = await world.join(world.nominee_id)
-        voice_client = await connected_with_dave(world)
-        await nominee.wait_in_group()
-        sink = ListSink()
-        stats = voice_client.receiver.register(world.nominee_id, sink)
+        nominee, voice_client, sink, stats = await registered(world)
 
         await nominee.play(opus_packets()[:20], corrupt_dave=True)
         await wait_until(lambda: stats.dave_errors == 20)
@@ -253,16 +268,12 @@ async def test_duplicates_are_dropped_before_dave_and_are_not_dave_errors(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async with voice_world() as world:
-        nominee = await world.join(world.nominee_id)
-        voice_client = await connected_with_dave(world)
-        await nominee.wait_in_group()
-        sink = ListSink()
-        stats = voice_client.receiver.register(world.nominee_id, sink)
+        nominee, voice_client, sink, stats = await registered(world)
 
         sent = await nominee.play(opus_packets()[:60], duplicate={0, 5, 6, 59}, reorder=[(7, 9)])
         await wait_until(lambda: stats.delivered + stats.duplicates == 64)
 
-        assert sink.packets == as_written(sent)
+        assert sink.packets == as_written(sorted(sent, key=lambda packet: packet.index))
         assert stats.duplicates == 4 and voice_client.receiver.stats.duplicates == 4
         assert stats.dave_errors == 0
         assert not [r for r in caplog.records if "DAVE" in r.getMessage()]
@@ -270,11 +281,7 @@ async def test_duplicates_are_dropped_before_dave_and_are_not_dave_errors(
 
 async def test_sfu_silence_frames_pass_unencrypted() -> None:
     async with voice_world() as world:
-        nominee = await world.join(world.nominee_id)
-        voice_client = await connected_with_dave(world)
-        await nominee.wait_in_group()
-        sink = ListSink()
-        stats = voice_client.receiver.register(world.nominee_id, sink)
+        nominee, voice_client, sink, stats = await registered(world)
 
         sent = await nominee.play(opus_packets()[:40], sfu_silence=range(10, 25))
         await wait_until(lambda: len(sink.packets) == 40)
@@ -307,11 +314,7 @@ class Background:
 
 async def test_an_epoch_change_mid_speech_loses_nothing() -> None:
     async with voice_world(transition_lag=8) as world:
-        nominee = await world.join(world.nominee_id)
-        voice_client = await connected_with_dave(world)
-        await nominee.wait_in_group()
-        sink = ListSink()
-        stats = voice_client.receiver.register(world.nominee_id, sink)
+        nominee, voice_client, sink, stats = await registered(world)
         session = voice_client._connection.dave_session
         assert session is not None
         epoch = session.epoch
@@ -345,11 +348,7 @@ async def test_an_epoch_change_mid_speech_loses_nothing() -> None:
 
 async def test_a_client_without_dave_joining_and_leaving_leaves_no_ciphertext() -> None:
     async with voice_world(transition_lag=12, transition_delay=0.3) as world:
-        nominee = await world.join(world.nominee_id)
-        voice_client = await connected_with_dave(world)
-        await nominee.wait_in_group()
-        sink = ListSink()
-        stats = voice_client.receiver.register(world.nominee_id, sink)
+        nominee, voice_client, sink, stats = await registered(world)
         connection = voice_client._connection
         server = world.server
         background = Background()
@@ -448,3 +447,72 @@ async def test_directory_hook_never_raises() -> None:
     await directory.on_voice_ws_message(None, {"op": 11, "d": {"user_ids": None}})
     await directory.on_voice_ws_message(None, {"op": 5, "d": None})
     assert directory.user_for(1) is None
+
+
+
+async def test_a_speaking_event_seconds_late_loses_nothing_of_the_start() -> None:
+    async with voice_world() as world:
+        nominee, voice_client, sink, stats = await registered(world, call_clock=True)
+
+        # Two and a half seconds of speech on an SSRC nobody has named yet (125 packets).
+        early = await nominee.play(opus_packets()[:125], announce=False)
+        await wait_until(lambda: voice_client.receiver.stats.unknown_ssrc == 125)
+        assert sink.packets == []
+        await nominee.announce()
+        await wait_until(lambda: len(sink.packets) == 125)
+
+        assert sink.packets == as_written(early)
+        assert voice_client.receiver.stats.dave_errors == 0
+
+
+async def test_the_unnamed_hold_is_measured_in_seconds() -> None:
+    async with voice_world() as world:
+        nominee = await world.join(world.nominee_id)
+        voice_client = await connected_with_dave(world)
+        on_the_call_clock(world, voice_client)
+        await nominee.wait_in_group()
+        sink = ListSink()
+        receiver = voice_client.receiver
+        receiver.register(world.nominee_id, sink)
+
+        # Eight seconds unnamed: only the last five (the hold) are still there when it is named.
+        early = await nominee.play(opus_packets()[:400], announce=False)
+        await wait_until(lambda: receiver.stats.unknown_ssrc == 400)
+        await nominee.announce()
+        kept = [packet for packet in early if packet.sent_at >= world.server.clock() - receiver.unnamed_hold]
+        await wait_until(lambda: len(sink.packets) == len(kept))
+        assert 240 <= len(kept) <= 251
+        assert sink.packets == as_written(kept)
+
+
+async def test_a_second_frame_that_overtakes_the_first_of_a_stream_decrypts_both() -> None:
+    async with voice_world() as world:
+        nominee, voice_client, sink, stats = await registered(world)
+
+        # The stream's first frame arrives after its second, and again after a reconnect.
+        first = await nominee.play(opus_packets()[:30], reorder=[(0, 1)])
+        await wait_until(lambda: len(sink.packets) == 30)
+        await nominee.reconnect(away=0.5)
+        await nominee.wait_in_group()
+        second = await nominee.play(opus_packets()[30:60], reorder=[(0, 1)])
+        await wait_until(lambda: len(sink.packets) == 60)
+
+        assert [packet.encrypted for packet in first + second] == [True] * 60
+        assert stats.dave_errors == 0
+        by_index = sorted(first, key=lambda p: p.index) + sorted(second, key=lambda p: p.index)
+        assert sink.packets == as_written(by_index)
+
+
+async def test_packets_up_to_a_third_of_a_second_late_are_put_back_in_order() -> None:
+    async with voice_world() as world:
+        nominee, voice_client, sink, stats = await registered(world, call_clock=True)
+
+        # Every fifth packet 130 to 330 ms late: overtaken by up to 16 others.
+        late = {index: 0.13 + 0.01 * (index % 21) for index in range(5, 300, 5)}
+        sent = await nominee.play(opus_packets()[:300], delay=late, lose={77, 78})
+        await wait_until(lambda: len(sink.packets) == 298)
+
+        arrival = [packet.index for packet in sent]
+        assert arrival != sorted(arrival)
+        assert sink.packets == as_written(sorted(sent, key=lambda p: p.index))
+        assert stats.dave_errors == 0

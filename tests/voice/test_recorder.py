@@ -233,23 +233,58 @@ async def test_nominee_who_never_joins() -> None:
         assert sink.placed == []
 
 
-async def test_nominee_who_leaves_while_speaking() -> None:
+async def test_nominee_who_leaves_while_speaking_and_stays_away() -> None:
     async with voice_world() as world:
         voice_client, speaker, sink = await nominee_in_channel(world)
-        _, running = start_recording(world, voice_client, sink, max_seconds=10.0)
+        voice_client.receiver.clock = world.server.clock
+        recorder, running = start_recording(world, voice_client, sink, max_seconds=60.0, leave_grace=20.0)
         await recording_started(world, voice_client)
 
         await speaker.play(opus_packets()[:20])
         await wait_until(lambda: len(sink.placed) == 20)
         await world.leave(speaker)
+        await wait_until(lambda: recorder.away_since is not None)
+        assert not running.done(), "he may come back"
+        world.server.clock.advance(20.0)
         result = await asyncio.wait_for(running, 5)
 
         assert result.outcome is RecordingOutcome.left
-        assert not result.outcome.technical_failure
+        assert not result.technical_failure
         assert result.packets_written == 20
+        assert result.recorded_seconds < 2.0, "it ends where he left, not where the grace ran out"
+        assert result.absences == 0
 
 
-async def test_connection_drop_is_a_technical_failure() -> None:
+async def test_nominee_who_steps_out_and_comes_back_within_the_grace() -> None:
+    async with voice_world() as world:
+        voice_client, speaker, sink = await nominee_in_channel(world)
+        voice_client.receiver.clock = world.server.clock
+        told: list[bool] = []
+        recorder, running = start_recording(world, voice_client, sink, max_seconds=60.0, leave_grace=20.0,
+                                             on_absence=told.append)  # type: ignore[arg-type]
+        await recording_started(world, voice_client)
+
+        first = await speaker.play(opus_packets()[:20])
+        await wait_until(lambda: len(sink.placed) == 20)
+        await world.leave(speaker)
+        await wait_until(lambda: told == [True])
+        world.server.clock.advance(12.0)
+        back = await world.join(world.nominee_id)
+        await wait_until(lambda: told == [True, False])
+        await back.wait_in_group()
+        second = await back.play(opus_packets()[20:40])
+        await wait_until(lambda: len(sink.placed) == 40)
+        recorder.stop()
+        result = await asyncio.wait_for(running, 5)
+
+        assert result.outcome is RecordingOutcome.stopped
+        assert result.absences == 1 and result.streams == 2
+        assert [opus for _, _, opus in sink.placed] == opus_of(first) + opus_of(second)
+        gap = (sink.placed[20][1] - sink.placed[19][1]) / 48_000
+        assert gap >= 12.0, "the time he was away is in the recording"
+
+
+async def test_connection_drop_without_a_way_back_ends_with_what_it_holds() -> None:
     async with voice_world() as world:
         voice_client, speaker, sink = await nominee_in_channel(world)
         _, running = start_recording(world, voice_client, sink, max_seconds=10.0)
@@ -261,7 +296,28 @@ async def test_connection_drop_is_a_technical_failure() -> None:
         result = await asyncio.wait_for(running, 5)
 
         assert result.outcome is RecordingOutcome.connection_lost
-        assert result.outcome.technical_failure
+        assert result.outcome.technical_failure and not result.technical_failure, "he spoke: it is posted"
+        assert result.packets_written == 10
+
+
+async def test_reconnects_are_bounded() -> None:
+    async with voice_world() as world:
+        voice_client, speaker, sink = await nominee_in_channel(world)
+        attempts: list[float] = []
+
+        async def reconnect() -> ReceivingVoiceClient:
+            attempts.append(world.server.clock())
+            raise ConnectionError("no voice server answers")
+
+        _, running = start_recording(world, voice_client, sink, max_seconds=10.0, reconnect=reconnect,
+                                     reconnect_attempts=3, reconnect_backoff=0.01)  # type: ignore[arg-type]
+        await recording_started(world, voice_client)
+        await world.server.drop_connection()
+        result = await asyncio.wait_for(running, 5)
+
+        assert len(attempts) == 3
+        assert result.outcome is RecordingOutcome.connection_lost and result.technical_failure
+        assert "3 reconnects failed" in result.detail and "no voice server answers" in result.detail
 
 
 async def test_frames_that_fail_dave_decryption() -> None:

@@ -481,3 +481,20 @@ async def test_concurrent_threads_give_the_same_results(uploads: dict[str, bytes
     )
     for name, prepared in zip(names, together, strict=True):
         assert prepared == alone[name]
+
+
+def test_an_upload_holds_its_decoded_audio_once() -> None:
+    """Ten minutes in, three minutes out: the decoded PCM (17 MiB) held once (a growing
+    buffer's slack included), no copies of it (there were three: 67 MiB)."""
+    import tracemalloc
+
+    data = tone_wav(600)
+    tracemalloc.start()
+    try:
+        prepared = prepare_upload(data, "long.wav", "audio/wav")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    pcm = 180 * 48000 * 2
+    assert prepared.duration_secs == 180.0
+    assert peak < 1.25 * pcm + len(prepared.ogg_bytes) + 2 * 1024 * 1024, f"{peak / 2**20:.1f} MiB"
