@@ -23,7 +23,7 @@ from discord.ext import commands
 from bot.collector import CollectorPolicy
 from bot.config import Config
 from bot.errors import UserError
-from bot.i18n import CatalogueTranslator, t, warm_up
+from bot.i18n import t, warm_up
 from bot.options import OptionRefused, options_within_limits
 from bot.outbox import Outbox
 from bot.pacing import Pacer, pace, share
@@ -31,6 +31,7 @@ from bot.permissions import invite_url
 from bot.service import Clock, Expired, GameService, NoGame
 from bot.storage import GameExists, Storage
 from bot.timers import PhaseTimers
+from bot.translator import CatalogueTranslator
 from cogs.mentions import set_command_ids
 from rules import RuleError
 
