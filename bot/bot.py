@@ -140,7 +140,8 @@ class ProkuratorBot(commands.AutoShardedBot):
         if self.shard_ids is not None:
             log.info("running shard(s) %s of %s", ",".join(map(str, self.shard_ids)), self.shard_count)
         self.service = GameService(self.storage, self.config, clock=self.clock)
-        self.outbox = Outbox(self.storage, self.http, self_id=self.user.id if self.user else None)
+        self.outbox = Outbox(self.storage, self.http, call_timeout=self.config.call_timeout,
+                             self_id=self.user.id if self.user else None)
         self.timers = PhaseTimers(
             self.service, reminders=self.config.timers.reminders, clock=self.clock
         )

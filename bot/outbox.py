@@ -49,6 +49,7 @@ import discord
 from discord.http import Route
 from discord.utils import time_snowflake
 
+from bot.config import Config
 from bot.storage import LANES, OutboxItem, Storage
 
 log = logging.getLogger(__name__)
@@ -57,8 +58,8 @@ log = logging.getLogger(__name__)
 BACKOFF_START = 0.5
 BACKOFF_MAX = 60.0
 
-#: how long one REST call may take before it counts as lost (and is retried)
-CALL_TIMEOUT = 15.0
+#: how long one REST call may take before it counts as lost (and is retried); config's ``call_timeout``
+CALL_TIMEOUT = float(Config.call_timeout)
 #: how long a handler of another module (a voice message upload) may take in all
 HANDLER_TIMEOUT = 180.0
 #: how long after its first attempt a message's nonce is trusted to stop a second post; Discord

@@ -28,6 +28,7 @@ import pytest
 
 from rules import Game, Setup, command_from_dict
 from tests.fakediscord import FakeDiscord, InteractionResult, build_standard_guild
+from tests.harness import SUITE_CALL_TIMEOUT
 from tests.storage.plugin import raw_sync
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +43,7 @@ class BotProcess:
         self.config = folder / "config.yaml"
         self.config.write_text(
             f"database: {json.dumps(str(database))}\nlog_level: INFO\n"
-            f"timers: {timers}\n"
+            f"timers: {timers}\ncall_timeout: {SUITE_CALL_TIMEOUT}\n"
         )
         self.log = folder / "bot.log"
         self.process: subprocess.Popen[bytes] | None = None
