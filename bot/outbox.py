@@ -58,6 +58,8 @@ log = logging.getLogger(__name__)
 BACKOFF_START = 0.5
 BACKOFF_MAX = 60.0
 
+#: edits of one message go out at most this often (seconds): a burst of them is one edit
+EDIT_INTERVAL = 1.5
 #: how long one REST call may take before it counts as lost (and is retried); config's ``call_timeout``
 CALL_TIMEOUT = float(Config.call_timeout)
 #: how long a handler of another module (a voice message upload) may take in all
@@ -124,7 +126,7 @@ class Outbox:
         storage: Storage,
         http: discord.http.HTTPClient,
         *,
-        edit_interval: float = 1.5,
+        edit_interval: float = EDIT_INTERVAL,
         call_timeout: float = CALL_TIMEOUT,
         self_id: int | None = None,
         on_failure: FailureHook | None = None,
