@@ -24,7 +24,7 @@ from bot.collector import CollectorPolicy
 from bot.config import Config
 from bot.errors import UserError
 from bot.fairness import CommandLimit, TooFast
-from bot.i18n import CatalogueTranslator, t, warm_up
+from bot.i18n import t, warm_up
 from bot.notices import Notices
 from bot.options import OptionRefused, options_within_limits
 from bot.outbox import Outbox
@@ -33,6 +33,7 @@ from bot.permissions import invite_url
 from bot.service import Clock, Expired, GameService, NoGame
 from bot.storage import GameExists, Storage, is_storage_failure
 from bot.timers import PhaseTimers
+from bot.translator import CatalogueTranslator
 from cogs.mentions import set_command_ids
 from rules import RuleError
 
@@ -155,7 +156,8 @@ class ProkuratorBot(commands.AutoShardedBot):
         if self.shard_ids is not None:
             log.info("running shard(s) %s of %s", ",".join(map(str, self.shard_ids)), self.shard_count)
         self.service = GameService(self.storage, self.config, clock=self.clock)
-        self.outbox = Outbox(self.storage, self.http, self_id=self.user.id if self.user else None)
+        self.outbox = Outbox(self.storage, self.http, call_timeout=self.config.call_timeout,
+                             self_id=self.user.id if self.user else None)
         self.notices = Notices(self.storage)
         if await self.notices.load():
             log.info("some members have answers Discord did not deliver: shown with their next ones")

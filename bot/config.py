@@ -99,6 +99,9 @@ class Config:
     rest_per_second: int = GLOBAL_LIMIT
     """The bot's global limit of REST calls a second (Discord's 50, unless Discord raised it);
     a process serving some of the shards keeps to their share (:mod:`bot.pacing`)."""
+    call_timeout: int = 15
+    """Seconds a REST call of the outbox may take before it is given up and tried again; a
+    restarted process waits as long before it looks for what the previous one was making."""
     timers: Timers = field(default_factory=Timers)
     last_word: LastWord = field(default_factory=LastWord)
     channels: Channels = field(default_factory=Channels)
@@ -257,6 +260,8 @@ def config_from_dict(data: Any) -> Config:
         values["sqlite_synchronous"] = synchronous
     if "rest_per_second" in data:
         values["rest_per_second"] = _check_int("rest_per_second", data["rest_per_second"], 1)
+    if "call_timeout" in data:
+        values["call_timeout"] = _check_int("call_timeout", data["call_timeout"], 1, 120)
     if "timers" in data:
         section = _section("timers", data["timers"])
         _unknown("timers.", section, tuple(f.name for f in fields(Timers)))

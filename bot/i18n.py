@@ -7,8 +7,12 @@ an object of CLDR plural forms instead (``{"one": "{count} голос", "few":
 English needs ``one`` and ``other``); the form is chosen by Babel's plural
 rules for the language from the parameter named ``count`` (or the one named
 by the object's ``"by"`` entry). Slash command names, descriptions and choices
-are localised through :class:`CatalogueTranslator`, which looks up the key
-given in a ``locale_str``'s extras.
+are localised through :class:`bot.translator.CatalogueTranslator`, which looks
+up the key given in a ``locale_str``'s extras.
+
+This module does not import discord.py: ``mafia-bot simulate`` writes its
+transcript from these catalogues, and discord.py with aiohttp would be most
+of its start-up time.
 """
 
 from __future__ import annotations
@@ -16,13 +20,16 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from enum import Enum
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import discord
 from babel import Locale
-from discord import app_commands
+
+if TYPE_CHECKING:
+    import discord
+    from discord import app_commands
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +132,7 @@ def language_of_locale(locale: discord.Locale | str | None) -> str | None:
     """``ru`` or ``en`` for a Discord locale, None for others."""
     if locale is None:
         return None
-    value = locale.value if isinstance(locale, discord.Locale) else str(locale)
+    value = str(locale.value) if isinstance(locale, Enum) else str(locale)  # a discord.Locale
     if value.startswith("ru"):
         return "ru"
     if value.startswith("en"):
@@ -135,21 +142,6 @@ def language_of_locale(locale: discord.Locale | str | None) -> str | None:
 
 def key_str(default: str, key: str) -> app_commands.locale_str:
     """A command string whose localisations come from the catalogue key ``key``."""
+    from discord import app_commands
+
     return app_commands.locale_str(default, key=key)
-
-
-class CatalogueTranslator(app_commands.Translator):
-    """Localises slash commands from the catalogues: Russian and English (both variants)."""
-
-    async def translate(
-        self,
-        string: app_commands.locale_str,
-        locale: discord.Locale,
-        context: app_commands.TranslationContextTypes,
-    ) -> str | None:
-        key = string.extras.get("key")
-        language = language_of_locale(locale)
-        if key is None or language is None:
-            return None
-        entry = catalogue(language).get(key)
-        return entry if isinstance(entry, str) else None

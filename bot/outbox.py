@@ -49,6 +49,7 @@ import discord
 from discord.http import Route
 from discord.utils import time_snowflake
 
+from bot.config import Config
 from bot.storage import LANES, OutboxItem, Storage, is_storage_failure
 
 log = logging.getLogger(__name__)
@@ -57,8 +58,10 @@ log = logging.getLogger(__name__)
 BACKOFF_START = 0.5
 BACKOFF_MAX = 60.0
 
-#: how long one REST call may take before it counts as lost (and is retried)
-CALL_TIMEOUT = 15.0
+#: edits of one message go out at most this often (seconds): a burst of them is one edit
+EDIT_INTERVAL = 1.5
+#: how long one REST call may take before it counts as lost (and is retried); config's ``call_timeout``
+CALL_TIMEOUT = float(Config.call_timeout)
 #: how long a handler of another module (a voice message upload) may take in all
 HANDLER_TIMEOUT = 180.0
 #: how long after its first attempt a message's nonce is trusted to stop a second post; Discord
@@ -126,7 +129,7 @@ class Outbox:
         storage: Storage,
         http: discord.http.HTTPClient,
         *,
-        edit_interval: float = 1.5,
+        edit_interval: float = EDIT_INTERVAL,
         call_timeout: float = CALL_TIMEOUT,
         self_id: int | None = None,
         on_failure: FailureHook | None = None,

@@ -56,13 +56,16 @@ class Pacer:
     """
 
     def __init__(self, limit: int, window: float = WINDOW, *, burst: int = BURST,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
         if limit < 1:
             raise ValueError("a pacer lets at least one call through a window")
         self.limit = limit
         self.window = window
         self.burst = burst
         self.clock = clock
+        self.sleep = sleep
+        """Waits as long on ``clock`` (a test's fake clock comes with its own)."""
         self._due = 0.0
         """When the next call would begin if calls went at the even pace (GCRA's TAT)."""
         self._turn = asyncio.Lock()
@@ -81,7 +84,7 @@ class Pacer:
         async with self._turn:
             self.waited += 1
             while not self._take():
-                await asyncio.sleep(self._due - (self.burst - 1) * self.spacing - self.clock())
+                await self.sleep(self._due - (self.burst - 1) * self.spacing - self.clock())
 
     def _take(self) -> bool:
         """Begin a call now if its place has come."""

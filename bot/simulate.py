@@ -59,12 +59,8 @@ def default_language() -> str:
     return "ru" if locale.split("_")[0] == "ru" else "en"
 
 
-def _step_lines(text: str) -> list[int]:
+def _step_lines(root: yaml.Node | None) -> list[int]:
     """The 1-based line of each item of the top-level ``steps`` list, if there is one."""
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError:
-        return []
     if not isinstance(root, yaml.MappingNode):
         return []
     for key, value in root.value:
@@ -85,10 +81,10 @@ def load_file(path: Path) -> tuple[Any, list[int]]:
             mapping key twice (with its line).
     """
     try:
-        data, text = read_yaml(path)
+        data, root = read_yaml(path)
     except YamlFileError as error:
         raise ScenarioError(str(error)) from None
-    return data, _step_lines(text)
+    return data, _step_lines(root)
 
 
 def simulate(path: Path, as_json: bool, language: str | None = None) -> str:

@@ -41,6 +41,16 @@ NO_TIMERS = Timers(discussion=0, voting=0, night=0, execution=0, reminders=())
 #: tests/bot/test_pacing.py plays by Discord's 50.
 SUITE_REST_PER_SECOND = 2_000
 
+#: the suite's outbox gives a REST call 3 s (the fake answers in milliseconds), not 15: a bot
+#: started after another one waits that long before it looks for what the first was making,
+#: and the restart tests would otherwise spend most of their time waiting for it
+SUITE_CALL_TIMEOUT = 3
+
+#: the suite's outbox edits a message at most every 0.05 s, not every 1.5 s: most tests wait for
+#: the outbox to settle, and would wait out each coalescing interval; a test about coalescing
+#: sets the bot's own (:data:`bot.outbox.EDIT_INTERVAL`)
+SUITE_EDIT_INTERVAL = 0.05
+
 #: what @everyone may do in the general channel of a locked-down guild
 GENERAL_CHANNEL = int(Permission.VIEW_CHANNEL | Permission.SEND_MESSAGES | Permission.READ_MESSAGE_HISTORY
                       | Permission.USE_APPLICATION_COMMANDS)
@@ -178,15 +188,19 @@ async def bot_on(
     """The bot running against an already started fake (a second bot after a "restart", say);
     ``bot_options`` go to :class:`ProkuratorBot` (``identify_pause=0`` for several shards).
     Unless the config sets ``rest_per_second``, the bot (and the fake) take the suite's raised
-    global limit, :data:`SUITE_REST_PER_SECOND`."""
+    global limit, :data:`SUITE_REST_PER_SECOND`, and unless it sets ``call_timeout``, the suite's
+    :data:`SUITE_CALL_TIMEOUT`; its outbox edits a message at most every :data:`SUITE_EDIT_INTERVAL`."""
     options: dict[str, Any] = {"clock": clock} if clock is not None else {}
     options.update(bot_options)
+    if config.call_timeout == Config.call_timeout:  # not set by the test
+        config = replace(config, call_timeout=SUITE_CALL_TIMEOUT)
     if config.rest_per_second == Config.rest_per_second:  # not set by the test
         config = replace(config, rest_per_second=SUITE_REST_PER_SECOND)
         if fake.global_limit.limit < SUITE_REST_PER_SECOND:
             fake.global_limit = GlobalLimit(SUITE_REST_PER_SECOND)
     bot = ProkuratorBot(config, **options)
     async with running_client(fake, bot):
+        bot.outbox.edit_interval = SUITE_EDIT_INTERVAL
         yield Table(fake, world, bot, config)
 
 

@@ -70,14 +70,31 @@ def aiosqlite_connections_closed(request: pytest.FixtureRequest) -> Iterator[Non
                     f"(close them: an open one keeps the test process from exiting)", pytrace=False)
 
 
+#: connections pytest-xdist's workers found still open at their end (in the controller)
+_left_in_workers: list[int] = []
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Stop and report connection threads still running at the end; the run then fails."""
+    """Stop and report connection threads still running at the end; the run then fails. In a
+    pytest-xdist worker, the count goes to the controller, whose run fails."""
     left = still_running(connection_threads())
     if left:
         stop(left)
-        sys.stderr.write(f"\n{len(left)} aiosqlite connection(s) were still open at the end of the run "
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["open_connections"] = len(left)
+        return
+    count = len(left) + sum(_left_in_workers)
+    if count:
+        sys.stderr.write(f"\n{count} aiosqlite connection(s) were still open at the end of the run "
                          f"(a module or session fixture did not close them); they were stopped\n")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """In pytest-xdist's controller: what a finished worker found still open."""
+    _left_in_workers.append(int(getattr(node, "workeroutput", {}).get("open_connections", 0)))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -17,14 +17,15 @@ re-anchors on the arrival clock:
 * when a new SSRC (or a sequence restart on the same SSRC) begins: its first
   packet is placed where it arrived, never before the end of what is already
   placed;
-* when RTP time and arrival time since the last anchor disagree by more than
-  ``tolerance`` (a second by default): the packet that shows it is placed
-  where it arrived, and its stream follows RTP time from there.
+* when the place RTP time gives a packet (from the last anchor) and the place
+  it arrived disagree by more than ``tolerance`` (a second by default): the
+  packet that shows it is placed where it arrived (never before the end of
+  what is placed), and its stream follows RTP time from there.
 
 Late, reordered packets keep the anchor they were sent under (anchors are
 kept per range of sequence numbers), so a re-anchor never misplaces the
-packets around it; one whose RTP time disagrees with its arrival by more
-than the tolerance is discarded (seconds late, or a timestamp that fits
+packets around it; one whose place by RTP time disagrees with its arrival by
+more than the tolerance is discarded (seconds late, or a timestamp that fits
 nothing, it could only push silence into the file). Otherwise nothing is
 dropped here but packets before the start of recording; duplicates and
 packets too late for the file are the writer's to drop.
@@ -142,20 +143,31 @@ class Timeline:
             stream.highest, stream.raw_sequence = ext_sequence, sequence & 0xFFFF
             stream.highest_timestamp, stream.raw_timestamp = ext_timestamp, timestamp & 0xFFFFFFFF
             anchor = stream.anchors[-1]
-            drift = (ext_timestamp - anchor.timestamp) - (arrived - anchor.arrival)
-            if abs(drift) > self.tolerance:
+            if abs(self._drift(anchor, ext_timestamp, arrived)) > self.tolerance:
                 self.reanchors += 1
                 anchor = _Anchor(ext_sequence, ext_timestamp, max(arrived, self.end), arrived)
                 stream.anchors.append(anchor)
                 del stream.anchors[:-_KEPT_ANCHORS]
         else:
             anchor = stream.anchor_for(ext_sequence)
-            drift = (ext_timestamp - anchor.timestamp) - (arrived - anchor.arrival)
-            if abs(drift) > self.tolerance:
+            if abs(self._drift(anchor, ext_timestamp, arrived)) > self.tolerance:
                 # Seconds late, or a timestamp that fits nothing: of no use to the file.
                 self.discarded += 1
                 return None
         return self._placed(stream, ext_sequence, anchor, ext_timestamp, samples)
+
+    @staticmethod
+    def _drift(anchor: _Anchor, ext_timestamp: int, arrived: int) -> int:
+        """How far (samples) RTP time from ``anchor`` would place a packet from where it arrived.
+
+        Measured from the place, not from the anchor's arrival: an anchor put after the end of
+        what was placed (so as not to overlap it) lies ahead of the clock, and a stream following
+        RTP time from it would stay that far ahead for good, each such anchor adding to it
+        (found by the property test: a stream begun behind another one, then a packet seconds
+        later, placed seconds after it arrived). Measured so, once the clock has caught up with
+        the end, the stream is back where its packets arrive.
+        """
+        return anchor.position + ext_timestamp - anchor.timestamp - arrived
 
     def _begin(
         self, ssrc: int, sequence: int, timestamp: int, arrived: int, samples: int

@@ -22,16 +22,17 @@ def test_the_example_documents_every_key_with_its_default():
                 "voting", "night", "reminders", "join_timeout", "dave_timeout", "progress_every",
                 "max_upload_mib", "leave_grace", "reconnect_attempts", "everyone_reads", "at_end", "first_phase", "day_fallback",
                 "doctor_self_protect", "maniac_idle", "maniac_wins_if_survives", "touring_order",
-                "last_word_seconds"):
+                "last_word_seconds", "call_timeout"):
         assert f"{key}:" in text, key
 
 
 def test_values_override_the_defaults():
     config = config_from_dict({
         "language": "en", "timers": {"voting": 60, "reminders": [30, 300]},
-        "rules": {"day_fallback": "host"}, "channels": {"at_end": "delete"},
+        "rules": {"day_fallback": "host"}, "channels": {"at_end": "delete"}, "call_timeout": 5,
     })
     assert config.language == "en"
+    assert config.call_timeout == 5
     assert config.timers.voting == 60 and config.timers.night == Config().timers.night
     assert config.timers.reminders == (300, 30)
     assert config.rules.day_fallback.value == "host"
@@ -61,6 +62,8 @@ def test_values_override_the_defaults():
         ({"fairness": {"stage_settle": 61}}, "fairness.stage_settle: must be from 0 to 60"),
         ({"fairness": {"per_minute": 0}}, "fairness.per_minute: must be at least 1"),
         ({"fairness": {"speed": 1}}, "fairness.speed: unknown key"),
+        ({"call_timeout": 0}, "call_timeout: must be from 1 to 120"),
+        ({"call_timeout": 2.5}, "call_timeout: must be a whole number"),
         ("just text", "config: must be a mapping"),
     ],
 )

@@ -28,6 +28,7 @@ import pytest
 
 from rules import Game, Setup, command_from_dict
 from tests.fakediscord import FakeDiscord, InteractionResult, build_standard_guild
+from tests.harness import SUITE_CALL_TIMEOUT
 from tests.storage.plugin import raw_sync
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +43,7 @@ class BotProcess:
         self.config = folder / "config.yaml"
         self.config.write_text(
             f"database: {json.dumps(str(database))}\nlog_level: INFO\n"
-            f"timers: {timers}\n"
+            f"timers: {timers}\ncall_timeout: {SUITE_CALL_TIMEOUT}\n"
         )
         self.log = folder / "bot.log"
         self.process: subprocess.Popen[bytes] | None = None
@@ -196,6 +197,16 @@ async def test_killed_while_discord_refuses_then_posted_once(tmp_path: Path, dat
         posted_exactly_once(fake, database)
 
 
+async def answered(fake: FakeDiscord, guild: int, user: int, command: str) -> InteractionResult:
+    """The command's answer; run again (up to five times) while the bot's answer reaches Discord
+    after its 3 s (a loaded machine), which the fake refuses as Discord does."""
+    for _ in range(5):
+        result = await fake.slash(guild, user, command, {}, locale="ru")
+        if result.callback is not None or not all(a.error_code == 10062 for a in result.attempts):
+            return result
+    return result
+
+
 async def test_killed_during_a_burst_of_commands(tmp_path: Path, database: Path | str):
     """Nothing answered is lost, nothing is applied twice, the state is the log's replay.
 
@@ -230,12 +241,17 @@ async def test_killed_during_a_burst_of_commands(tmp_path: Path, database: Path 
         assert len(logged) == len(set(logged)), "an interaction was applied twice"
         assert set(logged) <= {r.id for r in burst}
         for result in burst:
-            if result.id not in set(logged):  # only one the killed process had deferred
-                assert result.callback_type == 5, f"a command was lost: {result.describe()}"
+            if result.id not in set(logged):
+                # one the killed process had deferred; or one it never saw, delivered again after
+                # Discord's 3 s (a slow restart on a loaded machine): every answer refused as too
+                # late, the player was told it failed, and nothing was applied
+                too_late = (result.callback is None and len(result.attempts) > tried[result.id]
+                            and all(a.error_code == 10062 for a in result.attempts[tried[result.id]:]))
+                assert result.callback_type == 5 or too_late, f"a command was lost: {result.describe()}"
         game = replayed(database, 1)
         applied = [players.index(r.user_id) for r in burst if r.id in set(logged)]
         assert len(game.nominees("Верона")) == len(applied)
-        status = await fake.slash(guild, players[0], "mafia status", {}, locale="ru")
+        status = await answered(fake, guild, players[0], "mafia status")
         for index in applied:  # the restored game shows every nomination of the log
             assert f"<@{players[(index + 1) % len(players)]}> — 0" in status.content
         posted_exactly_once(fake, database)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.i18n import CatalogueTranslator, catalogue, key_str, plural_tags, t
+from bot.i18n import catalogue, key_str, plural_tags, t
+from bot.translator import CatalogueTranslator
 from rules import CODES, Cause, Stage, Status, Winner
 from rules.events import GodfatherReason
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from bot.i18n import t
+from bot.outbox import EDIT_INTERVAL
 from tests.cogs.scenes import accepted, ballot_message, patches, quick_edits, run
 from tests.harness import Table, bot_table
 
@@ -101,7 +102,7 @@ async def test_the_ballot_opens_with_voting_and_follows_every_vote():
 
 async def test_a_burst_of_twenty_votes_edits_the_ballot_a_few_times_and_ends_on_the_final_tally():
     async with bot_table(players=24) as table:
-        coalescing = table.bot.outbox.edit_interval  # the bot's own setting, for the burst
+        coalescing = EDIT_INTERVAL  # the bot's own setting, for the burst
         quick_edits(table)
         await table.new_game(cities="Верона", maniac=False)
         city = "Верона"

@@ -379,6 +379,12 @@ async def test_host_end_during_a_start_begins_no_create_after_it():
         assert _made(table.fake, table.guild_id) == ([], [])
 
 
+#: a slow answer of Discord that outlives a process (it stops, and the next one starts, before it
+#: lands), and a call timeout it is within: the call is under way, not given up
+SLOW_ANSWER = 6.0
+SLOW_CALL_TIMEOUT = 8
+
+
 async def test_a_rollback_after_a_restart_waits_for_a_role_still_being_made_then_removes_it():
     """/host end comes while a role is being made (a slow answer), and the process stops with
     the role's POST still at Discord. The next process finds the rollback planned, and the role
@@ -386,9 +392,10 @@ async def test_a_rollback_after_a_restart_waits_for_a_role_still_being_made_then
     process's call would have timed out: it finds the late role and removes it (swept at once, the
     role would have outlived the game: the chaos test's orphan at Discord's pace)."""
     async with restartable(8) as (fake, world, config):
+        config = replace(config, call_timeout=SLOW_CALL_TIMEOUT)
         async with bot_on(fake, world, config) as first:
             await first.open_lobby()
-            slow = fake.delay("POST", r"/guilds/\d+/roles", 6.0, count=1)
+            slow = fake.delay("POST", r"/guilds/\d+/roles", SLOW_ANSWER, count=1)
             await first.slash("host", "host start", wait=False)
             await fake.wait_until(lambda: slow.hits or None, 5.0, "no role was being made")
             ended = await run(first, "host", "host end")
@@ -411,11 +418,12 @@ async def test_a_role_still_being_made_when_the_next_process_starts_is_adopted_n
     only once the earlier process's call would have timed out, so it adopts the one that landed
     late: one role, the game's, held by the spectator."""
     async with restartable(9) as (fake, world, config):
+        config = replace(config, call_timeout=SLOW_CALL_TIMEOUT)
         async with bot_on(fake, world, config) as first:
             quick_edits(first)
             await first.new_game(players=[f"p{i}" for i in range(8)], cities="Верона", maniac=False)
             game = first.live().id
-            slow = fake.delay("POST", r"/guilds/\d+/roles", 6.0, count=1)
+            slow = fake.delay("POST", r"/guilds/\d+/roles", SLOW_ANSWER, count=1)
             watching = await run(first, "p8", "mafia spectate")
             assert watching.content == t("ru", "spectate.started", game=game)
             await fake.wait_until(lambda: slow.hits or None, 5.0, "the role was not being made")

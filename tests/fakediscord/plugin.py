@@ -29,19 +29,41 @@ def fake_discord_answers_follow_the_spec() -> Iterator[None]:
         pytest.fail(f"the fake Discord answered {len(found)} time(s) against the spec:\n{shown}", pytrace=False)
 
 
+_FIGURES = ("checked", "seconds", "responses_checked", "response_seconds")
+#: the figures of the workers that finished, when pytest-xdist runs the tests in several processes
+_workers: dict[str, float] = dict.fromkeys(_FIGURES, 0)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In a pytest-xdist worker: hand this process's figures to the controller."""
+    output = getattr(session.config, "workeroutput", None)
+    spec = default_spec()
+    if output is not None and spec is not None:
+        output["fakediscord"] = {name: getattr(spec, name) for name in _FIGURES}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """In pytest-xdist's controller: add up a finished worker's figures."""
+    figures = getattr(node, "workeroutput", {}).get("fakediscord", {})
+    for name in _FIGURES:
+        _workers[name] += figures.get(name, 0)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """One line: the schema check's figures, or that it was skipped."""
+    """One line: the schema check's figures (of every worker process), or that it was skipped."""
     spec = default_spec()
     if spec is None:
         terminalreporter.write_line(spec_status())
         return
-    if spec.checked:
-        each = spec.seconds / spec.checked * 1e6
+    checked, seconds, answers, answer_seconds = (getattr(spec, name) + _workers[name] for name in _FIGURES)
+    if checked:
+        each = seconds / checked * 1e6
         line = (
-            f"fakediscord: {spec.checked} REST requests checked against the OpenAPI spec "
-            f"in {spec.seconds:.2f} s ({each:.0f} µs each)"
+            f"fakediscord: {int(checked)} REST requests checked against the OpenAPI spec "
+            f"in {seconds:.2f} s ({each:.0f} µs each)"
         )
-        if spec.responses_checked:
-            answer = spec.response_seconds / spec.responses_checked * 1e6
-            line += f"; {spec.responses_checked} answers in {spec.response_seconds:.2f} s ({answer:.0f} µs each)"
+        if answers:
+            answer = answer_seconds / answers * 1e6
+            line += f"; {int(answers)} answers in {answer_seconds:.2f} s ({answer:.0f} µs each)"
         terminalreporter.write_line(line)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -166,8 +167,10 @@ def test_small_random_games_end_and_keep_every_invariant(data: st.DataObject, ga
     play_to_the_end(data, game, commands_per_phase=12)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+#: eight large games in all, in shares of four: two processes of the suite play them at once
+@pytest.mark.parametrize("share", [1, 2])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.data_too_large])
 @given(data=st.data(), game=games(max_cities=6, max_players=40))
-def test_large_random_games_end_and_keep_every_invariant(data: st.DataObject, game: Game) -> None:
+def test_large_random_games_end_and_keep_every_invariant(share: int, data: st.DataObject, game: Game) -> None:
     play_to_the_end(data, game, commands_per_phase=25)

@@ -334,3 +334,17 @@ def test_yaml_merge_keys_are_not_duplicates(tmp_path, capsys):
     assert main(["simulate", str(path), "--json"]) == 0
     steps = json.loads(capsys.readouterr().out)["steps"]
     assert steps == [{"step": "c check b", "ok": True, "error": None, "reply": "mafia"}]
+
+
+def test_simulate_imports_no_discord():
+    """The simulator is a host's tool: discord.py and aiohttp would be most of its start-up."""
+    script = (
+        "import sys\n"
+        "from bot.cli import main\n"
+        f"assert main(['simulate', {str(EXAMPLE)!r}, '--json']) == 0\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('discord', 'aiohttp')), "
+        "file=sys.stderr)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert json.loads(run.stdout)["steps"][0]["step"] == "romeo nominate tybalt"
+    assert run.stderr.strip() == "[]"

@@ -151,3 +151,15 @@ def test_any_arrivals_give_placements_within_reach_of_the_arrival_clock(
             # (counted from the furthest anchor: what is placed, or the clock).
             assert placed.position <= max(round(latest * RATE), end_before) + 2 * RATE
 
+
+
+def test_a_stream_begun_after_the_end_comes_back_to_the_clock() -> None:
+    """Hypothesis's find: a stream put after another one (3 s ahead of its arrival) whose next
+    packet comes 25 s later used to stay those 3 s ahead for good."""
+    timeline = Timeline(0.0)
+    timeline.place(1, 0, 0, 3.0, FRAME)
+    begun = timeline.place(2, 0, 0, 0.0, FRAME)
+    assert begun is not None and begun.position == round(3.0 * RATE) + FRAME
+    later = timeline.place(2, 1, 1_242_880, 25.0, FRAME)
+    assert later is not None and later.position == round(25.0 * RATE)
+    assert timeline.reanchors == 1
