@@ -51,7 +51,7 @@ async def test_mafia_new_answers_with_the_lobby_and_status_shows_the_game():
         opened = await table.slash("host", "mafia new")
         assert opened.callback_type == 4 and opened.ephemeral and "№1" in opened.content
         lobby = await table.lobby_message()
-        assert "лобби игры #1" in lobby.content and not lobby.ephemeral
+        assert "лобби игры №1" in lobby.content and not lobby.ephemeral
         assert "mafia:join:1" in lobby.custom_ids()
         status = await table.slash("p0", "mafia status")
         assert status.ephemeral and "Игра #1" in status.content and "Лобби: 0 игроков." in status.content
