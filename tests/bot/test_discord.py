@@ -54,7 +54,7 @@ async def test_mafia_new_answers_with_the_lobby_and_status_shows_the_game():
         assert "лобби игры №1" in lobby.content and not lobby.ephemeral
         assert "mafia:join:1" in lobby.custom_ids()
         status = await table.slash("p0", "mafia status")
-        assert status.ephemeral and "Игра #1" in status.content and "Лобби: 0 игроков." in status.content
+        assert status.ephemeral and "Игра №1" in status.content and "Лобби: 0 игроков." in status.content
         refused = await table.slash("p0", "mafia new")
         assert refused.ephemeral and "только ведущий" in refused.content
 
