@@ -68,6 +68,7 @@ from cogs.common import (
     status_text,
 )
 from cogs.components import CancelButton, ConfirmButton
+from cogs.idle import MOST_DAYS, IdleWatch, actor_of, replayed
 from cogs.limits import CITIES, CITY_NAME, clip
 from cogs.lobby import lobby_cities, lobby_edit, lobby_payload, log_items
 from cogs.mentions import command
@@ -342,6 +343,8 @@ class HostCog(commands.Cog):
         self.strikes = LeaveStrikes(bot)
         bot.service.after_commit.append(self.strikes.arm)
         bot.service.restorers.append(self.strikes.restore)
+        self.idle_watch = IdleWatch(bot)
+        self.idle_watch.attach()
 
     async def cog_unload(self) -> None:
         """Stop listening to the outbox."""
@@ -354,6 +357,7 @@ class HostCog(commands.Cog):
         if self.strikes.restore in self.bot.service.restorers:
             self.bot.service.restorers.remove(self.strikes.restore)
         await self.strikes.close()
+        await self.idle_watch.detach()
 
     async def _host_game(self, interaction: discord.Interaction, *, running: bool = True) -> LiveGame:
         live = await (running_game if running else guild_game)(self.bot, interaction)
@@ -411,6 +415,7 @@ class HostCog(commands.Cog):
         pings=key_str("pings", "opt.pings.name"), reveal=key_str("reveal_at_end", "opt.reveal.name"),
         leave_strike=key_str("leave_strike", "opt.leave_strike.name"),
         spectators=key_str("spectators", "opt.spectators.name"),
+        idle_strike=key_str("idle_strike", "opt.idle_strike.name"),
     )
     @app_commands.describe(
         cities=key_str("City names, comma separated", "opt.cities.description"),
@@ -433,6 +438,8 @@ class HostCog(commands.Cog):
                              "opt.leave_strike.description"),
         spectators=key_str("Members who do not play read the city channels: on, off, or after the game "
                            "(default: on)", "opt.spectators.description"),
+        idle_strike=key_str("Days in a row without a public move before a strike-out, with warnings; 0: off "
+                            "(default)", "opt.idle_strike.description"),
     )
     @app_commands.choices(
         first_phase=[_choice("day", "choice.day"), _choice("night", "choice.night")],
@@ -458,6 +465,7 @@ class HostCog(commands.Cog):
         reveal: bool | None = None,
         leave_strike: app_commands.Range[str, 1, 40] | None = None,
         spectators: str | None = None,
+        idle_strike: app_commands.Range[int, 0, MOST_DAYS] | None = None,
     ) -> None:
         live = await self._settings_game(interaction)
         strike = None
@@ -482,6 +490,8 @@ class HostCog(commands.Cog):
         RuleOptions.from_dict(rules)
         if spectators is not None and spectators not in SPECTATOR_MODES:
             raise UserError("error.bad_option", option="spectators", value=repr(spectators)[:40])
+        if idle_strike is not None and not 0 <= idle_strike <= MOST_DAYS:
+            raise UserError("error.bad_option", option="idle_strike", value=str(idle_strike)[:40])
 
         def change(live: LiveGame) -> list[OutboxItem]:
             if live.record.state != "lobby":  # started while this waited for the lock
@@ -496,7 +506,7 @@ class HostCog(commands.Cog):
                     setup[key] = value
             live.record.lobby.setdefault("rules", {}).update(rules)
             for key, value in (("pings", pings), ("reveal", reveal), ("leave_strike", strike),
-                               ("spectators", spectators)):
+                               ("spectators", spectators), ("idle_strike", idle_strike)):
                 if value is not None:
                     live.record.lobby[key] = value
             return lobby_edit(live)
@@ -1186,15 +1196,11 @@ class HostCog(commands.Cog):
     async def idle_phases(self, live: LiveGame) -> dict[str, int]:
         """For each living player who has not acted in the phase under way, how many phases went by
         since his last act, this one included (replayed from the log)."""
-        record = live.record
-        assert record.setup is not None and record.seed is not None and live.game is not None
-        replay = Game.create(Setup.from_dict(record.setup), record.seed)
+        assert live.game is not None
         phases = 0
         last: dict[str, int] = {}
-        for row in await self.bot.storage.commands(live.id):
-            command = command_from_dict(row.command)
-            events = replay.apply(command)
-            actor = getattr(command, "actor", None) or (command.new if isinstance(command, Replace) else None)
+        async for _, move, events in replayed(self.bot.storage, live):
+            actor = actor_of(move) if move is not None else None
             if actor is not None:  # a newcomer counts from the phase he came in
                 last[actor] = phases
             phases += sum(1 for e in events if isinstance(e, PhaseStarted) and e.stage in (

@@ -84,6 +84,8 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
     lines.append(phrase(live, "lobby.roles", roles=", ".join(roles) or phrase(live, "lobby.roles_default")))
     lines.append(phrase(live, "lobby.spectators",
                         mode=phrase(live, f"lobby.spectators_{spectators.mode_of(live.record)}")))
+    if lobby.get("idle_strike"):
+        lines.append(phrase(live, "lobby.idle_strike", count=int(lobby["idle_strike"])))
     if live.record.state == "lobby":
         # who will see the hidden rooms or the audit log anyway: the host should know before
         after = [*exposure_lines(live, lobby_exposure(live), limit=300), phrase(live, "lobby.howto")]

@@ -1,0 +1,91 @@
+"""House rules: idle handling (``idle_strike``): warnings in the city at the end of each day and the
+Procurator's strike-out after the set number of days without a public move."""
+
+from __future__ import annotations
+
+from bot.i18n import t
+from cogs.mentions import command
+from tests.cogs.scenes import accepted, quick_edits, run
+from tests.harness import Table, bot_table
+
+
+def warning(language: str, players: list[str], days: int, limit: int) -> str:
+    return "\n".join([
+        t(language, "idle.warning", players=", ".join(f"<@{p}>" for p in players),
+          days=t(language, "idle.days", count=days), limit=t(language, "idle.days", count=limit)),
+        t(language, "idle.what_to_do", help=command(language, "help")),
+    ])
+
+
+async def day_of_votes(table: Table, victim: str, voters: list[str]) -> None:
+    """A day: the first voter nominates ``victim``, every voter votes for him, the night begins."""
+    await accepted(table, table.name(voters[0]), "nominate", {"player": victim})
+    await accepted(table, "host", "host next")
+    for voter in voters:
+        await accepted(table, table.name(voter), "vote", {"player": victim})
+    await run(table, "host", "host next")  # the day's end, and whatever strikes follow it
+    assert table.game.stage.value == "night"
+    await table.drain()
+
+
+async def test_idle_players_are_warned_in_their_city_and_struck_out_after_the_days_set():
+    async with bot_table(players=10) as table:
+        quick_edits(table)
+        live = await table.new_game(cities="Верона", mafiosi=2, doctor=True, journalist=False, maniac=False,
+                                    idle_strike=2)
+        lobby = await table.lobby_message()
+        assert t("ru", "lobby.idle_strike", count=2) in lobby.content.splitlines()
+        game = table.game
+        citizens = [table.pid(n) for n in table.players_of("citizen")]
+        doctor = table.pid(table.players_of("doctor")[0])
+        idle, victim = citizens[0], citizens[1]
+        voters = [p for p in game.alive() if p not in (idle, doctor)]
+        city = table.city_channel("Верона")
+
+        # the doctor protects (a private move: the city cannot see it, so it is not a move here)
+        await accepted(table, table.name(doctor), "protect", {"player": idle})
+        await day_of_votes(table, victim, voters)
+        told = table.channel_messages(city)
+        assert told[-1] == warning("ru", sorted([idle, doctor], key=int), 1, 2)
+        assert sum(1 for m in told if m.startswith("⏳")) == 1
+
+        # the night: nobody acts (the mafia refuses), and a night never counts against anyone
+        await accepted(table, "host", "host next")
+        assert table.game.stage.value == "discussion" and table.game.is_alive(idle)
+        await table.drain()
+        assert sum(1 for m in table.channel_messages(city) if m.startswith("⏳")) == 1
+
+        # day 2 the same: the two idle ones are struck out; the others are not warned
+        voters = [p for p in voters if p != victim]
+        await day_of_votes(table, voters[-1], voters)
+        game = table.game
+        assert not game.is_alive(idle) and not game.is_alive(doctor)
+        told = table.channel_messages(city)
+        for player in (idle, doctor):
+            struck = t("ru", "idle.struck", player=f"<@{player}>", days=t("ru", "idle.days", count=2))
+            assert struck in told
+            death = t("ru", "death", player=f"<@{player}>", city="Верона",
+                      status=t("ru", f"status.{game.status_of(player).value}"), cause=t("ru", "cause.procurator"))
+            assert any(death in m for m in told), told[-6:]
+        log = table.channel_messages(int(live.record.channels["log"]))
+        assert any(t("ru", "idle.struck", player=f"<@{idle}>", days=t("ru", "idle.days", count=2)) in m for m in log)
+        assert sum(1 for m in told if m.startswith("⏳")) == 1  # nobody else was idle
+
+        # the night is handled once: the record says so, and it survives a reload of the record
+        stored = await table.bot.storage.game(live.id)
+        assert stored is not None and stored.lobby["idle_checked"] == table.live().stage_key()
+
+
+async def test_idle_handling_is_off_by_default_and_the_lobby_says_nothing():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона", mafiosi=2, doctor=False, journalist=False, maniac=False)
+        lobby = await table.lobby_message()
+        assert not any(line.startswith(t("ru", "lobby.idle_strike", count=2)[:10]) for line in lobby.content.splitlines())
+        citizens = [table.pid(n) for n in table.players_of("citizen")]
+        voters = [p for p in table.game.alive() if p != citizens[0]]
+        await day_of_votes(table, citizens[1], voters)
+        await accepted(table, "host", "host next")
+        await day_of_votes(table, citizens[2], [p for p in voters if p != citizens[1]])
+        assert table.game.is_alive(citizens[0])
+        assert not any(m.startswith("⏳") for m in table.channel_messages(table.city_channel("Верона")))
