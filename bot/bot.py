@@ -44,6 +44,7 @@ EXTENSIONS = (
     "cogs.admin",
     "cogs.lastword",
     "cogs.history",
+    "cogs.will",
     "cogs.help",
 )
 

@@ -29,6 +29,7 @@ from cogs.common import answer_lines, is_host, phrase, status_text
 from cogs.limits import OPTION_LABEL, clip
 from cogs.mentions import command
 from cogs.render import deadline_text, phase_text
+from cogs.will import will_limit
 from rules import RuleError, Status
 
 if TYPE_CHECKING:
@@ -110,6 +111,8 @@ def player_lines(live: LiveGame, player: str) -> list[str]:
         lines.extend(action_line(live, action.verb, player) for action in actions)
     else:
         lines.append(phrase(live, "help.nothing"))
+    if will_limit(live):
+        lines.append(phrase(live, "help.will", command=command(live.language, "will write"), count=will_limit(live)))
     return lines
 
 

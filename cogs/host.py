@@ -85,6 +85,7 @@ from cogs.render import (
 )
 from cogs.spectators import MODES as SPECTATOR_MODES
 from cogs.spectators import is_spectator, watch_items
+from cogs.will import LONGEST as WILL_LONGEST
 from rules import (
     AppointGodfather,
     AppointJudge,
@@ -416,6 +417,7 @@ class HostCog(commands.Cog):
         leave_strike=key_str("leave_strike", "opt.leave_strike.name"),
         spectators=key_str("spectators", "opt.spectators.name"),
         idle_strike=key_str("idle_strike", "opt.idle_strike.name"),
+        will=key_str("will", "opt.will.name"),
     )
     @app_commands.describe(
         cities=key_str("City names, comma separated", "opt.cities.description"),
@@ -440,6 +442,8 @@ class HostCog(commands.Cog):
                            "(default: on)", "opt.spectators.description"),
         idle_strike=key_str("Days in a row without a public move before a strike-out, with warnings; 0: off "
                             "(default)", "opt.idle_strike.description"),
+        will=key_str("Longest written will, characters, published when its writer dies; 0: off (default)",
+                     "opt.will.description"),
     )
     @app_commands.choices(
         first_phase=[_choice("day", "choice.day"), _choice("night", "choice.night")],
@@ -466,6 +470,7 @@ class HostCog(commands.Cog):
         leave_strike: app_commands.Range[str, 1, 40] | None = None,
         spectators: str | None = None,
         idle_strike: app_commands.Range[int, 0, MOST_DAYS] | None = None,
+        will: app_commands.Range[int, 0, WILL_LONGEST] | None = None,
     ) -> None:
         live = await self._settings_game(interaction)
         strike = None
@@ -492,6 +497,8 @@ class HostCog(commands.Cog):
             raise UserError("error.bad_option", option="spectators", value=repr(spectators)[:40])
         if idle_strike is not None and not 0 <= idle_strike <= MOST_DAYS:
             raise UserError("error.bad_option", option="idle_strike", value=str(idle_strike)[:40])
+        if will is not None and not 0 <= will <= WILL_LONGEST:
+            raise UserError("error.bad_option", option="will", value=str(will)[:40])
 
         def change(live: LiveGame) -> list[OutboxItem]:
             if live.record.state != "lobby":  # started while this waited for the lock
@@ -506,7 +513,7 @@ class HostCog(commands.Cog):
                     setup[key] = value
             live.record.lobby.setdefault("rules", {}).update(rules)
             for key, value in (("pings", pings), ("reveal", reveal), ("leave_strike", strike),
-                               ("spectators", spectators), ("idle_strike", idle_strike)):
+                               ("spectators", spectators), ("idle_strike", idle_strike), ("will", will)):
                 if value is not None:
                     live.record.lobby[key] = value
             return lobby_edit(live)

@@ -86,6 +86,8 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
                         mode=phrase(live, f"lobby.spectators_{spectators.mode_of(live.record)}")))
     if lobby.get("idle_strike"):
         lines.append(phrase(live, "lobby.idle_strike", count=int(lobby["idle_strike"])))
+    if lobby.get("will"):
+        lines.append(phrase(live, "lobby.will", count=int(lobby["will"])))
     if live.record.state == "lobby":
         # who will see the hidden rooms or the audit log anyway: the host should know before
         after = [*exposure_lines(live, lobby_exposure(live), limit=300), phrase(live, "lobby.howto")]

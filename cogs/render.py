@@ -27,6 +27,7 @@ from cogs.votes import (
     tally_lines,
     vote_summary_lines,
 )
+from cogs.will import will_lines
 from rules import AudienceKind, Event, Game, Stage
 from rules import events as ev
 
@@ -261,6 +262,8 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
     elif isinstance(event, ev.PlayerKilled):
         out.everyone(say("death", player=mention(event.player), city=event.city,
                          status=status_text(live, event.status.value), cause=cause_text(live, event)))
+        for line in will_lines(live, event.player):  # a house rule: his written will, in his city
+            out.city(event.city, line)
         out.say(live.record.channels.get("dead"), say("dead.welcome", player=mention(event.player)))
         out.extra.extend(death_overwrites(game, live.record.channels, event.player))
     elif isinstance(event, ev.CityDecided):

@@ -89,3 +89,61 @@ async def test_idle_handling_is_off_by_default_and_the_lobby_says_nothing():
         await day_of_votes(table, citizens[2], [p for p in voters if p != citizens[1]])
         assert table.game.is_alive(citizens[0])
         assert not any(m.startswith("⏳") for m in table.channel_messages(table.city_channel("Верона")))
+
+
+async def test_a_written_will_stays_private_until_its_writer_dies_then_his_city_reads_it():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона", mafiosi=2, doctor=False, journalist=False, maniac=False, will=60)
+        lobby = await table.lobby_message()
+        assert t("ru", "lobby.will", count=60) in lobby.content.splitlines()
+        citizens = [table.pid(n) for n in table.players_of("citizen")]
+        writer, other = citizens[0], citizens[1]
+        city = table.city_channel("Верона")
+
+        too_long = await run(table, table.name(writer), "will write", {"text": "x" * 61})
+        assert too_long.content == t("ru", "error.will_too_long", count=60, length=61)
+        assert (await run(table, table.name(writer), "will show")).content == t("ru", "will.none", count=60)
+        text = "Комиссар — это я. Верьте <@" + other + ">"
+        written = await run(table, table.name(writer), "will write", {"text": text})
+        assert written.ephemeral and written.content == t("ru", "will.written", count=len(text), limit=60)
+        help_text = (await run(table, table.name(writer), "help")).content
+        assert t("ru", "help.will", command=command("ru", "will write"), count=60) in help_text.splitlines()
+        shown = await run(table, table.name(writer), "will show")
+        assert shown.ephemeral and shown.content == f"{t('ru', 'will.yours')}\n{text}"
+        await table.drain()
+        seen = [m.content for m in table.fake.messages() if m.kind == "channel"]
+        assert not any("Комиссар — это я" in m for m in seen)  # nobody reads it while he lives
+
+        # another player erases what he never wrote: refused; the writer is executed: his city reads it
+        erased = await run(table, table.name(other), "will erase")
+        assert erased.content == t("ru", "error.will_nothing")
+        voters = [p for p in table.game.alive() if p != writer]
+        await day_of_votes(table, writer, voters)
+        assert not table.game.is_alive(writer)
+        published = f"{t('ru', 'will.published', player=f'<@{writer}>')}\n> {text}"
+        death = [m for m in table.channel_messages(city) if published in m]
+        assert len(death) == 1
+        assert death[0].index(published) > death[0].index(f"<@{writer}>")  # after the death itself
+        posted = [m for m in table.fake.messages() if m.kind == "channel" and published in m.content]
+        assert [m.channel_id for m in posted] == [city]
+        assert (await run(table, table.name(writer), "will write", {"text": "поздно"})).content == \
+            t("ru", "error.will_dead")
+
+        # the one who never wrote dies without a will: nothing is published for him
+        await accepted(table, "host", "host next")
+        await day_of_votes(table, other, [p for p in voters if p != other])
+        assert not any(t("ru", "will.published", player=f"<@{other}>") in m for m in table.channel_messages(city))
+
+
+async def test_wills_are_off_unless_the_host_turns_them_on():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона", mafiosi=2, doctor=False, journalist=False, maniac=False)
+        lobby = await table.lobby_message()
+        assert not any(line.startswith("Завещания") for line in lobby.content.splitlines())
+        citizen = table.players_of("citizen")[0]
+        refused = await run(table, citizen, "will write", {"text": "всё мафии"})
+        assert refused.ephemeral and refused.content == t("ru", "error.will_off")
+        help_text = (await run(table, citizen, "help")).content
+        assert "завещание" not in help_text.casefold()
