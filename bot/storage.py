@@ -1393,6 +1393,50 @@ class Storage:
                 (user_id, int(wanted)),
             )
 
+    # ================================================================== presets (issue 23)
+
+    async def guild_presets(self, guild_id: int) -> list[tuple[str, dict[str, Any]]]:
+        """A guild's saved presets, by name: (name as saved, settings). A row whose settings no
+        longer parse is left out (logged)."""
+        rows = await self._fetchall(
+            "SELECT name, settings FROM guild_presets WHERE guild_id = ? ORDER BY name_key", (guild_id,))
+        presets = []
+        for row in rows:
+            try:
+                settings = json.loads(row["settings"])
+                if not isinstance(settings, dict):
+                    raise ValueError("not an object")
+            except ValueError as error:
+                log.error("guild %s: preset %r is unreadable (%s); left out", guild_id, row["name"], error)
+                continue
+            presets.append((str(row["name"]), settings))
+        return presets
+
+    async def save_guild_preset(self, guild_id: int, name: str, settings: dict[str, Any], *, saved_by: int,
+                                now: float, most: int) -> bool:
+        """Store (or replace) a guild's preset; False if it is new and the guild has ``most``."""
+        key = name.casefold()
+        async with self.transaction() as db:
+            async with db.execute("SELECT name_key FROM guild_presets WHERE guild_id = ?", (guild_id,)) as cursor:
+                keys = {row[0] for row in await cursor.fetchall()}
+            if key not in keys and len(keys) >= most:
+                return False
+            await db.execute(
+                "INSERT INTO guild_presets (guild_id, name_key, name, settings, saved_by, saved_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (guild_id, name_key) DO UPDATE SET "
+                "name = excluded.name, settings = excluded.settings, saved_by = excluded.saved_by, "
+                "saved_at = excluded.saved_at",
+                (guild_id, key, name, json.dumps(settings, ensure_ascii=False, sort_keys=True), saved_by, now),
+            )
+        return True
+
+    async def delete_guild_preset(self, guild_id: int, name: str) -> bool:
+        """Remove a guild's preset; False if it had none by that name."""
+        async with self.transaction() as db, db.execute(
+                "DELETE FROM guild_presets WHERE guild_id = ? AND name_key = ? RETURNING name",
+                (guild_id, name.casefold())) as cursor:
+            return bool(await cursor.fetchall())
+
     # ================================================================== archive (issue 12)
     # The archive of finished games and the per-player figures kept from it
     # (migration V4). The rules of what is archived and how figures are computed

@@ -152,6 +152,7 @@ def lobby_lines(live: LiveGame, user: int, host: bool) -> list[str]:
     if host:
         lines.append(say("help.lobby_host", setup=cmd("host setup"), start=cmd("host start"),
                          end=cmd("host end")))
+        lines.append(say("help.lobby_presets", setup=cmd("host setup"), save=cmd("host preset save")))
     return lines
 
 

@@ -21,7 +21,7 @@ from bot.errors import UserError
 from bot.i18n import key_str, t
 from bot.service import GameBroken, LiveGame
 from bot.storage import GameExists, OutboxItem
-from cogs import spectators
+from cogs import presets, spectators
 from cogs.channels import exposure, exposure_lines, lobby_exposure, quiet_swap
 from cogs.common import (
     InteractionAnswer,
@@ -81,6 +81,9 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
         if setup.get(status) is not None:
             roles.append(phrase(live, f"lobby.{'with' if setup[status] else 'without'}",
                                 status=status_text(live, status)))
+    preset = presets.lobby_line(live)
+    if preset is not None:
+        lines.append(preset)
     lines.append(phrase(live, "lobby.roles", roles=", ".join(roles) or phrase(live, "lobby.roles_default")))
     lines.append(phrase(live, "lobby.spectators",
                         mode=phrase(live, f"lobby.spectators_{spectators.mode_of(live.record)}")))

@@ -147,3 +147,82 @@ async def test_wills_are_off_unless_the_host_turns_them_on():
         assert refused.ephemeral and refused.content == t("ru", "error.will_off")
         help_text = (await run(table, citizen, "help")).content
         assert "завещание" not in help_text.casefold()
+
+
+def lobby_lines_of(content: str) -> list[str]:
+    return content.splitlines()
+
+
+async def test_presets_set_a_lobby_by_name_and_a_server_saves_its_own():
+    async with bot_table(players=10) as table:
+        quick_edits(table)
+        await table.open_lobby()
+        host = "host"
+        offered = await table.fake.autocomplete(table.guild_id, table.host.user.id, "host setup", "preset", "",
+                                                locale="ru")
+        assert [c["value"] for c in offered.choices] == ["по правилам", "для новичков", "клубный", "с ночи"]
+
+        answer = await run(table, host, "host setup", {"preset": "клубный"})
+        assert answer.ephemeral
+        lines = lobby_lines_of((await table.lobby_message()).content)
+        assert t("ru", "lobby.preset", name="клубный") in lines
+        assert t("ru", "lobby.will", count=500) in lines and t("ru", "lobby.idle_strike", count=2) in lines
+        lobby = table.live().record.lobby
+        assert lobby["spectators"] == "after" and lobby["leave_strike"] == 600 and lobby["setup"]["maniac"] is True
+
+        # a setting changed after the preset: the lobby says so
+        await run(table, host, "host setup", {"will": 100})
+        lines = lobby_lines_of((await table.lobby_message()).content)
+        assert t("ru", "lobby.preset", name="клубный") + t("ru", "lobby.preset_changed") in lines
+
+        # saved under the server's own name, it is the lobby's preset now and offered next to the built-in ones
+        saved = await run(table, host, "host preset save", {"name": "Пятничный"})
+        assert saved.content == t("ru", "host.preset_saved", name="Пятничный",
+                                  cmd_setup=command("ru", "host setup"))
+        lines = lobby_lines_of((await table.lobby_message()).content)
+        assert t("ru", "lobby.preset", name="Пятничный") in lines
+        offered = await table.fake.autocomplete(table.guild_id, table.host.user.id, "host setup", "preset", "пят",
+                                                locale="ru")
+        assert [c["value"] for c in offered.choices] == ["Пятничный"]
+
+        # "by the rules" puts every setting back to the default; the saved one brings them back
+        await run(table, host, "host setup", {"preset": "по правилам"})
+        lobby = table.live().record.lobby
+        assert not any(key in lobby for key in ("will", "idle_strike", "leave_strike", "spectators"))
+        assert "maniac" not in lobby["setup"]
+        lines = lobby_lines_of((await table.lobby_message()).content)
+        assert not any(line.startswith("Завещания") for line in lines)
+        await run(table, host, "host setup", {"preset": "пятничный", "cities": "Верона"})
+        lobby = table.live().record.lobby
+        assert lobby["will"] == 100 and lobby["idle_strike"] == 2 and lobby["setup"]["cities"] == ["Верона"]
+        lines = lobby_lines_of((await table.lobby_message()).content)
+        assert t("ru", "lobby.preset", name="Пятничный") in lines
+
+        # refusals: an unknown name, a built-in name to save over, deleting twice
+        unknown = await run(table, host, "host setup", {"preset": "турнирный"})
+        assert unknown.content == t("ru", "error.no_preset", name="турнирный")
+        assert table.live().record.lobby["will"] == 100
+        builtin = await run(table, host, "host preset save", {"name": "Night first"})
+        assert builtin.content == t("ru", "error.preset_builtin", name="Night first")
+        deleted = await run(table, host, "host preset delete", {"name": "пятничный"})
+        assert deleted.content == t("ru", "host.preset_deleted", name="пятничный")
+        assert await table.bot.storage.guild_presets(table.guild_id) == []
+        again = await run(table, host, "host preset delete", {"name": "пятничный"})
+        assert again.content == t("ru", "error.no_preset", name="пятничный")
+
+        # a server keeps so many presets, and says so at the next
+        for number in range(20):
+            await run(table, host, "host preset save", {"name": f"набор {number}"})
+        full = await run(table, host, "host preset save", {"name": "лишний"})
+        assert full.content == t("ru", "error.presets_full", count=20)
+        assert len(await table.bot.storage.guild_presets(table.guild_id)) == 20
+
+
+async def test_a_preset_reaches_the_game_it_sets_up():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.new_game(preset="с ночи", cities="Верона", mafiosi=2, doctor=False, journalist=False,
+                             maniac=False)
+        assert table.game.stage.value == "night"
+        lines = lobby_lines_of((await table.lobby_message()).content)
+        assert t("ru", "lobby.preset", name="с ночи") + t("ru", "lobby.preset_changed") in lines
