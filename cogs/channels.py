@@ -369,6 +369,26 @@ def _layout(channels: dict[str, Any]) -> Layout | None:
     return Layout.from_channels(channels)
 
 
+def quiet_night_overwrites(game: Game, channels: dict[str, Any], *, night: bool) -> list[OutboxItem]:
+    """Quiet nights (a house rule): each city channel turns read-only for its living residents
+    when the night begins (``night``), and they write again when the day begins. Only the roles
+    already made are changed; a quiet twin still being made takes the day's overwrites, which
+    its own provisioning copies."""
+    layout = _layout(channels)
+    if layout is None:
+        return []
+    allow, deny = (READ.value, SILENCE.value) if night else (READ.value | WRITE.value, 0)
+    items = []
+    for city in layout.cities:
+        if not game.alive(city.name):
+            continue
+        for role in city.roles:
+            if isinstance(role, int) or str(role).isdigit():
+                items.append(OutboxItem("overwrite", {"channel_id": city.text, "id": int(role), "type": ROLE},
+                                        {"allow": str(allow), "deny": str(deny)}))
+    return items
+
+
 def death_overwrites(game: Game, channels: dict[str, Any], player: str) -> list[OutboxItem]:
     """What changes when ``player`` dies: his city role off, his mafia room closed, the dead role on
     (in this order: he never holds two game roles, whose allows would add up)."""
@@ -542,6 +562,7 @@ def missing_permissions(permissions: discord.Permissions) -> list[str]:
 
 
 __all__ = [
+    "quiet_night_overwrites",
     "CATEGORY", "MAX_OVERWRITES", "cohost_items", "replace_overwrites", "TEXT", "VOICE_CHANNEL", "CityPlaces", "Layout", "Overwrite",
     "death_overwrites", "end_of_game_items", "quiet_swap", "exposure", "exposure_lines", "flag_names",
     "layout_for",

@@ -427,6 +427,7 @@ class HostCog(commands.Cog):
         idle_strike=key_str("idle_strike", "opt.idle_strike.name"),
         will=key_str("will", "opt.will.name"),
         preset=key_str("preset", "opt.preset.name"),
+        quiet_nights=key_str("quiet_nights", "opt.quiet_nights.name"),
     )
     @app_commands.describe(
         cities=key_str("City names, comma separated", "opt.cities.description"),
@@ -454,6 +455,7 @@ class HostCog(commands.Cog):
         will=key_str("Longest written will, characters, published when its writer dies; 0: off (default)",
                      "opt.will.description"),
         preset=key_str("A named set of settings (the other options apply over it)", "opt.preset.description"),
+        quiet_nights=key_str("City channels are read-only at night (default: no)", "opt.quiet_nights.description"),
     )
     @app_commands.choices(
         first_phase=[_choice("day", "choice.day"), _choice("night", "choice.night")],
@@ -482,6 +484,7 @@ class HostCog(commands.Cog):
         idle_strike: app_commands.Range[int, 0, MOST_DAYS] | None = None,
         will: app_commands.Range[int, 0, WILL_LONGEST] | None = None,
         preset: app_commands.Range[str, 1, PRESET_NAME] | None = None,
+        quiet_nights: bool | None = None,
     ) -> None:
         live = await self._settings_game(interaction)
         chosen = await self._preset(live, preset) if preset is not None else None
@@ -528,7 +531,8 @@ class HostCog(commands.Cog):
                     setup[key] = value
             live.record.lobby.setdefault("rules", {}).update(rules)
             for key, value in (("pings", pings), ("reveal", reveal), ("leave_strike", strike),
-                               ("spectators", spectators), ("idle_strike", idle_strike), ("will", will)):
+                               ("spectators", spectators), ("idle_strike", idle_strike), ("will", will),
+                               ("quiet_nights", quiet_nights)):
                 if value is not None:
                     live.record.lobby[key] = value
             return lobby_edit(live)

@@ -89,6 +89,8 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
                         mode=phrase(live, f"lobby.spectators_{spectators.mode_of(live.record)}")))
     if lobby.get("idle_strike"):
         lines.append(phrase(live, "lobby.idle_strike", count=int(lobby["idle_strike"])))
+    if lobby.get("quiet_nights"):
+        lines.append(phrase(live, "lobby.quiet_nights"))
     if lobby.get("will"):
         lines.append(phrase(live, "lobby.will", count=int(lobby["will"])))
     if live.record.state == "lobby":

@@ -22,7 +22,7 @@ from rules import RuleOptions
 #: the roles a preset may set (``lobby.setup``; the cities are the game's own)
 SETUP_KEYS = ("mafiosi", "doctor", "journalist", "maniac")
 #: the house rules a preset may set (top-level keys of the lobby)
-HOUSE_KEYS = ("pings", "reveal", "leave_strike", "spectators", "idle_strike", "will")
+HOUSE_KEYS = ("pings", "reveal", "leave_strike", "spectators", "idle_strike", "will", "quiet_nights")
 #: rule options a preset never holds (they name the cities)
 GAME_RULES = ("touring_order",)
 #: the most presets a server saves (with the built-in ones, what autocomplete can list)
@@ -36,7 +36,8 @@ BUILTIN: dict[str, dict[str, dict[str, Any]]] = {
     "beginners": {"setup": {"doctor": True, "journalist": False, "maniac": False},
                   "rules": {"last_word_seconds": 120}, "house": {"will": 300}},
     "club": {"setup": {"doctor": True, "journalist": True, "maniac": True}, "rules": {},
-             "house": {"will": 500, "idle_strike": 2, "leave_strike": 600, "spectators": "after"}},
+             "house": {"will": 500, "idle_strike": 2, "leave_strike": 600, "spectators": "after",
+                       "quiet_nights": True}},
     "night": {"setup": {}, "rules": {"first_phase": "night"}, "house": {}},
 }
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from bot.service import LiveGame
 from bot.storage import OutboxItem
-from cogs.channels import death_overwrites, end_of_game_items
+from cogs.channels import death_overwrites, end_of_game_items, quiet_night_overwrites
 from cogs.common import mention, phrase, status_text
 from cogs.limits import CONTENT, chunks
 from cogs.mentions import command
@@ -35,6 +35,12 @@ from rules import events as ev
 def pings_on(live: LiveGame) -> bool:
     """Whether the game pings its players at all (the host may turn it off in ``/host setup``)."""
     return bool(live.record.lobby.get("pings", True))
+
+
+def quiet_nights(live: LiveGame) -> bool:
+    """Whether city channels are read-only at night (a house rule, off by default: the rules let
+    a city talk at any hour)."""
+    return bool(live.record.lobby.get("quiet_nights", False))
 
 
 def living_role(live: LiveGame, city: str) -> str | None:
@@ -160,6 +166,8 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
             out.everyone(say("phase.day", day=event.phase.number, deadline=deadline_text(live),
                              nominate=cmd("nominate"), lastword=cmd("lastword speak"),
                              protect=cmd("protect"), compare=cmd("compare")))
+            if quiet_nights(live):
+                out.extra.extend(quiet_night_overwrites(game, live.record.channels, night=False))
         elif event.stage is Stage.VOTING:
             out.everyone(say("phase.voting", day=event.phase.number, deadline=deadline_text(live),
                              vote=cmd("vote"), unvote=cmd("unvote"), lastword=cmd("lastword speak")))
@@ -176,6 +184,9 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
                          deadline=deadline_text(live))]
             if len(game.cities) > 1 and event.touring_city is not None:
                 lines.append(say("phase.night_touring", city=event.touring_city))
+            if quiet_nights(live):
+                lines.append(say("phase.night_quiet"))
+                out.extra.extend(quiet_night_overwrites(game, live.record.channels, night=True))
             out.everyone(" ".join(lines))
             for city in game.cities:  # what the mafia does tonight, in each room with someone in it
                 if not game.living_mafiosi(city):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from bot.i18n import t
 from cogs.mentions import command
 from tests.cogs.scenes import accepted, quick_edits, run
+from tests.fakediscord import Permission
 from tests.harness import Table, bot_table
 
 
@@ -226,3 +227,47 @@ async def test_a_preset_reaches_the_game_it_sets_up():
         assert table.game.stage.value == "night"
         lines = lobby_lines_of((await table.lobby_message()).content)
         assert t("ru", "lobby.preset", name="с ночи") + t("ru", "lobby.preset_changed") in lines
+
+
+def writes(table: Table, channel: int, player: str) -> bool:
+    return bool(table.fake.permissions_for(table.guild_id, channel, int(player)) & Permission.SEND_MESSAGES)
+
+
+def reads(table: Table, channel: int, player: str) -> bool:
+    return bool(table.fake.permissions_for(table.guild_id, channel, int(player)) & Permission.VIEW_CHANNEL)
+
+
+async def test_quiet_nights_close_the_city_channels_at_night_and_open_them_in_the_day():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона", mafiosi=2, doctor=False, journalist=False, maniac=False,
+                             quiet_nights=True)
+        lobby = await table.lobby_message()
+        assert t("ru", "lobby.quiet_nights") in lobby.content.splitlines()
+        city, room = table.city_channel("Верона"), table.mafia_channel("Верона")
+        citizens = [table.pid(n) for n in table.players_of("citizen")]
+        mafioso = table.pid(table.players_of("mafioso")[0])
+        assert all(writes(table, city, p) for p in table.game.alive())
+
+        await day_of_votes(table, citizens[0], [p for p in table.game.alive() if p != citizens[0]])
+        night = [m for m in table.channel_messages(city) if "🌙" in m]
+        assert night and t("ru", "phase.night_quiet") in night[-1]
+        assert not any(writes(table, city, p) for p in table.game.alive())
+        assert all(reads(table, city, p) for p in table.game.alive())
+        assert writes(table, room, mafioso)  # the mafia still confers in its room
+
+        await accepted(table, "host", "host next")
+        await table.drain()
+        assert table.game.stage.value == "discussion"
+        assert all(writes(table, city, p) for p in table.game.alive())
+
+
+async def test_without_quiet_nights_a_city_may_talk_at_night():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона", mafiosi=2, doctor=False, journalist=False, maniac=False)
+        city = table.city_channel("Верона")
+        citizens = [table.pid(n) for n in table.players_of("citizen")]
+        await day_of_votes(table, citizens[0], [p for p in table.game.alive() if p != citizens[0]])
+        assert all(writes(table, city, p) for p in table.game.alive())
+        assert not any(t("ru", "phase.night_quiet") in m for m in table.channel_messages(city))
