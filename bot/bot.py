@@ -41,6 +41,7 @@ EXTENSIONS = (
     "cogs.lobby",
     "cogs.play",
     "cogs.host",
+    "cogs.attendance",
     "cogs.admin",
     "cogs.lastword",
     "cogs.history",

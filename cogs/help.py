@@ -153,6 +153,7 @@ def lobby_lines(live: LiveGame, user: int, host: bool) -> list[str]:
         lines.append(say("help.lobby_host", setup=cmd("host setup"), start=cmd("host start"),
                          end=cmd("host end")))
         lines.append(say("help.lobby_presets", setup=cmd("host setup"), save=cmd("host preset save")))
+        lines.append(say("help.host.attendance", command=cmd("host attendance")))
     return lines
 
 

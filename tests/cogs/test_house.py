@@ -271,3 +271,73 @@ async def test_without_quiet_nights_a_city_may_talk_at_night():
         await day_of_votes(table, citizens[0], [p for p in table.game.alive() if p != citizens[0]])
         assert all(writes(table, city, p) for p in table.game.alive())
         assert not any(t("ru", "phase.night_quiet") in m for m in table.channel_messages(city))
+
+
+async def test_a_roll_call_drops_from_the_lobby_whoever_does_not_answer_in_time():
+    now = [1_800_000_000.0]
+    async with bot_table(players=8, clock=lambda: now[0]) as table:
+        quick_edits(table)
+        await table.open_lobby([f"p{i}" for i in range(6)])
+        live = table.live()
+        ids = [table.member(f"p{i}").user.id for i in range(6)]
+        general = table.world.text_channel.id
+
+        asked = await run(table, "host", "host attendance", {"within": "1м"})
+        deadline = f"<t:{int(now[0] + 60)}:T>"
+        assert asked.ephemeral and asked.content == t("ru", "attendance.asked", duration="1 минута", deadline=deadline)
+        await table.drain()
+        call = next(m for m in table.fake.messages(general) if "mafia:here:" in str(m.components))
+        players = ", ".join(f"<@{i}>" for i in ids)
+        assert call.content == t("ru", "attendance.ask", game=live.id, players=players,
+                                 button=t("ru", "attendance.button"), deadline=deadline)
+        assert call.pinged == frozenset(ids)  # everyone asked is pinged
+        button = call.components[0]["components"][0]["custom_id"]
+
+        # a second roll call while this one runs is refused; so is a press by someone not asked
+        again = await run(table, "host", "host attendance")
+        assert again.content == t("ru", "error.attendance_running", deadline=deadline)
+        stranger = await table.fake.click(call, button, table.member("p7").user.id)
+        await stranger.wait_callback()
+        assert stranger.content == t("ru", "error.attendance_not_asked", cmd_join=command("ru", "mafia join"))
+        for user in ids[:4] + ids[:1]:  # four answer (one of them twice)
+            pressed = await table.fake.click(call, button, user)
+            await pressed.wait_callback()
+            if pressed.deferred:
+                await pressed.wait_original()
+            assert pressed.ephemeral and pressed.content == t("ru", "attendance.confirmed")
+        # a latecomer joins during the call: he was not asked, and stays
+        lobby = await table.lobby_message()
+        await table.fake.click(lobby, f"mafia:join:{live.id}", table.member("p6").user.id)
+
+        now[0] += 61
+        table.bot.get_cog("AttendanceCog").arm(table.live())
+        await table.fake.wait_until(lambda: "attendance" not in table.live().record.lobby, 5.0, "not closed")
+        await table.drain()
+        left = [int(p["id"]) for p in table.live().record.lobby["players"]]
+        assert left == ids[:4] + [table.member("p6").user.id]
+        notice = table.channel_messages(general)[-1]
+        assert notice == t("ru", "attendance.dropped", count=2, players=f"<@{ids[4]}>, <@{ids[5]}>")
+        assert table.fake.message(call.id).components == []  # the button is gone
+        lobby = await table.lobby_message()
+        assert f"<@{ids[4]}>" not in lobby.content and f"<@{ids[0]}>" in lobby.content
+
+
+async def test_a_roll_call_everyone_answers_drops_nobody():
+    now = [1_800_000_000.0]
+    async with bot_table(players=6, clock=lambda: now[0]) as table:
+        quick_edits(table)
+        await table.open_lobby([f"p{i}" for i in range(3)])
+        await run(table, "host", "host attendance", {"within": "30s"})
+        await table.drain()
+        general = table.world.text_channel.id
+        call = next(m for m in table.fake.messages(general) if "mafia:here:" in str(m.components))
+        for i in range(3):
+            pressed = await table.fake.click(call, call.components[0]["components"][0]["custom_id"],
+                                             table.member(f"p{i}").user.id)
+            await pressed.wait_callback()
+        now[0] += 31
+        table.bot.get_cog("AttendanceCog").arm(table.live())
+        await table.fake.wait_until(lambda: "attendance" not in table.live().record.lobby, 5.0, "not closed")
+        await table.drain()
+        assert len(table.live().record.lobby["players"]) == 3
+        assert table.channel_messages(general)[-1] == t("ru", "attendance.all_here")
