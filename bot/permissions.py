@@ -3,8 +3,8 @@
 Discord lets a bot that is not an administrator allow or deny in a channel
 overwrite only permissions it holds itself, and never Manage Roles. So the
 invite asks for exactly the bits that appear in any overwrite the bot writes
-(:data:`OVERWRITE_BITS`) plus what its REST calls need (:data:`CALLS`), and
-nothing needs Administrator. :func:`invite_url` is the link server admins
+(:data:`OVERWRITE_BITS`) plus what its REST calls need (:data:`CALLS`) and what an optional
+feature needs (:data:`OPTIONAL`), and nothing needs Administrator. :func:`invite_url` is the link server admins
 use; ``mafia-bot run`` logs it at startup and the README shows it.
 
 Who gets which of these in a game's channels is decided in
@@ -54,8 +54,14 @@ OVERWRITE_BITS = READ | WRITE | SILENCE | VOICE | LISTEN | HOST | BOT | EVERYONE
 #: the game's (unmentionable) roles
 CALLS = P(manage_channels=True, manage_roles=True, mention_everyone=True)
 
+#: what only some features need, so that a server without them still plays: scheduled games
+#: (``/mafia schedule`` creates a guild scheduled event, an EXTERNAL one: a guild-level right)
+OPTIONAL = P(create_events=True)
+
 #: the invite: exactly what the bot asks a server for
-INVITE = OVERWRITE_BITS | CALLS
+INVITE = OVERWRITE_BITS | CALLS | OPTIONAL
+#: what ``/host start`` needs, and names when it is missing
+REQUIRED = OVERWRITE_BITS | CALLS
 
 #: server permissions that let a member see what overwrites hide (every hidden room) ...
 SEES_HIDDEN = P(administrator=True)
@@ -90,6 +96,7 @@ FLAGS: dict[int, str] = {
     1 << 38: "send_messages_in_threads",
     1 << 39: "use_embedded_activities",
     1 << 42: "use_soundboard",
+    1 << 44: "create_events",
     1 << 45: "use_external_sounds",
     1 << 46: "send_voice_messages",
     1 << 49: "send_polls",
@@ -116,7 +123,8 @@ def invite_url(application_id: int) -> str:
 
 
 def missing(granted: discord.Permissions) -> list[str]:
-    """The invite's permissions the bot lacks, as Discord's flag names in bit order."""
+    """The permissions a game needs that the bot lacks (:data:`REQUIRED`), as Discord's flag
+    names in bit order."""
     if granted.administrator:
         return []
-    return flag_names(INVITE.value & ~granted.value)
+    return flag_names(REQUIRED.value & ~granted.value)
