@@ -45,6 +45,7 @@ EXTENSIONS = (
     "cogs.admin",
     "cogs.lastword",
     "cogs.history",
+    "cogs.schedule",
     "cogs.will",
     "cogs.help",
 )

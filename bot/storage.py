@@ -1437,6 +1437,45 @@ class Storage:
                 (guild_id, name.casefold())) as cursor:
             return bool(await cursor.fetchall())
 
+    async def add_schedule(self, guild_id: int, host_id: int, channel_id: int, title: str, starts_at: float, *,
+                           now: float, most: int) -> int | None:
+        """Store a game to open at ``starts_at`` (state ``creating``); None if the guild has
+        ``most`` scheduled already."""
+        async with self.transaction() as db:
+            async with db.execute(
+                    "SELECT COUNT(*) FROM scheduled_games WHERE guild_id = ? AND state IN ('creating', 'scheduled')",
+                    (guild_id,)) as cursor:
+                row = await cursor.fetchone()
+            if row is not None and int(row[0]) >= most:
+                return None
+            async with db.execute(
+                    "INSERT INTO scheduled_games (guild_id, host_id, channel_id, title, starts_at, state, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, 'creating', ?) RETURNING id",
+                    (guild_id, host_id, channel_id, title, starts_at, now)) as cursor:
+                made = await cursor.fetchone()
+        assert made is not None
+        return int(made[0])
+
+    async def set_schedule(self, schedule_id: int, state: str, *, event_id: int | None = None,
+                           game_id: int | None = None) -> None:
+        """Move a scheduled game on (its event or its game, once known)."""
+        async with self.transaction() as db:
+            await db.execute(
+                "UPDATE scheduled_games SET state = ?, event_id = COALESCE(?, event_id), "
+                "game_id = COALESCE(?, game_id) WHERE id = ?", (state, event_id, game_id, schedule_id))
+
+    async def drop_schedule(self, schedule_id: int) -> None:
+        """Forget a scheduled game whose event could not be made."""
+        async with self.transaction() as db:
+            await db.execute("DELETE FROM scheduled_games WHERE id = ?", (schedule_id,))
+
+    async def schedules(self, *states: str) -> list[dict[str, Any]]:
+        """This process's scheduled games in these states, the earliest first."""
+        marks = ", ".join("?" * len(states))
+        rows = await self._fetchall(
+            f"SELECT * FROM scheduled_games WHERE state IN ({marks}){self._owned()} ORDER BY starts_at, id", states)
+        return [dict(row) for row in rows]
+
     # ================================================================== archive (issue 12)
     # The archive of finished games and the per-player figures kept from it
     # (migration V4). The rules of what is archived and how figures are computed

@@ -164,7 +164,8 @@ def help_lines(bot: ProkuratorBot, live: LiveGame | None, user: discord.abc.User
                rules=command(language, "rules"), notify=command(language, "mafia notify"))
     if live is None:
         return [t(language, "help.no_game", new=command(language, "mafia new"), rules=command(language, "rules"),
-                  history=command(language, "mafia history")), always]
+                  history=command(language, "mafia history")),
+                t(language, "help.schedule", command=command(language, "mafia schedule")), always]
     host = is_host(bot, live, user, host_role)
     if live.game is None:
         return [*lobby_lines(live, user.id, host), always]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from bot.i18n import t
 from cogs.mentions import command
 from tests.cogs.scenes import accepted, quick_edits, run
-from tests.fakediscord import Permission
+from tests.fakediscord import DEFAULT_BOT_PERMISSIONS, Permission
 from tests.harness import Table, bot_table
 
 
@@ -341,3 +341,92 @@ async def test_a_roll_call_everyone_answers_drops_nobody():
         await table.drain()
         assert len(table.live().record.lobby["players"]) == 3
         assert table.channel_messages(general)[-1] == t("ru", "attendance.all_here")
+
+
+async def scheduled(table: Table, now: list[float], seconds: float) -> None:
+    """The clock moves on by ``seconds`` and the scheduled games are looked at."""
+    now[0] += seconds
+    table.bot.get_cog("ScheduleCog").wake()
+
+
+async def test_a_scheduled_game_is_a_server_event_whose_lobby_opens_on_time_and_pings_the_interested():
+    now = [1_800_000_000.0]
+    async with bot_table(players=120, clock=lambda: now[0]) as table:
+        quick_edits(table)
+        general = table.world.text_channel.id
+        made = await run(table, "host", "mafia schedule", {"in": "2ч", "title": "Пятничная мафия"})
+        [event] = table.fake.event_routes.of_guild(table.guild_id)
+        assert made.ephemeral and made.content == t(
+            "ru", "schedule.made", title="Пятничная мафия", when=f"<t:{int(now[0] + 7200)}:F>",
+            link=f"https://discord.com/events/{table.guild_id}/{event.id}")
+        assert event.name == "Пятничная мафия" and event.location == "#general" and event.entity_type == 3
+        assert event.start.timestamp() == now[0] + 7200 and event.end.timestamp() == now[0] + 7200 + 3 * 3600
+        assert f"<#{general}>" in event.description
+        assert table.bot.service.games() == []  # nothing opens before its time
+
+        interested = sorted(member.user.id for member in table.world.players[:110])
+        for user in interested + [table.host.user.id]:
+            table.fake.event_routes.mark_interested(event.id, user)
+        await scheduled(table, now, 3600)  # not yet
+        await scheduled(table, now, 3601)
+        await table.fake.wait_until(lambda: table.bot.service.games(), 5.0, "the lobby did not open")
+        await table.drain()
+        live = table.live()
+        assert live.record.host_id == table.host.user.id and live.record.lobby["channel_id"] == general
+        calls = [m for m in table.fake.messages(general) if m.content.startswith("🗓️")]
+        # every interested member is pinged once, in messages Discord takes (at most 100 pings and
+        # 2,000 characters each); the host is not called to his own game
+        assert len(calls) == 2 and all(len(m.pinged) <= 100 and len(m.content) <= 2000 for m in calls)
+        assert sorted(u for m in calls for u in m.pinged) == interested
+        first = sorted(calls[0].pinged)
+        assert calls[0].content == t("ru", "schedule.opened", title="Пятничная мафия", game=live.id,
+                                     players=" ".join(f"<@{u}>" for u in first))
+        assert table.fake.event_routes.events[event.id].status == 2  # the event is under way
+        await table.lobby_message()  # the lobby itself is there, with its buttons
+
+
+async def test_a_scheduled_game_whose_event_was_cancelled_opens_nothing_and_one_meeting_a_game_says_so():
+    now = [1_800_000_000.0]
+    async with bot_table(players=8, clock=lambda: now[0], refusals=True) as table:
+        quick_edits(table)
+        general = table.world.text_channel.id
+        await run(table, "host", "mafia schedule", {"in": "1ч"})
+        await run(table, "host", "mafia schedule", {"in": "3ч", "title": "Вторая"})
+        first, second = table.fake.event_routes.of_guild(table.guild_id)
+        assert first.name == t("ru", "schedule.default_title")
+        del table.fake.event_routes.events[first.id]  # the host deleted it in Discord
+        await scheduled(table, now, 3601)
+        cog = table.bot.get_cog("ScheduleCog")
+        await table.fake.wait_until(lambda: cog.handled >= 1, 5.0, "the schedules were not looked at")
+        rows = await table.bot.storage.schedules("cancelled")
+        assert [row["event_id"] for row in rows] == [first.id]
+        assert table.bot.service.games() == []
+
+        await run(table, "host", "mafia new")
+        await scheduled(table, now, 2 * 3600)
+        skipped = t("ru", "schedule.skipped", title="Вторая", cmd_new=command("ru", "mafia new"))
+        await table.fake.wait_until(lambda: skipped in table.channel_messages(general), 5.0, "no notice")
+        assert [row["event_id"] for row in await table.bot.storage.schedules("skipped")] == [second.id]
+        # the one call Discord refused is the bot's look at the event the host had deleted
+        assert [(c.method, c.status) for c in table.fake.calls() if c.status >= 400] == [("GET", 404)]
+
+
+async def test_scheduling_is_for_hosts_with_a_bot_that_may_create_events():
+    async with bot_table(players=8) as table:
+        refused = await run(table, "p1", "mafia schedule", {"in": "2h"})
+        assert refused.content == t("ru", "error.not_host")
+        soon = await run(table, "host", "mafia schedule", {"in": "30с"})
+        assert soon.content == t("ru", "error.schedule_too_soon", cmd_new=command("ru", "mafia new"))
+        guild = table.world.guild
+        bot_role = next(role for role in guild.roles.values() if role.permissions == DEFAULT_BOT_PERMISSIONS)
+        table.fake.update_role(guild.id, bot_role.id,
+                               permissions=DEFAULT_BOT_PERMISSIONS & ~int(Permission.CREATE_EVENTS))
+        lacking = await run(table, "host", "mafia schedule", {"in": "2h"})
+        assert lacking.content == t("ru", "error.schedule_no_right")
+        assert table.fake.event_routes.of_guild(guild.id) == []
+        for number in range(5):
+            table.fake.update_role(guild.id, bot_role.id, permissions=DEFAULT_BOT_PERMISSIONS)
+            await run(table, "host", "mafia schedule", {"in": f"{number + 1}h"})
+        full = await run(table, "host", "mafia schedule", {"in": "9h"})
+        assert full.content == t("ru", "error.schedule_full", count=5)
+        assert len(table.fake.event_routes.of_guild(guild.id)) == 5
