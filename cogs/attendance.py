@@ -26,7 +26,15 @@ from bot.i18n import key_str
 from bot.options import duration_text, parse_duration
 from bot.service import GameBroken, LiveGame, NoGame
 from bot.storage import OutboxItem
-from cogs.common import InteractionAnswer, answer, mention, phrase, require_host
+from cogs.common import (
+    InteractionAnswer,
+    answer,
+    join_group,
+    leave_group,
+    mention,
+    phrase,
+    require_host,
+)
 from cogs.limits import CONTENT, listing
 from cogs.lobby import lobby_edit
 from cogs.render import NO_PINGS
@@ -86,21 +94,11 @@ class AttendanceCog(commands.Cog):
 
     async def cog_load(self) -> None:
         """Join the ``/host`` group; look at the games loaded at start once the bot is ready."""
-        group = self.bot.tree.get_command("host")
-        if not isinstance(group, app_commands.Group):
-            raise RuntimeError("cogs.attendance needs the /host group of cogs.host, loaded before it")
-        for command in list(self.__cog_app_commands__):
-            assert isinstance(command, app_commands.Command)
-            group.add_command(command)
-            self._moved.append(command)
-        self.__cog_app_commands__ = []
+        self._moved = join_group(self.bot, self, "host")
         self._restore = asyncio.create_task(self._after_start(), name="attendance-restore")
 
     async def cog_unload(self) -> None:
-        group = self.bot.tree.get_command("host")
-        if isinstance(group, app_commands.Group):
-            for command in self._moved:
-                group.remove_command(command.name)
+        leave_group(self.bot, "host", self._moved)
         if self.arm in self.bot.service.after_commit:
             self.bot.service.after_commit.remove(self.arm)
         self._closed = True

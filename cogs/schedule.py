@@ -31,7 +31,7 @@ from bot.i18n import key_str, t
 from bot.options import parse_duration
 from bot.service import LiveGame
 from bot.storage import GameExists, OutboxItem
-from cogs.common import answer
+from cogs.common import answer, join_group, leave_group
 from cogs.limits import CONTENT
 from cogs.lobby import lobby_post, may_host, new_lobby
 from cogs.render import NO_PINGS
@@ -102,21 +102,11 @@ class ScheduleCog(commands.Cog):
 
     async def cog_load(self) -> None:
         """Join the ``/mafia`` group; start waiting for the scheduled games once the bot is ready."""
-        group = self.bot.tree.get_command("mafia")
-        if not isinstance(group, app_commands.Group):
-            raise RuntimeError("cogs.schedule needs the /mafia group of cogs.lobby, loaded before it")
-        for command in list(self.__cog_app_commands__):
-            assert isinstance(command, app_commands.Command)
-            group.add_command(command)
-            self._moved.append(command)
-        self.__cog_app_commands__ = []
+        self._moved = join_group(self.bot, self, "mafia")
         self._task = asyncio.create_task(self._run(), name="schedules")
 
     async def cog_unload(self) -> None:
-        group = self.bot.tree.get_command("mafia")
-        if isinstance(group, app_commands.Group):
-            for command in self._moved:
-                group.remove_command(command.name)
+        leave_group(self.bot, "mafia", self._moved)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
