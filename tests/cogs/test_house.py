@@ -430,3 +430,25 @@ async def test_scheduling_is_for_hosts_with_a_bot_that_may_create_events():
         full = await run(table, "host", "mafia schedule", {"in": "9h"})
         assert full.content == t("ru", "error.schedule_full", count=5)
         assert len(table.fake.event_routes.of_guild(guild.id)) == 5
+
+
+async def test_in_english_the_idle_warning_the_strike_and_the_will_read_as_written():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await run(table, "host", "admin language", {"language": "en"})
+        await table.new_game(cities="Verona", mafiosi=2, doctor=False, journalist=False, maniac=False,
+                             idle_strike=1, will=100)
+        lines = (await table.lobby_message()).content.splitlines()
+        assert t("en", "lobby.will", count=100) in lines and t("en", "lobby.idle_strike", count=1) in lines
+        assert lines[lines.index(t("en", "lobby.idle_strike", count=1))] == (
+            "Idling: a warning for each day without a move, a strike-out after 1 such day in a row")
+        citizens = [table.pid(n) for n in table.players_of("citizen")]
+        idle, writer = citizens[0], citizens[1]
+        written = await run(table, table.name(idle), "will write", {"text": "Trust nobody."}, locale="en-US")
+        assert written.content == "Your will is written (13 characters of 100). Your city reads it when you die."
+        await day_of_votes(table, citizens[2], [p for p in table.game.alive() if p not in (idle, writer)] + [writer])
+        city = table.city_channel("Verona")
+        told = table.channel_messages(city)
+        struck = f"✂️ The Procurator strikes <@{idle}> out of the game for idling: 1 day in a row without a move."
+        assert struck in told
+        assert any(f"📜 The will of <@{idle}>:\n> Trust nobody." in m for m in told)
