@@ -3,11 +3,16 @@ Procurator's strike-out after the set number of days without a public move."""
 
 from __future__ import annotations
 
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from bot.config import Config
 from bot.i18n import t
 from cogs.mentions import command
 from tests.cogs.scenes import accepted, quick_edits, run
-from tests.fakediscord import DEFAULT_BOT_PERMISSIONS, Permission
-from tests.harness import Table, bot_table
+from tests.fakediscord import DEFAULT_BOT_PERMISSIONS, FakeDiscord, Permission, build_standard_guild
+from tests.harness import NO_TIMERS, Table, bot_on, bot_table
 
 
 def warning(language: str, players: list[str], days: int, limit: int) -> str:
@@ -452,3 +457,40 @@ async def test_in_english_the_idle_warning_the_strike_and_the_will_read_as_writt
         struck = f"✂️ The Procurator strikes <@{idle}> out of the game for idling: 1 day in a row without a move."
         assert struck in told
         assert any(f"📜 The will of <@{idle}>:\n> Trust nobody." in m for m in told)
+
+
+async def test_a_roll_call_and_a_scheduled_game_survive_a_restart():
+    now = [1_800_000_000.0]
+    fake = FakeDiscord()
+    world = build_standard_guild(fake, players=[f"p{i}" for i in range(6)])
+    with tempfile.TemporaryDirectory() as folder:
+        config = replace(Config(timers=NO_TIMERS), database=Path(folder) / "bot.sqlite3")
+        await fake.start()
+        try:
+            async with bot_on(fake, world, config, clock=lambda: now[0]) as first:
+                quick_edits(first)
+                await run(first, "host", "mafia schedule", {"in": "2ч", "title": "Завтра"})
+                await first.open_lobby([f"p{i}" for i in range(4)])
+                await run(first, "host", "host attendance", {"within": "1м"})
+                await first.drain()
+                call = next(m for m in fake.messages(world.text_channel.id) if "mafia:here:" in str(m.components))
+                pressed = await fake.click(call, call.components[0]["components"][0]["custom_id"],
+                                           first.member("p0").user.id)
+                await pressed.wait_callback()
+            now[0] += 61  # the bot was down when the roll call ended
+            async with bot_on(fake, world, config, clock=lambda: now[0]) as second:
+                quick_edits(second)
+                await fake.wait_until(lambda: "attendance" not in second.live().record.lobby, 5.0, "not closed")
+                assert [p["id"] for p in second.live().record.lobby["players"]] == [second.member("p0").user.id]
+                await run(second, "host", "host end")
+                [event] = fake.event_routes.of_guild(world.guild.id)
+                fake.event_routes.mark_interested(event.id, second.member("p3").user.id)
+            now[0] += 7200  # and again when the scheduled game's time came
+            async with bot_on(fake, world, config, clock=lambda: now[0]) as third:
+                quick_edits(third)
+                await fake.wait_until(lambda: third.bot.service.games(), 5.0, "the scheduled lobby did not open")
+                await third.drain()
+                opened = [m for m in fake.messages(world.text_channel.id) if m.content.startswith("🗓️")]
+                assert [m.pinged for m in opened] == [frozenset({third.member("p3").user.id})]
+        finally:
+            await fake.close()
