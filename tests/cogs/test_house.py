@@ -216,9 +216,13 @@ async def test_presets_set_a_lobby_by_name_and_a_server_saves_its_own():
         again = await run(table, host, "host preset delete", {"name": "пятничный"})
         assert again.content == t("ru", "error.no_preset", name="пятничный")
 
-        # a server keeps so many presets, and says so at the next
-        for number in range(20):
-            await run(table, host, "host preset save", {"name": f"набор {number}"})
+        # a server keeps so many presets, and says so at the next (19 stored as a save stores them,
+        # the host's 20th and 21st through the command)
+        for number in range(19):
+            await table.bot.storage.save_guild_preset(table.guild_id, f"набор {number}", {}, saved_by=1, now=0.0,
+                                                      most=20)
+        last = await run(table, host, "host preset save", {"name": "набор 19"})
+        assert last.content == t("ru", "host.preset_saved", name="набор 19", cmd_setup=command("ru", "host setup"))
         full = await run(table, host, "host preset save", {"name": "лишний"})
         assert full.content == t("ru", "error.presets_full", count=20)
         assert len(await table.bot.storage.guild_presets(table.guild_id)) == 20
