@@ -58,7 +58,7 @@ from bot.service import LiveGame
 from bot.storage import OutboxItem
 from cogs.common import mention, phrase
 from cogs.limits import listing
-from rules import Game, Status
+from rules import Game, Stage, Status
 
 log = logging.getLogger(__name__)
 
@@ -371,9 +371,9 @@ def _layout(channels: dict[str, Any]) -> Layout | None:
 
 def quiet_night_overwrites(game: Game, channels: dict[str, Any], *, night: bool) -> list[OutboxItem]:
     """Quiet nights (a house rule): each city channel turns read-only for its living residents
-    when the night begins (``night``), and they write again when the day begins. Only the roles
-    already made are changed; a quiet twin still being made takes the day's overwrites, which
-    its own provisioning copies."""
+    when the night begins (``night``), and they write again when the day begins. A quiet twin's
+    change goes in the provisioning lane, after the twin is made (it may still be a key there);
+    one made at night is made read-only (:func:`quiet_swap`)."""
     layout = _layout(channels)
     if layout is None:
         return []
@@ -383,9 +383,10 @@ def quiet_night_overwrites(game: Game, channels: dict[str, Any], *, night: bool)
         if not game.alive(city.name):
             continue
         for role in city.roles:
-            if isinstance(role, int) or str(role).isdigit():
-                items.append(OutboxItem("overwrite", {"channel_id": city.text, "id": int(role), "type": ROLE},
-                                        {"allow": str(allow), "deny": str(deny)}))
+            made = isinstance(role, int) or str(role).isdigit()
+            items.append(OutboxItem("overwrite", {"channel_id": city.text, "id": int(role) if made else role,
+                                                  "type": ROLE}, {"allow": str(allow), "deny": str(deny)},
+                                    **({} if role == city.living else {"lane": "provision"})))
     return items
 
 
@@ -430,12 +431,15 @@ def quiet_swap(live: LiveGame, game: Game, player: str, *, wants_pings: bool,
             "name": phrase(live, "game_role.quiet", game=live.id, city=city.name)[:100], "permissions": "0",
             "mentionable": False, "hoist": False, "reason": phrase(live, "channel.category", game=live.id),
         }, lane="provision"))
+        quiet_night = bool(live.record.lobby.get("quiet_nights")) and game.stage is Stage.NIGHT
         for target, overwrites in layout.channels(game):
             for overwrite in overwrites:
                 if overwrite.target == city.quiet:
+                    allow, deny = overwrite.allow, overwrite.deny
+                    if quiet_night and target == city.text:  # made at night: its city is closed till day
+                        allow, deny = READ.value, SILENCE.value
                     items.append(OutboxItem("overwrite", {"channel_id": target, "id": city.quiet, "type": ROLE},
-                                            {"allow": str(overwrite.allow), "deny": str(overwrite.deny)},
-                                            lane="provision"))
+                                            {"allow": str(allow), "deny": str(deny)}, lane="provision"))
         channels["roles"]["cities"][city.name]["quiet"] = city.quiet
         lane = "provision"
     before = layout.role_of(game, player)

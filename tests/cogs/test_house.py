@@ -264,6 +264,11 @@ async def test_quiet_nights_close_the_city_channels_at_night_and_open_them_in_th
         assert not any(writes(table, city, p) for p in table.game.alive())
         assert all(reads(table, city, p) for p in table.game.alive())
         assert writes(table, room, mafioso)  # the mafia still confers in its room
+        # one who turns pings off tonight takes the quiet twin of the city role: closed tonight too
+        quiet = next(p for p in citizens[1:] if table.game.is_alive(p))
+        await run(table, table.name(quiet), "mafia notify", {"state": "off"})
+        await table.drain()
+        assert reads(table, city, quiet) and not writes(table, city, quiet)
 
         await accepted(table, "host", "host next")
         await table.drain()
