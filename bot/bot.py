@@ -44,10 +44,13 @@ EXTENSIONS = (
     "cogs.lobby",
     "cogs.play",
     "cogs.host",
+    "cogs.attendance",
     "cogs.admin",
     "cogs.lastword",
     "cogs.history",
     "cogs.season",
+    "cogs.schedule",
+    "cogs.will",
     "cogs.help",
 )
 

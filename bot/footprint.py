@@ -6,8 +6,9 @@ channels with their role overwrites, and which game role each member holds
 spectators' role watching). Provisioning (:func:`provision_plan`) makes it; a
 death and a co-host added or removed are the difference between the footprint
 before and after (:func:`member_changes`), stored with the command, and so
-is a replacement; a quiet twin, the spectators' role and the end's lock keep
-intents of their own (``cogs.channels``, ``cogs.spectators``), drawn from the
+is a replacement, and so is a quiet night's start and end (a house rule: the
+footprint by night has the city channels read-only, :func:`quiet_night_items`);
+a quiet twin, the spectators' role and the end's lock keep intents of their own (``cogs.channels``, ``cogs.spectators``), drawn from the
 same layout. After any of them, and whatever people do, :class:`Reconciler`
 compares the footprint with what Discord shows and repairs the difference
 through the outbox:
@@ -140,12 +141,15 @@ class Footprint:
 
 
 def declared(live: LiveGame | None, game: Game, layout: Layout, *, over: bool = False,
-             revived: Collection[str] = ()) -> Footprint:
+             revived: Collection[str] = (), night: bool | None = None) -> Footprint:
     """What the game should have on Discord (``layout`` with ids or provisioning keys).
 
     ``revived``: players counted alive still (the footprint as it was before their deaths).
-    Without ``live`` (a footprint compared for who may do what, not made) names are empty."""
+    ``night``: the footprint by night (True) or by day (False) rather than at the game's stage
+    (it differs only with quiet nights). Without ``live`` (a footprint compared for who may do
+    what, not made) names are empty."""
     game_id = live.id if live is not None else 0
+    closed = layout.closed(game) if night is None else layout.quiet_nights and night
 
     def name(key: str, **params: Any) -> str:
         return phrase(live, key, game=game_id, **params)[:100] if live is not None else ""
@@ -168,7 +172,7 @@ def declared(live: LiveGame | None, game: Game, layout: Layout, *, over: bool = 
     places = [PlaceSpec(("category",), category, CATEGORY, name("channel.category"), None, tuple(layout.base()))]
     for city in layout.cities:
         places.append(PlaceSpec(("cities", city.name, "text"), city.text, TEXT, name("channel.city", city=city.name),
-                                category, tuple(layout.city_overwrites(city.name, over=over)),
+                                category, tuple(layout.city_overwrites(city.name, over=over, closed=closed)),
                                 topic("channel.topic.city", city=city.name)))
         places.append(PlaceSpec(("cities", city.name, "mafia"), city.mafia, TEXT,
                                 name("channel.mafia", city=city.name), category,
@@ -228,6 +232,31 @@ def death_items(game: Game, channels: dict[str, Any], player: str) -> list[Outbo
         return []
     return member_changes(declared(None, game, layout, revived={player}), declared(None, game, layout),
                           {int(player)})
+
+
+def quiet_night_items(game: Game, channels: dict[str, Any], *, night: bool) -> list[OutboxItem]:
+    """Quiet nights (a house rule): the night (``night``) or the day begins, and the city channels'
+    role overwrites go from the footprint by day to the footprint by night (read-only to their own
+    living residents), or back. Nothing without quiet nights. A quiet twin's overwrite goes in the
+    provisioning lane, after the twin is made (its id may still be a key there)."""
+    layout = layout_of(channels)
+    if layout is None or not layout.quiet_nights:
+        return []
+    before = declared(None, game, layout, night=not night)
+    after = declared(None, game, layout, night=night)
+    twins = {city.quiet for city in layout.cities if city.quiet is not None}
+    items = []
+    for old, new in zip(before.places, after.places, strict=True):
+        for overwrite in new.overwrites:
+            if overwrite.type != ROLE or old.role_overwrite(overwrite.target) == overwrite:
+                continue
+            target = overwrite.target
+            items.append(OutboxItem(
+                "overwrite", {"channel_id": new.id, "id": int(target) if str(target).isdigit() else target,
+                              "type": ROLE},
+                {"allow": str(overwrite.allow), "deny": str(overwrite.deny)},
+                **({"lane": "provision"} if target in twins else {})))
+    return items
 
 
 def replacement_items(live: LiveGame, game: Game, old: str, new: str, *, quiet: bool) -> list[OutboxItem]:
@@ -876,5 +905,6 @@ def _children(channels: dict[str, Any]) -> list[int]:
 
 
 __all__ = ["Footprint", "Observed", "PlaceSpec", "Reconciler", "Repairs", "RoleSpec", "Seat", "cohost_items",
-           "death_items", "declared", "member_changes", "observe", "provision_plan", "repairs", "replacement_items",
+           "death_items", "declared", "member_changes", "observe", "provision_plan", "quiet_night_items", "repairs",
+           "replacement_items",
            "rollback_plan"]

@@ -1582,6 +1582,89 @@ class Storage:
                              (_dumps(failure), game_id))
             await self._insert_outbox(db, game_id, None, items, time.time())
 
+    # ================================================================== presets (issue 23)
+
+    async def guild_presets(self, guild_id: int) -> list[tuple[str, dict[str, Any]]]:
+        """A guild's saved presets, by name: (name as saved, settings). A row whose settings no
+        longer parse is left out (logged)."""
+        rows = await self._fetchall(
+            "SELECT name, settings FROM guild_presets WHERE guild_id = ? ORDER BY name_key", (guild_id,))
+        presets = []
+        for row in rows:
+            try:
+                settings = json.loads(row["settings"])
+                if not isinstance(settings, dict):
+                    raise ValueError("not an object")
+            except ValueError as error:
+                log.error("guild %s: preset %r is unreadable (%s); left out", guild_id, row["name"], error)
+                continue
+            presets.append((str(row["name"]), settings))
+        return presets
+
+    async def save_guild_preset(self, guild_id: int, name: str, settings: dict[str, Any], *, saved_by: int,
+                                now: float, most: int) -> bool:
+        """Store (or replace) a guild's preset; False if it is new and the guild has ``most``."""
+        key = name.casefold()
+        async with self.transaction() as db:
+            async with db.execute("SELECT name_key FROM guild_presets WHERE guild_id = ?", (guild_id,)) as cursor:
+                keys = {row[0] for row in await cursor.fetchall()}
+            if key not in keys and len(keys) >= most:
+                return False
+            await db.execute(
+                "INSERT INTO guild_presets (guild_id, name_key, name, settings, saved_by, saved_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (guild_id, name_key) DO UPDATE SET "
+                "name = excluded.name, settings = excluded.settings, saved_by = excluded.saved_by, "
+                "saved_at = excluded.saved_at",
+                (guild_id, key, name, json.dumps(settings, ensure_ascii=False, sort_keys=True), saved_by, now),
+            )
+        return True
+
+    async def delete_guild_preset(self, guild_id: int, name: str) -> bool:
+        """Remove a guild's preset; False if it had none by that name."""
+        async with self.transaction() as db, db.execute(
+                "DELETE FROM guild_presets WHERE guild_id = ? AND name_key = ? RETURNING name",
+                (guild_id, name.casefold())) as cursor:
+            return bool(await cursor.fetchall())
+
+    async def add_schedule(self, guild_id: int, host_id: int, channel_id: int, title: str, starts_at: float, *,
+                           now: float, most: int) -> int | None:
+        """Store a game to open at ``starts_at`` (state ``creating``); None if the guild has
+        ``most`` scheduled already."""
+        async with self.transaction() as db:
+            async with db.execute(
+                    "SELECT COUNT(*) FROM scheduled_games WHERE guild_id = ? AND state IN ('creating', 'scheduled')",
+                    (guild_id,)) as cursor:
+                row = await cursor.fetchone()
+            if row is not None and int(row[0]) >= most:
+                return None
+            async with db.execute(
+                    "INSERT INTO scheduled_games (guild_id, host_id, channel_id, title, starts_at, state, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, 'creating', ?) RETURNING id",
+                    (guild_id, host_id, channel_id, title, starts_at, now)) as cursor:
+                made = await cursor.fetchone()
+        assert made is not None
+        return int(made[0])
+
+    async def set_schedule(self, schedule_id: int, state: str, *, event_id: int | None = None,
+                           game_id: int | None = None) -> None:
+        """Move a scheduled game on (its event or its game, once known)."""
+        async with self.transaction() as db:
+            await db.execute(
+                "UPDATE scheduled_games SET state = ?, event_id = COALESCE(?, event_id), "
+                "game_id = COALESCE(?, game_id) WHERE id = ?", (state, event_id, game_id, schedule_id))
+
+    async def drop_schedule(self, schedule_id: int) -> None:
+        """Forget a scheduled game whose event could not be made."""
+        async with self.transaction() as db:
+            await db.execute("DELETE FROM scheduled_games WHERE id = ?", (schedule_id,))
+
+    async def schedules(self, *states: str) -> list[dict[str, Any]]:
+        """This process's scheduled games in these states, the earliest first."""
+        marks = ", ".join("?" * len(states))
+        rows = await self._fetchall(
+            f"SELECT * FROM scheduled_games WHERE state IN ({marks}){self._owned()} ORDER BY starts_at, id", states)
+        return [dict(row) for row in rows]
+
     # ================================================================== archive (issue 12)
     # The archive of finished games and the per-player figures kept from it
     # (migration V4). The rules of what is archived and how figures are computed

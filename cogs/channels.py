@@ -22,7 +22,8 @@ The tribune: the living roles speak and write in its text chat, the dead
 role listens. The dead channel: the dead role writes. The dead are denied
 :data:`bot.permissions.SILENCE` wherever they read (on the tribune
 :data:`bot.permissions.TRIBUNE_SILENCE`: its status line and events too). At the end every channel
-is read-only to all who could read it, and the tribune silent.
+is read-only to all who could read it, and the tribune silent. With quiet nights (a house rule)
+a city channel is read-only at night to its own living roles too.
 
 So a channel carries at most 3 + 2 × cities + 2 overwrites (a mafia room
 3 + its mafiosi), within Discord's 100 for 200 players in 10 cities, and a
@@ -61,7 +62,7 @@ from bot.service import LiveGame
 from bot.storage import OutboxItem
 from cogs.common import mention, phrase
 from cogs.limits import listing
-from rules import Game, Status
+from rules import Game, Stage, Status
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +130,8 @@ class Layout:
     cohosts: list[int] = field(default_factory=list)
     spectators: Target | None = None
     """The game's spectator role (made when a first member asks to watch; None until then)."""
+    quiet_nights: bool = False
+    """A house rule: at night the city channels are read-only to their own living residents too."""
 
     def base(self) -> list[Overwrite]:
         """What every game channel has: @everyone kept out, the bot, the host and his co-hosts in."""
@@ -146,12 +149,18 @@ class Layout:
 
     # ------------------------------------------------------------------ overwrites
 
-    def city_overwrites(self, name: str, *, over: bool = False) -> list[Overwrite]:
-        """A city channel: its living roles write, the others read (see the module docstring)."""
+    def closed(self, game: Game | None) -> bool:
+        """Whether the city channels are read-only to their living residents now (quiet nights, at
+        night)."""
+        return self.quiet_nights and game is not None and game.stage is Stage.NIGHT
+
+    def city_overwrites(self, name: str, *, over: bool = False, closed: bool = False) -> list[Overwrite]:
+        """A city channel: its living roles write (not when ``closed``: a quiet night), the others
+        read (see the module docstring)."""
         result = self.base()
         for city in self.cities:
             if city.name == name:
-                allow, deny = (READ.value, SILENCE.value) if over else (READ.value | WRITE.value, 0)
+                allow, deny = (READ.value, SILENCE.value) if over or closed else (READ.value | WRITE.value, 0)
             elif self.everyone_reads:
                 allow, deny = READ.value, SILENCE.value
             else:
@@ -202,10 +211,11 @@ class Layout:
     def channels(self, game: Game | None, *, over: bool = False,
                  reveal: bool = False) -> list[tuple[Target, list[Overwrite]]]:
         """Every channel of the game with the overwrites it has (at the end, with ``over``; the
-        mafia rooms and the log open to every player, read-only, with ``reveal``)."""
+        mafia rooms and the log open to every player, read-only, with ``reveal``; the city channels
+        closed at a quiet night)."""
         result: list[tuple[Target, list[Overwrite]]] = []
         for city in self.cities:
-            result.append((city.text, self.city_overwrites(city.name, over=over)))
+            result.append((city.text, self.city_overwrites(city.name, over=over, closed=self.closed(game))))
             result.append((city.mafia, self.mafia_overwrites(game, city.name, over=over, reveal=reveal)))
         result.append((self.voice, self.voice_overwrites(over=over)))
         result.append((self.dead, self.dead_overwrites(over=over)))
@@ -232,6 +242,7 @@ class Layout:
             "quiet": sorted(self.quiet),
             "cohosts": list(self.cohosts),
             **({"spectators": self.spectators} if self.spectators is not None else {}),
+            **({"quiet_nights": True} if self.quiet_nights else {}),
         }
 
     @classmethod
@@ -247,7 +258,7 @@ class Layout:
             voice=channels["voice"], dead=channels["dead"], log=channels["log"],
             dead_role=roles["dead"], everyone_reads=bool(channels.get("everyone_reads", True)),
             quiet=set(channels.get("quiet", [])), cohosts=[int(c) for c in channels.get("cohosts", [])],
-            spectators=channels.get("spectators"),
+            spectators=channels.get("spectators"), quiet_nights=bool(channels.get("quiet_nights", False)),
         )
 
 
@@ -274,6 +285,7 @@ def layout_for(live: LiveGame, game: Game, *, guild_id: int, bot_id: int, quiet:
         everyone_reads=bool(live.record.lobby.get("everyone_reads", True)),
         quiet={player for player in game.players if player in quiet},
         cohosts=[int(c) for c in live.record.lobby.get("cohosts", [])],
+        quiet_nights=bool(live.record.lobby.get("quiet_nights", False)),
     )
 
 
@@ -290,7 +302,7 @@ def resolved(layout: Layout, ids: dict[str, int]) -> Layout:
         cities=[CityPlaces(c.name, one(c.text), one(c.mafia), one(c.living), one(c.quiet)) for c in layout.cities],
         voice=one(layout.voice), dead=one(layout.dead), log=one(layout.log), dead_role=one(layout.dead_role),
         everyone_reads=layout.everyone_reads, quiet=set(layout.quiet), cohosts=list(layout.cohosts),
-        spectators=one(layout.spectators),
+        spectators=one(layout.spectators), quiet_nights=layout.quiet_nights,
     )
 
 
@@ -329,7 +341,7 @@ def quiet_swap(live: LiveGame, game: Game, player: str, *, wants_pings: bool,
             "name": phrase(live, "game_role.quiet", game=live.id, city=city.name)[:100], "permissions": "0",
             "mentionable": False, "hoist": False, "reason": phrase(live, "channel.category", game=live.id),
         }, lane="provision"))
-        for target, overwrites in layout.channels(game):
+        for target, overwrites in layout.channels(game):  # at a quiet night its city is closed till day
             for overwrite in overwrites:
                 if overwrite.target == city.quiet:
                     items.append(OutboxItem("overwrite", {"channel_id": target, "id": city.quiet, "type": ROLE},

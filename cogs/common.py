@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
+from discord.ext import commands
 
 from bot.errors import UserError
 from bot.i18n import key_str, t
@@ -283,3 +284,30 @@ __all__ = [
     "names", "phrase", "player_of", "plays_in", "require_host", "resolve_player", "running_game", "shown", "shown_name",
     "status_text", "target_choices",
 ]
+
+
+def join_group(bot: ProkuratorBot, cog: commands.Cog, group_name: str) -> list[app_commands.Command[Any, ..., Any]]:
+    """Move a cog's slash commands into another cog's group (``/host``, ``/mafia``), which must
+    be loaded first; returns them, for :func:`leave_group`.
+
+    Raises:
+        RuntimeError: the group is not there.
+    """
+    group = bot.tree.get_command(group_name)
+    if not isinstance(group, app_commands.Group):
+        raise RuntimeError(f"{type(cog).__name__} needs the /{group_name} group, loaded before it")
+    moved = []
+    for command in list(cog.__cog_app_commands__):
+        assert isinstance(command, app_commands.Command)
+        group.add_command(command)
+        moved.append(command)
+    cog.__cog_app_commands__ = []  # the group's now, not top-level commands of the cog
+    return moved
+
+
+def leave_group(bot: ProkuratorBot, group_name: str, moved: list[app_commands.Command[Any, ..., Any]]) -> None:
+    """Take back what :func:`join_group` moved."""
+    group = bot.tree.get_command(group_name)
+    if isinstance(group, app_commands.Group):
+        for command in moved:
+            group.remove_command(command.name)

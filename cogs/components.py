@@ -51,6 +51,7 @@ FORMS: dict[str, str] = {
     "stop": r"stop:(\d+)(?::(\d+))?",
     "confirm": r"confirm:(\d+):(end|kill):(\d+)(?::(\d+))?",
     "cancel": r"cancel:(\d+)",
+    "here": r"here:(\d+):(\d+)",
 }
 
 
@@ -158,6 +159,13 @@ class CancelButton(_Routed, DynamicItem[Button[Any]], template=template("cancel"
     action = "cancel"
 
 
+class HereButton(_Routed, DynamicItem[Button[Any]], template=template("here")):
+    """"I'm here" under a roll call before the start (``{game}:{round}``), handled by the roll
+    call's cog."""
+
+    action = "here"
+
+
 class Retired(_Routed, DynamicItem[Item[Any]], template=RETIRED):
     """Any other id: "this button is no longer active"."""
 
@@ -173,5 +181,5 @@ class Retired(_Routed, DynamicItem[Item[Any]], template=RETIRED):
 
 ITEMS: tuple[type[DynamicItem[Any]], ...] = (
     JoinButton, LeaveButton, RoleButton, VoteSelect, UnvoteButton, LastWordButton, StopButton, ConfirmButton,
-    CancelButton, Retired,
+    CancelButton, HereButton, Retired,
 )

@@ -29,6 +29,7 @@ from cogs.common import answer_lines, is_host, phrase, status_text
 from cogs.limits import OPTION_LABEL, clip
 from cogs.mentions import command
 from cogs.render import deadline_text, moment_text
+from cogs.will import will_limit
 from rules import RuleError, Status
 
 if TYPE_CHECKING:
@@ -111,6 +112,8 @@ def player_lines(live: LiveGame, player: str) -> list[str]:
         lines.extend(action_line(live, action.verb, player) for action in actions)
     else:
         lines.append(phrase(live, "help.nothing"))
+    if will_limit(live):
+        lines.append(phrase(live, "help.will", command=command(live.language, "will write"), count=will_limit(live)))
     return lines
 
 
@@ -142,7 +145,9 @@ def lobby_lines(live: LiveGame, user: int, host: bool) -> list[str]:
         return [say("help.starting", game=live.id)]
     if host:  # the host does not play: nothing to join
         return [say("help.lobby_host", game=live.id, setup=cmd("host setup"), start=cmd("host start"),
-                    end=cmd("host end"))]
+                    end=cmd("host end")),
+                say("help.lobby_presets", setup=cmd("host setup"), save=cmd("host preset save")),
+                say("help.host.attendance", command=cmd("host attendance"))]
     joined = any(int(p["id"]) == user for p in live.record.lobby.get("players", []))
     if joined:
         return [say("help.lobby_joined", game=live.id, leave=cmd("mafia leave"))]
@@ -159,7 +164,8 @@ def help_lines(bot: ProkuratorBot, live: LiveGame | None, user: discord.abc.User
                  rules=command(language, "rules"))
     if live is None:
         return [t(language, "help.no_game", new=command(language, "mafia new"), rules=command(language, "rules"),
-                  history=command(language, "mafia history")), always]
+                  history=command(language, "mafia history")),
+                t(language, "help.schedule", command=command(language, "mafia schedule")), always]
     host = is_host(bot, live, user, host_role)
     if live.game is None:
         return [*lobby_lines(live, user.id, host), onlooker if host else always]

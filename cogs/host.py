@@ -38,6 +38,7 @@ from bot.options import duration_text, parse_duration
 from bot.outbox import CREATES
 from bot.service import GameBroken, JustBegan, LiveGame, MovedOn, NoGame, Seen, command_for_deadline
 from bot.storage import DamagedLog, OutboxItem
+from cogs import presets
 from cogs.channels import (
     Layout,
     exposure,
@@ -69,9 +70,11 @@ from cogs.common import (
 )
 from cogs.components import CancelButton, ConfirmButton
 from cogs.failures import Failure, failure_of, reason_failure, start_refused_text
+from cogs.idle import MOST_DAYS, IdleWatch, actor_of, replayed
 from cogs.limits import CITIES, CITY_NAME, chunks, clip, sections
 from cogs.lobby import lobby_cities, lobby_edit, lobby_payload, log_items
 from cogs.mentions import command
+from cogs.presets import NAME_LENGTH as PRESET_NAME
 from cogs.render import (
     NO_PINGS,
     ballot_payload,
@@ -90,6 +93,7 @@ from cogs.spectators import MODES as SPECTATOR_MODES
 from cogs.spectators import is_spectator, watch_items
 from cogs.spectators import mode_of as spectator_mode
 from cogs.votes import vote_summary_lines
+from cogs.will import LONGEST as WILL_LONGEST
 from rules import (
     AppointGodfather,
     AppointJudge,
@@ -367,6 +371,12 @@ class HostCog(commands.Cog):
         parent=host,
     )
 
+    preset = app_commands.Group(
+        name=key_str("preset", "cmd.host.preset.name"),
+        description=key_str("This server's own presets of settings", "cmd.host.preset.description"),
+        parent=host,
+    )
+
     def __init__(self, bot: ProkuratorBot) -> None:
         self.bot = bot
         self._waiters: dict[int, asyncio.Future[str]] = {}
@@ -384,6 +394,8 @@ class HostCog(commands.Cog):
         self.footprint = Reconciler(bot)
         """Keeps each running game's roles and channels what they should be."""
         self.footprint.install()
+        self.idle_watch = IdleWatch(bot)
+        self.idle_watch.attach()
 
     async def cog_unload(self) -> None:
         """Stop listening to the outbox."""
@@ -397,6 +409,7 @@ class HostCog(commands.Cog):
             self.bot.service.restorers.remove(self.strikes.restore)
         await self.strikes.close()
         await self.footprint.close()
+        await self.idle_watch.detach()
 
     async def _host_game(self, interaction: discord.Interaction, *, running: bool = True) -> LiveGame:
         live = await (running_game if running else guild_game)(self.bot, interaction)
@@ -470,6 +483,10 @@ class HostCog(commands.Cog):
         leave_strike=key_str("leave_strike", "opt.leave_strike.name"),
         spectators=key_str("spectators", "opt.spectators.name"),
         archive=key_str("archive_after", "opt.archive.name"),
+        idle_strike=key_str("idle_strike", "opt.idle_strike.name"),
+        will=key_str("will", "opt.will.name"),
+        preset=key_str("preset", "opt.preset.name"),
+        quiet_nights=key_str("quiet_nights", "opt.quiet_nights.name"),
     )
     @app_commands.describe(
         cities=key_str("City names, comma separated", "opt.cities.description"),
@@ -494,6 +511,12 @@ class HostCog(commands.Cog):
                            "(default: on)", "opt.spectators.description"),
         archive=key_str("After the end, the channels become one transcript in the archive channel: 24h... "
                         "or off", "opt.archive.description"),
+        idle_strike=key_str("Days in a row without a public move before a strike-out, with warnings; 0: off "
+                            "(default)", "opt.idle_strike.description"),
+        will=key_str("Longest written will, characters, published when its writer dies; 0: off (default)",
+                     "opt.will.description"),
+        preset=key_str("A named set of settings (the other options apply over it)", "opt.preset.description"),
+        quiet_nights=key_str("City channels are read-only at night (default: no)", "opt.quiet_nights.description"),
     )
     @app_commands.choices(
         first_phase=[_choice("day", "choice.day"), _choice("night", "choice.night")],
@@ -520,8 +543,13 @@ class HostCog(commands.Cog):
         leave_strike: app_commands.Range[str, 1, 40] | None = None,
         spectators: str | None = None,
         archive: app_commands.Range[str, 1, 40] | None = None,
+        idle_strike: app_commands.Range[int, 0, MOST_DAYS] | None = None,
+        will: app_commands.Range[int, 0, WILL_LONGEST] | None = None,
+        preset: app_commands.Range[str, 1, PRESET_NAME] | None = None,
+        quiet_nights: bool | None = None,
     ) -> None:
         live = await self._settings_game(interaction)
+        chosen = await self._preset(live, preset) if preset is not None else None
         strike = None if leave_strike is None else duration_or_off(leave_strike)
         archive_after = None if archive is None else duration_or_off(archive)
         if live.record.state != "lobby":
@@ -542,10 +570,17 @@ class HostCog(commands.Cog):
         RuleOptions.from_dict(rules)
         if spectators is not None and spectators not in SPECTATOR_MODES:
             raise UserError("error.bad_option", option="spectators", value=repr(spectators)[:40])
+        if idle_strike is not None and not 0 <= idle_strike <= MOST_DAYS:
+            raise UserError("error.bad_option", option="idle_strike", value=str(idle_strike)[:40])
+        if will is not None and not 0 <= will <= WILL_LONGEST:
+            raise UserError("error.bad_option", option="will", value=str(will)[:40])
 
         def change(live: LiveGame) -> list[OutboxItem]:
             if live.record.state != "lobby":  # started while this waited for the lock
                 raise UserError("error.not_lobby")
+            if chosen is not None:
+                presets.apply_preset(live.record.lobby, chosen["settings"])
+                live.record.lobby["preset"] = chosen
             setup = live.record.lobby.setdefault("setup", {})
             if names is not None:
                 setup["cities"] = names
@@ -556,7 +591,8 @@ class HostCog(commands.Cog):
                     setup[key] = value
             live.record.lobby.setdefault("rules", {}).update(rules)
             for key, value in (("pings", pings), ("reveal", reveal), ("leave_strike", strike),
-                               ("spectators", spectators), ("archive_after", archive_after)):
+                               ("spectators", spectators), ("archive_after", archive_after),
+                               ("idle_strike", idle_strike), ("will", will), ("quiet_nights", quiet_nights)):
                 if value is not None:
                     live.record.lobby[key] = value
             return lobby_edit(live)
@@ -564,6 +600,82 @@ class HostCog(commands.Cog):
         if not await self._update(interaction, live, change):
             return  # delivered twice: done and answered the first time
         await answer(interaction, lobby_payload(live)["content"])
+
+    async def _preset(self, live: LiveGame, text: str) -> dict[str, Any]:
+        """The preset ``text`` names (built in, or saved by the server), as a lobby stores it.
+
+        Raises:
+            UserError: no such preset, or a saved one the rules no longer take.
+        """
+        key = presets.builtin_key(text)
+        if key is not None:
+            return presets.chosen_preset(key, key, presets.BUILTIN[key])
+        wanted = text.strip().casefold()
+        for name, settings in await self.bot.storage.guild_presets(live.record.guild_id):
+            if name.casefold() == wanted:
+                return presets.chosen_preset(None, name, presets.checked(settings))
+        raise UserError("error.no_preset", name=clip(text.strip(), PRESET_NAME) or "—")
+
+    async def _preset_choices(self, interaction: discord.Interaction, current: str, *,
+                              builtin: bool) -> list[app_commands.Choice[str]]:
+        if interaction.guild_id is None:
+            return []
+        language = await self.bot.language_for(interaction)
+        names = [presets.builtin_name(language, key) for key in presets.BUILTIN] if builtin else []
+        names += [name for name, _ in await self.bot.storage.guild_presets(interaction.guild_id)]
+        wanted = current.strip().casefold()
+        return [app_commands.Choice(name=name, value=name) for name in names if wanted in name.casefold()][:25]
+
+    @setup.autocomplete("preset")
+    async def _setup_presets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        return await self._preset_choices(interaction, current, builtin=True)
+
+    @preset.command(name=key_str("save", "cmd.host.preset.save.name"),
+                    description=key_str("Save this game's roles, rules and house rules under a name",
+                                        "cmd.host.preset.save.description"))
+    @app_commands.rename(name=key_str("name", "opt.preset_name.name"))
+    @app_commands.describe(name=key_str("The preset's name", "opt.preset_name.description"))
+    async def preset_save(self, interaction: discord.Interaction,
+                          name: app_commands.Range[str, 1, PRESET_NAME]) -> None:
+        live = await self._settings_game(interaction)
+        name = " ".join(name.split())
+        if not 1 <= len(name) <= PRESET_NAME:
+            raise UserError("error.bad_preset_name", count=PRESET_NAME)
+        if presets.builtin_key(name) is not None:
+            raise UserError("error.preset_builtin", name=name)
+        settings = presets.settings_of(live.record.lobby)
+        saved = await self.bot.storage.save_guild_preset(
+            live.record.guild_id, name, settings, saved_by=interaction.user.id, now=self.bot.clock(),
+            most=presets.MOST_SAVED)
+        if not saved:
+            raise UserError("error.presets_full", count=presets.MOST_SAVED)
+        log.info("guild %s: preset %r saved by %s", live.record.guild_id, name, interaction.user.id)
+
+        def change(live: LiveGame) -> list[OutboxItem]:
+            if live.record.state != "lobby":
+                return []
+            live.record.lobby["preset"] = presets.chosen_preset(None, name, settings)
+            return lobby_edit(live)
+
+        if not await self._update(interaction, live, change):
+            return
+        await answer(interaction, phrase(live, "host.preset_saved", name=name))
+
+    @preset.command(name=key_str("delete", "cmd.host.preset.delete.name"),
+                    description=key_str("Delete one of this server's presets", "cmd.host.preset.delete.description"))
+    @app_commands.rename(name=key_str("name", "opt.preset_name.name"))
+    @app_commands.describe(name=key_str("The preset's name", "opt.preset_name.description"))
+    async def preset_delete(self, interaction: discord.Interaction,
+                            name: app_commands.Range[str, 1, PRESET_NAME]) -> None:
+        live = await self._settings_game(interaction)
+        if not await self.bot.storage.delete_guild_preset(live.record.guild_id, " ".join(name.split())):
+            raise UserError("error.no_preset", name=clip(name.strip(), PRESET_NAME) or "—")
+        log.info("guild %s: preset %r deleted by %s", live.record.guild_id, name, interaction.user.id)
+        await answer(interaction, phrase(live, "host.preset_deleted", name=" ".join(name.split())))
+
+    @preset_delete.autocomplete("name")
+    async def _saved_presets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        return await self._preset_choices(interaction, current, builtin=False)
 
     @host.command(name=key_str("touring", "cmd.host.touring.name"),
                   description=key_str("Set the touring rotation of the cities", "cmd.host.touring.description"))
@@ -1283,15 +1395,11 @@ class HostCog(commands.Cog):
     async def idle_phases(self, live: LiveGame) -> dict[str, int]:
         """For each living player who has not acted in the phase under way, how many phases went by
         since his last act, this one included (replayed from the log)."""
-        record = live.record
-        assert record.setup is not None and record.seed is not None and live.game is not None
-        replay = Game.create(Setup.from_dict(record.setup), record.seed)
+        assert live.game is not None
         phases = 0
         last: dict[str, int] = {}
-        for row in await self.bot.storage.commands(live.id):
-            command = command_from_dict(row.command)
-            events = replay.apply(command)
-            actor = getattr(command, "actor", None) or (command.new if isinstance(command, Replace) else None)
+        async for _, move, events in replayed(self.bot.storage, live):
+            actor = actor_of(move) if move is not None else None
             if actor is not None:  # a newcomer counts from the phase he came in
                 last[actor] = phases
             phases += sum(1 for e in events if isinstance(e, PhaseStarted) and e.stage in (

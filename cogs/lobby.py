@@ -21,7 +21,7 @@ from bot.errors import UserError
 from bot.i18n import key_str, t
 from bot.service import GameBroken, LiveGame
 from bot.storage import GameExists, OutboxItem
-from cogs import spectators
+from cogs import presets, spectators
 from cogs.channels import exposure, exposure_lines, lobby_exposure, quiet_swap
 from cogs.common import (
     InteractionAnswer,
@@ -82,9 +82,18 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
         statuses = [status_text(live, status) for status in chosen if bool(setup[status]) is wanted]
         if statuses:
             roles.append(phrase(live, f"lobby.{key}", statuses=", ".join(statuses)))
+    preset = presets.lobby_line(live)
+    if preset is not None:
+        lines.append(preset)
     lines.append(phrase(live, "lobby.roles", roles="; ".join(roles) or phrase(live, "lobby.roles_default")))
     lines.append(phrase(live, "lobby.spectators",
                         mode=phrase(live, f"lobby.spectators_{spectators.mode_of(live.record)}")))
+    if lobby.get("idle_strike"):
+        lines.append(phrase(live, "lobby.idle_strike", count=int(lobby["idle_strike"])))
+    if lobby.get("quiet_nights"):
+        lines.append(phrase(live, "lobby.quiet_nights"))
+    if lobby.get("will"):
+        lines.append(phrase(live, "lobby.will", count=int(lobby["will"])))
     if live.record.state == "lobby":
         # who will see the hidden rooms or the audit log anyway: the host should know before
         after = [*exposure_lines(live, lobby_exposure(live), limit=300), phrase(live, "lobby.howto")]
@@ -105,6 +114,28 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
     else:
         components = []
     return {"content": "\n".join(lines), "components": components, "allowed_mentions": NO_PINGS}
+
+
+async def may_host(bot: ProkuratorBot, member: discord.abc.User, guild_id: int) -> bool:
+    """Whether a member may open a game: Manage Server, or the server's host role."""
+    if isinstance(member, discord.Member) and member.guild_permissions.manage_guild:
+        return True
+    role_id = await bot.storage.guild_host_role(guild_id)
+    roles = getattr(member, "roles", [])
+    if role_id is not None and any(role.id == role_id for role in roles):
+        return True
+    name = bot.config.host_role
+    return name is not None and any(role.name == name for role in roles)
+
+
+def new_lobby(bot: ProkuratorBot, channel_id: int | None) -> dict[str, Any]:
+    """A fresh lobby's record, posted in ``channel_id``."""
+    config = bot.config
+    return {
+        "players": [], "channel_id": channel_id, "setup": {}, "rules": {},
+        "timers": {}, "everyone_reads": config.channels.everyone_reads,
+        "at_end": config.channels.at_end,
+    }
 
 
 def log_items(live: LiveGame, line: str) -> list[OutboxItem]:
@@ -228,16 +259,8 @@ class LobbyCog(commands.Cog):
         game_cog.register("role", self._role_button)
 
     async def _may_host(self, interaction: discord.Interaction) -> bool:
-        member = interaction.user
-        if isinstance(member, discord.Member) and member.guild_permissions.manage_guild:
-            return True
         assert interaction.guild_id is not None
-        role_id = await self.bot.storage.guild_host_role(interaction.guild_id)
-        roles = getattr(member, "roles", [])
-        if role_id is not None and any(role.id == role_id for role in roles):
-            return True
-        name = self.bot.config.host_role
-        return name is not None and any(role.name == name for role in roles)
+        return await may_host(self.bot, interaction.user, interaction.guild_id)
 
     @mafia.command(name=key_str("new", "cmd.mafia.new.name"),
                    description=key_str("Open a lobby for a new game (hosts only)", "cmd.mafia.new.description"))
@@ -249,12 +272,7 @@ class LobbyCog(commands.Cog):
         permissions = interaction.app_permissions
         if not (permissions.view_channel and permissions.send_messages):
             raise UserError("error.cannot_post_lobby")
-        config = self.bot.config
-        lobby: dict[str, Any] = {
-            "players": [], "channel_id": interaction.channel_id, "setup": {}, "rules": {},
-            "timers": {}, "everyone_reads": config.channels.everyone_reads,
-            "at_end": config.channels.at_end,
-        }
+        lobby = new_lobby(self.bot, interaction.channel_id)
         try:
             live = await self.bot.service.create(
                 interaction.guild_id, interaction.user.id, lobby, interaction_id=interaction.id,
@@ -499,4 +517,5 @@ async def setup(bot: ProkuratorBot) -> None:
     await bot.add_cog(LobbyCog(bot))
 
 
-__all__ = ["LobbyCog", "is_host", "leave_strike", "lobby_edit", "log_items", "mark_leaving", "lobby_payload", "lobby_post", "role_lines", "status_lines"]
+__all__ = ["LobbyCog", "is_host", "leave_strike", "lobby_edit", "log_items", "mark_leaving", "may_host", "new_lobby",
+           "lobby_payload", "lobby_post", "role_lines", "status_lines"]

@@ -30,7 +30,8 @@ PLACEHOLDERS = {
     "cmd_game": "mafia game", "cmd_godfather": "host godfather", "cmd_hostrole": "admin hostrole",
     "cmd_replace": "host replace", "cmd_hostkill": "host kill", "cmd_timer": "host timer", "cmd_pause": "host pause",
     "cmd_resume": "host resume", "cmd_extend": "host extend",
-    "cmd_spectate": "mafia spectate",
+    "cmd_spectate": "mafia spectate", "cmd_will": "will write",
+    "cmd_preset_save": "host preset save", "cmd_preset_delete": "host preset delete",
 }
 
 

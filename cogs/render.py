@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from bot.footprint import death_items
+from bot.footprint import death_items, quiet_night_items
 from bot.service import LiveGame
 from bot.storage import OutboxItem
 from cogs.channels import end_of_game_items
@@ -28,6 +28,7 @@ from cogs.votes import (
     tally_lines,
     vote_summary_lines,
 )
+from cogs.will import will_lines
 from rules import AudienceKind, Event, Game, Stage, Status
 from rules import events as ev
 
@@ -35,6 +36,12 @@ from rules import events as ev
 def pings_on(live: LiveGame) -> bool:
     """Whether the game pings its players at all (the host may turn it off in ``/host setup``)."""
     return bool(live.record.lobby.get("pings", True))
+
+
+def quiet_nights(live: LiveGame) -> bool:
+    """Whether city channels are read-only at night (a house rule, off by default: the rules let
+    a city talk at any hour)."""
+    return bool(live.record.lobby.get("quiet_nights", False))
 
 
 def living_role(live: LiveGame, city: str) -> str | None:
@@ -194,6 +201,7 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
             lines += [say(f"phase.day_{status.value}", protect=cmd("protect"), compare=cmd("compare"))
                       for status in (Status.DOCTOR, Status.JOURNALIST) if status in acting]
             out.everyone(" ".join([*lines, deadline_text(live)]))
+            out.extra.extend(quiet_night_items(game, live.record.channels, night=False))
         elif event.stage is Stage.VOTING:
             out.everyone(say("phase.voting", day=event.phase.number, deadline=deadline_text(live),
                              vote=cmd("vote"), unvote=cmd("unvote"), lastword=cmd("lastword speak")))
@@ -212,6 +220,9 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
             lines.append(say("phase.night_rest"))
             if len(game.cities) > 1 and event.touring_city is not None:
                 lines.append(say("phase.night_touring", city=event.touring_city))
+            if quiet_nights(live):
+                lines.append(say("phase.night_quiet"))
+            out.extra.extend(quiet_night_items(game, live.record.channels, night=True))
             out.everyone(" ".join([*lines, deadline_text(live)]))
             for city in game.cities:  # what the mafia does tonight, in each room with someone in it
                 if not game.living_mafiosi(city):
@@ -300,6 +311,8 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
             out.executed[event.player] = event.by_city
         out.everyone(say("death", player=mention(event.player), city=event.city,
                          status=status_text(live, event.status.value), cause=cause_text(live, event)))
+        for line in will_lines(live, event.player):  # a house rule: his written will, in his city
+            out.city(event.city, line)
         out.say(live.record.channels.get("dead"), say("dead.welcome", player=mention(event.player)))
         out.extra.extend(death_items(game, live.record.channels, event.player))
     elif isinstance(event, ev.CityDecided):

@@ -34,6 +34,8 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 def test_the_invite_is_the_overwrites_bits_and_the_calls_needs_nothing_more():
     assert OVERWRITE_BITS.value == (READ | WRITE | TRIBUNE_SILENCE | VOICE | LISTEN | HOST | BOT | EVERYONE_DENY).value
     assert INVITE.value == (OVERWRITE_BITS | CALLS).value
+    # the tribune denies the dead Create Events, so the bot holds it, and /mafia schedule uses it
+    assert INVITE.create_events and not INVITE.manage_events
     assert not INVITE.administrator and not INVITE.view_audit_log
     assert INVITE.manage_roles and INVITE.manage_channels
     assert not OVERWRITE_BITS.manage_roles  # Discord refuses Manage Roles in an overwrite

@@ -81,6 +81,7 @@ async def test_a_player_with_the_host_role_gets_no_host_command_and_no_host_list
             "host resume": {}, "host kick": {"member": newcomer},
             "host replace": {"player": someone, "newcomer": newcomer},
             "host cohost add": {"member": newcomer}, "host cohost remove": {"member": newcomer},
+            "host preset save": {"name": "свой"}, "host preset delete": {"name": "свой"}, "host attendance": {},
         }
         assert set(cases) == host_commands(table), "every host command is tried"
         before = await snapshot(table)

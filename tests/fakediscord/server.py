@@ -28,6 +28,7 @@ from .ratelimits import GlobalLimit, RateLimits
 from .recording import CallRecord, MultipartPart, Recorder, RecordFile, record_entry
 from .rest_app import AppRoutes
 from .rest_channels import ChannelRoutes
+from .rest_events import EventRoutes
 from .rest_guilds import GuildRoutes
 from .rest_interactions import InteractionRoutes
 from .routing import RestRequest, RestResponse, Route, Router
@@ -88,7 +89,10 @@ class FakeDiscord(World):
         self.router = Router()
         self.guild_routes = GuildRoutes(self)
         self.channel_routes = ChannelRoutes(self)
-        for routes in (AppRoutes(self), self.guild_routes, self.channel_routes, InteractionRoutes(self)):
+        self.event_routes = EventRoutes(self)
+        """Guild scheduled events (``mark_interested`` plays a member's "Interested")."""
+        for routes in (AppRoutes(self), self.guild_routes, self.channel_routes, self.event_routes,
+                       InteractionRoutes(self)):
             routes.register(self.router)
         self._cdn_router = Router()
         self._cdn_router.add("GET", "/attachments/{channel_id}/{attachment_id}/{filename}", self._serve_attachment, auth=False)
