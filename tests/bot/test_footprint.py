@@ -3,7 +3,7 @@ order, what the reconciler repairs, how member overwrites stand in for a role ab
 
 from __future__ import annotations
 
-from bot.footprint import Observed, declared, member_changes, repairs
+from bot.footprint import Observed, declared, member_changes, quiet_night_items, repairs
 from bot.permissions import LISTEN, READ, SILENCE, TRIBUNE_SILENCE, WRITE
 from cogs.channels import CityPlaces, Layout
 from rules import ProcuratorKill
@@ -16,10 +16,10 @@ CITY = {"101": "citizen", "102": "citizen", "103": "mafioso", "104": "commissar"
         "106": "citizen", "107": "citizen"}
 
 
-def layout() -> Layout:
+def layout(*, quiet: int | None = None, quiet_nights: bool = False) -> Layout:
     return Layout(guild=GUILD, bot=BOT, host=HOST, category=CATEGORY,
-                  cities=[CityPlaces("Verona", TEXT, MAFIA, LIVING)], voice=VOICE_ID, dead=DEAD, log=LOG,
-                  dead_role=DEAD_ROLE)
+                  cities=[CityPlaces("Verona", TEXT, MAFIA, LIVING, quiet)], voice=VOICE_ID, dead=DEAD, log=LOG,
+                  dead_role=DEAD_ROLE, quiet_nights=quiet_nights)
 
 
 def calls(items: list) -> list[tuple[str, int, int, bool]]:
@@ -83,3 +83,39 @@ def test_a_lost_channel_is_made_again_before_anything_else_is_looked_at():
     found = repairs(footprint, gone)
     assert [place.path for place in found.lost_places] == [("cities", "Verona", "text")]
     assert not found.adds and not found.lost_roles
+
+
+def test_a_quiet_night_is_the_footprint_by_night_its_start_and_end_the_difference_the_reconciler_keeps():
+    QUIET = 22
+    game = make_game({"Verona": CITY}, first_phase="night")
+    assert game.stage.value == "night"
+    quiet = layout(quiet=QUIET, quiet_nights=True)
+    city = declared(None, game, quiet).places[1]
+    assert city.id == TEXT
+    assert [(o.target, o.allow, o.deny) for o in city.overwrites if o.target in (LIVING, QUIET)] == [
+        (LIVING, READ.value, SILENCE.value), (QUIET, READ.value, SILENCE.value)]
+    # the mafia still confers in its room, the tribune and the dead channel are as by day
+    assert declared(None, game, quiet).places[2:] == declared(None, game, quiet, night=False).places[2:]
+
+    def overwrites(items: list) -> list[tuple[int, int, int, int, str]]:
+        return [(item.target["channel_id"], item.target["id"], int(item.payload["allow"]),
+                 int(item.payload["deny"]), item.queue) for item in items]
+
+    channels = quiet.to_channels()
+    assert overwrites(quiet_night_items(game, channels, night=True)) == [
+        (TEXT, LIVING, READ.value, SILENCE.value, "permissions"),
+        (TEXT, QUIET, READ.value, SILENCE.value, "provision")]  # after the twin is made
+    assert overwrites(quiet_night_items(game, channels, night=False)) == [
+        (TEXT, LIVING, (READ | WRITE).value, 0, "permissions"),
+        (TEXT, QUIET, (READ | WRITE).value, 0, "provision")]
+    assert quiet_night_items(game, layout(quiet=QUIET).to_channels(), night=True) == []  # the rules' default
+
+    # a city left writable at night (a person's edit, or a restart between the night and its items)
+    by_day = declared(None, game, quiet, night=False)
+    seen = Observed(roles={LIVING: 1, QUIET: 1, DEAD_ROLE: 1}, channels={int(p.id) for p in by_day.places},
+                    overwrites={int(p.id): {int(o.target): (o.allow, o.deny) for o in p.overwrites if o.type == 0}
+                                for p in by_day.places},
+                    members={}, bot_top=5)
+    assert repairs(declared(None, game, quiet), seen).overwrites == (
+        (TEXT, LIVING, READ.value, SILENCE.value), (TEXT, QUIET, READ.value, SILENCE.value))
+    assert not repairs(by_day, seen)

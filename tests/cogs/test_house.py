@@ -12,6 +12,7 @@ from bot.i18n import t
 from cogs.mentions import command
 from tests.cogs.scenes import accepted, quick_edits, run
 from tests.fakediscord import DEFAULT_BOT_PERMISSIONS, FakeDiscord, Permission, build_standard_guild
+from tests.fakediscord.permissions import OVERWRITE_ROLE, Overwrite
 from tests.harness import NO_TIMERS, Table, bot_on, bot_table
 
 
@@ -274,6 +275,36 @@ async def test_quiet_nights_close_the_city_channels_at_night_and_open_them_in_th
         await table.drain()
         assert table.game.stage.value == "discussion"
         assert all(writes(table, city, p) for p in table.game.alive())
+
+
+async def test_a_quiet_night_a_person_opens_is_closed_again_and_a_city_channel_made_again_at_night_is_closed():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона", mafiosi=2, doctor=False, journalist=False, maniac=False,
+                             quiet_nights=True, first_phase="night")
+        await table.drain()
+        city = table.city_channel("Верона")
+        living = int(table.live().record.channels["roles"]["cities"]["Верона"]["living"])
+        alive = table.game.alive()
+        assert not any(writes(table, city, p) for p in alive)
+        # someone with Manage Channels lets the city talk tonight: the footprint by night puts it back
+        table.fake.set_overwrite(city, Overwrite(living, OVERWRITE_ROLE, allow=int(Permission.VIEW_CHANNEL
+                                                                                  | Permission.SEND_MESSAGES)))
+        assert all(writes(table, city, p) for p in alive)
+        await table.fake.wait_until(lambda: not any(writes(table, city, p) for p in alive) or None, 30.0,
+                                    "the city writes at a quiet night")
+        assert all(reads(table, city, p) for p in alive)
+        # the city channel deleted at night is made again, closed till the day
+        table.fake.delete_channel(city)
+        await table.fake.wait_until(lambda: table.city_channel("Верона") != city or None, 30.0,
+                                    "the city channel was not made again")
+        await table.drain()
+        again = table.city_channel("Верона")
+        assert all(reads(table, again, p) and not writes(table, again, p) for p in alive)
+        await accepted(table, "host", "host next")
+        await table.drain()
+        assert table.game.stage.value == "discussion"
+        assert all(writes(table, again, p) for p in table.game.alive())
 
 
 async def test_without_quiet_nights_a_city_may_talk_at_night():
