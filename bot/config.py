@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -229,98 +230,139 @@ def config_from_dict(data: Any) -> Config:
     _unknown("", data, top)
     config = Config()
     values: dict[str, Any] = {}
-    if "database" in data:
-        if not isinstance(data["database"], str) or not data["database"]:
-            raise ConfigError(f"database: must be a file path or a postgresql:// URL, got {data['database']!r}")
-        values["database"] = database_setting(data["database"])
-    if "shards" in data and data["shards"] is not None:
-        values["shards"] = parse_shards("shards", data["shards"])
-    if "shard_count" in data and data["shard_count"] is not None:
-        values["shard_count"] = _check_int("shard_count", data["shard_count"], 1, MAX_SHARDS)
-    check_shards(values.get("shards"), values.get("shard_count"))
-    if "language" in data:
-        if data["language"] not in LANGUAGES:
-            raise ConfigError(f"language: must be one of {', '.join(LANGUAGES)}, got {data['language']!r}")
-        values["language"] = data["language"]
-    if "log_level" in data:
-        level = str(data["log_level"]).upper()
-        if level not in LOG_LEVELS:
-            raise ConfigError(f"log_level: must be one of {', '.join(LOG_LEVELS)}, got {data['log_level']!r}")
-        values["log_level"] = level
-    if "host_role" in data:
-        if data["host_role"] is not None and not isinstance(data["host_role"], str):
-            raise ConfigError(f"host_role: must be a role name, got {data['host_role']!r}")
-        values["host_role"] = data["host_role"]
-    if "snapshot_every" in data:
-        values["snapshot_every"] = _check_int("snapshot_every", data["snapshot_every"], 1)
-    if "sqlite_synchronous" in data:
-        synchronous = str(data["sqlite_synchronous"]).lower()
-        if synchronous not in ("full", "normal"):
-            raise ConfigError(f"sqlite_synchronous: must be full or normal, got {data['sqlite_synchronous']!r}")
-        values["sqlite_synchronous"] = synchronous
-    if "rest_per_second" in data:
-        values["rest_per_second"] = _check_int("rest_per_second", data["rest_per_second"], 1)
-    if "call_timeout" in data:
-        values["call_timeout"] = _check_int("call_timeout", data["call_timeout"], 1, 120)
-    if "timers" in data:
-        section = _section("timers", data["timers"])
-        _unknown("timers.", section, tuple(f.name for f in fields(Timers)))
-        timers: dict[str, Any] = {}
-        for name in ("discussion", "voting", "night", "execution", "leave_strike"):
-            if name in section:
-                timers[name] = _check_int(f"timers.{name}", section[name], 0, 7 * 24 * 3600)
-        if "reminders" in section:
-            raw = section["reminders"]
-            if not isinstance(raw, list):
-                raise ConfigError(f"timers.reminders: must be a list of seconds, got {raw!r}")
-            timers["reminders"] = tuple(
-                sorted({_check_int("timers.reminders", r, 1) for r in raw}, reverse=True)
-            )
-        values["timers"] = replace(config.timers, **timers)
-    if "last_word" in data:
-        section = _section("last_word", data["last_word"])
-        _unknown("last_word.", section, tuple(f.name for f in fields(LastWord)))
-        limits = {
-            "join_timeout": (5, 600), "dave_timeout": (1, 120), "progress_every": (1, 60),
-            "max_upload_mib": (1, 25), "leave_grace": (0, 170), "reconnect_attempts": (0, 10),
-        }
-        values["last_word"] = replace(config.last_word, **{
-            name: _check_int(f"last_word.{name}", section[name], *limits[name])
-            for name in section
-        })
-    if "channels" in data:
-        section = _section("channels", data["channels"])
-        _unknown("channels.", section, tuple(f.name for f in fields(Channels)))
-        channels: dict[str, Any] = {}
-        if "everyone_reads" in section:
-            channels["everyone_reads"] = _check_bool("channels.everyone_reads", section["everyone_reads"])
-        if "at_end" in section:
-            if section["at_end"] not in ("keep", "delete"):
-                raise ConfigError(f"channels.at_end: must be keep or delete, got {section['at_end']!r}")
-            channels["at_end"] = section["at_end"]
-        if "archive_after" in section:
-            channels["archive_after"] = _check_int("channels.archive_after", section["archive_after"], 0, 31_536_000)
-        values["channels"] = replace(config.channels, **channels)
-    if "fairness" in data:
-        section = _section("fairness", data["fairness"])
-        _unknown("fairness.", section, tuple(f.name for f in fields(Fairness)))
-        fairness: dict[str, Any] = {}
-        for name in ("burst", "per_minute"):
-            if name in section:
-                fairness[name] = _check_int(f"fairness.{name}", section[name], 0, 10_000)
-        if "stage_settle" in section:
-            fairness["stage_settle"] = _check_seconds("fairness.stage_settle", section["stage_settle"], 60)
-        values["fairness"] = replace(config.fairness, **fairness)
-        if values["fairness"].burst and not values["fairness"].per_minute:
-            raise ConfigError("fairness.per_minute: must be at least 1 when fairness.burst is set")
-    if "rules" in data:
-        try:
-            values["rules"] = RuleOptions.from_dict(_section("rules", data["rules"]))
-        except RuleError as error:
-            raise ConfigError(
-                f"rules.{error.params.get('option', '?')}: bad value {error.params.get('value')}"
-            ) from None
+    for key, parse in _SCALARS.items():
+        if key in data and (data[key] is not None or key not in _NULLABLE):
+            values[key] = parse(data[key])
+        if key == "shard_count":  # the two go together: checked before the keys after them
+            check_shards(values.get("shards"), values.get("shard_count"))
+    for key, section_of in _SECTIONS.items():
+        if key in data:
+            values[key] = section_of(_section(key, data[key]), getattr(config, key))
     return replace(config, **values)
+
+
+def _database(value: Any) -> Path | str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"database: must be a file path or a postgresql:// URL, got {value!r}")
+    return database_setting(value)
+
+
+def _language(value: Any) -> str:
+    if value not in LANGUAGES:
+        raise ConfigError(f"language: must be one of {', '.join(LANGUAGES)}, got {value!r}")
+    return str(value)
+
+
+def _log_level(value: Any) -> str:
+    level = str(value).upper()
+    if level not in LOG_LEVELS:
+        raise ConfigError(f"log_level: must be one of {', '.join(LOG_LEVELS)}, got {value!r}")
+    return level
+
+
+def _host_role(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"host_role: must be a role name, got {value!r}")
+    return value
+
+
+def _synchronous(value: Any) -> str:
+    synchronous = str(value).lower()
+    if synchronous not in ("full", "normal"):
+        raise ConfigError(f"sqlite_synchronous: must be full or normal, got {value!r}")
+    return synchronous
+
+
+#: the top-level keys that are one value each, and how each is read
+_SCALARS: dict[str, Callable[[Any], Any]] = {
+    "database": _database,
+    "shards": partial(parse_shards, "shards"),
+    "shard_count": lambda value: _check_int("shard_count", value, 1, MAX_SHARDS),
+    "language": _language,
+    "log_level": _log_level,
+    "host_role": _host_role,
+    "snapshot_every": lambda value: _check_int("snapshot_every", value, 1),
+    "sqlite_synchronous": _synchronous,
+    "rest_per_second": lambda value: _check_int("rest_per_second", value, 1),
+    "call_timeout": lambda value: _check_int("call_timeout", value, 1, 120),
+}
+#: the keys whose null means "the default"
+_NULLABLE = ("shards", "shard_count")
+
+
+def _timers(section: Mapping[str, Any], default: Timers) -> Timers:
+    _unknown("timers.", section, tuple(f.name for f in fields(Timers)))
+    timers: dict[str, Any] = {}
+    for name in ("discussion", "voting", "night", "execution", "leave_strike"):
+        if name in section:
+            timers[name] = _check_int(f"timers.{name}", section[name], 0, 7 * 24 * 3600)
+    if "reminders" in section:
+        raw = section["reminders"]
+        if not isinstance(raw, list):
+            raise ConfigError(f"timers.reminders: must be a list of seconds, got {raw!r}")
+        timers["reminders"] = tuple(
+            sorted({_check_int("timers.reminders", r, 1) for r in raw}, reverse=True)
+        )
+    return replace(default, **timers)
+
+
+def _last_word(section: Mapping[str, Any], default: LastWord) -> LastWord:
+    _unknown("last_word.", section, tuple(f.name for f in fields(LastWord)))
+    limits = {
+        "join_timeout": (5, 600), "dave_timeout": (1, 120), "progress_every": (1, 60),
+        "max_upload_mib": (1, 25), "leave_grace": (0, 170), "reconnect_attempts": (0, 10),
+    }
+    return replace(default, **{
+        name: _check_int(f"last_word.{name}", section[name], *limits[name])
+        for name in section
+    })
+
+
+def _channels(section: Mapping[str, Any], default: Channels) -> Channels:
+    _unknown("channels.", section, tuple(f.name for f in fields(Channels)))
+    channels: dict[str, Any] = {}
+    if "everyone_reads" in section:
+        channels["everyone_reads"] = _check_bool("channels.everyone_reads", section["everyone_reads"])
+    if "at_end" in section:
+        if section["at_end"] not in ("keep", "delete"):
+            raise ConfigError(f"channels.at_end: must be keep or delete, got {section['at_end']!r}")
+        channels["at_end"] = section["at_end"]
+    if "archive_after" in section:
+        channels["archive_after"] = _check_int("channels.archive_after", section["archive_after"], 0, 31_536_000)
+    return replace(default, **channels)
+
+
+def _fairness(section: Mapping[str, Any], default: Fairness) -> Fairness:
+    _unknown("fairness.", section, tuple(f.name for f in fields(Fairness)))
+    fairness: dict[str, Any] = {}
+    for name in ("burst", "per_minute"):
+        if name in section:
+            fairness[name] = _check_int(f"fairness.{name}", section[name], 0, 10_000)
+    if "stage_settle" in section:
+        fairness["stage_settle"] = _check_seconds("fairness.stage_settle", section["stage_settle"], 60)
+    result = replace(default, **fairness)
+    if result.burst and not result.per_minute:
+        raise ConfigError("fairness.per_minute: must be at least 1 when fairness.burst is set")
+    return result
+
+
+def _rules(section: Mapping[str, Any], default: RuleOptions) -> RuleOptions:
+    try:
+        return RuleOptions.from_dict(section)
+    except RuleError as error:
+        raise ConfigError(
+            f"rules.{error.params.get('option', '?')}: bad value {error.params.get('value')}"
+        ) from None
+
+
+#: the sections, in the order they are checked, and how each is read on top of its default
+_SECTIONS: dict[str, Callable[[Mapping[str, Any], Any], Any]] = {
+    "timers": _timers,
+    "last_word": _last_word,
+    "channels": _channels,
+    "fairness": _fairness,
+    "rules": _rules,
+}
 
 
 def database_setting(value: str) -> Path | str:

@@ -11,6 +11,7 @@ out as one message.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from bot.footprint import death_items, quiet_night_items
@@ -188,146 +189,226 @@ def render(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
 
 
 def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> None:
-    say = lambda key, **params: phrase(live, key, **params)  # noqa: E731
-    cmd = lambda path: command(live.language, path)  # noqa: E731
-    if isinstance(event, ev.PhaseStarted):
-        for city in game.cities:
-            if game.alive(city):
-                out.ping(city)
-        acting = acting_statuses(game)
-        if event.stage is Stage.DISCUSSION:
-            lines = [say("phase.day", day=event.phase.number, nominate=cmd("nominate"),
-                         lastword=cmd("lastword speak"))]
-            lines += [say(f"phase.day_{status.value}", protect=cmd("protect"), compare=cmd("compare"))
-                      for status in (Status.DOCTOR, Status.JOURNALIST) if status in acting]
-            out.everyone(" ".join([*lines, deadline_text(live)]))
-            out.extra.extend(quiet_night_items(game, live.record.channels, night=False))
-        elif event.stage is Stage.VOTING:
-            out.everyone(say("phase.voting", day=event.phase.number, deadline=deadline_text(live),
-                             vote=cmd("vote"), unvote=cmd("unvote"), lastword=cmd("lastword speak")))
-            for city in game.cities:
-                if game.alive(city):
-                    text = out.cities().get(city, {}).get("text")
-                    if text is not None:
-                        out.extra.append(OutboxItem(
-                            "send", {"channel_id": text, "ref": ballot_ref(city, event.phase.number)},
-                            ballot_payload(live, city),
-                        ))
-        elif event.stage is Stage.NIGHT:
-            lines = [say("phase.night", night=event.phase.number)]
-            lines += [say(f"phase.night_{status.value}", kill=cmd("kill"), check=cmd("check"))
-                      for status in (Status.MAFIOSO, Status.COMMISSAR, Status.MANIAC) if status in acting]
-            lines.append(say("phase.night_rest"))
-            if len(game.cities) > 1 and event.touring_city is not None:
-                lines.append(say("phase.night_touring", city=event.touring_city))
-            if quiet_nights(live):
-                lines.append(say("phase.night_quiet"))
-            out.extra.extend(quiet_night_items(game, live.record.channels, night=True))
-            out.everyone(" ".join([*lines, deadline_text(live)]))
-            for city in game.cities:  # what the mafia does tonight, in each room with someone in it
-                if not game.living_mafiosi(city):
-                    continue
-                out.mafia(city, say("mafia.night", night=event.phase.number, kill=cmd("kill"), pass_=cmd("pass"),
-                                    elect=cmd("elect")))
-                if len(game.cities) > 1 and city == event.touring_city:
-                    out.mafia(city, say("mafia.night_touring", tour=cmd("tour")))
-    elif isinstance(event, ev.Nominated):
-        channel = out.cities().get(event.city, {}).get("text")
-        if channel is not None:  # its own message: it carries the nominee's "Last word" button
-            out.extra.append(OutboxItem("send", {"channel_id": channel}, {
-                "content": say("nominated", nominator=mention(event.nominator),
-                               candidate=mention(event.candidate)),
-                "allowed_mentions": NO_PINGS,
-                "components": [{"type": 1, "components": [{
-                    "type": 2, "style": 2, "label": say("lastword.button"),
-                    "custom_id": f"mafia:lastword:{live.id}:{event.candidate}",
-                }]}],
-            }))
-    elif isinstance(event, ev.VoteCast | ev.VoteWithdrawn):
-        out.extra.append(OutboxItem(
-            "edit", {"ref": ballot_ref(event.city, game.phase.number)}, ballot_payload(live, event.city)
-        ))
-    elif isinstance(event, ev.LastWordRequested):
-        # the recording itself is posted by the last-word cog, with its own line
-        out.log(say("lastword.requested", player=mention(event.player)))
-    elif isinstance(event, ev.ProtectionChosen):
-        out.to_audience(event, say("log.protect", doctor=mention(event.doctor), target=mention(event.target)))
-    elif isinstance(event, ev.StatusesCompared):
-        out.to_audience(event, say("log.compare", journalist=mention(event.journalist),
-                                   first=mention(event.first), second=mention(event.second),
-                                   answer=say(f"answer.{event.reply}")))
-    elif isinstance(event, ev.PlayerChecked):
-        out.to_audience(event, say("log.check", commissar=mention(event.commissar),
-                                   target=mention(event.target), answer=say(f"answer.{event.reply}")))
-    elif isinstance(event, ev.GodfatherVoteCast):
-        out.to_audience(event, say("mafia.elect", voter=mention(event.voter), candidate=mention(event.candidate)))
-    elif isinstance(event, ev.GodfatherChanged):
-        if event.godfather is None:
-            if game.living_mafiosi(event.city):  # nobody left to elect: no notice
-                out.to_audience(event, say("mafia.godfather_none", elect=cmd("elect")))
-        else:
-            out.to_audience(event, say(f"mafia.godfather_{event.reason.value}",
-                                       player=mention(event.godfather)))
-    elif isinstance(event, ev.MafiaKillChosen):
-        key = "mafia.decision" if event.decision else "mafia.proposal"
-        if event.touring:
-            key += "_tour"
-        out.to_audience(event, say(key, player=mention(event.mafioso), target=mention(event.target)))
-    elif isinstance(event, ev.MafiaKillRefused):
-        out.to_audience(event, say("mafia.refused", player=mention(event.godfather)))
-    elif isinstance(event, ev.ConsigliereDecided):
-        if event.target is None:
-            line = say("mafia.consigliere_none")
-        else:
-            key = "mafia.consigliere_tour" if event.touring else "mafia.consigliere"
-            line = say(key, target=mention(event.target))
+    draw = _RENDERERS.get(type(event))
+    if draw is not None:
+        draw(_Scene(live, game, out), event)
+        return
+    line = _private_line(_Scene(live, game, out), event)
+    if line is not None:
         out.to_audience(event, line)
-    elif isinstance(event, ev.ManiacChose):
-        key = "log.maniac_random" if event.by_chance else "log.maniac"
-        out.to_audience(event, say(key, maniac=mention(event.maniac), target=mention(event.target)))
-    elif isinstance(event, ev.KillPrevented):
-        out.to_audience(event, say(f"log.prevented.{event.cause.value}", target=mention(event.target)))
-    elif isinstance(event, ev.MafiaKillBlocked):
-        out.to_audience(event, say("log.blocked", city=event.city))
-    elif isinstance(event, ev.JudgeAppointed):
-        out.everyone(say("judge", city=event.city, player=mention(event.judge)))
-    elif isinstance(event, ev.VotesTallied):
-        for line in tally_lines(live, event, out.executed):
-            out.city(event.city, line)
-        out.extra.append(OutboxItem(
-            "edit", {"ref": ballot_ref(event.city, game.phase.number)},
-            ballot_payload(live, event.city, closed=event),
-        ))
-    elif isinstance(event, ev.ExecutionAwaitingHost):
-        out.city(event.city, say("execution.awaiting"))
-        out.ping_host()
-        out.log(say("log.awaiting", city=event.city))
-        if live.record.deadline is not None:  # an absent host: the city executes by lot then
-            out.log(say("log.awaiting_lot", when=f"<t:{int(live.record.deadline)}:R>"))
-    elif isinstance(event, ev.PlayerReplaced):
-        out.everyone(say("replaced", old=mention(event.old), new=mention(event.new), city=event.city))
-    elif isinstance(event, ev.PlayerKilled):
-        if event.by_city is not None:
-            out.executed[event.player] = event.by_city
-        out.everyone(say("death", player=mention(event.player), city=event.city,
-                         status=status_text(live, event.status.value), cause=cause_text(live, event)))
-        for line in will_lines(live, event.player):  # a house rule: his written will, in his city
-            out.city(event.city, line)
-        out.say(live.record.channels.get("dead"), say("dead.welcome", player=mention(event.player)))
-        out.extra.extend(death_items(game, live.record.channels, event.player))
-    elif isinstance(event, ev.CityDecided):
-        out.everyone(say(f"decided.{event.winner.value}", city=event.city))
-    elif isinstance(event, ev.GameOver):
-        winners = ", ".join(winner_text(live, w) for w in event.winners) or say("winners.none")
-        votes = vote_summary_lines(live)
-        for channel_id in closing_channels(live):
-            for line in [say("game_over", winners=winners), *summary_lines(live, game)]:
+
+
+class _Scene:
+    """What one event is drawn with: the game, the announcer, and the game's words."""
+
+    def __init__(self, live: LiveGame, game: Game, out: Announcer) -> None:
+        self.live, self.game, self.out = live, game, out
+
+    def say(self, key: str, **params: Any) -> str:
+        """A catalogue text in the game's language."""
+        return phrase(self.live, key, **params)
+
+    def cmd(self, path: str) -> str:
+        """A command's clickable mention in the game's language."""
+        return command(self.live.language, path)
+
+
+def _phase_started(scene: _Scene, event: ev.PhaseStarted) -> None:
+    game, out = scene.game, scene.out
+    for city in game.cities:
+        if game.alive(city):
+            out.ping(city)
+    if event.stage is Stage.DISCUSSION:
+        _discussion(scene, event)
+    elif event.stage is Stage.VOTING:
+        _voting(scene, event)
+    elif event.stage is Stage.NIGHT:
+        _night(scene, event)
+
+
+def _discussion(scene: _Scene, event: ev.PhaseStarted) -> None:
+    say, cmd, acting = scene.say, scene.cmd, acting_statuses(scene.game)
+    lines = [say("phase.day", day=event.phase.number, nominate=cmd("nominate"),
+                 lastword=cmd("lastword speak"))]
+    lines += [say(f"phase.day_{status.value}", protect=cmd("protect"), compare=cmd("compare"))
+              for status in (Status.DOCTOR, Status.JOURNALIST) if status in acting]
+    scene.out.everyone(" ".join([*lines, deadline_text(scene.live)]))
+    scene.out.extra.extend(quiet_night_items(scene.game, scene.live.record.channels, night=False))
+
+
+def _voting(scene: _Scene, event: ev.PhaseStarted) -> None:
+    say, cmd, game, out = scene.say, scene.cmd, scene.game, scene.out
+    out.everyone(say("phase.voting", day=event.phase.number, deadline=deadline_text(scene.live),
+                     vote=cmd("vote"), unvote=cmd("unvote"), lastword=cmd("lastword speak")))
+    for city in game.cities:
+        if game.alive(city):
+            text = out.cities().get(city, {}).get("text")
+            if text is not None:
+                out.extra.append(OutboxItem(
+                    "send", {"channel_id": text, "ref": ballot_ref(city, event.phase.number)},
+                    ballot_payload(scene.live, city),
+                ))
+
+
+def _night(scene: _Scene, event: ev.PhaseStarted) -> None:
+    say, cmd, game, out = scene.say, scene.cmd, scene.game, scene.out
+    acting = acting_statuses(game)
+    lines = [say("phase.night", night=event.phase.number)]
+    lines += [say(f"phase.night_{status.value}", kill=cmd("kill"), check=cmd("check"))
+              for status in (Status.MAFIOSO, Status.COMMISSAR, Status.MANIAC) if status in acting]
+    lines.append(say("phase.night_rest"))
+    if len(game.cities) > 1 and event.touring_city is not None:
+        lines.append(say("phase.night_touring", city=event.touring_city))
+    if quiet_nights(scene.live):
+        lines.append(say("phase.night_quiet"))
+    out.extra.extend(quiet_night_items(game, scene.live.record.channels, night=True))
+    out.everyone(" ".join([*lines, deadline_text(scene.live)]))
+    for city in game.cities:  # what the mafia does tonight, in each room with someone in it
+        if not game.living_mafiosi(city):
+            continue
+        out.mafia(city, say("mafia.night", night=event.phase.number, kill=cmd("kill"), pass_=cmd("pass"),
+                            elect=cmd("elect")))
+        if len(game.cities) > 1 and city == event.touring_city:
+            out.mafia(city, say("mafia.night_touring", tour=cmd("tour")))
+
+
+def _nominated(scene: _Scene, event: ev.Nominated) -> None:
+    channel = scene.out.cities().get(event.city, {}).get("text")
+    if channel is None:
+        return
+    say = scene.say  # its own message: it carries the nominee's "Last word" button
+    scene.out.extra.append(OutboxItem("send", {"channel_id": channel}, {
+        "content": say("nominated", nominator=mention(event.nominator), candidate=mention(event.candidate)),
+        "allowed_mentions": NO_PINGS,
+        "components": [{"type": 1, "components": [{
+            "type": 2, "style": 2, "label": say("lastword.button"),
+            "custom_id": f"mafia:lastword:{scene.live.id}:{event.candidate}",
+        }]}],
+    }))
+
+
+def _ballot_changed(scene: _Scene, event: ev.VoteCast | ev.VoteWithdrawn) -> None:
+    scene.out.extra.append(OutboxItem(
+        "edit", {"ref": ballot_ref(event.city, scene.game.phase.number)}, ballot_payload(scene.live, event.city)
+    ))
+
+
+def _last_word_requested(scene: _Scene, event: ev.LastWordRequested) -> None:
+    # the recording itself is posted by the last-word cog, with its own line
+    scene.out.log(scene.say("lastword.requested", player=mention(event.player)))
+
+
+def _judge(scene: _Scene, event: ev.JudgeAppointed) -> None:
+    scene.out.everyone(scene.say("judge", city=event.city, player=mention(event.judge)))
+
+
+def _tallied(scene: _Scene, event: ev.VotesTallied) -> None:
+    out = scene.out
+    for line in tally_lines(scene.live, event, out.executed):
+        out.city(event.city, line)
+    out.extra.append(OutboxItem(
+        "edit", {"ref": ballot_ref(event.city, scene.game.phase.number)},
+        ballot_payload(scene.live, event.city, closed=event),
+    ))
+
+
+def _awaiting_host(scene: _Scene, event: ev.ExecutionAwaitingHost) -> None:
+    out, say = scene.out, scene.say
+    out.city(event.city, say("execution.awaiting"))
+    out.ping_host()
+    out.log(say("log.awaiting", city=event.city))
+    if scene.live.record.deadline is not None:  # an absent host: the city executes by lot then
+        out.log(say("log.awaiting_lot", when=f"<t:{int(scene.live.record.deadline)}:R>"))
+
+
+def _replaced(scene: _Scene, event: ev.PlayerReplaced) -> None:
+    scene.out.everyone(scene.say("replaced", old=mention(event.old), new=mention(event.new), city=event.city))
+
+
+def _killed(scene: _Scene, event: ev.PlayerKilled) -> None:
+    live, out, say = scene.live, scene.out, scene.say
+    if event.by_city is not None:
+        out.executed[event.player] = event.by_city
+    out.everyone(say("death", player=mention(event.player), city=event.city,
+                     status=status_text(live, event.status.value), cause=cause_text(live, event)))
+    for line in will_lines(live, event.player):  # a house rule: the written will, in the player's city
+        out.city(event.city, line)
+    out.say(live.record.channels.get("dead"), say("dead.welcome", player=mention(event.player)))
+    out.extra.extend(death_items(scene.game, live.record.channels, event.player))
+
+
+def _decided(scene: _Scene, event: ev.CityDecided) -> None:
+    scene.out.everyone(scene.say(f"decided.{event.winner.value}", city=event.city))
+
+
+def _game_over(scene: _Scene, event: ev.GameOver) -> None:
+    live, game, out, say = scene.live, scene.game, scene.out, scene.say
+    winners = ", ".join(winner_text(live, w) for w in event.winners) or say("winners.none")
+    votes = vote_summary_lines(live)
+    for channel_id in closing_channels(live):
+        for line in [say("game_over", winners=winners), *summary_lines(live, game)]:
+            out.say(channel_id, line)
+        if votes:  # the days' votes start a message of their own unless everything fits in one
+            out.say(channel_id, SECTION)
+            for line in votes:
                 out.say(channel_id, line)
-            if votes:  # the days' votes start a message of their own unless everything fits in one
-                out.say(channel_id, SECTION)
-                for line in votes:
-                    out.say(channel_id, line)
-        out.extra.extend(closing_items(live, game))
+    out.extra.extend(closing_items(live, game))
+
+
+#: the events drawn by a function of their own; the others are one line to their audience
+_RENDERERS: dict[type[Event], Callable[[_Scene, Any], None]] = {
+    ev.PhaseStarted: _phase_started,
+    ev.Nominated: _nominated,
+    ev.VoteCast: _ballot_changed,
+    ev.VoteWithdrawn: _ballot_changed,
+    ev.LastWordRequested: _last_word_requested,
+    ev.JudgeAppointed: _judge,
+    ev.VotesTallied: _tallied,
+    ev.ExecutionAwaitingHost: _awaiting_host,
+    ev.PlayerReplaced: _replaced,
+    ev.PlayerKilled: _killed,
+    ev.CityDecided: _decided,
+    ev.GameOver: _game_over,
+}
+
+
+def _private_line(scene: _Scene, event: Event) -> str | None:
+    """The one line of a private act or a mafia's deliberation (to the event's audience:
+    the mafia's room and the host's log, or the log alone); None for an event with no words."""
+    say, cmd = scene.say, scene.cmd
+    if isinstance(event, ev.ProtectionChosen):
+        return say("log.protect", doctor=mention(event.doctor), target=mention(event.target))
+    if isinstance(event, ev.StatusesCompared):
+        return say("log.compare", journalist=mention(event.journalist), first=mention(event.first),
+                   second=mention(event.second), answer=say(f"answer.{event.reply}"))
+    if isinstance(event, ev.PlayerChecked):
+        return say("log.check", commissar=mention(event.commissar), target=mention(event.target),
+                   answer=say(f"answer.{event.reply}"))
+    if isinstance(event, ev.GodfatherVoteCast):
+        return say("mafia.elect", voter=mention(event.voter), candidate=mention(event.candidate))
+    if isinstance(event, ev.GodfatherChanged):
+        if event.godfather is not None:
+            return say(f"mafia.godfather_{event.reason.value}", player=mention(event.godfather))
+        # nobody left to elect: no notice
+        return say("mafia.godfather_none", elect=cmd("elect")) if scene.game.living_mafiosi(event.city) else None
+    if isinstance(event, ev.MafiaKillChosen):
+        key = ("mafia.decision" if event.decision else "mafia.proposal") + ("_tour" if event.touring else "")
+        return say(key, player=mention(event.mafioso), target=mention(event.target))
+    if isinstance(event, ev.MafiaKillRefused):
+        return say("mafia.refused", player=mention(event.godfather))
+    if isinstance(event, ev.ConsigliereDecided):
+        if event.target is None:
+            return say("mafia.consigliere_none")
+        key = "mafia.consigliere_tour" if event.touring else "mafia.consigliere"
+        return say(key, target=mention(event.target))
+    if isinstance(event, ev.ManiacChose):
+        key = "log.maniac_random" if event.by_chance else "log.maniac"
+        return say(key, maniac=mention(event.maniac), target=mention(event.target))
+    if isinstance(event, ev.KillPrevented):
+        return say(f"log.prevented.{event.cause.value}", target=mention(event.target))
+    if isinstance(event, ev.MafiaKillBlocked):
+        return say("log.blocked", city=event.city)
+    return None
 
 
 def closing_items(live: LiveGame, game: Game | None) -> list[OutboxItem]:

@@ -126,6 +126,21 @@ def ballot_payload(live: LiveGame, city: str, *, closed: ev.VotesTallied | None 
         if len([c for c in order if game.is_alive(c)]) > SELECT_OPTIONS:
             tail.append(phrase(live, "ballot.more_in_command", vote=command(live.language, "vote")))
         tail.append(deadline_text(live))
+    bases = _candidate_rows(live, city, order, voters, last) or [phrase(live, "ballot.empty")]
+    # a few characters to spare: "and N more" may grow by a digit or a plural ending
+    budget = CONTENT - sum(len(line) + 1 for line in head + tail) - 8
+    content = "\n".join(head + _fitted_rows(live, bases, order, voters, budget) + tail)
+    if closed:
+        return {"content": content, "components": [], "allowed_mentions": NO_PINGS}
+    return {"content": content, "components": _ballot_components(live, city, order),
+            "allowed_mentions": NO_PINGS}
+
+
+def _candidate_rows(live: LiveGame, city: str, order: list[str], voters: dict[str, list[str]],
+                    last: dict[str, int]) -> list[str]:
+    """Each candidate's row: number, votes, the time of the last vote, another city's mark."""
+    game = live.game
+    assert game is not None
     bases: list[str] = []
     for number, candidate in enumerate(order, start=1):
         row = phrase(live, "ballot.row", number=number, player=mention(candidate), votes=len(voters[candidate]))
@@ -135,10 +150,12 @@ def ballot_payload(live: LiveGame, city: str, *, closed: ev.VotesTallied | None 
         if game.city_of(candidate) != city:
             row = phrase(live, "ballot.foreign", row=row)
         bases.append(row)
-    if not bases:
-        bases = [phrase(live, "ballot.empty")]
-    # a few characters to spare: "and N more" may grow by a digit or a plural ending
-    budget = CONTENT - sum(len(line) + 1 for line in head + tail) - 8
+    return bases
+
+
+def _fitted_rows(live: LiveGame, bases: list[str], order: list[str], voters: dict[str, list[str]],
+                 budget: int) -> list[str]:
+    """The rows that fit in ``budget`` characters, each with as many of its voters as fit."""
     # the voters' names may take up to half of it: rows of candidates give way to them
     wanted = sum(len(mention(v)) + 2 for names in voters.values() for v in names)
     rows_budget = budget - min(wanted, budget // 2)
@@ -169,9 +186,13 @@ def ballot_payload(live: LiveGame, city: str, *, closed: ev.VotesTallied | None 
         rows.append(text)
     if hidden:
         rows.append(phrase(live, "ballot.more", count=hidden))
-    content = "\n".join(head + rows + tail)
-    if closed:
-        return {"content": content, "components": [], "allowed_mentions": NO_PINGS}
+    return rows
+
+
+def _ballot_components(live: LiveGame, city: str, order: list[str]) -> list[dict[str, Any]]:
+    """The open ballot's select menu of living candidates (25 at most) and its Unvote button."""
+    game = live.game
+    assert game is not None
     options = [
         {"label": clip(name_of(live, candidate), OPTION_LABEL) or candidate, "value": candidate}
         for candidate in order if game.is_alive(candidate)
@@ -188,7 +209,7 @@ def ballot_payload(live: LiveGame, city: str, *, closed: ev.VotesTallied | None 
         "type": 2, "style": 2, "custom_id": f"mafia:unvote:{live.id}",
         "label": phrase(live, "ballot.unvote"),
     }]})
-    return {"content": content, "components": components, "allowed_mentions": NO_PINGS}
+    return components
 
 
 def tally_lines(live: LiveGame, event: ev.VotesTallied, executed: dict[str, str] | None = None) -> list[str]:

@@ -1,0 +1,223 @@
+"""The night's rules: the Godfather's election, the kills, the touring right, the commissar's
+check, and the dawn that carries out the night's decisions in the order of RULES.md."""
+
+from __future__ import annotations
+
+import random
+
+from rules.commands import (
+    Check,
+    Elect,
+    EndNight,
+    Kill,
+    Pass,
+    Tour,
+)
+from rules.errors import RuleError
+from rules.events import (
+    ConsigliereDecided,
+    Event,
+    GodfatherVoteCast,
+    KillPrevented,
+    MafiaKillBlocked,
+    MafiaKillChosen,
+    MafiaKillRefused,
+    ManiacChose,
+    PlayerChecked,
+    PlayerKilled,
+)
+from rules.model import (
+    Cause,
+    ManiacIdle,
+    Stage,
+    Status,
+)
+from rules.state import GameState
+
+
+class NightRules(GameState):
+    """The handlers of the night's commands and the dawn."""
+
+    def _elect(self, command: Elect, dry: bool) -> list[Event]:
+        actor = self._living_actor(command.actor, Status.MAFIOSO)
+        target = self._living_target(command.target)
+        if target.status is not Status.MAFIOSO or target.city != actor.city:
+            raise RuleError("not_mafioso", player=target.name, city=actor.city)
+        if dry:
+            return []
+        city = actor.city
+        self.elect_votes[city][actor.name] = target.name
+        events: list[Event] = [GodfatherVoteCast(city, actor.name, target.name)]
+        events.extend(self._elect_by_majority(city))
+        return events
+
+    def _kill_command(self, command: Kill, dry: bool) -> list[Event]:
+        actor = self._living_actor(command.actor, Status.MAFIOSO, Status.MANIAC)
+        self._require_stage(Stage.NIGHT)
+        target = self._living_target(command.target)
+        if actor.status is Status.MANIAC:
+            if target.name == actor.name:
+                raise RuleError("self_target", player=actor.name)
+            if dry:
+                return []
+            self.maniac_choice = target.name
+            return [ManiacChose(actor.name, target.name)]
+        if target.city != actor.city:
+            raise RuleError("wrong_city", player=target.name, city=actor.city)
+        if target.status is Status.MAFIOSO:
+            raise RuleError("own_mafioso", player=target.name)
+        if dry:
+            return []
+        self.kill_choices[actor.city][actor.name] = (target.name, self.tick)
+        decision = self.godfathers.get(actor.city) == actor.name
+        return [MafiaKillChosen(actor.city, actor.name, target.name, decision)]
+
+    def _pass(self, command: Pass, dry: bool) -> list[Event]:
+        actor = self._living_actor(command.actor, Status.MAFIOSO)
+        self._require_stage(Stage.NIGHT)
+        if self.godfathers.get(actor.city) != actor.name:
+            raise RuleError("not_godfather", player=actor.name)
+        if dry:
+            return []
+        self.kill_choices[actor.city][actor.name] = (None, self.tick)
+        return [MafiaKillRefused(actor.city, actor.name)]
+
+    def _tour(self, command: Tour, dry: bool) -> list[Event]:
+        actor = self._living_actor(command.actor, Status.MAFIOSO)
+        self._require_stage(Stage.NIGHT)
+        if actor.city != self.touring_city():
+            raise RuleError("not_touring", city=actor.city)
+        target = self._living_target(command.target)
+        if target.city == actor.city:
+            raise RuleError("wrong_city", player=target.name, city=actor.city)
+        if self.judges.get(target.city) == target.name:
+            raise RuleError("judge_immune", player=target.name, city=target.city)
+        if dry:
+            return []
+        self.tour_choices[actor.name] = (target.name, self.tick)
+        decision = self.godfathers.get(actor.city) == actor.name
+        return [MafiaKillChosen(actor.city, actor.name, target.name, decision, touring=True)]
+
+    def _check(self, command: Check, dry: bool) -> list[Event]:
+        actor = self._living_actor(command.actor, Status.COMMISSAR)
+        self._require_stage(Stage.NIGHT)
+        if actor.name in self.checked:
+            raise RuleError("already_checked_tonight", player=actor.name)
+        target = self._living_target(command.target)
+        if target.name == actor.name:
+            raise RuleError("self_target", player=actor.name)
+        if target.city != actor.city:
+            raise RuleError("wrong_city", player=target.name, city=actor.city)
+        if dry:
+            return []
+        self.checked.add(actor.name)
+        return [PlayerChecked(actor.name, target.name, target.status is Status.MAFIOSO)]
+
+    def _end_night(self, command: EndNight, dry: bool) -> list[Event]:
+        self._require_stage(Stage.NIGHT)
+        if dry:
+            return []
+        events = self._dawn()
+        events.extend(self._check_end())
+        if not self.over:
+            events.extend(self._start_day())
+        return events
+
+    def _dawn(self) -> list[Event]:
+        """The night's kills, in the order of RULES.md's dawn."""
+        events: list[Event] = []
+        touring_city = self.touring_city()
+        # Every decision is taken on the state at the end of the night,
+        # before anyone dies: the night's kills happen together.
+        maniac_target = self._maniac_decision(events)
+        tour_target = self._mafia_decision(touring_city, touring=True, events=events)
+        home_targets = {
+            city: self._mafia_decision(city, touring=False, events=events) for city in self.cities
+        }
+        # Posts emptied at dawn are filled only after it (below), so the
+        # only Godfathers who can die at dawn are those in office at the end
+        # of the night: a mafioso seated for a moment mid-dawn (the lone
+        # survivor of the maniac's kill, say) and killed next is no
+        # Godfather who "died this night", and cannot block his city's kill.
+        # 1. the maniac
+        if maniac_target is not None:
+            events.extend(self._night_kill(maniac_target, Cause.MANIAC))
+        # 2. a city whose Godfather died this night kills nobody: self.godfather_died
+        # 3. the touring kill
+        if tour_target is not None:
+            if touring_city in self.godfather_died:
+                events.append(MafiaKillBlocked(touring_city))
+            elif self.judges.get(self.players[tour_target].city) != tour_target:
+                events.extend(self._night_kill(tour_target, Cause.TOURING))
+        # 4. each remaining city's own kill
+        for city in self.cities:
+            target = home_targets[city]
+            if target is None:
+                continue
+            if city in self.godfather_died:
+                events.append(MafiaKillBlocked(city))
+                continue
+            events.extend(self._night_kill(target, Cause.MAFIA))
+        # After dawn: every city whose mafia lost someone at dawn and has no
+        # Godfather fills the post (a lone survivor, or a majority recount).
+        emptied = {
+            e.city for e in events
+            if isinstance(e, PlayerKilled) and e.status is Status.MAFIOSO
+        }
+        for city in self.cities:
+            if city in emptied and city not in self.godfathers:
+                events.extend(self._fill_empty_post(city))
+        return events
+
+    def _maniac_decision(self, events: list[Event]) -> str | None:
+        maniac = next(
+            (p for p in self.players.values() if p.status is Status.MANIAC and p.alive), None
+        )
+        if maniac is None:
+            return None
+        if self.maniac_choice is not None:
+            return self.maniac_choice if self.players[self.maniac_choice].alive else None
+        if self.options.maniac_idle is ManiacIdle.NONE:
+            return None
+        victims = [name for name in self.alive() if name != maniac.name]
+        if not victims:
+            return None
+        rng = random.Random(f"{self.seed}:maniac:{self.phase.number}")
+        victim = rng.choice(victims)
+        events.append(ManiacChose(maniac.name, victim, by_chance=True))
+        return victim
+
+    def _mafia_decision(self, city: str, *, touring: bool, events: list[Event]) -> str | None:
+        """The Godfather's word, else the Consigliere's: the target, or None."""
+        if touring:
+            choices = {
+                name: choice for name, choice in self.tour_choices.items()
+                if self.players[name].city == city
+            }
+        else:
+            choices = self.kill_choices[city]
+        godfather = self.godfathers.get(city)
+        if godfather is not None and godfather in choices:
+            return choices[godfather][0]
+        if not self.living_mafiosi(city):
+            return None
+        support: dict[str, list[int]] = {}
+        for target, tick in choices.values():
+            if target is None:
+                continue
+            entry = support.setdefault(target, [0, tick])
+            entry[0] += 1
+            entry[1] = max(entry[1], tick)
+        chosen: str | None = None
+        if support:
+            chosen = min(support, key=lambda name: (-support[name][0], support[name][1]))
+        if choices:
+            events.append(ConsigliereDecided(city, chosen, touring))
+        return chosen
+
+    def _night_kill(self, target: str, cause: Cause) -> list[Event]:
+        if not self.players[target].alive:
+            return []
+        if target == self.protected:
+            return [KillPrevented(target, cause)]
+        return self._die(target, cause, fill_post=False)
