@@ -1,5 +1,5 @@
-"""Presets: named sets of a lobby's settings (roles, rule options, house rules), so a host sets a
-game up by one name (``/host setup preset:NAME``). A few are built in; a server saves its own
+"""Presets: named sets of a lobby's settings (roles, rule options, house rules, when the channels
+are archived), so a host sets a game up by one name (``/host setup preset:NAME``). A few are built in; a server saves its own
 (``/host preset save``, stored by :meth:`bot.storage.Storage.save_guild_preset`). A preset never
 holds the cities (they depend on who came) or the touring order (it names them).
 
@@ -21,8 +21,9 @@ from rules import RuleOptions
 
 #: the roles a preset may set (``lobby.setup``; the cities are the game's own)
 SETUP_KEYS = ("mafiosi", "doctor", "journalist", "maniac")
-#: the house rules a preset may set (top-level keys of the lobby)
-HOUSE_KEYS = ("pings", "reveal", "leave_strike", "spectators", "idle_strike", "will", "quiet_nights")
+#: the house rules and the lobby's other settings a preset may set (top-level keys of the lobby)
+HOUSE_KEYS = ("pings", "reveal", "leave_strike", "spectators", "archive_after", "idle_strike", "will",
+              "quiet_nights")
 #: rule options a preset never holds (they name the cities)
 GAME_RULES = ("touring_order",)
 #: the most presets a server saves (with the built-in ones, what autocomplete can list)

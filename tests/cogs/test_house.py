@@ -1,19 +1,17 @@
-"""House rules: idle handling (``idle_strike``): warnings in the city at the end of each day and the
-Procurator's strike-out after the set number of days without a public move."""
+"""House rules and what comes before the start, end to end: idle handling (warnings in the city
+after each day, the Procurator's strike-out after the set number of days without a public move),
+written wills, presets, quiet nights (kept by the footprint's reconciler), the roll call and
+scheduled games (through a restart too)."""
 
 from __future__ import annotations
 
-import tempfile
-from dataclasses import replace
-from pathlib import Path
-
-from bot.config import Config
 from bot.i18n import t
 from cogs.mentions import command
 from tests.cogs.scenes import accepted, quick_edits, run
-from tests.fakediscord import DEFAULT_BOT_PERMISSIONS, FakeDiscord, Permission, build_standard_guild
+from tests.cogs.test_provision import restartable
+from tests.fakediscord import DEFAULT_BOT_PERMISSIONS, Permission
 from tests.fakediscord.permissions import OVERWRITE_ROLE, Overwrite
-from tests.harness import NO_TIMERS, Table, bot_on, bot_table
+from tests.harness import Table, bot_on, bot_table
 
 
 def warning(language: str, players: list[str], days: int, limit: int) -> str:
@@ -178,7 +176,7 @@ async def test_presets_set_a_lobby_by_name_and_a_server_saves_its_own():
         assert lobby["spectators"] == "after" and lobby["leave_strike"] == 600 and lobby["setup"]["maniac"] is True
 
         # a setting changed after the preset: the lobby says so
-        await run(table, host, "host setup", {"will": 100})
+        await run(table, host, "host setup", {"will": 100, "archive_after": "2ч"})
         lines = lobby_lines_of((await table.lobby_message()).content)
         assert t("ru", "lobby.preset", name="клубный") + t("ru", "lobby.preset_changed") in lines
 
@@ -195,13 +193,14 @@ async def test_presets_set_a_lobby_by_name_and_a_server_saves_its_own():
         # "by the rules" puts every setting back to the default; the saved one brings them back
         await run(table, host, "host setup", {"preset": "по правилам"})
         lobby = table.live().record.lobby
-        assert not any(key in lobby for key in ("will", "idle_strike", "leave_strike", "spectators"))
+        assert not any(key in lobby for key in ("will", "idle_strike", "leave_strike", "spectators", "archive_after"))
         assert "maniac" not in lobby["setup"]
         lines = lobby_lines_of((await table.lobby_message()).content)
         assert not any(line.startswith("Завещания") for line in lines)
         await run(table, host, "host setup", {"preset": "пятничный", "cities": "Верона"})
         lobby = table.live().record.lobby
         assert lobby["will"] == 100 and lobby["idle_strike"] == 2 and lobby["setup"]["cities"] == ["Верона"]
+        assert lobby["archive_after"] == 7200
         lines = lobby_lines_of((await table.lobby_message()).content)
         assert t("ru", "lobby.preset", name="Пятничный") in lines
 
@@ -247,6 +246,14 @@ def reads(table: Table, channel: int, player: str) -> bool:
     return bool(table.fake.permissions_for(table.guild_id, channel, int(player)) & Permission.VIEW_CHANNEL)
 
 
+async def city_writes_by_day(table: Table, city: int) -> None:
+    """The host ends the night: the city's living write in it again."""
+    await accepted(table, "host", "host next")
+    await table.drain()
+    assert table.game.stage.value == "discussion"
+    assert all(writes(table, city, p) for p in table.game.alive())
+
+
 async def test_quiet_nights_close_the_city_channels_at_night_and_open_them_in_the_day():
     async with bot_table(players=8) as table:
         quick_edits(table)
@@ -271,10 +278,7 @@ async def test_quiet_nights_close_the_city_channels_at_night_and_open_them_in_th
         await table.drain()
         assert reads(table, city, quiet) and not writes(table, city, quiet)
 
-        await accepted(table, "host", "host next")
-        await table.drain()
-        assert table.game.stage.value == "discussion"
-        assert all(writes(table, city, p) for p in table.game.alive())
+        await city_writes_by_day(table, city)
 
 
 async def test_a_quiet_night_a_person_opens_is_closed_again_and_a_city_channel_made_again_at_night_is_closed():
@@ -301,10 +305,7 @@ async def test_a_quiet_night_a_person_opens_is_closed_again_and_a_city_channel_m
         await table.drain()
         again = table.city_channel("Верона")
         assert all(reads(table, again, p) and not writes(table, again, p) for p in alive)
-        await accepted(table, "host", "host next")
-        await table.drain()
-        assert table.game.stage.value == "discussion"
-        assert all(writes(table, again, p) for p in table.game.alive())
+        await city_writes_by_day(table, again)
 
 
 async def test_without_quiet_nights_a_city_may_talk_at_night():
@@ -501,36 +502,29 @@ async def test_in_english_the_idle_warning_the_strike_and_the_will_read_as_writt
 
 async def test_a_roll_call_and_a_scheduled_game_survive_a_restart():
     now = [1_800_000_000.0]
-    fake = FakeDiscord()
-    world = build_standard_guild(fake, players=[f"p{i}" for i in range(6)])
-    with tempfile.TemporaryDirectory() as folder:
-        config = replace(Config(timers=NO_TIMERS), database=Path(folder) / "bot.sqlite3")
-        await fake.start()
-        try:
-            async with bot_on(fake, world, config, clock=lambda: now[0]) as first:
-                quick_edits(first)
-                await run(first, "host", "mafia schedule", {"in": "2ч", "title": "Завтра"})
-                await first.open_lobby([f"p{i}" for i in range(4)])
-                await run(first, "host", "host attendance", {"within": "1м"})
-                await first.drain()
-                call = next(m for m in fake.messages(world.text_channel.id) if "mafia:here:" in str(m.components))
-                pressed = await fake.click(call, call.components[0]["components"][0]["custom_id"],
-                                           first.member("p0").user.id)
-                await pressed.wait_callback()
-            now[0] += 61  # the bot was down when the roll call ended
-            async with bot_on(fake, world, config, clock=lambda: now[0]) as second:
-                quick_edits(second)
-                await fake.wait_until(lambda: "attendance" not in second.live().record.lobby, 5.0, "not closed")
-                assert [p["id"] for p in second.live().record.lobby["players"]] == [second.member("p0").user.id]
-                await run(second, "host", "host end")
-                [event] = fake.event_routes.of_guild(world.guild.id)
-                fake.event_routes.mark_interested(event.id, second.member("p3").user.id)
-            now[0] += 7200  # and again when the scheduled game's time came
-            async with bot_on(fake, world, config, clock=lambda: now[0]) as third:
-                quick_edits(third)
-                await fake.wait_until(lambda: third.bot.service.games(), 5.0, "the scheduled lobby did not open")
-                await third.drain()
-                opened = [m for m in fake.messages(world.text_channel.id) if m.content.startswith("🗓️")]
-                assert [m.pinged for m in opened] == [frozenset({third.member("p3").user.id})]
-        finally:
-            await fake.close()
+    async with restartable(6) as (fake, world, config):
+        async with bot_on(fake, world, config, clock=lambda: now[0]) as first:
+            quick_edits(first)
+            await run(first, "host", "mafia schedule", {"in": "2ч", "title": "Завтра"})
+            await first.open_lobby([f"p{i}" for i in range(4)])
+            await run(first, "host", "host attendance", {"within": "1м"})
+            await first.drain()
+            call = next(m for m in fake.messages(world.text_channel.id) if "mafia:here:" in str(m.components))
+            pressed = await fake.click(call, call.components[0]["components"][0]["custom_id"],
+                                       first.member("p0").user.id)
+            await pressed.wait_callback()
+        now[0] += 61  # the bot was down when the roll call ended
+        async with bot_on(fake, world, config, clock=lambda: now[0]) as second:
+            quick_edits(second)
+            await fake.wait_until(lambda: "attendance" not in second.live().record.lobby, 5.0, "not closed")
+            assert [p["id"] for p in second.live().record.lobby["players"]] == [second.member("p0").user.id]
+            await run(second, "host", "host end")
+            [event] = fake.event_routes.of_guild(world.guild.id)
+            fake.event_routes.mark_interested(event.id, second.member("p3").user.id)
+        now[0] += 7200  # and again when the scheduled game's time came
+        async with bot_on(fake, world, config, clock=lambda: now[0]) as third:
+            quick_edits(third)
+            await fake.wait_until(lambda: third.bot.service.games(), 5.0, "the scheduled lobby did not open")
+            await third.drain()
+            opened = [m for m in fake.messages(world.text_channel.id) if m.content.startswith("🗓️")]
+            assert [m.pinged for m in opened] == [frozenset({third.member("p3").user.id})]
