@@ -1,7 +1,8 @@
 """Presets: named sets of a lobby's settings (roles, rule options, house rules, when the channels
-are archived), so a host sets a game up by one name (``/host setup preset:NAME``). A few are built in; a server saves its own
-(``/host preset save``, stored by :meth:`bot.storage.Storage.save_guild_preset`). A preset never
-holds the cities (they depend on who came) or the touring order (it names them).
+are archived), so a host sets a game up by one name (``/host setup preset:NAME``). A few are built
+in; a server saves its own (``/host preset save``, stored by
+:meth:`bot.storage.Storage.save_guild_preset`). A preset never holds the cities (they depend on
+who came) or the touring order (it names them).
 
 Applying one replaces every setting it covers (what it leaves out goes back to the default), then
 the other options of the same ``/host setup`` apply over it. The lobby names the preset, and says
