@@ -25,6 +25,7 @@ from discord.ext import commands
 from bot.errors import UserError
 from bot.i18n import LANGUAGES, key_str, t
 from bot.service import LiveGame
+from cogs import presets
 from cogs.common import answer_lines, is_host, phrase, status_text
 from cogs.limits import OPTION_LABEL, clip
 from cogs.mentions import command
@@ -114,7 +115,8 @@ def player_lines(live: LiveGame, player: str) -> list[str]:
         lines.append(phrase(live, "help.nothing"))
     if will_limit(live):
         lines.append(phrase(live, "help.will", command=command(live.language, "will write"), count=will_limit(live)))
-    return lines
+    return lines + presets.house_lines(live)
+
 
 
 def stage_line(live: LiveGame) -> str:

@@ -88,10 +88,7 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
     lines.append(phrase(live, "lobby.roles", roles="; ".join(roles) or phrase(live, "lobby.roles_default")))
     lines.append(phrase(live, "lobby.spectators",
                         mode=phrase(live, f"lobby.spectators_{spectators.mode_of(live.record)}")))
-    if lobby.get("idle_strike"):
-        lines.append(phrase(live, "lobby.idle_strike", count=int(lobby["idle_strike"])))
-    if lobby.get("quiet_nights"):
-        lines.append(phrase(live, "lobby.quiet_nights"))
+    lines += presets.house_lines(live)
     if lobby.get("will"):
         lines.append(phrase(live, "lobby.will", count=int(lobby["will"])))
     if live.record.state == "lobby":

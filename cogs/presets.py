@@ -121,5 +121,16 @@ def chosen_preset(key: str | None, name: str, settings: dict[str, dict[str, Any]
     return {"key": key, "name": name, "settings": settings_of(lobby)}
 
 
+def house_lines(live: LiveGame) -> list[str]:
+    """The house rules in force that bind a living player, as the lobby and ``/help`` name them."""
+    lobby = live.record.lobby
+    lines = []
+    if lobby.get("idle_strike"):
+        lines.append(phrase(live, "lobby.idle_strike", count=int(lobby["idle_strike"])))
+    if lobby.get("quiet_nights"):
+        lines.append(phrase(live, "lobby.quiet_nights"))
+    return lines
+
+
 __all__ = ["BUILTIN", "MOST_SAVED", "NAME_LENGTH", "apply_preset", "builtin_key", "builtin_name", "checked",
-           "chosen_preset", "lobby_line", "settings_of"]
+           "chosen_preset", "house_lines", "lobby_line", "settings_of"]

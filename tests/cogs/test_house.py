@@ -42,6 +42,8 @@ async def test_idle_players_are_warned_in_their_city_and_struck_out_after_the_da
         assert t("ru", "lobby.idle_strike", count=2) in lobby.content.splitlines()
         game = table.game
         citizens = [table.pid(n) for n in table.players_of("citizen")]
+        help_text = (await run(table, table.name(citizens[0]), "help")).content
+        assert t("ru", "lobby.idle_strike", count=2) in help_text.splitlines()  # /help names it to the players
         doctor = table.pid(table.players_of("doctor")[0])
         idle, victim = citizens[0], citizens[1]
         voters = [p for p in game.alive() if p not in (idle, doctor)]
@@ -94,6 +96,8 @@ async def test_idle_handling_is_off_by_default_and_the_lobby_says_nothing():
         await day_of_votes(table, citizens[2], [p for p in voters if p != citizens[1]])
         assert table.game.is_alive(citizens[0])
         assert not any(m.startswith("⏳") for m in table.channel_messages(table.city_channel("Верона")))
+        help_text = (await run(table, table.name(citizens[0]), "help")).content
+        assert not set(help_text.splitlines()) & {t("ru", "lobby.idle_strike", count=2), t("ru", "lobby.quiet_nights")}
 
 
 async def test_a_written_will_stays_private_until_its_writer_dies_then_his_city_reads_it():
@@ -265,6 +269,8 @@ async def test_quiet_nights_close_the_city_channels_at_night_and_open_them_in_th
         citizens = [table.pid(n) for n in table.players_of("citizen")]
         mafioso = table.pid(table.players_of("mafioso")[0])
         assert all(writes(table, city, p) for p in table.game.alive())
+        help_text = (await run(table, table.name(citizens[0]), "help")).content
+        assert t("ru", "lobby.quiet_nights") in help_text.splitlines()
 
         await day_of_votes(table, citizens[0], [p for p in table.game.alive() if p != citizens[0]])
         night = [m for m in table.channel_messages(city) if "🌙" in m]
