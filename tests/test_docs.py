@@ -131,3 +131,12 @@ def test_the_checks_see_what_is_wrong():
         "python -m pytest tests/rules/test_nothing.py -q: tests/rules/test_nothing.py"
     ]
     assert command_problems('python -m pytest tests/rules -k "not large"') == []
+
+
+def test_the_rules_exist_once():
+    """``/rules`` reads ``bot/texts/rules.*.md`` from the package; they are links to ``docs/``,
+    not copies that could drift apart."""
+    for language in ("ru", "en"):
+        shipped = ROOT / "bot" / "texts" / f"rules.{language}.md"
+        assert shipped.is_symlink(), shipped
+        assert shipped.resolve() == (ROOT / "docs" / f"rules.{language}.md").resolve()
