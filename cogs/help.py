@@ -32,28 +32,32 @@ from cogs.mentions import command
 from cogs.render import deadline_text, moment_text
 from cogs.will import will_limit
 from rules import RuleError, Status
+from rules.table import ACTS, ANY, HOST_ACTS, HOST_TOOLS, PLAYER_ACTS
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
 
 #: a verb of ``legal_actions`` → the command that does it
-PLAYER_COMMANDS = {
-    "nominate": "nominate", "vote": "vote", "unvote": "unvote", "lastword": "lastword speak",
-    "protect": "protect", "compare": "compare", "elect": "elect", "kill": "kill", "tour": "tour",
-    "pass": "pass", "check": "check",
-}
+PLAYER_COMMANDS = {verb: act.slash[0] for verb, act in PLAYER_ACTS.items()}
 #: a verb of ``legal_host_actions`` → the host's command
-HOST_COMMANDS = {"voting": "host next", "night": "host next", "day": "host next", "kill": "host kill",
-                 "judge": "host judge", "godfather": "host godfather", "execute": "host execute"}
-#: the stage a command belongs to (slash commands by their default names, components by action)
-STAGE_OF = {
-    "nominate": "discussion", "vote": "voting", "unvote": "voting", "protect": "day", "compare": "day",
-    "lastword speak": "day", "lastword upload": "day", "lastword": "day", "kill": "night", "tour": "night",
-    "pass": "night", "check": "night", "host execute": "execution", "host touring": "day",
-}
+HOST_COMMANDS = {verb: act.slash[0] for verb, act in HOST_ACTS.items() if act.slash}
+
+
+def _stages() -> dict[str, str]:
+    """The stage each command belongs to (slash commands by their default names, and the "Last
+    word" button's action ``lastword``); a command sent at several stages, or at any, has none."""
+    stages: dict[str, set[str]] = {}
+    for act in ACTS:
+        for slash in act.slash:
+            stages.setdefault(slash, set()).add(act.stage)
+    one = {slash: next(iter(found)) for slash, found in stages.items() if len(found) == 1}
+    return {slash: stage for slash, stage in one.items() if stage != ANY} | {"lastword": PLAYER_ACTS["lastword"].stage}
+
+
+#: the stage a command belongs to (:func:`_stages`)
+STAGE_OF = _stages()
 #: what the host can always do while his game runs
-HOST_ALWAYS = ("host timer", "host extend", "host pause", "host resume", "host replace", "host idle",
-               "host skip", "host end")
+HOST_ALWAYS = HOST_TOOLS
 
 
 @cache

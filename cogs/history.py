@@ -41,6 +41,7 @@ from cogs.common import mention
 from cogs.limits import chunks, sections
 from cogs.render import closing_channels
 from cogs.season import transcript_link
+from rules.table import ROLES
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
@@ -54,8 +55,8 @@ MIN_GAMES = 5
 ROSTER_UP_TO = 60
 #: messages one ``/mafia game`` answer may take
 MAX_MESSAGES = 4
-STATUSES = ("citizen", "mafioso", "commissar", "doctor", "journalist", "maniac")
-SIDES = ("honest", "mafia", "maniac")
+STATUSES = tuple(row.status.value for row in ROLES)
+SIDES = tuple(dict.fromkeys(row.side for row in ROLES))
 
 
 class HistoryPage(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],

@@ -39,6 +39,7 @@ from cogs.common import (
 from cogs.limits import CONTENT, listing
 from cogs.mentions import command
 from cogs.render import NO_PINGS, deadline_text, moment_text, winner_text
+from rules.table import ROLES
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
@@ -77,7 +78,7 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
     roles = []
     if setup.get("mafiosi"):
         roles.append(phrase(live, "lobby.mafiosi", count=setup["mafiosi"]))
-    chosen = [status for status in ("doctor", "journalist", "maniac") if setup.get(status) is not None]
+    chosen = [row.status.value for row in ROLES if row.switchable and setup.get(row.status.value) is not None]
     for key, wanted in (("with", True), ("without", False)):
         statuses = [status_text(live, status) for status in chosen if bool(setup[status]) is wanted]
         if statuses:

@@ -29,7 +29,8 @@ PLACEHOLDERS = {
     "cmd_execute": "host execute", "cmd_touring": "host touring", "cmd_history": "mafia history",
     "cmd_game": "mafia game", "cmd_godfather": "host godfather", "cmd_hostrole": "admin hostrole",
     "cmd_replace": "host replace", "cmd_hostkill": "host kill", "cmd_timer": "host timer", "cmd_pause": "host pause",
-    "cmd_resume": "host resume", "cmd_extend": "host extend",
+    "cmd_resume": "host resume", "cmd_extend": "host extend", "cmd_judge": "host judge", "cmd_idle": "host idle",
+    "cmd_skip": "host skip",
     "cmd_spectate": "mafia spectate", "cmd_will": "will write",
     "cmd_preset_save": "host preset save", "cmd_preset_delete": "host preset delete",
 }
