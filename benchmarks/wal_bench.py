@@ -10,7 +10,7 @@ file, all in one run:
   ``full`` (each commit is on the disk when it returns: one fsync per group commit);
 - ``checkpoints``: ``old`` (a PASSIVE checkpoint every 10 s, as before: under load it never
   catches up) or ``new`` (every second, copied to the end under the writers' lock when more
-  than :data:`bot.storage.RESTART_FRAMES` frames remain; ``journal_size_limit``).
+  than :data:`bot.storage.sqlite.RESTART_FRAMES` frames remain; ``journal_size_limit``).
 
 Printed per variant: commands a second, a command's commit latency (``apply`` under its game's
 lock, p50/p99/max), the WAL's largest size (sampled every 20 ms) and its size at the end, the
@@ -59,11 +59,11 @@ async def variant(folder: Path, games: int, seconds: float, pace: float, synchro
     path = folder / f"{synchronous}-{checkpoints}.sqlite3"
     wal = Path(f"{path}-wal")
     if checkpoints == "old":  # every 10 s, PASSIVE alone, no journal_size_limit
-        bot.storage.CHECKPOINT_SECONDS, bot.storage.RESTART_FRAMES = 10.0, 1 << 62
-        bot.storage.WAL_LIMIT_BYTES = 1 << 62
+        bot.storage.sqlite.CHECKPOINT_SECONDS, bot.storage.sqlite.RESTART_FRAMES = 10.0, 1 << 62
+        bot.storage.sqlite.WAL_LIMIT_BYTES = 1 << 62
     else:
-        bot.storage.CHECKPOINT_SECONDS, bot.storage.RESTART_FRAMES = NEW
-        bot.storage.WAL_LIMIT_BYTES = WAL_LIMIT_BYTES
+        bot.storage.sqlite.CHECKPOINT_SECONDS, bot.storage.sqlite.RESTART_FRAMES = NEW
+        bot.storage.sqlite.WAL_LIMIT_BYTES = WAL_LIMIT_BYTES
     storage = await Storage.open(path, synchronous=synchronous)
     service = GameService(storage, Config(database=path, timers=Timers(0, 0, 0, ())))
     service.render = render
@@ -123,8 +123,8 @@ async def variant(folder: Path, games: int, seconds: float, pace: float, synchro
             f"{at_end / MIB:.1f} MiB; database {database / MIB:.1f} MiB")
 
 
-NEW = bot.storage.CHECKPOINT_SECONDS, bot.storage.RESTART_FRAMES
-WAL_LIMIT_BYTES = bot.storage.WAL_LIMIT_BYTES
+NEW = bot.storage.sqlite.CHECKPOINT_SECONDS, bot.storage.sqlite.RESTART_FRAMES
+WAL_LIMIT_BYTES = bot.storage.sqlite.WAL_LIMIT_BYTES
 
 
 async def main_async(games: int, seconds: float, pace: float, variants: list[tuple[str, str]]) -> None:

@@ -42,7 +42,7 @@ def said(**what: object) -> None:
 
 async def main(path: str, synchronous: str, count: int, checkpoints: bool) -> None:
     if not checkpoints:  # nothing fsyncs the WAL but COMMIT itself
-        bot.storage.CHECKPOINT_SECONDS, bot.storage.WAL_LIMIT_BYTES = 3600.0, 1 << 40
+        bot.storage.sqlite.CHECKPOINT_SECONDS, bot.storage.sqlite.WAL_LIMIT_BYTES = 3600.0, 1 << 40
     storage = await Storage.open(path, synchronous=synchronous)
     service = GameService(storage, Config(database=path, snapshot_every=4))
     service.render = announce
