@@ -139,12 +139,16 @@ class Footprint:
         return {role.id for role in self.roles}
 
 
-def declared(live: LiveGame | None, game: Game, layout: Layout, *, over: bool = False,
-             revived: Collection[str] = ()) -> Footprint:
+def declared(live: LiveGame | None, game: Game | None, layout: Layout, *, over: bool = False,
+             reveal: bool = False, revived: Collection[str] = ()) -> Footprint:
     """What the game should have on Discord (``layout`` with ids or provisioning keys).
 
-    ``revived``: players counted alive still (the footprint as it was before their deaths).
-    Without ``live`` (a footprint compared for who may do what, not made) names are empty."""
+    ``over``: the game has ended (every channel read-only, the tribune silent); with
+    ``reveal`` its mafia rooms and log are open to every player, read-only. ``revived``:
+    players counted alive still (the footprint as it was before their deaths). Without
+    ``live`` (a footprint compared for who may do what, not made) names are empty. Without
+    ``game`` (a broken game whose deal cannot be read) the mafia rooms keep only the host, and
+    nobody has a seat."""
     game_id = live.id if live is not None else 0
 
     def name(key: str, **params: Any) -> str:
@@ -172,7 +176,8 @@ def declared(live: LiveGame | None, game: Game, layout: Layout, *, over: bool = 
                                 topic("channel.topic.city", city=city.name)))
         places.append(PlaceSpec(("cities", city.name, "mafia"), city.mafia, TEXT,
                                 name("channel.mafia", city=city.name), category,
-                                tuple(layout.mafia_overwrites(game, city.name, over=over, revived=revived)),
+                                tuple(layout.mafia_overwrites(game, city.name, over=over, reveal=reveal,
+                                                              revived=revived)),
                                 topic("channel.topic.mafia", city=city.name)))
     places.append(PlaceSpec(("voice",), layout.voice, VOICE_CHANNEL, name("channel.voice"), category,
                             tuple(layout.voice_overwrites(over=over))))
@@ -180,11 +185,12 @@ def declared(live: LiveGame | None, game: Game, layout: Layout, *, over: bool = 
                             tuple(layout.dead_overwrites(over=over)),
                             topic("channel.topic.dead")))
     places.append(PlaceSpec(("log",), layout.log, TEXT, name("channel.log"), category,
-                            tuple(layout.log_overwrites(over=over)),
+                            tuple(layout.log_overwrites(over=over, reveal=reveal)),
                             topic("channel.topic.log")))
 
-    seats = [Seat(int(player), layout.role_of(game, player) if game.is_alive(player) or player in revived
-                  else layout.dead_role) for player in game.players]
+    seats = [] if game is None else [
+        Seat(int(player), layout.role_of(game, player) if game.is_alive(player) or player in revived
+             else layout.dead_role) for player in game.players]
     if layout.spectators is not None and live is not None:
         seats.extend(Seat(int(user), layout.spectators, spectator=True)
                      for user in live.record.channels.get("watching", []))
@@ -269,6 +275,32 @@ def cohost_items(live: LiveGame, member: int, *, add: bool) -> list[OutboxItem]:
     others = [c for c in layout.cohosts if c != member]
     channels["cohosts"] = layout.cohosts = [*others, member] if add else others
     return member_changes(before, declared(None, live.game, layout), {member})
+
+
+def made_mid_game(layout: Layout) -> bool:
+    """Whether the layout names a role made mid-game (a quiet twin, the spectators') by the key it
+    is made under: an intent naming it then goes in the provisioning lane, after its making
+    (carried out before the role is made, the key would name nothing)."""
+    return any(isinstance(key, str) and not key.isdigit()
+               for key in [layout.spectators, *(city.quiet for city in layout.cities)])
+
+
+def end_items(channels: dict[str, Any], game: Game | None, *, reveal: bool) -> tuple[list[OutboxItem], str]:
+    """The end's lock: the difference between the footprint of the game running and of the game
+    over, as one edit of each channel whose overwrites change (its whole list, one call). In the
+    permissions lane, or in the provisioning lane while the layout names a role made mid-game by
+    its key (see :func:`made_mid_game`). Returns the items and their lane (what is said once the
+    lock is on goes in it after them)."""
+    layout = layout_of(channels)
+    if layout is None:
+        return [], "permissions"
+    lane = "provision" if made_mid_game(layout) else "permissions"
+    before = {place.id: place for place in declared(None, game, layout).places}
+    after = declared(None, game, layout, over=True, reveal=reveal)
+    items = [OutboxItem("edit_channel", {"channel_id": place.id},
+                        {"permission_overwrites": [o.to_dict() for o in place.overwrites]}, lane=lane)
+             for place in after.places if before[place.id].overwrites != place.overwrites]
+    return items, lane
 
 
 # ------------------------------------------------------------------ making it
@@ -876,5 +908,5 @@ def _children(channels: dict[str, Any]) -> list[int]:
 
 
 __all__ = ["Footprint", "Observed", "PlaceSpec", "Reconciler", "Repairs", "RoleSpec", "Seat", "cohost_items",
-           "death_items", "declared", "member_changes", "observe", "provision_plan", "repairs", "replacement_items",
-           "rollback_plan"]
+           "death_items", "declared", "end_items", "made_mid_game", "member_changes", "observe", "provision_plan",
+           "repairs", "replacement_items", "rollback_plan"]
