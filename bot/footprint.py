@@ -83,6 +83,8 @@ SETTLE = 0.2
 POWERS = discord.Permissions(administrator=True, manage_roles=True)
 #: members asked for at once (Discord's limit for a request by ids)
 QUERY_CHUNK = 100
+#: the provisioning key of a game's spectators' role (made when a first member asks to watch)
+SPECTATORS_KEY = "spectate:role"
 
 Path = tuple[str, ...]
 
@@ -275,6 +277,73 @@ def cohost_items(live: LiveGame, member: int, *, add: bool) -> list[OutboxItem]:
     others = [c for c in layout.cohosts if c != member]
     channels["cohosts"] = layout.cohosts = [*others, member] if add else others
     return member_changes(before, declared(None, live.game, layout), {member})
+
+
+def role_made_items(live: LiveGame, game: Game | None, layout: Layout, key: Target, *,
+                    over: bool = False) -> list[OutboxItem]:
+    """A game role made mid-game (``layout`` already names it by ``key``: a quiet twin, the
+    spectators'): the role as the footprint declares it, then its overwrite on every channel
+    where the footprint gives it one, all in the provisioning lane (the overwrites name it by
+    its key, so they must follow its making there)."""
+    footprint = declared(live, game, layout, over=over)
+    role = next(spec for spec in footprint.roles if spec.id == key)
+    items = [create_role_item(footprint, role, phrase(live, "channel.category", game=live.id))]
+    for place in footprint.places:
+        found = place.role_overwrite(key)
+        if found is not None:
+            items.append(OutboxItem("overwrite", {"channel_id": place.id, "id": key, "type": ROLE},
+                                    {"allow": str(found.allow), "deny": str(found.deny)}, lane="provision"))
+    return items
+
+
+def quiet_items(live: LiveGame, game: Game, player: str, *, wants_pings: bool,
+                lane: str = "permissions") -> list[OutboxItem]:
+    """A living player turns pings on or off mid-game: the footprint's seat moves from his city's
+    living role to its quiet twin (or back). The twin is made the first time a resident of the
+    city needs it (:func:`role_made_items`, under ``notify:quiet:<city>``), and the swap follows
+    it in the provisioning lane. The new role is given before the old is taken: the two have
+    the same overwrites, so he never holds more than either allows, and never loses sight of
+    his city meanwhile. Updates ``live.record.channels`` (the twin's key, who is quiet)."""
+    channels = live.record.channels
+    layout = layout_of(channels)
+    if layout is None or not game.is_alive(player):
+        return []
+    if (player not in layout.quiet) == wants_pings:
+        return []
+    city = layout.city(game.city_of(player))
+    items: list[OutboxItem] = []
+    if city.quiet is None:
+        city.quiet = f"notify:quiet:{game.cities.index(city.name)}"
+        channels["roles"]["cities"][city.name]["quiet"] = city.quiet
+        items += role_made_items(live, game, layout, city.quiet)
+        lane = "provision"
+    before = declared(None, game, layout)
+    layout.quiet ^= {player}
+    channels["quiet"] = sorted(layout.quiet)
+    changes = member_changes(before, declared(None, game, layout), {int(player)})
+    return items + [replace(item, lane=lane) for item in sorted(changes, key=lambda item: not item.payload["add"])]
+
+
+def watch_items(live: LiveGame, user_id: int, *, watch: bool, busy: bool) -> list[OutboxItem]:
+    """A member starts (``watch``) or stops watching the game: the footprint's spectator seat of
+    him, given or taken. The first spectator makes the spectators' role
+    (:func:`role_made_items`, under ``spectate:role``); his role then follows in the
+    provisioning lane, as it does while anything is being made there (``busy``), else it goes
+    in the permissions lane. Updates ``live.record.channels`` (the role's key, who watches)."""
+    channels = live.record.channels
+    layout = Layout.from_channels(channels)
+    game, over = live.game, not live.record.open
+    items: list[OutboxItem] = []
+    lane = "provision" if busy else "permissions"
+    if watch and layout.spectators is None:
+        layout.spectators = channels["spectators"] = SPECTATORS_KEY
+        items += role_made_items(live, game, layout, SPECTATORS_KEY, over=over)
+        lane = "provision"
+    before = declared(live, game, layout, over=over)
+    watching = {int(user) for user in channels.get("watching", [])}
+    channels["watching"] = sorted(watching | {user_id} if watch else watching - {user_id})
+    changes = member_changes(before, declared(live, game, layout, over=over), {user_id})
+    return items + [replace(item, lane=lane) for item in changes]
 
 
 def made_mid_game(layout: Layout) -> bool:
@@ -909,4 +978,4 @@ def _children(channels: dict[str, Any]) -> list[int]:
 
 __all__ = ["Footprint", "Observed", "PlaceSpec", "Reconciler", "Repairs", "RoleSpec", "Seat", "cohost_items",
            "death_items", "declared", "end_items", "made_mid_game", "member_changes", "observe", "provision_plan",
-           "repairs", "replacement_items", "rollback_plan"]
+           "quiet_items", "repairs", "replacement_items", "role_made_items", "rollback_plan", "watch_items"]

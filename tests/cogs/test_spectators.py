@@ -15,9 +15,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from bot.footprint import SPECTATORS_KEY
 from bot.i18n import t
 from bot.storage import OutboxItem
-from cogs.spectators import ROLE_KEY
 from rules import Status
 from tests.cogs.scenes import SEND, VIEW, assert_unchanged, quick_edits, run, snapshot
 from tests.cogs.test_secrecy import leaks_to
@@ -196,7 +196,7 @@ async def test_the_end_while_the_spectators_role_is_being_made_locks_the_channel
 
         async def marked(item: OutboxItem, *args: Any, **kwargs: Any) -> None:
             await sent(item, *args, **kwargs)
-            if item.kind == "create_role" and item.target.get("key") == ROLE_KEY:
+            if item.kind == "create_role" and item.target.get("key") == SPECTATORS_KEY:
                 made.set()
 
         async def looked(game_id: int | None = None, limit: int = 100, *, lane: str | None = None) -> list[OutboxItem]:
