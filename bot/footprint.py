@@ -52,8 +52,8 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from bot.outbox import CREATES
-from bot.service import LiveGame, NoGame
-from bot.storage import OutboxItem
+from bot.service import Broken, LiveGame, NoGame
+from bot.storage import GameRecord, OutboxItem
 from cogs.channels import (
     CATEGORY,
     MAX_OVERWRITES,
@@ -599,6 +599,8 @@ class Reconciler:
         self._queried: set[int] = set()
         self._refused: dict[tuple[int, str], str] = {}
         """Discord's code for each making again it refused: (game, key) → code."""
+        self._kept: dict[int, set[int]] = {}
+        """Guild → its finished games whose channels are kept (their lock is kept true too)."""
         self._closed = False
         self.passes = 0
         """Passes made (for tests and benchmarks: a pass that found nothing counts too)."""
@@ -650,6 +652,8 @@ class Reconciler:
         for live in self.bot.service.games():
             if live.record.guild_id == guild_id and live.record.state == "running":
                 self.request(live.id)
+        for game_id in sorted(self._kept.get(guild_id, ())):
+            self.request(game_id)
 
     async def _channel_event(self, channel: discord.abc.GuildChannel) -> None:
         self._guild(channel.guild.id)
@@ -673,6 +677,13 @@ class Reconciler:
             self._guild(after.guild.id)
 
     async def _guild_available(self, guild: discord.Guild) -> None:
+        try:
+            kept = await self.bot.storage.kept_finished(guild.id)
+        except Exception:
+            log.exception("guild %s: could not read which finished games keep their channels", guild.id)
+            kept = []
+        if kept:
+            self._kept.setdefault(guild.id, set()).update(kept)
         self._guild(guild.id)
 
     async def _failed(self, item: OutboxItem, error: BaseException) -> None:
@@ -690,6 +701,9 @@ class Reconciler:
     def _committed(self, live: LiveGame) -> None:
         if live.record.state == "running" and "footprint" not in live.record.channels and live.game is not None:
             self.request(live.id)  # a game just started: note who holds powers now
+        elif kept_after_end(live.record) and live.id not in self._kept.get(live.record.guild_id, set()):
+            self._kept.setdefault(live.record.guild_id, set()).add(live.id)
+            self.request(live.id)  # a game just ended: once its lock is on, it is kept so
 
     async def _idle(self, game_id: int, lane: str) -> None:
         if lane == "provision":
@@ -734,7 +748,9 @@ class Reconciler:
     async def reconcile(self, game_id: int) -> Repairs | None:
         """One pass over a game: the difference found (and repaired), None if it was not looked at."""
         live = self.bot.service.find(game_id)
-        if live is None or live.record.state != "running" or live.game is None or live.broken is not None:
+        if live is None or live.record.state != "running":
+            return await self._reconcile_kept(game_id)
+        if live.game is None or live.broken is not None:
             return None
         if _state(dict(live.record.channels)).get("remaking"):
             return None
@@ -758,6 +774,61 @@ class Reconciler:
             found = await self._confirmed(guild, footprint, seen, found, given_up)
         await self._write(live, footprint, seen, found, _marker(live))
         return found
+
+    async def _reconcile_kept(self, game_id: int) -> Repairs | None:
+        """One pass over a finished game whose channels are kept: the footprint of the game over
+        (the end's lock, the spectators' role where it reads) is put back, every overwrite of a
+        game role or @everyone and who holds which game role; nothing is made again (what a
+        person deletes of a finished game stays deleted, as its transcript would delete it)."""
+        storage = self.bot.storage
+        record = await storage.game(game_id)
+        if record is None or not await self._still_kept(record):
+            return None
+        guild = self.bot.get_guild(record.guild_id)
+        live = LiveGame(record, language=await self.bot.service.language(record.guild_id))
+        layout = await self._ids(live)
+        if guild is None or layout is None:
+            return None
+        self.passes += 1
+        try:
+            game = await self.bot.service.finished_game(record) if record.setup and record.seed is not None else None
+        except Broken:
+            game = None
+        footprint = declared(live, game, layout, over=True, reveal=bool(record.lobby.get("reveal", True)))
+        users = [seat.user for seat in footprint.seats]
+        seen = observe(guild, [int(place.id) for place in footprint.places], users)
+        footprint = _of_roles(footprint, seen.roles.keys() | {footprint.guild})
+        everything = {role.path for role in footprint.roles} | {place.path for place in footprint.places}
+        found = repairs(footprint, seen, everything)
+        if found:
+            found = await self._confirmed(guild, footprint, seen, found, everything)
+        if not found:
+            return found
+        items = [OutboxItem("member_role", {"guild_id": footprint.guild, "user_id": user, "role": role},
+                            {"add": add}, lane="permissions")
+                 for add, pairs in ((False, found.removals), (True, found.adds)) for user, role in pairs]
+        items += [OutboxItem("overwrite", {"channel_id": channel, "id": role, "type": ROLE},
+                             {"allow": str(allow), "deny": str(deny)}, lane="permissions")
+                  for channel, role, allow, deny in found.overwrites]
+        async with self.bot.service.lock(game_id):
+            now = await storage.game(game_id)
+            if now is None or now.channels != record.channels or not await self._still_kept(now):
+                self.request(game_id)  # someone began or stopped watching meanwhile: look again
+                return found
+            await storage.add_outbox(game_id, items)
+        self.bot.outbox.kick(game_id)
+        log.warning("game %s (over): footprint repaired: %d role(s) given, %d taken, %d overwrite(s) put back",
+                    game_id, len(found.adds), len(found.removals), len(found.overwrites))
+        return found
+
+    async def _still_kept(self, record: GameRecord) -> bool:
+        """Whether a finished game's channels are still kept (no transcript replaces them); a game
+        no longer kept is forgotten."""
+        transcript = await self.bot.storage.transcript(record.id)
+        if kept_after_end(record) and (transcript is None or transcript["state"] not in ("posting", "done")):
+            return True
+        self._kept.get(record.guild_id, set()).discard(record.id)
+        return False
 
     async def _confirmed(self, guild: discord.Guild, footprint: Footprint, seen: Observed,
                          found: Repairs, given_up: Collection[Path]) -> Repairs:
@@ -963,6 +1034,22 @@ class Reconciler:
         self.request(game_id)
 
 
+def _of_roles(footprint: Footprint, existing: Collection[int]) -> Footprint:
+    """The footprint without what names a game role that is gone (a finished game's role a
+    person deleted is not made again: nobody is given it, no overwrite of it is put back)."""
+    places = tuple(replace(place, overwrites=tuple(o for o in place.overwrites
+                                                   if o.type != ROLE or int(o.target) in existing))
+                   for place in footprint.places)
+    return replace(footprint, places=places, seats=tuple(seat for seat in footprint.seats
+                                                         if int(seat.role) in existing))
+
+
+def kept_after_end(record: GameRecord) -> bool:
+    """Whether a game has ended and its channels were kept at its end (not deleted)."""
+    return (record.state in ("over", "cancelled") and "roles" in record.channels
+            and record.lobby.get("at_end", "keep") == "keep")
+
+
 def _marker(live: LiveGame) -> str:
     """What a pass's decisions rest on: the game's places and roles, who plays and who lives."""
     channels = {key: value for key, value in live.record.channels.items() if key != "footprint"}
@@ -977,5 +1064,6 @@ def _children(channels: dict[str, Any]) -> list[int]:
 
 
 __all__ = ["Footprint", "Observed", "PlaceSpec", "Reconciler", "Repairs", "RoleSpec", "Seat", "cohost_items",
-           "death_items", "declared", "end_items", "made_mid_game", "member_changes", "observe", "provision_plan",
-           "quiet_items", "repairs", "replacement_items", "role_made_items", "rollback_plan", "watch_items"]
+           "death_items", "declared", "end_items", "kept_after_end", "made_mid_game", "member_changes", "observe",
+           "provision_plan", "quiet_items", "repairs", "replacement_items", "role_made_items", "rollback_plan",
+           "watch_items"]
