@@ -3,14 +3,18 @@
 :func:`declared` derives from a game what should exist now: its roles, its
 channels with their role overwrites, and which game role each member holds
 (his city's living role or its quiet twin alive, the dead role dead, the
-spectators' role watching). Provisioning (:func:`provision_plan`) makes it; a
-death and a co-host added or removed are the difference between the footprint
-before and after (:func:`member_changes`), stored with the command, and so
-is a replacement; a quiet twin, the spectators' role and the end's lock keep
-intents of their own (``cogs.channels``, ``cogs.spectators``), drawn from the
-same layout. After any of them, and whatever people do, :class:`Reconciler`
-compares the footprint with what Discord shows and repairs the difference
-through the outbox:
+spectators' role watching), and whether the game is over (every channel
+read-only, the tribune silent, the rooms revealed if the host chose so).
+Provisioning (:func:`provision_plan`) makes it; a death and a co-host added
+or removed are the difference between the footprint before and after
+(:func:`member_changes`), stored with the command, and so are a replacement,
+a swap to a quiet twin (:func:`quiet_items`) and a spectator's seat
+(:func:`watch_items`); a quiet twin and the spectators' role, made mid-game,
+are made as the footprint declares them (:func:`role_made_items`); the end's
+lock is the difference between the footprint of the game running and over
+(:func:`end_items`). After any of them, and whatever people do,
+:class:`Reconciler` compares the footprint with what Discord shows and
+repairs the difference through the outbox:
 
 * a game channel deleted by a person is made again, with the overwrites it
   should have now, and the bot says in it that its earlier history is gone
@@ -29,7 +33,10 @@ through the outbox:
 * a game role's overwrite, or @everyone's, someone edited is put back;
 * a member who gains Administrator or Manage Roles during the game (who then
   sees the hidden rooms, or can give himself a game role) is reported in the
-  host's log.
+  host's log;
+* after the end, while the game's channels are kept (until a transcript
+  replaces them), its lock and the spectators' overwrites are put back, and
+  who holds which game role; nothing of a finished game is made again.
 
 It runs on the gateway's own events (channels, roles and members created,
 updated or deleted; members joining and leaving), on a refused intent, and

@@ -306,27 +306,19 @@ def layout_of(channels: dict[str, Any]) -> Layout | None:
     return Layout.from_channels(channels)
 
 
-def end_of_game_items(channels: dict[str, Any], game: Game | None, at_end: str, *,
-                      reveal: bool = False) -> list[OutboxItem]:
-    """At the end: delete the game's channels and roles (after the last messages said in them), or
-    make every channel read-only to all who read it and the tribune silent, and with ``reveal``
-    open the mafia rooms and the host's log to every player, read-only (one edit per channel, in
-    the permissions lane)."""
+def end_of_game_items(channels: dict[str, Any], game: Game | None, at_end: str) -> list[OutboxItem]:
+    """At the end, with ``at_end`` ``delete``: delete the game's channels and roles (after the last
+    messages said in them). Channels kept (``keep``) are locked as the footprint of the game over
+    says (``bot.footprint.end_items``): nothing here."""
     layout = layout_of(channels)
-    if layout is None:
+    if layout is None or at_end != "delete":
         return []
-    if at_end == "delete":
-        items = [OutboxItem("delete_channel", {"channel_id": target}, {}) for target, _ in layout.channels(game)]
-        items.append(OutboxItem("delete_channel", {"channel_id": layout.category}, {}))
-        spectators = [layout.spectators] if layout.spectators is not None else []
-        items.extend(OutboxItem("delete_role", {"guild_id": layout.guild, "role": role}, {}, lane="messages")
-                     for role in layout.roles() + spectators)
-        return items
-    return [
-        OutboxItem("edit_channel", {"channel_id": target},
-                   {"permission_overwrites": [o.to_dict() for o in overwrites]}, lane="permissions")
-        for target, overwrites in layout.channels(game, over=True, reveal=reveal)
-    ]
+    items = [OutboxItem("delete_channel", {"channel_id": target}, {}) for target, _ in layout.channels(game)]
+    items.append(OutboxItem("delete_channel", {"channel_id": layout.category}, {}))
+    spectators = [layout.spectators] if layout.spectators is not None else []
+    items.extend(OutboxItem("delete_role", {"guild_id": layout.guild, "role": role}, {}, lane="messages")
+                 for role in layout.roles() + spectators)
+    return items
 
 
 # ------------------------------------------------------------------ what a player's client can learn
