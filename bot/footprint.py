@@ -608,6 +608,8 @@ class Reconciler:
         """Discord's code for each making again it refused: (game, key) → code."""
         self._kept: dict[int, set[int]] = {}
         """Guild → its finished games whose channels are kept (their lock is kept true too)."""
+        self._finished: dict[int, Game | None] = {}
+        """Each kept finished game as its log makes it (None: its log does not replay)."""
         self._closed = False
         self.passes = 0
         """Passes made (for tests and benchmarks: a pass that found nothing counts too)."""
@@ -797,10 +799,13 @@ class Reconciler:
         if guild is None or layout is None:
             return None
         self.passes += 1
-        try:
-            game = await self.bot.service.finished_game(record) if record.setup and record.seed is not None else None
-        except Broken:
-            game = None
+        if game_id not in self._finished:  # a finished game changes no more: replayed once
+            try:
+                self._finished[game_id] = (await self.bot.service.finished_game(record)
+                                           if record.setup and record.seed is not None else None)
+            except Broken:
+                self._finished[game_id] = None
+        game = self._finished[game_id]
         footprint = declared(live, game, layout, over=True, reveal=bool(record.lobby.get("reveal", True)))
         users = [seat.user for seat in footprint.seats]
         seen = observe(guild, [int(place.id) for place in footprint.places], users)
@@ -835,6 +840,7 @@ class Reconciler:
         if kept_after_end(record) and (transcript is None or transcript["state"] not in ("posting", "done")):
             return True
         self._kept.get(record.guild_id, set()).discard(record.id)
+        self._finished.pop(record.id, None)
         return False
 
     async def _confirmed(self, guild: discord.Guild, footprint: Footprint, seen: Observed,
