@@ -3,15 +3,20 @@
 :func:`declared` derives from a game what should exist now: its roles, its
 channels with their role overwrites, and which game role each member holds
 (his city's living role or its quiet twin alive, the dead role dead, the
-spectators' role watching). Provisioning (:func:`provision_plan`) makes it; a
-death and a co-host added or removed are the difference between the footprint
-before and after (:func:`member_changes`), stored with the command, and so
-is a replacement, and so is a quiet night's start and end (a house rule: the
+spectators' role watching), and whether the game is over (every channel
+read-only, the tribune silent, the rooms revealed if the host chose so).
+Provisioning (:func:`provision_plan`) makes it; a death and a co-host added
+or removed are the difference between the footprint before and after
+(:func:`member_changes`), stored with the command, and so are a replacement,
+a swap to a quiet twin (:func:`quiet_items`), a spectator's seat
+(:func:`watch_items`) and a quiet night's start and end (a house rule: the
 footprint by night has the city channels read-only, :func:`quiet_night_items`);
-a quiet twin, the spectators' role and the end's lock keep intents of their own (``cogs.channels``, ``cogs.spectators``), drawn from the
-same layout. After any of them, and whatever people do, :class:`Reconciler`
-compares the footprint with what Discord shows and repairs the difference
-through the outbox:
+a quiet twin and the spectators' role, made mid-game,
+are made as the footprint declares them (:func:`role_made_items`); the end's
+lock is the difference between the footprint of the game running and over
+(:func:`end_items`). After any of them, and whatever people do,
+:class:`Reconciler` compares the footprint with what Discord shows and
+repairs the difference through the outbox:
 
 * a game channel deleted by a person is made again, with the overwrites it
   should have now, and the bot says in it that its earlier history is gone
@@ -30,7 +35,10 @@ through the outbox:
 * a game role's overwrite, or @everyone's, someone edited is put back;
 * a member who gains Administrator or Manage Roles during the game (who then
   sees the hidden rooms, or can give himself a game role) is reported in the
-  host's log.
+  host's log;
+* after the end, while the game's channels are kept (until a transcript
+  replaces them), its lock and the spectators' overwrites are put back, and
+  who holds which game role; nothing of a finished game is made again.
 
 It runs on the gateway's own events (channels, roles and members created,
 updated or deleted; members joining and leaving), on a refused intent, and
@@ -53,8 +61,8 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from bot.outbox import CREATES
-from bot.service import LiveGame, NoGame
-from bot.storage import OutboxItem
+from bot.service import Broken, LiveGame, NoGame
+from bot.storage import GameRecord, OutboxItem
 from cogs.channels import (
     CATEGORY,
     MAX_OVERWRITES,
@@ -84,6 +92,8 @@ SETTLE = 0.2
 POWERS = discord.Permissions(administrator=True, manage_roles=True)
 #: members asked for at once (Discord's limit for a request by ids)
 QUERY_CHUNK = 100
+#: the provisioning key of a game's spectators' role (made when a first member asks to watch)
+SPECTATORS_KEY = "spectate:role"
 
 Path = tuple[str, ...]
 
@@ -140,14 +150,17 @@ class Footprint:
         return {role.id for role in self.roles}
 
 
-def declared(live: LiveGame | None, game: Game, layout: Layout, *, over: bool = False,
-             revived: Collection[str] = (), night: bool | None = None) -> Footprint:
+def declared(live: LiveGame | None, game: Game | None, layout: Layout, *, over: bool = False,
+             reveal: bool = False, revived: Collection[str] = (), night: bool | None = None) -> Footprint:
     """What the game should have on Discord (``layout`` with ids or provisioning keys).
 
-    ``revived``: players counted alive still (the footprint as it was before their deaths).
-    ``night``: the footprint by night (True) or by day (False) rather than at the game's stage
-    (it differs only with quiet nights). Without ``live`` (a footprint compared for who may do
-    what, not made) names are empty."""
+    ``over``: the game has ended (every channel read-only, the tribune silent); with
+    ``reveal`` its mafia rooms and log are open to every player, read-only. ``revived``:
+    players counted alive still (the footprint as it was before their deaths). ``night``: the
+    footprint by night (True) or by day (False) rather than at the game's stage (it differs
+    only with quiet nights). Without ``live`` (a footprint compared for who may do what, not
+    made) names are empty. Without ``game`` (a broken game whose deal cannot be read) the mafia
+    rooms keep only the host, and nobody has a seat."""
     game_id = live.id if live is not None else 0
     closed = layout.closed(game) if night is None else layout.quiet_nights and night
 
@@ -176,7 +189,8 @@ def declared(live: LiveGame | None, game: Game, layout: Layout, *, over: bool = 
                                 topic("channel.topic.city", city=city.name)))
         places.append(PlaceSpec(("cities", city.name, "mafia"), city.mafia, TEXT,
                                 name("channel.mafia", city=city.name), category,
-                                tuple(layout.mafia_overwrites(game, city.name, over=over, revived=revived)),
+                                tuple(layout.mafia_overwrites(game, city.name, over=over, reveal=reveal,
+                                                              revived=revived)),
                                 topic("channel.topic.mafia", city=city.name)))
     places.append(PlaceSpec(("voice",), layout.voice, VOICE_CHANNEL, name("channel.voice"), category,
                             tuple(layout.voice_overwrites(over=over))))
@@ -184,11 +198,12 @@ def declared(live: LiveGame | None, game: Game, layout: Layout, *, over: bool = 
                             tuple(layout.dead_overwrites(over=over)),
                             topic("channel.topic.dead")))
     places.append(PlaceSpec(("log",), layout.log, TEXT, name("channel.log"), category,
-                            tuple(layout.log_overwrites(over=over)),
+                            tuple(layout.log_overwrites(over=over, reveal=reveal)),
                             topic("channel.topic.log")))
 
-    seats = [Seat(int(player), layout.role_of(game, player) if game.is_alive(player) or player in revived
-                  else layout.dead_role) for player in game.players]
+    seats = [] if game is None else [
+        Seat(int(player), layout.role_of(game, player) if game.is_alive(player) or player in revived
+             else layout.dead_role) for player in game.players]
     if layout.spectators is not None and live is not None:
         seats.extend(Seat(int(user), layout.spectators, spectator=True)
                      for user in live.record.channels.get("watching", []))
@@ -298,6 +313,99 @@ def cohost_items(live: LiveGame, member: int, *, add: bool) -> list[OutboxItem]:
     others = [c for c in layout.cohosts if c != member]
     channels["cohosts"] = layout.cohosts = [*others, member] if add else others
     return member_changes(before, declared(None, live.game, layout), {member})
+
+
+def role_made_items(live: LiveGame, game: Game | None, layout: Layout, key: Target, *,
+                    over: bool = False) -> list[OutboxItem]:
+    """A game role made mid-game (``layout`` already names it by ``key``: a quiet twin, the
+    spectators'): the role as the footprint declares it, then its overwrite on every channel
+    where the footprint gives it one, all in the provisioning lane (the overwrites name it by
+    its key, so they must follow its making there)."""
+    footprint = declared(live, game, layout, over=over)
+    role = next(spec for spec in footprint.roles if spec.id == key)
+    items = [create_role_item(footprint, role, phrase(live, "channel.category", game=live.id))]
+    for place in footprint.places:
+        found = place.role_overwrite(key)
+        if found is not None:
+            items.append(OutboxItem("overwrite", {"channel_id": place.id, "id": key, "type": ROLE},
+                                    {"allow": str(found.allow), "deny": str(found.deny)}, lane="provision"))
+    return items
+
+
+def quiet_items(live: LiveGame, game: Game, player: str, *, wants_pings: bool,
+                lane: str = "permissions") -> list[OutboxItem]:
+    """A living player turns pings on or off mid-game: the footprint's seat moves from his city's
+    living role to its quiet twin (or back). The twin is made the first time a resident of the
+    city needs it (:func:`role_made_items`, under ``notify:quiet:<city>``), and the swap follows
+    it in the provisioning lane. The new role is given before the old is taken: the two have
+    the same overwrites, so he never holds more than either allows, and never loses sight of
+    his city meanwhile. Updates ``live.record.channels`` (the twin's key, who is quiet)."""
+    channels = live.record.channels
+    layout = layout_of(channels)
+    if layout is None or not game.is_alive(player):
+        return []
+    if (player not in layout.quiet) == wants_pings:
+        return []
+    city = layout.city(game.city_of(player))
+    items: list[OutboxItem] = []
+    if city.quiet is None:
+        city.quiet = f"notify:quiet:{game.cities.index(city.name)}"
+        channels["roles"]["cities"][city.name]["quiet"] = city.quiet
+        items += role_made_items(live, game, layout, city.quiet)
+        lane = "provision"
+    before = declared(None, game, layout)
+    layout.quiet ^= {player}
+    channels["quiet"] = sorted(layout.quiet)
+    changes = member_changes(before, declared(None, game, layout), {int(player)})
+    return items + [replace(item, lane=lane) for item in sorted(changes, key=lambda item: not item.payload["add"])]
+
+
+def watch_items(live: LiveGame, user_id: int, *, watch: bool, busy: bool) -> list[OutboxItem]:
+    """A member starts (``watch``) or stops watching the game: the footprint's spectator seat of
+    him, given or taken. The first spectator makes the spectators' role
+    (:func:`role_made_items`, under ``spectate:role``); his role then follows in the
+    provisioning lane, as it does while anything is being made there (``busy``), else it goes
+    in the permissions lane. Updates ``live.record.channels`` (the role's key, who watches)."""
+    channels = live.record.channels
+    layout = Layout.from_channels(channels)
+    game, over = live.game, not live.record.open
+    items: list[OutboxItem] = []
+    lane = "provision" if busy else "permissions"
+    if watch and layout.spectators is None:
+        layout.spectators = channels["spectators"] = SPECTATORS_KEY
+        items += role_made_items(live, game, layout, SPECTATORS_KEY, over=over)
+        lane = "provision"
+    before = declared(live, game, layout, over=over)
+    watching = {int(user) for user in channels.get("watching", [])}
+    channels["watching"] = sorted(watching | {user_id} if watch else watching - {user_id})
+    changes = member_changes(before, declared(live, game, layout, over=over), {user_id})
+    return items + [replace(item, lane=lane) for item in changes]
+
+
+def made_mid_game(layout: Layout) -> bool:
+    """Whether the layout names a role made mid-game (a quiet twin, the spectators') by the key it
+    is made under: an intent naming it then goes in the provisioning lane, after its making
+    (carried out before the role is made, the key would name nothing)."""
+    return any(isinstance(key, str) and not key.isdigit()
+               for key in [layout.spectators, *(city.quiet for city in layout.cities)])
+
+
+def end_items(channels: dict[str, Any], game: Game | None, *, reveal: bool) -> tuple[list[OutboxItem], str]:
+    """The end's lock: the difference between the footprint of the game running and of the game
+    over, as one edit of each channel whose overwrites change (its whole list, one call). In the
+    permissions lane, or in the provisioning lane while the layout names a role made mid-game by
+    its key (see :func:`made_mid_game`). Returns the items and their lane (what is said once the
+    lock is on goes in it after them)."""
+    layout = layout_of(channels)
+    if layout is None:
+        return [], "permissions"
+    lane = "provision" if made_mid_game(layout) else "permissions"
+    before = {place.id: place for place in declared(None, game, layout).places}
+    after = declared(None, game, layout, over=True, reveal=reveal)
+    items = [OutboxItem("edit_channel", {"channel_id": place.id},
+                        {"permission_overwrites": [o.to_dict() for o in place.overwrites]}, lane=lane)
+             for place in after.places if before[place.id].overwrites != place.overwrites]
+    return items, lane
 
 
 # ------------------------------------------------------------------ making it
@@ -527,6 +635,10 @@ class Reconciler:
         self._queried: set[int] = set()
         self._refused: dict[tuple[int, str], str] = {}
         """Discord's code for each making again it refused: (game, key) → code."""
+        self._kept: dict[int, set[int]] = {}
+        """Guild → its finished games whose channels are kept (their lock is kept true too)."""
+        self._finished: dict[int, Game | None] = {}
+        """Each kept finished game as its log makes it (None: its log does not replay)."""
         self._closed = False
         self.passes = 0
         """Passes made (for tests and benchmarks: a pass that found nothing counts too)."""
@@ -578,6 +690,8 @@ class Reconciler:
         for live in self.bot.service.games():
             if live.record.guild_id == guild_id and live.record.state == "running":
                 self.request(live.id)
+        for game_id in sorted(self._kept.get(guild_id, ())):
+            self.request(game_id)
 
     async def _channel_event(self, channel: discord.abc.GuildChannel) -> None:
         self._guild(channel.guild.id)
@@ -601,6 +715,13 @@ class Reconciler:
             self._guild(after.guild.id)
 
     async def _guild_available(self, guild: discord.Guild) -> None:
+        try:
+            kept = await self.bot.storage.kept_finished(guild.id)
+        except Exception:
+            log.exception("guild %s: could not read which finished games keep their channels", guild.id)
+            kept = []
+        if kept:
+            self._kept.setdefault(guild.id, set()).update(kept)
         self._guild(guild.id)
 
     async def _failed(self, item: OutboxItem, error: BaseException) -> None:
@@ -618,6 +739,9 @@ class Reconciler:
     def _committed(self, live: LiveGame) -> None:
         if live.record.state == "running" and "footprint" not in live.record.channels and live.game is not None:
             self.request(live.id)  # a game just started: note who holds powers now
+        elif kept_after_end(live.record) and live.id not in self._kept.get(live.record.guild_id, set()):
+            self._kept.setdefault(live.record.guild_id, set()).add(live.id)
+            self.request(live.id)  # a game just ended: once its lock is on, it is kept so
 
     async def _idle(self, game_id: int, lane: str) -> None:
         if lane == "provision":
@@ -662,7 +786,9 @@ class Reconciler:
     async def reconcile(self, game_id: int) -> Repairs | None:
         """One pass over a game: the difference found (and repaired), None if it was not looked at."""
         live = self.bot.service.find(game_id)
-        if live is None or live.record.state != "running" or live.game is None or live.broken is not None:
+        if live is None or live.record.state != "running":
+            return await self._reconcile_kept(game_id)
+        if live.game is None or live.broken is not None:
             return None
         if _state(dict(live.record.channels)).get("remaking"):
             return None
@@ -686,6 +812,65 @@ class Reconciler:
             found = await self._confirmed(guild, footprint, seen, found, given_up)
         await self._write(live, footprint, seen, found, _marker(live))
         return found
+
+    async def _reconcile_kept(self, game_id: int) -> Repairs | None:
+        """One pass over a finished game whose channels are kept: the footprint of the game over
+        (the end's lock, the spectators' role where it reads) is put back, every overwrite of a
+        game role or @everyone and who holds which game role; nothing is made again (what a
+        person deletes of a finished game stays deleted, as its transcript would delete it)."""
+        storage = self.bot.storage
+        record = await storage.game(game_id)
+        if record is None or not await self._still_kept(record):
+            return None
+        guild = self.bot.get_guild(record.guild_id)
+        live = LiveGame(record, language=await self.bot.service.language(record.guild_id))
+        layout = await self._ids(live)
+        if guild is None or layout is None:
+            return None
+        self.passes += 1
+        if game_id not in self._finished:  # a finished game changes no more: replayed once
+            try:
+                self._finished[game_id] = (await self.bot.service.finished_game(record)
+                                           if record.setup and record.seed is not None else None)
+            except Broken:
+                self._finished[game_id] = None
+        game = self._finished[game_id]
+        footprint = declared(live, game, layout, over=True, reveal=bool(record.lobby.get("reveal", True)))
+        users = [seat.user for seat in footprint.seats]
+        seen = observe(guild, [int(place.id) for place in footprint.places], users)
+        footprint = _of_roles(footprint, seen.roles.keys() | {footprint.guild})
+        everything = {role.path for role in footprint.roles} | {place.path for place in footprint.places}
+        found = repairs(footprint, seen, everything)
+        if found:
+            found = await self._confirmed(guild, footprint, seen, found, everything)
+        if not found:
+            return found
+        items = [OutboxItem("member_role", {"guild_id": footprint.guild, "user_id": user, "role": role},
+                            {"add": add}, lane="permissions")
+                 for add, pairs in ((False, found.removals), (True, found.adds)) for user, role in pairs]
+        items += [OutboxItem("overwrite", {"channel_id": channel, "id": role, "type": ROLE},
+                             {"allow": str(allow), "deny": str(deny)}, lane="permissions")
+                  for channel, role, allow, deny in found.overwrites]
+        async with self.bot.service.lock(game_id):
+            now = await storage.game(game_id)
+            if now is None or now.channels != record.channels or not await self._still_kept(now):
+                self.request(game_id)  # someone began or stopped watching meanwhile: look again
+                return found
+            await storage.add_outbox(game_id, items)
+        self.bot.outbox.kick(game_id)
+        log.warning("game %s (over): footprint repaired: %d role(s) given, %d taken, %d overwrite(s) put back",
+                    game_id, len(found.adds), len(found.removals), len(found.overwrites))
+        return found
+
+    async def _still_kept(self, record: GameRecord) -> bool:
+        """Whether a finished game's channels are still kept (no transcript replaces them); a game
+        no longer kept is forgotten."""
+        transcript = await self.bot.storage.transcript(record.id)
+        if kept_after_end(record) and (transcript is None or transcript["state"] not in ("posting", "done")):
+            return True
+        self._kept.get(record.guild_id, set()).discard(record.id)
+        self._finished.pop(record.id, None)
+        return False
 
     async def _confirmed(self, guild: discord.Guild, footprint: Footprint, seen: Observed,
                          found: Repairs, given_up: Collection[Path]) -> Repairs:
@@ -891,6 +1076,22 @@ class Reconciler:
         self.request(game_id)
 
 
+def _of_roles(footprint: Footprint, existing: Collection[int]) -> Footprint:
+    """The footprint without what names a game role that is gone (a finished game's role a
+    person deleted is not made again: nobody is given it, no overwrite of it is put back)."""
+    places = tuple(replace(place, overwrites=tuple(o for o in place.overwrites
+                                                   if o.type != ROLE or int(o.target) in existing))
+                   for place in footprint.places)
+    return replace(footprint, places=places, seats=tuple(seat for seat in footprint.seats
+                                                         if int(seat.role) in existing))
+
+
+def kept_after_end(record: GameRecord) -> bool:
+    """Whether a game has ended and its channels were kept at its end (not deleted)."""
+    return (record.state in ("over", "cancelled") and "roles" in record.channels
+            and record.lobby.get("at_end", "keep") == "keep")
+
+
 def _marker(live: LiveGame) -> str:
     """What a pass's decisions rest on: the game's places and roles, who plays and who lives."""
     channels = {key: value for key, value in live.record.channels.items() if key != "footprint"}
@@ -905,6 +1106,6 @@ def _children(channels: dict[str, Any]) -> list[int]:
 
 
 __all__ = ["Footprint", "Observed", "PlaceSpec", "Reconciler", "Repairs", "RoleSpec", "Seat", "cohost_items",
-           "death_items", "declared", "member_changes", "observe", "provision_plan", "quiet_night_items", "repairs",
-           "replacement_items",
-           "rollback_plan"]
+           "death_items", "declared", "end_items", "kept_after_end", "made_mid_game", "member_changes", "observe",
+           "provision_plan", "quiet_items", "quiet_night_items", "repairs", "replacement_items", "role_made_items",
+           "rollback_plan", "watch_items"]

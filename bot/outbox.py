@@ -426,11 +426,12 @@ class Outbox:
 
     async def _being_made(self, game_id: int, key: Any) -> bool:
         """Whether the provisioning lane still has the making of ``key`` pending (or has just made
-        it: its mark may have been stored after the look that missed it)."""
-        if key in await self.storage.provisioned(game_id):
+        it: its mark may have been stored after the look that missed it). Pending first: an item
+        goes from pending to sent, so one no longer pending is made by the second look."""
+        if any(item.kind in CREATES and item.target.get("key") == key
+               for item in await self.storage.pending_outbox(game_id, 1000, lane="provision")):
             return True
-        return any(item.kind in CREATES and item.target.get("key") == key
-                   for item in await self.storage.pending_outbox(game_id, 1000, lane="provision"))
+        return key in await self.storage.provisioned(game_id)
 
     async def _resolve(self, game_id: int, value: Any) -> int:
         """An id given as is, or the key of something the game's provisioning made."""

@@ -478,6 +478,14 @@ class GameService:
         await self.storage.set_meta(key, why)
         self._committed(live)
 
+    async def finished_game(self, record: GameRecord) -> Game:
+        """A finished game (no longer in memory) as its log makes it.
+
+        Raises:
+            Broken: the setup, or a command of the log, does not replay.
+        """
+        return await self._rebuild(record)
+
     async def _rebuild(self, record: GameRecord) -> Game:
         """The game as its log makes it, through its newest sound snapshot.
 

@@ -318,68 +318,19 @@ def layout_of(channels: dict[str, Any]) -> Layout | None:
     return Layout.from_channels(channels)
 
 
-def quiet_swap(live: LiveGame, game: Game, player: str, *, wants_pings: bool,
-               lane: str = "permissions") -> list[OutboxItem]:
-    """A living player turns pings on or off mid-game: he swaps his city's living role for its
-    quiet twin (or back), taking the new one before dropping the old (the two have the same
-    overwrites). The twin is made the first time a resident of the city needs it: the role, then
-    its overwrites wherever the living role has one, all in the provisioning lane, and the swap
-    after them there. Updates ``live.record.channels`` (the twin's key, who is quiet)."""
-    channels = live.record.channels
+def end_of_game_items(channels: dict[str, Any], game: Game | None, at_end: str) -> list[OutboxItem]:
+    """At the end, with ``at_end`` ``delete``: delete the game's channels and roles (after the last
+    messages said in them). Channels kept (``keep``) are locked as the footprint of the game over
+    says (``bot.footprint.end_items``): nothing here."""
     layout = layout_of(channels)
-    if layout is None or not game.is_alive(player):
+    if layout is None or at_end != "delete":
         return []
-    quiet = set(channels.get("quiet", []))
-    if (player not in quiet) == wants_pings:
-        return []
-    city = layout.city(game.city_of(player))
-    items: list[OutboxItem] = []
-    if city.quiet is None:
-        index = game.cities.index(city.name)
-        city.quiet = f"notify:quiet:{index}"
-        items.append(OutboxItem("create_role", {"guild_id": layout.guild, "key": city.quiet}, {
-            "name": phrase(live, "game_role.quiet", game=live.id, city=city.name)[:100], "permissions": "0",
-            "mentionable": False, "hoist": False, "reason": phrase(live, "channel.category", game=live.id),
-        }, lane="provision"))
-        for target, overwrites in layout.channels(game):  # at a quiet night its city is closed till day
-            for overwrite in overwrites:
-                if overwrite.target == city.quiet:
-                    items.append(OutboxItem("overwrite", {"channel_id": target, "id": city.quiet, "type": ROLE},
-                                            {"allow": str(overwrite.allow), "deny": str(overwrite.deny)},
-                                            lane="provision"))
-        channels["roles"]["cities"][city.name]["quiet"] = city.quiet
-        lane = "provision"
-    before = layout.role_of(game, player)
-    layout.quiet = quiet ^ {player}
-    after = layout.role_of(game, player)
-    channels["quiet"] = sorted(layout.quiet)
-    member = {"guild_id": layout.guild, "user_id": int(player)}
-    items.append(OutboxItem("member_role", {**member, "role": after}, {"add": True}, lane=lane))
-    items.append(OutboxItem("member_role", {**member, "role": before}, {"add": False}, lane=lane))
+    items = [OutboxItem("delete_channel", {"channel_id": target}, {}) for target, _ in layout.channels(game)]
+    items.append(OutboxItem("delete_channel", {"channel_id": layout.category}, {}))
+    spectators = [layout.spectators] if layout.spectators is not None else []
+    items.extend(OutboxItem("delete_role", {"guild_id": layout.guild, "role": role}, {}, lane="messages")
+                 for role in layout.roles() + spectators)
     return items
-
-
-def end_of_game_items(channels: dict[str, Any], game: Game | None, at_end: str, *,
-                      reveal: bool = False) -> list[OutboxItem]:
-    """At the end: delete the game's channels and roles (after the last messages said in them), or
-    make every channel read-only to all who read it and the tribune silent, and with ``reveal``
-    open the mafia rooms and the host's log to every player, read-only (one edit per channel, in
-    the permissions lane)."""
-    layout = layout_of(channels)
-    if layout is None:
-        return []
-    if at_end == "delete":
-        items = [OutboxItem("delete_channel", {"channel_id": target}, {}) for target, _ in layout.channels(game)]
-        items.append(OutboxItem("delete_channel", {"channel_id": layout.category}, {}))
-        spectators = [layout.spectators] if layout.spectators is not None else []
-        items.extend(OutboxItem("delete_role", {"guild_id": layout.guild, "role": role}, {}, lane="messages")
-                     for role in layout.roles() + spectators)
-        return items
-    return [
-        OutboxItem("edit_channel", {"channel_id": target},
-                   {"permission_overwrites": [o.to_dict() for o in overwrites]}, lane="permissions")
-        for target, overwrites in layout.channels(game, over=True, reveal=reveal)
-    ]
 
 
 # ------------------------------------------------------------------ what a player's client can learn
@@ -430,7 +381,7 @@ def missing_permissions(permissions: discord.Permissions) -> list[str]:
 
 __all__ = [
     "CATEGORY", "MAX_OVERWRITES", "TEXT", "VOICE_CHANNEL", "CityPlaces", "Layout", "Overwrite",
-    "end_of_game_items", "quiet_swap", "exposure", "exposure_lines", "flag_names",
+    "end_of_game_items", "exposure", "exposure_lines", "flag_names",
     "layout_for", "layout_of",
     "lobby_exposure", "missing_permissions", "permission_names", "resolved",
 ]

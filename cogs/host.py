@@ -32,7 +32,14 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.footprint import Reconciler, cohost_items, provision_plan, replacement_items, rollback_plan
+from bot.footprint import (
+    Reconciler,
+    cohost_items,
+    provision_plan,
+    replacement_items,
+    rollback_plan,
+    watch_items,
+)
 from bot.i18n import key_str, t
 from bot.options import duration_text, parse_duration
 from bot.outbox import CREATES
@@ -90,7 +97,7 @@ from cogs.render import (
 )
 from cogs.room import check_room
 from cogs.spectators import MODES as SPECTATOR_MODES
-from cogs.spectators import is_spectator, watch_items
+from cogs.spectators import is_spectator
 from cogs.spectators import mode_of as spectator_mode
 from cogs.votes import vote_summary_lines
 from cogs.will import LONGEST as WILL_LONGEST

@@ -18,11 +18,12 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
+from bot.footprint import quiet_items
 from bot.i18n import key_str, t
 from bot.service import GameBroken, LiveGame
 from bot.storage import GameExists, OutboxItem
 from cogs import presets, spectators
-from cogs.channels import exposure, exposure_lines, lobby_exposure, quiet_swap
+from cogs.channels import exposure, exposure_lines, lobby_exposure
 from cogs.common import (
     InteractionAnswer,
     answer,
@@ -315,7 +316,7 @@ class LobbyCog(commands.Cog):
             busy = bool(await self.bot.storage.pending_outbox(live.id, 1, lane="provision"))
 
             def change(live: LiveGame) -> list[OutboxItem]:
-                return quiet_swap(live, game, str(user.id), wants_pings=wants,
+                return quiet_items(live, game, str(user.id), wants_pings=wants,
                                   lane="provision" if busy else "permissions")
 
             await self.bot.service.update(live.id, change)

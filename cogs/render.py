@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from bot.footprint import death_items, quiet_night_items
+from bot.footprint import death_items, end_items, quiet_night_items
 from bot.service import LiveGame
 from bot.storage import OutboxItem
 from cogs.channels import end_of_game_items
@@ -413,18 +413,20 @@ def _private_line(scene: _Scene, event: Event) -> str | None:
 
 def closing_items(live: LiveGame, game: Game | None) -> list[OutboxItem]:
     """The channels' end (deleted, or locked and with ``reveal`` the mafia rooms and the log
-    opened to the players), and the word that they are open, said in the permissions lane
-    after the rooms' edits: once they are."""
+    opened to the players), and the word that they are open, said in the lane of the lock
+    (:func:`bot.footprint.end_items`) after the rooms' edits: once they are."""
     at_end = live.record.lobby.get("at_end", "keep")
     reveal = bool(live.record.lobby.get("reveal", True))
     channels = live.record.channels
-    items = end_of_game_items(channels, game, at_end, reveal=reveal)
-    if not items or not reveal or at_end == "delete" or channels.get("log") is None:
+    if at_end == "delete":
+        return end_of_game_items(channels, game, at_end)
+    items, lane = end_items(channels, game, reveal=reveal)
+    if not items or not reveal or channels.get("log") is None:
         return items
     rooms = [f"<#{ids['mafia']}>" for ids in channels.get("cities", {}).values() if ids.get("mafia")]
     line = phrase(live, "game_over.revealed", rooms=", ".join(rooms), log=f"<#{channels['log']}>")
     return items + [OutboxItem("send", {"channel_id": channel_id}, {"content": line, "allowed_mentions": NO_PINGS},
-                               lane="permissions") for channel_id in closing_channels(live)]
+                               lane=lane) for channel_id in closing_channels(live)]
 
 
 def closing_channels(live: LiveGame) -> list[int]:

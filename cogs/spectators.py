@@ -10,11 +10,13 @@ channels hold is what every player reads), ``off``, or ``after`` (only once
 the game is over, its channels kept read-only).
 
 Permissions through a role, as every public fact of a game: the game's
-spectator role (not mentionable, permissions 0) is made when a first member
-asks to watch, with one overwrite on each city channel, all intents of the
-provisioning lane; each spectator then gets the role (the permissions lane,
-or the provisioning lane while the role is being made, so his role never
-comes before it). Holding it says only "watches game N", a public fact. The
+spectator role (not mentionable, permissions 0) is part of its declared
+footprint (``bot.footprint``) once a first member asks to watch: made then,
+with one overwrite on each city channel, all intents of the provisioning
+lane; each spectator then gets the role (the permissions lane, or the
+provisioning lane while the role is being made, so his role never comes
+before it), and the reconciler keeps the role, its overwrites and who holds
+it true, during the game and after it while its channels are kept. Holding it says only "watches game N", a public fact. The
 role is in no mafia room, the host's log, the dead's channel or the
 tribune, and the end's reveal (which opens the rooms to every player) does
 not open them to it: a spectator never reads a secret. The city channel
@@ -32,11 +34,10 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from bot.errors import UserError
+from bot.footprint import watch_items
 from bot.i18n import t
-from bot.permissions import READ, SILENCE
 from bot.service import GameBroken, LiveGame
 from bot.storage import GameRecord, OutboxItem
-from cogs.channels import ROLE, Layout
 from cogs.common import InteractionAnswer, is_host
 
 if TYPE_CHECKING:
@@ -47,8 +48,6 @@ log = logging.getLogger(__name__)
 MODES = ("off", "on", "after")
 #: spectators are let in unless the host says otherwise (see the module docstring)
 DEFAULT_MODE = "on"
-#: the provisioning key of a game's spectator role
-ROLE_KEY = "spectate:role"
 
 
 def mode_of(record: GameRecord) -> str:
@@ -70,36 +69,6 @@ def is_spectator(record: GameRecord, user_id: int) -> bool:
 def players_of(record: GameRecord) -> set[int]:
     """Who plays in the game (its lobby's players, as dealt)."""
     return {int(p["id"]) for p in record.lobby.get("players", [])}
-
-
-def watch_items(live: LiveGame, user_id: int, *, watch: bool, busy: bool) -> list[OutboxItem]:
-    """Start (``watch``) or stop one member's watching; updates ``live.record.channels``.
-
-    The first spectator of a game makes its role and the role's overwrite on each city channel
-    (the provisioning lane); the member's role follows in the same lane while anything is being
-    made there (``busy``), else in the permissions lane.
-    """
-    record = live.record
-    channels = record.channels
-    layout = Layout.from_channels(channels)
-    items: list[OutboxItem] = []
-    lane = "provision" if busy else "permissions"
-    if watch and layout.spectators is None:
-        items.append(OutboxItem("create_role", {"guild_id": layout.guild, "key": ROLE_KEY}, {
-            "name": t(live.language, "game_role.spectators", game=record.id)[:100], "permissions": "0",
-            "mentionable": False, "hoist": False, "reason": t(live.language, "channel.category", game=record.id),
-        }, lane="provision"))
-        for city in layout.cities:
-            items.append(OutboxItem("overwrite", {"channel_id": city.text, "id": ROLE_KEY, "type": ROLE},
-                                    {"allow": str(READ.value), "deny": str(SILENCE.value)}, lane="provision"))
-        channels["spectators"] = ROLE_KEY
-        lane = "provision"
-    role = channels["spectators"]
-    members = watching(record)
-    channels["watching"] = sorted(members | {user_id} if watch else members - {user_id})
-    items.append(OutboxItem("member_role", {"guild_id": layout.guild, "user_id": user_id, "role": role},
-                            {"add": watch}, lane=lane))
-    return items
 
 
 async def watched_game(bot: ProkuratorBot, guild_id: int) -> LiveGame | None:

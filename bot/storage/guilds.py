@@ -154,6 +154,16 @@ class GuildQueries(StorageBase):
         )
         return [int(row[0]) for row in rows]
 
+    async def kept_finished(self, guild_id: int) -> list[int]:
+        """A guild's finished games that made channels not (yet) replaced by a transcript: none
+        posted or being posted (a game whose channels were deleted at its end is among them)."""
+        rows = await self._fetchall(
+            "SELECT g.id FROM games g LEFT JOIN transcripts s ON s.game_id = g.id "
+            "WHERE g.guild_id = ? AND g.state IN ('over', 'cancelled') AND g.channels LIKE '%\"roles\"%' "
+            "AND (s.state IS NULL OR s.state NOT IN ('posting', 'done')) ORDER BY g.id", (guild_id,)
+        )
+        return [int(row[0]) for row in rows]
+
     async def transcripts_due(self, state: str = "due") -> list[tuple[int, float]]:
         """(game id, when) of every transcript waiting for its time (or in another ``state``), of
         this process's shards."""

@@ -3,7 +3,15 @@ order, what the reconciler repairs, how member overwrites stand in for a role ab
 
 from __future__ import annotations
 
-from bot.footprint import Observed, declared, member_changes, quiet_night_items, repairs
+from bot.footprint import (
+    SPECTATORS_KEY,
+    Observed,
+    declared,
+    end_items,
+    member_changes,
+    quiet_night_items,
+    repairs,
+)
 from bot.permissions import LISTEN, READ, SILENCE, TRIBUNE_SILENCE, WRITE
 from cogs.channels import CityPlaces, Layout
 from rules import ProcuratorKill
@@ -119,3 +127,25 @@ def test_a_quiet_night_is_the_footprint_by_night_its_start_and_end_the_differenc
     assert repairs(declared(None, game, quiet), seen).overwrites == (
         (TEXT, LIVING, READ.value, SILENCE.value), (TEXT, QUIET, READ.value, SILENCE.value))
     assert not repairs(by_day, seen)
+
+
+def test_the_ends_lock_edits_only_the_channels_it_changes_after_any_role_still_being_made():
+    game = make_game({"Verona": CITY})
+    channels = layout().to_channels()
+    items, lane = end_items(channels, game, reveal=False)
+    # the category keeps its overwrites; the log (no reveal) too; the rest turn read-only
+    assert [int(item.target["channel_id"]) for item in items] == [TEXT, MAFIA, VOICE_ID, DEAD]
+    assert lane == "permissions" and {item.queue for item in items} == {"permissions"}
+    text = next(item for item in items if item.target["channel_id"] == TEXT)
+    living = next(o for o in text.payload["permission_overwrites"] if o["id"] == str(LIVING))
+    assert (int(living["allow"]), int(living["deny"])) == (READ.value, SILENCE.value)
+
+    revealed, _ = end_items(channels, game, reveal=True)
+    assert LOG in [int(item.target["channel_id"]) for item in revealed]
+
+    # a first spectator asked just before: his role is named by its key until made
+    channels["spectators"] = SPECTATORS_KEY
+    items, lane = end_items(channels, game, reveal=False)
+    assert lane == "provision" and {item.queue for item in items} == {"provision"}
+    text = next(item for item in items if item.target["channel_id"] == TEXT)
+    assert SPECTATORS_KEY in [o["id"] for o in text.payload["permission_overwrites"]]

@@ -12,7 +12,12 @@ game), that a spectator does not take a seat unless the host seats him with
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+from bot.footprint import SPECTATORS_KEY
 from bot.i18n import t
+from bot.storage import OutboxItem
 from rules import Status
 from tests.cogs.scenes import SEND, VIEW, assert_unchanged, quick_edits, run, snapshot
 from tests.cogs.test_secrecy import leaks_to
@@ -172,8 +177,12 @@ async def test_the_host_lets_no_spectators_in_or_only_after_the_game():
 
 async def test_the_end_while_the_spectators_role_is_being_made_locks_the_channels_once_it_is():
     """Found by the chaos test: a first spectator asks just before the end, and the role is still
-    being made when the end locks the channels (another lane). The lock waits for the role, and
-    then every player's pen is gone and the spectator reads."""
+    being made when the end locks the channels. The lock waits for the role, and then every
+    player's pen is gone and the spectator reads.
+
+    The race made certain: whoever next asks what the provisioning lane has pending once the
+    lock is stored (the lock looking whether the role is still being made) finds the role's
+    making just done: the call is let go then, and its mark stored, before that look."""
     async with bot_table(players=10) as table:
         quick_edits(table)
         await table.new_game(players=PLAYERS[:8], cities="Верона", maniac=False)
@@ -181,6 +190,23 @@ async def test_the_end_while_the_spectators_role_is_being_made_locks_the_channel
         game = table.live().id
         players = [int(p) for p in table.game.players]
         city = places(table)[0][0]
+        storage = table.bot.storage
+        pending, sent = storage.pending_outbox, storage.outbox_sent
+        made = asyncio.Event()
+
+        async def marked(item: OutboxItem, *args: Any, **kwargs: Any) -> None:
+            await sent(item, *args, **kwargs)
+            if item.kind == "create_role" and item.target.get("key") == SPECTATORS_KEY:
+                made.set()
+
+        async def looked(game_id: int | None = None, limit: int = 100, *, lane: str | None = None) -> list[OutboxItem]:
+            if lane == "provision" and held.hits and not made.is_set() and any(
+                    item.kind == "edit_channel" for item in await pending(game_id, 1000)):
+                held.release()
+                await made.wait()
+            return await pending(game_id, limit, lane=lane)
+
+        storage.pending_outbox, storage.outbox_sent = looked, marked  # type: ignore[method-assign]
         held = table.fake.hang("POST", r"/guilds/\d+/roles", count=1)
         assert (await run(table, "p8", "mafia spectate")).content == t("ru", "spectate.started", game=game)
         await table.fake.wait_until(lambda: held.hits or None, 5.0, "the role was not being made")
