@@ -1,0 +1,70 @@
+"""The Procurator's cog: the parts of ``/host`` joined, and what it hooks into."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from bot.footprint import (
+    Reconciler,
+)
+from cogs.idle import IdleWatch
+
+if TYPE_CHECKING:
+    from bot.bot import ProkuratorBot
+    from cogs.game import GameCog
+
+from cogs.host.common import (
+    HOST,
+    START_WAIT,
+    TOKEN_LIFETIME,
+)
+from cogs.host.play import (
+    HostPlay,
+)
+from cogs.host.settings import (
+    HostSettings,
+)
+from cogs.host.strikes import (
+    LeaveStrikes,
+)
+
+
+class HostCog(HostSettings, HostPlay):
+    """The Procurator's commands."""
+
+    host = HOST
+
+    def __init__(self, bot: ProkuratorBot) -> None:
+        self.bot = bot
+        self._waiters: dict[int, asyncio.Future[str]] = {}
+        """The /host start waiting for each game's provisioning, to answer it."""
+        self.start_wait = START_WAIT
+        self.token_lifetime = TOKEN_LIFETIME
+        bot.outbox.idle_hooks.append(self._provision_idle)
+        bot.outbox.failure_hooks.append(self._provision_failed)
+        game_cog: GameCog = bot.get_cog("GameCog")  # type: ignore[assignment]
+        game_cog.register("confirm", self._confirmed)
+        game_cog.register("cancel", self._cancelled)
+        self.strikes = LeaveStrikes(bot)
+        bot.service.after_commit.append(self.strikes.arm)
+        bot.service.restorers.append(self.strikes.restore)
+        self.footprint = Reconciler(bot)
+        """Keeps each running game's roles and channels what they should be."""
+        self.footprint.install()
+        self.idle_watch = IdleWatch(bot)
+        self.idle_watch.attach()
+
+    async def cog_unload(self) -> None:
+        """Stop listening to the outbox."""
+        if self._provision_idle in self.bot.outbox.idle_hooks:
+            self.bot.outbox.idle_hooks.remove(self._provision_idle)
+        if self._provision_failed in self.bot.outbox.failure_hooks:
+            self.bot.outbox.failure_hooks.remove(self._provision_failed)
+        if self.strikes.arm in self.bot.service.after_commit:
+            self.bot.service.after_commit.remove(self.strikes.arm)
+        if self.strikes.restore in self.bot.service.restorers:
+            self.bot.service.restorers.remove(self.strikes.restore)
+        await self.strikes.close()
+        await self.footprint.close()
+        await self.idle_watch.detach()

@@ -1,0 +1,108 @@
+"""Players who left: struck out by the Procurator after ``timers.leave_strike``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from bot.service import GameBroken, LiveGame, MovedOn, NoGame
+from bot.storage import OutboxItem
+from cogs.common import (
+    mention,
+    phrase,
+)
+from cogs.lobby import log_items
+from rules import (
+    ProcuratorKill,
+    RuleError,
+)
+
+if TYPE_CHECKING:
+    from bot.bot import ProkuratorBot
+
+
+log = logging.getLogger(__name__)
+
+
+class LeaveStrikes:
+    """The Procurator's strike of players who left the game or the server (``leave_strike``):
+    each game's pending strikes are stored in its record (``lobby.leaving``: player → when), so
+    a restart re-arms them; one task per game sleeps until the earliest and is woken by every
+    commit. A strike is a :class:`rules.ProcuratorKill` (the rules announce the status, as for
+    any death); one no longer possible (he died meanwhile) is dropped."""
+
+    def __init__(self, bot: ProkuratorBot) -> None:
+        self.bot = bot
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._wake: dict[int, asyncio.Event] = {}
+        self._closed = False
+
+    @staticmethod
+    def pending(live: LiveGame | None) -> dict[str, float]:
+        """The game's strikes to come: player → unix time."""
+        if live is None or live.record.state != "running" or live.game is None or live.broken is not None:
+            return {}
+        return {player: float(at) for player, at in live.record.lobby.get("leaving", {}).items() if at is not None}
+
+    def arm(self, live: LiveGame) -> None:
+        """(Re)consider a game's strikes; called after every commit."""
+        if self._closed or not self.pending(live):
+            return
+        self._wake.setdefault(live.id, asyncio.Event()).set()
+        task = self._tasks.get(live.id)
+        if task is None or task.done():
+            self._tasks[live.id] = asyncio.create_task(self._run(live.id), name=f"strikes-{live.id}")
+
+    async def restore(self, live: LiveGame) -> None:
+        """A game loaded at start: arm what it had pending."""
+        self.arm(live)
+
+    async def close(self) -> None:
+        """Stop every task (the strikes stay stored)."""
+        self._closed = True
+        for task in self._tasks.values():
+            task.cancel()
+        for task in self._tasks.values():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def _run(self, game_id: int) -> None:
+        wake = self._wake.setdefault(game_id, asyncio.Event())
+        while not self._closed:
+            wake.clear()
+            live = self.bot.service.find(game_id)
+            due = self.pending(live)
+            if live is None or not due:
+                return
+            player, at = min(due.items(), key=lambda row: row[1])
+            delay = at - self.bot.clock()
+            if delay <= 0:
+                try:
+                    await self._strike(live, player)
+                except Exception:
+                    log.exception("game %s: could not strike out %s; trying again", game_id, player)
+                    delay = 1.0
+                else:
+                    continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout=delay)
+
+    async def _strike(self, live: LiveGame, player: str) -> None:
+        def after(live: LiveGame, events: list[Any]) -> list[OutboxItem]:
+            live.record.lobby.get("leaving", {}).pop(player, None)
+            return log_items(live, phrase(live, "log.struck", player=mention(player)))
+
+        try:
+            await self.bot.service.apply(live.id, ProcuratorKill(player), source="timer", after=after)
+            log.info("game %s: %s struck out after leaving", live.id, player)
+        except (RuleError, NoGame, GameBroken, MovedOn) as error:
+            log.info("game %s: no strike of %s (%s)", live.id, player, error)
+
+            def forget(live: LiveGame) -> list[OutboxItem]:
+                live.record.lobby.get("leaving", {}).pop(player, None)
+                return []
+
+            with contextlib.suppress(NoGame, GameBroken):
+                await self.bot.service.update(live.id, forget)
