@@ -583,6 +583,16 @@ async def test_players_who_turned_pings_off_hold_the_quiet_twin_and_are_never_pi
         assert not may(table, table.city_channel(game.city_of(victim)), victim) & SEND
 
 
+async def _rolled_back_after_the_restart(fake: FakeDiscord, world: StandardGuild, config: Config, game: int) -> None:
+    """The next process ends the rollback: the game cancelled, nothing it made left."""
+    async with bot_on(fake, world, config) as second:
+        await fake.wait_until(lambda: second.bot.service.find(game) is None or None, 30.0,
+                              "the rollback did not end")
+        await second.drain()
+        assert (await second.bot.storage.game(game)).state == "cancelled"
+        assert _made(fake, world.guild.id) == ([], [])
+
+
 async def test_host_end_while_a_create_is_under_way_then_a_restart_leaves_no_orphan():
     """Found by the chaos test: /host end comes while a role is being made; the process dies
     before Discord's answer, which Discord carries out. The rollback planned removes only what
@@ -598,12 +608,7 @@ async def test_host_end_while_a_create_is_under_way_then_a_restart_leaves_no_orp
             game = first.live().id
         held.release()  # Discord makes the role; the process that asked is gone
         await fake.wait_until(lambda: _made(fake, world.guild.id)[1] or None, 5.0, "the role was not made")
-        async with bot_on(fake, world, config) as second:
-            await fake.wait_until(lambda: second.bot.service.find(game) is None or None, 30.0,
-                                  "the rollback did not end")
-            await second.drain()
-            assert (await second.bot.storage.game(game)).state == "cancelled"
-            assert _made(fake, world.guild.id) == ([], [])
+        await _rolled_back_after_the_restart(fake, world, config, game)
 
 
 async def test_host_end_while_a_channel_is_made_in_the_category_then_a_restart_leaves_no_orphan():
@@ -629,9 +634,4 @@ async def test_host_end_while_a_channel_is_made_in_the_category_then_a_restart_l
                               "the channel was not made")
         [parent] = [c for c in _made(fake, world.guild.id)[0] if c.type == ChannelType.GUILD_CATEGORY]
         assert [c.parent_id for c in _made(fake, world.guild.id)[0] if c.id != parent.id] == [parent.id]
-        async with bot_on(fake, world, config) as second:
-            await fake.wait_until(lambda: second.bot.service.find(game) is None or None, 30.0,
-                                  "the rollback did not end")
-            await second.drain()
-            assert (await second.bot.storage.game(game)).state == "cancelled"
-            assert _made(fake, world.guild.id) == ([], [])
+        await _rolled_back_after_the_restart(fake, world, config, game)

@@ -124,7 +124,7 @@ async def test_an_applied_command_is_told_when_the_database_fails_as_its_lost_an
     its answer, and keeping that answer met the database going down; the failure came back as
     "not stored", which Discord delivered. Now the answer is held in memory and handed out."""
     from bot.config import Config
-    from tests.cogs.test_not_stored import outage
+    from tests.cogs.test_not_stored import break_storage
     from tests.harness import NO_TIMERS
 
     async with bot_table(players=8, refusals=True, config=Config(timers=NO_TIMERS),
@@ -133,13 +133,7 @@ async def test_an_applied_command_is_told_when_the_database_fails_as_its_lost_an
         who, me = mafioso(table)
         storage = table.bot.storage
         real = storage.set_meta
-        failures = []
-
-        async def failing(*args, **kwargs):
-            failures.append(args)
-            raise outage(database)
-
-        monkeypatch.setattr(storage, "set_meta", failing)
+        failures = break_storage(monkeypatch, storage, "set_meta", database)
         table.fake.fail("POST", CALLBACK, status=500, count=2)
         with caplog.at_level(logging.INFO):
             failed = await table.slash(who, "elect", {"player": me}, wait=False)
