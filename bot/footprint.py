@@ -452,14 +452,23 @@ def create_channel_item(footprint: Footprint, place: PlaceSpec, reason: str, key
                       payload, lane="provision")
 
 
-def rollback_plan(guild_id: int, made: dict[str, int], attempt: int) -> list[OutboxItem]:
-    """Remove what one provisioning attempt made: channels (the category last), then roles."""
+def rollback_plan(guild_id: int, made: dict[str, int], attempt: int,
+                  sweep: OutboxItem | None = None) -> list[OutboxItem]:
+    """Remove what one provisioning attempt made: channels (the category last), then roles.
+
+    ``sweep`` (the rollback's own, which removes what was made unheard) comes before the
+    category is deleted: Discord leaves a deleted category's children without a parent, where
+    a sweep that looks in the category would not find one made unheard."""
     prefix = f"{attempt}:"
     keys = [key for key in made if key.startswith(prefix)]
     roles = [key for key in keys if key.split(":", 1)[1].split(":")[0] in ("living", "quiet", "dead_role")]
-    channels = [key for key in keys if key not in roles]
-    channels.sort(key=lambda key: key == f"{attempt}:category")
+    channels = [key for key in keys if key not in roles and key != f"{attempt}:category"]
     items = [OutboxItem("delete_channel", {"channel_id": made[key]}, {}, lane="provision") for key in channels]
+    if sweep is not None:
+        items.append(sweep)
+    if f"{attempt}:category" in made:
+        items.append(OutboxItem("delete_channel", {"channel_id": made[f"{attempt}:category"]}, {},
+                                lane="provision"))
     items.extend(OutboxItem("delete_role", {"guild_id": guild_id, "role": made[key]}, {}, lane="provision")
                  for key in roles)
     return items

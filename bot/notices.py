@@ -8,6 +8,11 @@ have read is stored here, per guild and member, in the ``meta`` table (it outliv
 restart), and the next answer the bot gives him in that guild carries it as a private
 follow-up. An answer to a command that changed nothing (``/help``, a refusal) is not kept:
 there is nothing he has to learn.
+
+The database may be failing just then (the command was stored, the server went down before
+its answer was kept): the answer is then held in memory, stored with the next one kept for
+him, and handed out with his next answer all the same. A failure here never turns into a
+refusal of the command, which stands.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import logging
 import discord
 
 from bot.i18n import t
-from bot.storage import Storage
+from bot.storage import Storage, is_storage_failure
 from cogs.limits import CONTENT, clip
 
 log = logging.getLogger(__name__)
@@ -39,6 +44,9 @@ class Notices:
         self.storage = storage
         self._waiting: set[str] = set()
         """The keys with answers stored: the common case (none) asks the database nothing."""
+        self._unsaved: dict[str, list[str]] = {}
+        """Answers the database failed to take, by key: stored with the next one, handed out
+        with the next answer."""
 
     async def load(self) -> int:
         """Know the answers stored by an earlier process; returns how many members have some."""
@@ -46,23 +54,41 @@ class Notices:
         return len(self._waiting)
 
     async def keep(self, guild_id: int, user_id: int, text: str) -> None:
-        """Store an answer Discord did not deliver to the member."""
+        """Store an answer Discord did not deliver to the member (in memory while the database
+        fails; never raises for that)."""
         key = _key(guild_id, user_id)
-        stored = await self.storage.meta(key) if key in self._waiting else None
-        texts: list[str] = json.loads(stored) if stored else []
-        texts = [*texts, text][-KEEP:]
-        await self.storage.set_meta(key, json.dumps(texts, ensure_ascii=False))
+        unsaved = [*self._unsaved.pop(key, []), text]
+        try:
+            stored = await self.storage.meta(key) if key in self._waiting else None
+            texts: list[str] = json.loads(stored) if stored else []
+            await self.storage.set_meta(key, json.dumps([*texts, *unsaved][-KEEP:], ensure_ascii=False))
+        except Exception as error:
+            if not is_storage_failure(error):
+                raise
+            log.warning("the database failed (%r): the undelivered answer(s) of %s are held in memory",
+                        error, user_id)
+            self._unsaved[key] = unsaved[-KEEP:]
+            return
         self._waiting.add(key)
 
     async def take(self, guild_id: int, user_id: int) -> list[str]:
-        """The member's undelivered answers, oldest first, forgotten as they are handed out."""
+        """The member's undelivered answers, oldest first, forgotten as they are handed out
+        (those stored stay stored while the database fails; those held in memory are given)."""
         key = _key(guild_id, user_id)
-        if key not in self._waiting:
-            return []
-        stored = await self.storage.meta(key)
-        await self.storage.delete_meta(key)
-        self._waiting.discard(key)
-        return list(json.loads(stored)) if stored else []
+        texts: list[str] = []
+        if key in self._waiting:
+            try:
+                stored = await self.storage.meta(key)
+                await self.storage.delete_meta(key)
+            except Exception as error:
+                if not is_storage_failure(error):
+                    raise
+                log.warning("the database failed (%r): the stored undelivered answers of %s wait",
+                            error, user_id)
+            else:
+                self._waiting.discard(key)
+                texts = list(json.loads(stored)) if stored else []
+        return [*texts, *self._unsaved.pop(key, [])][-KEEP:]
 
     async def give_back(self, guild_id: int, user_id: int, texts: list[str]) -> None:
         """Answers taken whose delivery failed again: kept for the next time."""

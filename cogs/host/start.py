@@ -322,12 +322,10 @@ class HostStart(HostBase):
         def change(live: LiveGame) -> list[OutboxItem]:
             provision = live.record.lobby["provision"]
             provision.update(state="rollback", reason=reason, target=target)
-            items = rollback_plan(live.record.guild_id, made, int(provision["attempt"]))
-            if plans:
-                items.append(OutboxItem("sweep", plans[-1].target, {
-                    **plans[-1].payload, "category": None, "rollback": True, "creates_until": creates_until,
-                }, lane="provision"))
-            return items
+            sweep = OutboxItem("sweep", plans[-1].target, {
+                **plans[-1].payload, "category": None, "rollback": True, "creates_until": creates_until,
+            }, lane="provision") if plans else None
+            return rollback_plan(live.record.guild_id, made, int(provision["attempt"]), sweep)
 
         # the lane is kicked when the hold ends: with nothing to remove, it ends the rollback
         await self.bot.service.update(live.id, change, cancel_lane="provision")

@@ -24,6 +24,19 @@ def outage(database: Path | str) -> Exception:
     return asyncpg.ConnectionDoesNotExistError("connection was closed in the middle of operation")
 
 
+def break_storage(monkeypatch: pytest.MonkeyPatch, storage: object, method: str,
+                  database: Path | str) -> list[tuple[object, ...]]:
+    """Make ``storage.method`` raise the outage of ``database``'s driver; the calls it met."""
+    failures: list[tuple[object, ...]] = []
+
+    async def failing(*args: object, **kwargs: object) -> None:
+        failures.append(args)
+        raise outage(database)
+
+    monkeypatch.setattr(storage, method, failing)
+    return failures
+
+
 @pytest.mark.parametrize("locale", ["ru", "en"])
 async def test_a_command_the_database_cannot_store_is_refused_and_changes_nothing(
         database: Path | str, monkeypatch: pytest.MonkeyPatch, locale: str):
@@ -34,13 +47,7 @@ async def test_a_command_the_database_cannot_store_is_refused_and_changes_nothin
         nominator, nominee = [table.name(p) for p in game.alive()][:2]
         storage = table.bot.storage
         real = storage.append_command
-        failures = []
-
-        async def failing(*args, **kwargs):
-            failures.append(args)
-            raise outage(database)
-
-        monkeypatch.setattr(storage, "append_command", failing)
+        failures = break_storage(monkeypatch, storage, "append_command", database)
         before = await snapshot(table)
         refused = await run(table, nominator, "nominate", {"player": table.pid(nominee)}, locale=locale)
         assert refused.ephemeral and refused.content == refusal_text(locale, "error.not_stored")

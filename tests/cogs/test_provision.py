@@ -583,6 +583,16 @@ async def test_players_who_turned_pings_off_hold_the_quiet_twin_and_are_never_pi
         assert not may(table, table.city_channel(game.city_of(victim)), victim) & SEND
 
 
+async def _rolled_back_after_the_restart(fake: FakeDiscord, world: StandardGuild, config: Config, game: int) -> None:
+    """The next process ends the rollback: the game cancelled, nothing it made left."""
+    async with bot_on(fake, world, config) as second:
+        await fake.wait_until(lambda: second.bot.service.find(game) is None or None, 30.0,
+                              "the rollback did not end")
+        await second.drain()
+        assert (await second.bot.storage.game(game)).state == "cancelled"
+        assert _made(fake, world.guild.id) == ([], [])
+
+
 async def test_host_end_while_a_create_is_under_way_then_a_restart_leaves_no_orphan():
     """Found by the chaos test: /host end comes while a role is being made; the process dies
     before Discord's answer, which Discord carries out. The rollback planned removes only what
@@ -598,9 +608,30 @@ async def test_host_end_while_a_create_is_under_way_then_a_restart_leaves_no_orp
             game = first.live().id
         held.release()  # Discord makes the role; the process that asked is gone
         await fake.wait_until(lambda: _made(fake, world.guild.id)[1] or None, 5.0, "the role was not made")
-        async with bot_on(fake, world, config) as second:
-            await fake.wait_until(lambda: second.bot.service.find(game) is None or None, 30.0,
-                                  "the rollback did not end")
-            await second.drain()
-            assert (await second.bot.storage.game(game)).state == "cancelled"
-            assert _made(fake, world.guild.id) == ([], [])
+        await _rolled_back_after_the_restart(fake, world, config, game)
+
+
+async def test_host_end_while_a_channel_is_made_in_the_category_then_a_restart_leaves_no_orphan():
+    """Found by the chaos test under PostgreSQL crashes: a channel of the game's category is under
+    way when the start is called off and the process dies before Discord's answer. Deleting the
+    category leaves its children without a parent (as Discord does), where the rollback's sweep,
+    which looks in the category, would no longer find the channel made unheard: the sweep runs
+    while the category is still there."""
+    async with restartable(8) as (fake, world, config):
+        async with bot_on(fake, world, config) as first:
+            await first.open_lobby()
+            category = fake.hang("POST", CREATE_CHANNEL, count=1)
+            child = fake.hang("POST", CREATE_CHANNEL, count=1)
+            await first.slash("host", "host start", wait=False)
+            await fake.wait_until(lambda: category.hits or None, 5.0, "no category was being made")
+            category.release()
+            await fake.wait_until(lambda: child.hits or None, 5.0, "no channel was being made in it")
+            ended = await run(first, "host", "host end")
+            assert ended.content == t("ru", "host.ended_reply")
+            game = first.live().id
+        child.release()  # Discord makes the channel in the category; the process that asked is gone
+        await fake.wait_until(lambda: len(_made(fake, world.guild.id)[0]) == 2 or None, 5.0,
+                              "the channel was not made")
+        [parent] = [c for c in _made(fake, world.guild.id)[0] if c.type == ChannelType.GUILD_CATEGORY]
+        assert [c.parent_id for c in _made(fake, world.guild.id)[0] if c.id != parent.id] == [parent.id]
+        await _rolled_back_after_the_restart(fake, world, config, game)

@@ -14,7 +14,7 @@ import discord
 import pytest
 
 from bot.i18n import t
-from tests.cogs.scenes import confirmation, run
+from tests.cogs.scenes import confirmation, refusal_text, run
 from tests.harness import Table, bot_table
 
 CALLBACK = r"/interactions/\d+/[^/]+/callback"
@@ -116,3 +116,44 @@ async def test_a_confirmed_kill_whose_answer_discord_failed_is_told_to_the_host_
         later = await run(table, "host", "help")
         [notice] = await later.wait_followups(1)
         assert notice.ephemeral and notice.content == t("ru", "notice.undelivered", answer=t("ru", "host.done"))
+
+
+async def test_an_applied_command_is_told_when_the_database_fails_as_its_lost_answer_is_kept(
+        database, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture):
+    """The chaos run's seed 4 under PostgreSQL crashes: the command was stored, Discord failed
+    its answer, and keeping that answer met the database going down; the failure came back as
+    "not stored", which Discord delivered. Now the answer is held in memory and handed out."""
+    from bot.config import Config
+    from tests.cogs.test_not_stored import break_storage
+    from tests.harness import NO_TIMERS
+
+    async with bot_table(players=8, refusals=True, config=Config(timers=NO_TIMERS),
+                         database=database) as table:
+        live = await table.new_game(cities="Верона", mafiosi=2)
+        who, me = mafioso(table)
+        storage = table.bot.storage
+        real = storage.set_meta
+        failures = break_storage(monkeypatch, storage, "set_meta", database)
+        table.fake.fail("POST", CALLBACK, status=500, count=2)
+        with caplog.at_level(logging.INFO):
+            failed = await table.slash(who, "elect", {"player": me}, wait=False)
+            # the end of its handling: the answer held, or (before) the command refused
+            ends = ("held in memory", "refused as not stored")
+            [end] = await table.fake.wait_until(lambda: [r.getMessage() for r in caplog.records if any(
+                e in r.getMessage() for e in ends)] or None, 15.0, "the command's handling never ended")
+        assert failures, "the database was asked to keep the answer"
+        assert "held in memory" in end, end
+        monkeypatch.setattr(storage, "set_meta", real)  # the database is back
+        rows = [r for r in await storage.commands(live.id) if r.command["verb"] == "elect"]
+        assert len(rows) == 1, "the command stands"
+        # nothing told him it did not happen
+        tries = [c.status for c in table.fake.calls("POST") if c.path == f"/interactions/{failed.id}/{failed.token}/callback"]
+        assert 200 not in tries and 204 not in tries, tries
+        assert failed.callback is None
+        assert all(f.content != refusal_text("ru", "error.not_stored") for f in failed.followups)
+        # his next answer carries the one he missed, once
+        status_answer = await run(table, who, "mafia status")
+        [notice] = await status_answer.wait_followups(1)
+        assert notice.content == t("ru", "notice.undelivered", answer=t("ru", "reply.elect", target=f"<@{me}>"))
+        again = await run(table, who, "mafia status")
+        assert again.followups == []
