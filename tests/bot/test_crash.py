@@ -214,7 +214,7 @@ async def test_killed_during_a_burst_of_commands(tmp_path: Path, database: Path 
     before a command that waits for the game's lock) or never saw depends on the machine's
     load; each kind is checked for what it promises. A deferred one the process died before
     committing cannot be acknowledged again when Discord delivers it anew, and the service
-    then applies nothing (bot/service.py, answer first): it is not counted as lost here."""
+    then applies nothing (bot/service, answer first): it is not counted as lost here."""
     async with crash_table(tmp_path, database) as (fake, world, bot):
         await start_game(fake, world)
         guild = world.guild.id

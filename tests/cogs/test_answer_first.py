@@ -1,4 +1,4 @@
-"""Answer first where Discord needs it (bot/service.py's policy).
+"""Answer first where Discord needs it (bot/service's policy).
 
 An interaction that has to wait for its game's lock, or that reaches the bot
 already old, is acknowledged before its command is committed and answered
