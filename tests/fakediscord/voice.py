@@ -526,8 +526,7 @@ class FakeSpeaker:
             self.next_timestamp = self.server.rng.randrange(1 << 32)
         if self.dave and call.protocol_version > 0:
             self._new_session()
-            self.mode = _PENDING
-            self.in_group.clear()
+            self._wait_for_group()
         else:
             self.session = None
             self.mode = _PLAIN
@@ -590,6 +589,10 @@ class FakeSpeaker:
             self._switches = [entry for entry in self._switches if entry[0] > 0]
             for switch in due:
                 switch()
+
+    def _wait_for_group(self) -> None:
+        self.mode = _PENDING
+        self.in_group.clear()
 
     def _enter_group(self) -> None:
         self.mode = _E2EE
@@ -1033,7 +1036,10 @@ class _Call:
             return
         speaker = self.speakers.get(user_id)
         if speaker is not None:
+            # His old group is gone with its keys: until someone joins him he has nothing to
+            # encrypt with, so his client drops frames (as while waiting for a Welcome).
             speaker._new_session()
+            speaker._wait_for_group()
             self._found(user_id)
             self.server._record_dave(f"{user_id} founds the group of channel {self.channel_id}")
 
