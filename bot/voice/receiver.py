@@ -550,8 +550,8 @@ class VoiceReceiver:
 
     def _receive(self, data: bytes) -> None:
         stats = self.stats
+        now = self.clock()  # before the count: a datagram counted has its arrival time
         stats.datagrams += 1
-        now = self.clock()
         stats.last_packet_time = now
         if len(data) < RTP_HEADER_SIZE or data[0] >> 6 != 2:
             stats.not_rtp += 1

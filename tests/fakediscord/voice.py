@@ -407,9 +407,24 @@ class MediaClock:
     def __init__(self) -> None:
         self._skew = 0.0
         self._due: dict[int, float] = {}
+        self._frozen: float | None = None
 
     def __call__(self) -> float:
-        return time.monotonic() + self._skew
+        frozen = self._frozen
+        return frozen if frozen is not None else time.monotonic() + self._skew
+
+    def freeze(self) -> None:
+        """Stop the clock (a packet is on its way): the bot reads it at the time it was sent,
+        however long a loaded machine takes to get its reader thread to it."""
+        if self._frozen is None:
+            self._frozen = self()
+
+    def thaw(self) -> None:
+        """Run on at real speed from where :meth:`freeze` stopped."""
+        frozen = self._frozen
+        if frozen is not None:
+            self._skew = frozen - time.monotonic()
+            self._frozen = None
 
     async def wait_turn(self, player: int, when: float) -> None:
         """Wait until ``when`` for ``player``, jumping there once no other player is due sooner.
@@ -436,12 +451,15 @@ class MediaClock:
         """Jump forward to ``when`` (nothing if it is already later)."""
         now = self()
         if when > now:
-            self._skew += when - now
+            self.advance(when - now)
 
     def advance(self, seconds: float) -> None:
         """Jump forward by ``seconds``."""
         if seconds > 0:
-            self._skew += seconds
+            if self._frozen is not None:
+                self._frozen += seconds
+            else:
+                self._skew += seconds
 
     async def sleep(self, seconds: float) -> None:
         """Wait until ``seconds`` have passed on this clock (jumps included)."""
@@ -718,6 +736,8 @@ class FakeSpeaker:
                 if index in lost:
                     continue
                 copies = 2 if index in doubled else 1
+                if waiting and not realtime:
+                    clock.freeze()  # until the bot has read it (below)
                 packet = self._send(
                     planned[index], frame, muted=index in muted,
                     extension=extension, padding=padding, copies=copies,
@@ -729,6 +749,7 @@ class FakeSpeaker:
                     if not realtime:
                         await self.server._until_known(self.user_id, self.ssrc)
                 if packet is None:
+                    clock.thaw()
                     await asyncio.sleep(0)
                     continue
                 sent.append(packet)
@@ -736,7 +757,9 @@ class FakeSpeaker:
                 current = self._call.bot
                 if waiting and current is not None and current.udp_address is not None:
                     waiting = await self.server._until_read(current.udp_address)
+                clock.thaw()
         finally:
+            clock.thaw()
             clock.rest(id(self))
             self._playing -= 1
             if not self._playing:
