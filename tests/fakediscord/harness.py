@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import discord
 
 from .pointing import point_discord_py_at
-from .server import FakeDiscord
+from .server import PATIENCE, FakeDiscord
 
 
 @contextlib.asynccontextmanager
@@ -33,11 +33,17 @@ async def running_client(
     task = asyncio.create_task(client.start(fake.token), name="fake-discord-client")
     try:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + ready_timeout
+        # As in FakeDiscord.wait_until: a slow start (a loaded machine) that is still making its
+        # calls is waited for; one that stopped making any fails after ``ready_timeout``.
+        started = loop.time()
+        deadline, progress = started + ready_timeout, fake.progress()
         while not client.is_ready():
             if task.done():
                 task.result()
                 raise RuntimeError("the client stopped before it was ready")
+            if fake.progress() != progress:
+                progress = fake.progress()
+                deadline = min(started + PATIENCE * ready_timeout, loop.time() + ready_timeout)
             if loop.time() > deadline:
                 raise TimeoutError(f"the client was not ready within {ready_timeout} s")
             await asyncio.sleep(0.005)

@@ -151,6 +151,10 @@ class FakeDiscord(World):
         self._change.set()
         self._change = asyncio.Event()
 
+    def progress(self) -> tuple[int, int]:
+        """What the bot has done: REST calls answered, messages to the voice server."""
+        return self.answered, len(getattr(self.voice_server, "bot_messages", ()))
+
     async def wait_until(
         self, predicate: Callable[[], T | None], timeout: float = 5.0, message: str | None = None
     ) -> T:
@@ -158,26 +162,27 @@ class FakeDiscord(World):
 
         The predicate is re-checked after every change the fake sees and at
         least every 20 ms (so it may also look at the bot's own state).
-        ``timeout`` is how long the bot may go without a REST call answered:
-        a bot still at work (a loaded machine runs it slower) is waited for, up
-        to :data:`PATIENCE` times ``timeout`` in all; a stuck one fails as soon.
+        ``timeout`` is how long the bot may go without a REST call answered
+        (or a message to the voice server, when one is attached): a bot still
+        at work (a loaded machine runs it slower) is waited for, up to
+        :data:`PATIENCE` times ``timeout`` in all; a stuck one fails as soon.
         """
         loop = asyncio.get_running_loop()
         started = loop.time()
         deadline = started + timeout
         ceiling = started + PATIENCE * timeout
-        progress = self.answered
+        progress = self.progress()
         while True:
             change = self._change
             value = predicate()
             if value:
                 return value
-            if self.answered != progress:
-                progress = self.answered
+            if self.progress() != progress:
+                progress = self.progress()
                 deadline = min(ceiling, loop.time() + timeout)
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise TimeoutError(message or f"condition not met ({timeout} s without a REST call answered)")
+                raise TimeoutError(message or f"condition not met ({timeout} s without the bot doing anything)")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(change.wait(), min(remaining, 0.02))
 

@@ -743,21 +743,21 @@ class FakeSpeaker:
                     extension=extension, padding=padding, copies=copies,
                 )
                 self._count_packet()
+                if packet is not None:
+                    sent.append(packet)
+                    # The bot's connection now: it may have reconnected (another UDP socket).
+                    current = self._call.bot
+                    if waiting and current is not None and current.udp_address is not None:
+                        waiting = await self.server._until_read(current.udp_address)
+                clock.thaw()
                 if self._announce_in is not None and self._announce_in <= 0:
+                    # Late SPEAKING: after the bot has read the packets sent before it.
                     self._announce_in = None
                     await self.announce()
                     if not realtime:
                         await self.server._until_known(self.user_id, self.ssrc)
                 if packet is None:
-                    clock.thaw()
                     await asyncio.sleep(0)
-                    continue
-                sent.append(packet)
-                # The bot's connection now: it may have reconnected (another UDP socket) meanwhile.
-                current = self._call.bot
-                if waiting and current is not None and current.udp_address is not None:
-                    waiting = await self.server._until_read(current.udp_address)
-                clock.thaw()
         finally:
             clock.thaw()
             clock.rest(id(self))
