@@ -18,11 +18,13 @@ async def running_client(
     fake: FakeDiscord,
     client: discord.Client,
     *,
-    ready_timeout: float = 5.0,
+    ready_timeout: float = 30.0,
     guild_ready_timeout: float = 0.05,
 ) -> AsyncIterator[discord.Client]:
     """Starts ``client`` against ``fake``, yields it once it is ready, and closes it afterwards.
 
+    ``ready_timeout`` only catches a client that never gets ready: parsing a big guild's
+    GUILD_CREATE makes no call to wait on, and takes seconds on a loaded machine.
     ``guild_ready_timeout`` shortens discord.py's wait for more GUILD_CREATEs
     before ``on_ready`` (2 s by default). If the client fails to start (a bad
     token, a crash in ``setup_hook``) its exception is raised here, and an
