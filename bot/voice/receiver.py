@@ -40,7 +40,8 @@ The jitter buffer exists for DAVE as much as for the file: davey accepts a
 frame older than the newest it decrypted only when it saw the gap open, so
 the first frame of a stream or of a new key generation, overtaken by the
 next, would be refused. A packet is released as soon as it follows the last
-one released, otherwise once it has waited :data:`JITTER_HOLD` seconds (by
+one released (a stream's first, as soon as the one after it is here),
+otherwise once it has waited :data:`JITTER_HOLD` seconds (by
 arrival time) for the ones missing before it: a lost packet costs the next
 ones that wait, never audio. Discord's own clients buffer hundreds of
 milliseconds of jitter; so does this one.
@@ -382,7 +383,9 @@ class _JitterBuffer:
     :meth:`push` takes a packet (duplicates are already gone) and
     :meth:`release` gives back, in order, every packet that follows the last
     one released, and any that has waited ``hold`` seconds for a missing
-    predecessor. A packet older than the last released passes straight
+    predecessor. A stream's first packet (nothing released yet) goes once the
+    one after it has arrived: the first of a stream is not held ``hold``
+    seconds for predecessors it has none of. A packet older than the last released passes straight
     through: it is late, and only DAVE or the writer can still say whether it
     is of use.
     """
@@ -433,7 +436,12 @@ class _JitterBuffer:
         held = self._held
         while held:
             extended, _, item = held[0]
-            if self.last is not None and extended == self.last + 1 or now - item[5] >= self.hold:
+            if self.last is not None:
+                follows = extended == self.last + 1
+            else:
+                # A stream's first: once the packet after it is here, it waits no longer.
+                follows = any(held_extended == extended + 1 for held_extended, _, _ in held)
+            if follows or now - item[5] >= self.hold:
                 due.append(self._pop())
             else:
                 break
@@ -550,8 +558,8 @@ class VoiceReceiver:
 
     def _receive(self, data: bytes) -> None:
         stats = self.stats
+        now = self.clock()  # before the count: a datagram counted has its arrival time
         stats.datagrams += 1
-        now = self.clock()
         stats.last_packet_time = now
         if len(data) < RTP_HEADER_SIZE or data[0] >> 6 != 2:
             stats.not_rtp += 1

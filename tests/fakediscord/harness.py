@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import discord
 
 from .pointing import point_discord_py_at
-from .server import FakeDiscord
+from .server import PATIENCE, FakeDiscord
 
 
 @contextlib.asynccontextmanager
@@ -18,11 +18,13 @@ async def running_client(
     fake: FakeDiscord,
     client: discord.Client,
     *,
-    ready_timeout: float = 5.0,
+    ready_timeout: float = 30.0,
     guild_ready_timeout: float = 0.05,
 ) -> AsyncIterator[discord.Client]:
     """Starts ``client`` against ``fake``, yields it once it is ready, and closes it afterwards.
 
+    ``ready_timeout`` only catches a client that never gets ready: parsing a big guild's
+    GUILD_CREATE makes no call to wait on, and takes seconds on a loaded machine.
     ``guild_ready_timeout`` shortens discord.py's wait for more GUILD_CREATEs
     before ``on_ready`` (2 s by default). If the client fails to start (a bad
     token, a crash in ``setup_hook``) its exception is raised here, and an
@@ -33,11 +35,17 @@ async def running_client(
     task = asyncio.create_task(client.start(fake.token), name="fake-discord-client")
     try:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + ready_timeout
+        # As in FakeDiscord.wait_until: a slow start (a loaded machine) that is still making its
+        # calls is waited for; one that stopped making any fails after ``ready_timeout``.
+        started = loop.time()
+        deadline, progress = started + ready_timeout, fake.progress()
         while not client.is_ready():
             if task.done():
                 task.result()
                 raise RuntimeError("the client stopped before it was ready")
+            if fake.progress() != progress:
+                progress = fake.progress()
+                deadline = min(started + PATIENCE * ready_timeout, loop.time() + ready_timeout)
             if loop.time() > deadline:
                 raise TimeoutError(f"the client was not ready within {ready_timeout} s")
             await asyncio.sleep(0.005)

@@ -38,6 +38,10 @@ from .world import World
 
 T = TypeVar("T")
 
+#: how many times its ``timeout`` :meth:`FakeDiscord.wait_until` waits at most for a bot that
+#: keeps making REST calls without meeting the condition
+PATIENCE = 6
+
 _DEFAULT_SPEC: Any = object()
 RESPONSE_FINDINGS: list[str] = []
 """Every answer of any fake in this process that disagreed with the spec's response schema, as
@@ -98,6 +102,8 @@ class FakeDiscord(World):
         self._cdn_router.add("GET", "/attachments/{channel_id}/{attachment_id}/{filename}", self._serve_attachment, auth=False)
         self._runner: web.AppRunner | None = None
         self._change = asyncio.Event()
+        self.answered = 0
+        """REST calls answered so far: the bot's progress, as :meth:`wait_until` measures it."""
         self.port = 0
         self.spec: OpenApiSpec | None = default_spec() if openapi is _DEFAULT_SPEC else openapi
         """Discord's OpenAPI spec every request is checked against (None: the schema check is off)."""
@@ -149,6 +155,10 @@ class FakeDiscord(World):
         self._change.set()
         self._change = asyncio.Event()
 
+    def progress(self) -> tuple[int, int]:
+        """What the bot has done: REST calls answered, messages to the voice server."""
+        return self.answered, len(getattr(self.voice_server, "bot_messages", ()))
+
     async def wait_until(
         self, predicate: Callable[[], T | None], timeout: float = 5.0, message: str | None = None
     ) -> T:
@@ -156,17 +166,27 @@ class FakeDiscord(World):
 
         The predicate is re-checked after every change the fake sees and at
         least every 20 ms (so it may also look at the bot's own state).
+        ``timeout`` is how long the bot may go without a REST call answered
+        (or a message to the voice server, when one is attached): a bot still
+        at work (a loaded machine runs it slower) is waited for, up to
+        :data:`PATIENCE` times ``timeout`` in all; a stuck one fails as soon.
         """
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        started = loop.time()
+        deadline = started + timeout
+        ceiling = started + PATIENCE * timeout
+        progress = self.progress()
         while True:
             change = self._change
             value = predicate()
             if value:
                 return value
+            if self.progress() != progress:
+                progress = self.progress()
+                deadline = min(ceiling, loop.time() + timeout)
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise TimeoutError(message or f"condition not met within {timeout} s")
+                raise TimeoutError(message or f"condition not met ({timeout} s without the bot doing anything)")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(change.wait(), min(remaining, 0.02))
 
@@ -572,6 +592,7 @@ class FakeDiscord(World):
         record.response_headers = dict(headers)
         if self.record_file is not None and rate_limited:
             self.record_file.append(record_entry(record), record.files)
+        self.answered += 1
         self.notify()
         return web.Response(status=status, body=raw or None, headers=headers)
 

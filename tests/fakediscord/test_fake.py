@@ -31,6 +31,7 @@ from tests.fakediscord import (
     running_client,
 )
 from tests.fakediscord.permissions import ALL_PERMISSIONS, apply_overwrites, base_permissions
+from tests.fakediscord.server import PATIENCE
 
 pytestmark = [
     pytest.mark.filterwarnings("error::ResourceWarning"),
@@ -715,6 +716,30 @@ async def test_rate_limit_headers_pace_the_client(fake_guild: StandardGuild, bot
     headers = posts[0].response_headers
     assert headers["X-RateLimit-Limit"] == "2" and headers["X-RateLimit-Remaining"] == "1"
     assert headers["X-RateLimit-Bucket"] == posts[1].response_headers["X-RateLimit-Bucket"]
+
+
+async def test_wait_until_waits_while_the_bot_works_and_no_longer_than_its_patience(
+    fake_guild: StandardGuild,
+) -> None:
+    fake = fake_guild.fake
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    def at_work() -> bool | None:
+        fake.answered += 1  # as if the bot had a call answered since the last look
+        return loop.time() - started > 0.15 or None
+
+    assert await fake.wait_until(at_work, 0.05), "three timeouts long, but never idle that long"
+
+    def never_done() -> None:
+        fake.answered += 1
+
+    started = loop.time()
+    with pytest.raises(TimeoutError):
+        await fake.wait_until(never_done, 0.05)
+    assert loop.time() - started >= PATIENCE * 0.05 - 0.02
+    with pytest.raises(TimeoutError, match="without the bot doing anything"):
+        await fake.wait_until(lambda: None, 0.05)  # idle: fails after its timeout
 
 
 async def test_hanging_call_and_latency(fake_guild: StandardGuild, bot: MiniBot) -> None:

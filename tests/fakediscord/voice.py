@@ -407,9 +407,24 @@ class MediaClock:
     def __init__(self) -> None:
         self._skew = 0.0
         self._due: dict[int, float] = {}
+        self._frozen: float | None = None
 
     def __call__(self) -> float:
-        return time.monotonic() + self._skew
+        frozen = self._frozen
+        return frozen if frozen is not None else time.monotonic() + self._skew
+
+    def freeze(self) -> None:
+        """Stop the clock (a packet is on its way): the bot reads it at the time it was sent,
+        however long a loaded machine takes to get its reader thread to it."""
+        if self._frozen is None:
+            self._frozen = self()
+
+    def thaw(self) -> None:
+        """Run on at real speed from where :meth:`freeze` stopped."""
+        frozen = self._frozen
+        if frozen is not None:
+            self._skew = frozen - time.monotonic()
+            self._frozen = None
 
     async def wait_turn(self, player: int, when: float) -> None:
         """Wait until ``when`` for ``player``, jumping there once no other player is due sooner.
@@ -436,12 +451,15 @@ class MediaClock:
         """Jump forward to ``when`` (nothing if it is already later)."""
         now = self()
         if when > now:
-            self._skew += when - now
+            self.advance(when - now)
 
     def advance(self, seconds: float) -> None:
         """Jump forward by ``seconds``."""
         if seconds > 0:
-            self._skew += seconds
+            if self._frozen is not None:
+                self._frozen += seconds
+            else:
+                self._skew += seconds
 
     async def sleep(self, seconds: float) -> None:
         """Wait until ``seconds`` have passed on this clock (jumps included)."""
@@ -526,8 +544,7 @@ class FakeSpeaker:
             self.next_timestamp = self.server.rng.randrange(1 << 32)
         if self.dave and call.protocol_version > 0:
             self._new_session()
-            self.mode = _PENDING
-            self.in_group.clear()
+            self._wait_for_group()
         else:
             self.session = None
             self.mode = _PLAIN
@@ -590,6 +607,10 @@ class FakeSpeaker:
             self._switches = [entry for entry in self._switches if entry[0] > 0]
             for switch in due:
                 switch()
+
+    def _wait_for_group(self) -> None:
+        self.mode = _PENDING
+        self.in_group.clear()
 
     def _enter_group(self) -> None:
         self.mode = _E2EE
@@ -715,25 +736,30 @@ class FakeSpeaker:
                 if index in lost:
                     continue
                 copies = 2 if index in doubled else 1
+                if waiting and not realtime:
+                    clock.freeze()  # until the bot has read it (below)
                 packet = self._send(
                     planned[index], frame, muted=index in muted,
                     extension=extension, padding=padding, copies=copies,
                 )
                 self._count_packet()
+                if packet is not None:
+                    sent.append(packet)
+                    # The bot's connection now: it may have reconnected (another UDP socket).
+                    current = self._call.bot
+                    if waiting and current is not None and current.udp_address is not None:
+                        waiting = await self.server._until_read(current.udp_address)
+                clock.thaw()
                 if self._announce_in is not None and self._announce_in <= 0:
+                    # Late SPEAKING: after the bot has read the packets sent before it.
                     self._announce_in = None
                     await self.announce()
                     if not realtime:
                         await self.server._until_known(self.user_id, self.ssrc)
                 if packet is None:
                     await asyncio.sleep(0)
-                    continue
-                sent.append(packet)
-                # The bot's connection now: it may have reconnected (another UDP socket) meanwhile.
-                current = self._call.bot
-                if waiting and current is not None and current.udp_address is not None:
-                    waiting = await self.server._until_read(current.udp_address)
         finally:
+            clock.thaw()
             clock.rest(id(self))
             self._playing -= 1
             if not self._playing:
@@ -1033,7 +1059,10 @@ class _Call:
             return
         speaker = self.speakers.get(user_id)
         if speaker is not None:
+            # His old group is gone with its keys: until someone joins him he has nothing to
+            # encrypt with, so his client drops frames (as while waiting for a Welcome).
             speaker._new_session()
+            speaker._wait_for_group()
             self._found(user_id)
             self.server._record_dave(f"{user_id} founds the group of channel {self.channel_id}")
 

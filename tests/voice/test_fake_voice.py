@@ -316,6 +316,28 @@ async def test_a_sole_remaining_member_is_reset_and_founds_the_next_group() -> N
         await wait_until(lambda: voice_client.dave_members() == {world.bot_id, world.neighbour_id})
 
 
+async def test_a_speaker_left_alone_by_the_bot_sends_nothing_until_a_new_group_takes_him() -> None:
+    async with voice_world() as world:
+        nominee = await world.join(world.nominee_id)
+        voice_client = await connected_with_dave(world)
+        await nominee.wait_in_group()
+
+        async def hang_up() -> None:
+            # The bot leaves while he talks: he is the sole member, reset to a pending group.
+            await voice_client.disconnect(force=True)
+            await wait_until(lambda: f"sole member {world.nominee_id} is reset" in world.server.dave_log)
+
+        sent = await nominee.play(opus_packets()[:6], at={3: hang_up})
+        assert [packet.index for packet in sent] == [0, 1, 2], "libdave has no key: nothing is sent"
+        assert nominee.mode == "pending" and not nominee.in_group.is_set()
+        assert nominee.session is not None and not nominee.session.ready
+
+        voice_client = await connected_with_dave(world)
+        await nominee.wait_in_group()
+        assert voice_client.dave_members() == {world.bot_id, world.nominee_id}
+        assert len(await nominee.play(opus_packets()[6:9])) == 3
+
+
 async def test_a_reconnecting_client_comes_back_with_a_new_ssrc_and_counters() -> None:
     async with voice_world() as world:
         nominee = await world.join(world.nominee_id)

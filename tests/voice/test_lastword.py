@@ -127,8 +127,10 @@ async def test_a_nominee_speaks_and_his_city_gets_his_voice_only() -> None:
             stream = container.streams.audio[0]
             assert (stream.channels, stream.sample_rate) == (1, RATE)
         packets, lead = recorded_audio(ogg)
-        # he spoke as soon as the recording started: the lead-in is the time until his first packet
-        assert PRE_SKIP < lead < PRE_SKIP + (waited + 2) * RATE, "his voice comes later than he spoke"
+        # the lead-in is the time from the recording's start until his first packet, to the frame
+        first_sent = min(packet.sent_at for packet in sent) - recorder.recording_started
+        assert first_sent >= waited
+        assert abs((lead - PRE_SKIP) / RATE - first_sent) <= FRAME / RATE, "his voice is not where he spoke"
         expected = expected_packets(sent)
         assert len(expected) == 1000 + 150
         assert packets[: len(expected)] == expected
@@ -223,6 +225,8 @@ async def test_the_days_end_waits_for_the_speaker_then_executes_him() -> None:
         client = await tb.recording()
 
         ended = await table.slash("host", "host next")
+        if ended.callback_type == 5:  # "thinking…": a loaded bot waited for the game's lock
+            await ended.wait_original()
         assert ended.ephemeral and ended.content == ru("host.deferred")
         assert table.game.stage.name == "VOTING"
         assert table.game.is_alive(tb.nominee)

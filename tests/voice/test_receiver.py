@@ -15,6 +15,7 @@ from bot.voice.receiver import (
     ReceivingVoiceClient,
     SpeakerDirectory,
     UserStats,
+    _JitterBuffer,
 )
 from bot.voice.rtp import RTPHeader, build_rtpsize_packet
 from tests.fakediscord.voice import FakeSpeaker, SentPacket
@@ -483,6 +484,20 @@ async def test_the_unnamed_hold_is_measured_in_seconds() -> None:
         await wait_until(lambda: len(sink.packets) == len(kept))
         assert 240 <= len(kept) <= 251
         assert sink.packets == as_written(kept)
+
+
+def test_a_streams_first_packet_goes_once_the_next_is_there_not_after_the_hold() -> None:
+    buffer = _JitterBuffer(hold=0.4)
+    first, second, third = ((None, 7, sequence, 960 * sequence, b"", 0.02 * sequence)
+                            for sequence in (100, 101, 102))
+    assert buffer.push(first) == [], "alone, it may still be overtaken"
+    assert buffer.push(second) == [first, second]
+    assert buffer.push(third) == [third]
+
+    overtaken = _JitterBuffer(hold=0.4)
+    later, earlier = (None, 7, 101, 960, b"", 0.0), (None, 7, 100, 0, b"", 0.02)
+    assert overtaken.push(later) == []
+    assert overtaken.push(earlier) == [earlier, later]
 
 
 async def test_a_second_frame_that_overtakes_the_first_of_a_stream_decrypts_both() -> None:
