@@ -32,10 +32,20 @@ calls is dropped and its garbage collector is off while the games play (its
 full collections paused it for up to 200 ms). The bench prints the CPU both
 processes used, so a fake that limits the figures shows.
 
+The fixed cost: the bot's CPU (user + system, read from /proc) is taken over
+the floor's 300 commands and over the day, less what it spends idle (2 s of
+nothing, measured just before), and printed per command, beside p99 / floor
+p99. The tail is printed with what explains it, from this run: how many
+commands were in flight (sent, not yet answered) when the slowest 1 % were
+sent, against the others; with ``--probe`` also what the bot did in each
+section (:mod:`benchmarks.service_probe`: SQL statements and trips to
+aiosqlite's threads per command, group commits and their time with the
+fsync, garbage collections and their pauses, the loop's stalls).
+
 Profiling: ``BENCH_PYSPY=out.raw`` (the bot) and ``BENCH_PYSPY_FAKE=out.raw``
-(this process) sample 7 s of the day with py-spy; ``BENCH_SIGNAL_PLAY=1``
-sends the bot SIGUSR1 as the day begins (for a probe run as
-``BENCH_BOT_COMMAND``).
+(this process) sample 7 s of the day with py-spy; ``--probe`` with
+``BENCH_CPROFILE=PREFIX`` writes a cProfile of the bot's loop thread for the
+floor and for the day (``PREFIX.1.prof``, ``PREFIX.2.prof``).
 
 Run: ``python benchmarks/service_bench.py`` (about five minutes).
 """
@@ -44,9 +54,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import collections
 import contextlib
 import gc
+import json
 import os
 import random
 import signal
@@ -69,6 +81,8 @@ TIMELINE: str | None = None
 MACHINE = True
 #: ``--database``: a postgresql:// URL of an empty database instead of a SQLite file
 DATABASE: str | None = None
+#: ``--probe``: the file the bot's probe appends each section's figures to (None: no probe)
+PROBE: str | None = None
 #: ``--synchronous``: SQLite's setting for the bot of the current run (``sqlite_synchronous``)
 SYNCHRONOUS = "full"
 CONFIG = """\
@@ -154,6 +168,9 @@ class Bench:
         env = {**os.environ, "DISCORD_TOKEN": self.fake.token, "DISCORD_API_BASE": self.fake.api_base,
                "DISCORD_GATEWAY_URL": self.fake.gateway_url, "PYTHONPATH": str(ROOT)}
         command = os.environ.get("BENCH_BOT_COMMAND", f"{sys.executable} -m bot run").split()
+        if PROBE:
+            command = [sys.executable, str(ROOT / "benchmarks" / "service_probe.py"), "run"]
+            env["BENCH_PROBE_OUT"] = PROBE
         self.process = subprocess.Popen([*command, "--config", str(config)], env=env, cwd=ROOT)
         began = time.monotonic()
         await self.fake.wait_until(
@@ -200,6 +217,25 @@ class Bench:
             self.cpu_trace.append((at - since, 100 * (now[0] - last[0]) / (at - last_at),
                                    100 * (now[1] - last[1]) / (at - last_at)))
             last, last_at = now, at
+
+    async def section(self, begin: bool) -> None:
+        """Tell the bot's probe (``--probe``) a measured section begins or ends; at its end, until
+        the probe has written the section's figures."""
+        if not PROBE or self.process is None:
+            return
+        path = Path(PROBE)
+        written = len(path.read_text().splitlines()) if path.exists() else 0
+        self.process.send_signal(signal.SIGUSR1 if begin else signal.SIGUSR2)
+        if not begin:
+            await self.fake.wait_until(lambda: path.exists() and len(
+                path.read_text().splitlines()) > written or None, 30.0, "the probe wrote nothing")
+
+    async def idle_cpu(self, seconds: float = 2.0) -> float:
+        """The bot's CPU seconds per second while nothing is asked of it (heartbeats, the WAL's
+        checkpointer and its stat, the collector)."""
+        before, began = self.cpu_seconds()[0], time.perf_counter()
+        await asyncio.sleep(seconds)
+        return (self.cpu_seconds()[0] - before) / (time.perf_counter() - began)
 
     def rss_mib(self) -> float:
         assert self.process is not None
@@ -296,6 +332,41 @@ def away_from(windows: list[Window], timeline: list[tuple[str, float, float]]) -
     return kept
 
 
+def in_flight(timeline: list[tuple[str, float, float]]) -> str:
+    """How many commands the bot had in hand (sent, not yet answered) as each command was sent:
+    for the slowest 1 % and for the others (a backlog shows as more in flight)."""
+    spans = sorted((sent, sent + (ms if ms != EXPIRED else 30_000) / 1000) for _, sent, ms in timeline)
+    ends = sorted(end for _, end in spans)
+    waiting = {}
+    for sent, _ in spans:
+        # sent before this one and answered after it was sent
+        waiting[sent] = bisect.bisect_left(spans, (sent, -1.0)) - bisect.bisect_right(ends, sent)
+    ordered = sorted(timeline, key=lambda row: row[2])
+    slowest = ordered[-max(1, len(ordered) // 100):]
+    rest = ordered[:-len(slowest)]
+    slow_depths = [waiting[sent] for _, sent, _ in slowest]
+    rest_depths = [waiting[sent] for _, sent, _ in rest] or [0]
+    return (f"commands in flight when sent: slowest 1 % ({len(slowest)}, from "
+            f"{slowest[0][2]:.1f} ms) median {statistics.median(slow_depths):.0f}, max "
+            f"{max(slow_depths)}; the others median {statistics.median(rest_depths):.0f}, p99 "
+            f"{percentile(rest_depths, 0.99)}")
+
+
+def print_probe(path: str, floor: int, commands: int, elapsed: float) -> None:
+    """The probe's two sections (the floor, then the day), per command."""
+    lines = Path(path).read_text().splitlines()[-2:]
+    for name, count, line in zip(("floor", "day"), (floor, commands), lines, strict=True):
+        f = json.loads(line)
+        print(f"  probe, {name}: {f['statements'] / count:.1f} SQL statements and "
+              f"{f['trips'] / count:.2f} trips to aiosqlite's threads per command; "
+              f"{f['groups']} group commits, {1000 * f['group_seconds']:.0f} ms in them (the "
+              f"longest {f['group_longest_ms']:.1f} ms, its fsync included); gc "
+              f"{f['gc']['0']}/{f['gc']['1']}/{f['gc']['2']} collections (gen 0/1/2), "
+              f"{1000 * f['gc_seconds']:.0f} ms, the longest {f['gc_longest_ms']:.1f} ms; loop "
+              f"late > 5 ms {f['lags_over_5ms']} times, > 20 ms {f['lags_over_20ms']}, the "
+              f"longest {f['lag_longest_ms']:.1f} ms")
+
+
 def figures(values: list[float]) -> str:
     """n, p50, p99 and max of latencies in ms (an expired answer counts as the slowest)."""
     expired = sum(1 for ms in values if ms == EXPIRED)
@@ -335,13 +406,17 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
                                            {}, locale="ru", wait=False) for _ in range(60)]
             for result in warm:
                 await result.wait_callback()
+            idle = await bench.idle_cpu()
+            await bench.section(True)
+            floor_cpu, floor_began = bench.cpu_seconds()[0], time.perf_counter()
             floor = await bench.floor(300)
+            floor_cpu = bench.cpu_seconds()[0] - floor_cpu - idle * (time.perf_counter() - floor_began)
+            await bench.section(False)
             rng = random.Random(7)
             assert bench.process is not None
             profile("BENCH_PYSPY", bench.process.pid)  # the bot while the games play
             profile("BENCH_PYSPY_FAKE", os.getpid())  # and this process, the fake
-            if os.environ.get("BENCH_SIGNAL_PLAY"):  # tell a probing BENCH_BOT_COMMAND the play begins
-                bench.process.send_signal(signal.SIGUSR1)
+            await bench.section(True)
             machine = Sampler() if MACHINE else None  # the machine's own slow windows, alongside
             if machine is not None:
                 machine.start()
@@ -371,11 +446,22 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
                         task.cancel()
             elapsed = time.perf_counter() - began
             cpu_after = bench.cpu_seconds()
+            await bench.section(False)
             slow = machine.stop() if machine is not None else None
             latencies = [ms for game in rounds for ms in game]
             print(f"player commands in {games} concurrent games, one every {pace} s per game "
                   f"({len(latencies) / elapsed:.0f}/s): {figures(latencies)}")
             print(f"floor (/mafia status with no game, same run): {figures(floor)}")
+            commands = len(bench.timeline)
+            day_cpu = cpu_after[0] - cpu_before[0] - idle * elapsed
+            per_game, per_floor = 1000 * day_cpu / commands, 1000 * floor_cpu / len(floor)
+            print(f"bot CPU per command, less its idle {100 * idle:.1f} % of a core: game "
+                  f"{per_game:.2f} ms ({commands} commands, their outbox work included), floor "
+                  f"{per_floor:.2f} ms; ratio {per_game / per_floor:.2f}. p99 / floor p99: "
+                  f"{percentile(latencies, 0.99) / percentile(floor, 0.99):.1f}")
+            print(f"the tail: {in_flight(bench.timeline)}")
+            if PROBE:
+                print_probe(PROBE, len(floor), commands, elapsed)
             if not DATABASE:
                 print(f"SQLite synchronous={SYNCHRONOUS}: the WAL's largest size during the day "
                       f"{max(wal_sizes) / 2**20:.1f} MiB")
@@ -439,11 +525,16 @@ def main() -> None:
     parser.add_argument("--synchronous", default="full",
                         help="SQLite's sqlite_synchronous for the bot: full, normal, or both as "
                         "normal,full (each count is run with each, in turn: one run, both rows)")
+    parser.add_argument("--probe", action="store_true",
+                        help="run the bot through benchmarks/service_probe.py and print what it "
+                        "counts per command (SQL statements, aiosqlite trips, gc, the loop's stalls)")
     parser.add_argument("--no-machine", action="store_true",
                         help="do not sample the machine's slow windows alongside (a third process)")
     args = parser.parse_args()
-    global DATABASE, TIMELINE, MACHINE, SYNCHRONOUS
+    global DATABASE, TIMELINE, MACHINE, SYNCHRONOUS, PROBE
     DATABASE, TIMELINE, MACHINE = args.database, args.timeline, not args.no_machine
+    if args.probe:
+        PROBE = str(Path(tempfile.mkdtemp(prefix="service-probe-")) / "sections.jsonl")
     settings = [value.strip().lower() for value in str(args.synchronous).split(",")]
     if any(value not in ("full", "normal") for value in settings):
         parser.error("--synchronous: full, normal, or both separated by a comma")
