@@ -83,6 +83,8 @@ MACHINE = True
 DATABASE: str | None = None
 #: ``--probe``: the file the bot's probe appends each section's figures to (None: no probe)
 PROBE: str | None = None
+#: ``--variants``: the change (:mod:`benchmarks.service_probe`) the bot of the current run has
+VARIANT = "stock"
 #: ``--synchronous``: SQLite's setting for the bot of the current run (``sqlite_synchronous``)
 SYNCHRONOUS = "full"
 CONFIG = """\
@@ -168,8 +170,10 @@ class Bench:
         env = {**os.environ, "DISCORD_TOKEN": self.fake.token, "DISCORD_API_BASE": self.fake.api_base,
                "DISCORD_GATEWAY_URL": self.fake.gateway_url, "PYTHONPATH": str(ROOT)}
         command = os.environ.get("BENCH_BOT_COMMAND", f"{sys.executable} -m bot run").split()
-        if PROBE:
+        if PROBE or VARIANT != "stock":
             command = [sys.executable, str(ROOT / "benchmarks" / "service_probe.py"), "run"]
+            env["BENCH_VARIANT"] = "" if VARIANT == "stock" else VARIANT
+        if PROBE:
             env["BENCH_PROBE_OUT"] = PROBE
         self.process = subprocess.Popen([*command, "--config", str(config)], env=env, cwd=ROOT)
         began = time.monotonic()
@@ -528,10 +532,14 @@ def main() -> None:
     parser.add_argument("--probe", action="store_true",
                         help="run the bot through benchmarks/service_probe.py and print what it "
                         "counts per command (SQL statements, aiosqlite trips, gc, the loop's stalls)")
+    parser.add_argument("--variants", default="stock",
+                        help="A/B in one run: the bot as it is (stock) and changed as "
+                        "benchmarks/service_probe.py's BENCH_VARIANT names (uvloop, orjson, eager, "
+                        "uvloop+orjson), each count run with each in turn, e.g. stock,uvloop")
     parser.add_argument("--no-machine", action="store_true",
                         help="do not sample the machine's slow windows alongside (a third process)")
     args = parser.parse_args()
-    global DATABASE, TIMELINE, MACHINE, SYNCHRONOUS, PROBE
+    global DATABASE, TIMELINE, MACHINE, SYNCHRONOUS, PROBE, VARIANT
     DATABASE, TIMELINE, MACHINE = args.database, args.timeline, not args.no_machine
     if args.probe:
         PROBE = str(Path(tempfile.mkdtemp(prefix="service-probe-")) / "sections.jsonl")
@@ -541,11 +549,14 @@ def main() -> None:
     counts = [int(count) for count in str(args.games).split(",") if int(count) > 0]
     if DATABASE and len(counts) > 1:
         parser.error("--database takes one run: give --games a single count")
+    variants = [value.strip() for value in str(args.variants).split(",")]
     for games in counts:
         for SYNCHRONOUS in settings:
-            if len(settings) > 1:
-                print(f"--- {games} games, sqlite_synchronous: {SYNCHRONOUS}")
-            asyncio.run(latency_run(games, args.pace, strict=args.strict_fake))
+            for VARIANT in variants:
+                VARIANT = VARIANT.replace("+", ",")
+                if len(settings) > 1 or len(variants) > 1:
+                    print(f"--- {games} games, sqlite_synchronous: {SYNCHRONOUS}, bot: {VARIANT}")
+                asyncio.run(latency_run(games, args.pace, strict=args.strict_fake))
     if args.memory_games:
         asyncio.run(memory_run(args.memory_games))
 

@@ -17,6 +17,14 @@ SIGUSR2 ends it and appends one JSON line to the file ``$BENCH_PROBE_OUT``:
 ``$BENCH_CPROFILE=PREFIX`` also profiles the event loop's thread in each section, into
 ``PREFIX.<n>.prof`` (``python -m pstats``). The probe adds to the bot's work (the trace
 callback, the loop sampler): the bench prints its CPU figures from a run without it.
+Without ``$BENCH_PROBE_OUT`` nothing is counted.
+
+``$BENCH_VARIANT`` (names separated by commas) changes the bot for an A/B run of the bench
+(``--variants``): ``uvloop`` runs it on uvloop's event loop instead of asyncio's own;
+``orjson`` has :mod:`bot.storage` write and read its JSON columns (the outbox's targets and
+payloads, the games' records) with orjson instead of the standard library's encoder;
+``eager`` has discord.py parse the message each answer created, as it does by itself (the bot
+leaves it unparsed: :mod:`bot.callbacks`).
 """
 
 from __future__ import annotations
@@ -40,6 +48,8 @@ sys.path.insert(0, str(ROOT))
 import aiosqlite  # noqa: E402
 
 from bot import storage  # noqa: E402
+
+VARIANTS = ("uvloop", "orjson", "eager")
 
 
 class Counters:
@@ -94,7 +104,6 @@ def _traced_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
     return connection
 
 
-sqlite3.connect = _traced_connect  # type: ignore[assignment]
 _execute = aiosqlite.Connection._execute
 
 
@@ -105,7 +114,6 @@ async def _counted_execute(self: aiosqlite.Connection, fn: Any, *args: Any, **kw
     return await _execute(self, fn, *args, **kwargs)
 
 
-aiosqlite.Connection._execute = _counted_execute  # type: ignore[method-assign]
 _write = storage.GroupWriter.write
 
 
@@ -122,7 +130,6 @@ def _timed_write(self: storage.GroupWriter, writes: Any) -> Any:
                 COUNTERS.group_longest = max(COUNTERS.group_longest, spent)
 
 
-storage.GroupWriter.write = _timed_write  # type: ignore[method-assign]
 _collecting: dict[str, float] = {}
 
 
@@ -134,7 +141,40 @@ def _on_gc(phase: str, info: dict[str, Any]) -> None:
             COUNTERS.gc[info["generation"]].append(time.perf_counter() - _collecting.pop("at"))
 
 
-gc.callbacks.append(_on_gc)
+
+
+def install_counters() -> None:
+    """Count what the sections cost (see the module docstring)."""
+    sqlite3.connect = _traced_connect  # type: ignore[assignment]
+    aiosqlite.Connection._execute = _counted_execute  # type: ignore[method-assign]
+    storage.GroupWriter.write = _timed_write  # type: ignore[method-assign]
+    gc.callbacks.append(_on_gc)
+    signal.signal(signal.SIGUSR1, _begin)
+    signal.signal(signal.SIGUSR2, _end)
+    asyncio.run = _run_with_sampler  # type: ignore[assignment]
+
+
+def apply_variants(names: list[str]) -> None:
+    """Change the bot as ``$BENCH_VARIANT`` asks (see the module docstring)."""
+    unknown = set(names) - set(VARIANTS)
+    if unknown:
+        raise SystemExit(f"BENCH_VARIANT: unknown {', '.join(sorted(unknown))} (known: {', '.join(VARIANTS)})")
+    if "eager" in names:
+        import bot.bot  # noqa: F401  (it makes answers lazy as it is imported)
+        from bot.callbacks import parse_answers_lazily
+
+        parse_answers_lazily(False)
+    if "uvloop" in names:
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    if "orjson" in names:
+        import types
+
+        import orjson
+
+        storage._dumps = lambda value: orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        storage.json = types.SimpleNamespace(loads=orjson.loads, dumps=json.dumps)  # type: ignore[assignment]
 
 
 def _begin(*_: Any) -> None:
@@ -181,9 +221,9 @@ def _run_with_sampler(main: Any, **kwargs: Any) -> Any:
 
 
 def main() -> int:
-    signal.signal(signal.SIGUSR1, _begin)
-    signal.signal(signal.SIGUSR2, _end)
-    asyncio.run = _run_with_sampler  # type: ignore[assignment]
+    if os.environ.get("BENCH_PROBE_OUT"):
+        install_counters()
+    apply_variants([name for name in os.environ.get("BENCH_VARIANT", "").split(",") if name])
     from bot.cli import main as cli
 
     return cli(sys.argv[1:])
