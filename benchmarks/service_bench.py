@@ -356,8 +356,38 @@ def in_flight(timeline: list[tuple[str, float, float]]) -> str:
             f"{percentile(rest_depths, 0.99)}")
 
 
-def print_probe(path: str, floor: int, commands: int, elapsed: float) -> None:
-    """The probe's two sections (the floor, then the day), per command."""
+def overlapping(spans: list[tuple[float, float]], sent: float, answered: float) -> bool:
+    """Whether one of ``spans`` ((began, seconds)) overlaps [sent, answered]."""
+    return any(began < answered and began + spent > sent for began, spent in spans)
+
+
+def explain_tail(timeline: list[tuple[str, float, float]], slow: dict[str, list[tuple[float, float]]],
+                 stall_cpu: float) -> str:
+    """The share of the slowest 1 % of the day's commands, and of the others, that were in the
+    bot's hands while one of its group commits (fsync included) or one stall of its loop took
+    10 ms or more: a cause of the tail is one the slowest meet far more often. ``stall_cpu``:
+    the CPU the loop's thread had in those stalls (the rest of them it waited for a CPU)."""
+    ordered = sorted(timeline, key=lambda row: row[2])
+    slowest = ordered[-max(1, len(ordered) // 100):]
+    rest = ordered[:-len(slowest)]
+
+    def share(rows: list[tuple[str, float, float]], kind: str) -> str:
+        hit = sum(1 for _, sent, ms in rows
+                  if overlapping(slow[kind], sent, sent + (ms if ms != EXPIRED else 30_000) / 1000))
+        return f"{100 * hit / max(1, len(rows)):.0f} %"
+
+    commits, stalls = slow["commit"], slow["loop"]
+    return (f"{len(commits)} group commits of 10 ms or more (fsync included; "
+            f"{sum(spent for _, spent in commits):.2f} s in all) and {len(stalls)} stalls of the "
+            f"loop of 10 ms or more ({sum(spent for _, spent in stalls):.2f} s, of which the "
+            f"loop's thread ran {stall_cpu:.2f} s and waited for a CPU the rest) in the day; "
+            f"waiting over such a commit: slowest 1 % {share(slowest, 'commit')}, the others "
+            f"{share(rest, 'commit')}; over such a stall: slowest 1 % {share(slowest, 'loop')}, "
+            f"the others {share(rest, 'loop')}")
+
+
+def print_probe(path: str, floor: int, commands: int, timeline: list[tuple[str, float, float]]) -> None:
+    """The probe's two sections (the floor, then the day), per command; what the day's tail met."""
     lines = Path(path).read_text().splitlines()[-2:]
     for name, count, line in zip(("floor", "day"), (floor, commands), lines, strict=True):
         f = json.loads(line)
@@ -369,6 +399,8 @@ def print_probe(path: str, floor: int, commands: int, elapsed: float) -> None:
               f"{1000 * f['gc_seconds']:.0f} ms, the longest {f['gc_longest_ms']:.1f} ms; loop "
               f"late > 5 ms {f['lags_over_5ms']} times, > 20 ms {f['lags_over_20ms']}, the "
               f"longest {f['lag_longest_ms']:.1f} ms")
+    day = json.loads(lines[-1])
+    print(f"  the tail, with the probe: {explain_tail(timeline, day['slow'], day['stall_cpu'])}")
 
 
 def figures(values: list[float]) -> str:
@@ -465,7 +497,7 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
                   f"{percentile(latencies, 0.99) / percentile(floor, 0.99):.1f}")
             print(f"the tail: {in_flight(bench.timeline)}")
             if PROBE:
-                print_probe(PROBE, len(floor), commands, elapsed)
+                print_probe(PROBE, len(floor), commands, bench.timeline)
             if not DATABASE:
                 print(f"SQLite synchronous={SYNCHRONOUS}: the WAL's largest size during the day "
                       f"{max(wal_sizes) / 2**20:.1f} MiB")

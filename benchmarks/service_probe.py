@@ -12,7 +12,9 @@ SIGUSR2 ends it and appends one JSON line to the file ``$BENCH_PROBE_OUT``:
   ``synchronous=full``), and the longest;
 - ``gc``: the garbage collector's collections in the section, per generation, with the time
   they stopped the process (the longest too);
-- ``lag``: the event loop's lateness, sampled every 5 ms: how often and how long it stood still.
+- ``lag``: the event loop's lateness, sampled every 5 ms: how often and how long it stood still,
+  and (``stall_cpu``) how much of the stalls of 10 ms or more the loop's thread spent running
+  (the rest it waited for a CPU).
 
 ``$BENCH_CPROFILE=PREFIX`` also profiles the event loop's thread in each section, into
 ``PREFIX.<n>.prof`` (``python -m pstats``). The probe adds to the bot's work (the trace
@@ -68,6 +70,10 @@ class Counters:
             self.group_longest = 0.0
             self.gc: dict[int, list[float]] = {0: [], 1: [], 2: []}
             self.lags: list[float] = []
+            self.stall_cpu = 0.0
+            self.slow: dict[str, list[tuple[float, float]]] = {"commit": [], "loop": []}
+            """(began, seconds) by time.monotonic (the bench's clock too) of each group commit
+            and each stall of the loop over :data:`SLOW`."""
 
     def figures(self) -> dict[str, Any]:
         with self.lock:
@@ -82,9 +88,14 @@ class Counters:
                 "lags_over_5ms": sum(1 for lag in self.lags if lag > 0.005),
                 "lags_over_20ms": sum(1 for lag in self.lags if lag > 0.020),
                 "lag_longest_ms": round(1000 * max(self.lags, default=0.0), 2),
+                "stall_cpu": round(self.stall_cpu, 4),
+                "slow": {kind: [(round(at, 4), round(spent, 4)) for at, spent in spans]
+                         for kind, spans in self.slow.items()},
             }
 
 
+#: a group commit or a stall of the loop this long (seconds) is listed with its time
+SLOW = 0.010
 COUNTERS = Counters()
 SECTION: dict[str, Any] = {"on": False, "profile": None, "number": 0}
 
@@ -118,16 +129,18 @@ _write = storage.GroupWriter.write
 
 
 def _timed_write(self: storage.GroupWriter, writes: Any) -> Any:
-    began = time.perf_counter()
+    began = time.monotonic()
     try:
         return _write(self, writes)
     finally:
-        spent = time.perf_counter() - began
+        spent = time.monotonic() - began
         if SECTION["on"]:
             with COUNTERS.lock:
                 COUNTERS.groups += 1
                 COUNTERS.group_seconds += spent
                 COUNTERS.group_longest = max(COUNTERS.group_longest, spent)
+                if spent >= SLOW:
+                    COUNTERS.slow["commit"].append((began, spent))
 
 
 _collecting: dict[str, float] = {}
@@ -200,10 +213,17 @@ def _end(*_: Any) -> None:
 
 async def _sample_lag(every: float = 0.005) -> None:
     while True:
-        began = time.perf_counter()
+        began, used = time.monotonic(), time.thread_time()
         await asyncio.sleep(every)
         if SECTION["on"]:
-            COUNTERS.lags.append(time.perf_counter() - began - every)
+            late = time.monotonic() - began - every
+            COUNTERS.lags.append(late)
+            if late >= SLOW:
+                with COUNTERS.lock:
+                    COUNTERS.slow["loop"].append((began + every, late))
+                    # what the loop's thread ran meanwhile: a stall longer than that waited
+                    # for a CPU (the machine's other processes had it)
+                    COUNTERS.stall_cpu += min(late, time.thread_time() - used)
 
 
 _run = asyncio.run
