@@ -203,6 +203,13 @@ class Bench:
         bot = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         return bot, time.process_time()
 
+    def run_queue_seconds(self) -> float:
+        """How long the bot's main thread (its event loop) has waited on a run queue of the
+        kernel, runnable but not running (``/proc/PID/task/PID/schedstat``'s second field)."""
+        assert self.process is not None
+        pid = self.process.pid
+        return int(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()[1]) / 1e9
+
     async def watch_loop(self, since: float) -> None:
         """Record this process's (the fake's) event-loop stalls over 15 ms, for ``--timeline``."""
         while True:
@@ -457,6 +464,7 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
             if machine is not None:
                 machine.start()
             cpu_before = bench.cpu_seconds()
+            queued_before = bench.run_queue_seconds()
             began = time.perf_counter()
             began_at = time.monotonic()
             gc.disable()
@@ -482,6 +490,7 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
                         task.cancel()
             elapsed = time.perf_counter() - began
             cpu_after = bench.cpu_seconds()
+            queued = bench.run_queue_seconds() - queued_before
             await bench.section(False)
             slow = machine.stop() if machine is not None else None
             latencies = [ms for game in rounds for ms in game]
@@ -495,7 +504,8 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
                   f"{per_game:.2f} ms ({commands} commands, their outbox work included), floor "
                   f"{per_floor:.2f} ms; ratio {per_game / per_floor:.2f}. p99 / floor p99: "
                   f"{percentile(latencies, 0.99) / percentile(floor, 0.99):.1f}")
-            print(f"the tail: {in_flight(bench.timeline)}")
+            print(f"the tail: {in_flight(bench.timeline)}; the bot's loop thread waited "
+                  f"{queued:.2f} s of the day's {elapsed:.1f} s for a CPU, runnable (schedstat)")
             if PROBE:
                 print_probe(PROBE, len(floor), commands, bench.timeline)
             if not DATABASE:
