@@ -32,10 +32,20 @@ calls is dropped and its garbage collector is off while the games play (its
 full collections paused it for up to 200 ms). The bench prints the CPU both
 processes used, so a fake that limits the figures shows.
 
+The fixed cost: the bot's CPU (user + system, read from /proc) is taken over
+the floor's 300 commands and over the day, less what it spends idle (2 s of
+nothing, measured just before), and printed per command, beside p99 / floor
+p99. The tail is printed with what explains it, from this run: how many
+commands were in flight (sent, not yet answered) when the slowest 1 % were
+sent, against the others; with ``--probe`` also what the bot did in each
+section (:mod:`benchmarks.service_probe`: SQL statements and trips to
+aiosqlite's threads per command, group commits and their time with the
+fsync, garbage collections and their pauses, the loop's stalls).
+
 Profiling: ``BENCH_PYSPY=out.raw`` (the bot) and ``BENCH_PYSPY_FAKE=out.raw``
-(this process) sample 7 s of the day with py-spy; ``BENCH_SIGNAL_PLAY=1``
-sends the bot SIGUSR1 as the day begins (for a probe run as
-``BENCH_BOT_COMMAND``).
+(this process) sample 7 s of the day with py-spy; ``--probe`` with
+``BENCH_CPROFILE=PREFIX`` writes a cProfile of the bot's loop thread for the
+floor and for the day (``PREFIX.1.prof``, ``PREFIX.2.prof``).
 
 Run: ``python benchmarks/service_bench.py`` (about five minutes).
 """
@@ -44,9 +54,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import collections
 import contextlib
 import gc
+import json
 import os
 import random
 import signal
@@ -69,6 +81,10 @@ TIMELINE: str | None = None
 MACHINE = True
 #: ``--database``: a postgresql:// URL of an empty database instead of a SQLite file
 DATABASE: str | None = None
+#: ``--probe``: the file the bot's probe appends each section's figures to (None: no probe)
+PROBE: str | None = None
+#: ``--variants``: the change (:mod:`benchmarks.service_probe`) the bot of the current run has
+VARIANT = "stock"
 #: ``--synchronous``: SQLite's setting for the bot of the current run (``sqlite_synchronous``)
 SYNCHRONOUS = "full"
 CONFIG = """\
@@ -154,6 +170,11 @@ class Bench:
         env = {**os.environ, "DISCORD_TOKEN": self.fake.token, "DISCORD_API_BASE": self.fake.api_base,
                "DISCORD_GATEWAY_URL": self.fake.gateway_url, "PYTHONPATH": str(ROOT)}
         command = os.environ.get("BENCH_BOT_COMMAND", f"{sys.executable} -m bot run").split()
+        if PROBE or VARIANT != "stock":
+            command = [sys.executable, str(ROOT / "benchmarks" / "service_probe.py"), "run"]
+            env["BENCH_VARIANT"] = "" if VARIANT == "stock" else VARIANT
+        if PROBE:
+            env["BENCH_PROBE_OUT"] = PROBE
         self.process = subprocess.Popen([*command, "--config", str(config)], env=env, cwd=ROOT)
         began = time.monotonic()
         await self.fake.wait_until(
@@ -182,6 +203,13 @@ class Bench:
         bot = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         return bot, time.process_time()
 
+    def run_queue_seconds(self) -> float:
+        """How long the bot's main thread (its event loop) has waited on a run queue of the
+        kernel, runnable but not running (``/proc/PID/task/PID/schedstat``'s second field)."""
+        assert self.process is not None
+        pid = self.process.pid
+        return int(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()[1]) / 1e9
+
     async def watch_loop(self, since: float) -> None:
         """Record this process's (the fake's) event-loop stalls over 15 ms, for ``--timeline``."""
         while True:
@@ -200,6 +228,25 @@ class Bench:
             self.cpu_trace.append((at - since, 100 * (now[0] - last[0]) / (at - last_at),
                                    100 * (now[1] - last[1]) / (at - last_at)))
             last, last_at = now, at
+
+    async def section(self, begin: bool) -> None:
+        """Tell the bot's probe (``--probe``) a measured section begins or ends; at its end, until
+        the probe has written the section's figures."""
+        if not PROBE or self.process is None:
+            return
+        path = Path(PROBE)
+        written = len(path.read_text().splitlines()) if path.exists() else 0
+        self.process.send_signal(signal.SIGUSR1 if begin else signal.SIGUSR2)
+        if not begin:
+            await self.fake.wait_until(lambda: path.exists() and len(
+                path.read_text().splitlines()) > written or None, 30.0, "the probe wrote nothing")
+
+    async def idle_cpu(self, seconds: float = 2.0) -> float:
+        """The bot's CPU seconds per second while nothing is asked of it (heartbeats, the WAL's
+        checkpointer and its stat, the collector)."""
+        before, began = self.cpu_seconds()[0], time.perf_counter()
+        await asyncio.sleep(seconds)
+        return (self.cpu_seconds()[0] - before) / (time.perf_counter() - began)
 
     def rss_mib(self) -> float:
         assert self.process is not None
@@ -296,6 +343,73 @@ def away_from(windows: list[Window], timeline: list[tuple[str, float, float]]) -
     return kept
 
 
+def in_flight(timeline: list[tuple[str, float, float]]) -> str:
+    """How many commands the bot had in hand (sent, not yet answered) as each command was sent:
+    for the slowest 1 % and for the others (a backlog shows as more in flight)."""
+    spans = sorted((sent, sent + (ms if ms != EXPIRED else 30_000) / 1000) for _, sent, ms in timeline)
+    ends = sorted(end for _, end in spans)
+    waiting = {}
+    for sent, _ in spans:
+        # sent before this one and answered after it was sent
+        waiting[sent] = bisect.bisect_left(spans, (sent, -1.0)) - bisect.bisect_right(ends, sent)
+    ordered = sorted(timeline, key=lambda row: row[2])
+    slowest = ordered[-max(1, len(ordered) // 100):]
+    rest = ordered[:-len(slowest)]
+    slow_depths = [waiting[sent] for _, sent, _ in slowest]
+    rest_depths = [waiting[sent] for _, sent, _ in rest] or [0]
+    return (f"commands in flight when sent: slowest 1 % ({len(slowest)}, from "
+            f"{slowest[0][2]:.1f} ms) median {statistics.median(slow_depths):.0f}, max "
+            f"{max(slow_depths)}; the others median {statistics.median(rest_depths):.0f}, p99 "
+            f"{percentile(rest_depths, 0.99)}")
+
+
+def overlapping(spans: list[tuple[float, float]], sent: float, answered: float) -> bool:
+    """Whether one of ``spans`` ((began, seconds)) overlaps [sent, answered]."""
+    return any(began < answered and began + spent > sent for began, spent in spans)
+
+
+def explain_tail(timeline: list[tuple[str, float, float]], slow: dict[str, list[tuple[float, float]]],
+                 stall_cpu: float) -> str:
+    """The share of the slowest 1 % of the day's commands, and of the others, that were in the
+    bot's hands while one of its group commits (fsync included) or one stall of its loop took
+    10 ms or more: a cause of the tail is one the slowest meet far more often. ``stall_cpu``:
+    the CPU the loop's thread had in those stalls (the rest of them it waited for a CPU)."""
+    ordered = sorted(timeline, key=lambda row: row[2])
+    slowest = ordered[-max(1, len(ordered) // 100):]
+    rest = ordered[:-len(slowest)]
+
+    def share(rows: list[tuple[str, float, float]], kind: str) -> str:
+        hit = sum(1 for _, sent, ms in rows
+                  if overlapping(slow[kind], sent, sent + (ms if ms != EXPIRED else 30_000) / 1000))
+        return f"{100 * hit / max(1, len(rows)):.0f} %"
+
+    commits, stalls = slow["commit"], slow["loop"]
+    return (f"{len(commits)} group commits of 10 ms or more (fsync included; "
+            f"{sum(spent for _, spent in commits):.2f} s in all) and {len(stalls)} stalls of the "
+            f"loop of 10 ms or more ({sum(spent for _, spent in stalls):.2f} s, of which the "
+            f"loop's thread ran {stall_cpu:.2f} s and waited for a CPU the rest) in the day; "
+            f"waiting over such a commit: slowest 1 % {share(slowest, 'commit')}, the others "
+            f"{share(rest, 'commit')}; over such a stall: slowest 1 % {share(slowest, 'loop')}, "
+            f"the others {share(rest, 'loop')}")
+
+
+def print_probe(path: str, floor: int, commands: int, timeline: list[tuple[str, float, float]]) -> None:
+    """The probe's two sections (the floor, then the day), per command; what the day's tail met."""
+    lines = Path(path).read_text().splitlines()[-2:]
+    for name, count, line in zip(("floor", "day"), (floor, commands), lines, strict=True):
+        f = json.loads(line)
+        print(f"  probe, {name}: {f['statements'] / count:.1f} SQL statements and "
+              f"{f['trips'] / count:.2f} trips to aiosqlite's threads per command; "
+              f"{f['groups']} group commits, {1000 * f['group_seconds']:.0f} ms in them (the "
+              f"longest {f['group_longest_ms']:.1f} ms, its fsync included); gc "
+              f"{f['gc']['0']}/{f['gc']['1']}/{f['gc']['2']} collections (gen 0/1/2), "
+              f"{1000 * f['gc_seconds']:.0f} ms, the longest {f['gc_longest_ms']:.1f} ms; loop "
+              f"late > 5 ms {f['lags_over_5ms']} times, > 20 ms {f['lags_over_20ms']}, the "
+              f"longest {f['lag_longest_ms']:.1f} ms")
+    day = json.loads(lines[-1])
+    print(f"  the tail, with the probe: {explain_tail(timeline, day['slow'], day['stall_cpu'])}")
+
+
 def figures(values: list[float]) -> str:
     """n, p50, p99 and max of latencies in ms (an expired answer counts as the slowest)."""
     expired = sum(1 for ms in values if ms == EXPIRED)
@@ -335,17 +449,22 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
                                            {}, locale="ru", wait=False) for _ in range(60)]
             for result in warm:
                 await result.wait_callback()
+            idle = await bench.idle_cpu()
+            await bench.section(True)
+            floor_cpu, floor_began = bench.cpu_seconds()[0], time.perf_counter()
             floor = await bench.floor(300)
+            floor_cpu = bench.cpu_seconds()[0] - floor_cpu - idle * (time.perf_counter() - floor_began)
+            await bench.section(False)
             rng = random.Random(7)
             assert bench.process is not None
             profile("BENCH_PYSPY", bench.process.pid)  # the bot while the games play
             profile("BENCH_PYSPY_FAKE", os.getpid())  # and this process, the fake
-            if os.environ.get("BENCH_SIGNAL_PLAY"):  # tell a probing BENCH_BOT_COMMAND the play begins
-                bench.process.send_signal(signal.SIGUSR1)
+            await bench.section(True)
             machine = Sampler() if MACHINE else None  # the machine's own slow windows, alongside
             if machine is not None:
                 machine.start()
             cpu_before = bench.cpu_seconds()
+            queued_before = bench.run_queue_seconds()
             began = time.perf_counter()
             began_at = time.monotonic()
             gc.disable()
@@ -371,11 +490,24 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
                         task.cancel()
             elapsed = time.perf_counter() - began
             cpu_after = bench.cpu_seconds()
+            queued = bench.run_queue_seconds() - queued_before
+            await bench.section(False)
             slow = machine.stop() if machine is not None else None
             latencies = [ms for game in rounds for ms in game]
             print(f"player commands in {games} concurrent games, one every {pace} s per game "
                   f"({len(latencies) / elapsed:.0f}/s): {figures(latencies)}")
             print(f"floor (/mafia status with no game, same run): {figures(floor)}")
+            commands = len(bench.timeline)
+            day_cpu = cpu_after[0] - cpu_before[0] - idle * elapsed
+            per_game, per_floor = 1000 * day_cpu / commands, 1000 * floor_cpu / len(floor)
+            print(f"bot CPU per command, less its idle {100 * idle:.1f} % of a core: game "
+                  f"{per_game:.2f} ms ({commands} commands, their outbox work included), floor "
+                  f"{per_floor:.2f} ms; ratio {per_game / per_floor:.2f}. p99 / floor p99: "
+                  f"{percentile(latencies, 0.99) / percentile(floor, 0.99):.1f}")
+            print(f"the tail: {in_flight(bench.timeline)}; the bot's loop thread waited "
+                  f"{queued:.2f} s of the day's {elapsed:.1f} s for a CPU, runnable (schedstat)")
+            if PROBE:
+                print_probe(PROBE, len(floor), commands, bench.timeline)
             if not DATABASE:
                 print(f"SQLite synchronous={SYNCHRONOUS}: the WAL's largest size during the day "
                       f"{max(wal_sizes) / 2**20:.1f} MiB")
@@ -439,22 +571,34 @@ def main() -> None:
     parser.add_argument("--synchronous", default="full",
                         help="SQLite's sqlite_synchronous for the bot: full, normal, or both as "
                         "normal,full (each count is run with each, in turn: one run, both rows)")
+    parser.add_argument("--probe", action="store_true",
+                        help="run the bot through benchmarks/service_probe.py and print what it "
+                        "counts per command (SQL statements, aiosqlite trips, gc, the loop's stalls)")
+    parser.add_argument("--variants", default="stock",
+                        help="A/B in one run: the bot as it is (stock) and changed as "
+                        "benchmarks/service_probe.py's BENCH_VARIANT names (uvloop, orjson, eager, "
+                        "uvloop+orjson), each count run with each in turn, e.g. stock,uvloop")
     parser.add_argument("--no-machine", action="store_true",
                         help="do not sample the machine's slow windows alongside (a third process)")
     args = parser.parse_args()
-    global DATABASE, TIMELINE, MACHINE, SYNCHRONOUS
+    global DATABASE, TIMELINE, MACHINE, SYNCHRONOUS, PROBE, VARIANT
     DATABASE, TIMELINE, MACHINE = args.database, args.timeline, not args.no_machine
+    if args.probe:
+        PROBE = str(Path(tempfile.mkdtemp(prefix="service-probe-")) / "sections.jsonl")
     settings = [value.strip().lower() for value in str(args.synchronous).split(",")]
     if any(value not in ("full", "normal") for value in settings):
         parser.error("--synchronous: full, normal, or both separated by a comma")
     counts = [int(count) for count in str(args.games).split(",") if int(count) > 0]
     if DATABASE and len(counts) > 1:
         parser.error("--database takes one run: give --games a single count")
+    variants = [value.strip() for value in str(args.variants).split(",")]
     for games in counts:
         for SYNCHRONOUS in settings:
-            if len(settings) > 1:
-                print(f"--- {games} games, sqlite_synchronous: {SYNCHRONOUS}")
-            asyncio.run(latency_run(games, args.pace, strict=args.strict_fake))
+            for VARIANT in variants:
+                VARIANT = VARIANT.replace("+", ",")
+                if len(settings) > 1 or len(variants) > 1:
+                    print(f"--- {games} games, sqlite_synchronous: {SYNCHRONOUS}, bot: {VARIANT}")
+                asyncio.run(latency_run(games, args.pace, strict=args.strict_fake))
     if args.memory_games:
         asyncio.run(memory_run(args.memory_games))
 

@@ -20,6 +20,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.callbacks import parse_answers_lazily
 from bot.collector import CollectorPolicy
 from bot.config import Config
 from bot.errors import UserError
@@ -38,6 +39,9 @@ from cogs.mentions import set_command_ids
 from rules import RuleError
 
 log = logging.getLogger(__name__)
+
+# the message an answer created is parsed only if read (nothing here reads it): bot.callbacks
+parse_answers_lazily()
 
 EXTENSIONS = (
     "cogs.game",

@@ -85,7 +85,7 @@ async def _serve(config: Any, token: str) -> int:
         log.warning("discord.py points at %s (DISCORD_API_BASE/DISCORD_GATEWAY_URL)",
                     os.environ.get("DISCORD_API_BASE"))
     try:
-        storage = await Storage.open(config.database)
+        storage = await Storage.open(config.database, synchronous=config.sqlite_synchronous)
     except StorageError as error:
         return _fail("run", str(error))
     bot = ProkuratorBot(config, storage=storage)
