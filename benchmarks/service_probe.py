@@ -186,8 +186,16 @@ def apply_variants(names: list[str]) -> None:
 
         import orjson
 
-        storage._dumps = lambda value: orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-        storage.json = types.SimpleNamespace(loads=orjson.loads, dumps=json.dumps)  # type: ignore[assignment]
+        def dumps(value: Any) -> str:
+            return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+
+        fast = types.SimpleNamespace(loads=orjson.loads, dumps=json.dumps)
+        for module in vars(storage).values():  # each part of the package that reads or writes JSON
+            if isinstance(module, types.ModuleType) and module.__name__.startswith("bot.storage."):
+                if hasattr(module, "_dumps"):
+                    module._dumps = dumps  # type: ignore[attr-defined]
+                if hasattr(module, "json"):
+                    module.json = fast  # type: ignore[attr-defined]
 
 
 def _begin(*_: Any) -> None:
