@@ -600,6 +600,15 @@ def observe(guild: discord.Guild, channel_ids: Iterable[int], members: Iterable[
         member = guild.get_member(user)
         if member is not None:
             held[user] = frozenset(role.id for role in member.roles)
+    return Observed(
+        roles={role.id: role.position for role in guild.roles}, channels={c.id for c in guild.channels},
+        overwrites=overwrites, members=held, bot_top=me.top_role.position if me is not None else 0,
+        bot_owns=me is not None and guild.owner_id == me.id, powers=powers_of(guild),
+    )
+
+
+def powers_of(guild: discord.Guild) -> dict[int, list[str]]:
+    """The members (neither bots nor the owner) who hold :data:`POWERS`, as the cache shows them."""
     powers = {}
     for member in guild.members:
         if member.bot or member.id == guild.owner_id:
@@ -609,11 +618,7 @@ def observe(guild: discord.Guild, channel_ids: Iterable[int], members: Iterable[
             powers[member.id] = ["administrator"]
         elif granted.manage_roles:
             powers[member.id] = ["manage_roles"]
-    return Observed(
-        roles={role.id: role.position for role in guild.roles}, channels={c.id for c in guild.channels},
-        overwrites=overwrites, members=held, bot_top=me.top_role.position if me is not None else 0,
-        bot_owns=me is not None and guild.owner_id == me.id, powers=powers,
-    )
+    return powers
 
 
 # ------------------------------------------------------------------ the reconciler
@@ -648,6 +653,9 @@ class Reconciler:
         """Guild → its finished games whose channels are kept (their lock is kept true too)."""
         self._finished: dict[int, Game | None] = {}
         """Each kept finished game as its log makes it (None: its log does not replay)."""
+        self._started: dict[int, tuple[dict[str, list[str]], set[int]]] = {}
+        """Who held powers when a game started (its first commit seen running), and the members
+        the bot knew of then, until a pass notes it in the record."""
         self._closed = False
         self.passes = 0
         """Passes made (for tests and benchmarks: a pass that found nothing counts too)."""
@@ -746,8 +754,17 @@ class Reconciler:
                 self.request(item.game_id)
 
     def _committed(self, live: LiveGame) -> None:
+        if live.record.state != "running":
+            self._started.pop(live.id, None)
         if live.record.state == "running" and "footprint" not in live.record.channels and live.game is not None:
-            self.request(live.id)  # a game just started: note who holds powers now
+            # a game just started: who holds powers now is what a later grant is compared with,
+            # taken here and not at the first pass (which waits for the lanes: a grant meanwhile
+            # would be taken for one held at the start)
+            guild = self.bot.get_guild(live.record.guild_id)
+            if guild is not None and live.id not in self._started:
+                self._started[live.id] = ({str(user): kinds for user, kinds in powers_of(guild).items()},
+                                          {member.id for member in guild.members})
+            self.request(live.id)
         elif kept_after_end(live.record) and live.id not in self._kept.get(live.record.guild_id, set()):
             self._kept.setdefault(live.record.guild_id, set()).add(live.id)
             self.request(live.id)  # a game just ended: once its lock is on, it is kept so
@@ -921,12 +938,17 @@ class Reconciler:
         new_stuck = [role for role in found.stuck if role not in known_stuck]
         powers = {str(user): kinds for user, kinds in seen.powers.items()}
         noted = before.get("powers")
+        if noted is None and live.id in self._started:
+            # a member the bot did not know of at the start (met since, or queried by this pass)
+            # is taken to hold then what he holds now
+            held, known = self._started[live.id]
+            noted = {**{user: kinds for user, kinds in powers.items() if int(user) not in known}, **held}
         gained = {} if noted is None else {
             user: [kind for kind in kinds if kind not in noted.get(user, [])] for user, kinds in powers.items()}
         gained = {user: kinds for user, kinds in gained.items() if kinds and int(user) not in self._staff(live)}
         old_standins = {int(user): {int(c): tuple(v) for c, v in chans.items()}
                         for user, chans in before.get("standins", {}).items()}
-        if not found and not new_stuck and not gained and noted == powers and old_standins == found.standins \
+        if not found and not new_stuck and not gained and before.get("powers") == powers and old_standins == found.standins \
                 and set(found.stuck) == known_stuck:
             return
         bot_role = self._bot_role_name(live)
@@ -954,6 +976,9 @@ class Reconciler:
             return items
 
         await self.bot.service.update(live.id, change)
+        stored = self.bot.service.find(live.id)
+        if stored is None or "powers" in _state(dict(stored.record.channels)):
+            self._started.pop(live.id, None)  # noted in the record from now on
         if found or new_stuck or gained:
             log.warning("game %s: footprint repaired: %d role(s) and %d channel(s) made again, %d role(s) given, "
                         "%d taken, %d overwrite(s) put back, roles above the bot %s, members standing in %s, "

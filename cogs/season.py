@@ -240,8 +240,11 @@ class SeasonCog(commands.Cog):
         item = OutboxItem("transcript", {"guild_id": record.guild_id}, {
             "game": game_id, "language": language, "channels": transcript_channels(record, language),
         }, lane="messages")
-        self._posting.add(game_id)
         if await self.bot.storage.begin_transcript(game_id, [item]):
+            # only now: an idle hook of the lane while the state was still due would have taken
+            # the game off the list for good (its transcript posted, its channels never deleted);
+            # the kick after it makes the lane's idle hook look again in any case
+            self._posting.add(game_id)
             log.info("game %s: posting its transcript", game_id)
             self.bot.outbox.kick(game_id, ("messages",))
 

@@ -279,6 +279,33 @@ async def test_a_member_who_gains_manage_roles_or_administrator_mid_game_is_repo
         assert len(new) == 2, new  # once each, never the host
 
 
+async def test_manage_roles_granted_as_the_game_starts_before_any_pass_is_reported():
+    """The grant reaches the bot before the reconciler's first pass over the new game (which
+    waits for the burst of events and for the lanes): it is a grant after the start all the same,
+    while a member who held Manage Roles before the start is not reported."""
+    async with bot_table(players=8) as table:
+        moderators = table.fake.create_role(table.guild_id, "Модераторы", permissions=MANAGE_ROLES)
+        before, player = table.fake.add_member(table.guild_id, "moderator").user.id, str(table.member("p1").user.id)
+        table.fake.add_member_role(table.guild_id, before, moderators.id)
+        await table.fake.wait_until(lambda: table.bot.guilds[0].get_member(before) is not None
+                                    and table.bot.guilds[0].get_member(before).guild_permissions.manage_roles
+                                    or None, REPAIR, "the bot never saw the moderator")
+        reconciler = table.bot.get_cog("HostCog").footprint
+        passes: list[int] = []
+
+        def grant_at_start(live: Any) -> None:  # runs right after the reconciler's own hook
+            if live.record.state == "running" and not passes:
+                passes.append(reconciler.passes)
+                table.fake.add_member_role(table.guild_id, int(player), moderators.id)
+
+        table.bot.service.after_commit.append(grant_at_start)
+        await one_city(table)
+        await logged(table, "footprint.powers", member=f"<@{player}>", permissions=t("ru", "permission.manage_roles"))
+        await table.drain()
+        assert passes == [0]  # no pass had looked at the game when the role was given
+        assert not any(f"<@{before}>" in line for line in log_lines(table)), log_lines(table)
+
+
 async def test_the_dead_may_not_set_the_tribune_status_nor_create_events_there():
     async with bot_table(players=8) as table:
         await one_city(table)

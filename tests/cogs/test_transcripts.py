@@ -98,6 +98,29 @@ async def test_a_finished_games_channels_become_one_transcript_and_its_roles_go(
         assert "=== #Верона ===" in transcript_text(table, archive, second)
 
 
+async def test_a_transcript_begun_as_the_games_messages_lane_goes_idle_still_deletes_the_channels():
+    """The game's messages lane went idle (its idle hook ran) just while the transcript's state
+    was moving from due to posting: the transcript is posted and the channels still go."""
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        season = table.bot.get_cog("SeasonCog")
+        storage = table.bot.storage
+        begin = storage.begin_transcript
+        idled: list[int] = []
+
+        async def begin_as_the_lane_idles(game_id: int, items: list) -> bool:
+            await season._lane_idle(game_id, "messages")  # what the outbox's idle hook does then
+            idled.append(game_id)
+            return await begin(game_id, items)
+
+        storage.begin_transcript = begin_as_the_lane_idles  # type: ignore[method-assign]
+        game_id, channels = await play_and_end(table)
+        await transcript_state(table, game_id, "done")
+        await table.drain()
+        assert idled == [game_id]
+        assert all(table.fake.state.channels[int(channels[k])].deleted for k in ("log", "dead", "voice", "category"))
+
+
 async def test_a_transcript_tells_no_more_than_the_game_did():
     """Mafia rooms and the log kept closed at the end stay out of it; without the Message Content
     intent the players' text is not readable, and the transcript says so."""
