@@ -100,9 +100,19 @@ class Table:
         return await self.fake.slash(self.guild_id, self.member(who).user.id, command, options or {},
                                      **kwargs)
 
-    async def drain(self) -> None:
-        """Wait until the outbox has sent everything."""
-        await self.bot.outbox.drain()
+    async def drain(self, timeout: float = 10.0) -> None:
+        """Wait until the outbox has sent everything. A loaded machine may take longer than
+        ``timeout``: the wait goes on while the bot gets REST calls answered, and fails once
+        ``timeout`` seconds pass without one (or after the fake's patience), never returning
+        with items still being sent."""
+
+        def idle() -> bool:
+            return not any(not task.done() for task in self.bot.outbox._workers.values())
+
+        while not idle():
+            await self.bot.outbox.drain(timeout=0.5)
+            if not idle():
+                await self.fake.wait_until(lambda: idle() or None, timeout, "the outbox never drained")
 
     def live(self) -> LiveGame:
         """The guild's loaded game."""

@@ -42,16 +42,12 @@ async def run(table: Table, who: Any, command: str, options: dict[str, Any] | No
     confirmation (``/host end``, ``/host kill``) is confirmed by pressing its "Yes" (unless
     ``confirm`` is false): the press's answer is returned."""
     result = await table.slash(who, command, options, **kwargs)
-    await result.wait_callback()
-    if result.deferred:
-        await result.wait_original()
+    await result.wait_final()
     button = confirmation(result)
     if confirm and button is not None:
         assert result.ephemeral, result.describe()
         pressed = await table.fake.click(result.original, button, table.member(who).user.id)
-        await pressed.wait_callback()
-        if pressed.deferred:
-            await pressed.wait_original()
+        await pressed.wait_final()
         return pressed
     return result
 

@@ -80,11 +80,11 @@ def read_deal(table: Table, city_a: str, city_b: str) -> Deal:
 async def say(table: Table, who: str, command: str, options: dict | None = None, *,
               expect: str | None = None, ephemeral: bool = True) -> str:
     result = await table.slash(who, command, options)
-    await result.wait_callback()
+    await result.wait_final()  # a deferred command is applied after its "thinking…"
     button = confirmation(result)
     if button is not None:  # /host kill asks first: the host says yes
         result = await table.fake.click(result.original, button, table.member(who).user.id)
-        await result.wait_callback()
+        await result.wait_final()
     assert result.ephemeral == ephemeral, (command, result.content)
     if expect is not None:
         assert expect in result.content, (command, result.content)

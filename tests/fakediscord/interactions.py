@@ -225,6 +225,15 @@ class InteractionResult:
             f"the bot did not answer interaction {self.id} ({self.describe()})",
         )
 
+    async def wait_final(self, timeout: float = 5.0) -> None:
+        """Waits for the bot's answer as the user ends up reading it: the initial response, and
+        when that was a deferral ("thinking…") the edit that replaces it. A command the
+        bot deferred is applied after its deferral, so a test that goes on before the edit may
+        look at a game the command has not changed yet."""
+        await self.wait_callback(timeout)
+        if self.deferred:
+            await self.wait_original(timeout)
+
     async def wait_original(self, timeout: float = 5.0) -> Message:
         """Waits until the original message exists and is no longer "thinking"."""
         await self.wait_callback(timeout)
