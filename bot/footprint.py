@@ -88,6 +88,8 @@ log = logging.getLogger(__name__)
 
 #: seconds a burst of gateway events is given to end before one pass over the game
 SETTLE = 0.2
+#: the lanes that change roles, channels and overwrites (a pass waits until they are idle)
+CHANGING_LANES = ("provision", "permissions")
 #: server permissions that see through the game's overwrites or hand out its roles
 POWERS = discord.Permissions(administrator=True, manage_roles=True)
 #: members asked for at once (Discord's limit for a request by ids)
@@ -795,8 +797,7 @@ class Reconciler:
                 log.exception("game %s: could not reconcile its roles and channels", game_id)
 
     async def _busy(self, game_id: int) -> bool:
-        storage = self.bot.storage
-        return any([await storage.pending_outbox(game_id, 1, lane=lane) for lane in ("provision", "permissions")])
+        return (await self.bot.storage.lanes_progress(game_id, CHANGING_LANES))[1] > 0
 
     async def _ids(self, live: LiveGame) -> Layout | None:
         """The game's layout with every id resolved (None: something is still being made)."""
@@ -823,6 +824,10 @@ class Reconciler:
         if guild is None or layout is None:
             return None
         self.passes += 1
+        progress = await self.bot.storage.lanes_progress(game_id, CHANGING_LANES)
+        if progress[1]:  # the game's own changes are on their way: look once they are made
+            self._waiting.add(game_id)
+            return None
         footprint = declared(live, live.game, layout)
         users = [seat.user for seat in footprint.seats]
         if game_id not in self._queried:  # after a restart the bot knows no member yet
@@ -836,6 +841,14 @@ class Reconciler:
         found = repairs(footprint, seen, given_up)
         if found:
             found = await self._confirmed(guild, footprint, seen, found, given_up)
+            if await self.bot.storage.lanes_progress(game_id, CHANGING_LANES) != progress:
+                # the game changed Discord while the pass looked (a death committed meanwhile, its
+                # roles being given): what it saw is stale, and repairing it would do them twice
+                self._waiting.add(game_id)
+                if not await self._busy(game_id):
+                    self._waiting.discard(game_id)
+                    self.request(game_id)
+                return None
         await self._write(live, footprint, seen, found, _marker(live))
         return found
 

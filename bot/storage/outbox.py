@@ -40,6 +40,16 @@ class OutboxQueries(StorageBase):
         )
         return [_item(row) for row in rows]
 
+    async def lanes_progress(self, game_id: int, lanes: tuple[str, ...]) -> tuple[int, int]:
+        """(items of a game's ``lanes`` in all, of them still pending): two equal readings mean
+        nothing was queued or carried out in those lanes between them."""
+        marks = ", ".join("?" for _ in lanes)
+        row = await self._fetchone(
+            f"SELECT COUNT(*), COALESCE(SUM(CASE WHEN state = 'pending' THEN 1 ELSE 0 END), 0) "
+            f"FROM outbox WHERE game_id = ? AND lane IN ({marks})", (game_id, *lanes)
+        )
+        return (int(row[0]), int(row[1])) if row is not None else (0, 0)
+
     async def games_with_pending_outbox(self) -> list[int]:
         """Ids of games (of this process's shards) that have pending outbox items."""
         if self._shard_sql:

@@ -388,3 +388,28 @@ async def _cut_off_then_answered(*, token_gone: bool) -> None:
                 original = await started.wait_original(30.0)
                 assert original.content == t("ru", "host.started")
                 assert t("ru", "host.started") not in log_lines(second)
+
+
+async def test_a_pass_while_a_death_is_being_carried_out_repairs_nothing_and_doubles_no_call():
+    """Found under load: a pass that looked while a death's role changes were still on their way
+    saw the dead player with his living role and gave and took the roles a second time. A pass
+    meets the game's own changes in flight: it repairs nothing and looks again once they are made."""
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        reconciler = host_cog(table).footprint
+        game_id = table.live().id
+        victim = citizen(table, "Верона")
+        route = r"/guilds/\d+/members/\d+/roles/\d+"
+        mark = len(table.fake.calls())
+        held = table.fake.hang("DELETE", route, count=1)
+        await accepted(table, "host", "host kill", {"player": victim})
+        await table.fake.wait_until(lambda: held.hits or None, REPAIR, "the death's role change was not made")
+        assert await reconciler.reconcile(game_id) is None
+        held.release()
+        await table.drain()
+        user = table.member(victim).user.id
+        changes = [call for call in table.fake.calls()[mark:] if call.method in ("PUT", "DELETE")
+                   and f"/members/{user}/roles/" in call.path]
+        assert sorted(call.method for call in changes) == ["DELETE", "PUT"]  # the death's own, once each
+        assert may(table, table.city_channel("Верона"), victim) & VIEW
+        assert not may(table, table.city_channel("Верона"), victim) & SEND
