@@ -46,12 +46,19 @@ def relabel(template: ArchivedGame, game_id: int, members: list[str]) -> Archive
     """The same game played by other members of the guild."""
     seat = dict(zip([p.player for p in template.players], members, strict=False))
     return dataclasses.replace(
-        template, game_id=game_id, guild_id=GUILD,
+        template,
+        game_id=game_id,
+        guild_id=GUILD,
         names={seat[p]: f"Игрок {seat[p]}" for p in seat},
-        players=[dataclasses.replace(p, player=seat[p.player], name=f"Игрок {seat[p.player]}")
-                 for p in template.players],
+        players=[
+            dataclasses.replace(p, player=seat[p.player], name=f"Игрок {seat[p.player]}")
+            for p in template.players
+        ],
         deaths=[dataclasses.replace(d, player=seat[d.player]) for d in template.deaths],
-        votes=[dataclasses.replace(v, voter=seat[v.voter], candidate=seat[v.candidate]) for v in template.votes],
+        votes=[
+            dataclasses.replace(v, voter=seat[v.voter], candidate=seat[v.candidate])
+            for v in template.votes
+        ],
         last_words=[],
     )
 
@@ -87,8 +94,12 @@ async def time_commands(storage: Storage, runs: int) -> tuple[list[float], list[
     top, stats = [], []
     for index in range(runs):
         start = time.perf_counter()
-        boards = {by: await storage.leaderboard(GUILD, by, limit=TOP, min_games=MIN_GAMES if by == "win_rate" else 1)
-                  for by in ("wins", "win_rate", "rating")}
+        boards = {
+            by: await storage.leaderboard(
+                GUILD, by, limit=TOP, min_games=MIN_GAMES if by == "win_rate" else 1
+            )
+            for by in ("wins", "win_rate", "rating")
+        }
         text = "\n".join(top_lines("ru", boards, MIN_GAMES, await storage.guild_results(GUILD)))
         top.append(time.perf_counter() - start)
         assert "1." in text and "Чаще всех побеждает" in text
@@ -123,22 +134,32 @@ async def main(games: int) -> None:
         storage = await Storage.open(Path(folder) / "bench.sqlite3")
         try:
             took = await fill(storage, games)
-            print(f"archived {games:,} games of 16 players in one guild ({MEMBERS} members): "
-                  f"{took:.1f} s, {took / games * 1000:.2f} ms per game (archive + figures + ratings)")
+            print(
+                f"archived {games:,} games of 16 players in one guild ({MEMBERS} members): "
+                f"{took:.1f} s, {took / games * 1000:.2f} ms per game (archive + figures + ratings)"
+            )
             top, stats = await time_commands(storage, 300)
-            print(f"/mafia top   (3 boards, sides and statuses, text): p50 {statistics.median(top) * 1000:.2f} ms, "
-                  f"p99 {percentile(top, 0.99) * 1000:.2f} ms   (goal < 50 ms)")
-            print(f"/mafia stats (player + text):   p50 {statistics.median(stats) * 1000:.2f} ms, "
-                  f"p99 {percentile(stats, 0.99) * 1000:.2f} ms   (goal < 50 ms)")
+            print(
+                f"/mafia top   (3 boards, sides and statuses, text): p50 {statistics.median(top) * 1000:.2f} ms, "
+                f"p99 {percentile(top, 0.99) * 1000:.2f} ms   (goal < 50 ms)"
+            )
+            print(
+                f"/mafia stats (player + text):   p50 {statistics.median(stats) * 1000:.2f} ms, "
+                f"p99 {percentile(stats, 0.99) * 1000:.2f} ms   (goal < 50 ms)"
+            )
             start = time.perf_counter()
             counted = await rebuild_stats(storage)
-            print(f"rebuild-stats from the archive: {counted:,} games in {time.perf_counter() - start:.1f} s")
+            print(
+                f"rebuild-stats from the archive: {counted:,} games in {time.perf_counter() - start:.1f} s"
+            )
         finally:
             await storage.close()
     times, size, archived, pixels = time_picture()
-    print(f"picture of a 10-city game of {len(archived.players):,} players, {archived.last_phase}, "
-          f"{len(archived.deaths)} deaths: median {statistics.median(times) * 1000:.0f} ms, "
-          f"max {max(times) * 1000:.0f} ms, {pixels[0]}x{pixels[1]} px, {size / 1024:.0f} KiB   (goal < 300 ms)")
+    print(
+        f"picture of a 10-city game of {len(archived.players):,} players, {archived.last_phase}, "
+        f"{len(archived.deaths)} deaths: median {statistics.median(times) * 1000:.0f} ms, "
+        f"max {max(times) * 1000:.0f} ms, {pixels[0]}x{pixels[1]} px, {size / 1024:.0f} KiB   (goal < 300 ms)"
+    )
 
 
 if __name__ == "__main__":

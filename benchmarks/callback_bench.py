@@ -65,13 +65,19 @@ def main() -> None:
     for _ in range(args.rounds):
         eager.append(per_answer_us(EAGER, reply, args.count))
         lazy.append(per_answer_us(LazyCallbackResponse, reply, args.count))
-    print(f"an answer's reply ({len(str(reply[0]))} characters of JSON as parsed), built "
-          f"{args.rounds} x {args.count} times each way, alternating:")
-    print(f"  discord.py's own (the message parsed): median {statistics.median(eager):.1f} µs "
-          f"(min {min(eager):.1f}, max {max(eager):.1f})")
-    print(f"  bot.callbacks (parsed when read): median {statistics.median(lazy):.1f} µs "
-          f"(min {min(lazy):.1f}, max {max(lazy):.1f}); saved "
-          f"{statistics.median(eager) - statistics.median(lazy):.1f} µs an answer")
+    print(
+        f"an answer's reply ({len(str(reply[0]))} characters of JSON as parsed), built "
+        f"{args.rounds} x {args.count} times each way, alternating:"
+    )
+    print(
+        f"  discord.py's own (the message parsed): median {statistics.median(eager):.1f} µs "
+        f"(min {min(eager):.1f}, max {max(eager):.1f})"
+    )
+    print(
+        f"  bot.callbacks (parsed when read): median {statistics.median(lazy):.1f} µs "
+        f"(min {min(lazy):.1f}, max {max(lazy):.1f}); saved "
+        f"{statistics.median(eager) - statistics.median(lazy):.1f} µs an answer"
+    )
 
 
 if __name__ == "__main__":

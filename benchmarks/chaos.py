@@ -37,26 +37,49 @@ from tests.harness import SUITE_REST_PER_SECOND  # noqa: E402
 from tests.storage.server import PostgresServer, running_server  # noqa: E402
 
 
-async def main_async(kills: int, guilds: int, players: int, seed: int, keep: Path | None,
-                     rest_per_second: int, server: PostgresServer | None = None, pg_crashes: int = 0) -> int:
+async def main_async(
+    kills: int,
+    guilds: int,
+    players: int,
+    seed: int,
+    keep: Path | None,
+    rest_per_second: int,
+    server: PostgresServer | None = None,
+    pg_crashes: int = 0,
+) -> int:
     postgres = server is not None
     with tempfile.TemporaryDirectory() as folder:
         where = keep or Path(folder)
         where.mkdir(parents=True, exist_ok=True)
-        chaos = Chaos(where, seed, guilds=guilds, players=players, say=print, rest_per_second=rest_per_second,
-                      postgres=server)
-        print(f"chaos: seed {seed}, {guilds} guilds of {players} players, {kills} kills, "
-              + (f"PostgreSQL crashed {pg_crashes} times, " if postgres else "")
-              + f"REST at {rest_per_second} a second")
+        chaos = Chaos(
+            where,
+            seed,
+            guilds=guilds,
+            players=players,
+            say=print,
+            rest_per_second=rest_per_second,
+            postgres=server,
+        )
+        print(
+            f"chaos: seed {seed}, {guilds} guilds of {players} players, {kills} kills, "
+            + (f"PostgreSQL crashed {pg_crashes} times, " if postgres else "")
+            + f"REST at {rest_per_second} a second"
+        )
         figures = await chaos.run(kills=kills, pg_crashes=pg_crashes)
-    print(f"kills {figures.kills}, PostgreSQL crashes {figures.pg_crashes}, faults injected {figures.faults}")
+    print(
+        f"kills {figures.kills}, PostgreSQL crashes {figures.pg_crashes}, faults injected {figures.faults}"
+    )
     print(f"commands sent {figures.sent}, acknowledged {figures.acknowledged}")
     print(f"games {figures.games} ({figures.finished} played to the end)")
     print(f"intents carried out {figures.intents}")
-    print("host acts answered: " + (", ".join(f"{what} {n}" for what, n in sorted(figures.answered.items()))
-                                    or "none"))
-    print(f"lost {len(figures.lost)}, doubled {len(figures.doubled)}, orphaned {len(figures.orphaned)}, "
-          f"diverged {len(figures.diverged)}")
+    print(
+        "host acts answered: "
+        + (", ".join(f"{what} {n}" for what, n in sorted(figures.answered.items())) or "none")
+    )
+    print(
+        f"lost {len(figures.lost)}, doubled {len(figures.doubled)}, orphaned {len(figures.orphaned)}, "
+        f"diverged {len(figures.diverged)}"
+    )
     print(f"elapsed {figures.elapsed:.0f} s")
     for problem in figures.problems:
         print("  " + problem)
@@ -69,23 +92,48 @@ def main() -> None:
     parser.add_argument("--guilds", type=int, default=3)
     parser.add_argument("--players", type=int, default=8)
     parser.add_argument("--seed", type=int, default=None, help="default: a random one (printed)")
-    parser.add_argument("--keep", type=Path, default=None,
-                        help="a folder to keep the bot's database and log in (default: a temporary one)")
-    parser.add_argument("--rest-per-second", type=int, default=SUITE_REST_PER_SECOND,
-                        help="the bot's and the fake's global REST limit (Discord's: 50; default: the "
-                        "suite's raised one)")
-    parser.add_argument("--postgres", action="store_true",
-                        help="keep the games in a PostgreSQL server of the run's own (initdb on PATH)")
-    parser.add_argument("--pg-crashes", type=int, default=0,
-                        help="with --postgres: stop the server at once this many times during the run")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="a folder to keep the bot's database and log in (default: a temporary one)",
+    )
+    parser.add_argument(
+        "--rest-per-second",
+        type=int,
+        default=SUITE_REST_PER_SECOND,
+        help="the bot's and the fake's global REST limit (Discord's: 50; default: the "
+        "suite's raised one)",
+    )
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="keep the games in a PostgreSQL server of the run's own (initdb on PATH)",
+    )
+    parser.add_argument(
+        "--pg-crashes",
+        type=int,
+        default=0,
+        help="with --postgres: stop the server at once this many times during the run",
+    )
     args = parser.parse_args()
     if args.pg_crashes and not args.postgres:
         parser.error("--pg-crashes needs --postgres")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     # the server is started before the loop runs (its setup runs a loop of its own)
     with running_server(durable=True) if args.postgres else contextlib.nullcontext() as server:
-        code = asyncio.run(main_async(args.kills, args.guilds, args.players, seed, args.keep,
-                                      args.rest_per_second, server, args.pg_crashes))
+        code = asyncio.run(
+            main_async(
+                args.kills,
+                args.guilds,
+                args.players,
+                seed,
+                args.keep,
+                args.rest_per_second,
+                server,
+                args.pg_crashes,
+            )
+        )
     sys.exit(code)
 
 

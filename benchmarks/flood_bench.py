@@ -37,35 +37,60 @@ async def measure(flood: int, burst: int) -> None:
         flooder, other = game.living_mafiosi("Верона")
         await table.drain()
         start = len(table.fake.calls())
-        sent = [await table.slash(table.name(flooder), "elect", {"player": other if i % 2 == 0 else flooder},
-                                  wait=False) for i in range(flood)]
+        sent = [
+            await table.slash(
+                table.name(flooder),
+                "elect",
+                {"player": other if i % 2 == 0 else flooder},
+                wait=False,
+            )
+            for i in range(flood)
+        ]
         for result in sent:
             await result.wait_answered(60.0)
         unanswered = sum(1 for result in sent if result.callback is None)
-        nominator, nominee = [p for p in game.alive("Падуя") if game.status_of(p).value == "citizen"][:2]
+        nominator, nominee = [
+            p for p in game.alive("Падуя") if game.status_of(p).value == "citizen"
+        ][:2]
         nominated = await table.slash(table.name(nominator), "nominate", {"player": nominee})
         await nominated.wait_callback()
         answered = time.perf_counter()
         padua = f"/channels/{table.city_channel('Падуя')}/messages"
         await table.fake.wait_until(
-            lambda: any(c.path == padua for c in table.fake.calls()[start:]), 120.0, "no nomination post")
+            lambda: any(c.path == padua for c in table.fake.calls()[start:]),
+            120.0,
+            "no nomination post",
+        )
         reached = time.perf_counter()
         await table.drain()
-        stored = sum(1 for r in await table.bot.storage.commands(live.id) if r.command["verb"] == "elect")
-        posts = [c for c in table.fake.calls()[start:] if c.method == "POST"
-                 and c.route == "/channels/{channel_id}/messages" and c.status == 200]
+        stored = sum(
+            1 for r in await table.bot.storage.commands(live.id) if r.command["verb"] == "elect"
+        )
+        posts = [
+            c
+            for c in table.fake.calls()[start:]
+            if c.method == "POST"
+            and c.route == "/channels/{channel_id}/messages"
+            and c.status == 200
+        ]
         before = next(i for i, c in enumerate(posts) if c.path == padua)
-        print(f"burst {burst or 'off'}: {flood} /elect sent, {stored} stored, {flood - stored} refused; "
-              f"{unanswered} never answered (\"interaction failed\"); {len(posts) - 1} flood posts (mafia room + log), "
-              f"{before} of them before the other city's nomination, which reached Discord "
-              f"{1000 * (reached - answered):.0f} ms after its answer")
+        print(
+            f"burst {burst or 'off'}: {flood} /elect sent, {stored} stored, {flood - stored} refused; "
+            f'{unanswered} never answered ("interaction failed"); {len(posts) - 1} flood posts (mafia room + log), '
+            f"{before} of them before the other city's nomination, which reached Discord "
+            f"{1000 * (reached - answered):.0f} ms after its answer"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flood", type=int, default=200, help="/elect sent at once (default 200)")
-    parser.add_argument("--burst", type=int, action="append",
-                        help="fairness.burst to measure (repeatable; default: 20 and 0, the limit off)")
+    parser.add_argument(
+        "--burst",
+        type=int,
+        action="append",
+        help="fairness.burst to measure (repeatable; default: 20 and 0, the limit off)",
+    )
     args = parser.parse_args()
     for burst in args.burst or [Fairness().burst, 0]:
         asyncio.run(measure(args.flood, burst))

@@ -50,7 +50,9 @@ def piece() -> int:
     return total
 
 
-def sample(seconds: float, every: float, stop: list[bool] | None = None) -> list[tuple[float, float, float]]:
+def sample(
+    seconds: float, every: float, stop: list[bool] | None = None
+) -> list[tuple[float, float, float]]:
     """(monotonic start, wall ms, CPU ms) of one piece every ``every`` s for ``seconds``
     (or until ``stop`` holds True)."""
     rows = []
@@ -102,11 +104,17 @@ def describe(found: list[Window], seconds: float) -> str:
         if b.start - a.end >= EPISODE:
             episodes.append(b.start)
     gaps = [b - a for a, b in itertools.pairwise(episodes)]
-    period = f", in {len(episodes)} episodes one every {statistics.median(gaps):.2f} s (median)" if gaps else ""
+    period = (
+        f", in {len(episodes)} episodes one every {statistics.median(gaps):.2f} s (median)"
+        if gaps
+        else ""
+    )
     share = sum(lengths) / 1000 / seconds * 100
-    return (f"{len(found)} slow windows in {seconds:.0f} s{period}; {statistics.median(lengths):.0f} ms "
-            f"(median) to {max(lengths):.0f} ms long, {share:.1f} % of the time; inside them the CPU ran "
-            f"{statistics.median(w.slowdown for w in found):.0f} times slower")
+    return (
+        f"{len(found)} slow windows in {seconds:.0f} s{period}; {statistics.median(lengths):.0f} ms "
+        f"(median) to {max(lengths):.0f} ms long, {share:.1f} % of the time; inside them the CPU ran "
+        f"{statistics.median(w.slowdown for w in found):.0f} times slower"
+    )
 
 
 def _pinned(cpu: int, seconds: float, every: float, queue: multiprocessing.Queue) -> None:
@@ -123,8 +131,18 @@ class Sampler:
 
     def start(self, seconds: float = 600.0) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, __file__, "--seconds", str(seconds), "--every", str(self.every), "--rows"],
-            stdout=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                __file__,
+                "--seconds",
+                str(seconds),
+                "--every",
+                str(self.every),
+                "--rows",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
     def stop(self) -> list[Window]:
         """Stop sampling; the windows seen."""
@@ -138,7 +156,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--every", type=float, default=0.002, help="seconds between two pieces")
-    parser.add_argument("--rows", action="store_true", help="print one sampler's rows as JSON (for Sampler)")
+    parser.add_argument(
+        "--rows", action="store_true", help="print one sampler's rows as JSON (for Sampler)"
+    )
     args = parser.parse_args()
     if args.rows:
         stop = [False]
@@ -147,8 +167,10 @@ def main() -> None:
         return
     cpus = sorted(os.sched_getaffinity(0))
     queue: multiprocessing.Queue = multiprocessing.Queue()
-    workers = [multiprocessing.Process(target=_pinned, args=(cpu, args.seconds, args.every, queue))
-               for cpu in cpus]
+    workers = [
+        multiprocessing.Process(target=_pinned, args=(cpu, args.seconds, args.every, queue))
+        for cpu in cpus
+    ]
     for worker in workers:
         worker.start()
     results = dict(queue.get() for _ in workers)
@@ -157,14 +179,21 @@ def main() -> None:
     found = {cpu: windows(rows) for cpu, rows in results.items()}
     for cpu, rows in sorted(results.items()):
         walls = sorted(wall for _, wall, _ in rows)
-        print(f"CPU {cpu}: {len(rows)} pieces, median {statistics.median(walls):.2f} ms, "
-              f"p99 {walls[int(0.99 * len(walls))]:.2f} ms, max {walls[-1]:.2f} ms")
+        print(
+            f"CPU {cpu}: {len(rows)} pieces, median {statistics.median(walls):.2f} ms, "
+            f"p99 {walls[int(0.99 * len(walls))]:.2f} ms, max {walls[-1]:.2f} ms"
+        )
         print(f"  {describe(found[cpu], args.seconds)}")
     if len(found) > 1:
         first, *others = (found[cpu] for cpu in sorted(found))
-        shared = sum(1 for w in first if all(any(o.start < w.end and w.start < o.end for o in other)
-                                             for other in others))
-        print(f"windows of CPU {cpus[0]} that every other CPU had at the same time: {shared} of {len(first)}")
+        shared = sum(
+            1
+            for w in first
+            if all(any(o.start < w.end and w.start < o.end for o in other) for other in others)
+        )
+        print(
+            f"windows of CPU {cpus[0]} that every other CPU had at the same time: {shared} of {len(first)}"
+        )
 
 
 if __name__ == "__main__":

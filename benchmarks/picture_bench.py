@@ -40,16 +40,30 @@ from tests.archive_play import crowd_game, showcase_game, source_of  # noqa: E40
 
 #: the showcase's lobby names on a Russian server
 RUSSIAN = {
-    "romeo": "Ромео", "mercutio": "Меркуцио", "tybalt": "Тибальт", "escalus": "Эскал", "friar": "Лоренцо",
-    "sampson": "Самсон", "gregory": "Грегорио", "bianca": "Бьянка", "gremio": "Гремио", "lucentio": "Люченцио",
-    "baptista": "Баптиста", "tranio": "Транио", "curtis": "Кертис", "grumio": "Грумио", "juliet": "Джульетта",
+    "romeo": "Ромео",
+    "mercutio": "Меркуцио",
+    "tybalt": "Тибальт",
+    "escalus": "Эскал",
+    "friar": "Лоренцо",
+    "sampson": "Самсон",
+    "gregory": "Грегорио",
+    "bianca": "Бьянка",
+    "gremio": "Гремио",
+    "lucentio": "Люченцио",
+    "baptista": "Баптиста",
+    "tranio": "Транио",
+    "curtis": "Кертис",
+    "grumio": "Грумио",
+    "juliet": "Джульетта",
 }
 ENGLISH = {player: player.capitalize() for player in RUSSIAN}
 
 
 def games(language: str) -> list[tuple[str, ArchivedGame]]:
     """The three games, the 14 with the cities and names a server of ``language`` would have."""
-    cities, names = (("Верона", "Падуя"), RUSSIAN) if language == "ru" else (("Verona", "Padua"), ENGLISH)
+    cities, names = (
+        (("Верона", "Падуя"), RUSSIAN) if language == "ru" else (("Verona", "Padua"), ENGLISH)
+    )
     game, log = showcase_game(cities=cities)
     fourteen = build_archive(source_of(game, log, names=names))
     game, log = crowd_game(10, 14, 0)
@@ -59,7 +73,9 @@ def games(language: str) -> list[tuple[str, ArchivedGame]]:
     return [("14", fourteen), ("10cities-10days", ten), ("1000players-90days", crowd)]
 
 
-def draw(name: str, archived: ArchivedGame, language: str, votes: bool, runs: int, out: Path) -> None:
+def draw(
+    name: str, archived: ArchivedGame, language: str, votes: bool, runs: int, out: Path
+) -> None:
     times = []
     png = b""
     for _ in range(runs):
@@ -71,15 +87,18 @@ def draw(name: str, archived: ArchivedGame, language: str, votes: bool, runs: in
     stem = f"{name}-{language}{'-votes' if votes else ''}"
     (out / f"{stem}.png").write_bytes(png)
     scale = PREVIEW_WIDTH / width
-    image.convert("RGB").resize((PREVIEW_WIDTH, round(height * scale)), Image.Resampling.LANCZOS).save(
-        out / f"{stem}-phone.png")
+    image.convert("RGB").resize(
+        (PREVIEW_WIDTH, round(height * scale)), Image.Resampling.LANCZOS
+    ).save(out / f"{stem}-phone.png")
     smallest = min(size for size, _ in FACES.values()) * scale
     verdict = "ok" if len(png) < UPLOAD_LIMIT else "OVER THE LIMIT"
-    print(f"{stem:36} {len(archived.players):5} players, {archived.last_phase:7}: "
-          f"median {statistics.median(times) * 1000:5.0f} ms, max {max(times) * 1000:5.0f} ms, "
-          f"{width}x{height} px, {len(png) / 1024:6.0f} KiB ({verdict}); "
-          f"smallest text at {PREVIEW_WIDTH} px wide: {smallest:.1f} px; "
-          f"the chat's preview box shows it at {min(scale, PREVIEW_HEIGHT / height) * 100:.0f} %")
+    print(
+        f"{stem:36} {len(archived.players):5} players, {archived.last_phase:7}: "
+        f"median {statistics.median(times) * 1000:5.0f} ms, max {max(times) * 1000:5.0f} ms, "
+        f"{width}x{height} px, {len(png) / 1024:6.0f} KiB ({verdict}); "
+        f"smallest text at {PREVIEW_WIDTH} px wide: {smallest:.1f} px; "
+        f"the chat's preview box shows it at {min(scale, PREVIEW_HEIGHT / height) * 100:.0f} %"
+    )
 
 
 def main() -> None:

@@ -121,21 +121,29 @@ def time_replay(game: Game, plain: list[dict[str, object]]) -> float:
 
 def main() -> None:
     game, log = record_game()
-    print(f"game: {CITIES} cities x {PER_CITY} players, seed {SEED}: {len(log)} accepted commands, "
-          f"ended at {game.phase}, {len(game.deaths)} deaths, winners {game.winners()}")
+    print(
+        f"game: {CITIES} cities x {PER_CITY} players, seed {SEED}: {len(log)} accepted commands, "
+        f"ended at {game.phase}, {len(game.deaths)} deaths, winners {game.winners()}"
+    )
     runs = [time_apply(game, log) for _ in range(5)]
     best, median = min(runs), statistics.median(runs)
-    print(f"apply: {len(log) / median:,.0f} commands/s median of 5 "
-          f"(best {len(log) / best:,.0f}/s; {median * 1e6 / len(log):.1f} us per command)")
+    print(
+        f"apply: {len(log) / median:,.0f} commands/s median of 5 "
+        f"(best {len(log) / best:,.0f}/s; {median * 1e6 / len(log):.1f} us per command)"
+    )
     plain = [command_to_dict(command) for command in log[:10_000]]
     replays = [time_replay(game, plain) for _ in range(5)]
-    print(f"replay of {len(plain):,} commands from plain data: "
-          f"{statistics.median(replays) * 1000:.0f} ms median of 5 (best {min(replays) * 1000:.0f} ms)")
+    print(
+        f"replay of {len(plain):,} commands from plain data: "
+        f"{statistics.median(replays) * 1000:.0f} ms median of 5 (best {min(replays) * 1000:.0f} ms)"
+    )
     start = time.perf_counter()
     state = game.to_dict()
     Game.from_dict(state)
-    print(f"snapshot round trip (to_dict + from_dict) of the final state: "
-          f"{(time.perf_counter() - start) * 1000:.1f} ms")
+    print(
+        f"snapshot round trip (to_dict + from_dict) of the final state: "
+        f"{(time.perf_counter() - start) * 1000:.1f} ms"
+    )
 
 
 if __name__ == "__main__":

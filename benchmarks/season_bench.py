@@ -30,13 +30,19 @@ def history(count: int) -> list[dict[str, object]]:
         message: dict[str, object] = {
             "id": str(10**17 + index),
             "timestamp": f"2026-12-02T10:{index // 3600 % 60:02d}:{index % 60:02d}.000000+00:00",
-            "author": {"id": str(index % 30), "username": f"player{index % 30}", "global_name": f"Игрок {index % 30}"},
+            "author": {
+                "id": str(index % 30),
+                "username": f"player{index % 30}",
+                "global_name": f"Игрок {index % 30}",
+            },
             "content": f"Я голосую против Игрока {index % 29}: вчера он молчал, а ночью убили двоих. №{index}",
             "attachments": [],
             "embeds": [],
         }
         if index % 500 == 0:
-            message["attachments"] = [{"filename": "last-word.ogg", "url": f"https://cdn.example/{index}.ogg"}]
+            message["attachments"] = [
+                {"filename": "last-word.ogg", "url": f"https://cdn.example/{index}.ogg"}
+            ]
         messages.append(message)
     return messages
 
@@ -50,14 +56,18 @@ def main() -> None:
     parts: list[bytes] = []
     for _ in range(5):
         started = time.perf_counter()
-        lines = [line for message in messages for line in message_lines(message, "ru", readable=True)]
+        lines = [
+            line for message in messages for line in message_lines(message, "ru", readable=True)
+        ]
         parts = split_parts(lines, PART_BYTES)
         times.append(time.perf_counter() - started)
     size = sum(len(part) for part in parts)
-    print(f"{args.messages:,} messages -> {size / 2**20:.1f} MiB of transcript in {len(parts)} file(s) "
-          f"(each <= {PART_BYTES / 2**20:.2f} MiB): median {statistics.median(times) * 1000:.0f} ms "
-          f"({statistics.median(times) / args.messages * 1e6:.1f} us a message); "
-          f"reading it takes {-(-args.messages // 100):,} history pages")
+    print(
+        f"{args.messages:,} messages -> {size / 2**20:.1f} MiB of transcript in {len(parts)} file(s) "
+        f"(each <= {PART_BYTES / 2**20:.2f} MiB): median {statistics.median(times) * 1000:.0f} ms "
+        f"({statistics.median(times) / args.messages * 1e6:.1f} us a message); "
+        f"reading it takes {-(-args.messages // 100):,} history pages"
+    )
 
 
 if __name__ == "__main__":

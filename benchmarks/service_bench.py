@@ -164,11 +164,18 @@ class Bench:
         if not self.fake.port:
             await self.fake.start()
         config = folder / "config.yaml"
-        config.write_text(CONFIG.format(database=DATABASE or folder / "bench.sqlite3",
-                                        synchronous=SYNCHRONOUS) + extra)
+        config.write_text(
+            CONFIG.format(database=DATABASE or folder / "bench.sqlite3", synchronous=SYNCHRONOUS)
+            + extra
+        )
         self.fake.global_limit.enforce = not extra
-        env = {**os.environ, "DISCORD_TOKEN": self.fake.token, "DISCORD_API_BASE": self.fake.api_base,
-               "DISCORD_GATEWAY_URL": self.fake.gateway_url, "PYTHONPATH": str(ROOT)}
+        env = {
+            **os.environ,
+            "DISCORD_TOKEN": self.fake.token,
+            "DISCORD_API_BASE": self.fake.api_base,
+            "DISCORD_GATEWAY_URL": self.fake.gateway_url,
+            "PYTHONPATH": str(ROOT),
+        }
         command = os.environ.get("BENCH_BOT_COMMAND", f"{sys.executable} -m bot run").split()
         if PROBE or VARIANT != "stock":
             command = [sys.executable, str(ROOT / "benchmarks" / "service_probe.py"), "run"]
@@ -178,11 +185,22 @@ class Bench:
         self.process = subprocess.Popen([*command, "--config", str(config)], env=env, cwd=ROOT)
         began = time.monotonic()
         await self.fake.wait_until(
-            lambda: self.fake.calls("PUT", "/applications/{application_id}/commands") or None, 60.0,
-            "the bot did not sync its commands")
-        await self.fake.wait_until(lambda: next((
-            session for session in self.fake.gateway.sessions.values()
-            if session.connected and session.identified_at >= began), None), 60.0, "the bot did not connect")
+            lambda: self.fake.calls("PUT", "/applications/{application_id}/commands") or None,
+            60.0,
+            "the bot did not sync its commands",
+        )
+        await self.fake.wait_until(
+            lambda: next(
+                (
+                    session
+                    for session in self.fake.gateway.sessions.values()
+                    if session.connected and session.identified_at >= began
+                ),
+                None,
+            ),
+            60.0,
+            "the bot did not connect",
+        )
         # discord.py is ready 2 s after the last guild arrived (guild_ready_timeout); then the bot
         # freezes what it built for the garbage collector: neither belongs to the figures
         await asyncio.sleep(READY_WAIT)
@@ -225,8 +243,13 @@ class Bench:
         while True:
             await asyncio.sleep(every)
             now, at = self.cpu_seconds(), time.monotonic()
-            self.cpu_trace.append((at - since, 100 * (now[0] - last[0]) / (at - last_at),
-                                   100 * (now[1] - last[1]) / (at - last_at)))
+            self.cpu_trace.append(
+                (
+                    at - since,
+                    100 * (now[0] - last[0]) / (at - last_at),
+                    100 * (now[1] - last[1]) / (at - last_at),
+                )
+            )
             last, last_at = now, at
 
     async def section(self, begin: bool) -> None:
@@ -238,8 +261,11 @@ class Bench:
         written = len(path.read_text().splitlines()) if path.exists() else 0
         self.process.send_signal(signal.SIGUSR1 if begin else signal.SIGUSR2)
         if not begin:
-            await self.fake.wait_until(lambda: path.exists() and len(
-                path.read_text().splitlines()) > written or None, 30.0, "the probe wrote nothing")
+            await self.fake.wait_until(
+                lambda: path.exists() and len(path.read_text().splitlines()) > written or None,
+                30.0,
+                "the probe wrote nothing",
+            )
 
     async def idle_cpu(self, seconds: float = 2.0) -> float:
         """The bot's CPU seconds per second while nothing is asked of it (heartbeats, the WAL's
@@ -268,27 +294,39 @@ class Bench:
         """The latencies of ``count`` trivial commands in turn: ``/mafia status`` with no game."""
         latencies = []
         for _ in range(count):
-            result = await self.fake.slash(self.empty_guild.id, self.empty_guild.owner_id,
-                                           "mafia status", {}, locale="ru")
+            result = await self.fake.slash(
+                self.empty_guild.id, self.empty_guild.owner_id, "mafia status", {}, locale="ru"
+            )
             await result.wait_callback()
             latencies.append(latency_ms(result))
         return latencies
 
     async def slash(self, guild, user, command, options=None) -> InteractionResult:
-        result = await self.fake.slash(guild.id, user.id, command, options or {}, locale="ru",
-                                       wait=False)
+        result = await self.fake.slash(
+            guild.id, user.id, command, options or {}, locale="ru", wait=False
+        )
         await self.answered(result, 30.0)
         return result
 
     async def start_game(self, index: int, cities: str) -> None:
         guild, owner, general, members = self.guilds[index]
-        opened = await self.fake.slash(guild.id, owner.id, "mafia new", {}, channel_id=general.id,
-                                       locale="ru", timeout=30.0)
+        opened = await self.fake.slash(
+            guild.id, owner.id, "mafia new", {}, channel_id=general.id, locale="ru", timeout=30.0
+        )
         await opened.wait_original(30.0)
         # the lobby message is posted by the outbox, with the Join button carrying the game's id
-        lobby = await self.fake.wait_until(lambda: next(
-            (m for m in self.fake.messages(general.id) if any(
-                c.startswith("mafia:join:") for c in m.custom_ids())), None), 30.0, "no lobby message")
+        lobby = await self.fake.wait_until(
+            lambda: next(
+                (
+                    m
+                    for m in self.fake.messages(general.id)
+                    if any(c.startswith("mafia:join:") for c in m.custom_ids())
+                ),
+                None,
+            ),
+            30.0,
+            "no lobby message",
+        )
         game_id = next(c for c in lobby.custom_ids() if c.startswith("mafia:join:")).split(":")[2]
         for member in members:
             await self.fake.click(lobby, f"mafia:join:{game_id}", member.user.id, timeout=30.0)
@@ -312,7 +350,9 @@ class Bench:
             for nominator in rng.sample(city, 3):
                 target = rng.choice(members)
                 await asyncio.sleep(rng.uniform(0, 2 * pace))
-                result = await self.slash(guild, nominator, "nominate", {"player": str(target.user.id)})
+                result = await self.slash(
+                    guild, nominator, "nominate", {"player": str(target.user.id)}
+                )
                 latencies.append(latency_ms(result))
                 self.timeline.append(("nominate", result.sent_at, latencies[-1]))
         result = await self.slash(guild, owner, "host next")
@@ -346,21 +386,25 @@ def away_from(windows: list[Window], timeline: list[tuple[str, float, float]]) -
 def in_flight(timeline: list[tuple[str, float, float]]) -> str:
     """How many commands the bot had in hand (sent, not yet answered) as each command was sent:
     for the slowest 1 % and for the others (a backlog shows as more in flight)."""
-    spans = sorted((sent, sent + (ms if ms != EXPIRED else 30_000) / 1000) for _, sent, ms in timeline)
+    spans = sorted(
+        (sent, sent + (ms if ms != EXPIRED else 30_000) / 1000) for _, sent, ms in timeline
+    )
     ends = sorted(end for _, end in spans)
     waiting = {}
     for sent, _ in spans:
         # sent before this one and answered after it was sent
         waiting[sent] = bisect.bisect_left(spans, (sent, -1.0)) - bisect.bisect_right(ends, sent)
     ordered = sorted(timeline, key=lambda row: row[2])
-    slowest = ordered[-max(1, len(ordered) // 100):]
-    rest = ordered[:-len(slowest)]
+    slowest = ordered[-max(1, len(ordered) // 100) :]
+    rest = ordered[: -len(slowest)]
     slow_depths = [waiting[sent] for _, sent, _ in slowest]
     rest_depths = [waiting[sent] for _, sent, _ in rest] or [0]
-    return (f"commands in flight when sent: slowest 1 % ({len(slowest)}, from "
-            f"{slowest[0][2]:.1f} ms) median {statistics.median(slow_depths):.0f}, max "
-            f"{max(slow_depths)}; the others median {statistics.median(rest_depths):.0f}, p99 "
-            f"{percentile(rest_depths, 0.99)}")
+    return (
+        f"commands in flight when sent: slowest 1 % ({len(slowest)}, from "
+        f"{slowest[0][2]:.1f} ms) median {statistics.median(slow_depths):.0f}, max "
+        f"{max(slow_depths)}; the others median {statistics.median(rest_depths):.0f}, p99 "
+        f"{percentile(rest_depths, 0.99)}"
+    )
 
 
 def overlapping(spans: list[tuple[float, float]], sent: float, answered: float) -> bool:
@@ -368,44 +412,56 @@ def overlapping(spans: list[tuple[float, float]], sent: float, answered: float) 
     return any(began < answered and began + spent > sent for began, spent in spans)
 
 
-def explain_tail(timeline: list[tuple[str, float, float]], slow: dict[str, list[tuple[float, float]]],
-                 stall_cpu: float) -> str:
+def explain_tail(
+    timeline: list[tuple[str, float, float]],
+    slow: dict[str, list[tuple[float, float]]],
+    stall_cpu: float,
+) -> str:
     """The share of the slowest 1 % of the day's commands, and of the others, that were in the
     bot's hands while one of its group commits (fsync included) or one stall of its loop took
     10 ms or more: a cause of the tail is one the slowest meet far more often. ``stall_cpu``:
     the CPU the loop's thread had in those stalls (the rest of them it waited for a CPU)."""
     ordered = sorted(timeline, key=lambda row: row[2])
-    slowest = ordered[-max(1, len(ordered) // 100):]
-    rest = ordered[:-len(slowest)]
+    slowest = ordered[-max(1, len(ordered) // 100) :]
+    rest = ordered[: -len(slowest)]
 
     def share(rows: list[tuple[str, float, float]], kind: str) -> str:
-        hit = sum(1 for _, sent, ms in rows
-                  if overlapping(slow[kind], sent, sent + (ms if ms != EXPIRED else 30_000) / 1000))
+        hit = sum(
+            1
+            for _, sent, ms in rows
+            if overlapping(slow[kind], sent, sent + (ms if ms != EXPIRED else 30_000) / 1000)
+        )
         return f"{100 * hit / max(1, len(rows)):.0f} %"
 
     commits, stalls = slow["commit"], slow["loop"]
-    return (f"{len(commits)} group commits of 10 ms or more (fsync included; "
-            f"{sum(spent for _, spent in commits):.2f} s in all) and {len(stalls)} stalls of the "
-            f"loop of 10 ms or more ({sum(spent for _, spent in stalls):.2f} s, of which the "
-            f"loop's thread ran {stall_cpu:.2f} s and waited for a CPU the rest) in the day; "
-            f"waiting over such a commit: slowest 1 % {share(slowest, 'commit')}, the others "
-            f"{share(rest, 'commit')}; over such a stall: slowest 1 % {share(slowest, 'loop')}, "
-            f"the others {share(rest, 'loop')}")
+    return (
+        f"{len(commits)} group commits of 10 ms or more (fsync included; "
+        f"{sum(spent for _, spent in commits):.2f} s in all) and {len(stalls)} stalls of the "
+        f"loop of 10 ms or more ({sum(spent for _, spent in stalls):.2f} s, of which the "
+        f"loop's thread ran {stall_cpu:.2f} s and waited for a CPU the rest) in the day; "
+        f"waiting over such a commit: slowest 1 % {share(slowest, 'commit')}, the others "
+        f"{share(rest, 'commit')}; over such a stall: slowest 1 % {share(slowest, 'loop')}, "
+        f"the others {share(rest, 'loop')}"
+    )
 
 
-def print_probe(path: str, floor: int, commands: int, timeline: list[tuple[str, float, float]]) -> None:
+def print_probe(
+    path: str, floor: int, commands: int, timeline: list[tuple[str, float, float]]
+) -> None:
     """The probe's two sections (the floor, then the day), per command; what the day's tail met."""
     lines = Path(path).read_text().splitlines()[-2:]
     for name, count, line in zip(("floor", "day"), (floor, commands), lines, strict=True):
         f = json.loads(line)
-        print(f"  probe, {name}: {f['statements'] / count:.1f} SQL statements and "
-              f"{f['trips'] / count:.2f} trips to aiosqlite's threads per command; "
-              f"{f['groups']} group commits, {1000 * f['group_seconds']:.0f} ms in them (the "
-              f"longest {f['group_longest_ms']:.1f} ms, its fsync included); gc "
-              f"{f['gc']['0']}/{f['gc']['1']}/{f['gc']['2']} collections (gen 0/1/2), "
-              f"{1000 * f['gc_seconds']:.0f} ms, the longest {f['gc_longest_ms']:.1f} ms; loop "
-              f"late > 5 ms {f['lags_over_5ms']} times, > 20 ms {f['lags_over_20ms']}, the "
-              f"longest {f['lag_longest_ms']:.1f} ms")
+        print(
+            f"  probe, {name}: {f['statements'] / count:.1f} SQL statements and "
+            f"{f['trips'] / count:.2f} trips to aiosqlite's threads per command; "
+            f"{f['groups']} group commits, {1000 * f['group_seconds']:.0f} ms in them (the "
+            f"longest {f['group_longest_ms']:.1f} ms, its fsync included); gc "
+            f"{f['gc']['0']}/{f['gc']['1']}/{f['gc']['2']} collections (gen 0/1/2), "
+            f"{1000 * f['gc_seconds']:.0f} ms, the longest {f['gc_longest_ms']:.1f} ms; loop "
+            f"late > 5 ms {f['lags_over_5ms']} times, > 20 ms {f['lags_over_20ms']}, the "
+            f"longest {f['lag_longest_ms']:.1f} ms"
+        )
     day = json.loads(lines[-1])
     print(f"  the tail, with the probe: {explain_tail(timeline, day['slow'], day['stall_cpu'])}")
 
@@ -413,16 +469,32 @@ def print_probe(path: str, floor: int, commands: int, timeline: list[tuple[str, 
 def figures(values: list[float]) -> str:
     """n, p50, p99 and max of latencies in ms (an expired answer counts as the slowest)."""
     expired = sum(1 for ms in values if ms == EXPIRED)
-    return (f"n={len(values)}: p50 {statistics.median(values):.2f} ms, "
-            f"p99 {percentile(values, 0.99):.2f} ms, max {max(values):.2f} ms"
-            + (f"; {expired} answered too late for Discord (counted as slowest)" if expired else ""))
+    return (
+        f"n={len(values)}: p50 {statistics.median(values):.2f} ms, "
+        f"p99 {percentile(values, 0.99):.2f} ms, max {max(values):.2f} ms"
+        + (f"; {expired} answered too late for Discord (counted as slowest)" if expired else "")
+    )
 
 
 def profile(variable: str, pid: int) -> None:
     """Sample ``pid`` with py-spy for 7 s into the file ``$variable`` names, if it is set."""
     if os.environ.get(variable):
-        subprocess.Popen(["py-spy", "record", "-o", os.environ[variable], "-f", "raw",
-                          "-r", "250", "-d", "7", "-p", str(pid)])
+        subprocess.Popen(
+            [
+                "py-spy",
+                "record",
+                "-o",
+                os.environ[variable],
+                "-f",
+                "raw",
+                "-r",
+                "250",
+                "-d",
+                "7",
+                "-p",
+                str(pid),
+            ]
+        )
 
 
 async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
@@ -435,8 +507,10 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
                 await bench.start_game(index, "Верона, Падуя")
             print(f"started {games} games of 16 players in {time.perf_counter() - began:.1f} s")
             restarted = await bench.restart_bot(Path(folder))
-            print(f"restarted the bot with Discord's global limit, {games} games open: connected "
-                  f"in {restarted:.1f} s")
+            print(
+                f"restarted the bot with Discord's global limit, {games} games open: connected "
+                f"in {restarted:.1f} s"
+            )
             bench.fake.recorder.clear()  # the calls of the setup: only work for the fake's collector
             # The fake's collector paused this process for up to 200 ms while the games played (its
             # world of guilds, messages and interactions is big): not the bot's latency. It is off
@@ -445,15 +519,26 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
             gc.freeze()
             # a bot that has been running keeps open connections to Discord (aiohttp's pool); the
             # restarted one opens them as the first commands come in at once: do it before measuring
-            warm = [await bench.fake.slash(bench.empty_guild.id, bench.empty_guild.owner_id, "mafia status",
-                                           {}, locale="ru", wait=False) for _ in range(60)]
+            warm = [
+                await bench.fake.slash(
+                    bench.empty_guild.id,
+                    bench.empty_guild.owner_id,
+                    "mafia status",
+                    {},
+                    locale="ru",
+                    wait=False,
+                )
+                for _ in range(60)
+            ]
             for result in warm:
                 await result.wait_callback()
             idle = await bench.idle_cpu()
             await bench.section(True)
             floor_cpu, floor_began = bench.cpu_seconds()[0], time.perf_counter()
             floor = await bench.floor(300)
-            floor_cpu = bench.cpu_seconds()[0] - floor_cpu - idle * (time.perf_counter() - floor_began)
+            floor_cpu = (
+                bench.cpu_seconds()[0] - floor_cpu - idle * (time.perf_counter() - floor_began)
+            )
             await bench.section(False)
             rng = random.Random(7)
             assert bench.process is not None
@@ -481,8 +566,9 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
 
             wal_sampler = asyncio.create_task(sample_wal())
             try:
-                rounds = await asyncio.gather(*(bench.play_day(i, random.Random(rng.random()), pace)
-                                                for i in range(games)))
+                rounds = await asyncio.gather(
+                    *(bench.play_day(i, random.Random(rng.random()), pace) for i in range(games))
+                )
             finally:
                 gc.enable()
                 for task in (sampler, watcher, wal_sampler):
@@ -494,36 +580,55 @@ async def latency_run(games: int, pace: float, *, strict: bool = False) -> None:
             await bench.section(False)
             slow = machine.stop() if machine is not None else None
             latencies = [ms for game in rounds for ms in game]
-            print(f"player commands in {games} concurrent games, one every {pace} s per game "
-                  f"({len(latencies) / elapsed:.0f}/s): {figures(latencies)}")
+            print(
+                f"player commands in {games} concurrent games, one every {pace} s per game "
+                f"({len(latencies) / elapsed:.0f}/s): {figures(latencies)}"
+            )
             print(f"floor (/mafia status with no game, same run): {figures(floor)}")
             commands = len(bench.timeline)
             day_cpu = cpu_after[0] - cpu_before[0] - idle * elapsed
             per_game, per_floor = 1000 * day_cpu / commands, 1000 * floor_cpu / len(floor)
-            print(f"bot CPU per command, less its idle {100 * idle:.1f} % of a core: game "
-                  f"{per_game:.2f} ms ({commands} commands, their outbox work included), floor "
-                  f"{per_floor:.2f} ms; ratio {per_game / per_floor:.2f}. p99 / floor p99: "
-                  f"{percentile(latencies, 0.99) / percentile(floor, 0.99):.1f}")
-            print(f"the tail: {in_flight(bench.timeline)}; the bot's loop thread waited "
-                  f"{queued:.2f} s of the day's {elapsed:.1f} s for a CPU, runnable (schedstat)")
+            print(
+                f"bot CPU per command, less its idle {100 * idle:.1f} % of a core: game "
+                f"{per_game:.2f} ms ({commands} commands, their outbox work included), floor "
+                f"{per_floor:.2f} ms; ratio {per_game / per_floor:.2f}. p99 / floor p99: "
+                f"{percentile(latencies, 0.99) / percentile(floor, 0.99):.1f}"
+            )
+            print(
+                f"the tail: {in_flight(bench.timeline)}; the bot's loop thread waited "
+                f"{queued:.2f} s of the day's {elapsed:.1f} s for a CPU, runnable (schedstat)"
+            )
             if PROBE:
                 print_probe(PROBE, len(floor), commands, bench.timeline)
             if not DATABASE:
-                print(f"SQLite synchronous={SYNCHRONOUS}: the WAL's largest size during the day "
-                      f"{max(wal_sizes) / 2**20:.1f} MiB")
+                print(
+                    f"SQLite synchronous={SYNCHRONOUS}: the WAL's largest size during the day "
+                    f"{max(wal_sizes) / 2**20:.1f} MiB"
+                )
             if slow is not None:
-                print(f"the machine meanwhile (benchmarks/machine_noise.py): {describe(slow, elapsed)}")
+                print(
+                    f"the machine meanwhile (benchmarks/machine_noise.py): {describe(slow, elapsed)}"
+                )
             if slow:
                 away = away_from(slow, bench.timeline)
-                print(f"  player commands away from those windows (not in one, nor within "
-                      f"{BACKLOG * 1000:.0f} ms after one): {figures(away) if away else 'none'}")
-            print(f"CPU while they played: bot {100 * (cpu_after[0] - cpu_before[0]) / elapsed:.0f} %, "
-                  f"fake {100 * (cpu_after[1] - cpu_before[1]) / elapsed:.0f} % of one core"
-                  f"{'' if strict else ' (without its OpenAPI schema check)'}")
+                print(
+                    f"  player commands away from those windows (not in one, nor within "
+                    f"{BACKLOG * 1000:.0f} ms after one): {figures(away) if away else 'none'}"
+                )
+            print(
+                f"CPU while they played: bot {100 * (cpu_after[0] - cpu_before[0]) / elapsed:.0f} %, "
+                f"fake {100 * (cpu_after[1] - cpu_before[1]) / elapsed:.0f} % of one core"
+                f"{'' if strict else ' (without its OpenAPI schema check)'}"
+            )
             print(f"bot RSS with {games} games running: {bench.rss_mib():.0f} MiB")
-            calls = collections.Counter(f"{record.method} {record.route}" for record in bench.fake.recorder.records)
-            print(f"REST calls while they played: {sum(calls.values())} ("
-                  + ", ".join(f"{route} {count}" for route, count in calls.most_common(6)) + ")")
+            calls = collections.Counter(
+                f"{record.method} {record.route}" for record in bench.fake.recorder.records
+            )
+            print(
+                f"REST calls while they played: {sum(calls.values())} ("
+                + ", ".join(f"{route} {count}" for route, count in calls.most_common(6))
+                + ")"
+            )
             if TIMELINE:
                 with open(f"{TIMELINE}.{games}.tsv", "w") as out:
                     for kind, sent, ms in sorted(bench.timeline, key=lambda row: row[1]):
@@ -549,37 +654,64 @@ async def memory_run(games: int) -> None:
                 await bench.start_game(index, "Верона, Падуя, Мантуя")
             print(f"started {games} games of 30 players in {time.perf_counter() - began:.1f} s")
             await asyncio.sleep(2.0)
-            print(f"bot RSS: {idle:.0f} MiB idle, {bench.rss_mib():.0f} MiB with {games} games "
-                  f"of 30 players running")
+            print(
+                f"bot RSS: {idle:.0f} MiB idle, {bench.rss_mib():.0f} MiB with {games} games "
+                f"of 30 players running"
+            )
         finally:
             await bench.stop()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--games", default="50,200,400",
-                        help="concurrent games, or several counts separated by commas (one bot each)")
+    parser.add_argument(
+        "--games",
+        default="50,200,400",
+        help="concurrent games, or several counts separated by commas (one bot each)",
+    )
     parser.add_argument("--memory-games", type=int, default=200)
-    parser.add_argument("--pace", type=float, default=0.5,
-                        help="mean seconds between two commands of one game")
-    parser.add_argument("--database", help="an empty PostgreSQL database's postgresql:// URL "
-                        "(one run per database: give --games one count, and --memory-games 0)")
-    parser.add_argument("--strict-fake", action="store_true",
-                        help="keep the fake's OpenAPI schema check on (it then limits the figures)")
-    parser.add_argument("--timeline", help="write each command of the day to TIMELINE.<games>.tsv: "
-                        "seconds since the day began, the command, its latency in ms")
-    parser.add_argument("--synchronous", default="full",
-                        help="SQLite's sqlite_synchronous for the bot: full, normal, or both as "
-                        "normal,full (each count is run with each, in turn: one run, both rows)")
-    parser.add_argument("--probe", action="store_true",
-                        help="run the bot through benchmarks/service_probe.py and print what it "
-                        "counts per command (SQL statements, aiosqlite trips, gc, the loop's stalls)")
-    parser.add_argument("--variants", default="stock",
-                        help="A/B in one run: the bot as it is (stock) and changed as "
-                        "benchmarks/service_probe.py's BENCH_VARIANT names (uvloop, orjson, eager, "
-                        "uvloop+orjson), each count run with each in turn, e.g. stock,uvloop")
-    parser.add_argument("--no-machine", action="store_true",
-                        help="do not sample the machine's slow windows alongside (a third process)")
+    parser.add_argument(
+        "--pace", type=float, default=0.5, help="mean seconds between two commands of one game"
+    )
+    parser.add_argument(
+        "--database",
+        help="an empty PostgreSQL database's postgresql:// URL "
+        "(one run per database: give --games one count, and --memory-games 0)",
+    )
+    parser.add_argument(
+        "--strict-fake",
+        action="store_true",
+        help="keep the fake's OpenAPI schema check on (it then limits the figures)",
+    )
+    parser.add_argument(
+        "--timeline",
+        help="write each command of the day to TIMELINE.<games>.tsv: "
+        "seconds since the day began, the command, its latency in ms",
+    )
+    parser.add_argument(
+        "--synchronous",
+        default="full",
+        help="SQLite's sqlite_synchronous for the bot: full, normal, or both as "
+        "normal,full (each count is run with each, in turn: one run, both rows)",
+    )
+    parser.add_argument(
+        "--probe",
+        action="store_true",
+        help="run the bot through benchmarks/service_probe.py and print what it "
+        "counts per command (SQL statements, aiosqlite trips, gc, the loop's stalls)",
+    )
+    parser.add_argument(
+        "--variants",
+        default="stock",
+        help="A/B in one run: the bot as it is (stock) and changed as "
+        "benchmarks/service_probe.py's BENCH_VARIANT names (uvloop, orjson, eager, "
+        "uvloop+orjson), each count run with each in turn, e.g. stock,uvloop",
+    )
+    parser.add_argument(
+        "--no-machine",
+        action="store_true",
+        help="do not sample the machine's slow windows alongside (a third process)",
+    )
     args = parser.parse_args()
     global DATABASE, TIMELINE, MACHINE, SYNCHRONOUS, PROBE, VARIANT
     DATABASE, TIMELINE, MACHINE = args.database, args.timeline, not args.no_machine

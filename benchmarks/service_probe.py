@@ -79,8 +79,10 @@ class Counters:
         with self.lock:
             pauses = [pause for generation in self.gc.values() for pause in generation]
             return {
-                "statements": self.statements, "trips": self.trips,
-                "groups": self.groups, "group_seconds": round(self.group_seconds, 4),
+                "statements": self.statements,
+                "trips": self.trips,
+                "groups": self.groups,
+                "group_seconds": round(self.group_seconds, 4),
                 "group_longest_ms": round(1000 * self.group_longest, 2),
                 "gc": {str(g): len(p) for g, p in self.gc.items()},
                 "gc_seconds": round(sum(pauses), 4),
@@ -89,8 +91,10 @@ class Counters:
                 "lags_over_20ms": sum(1 for lag in self.lags if lag > 0.020),
                 "lag_longest_ms": round(1000 * max(self.lags, default=0.0), 2),
                 "stall_cpu": round(self.stall_cpu, 4),
-                "slow": {kind: [(round(at, 4), round(spent, 4)) for at, spent in spans]
-                         for kind, spans in self.slow.items()},
+                "slow": {
+                    kind: [(round(at, 4), round(spent, 4)) for at, spent in spans]
+                    for kind, spans in self.slow.items()
+                },
             }
 
 
@@ -154,8 +158,6 @@ def _on_gc(phase: str, info: dict[str, Any]) -> None:
             COUNTERS.gc[info["generation"]].append(time.perf_counter() - _collecting.pop("at"))
 
 
-
-
 def install_counters() -> None:
     """Count what the sections cost (see the module docstring)."""
     sqlite3.connect = _traced_connect  # type: ignore[assignment]
@@ -171,7 +173,9 @@ def apply_variants(names: list[str]) -> None:
     """Change the bot as ``$BENCH_VARIANT`` asks (see the module docstring)."""
     unknown = set(names) - set(VARIANTS)
     if unknown:
-        raise SystemExit(f"BENCH_VARIANT: unknown {', '.join(sorted(unknown))} (known: {', '.join(VARIANTS)})")
+        raise SystemExit(
+            f"BENCH_VARIANT: unknown {', '.join(sorted(unknown))} (known: {', '.join(VARIANTS)})"
+        )
     if "eager" in names:
         import bot.bot  # noqa: F401  (it makes answers lazy as it is imported)
         from bot.callbacks import parse_answers_lazily

@@ -53,8 +53,10 @@ def scenario_text(steps: int) -> str:
             lines.append(" ".join([HOST, command.verb, *words]))
     data = {
         "seed": SEED,
-        "cities": {city.name: {player: status.value for player, status in city.residents}
-                   for city in game.setup.cities},
+        "cities": {
+            city.name: {player: status.value for player, status in city.residents}
+            for city in game.setup.cities
+        },
         "steps": lines,
     }
     return yaml.safe_dump(data, sort_keys=False, width=1000)
@@ -74,14 +76,23 @@ def main() -> None:
         text = scenario_text(steps)
         path.write_text(text, encoding="utf-8")
         count = len(load_file(path)[1])
-        print(f"scenario: 10 cities x 100 players, {count:,} steps, {len(text) / 1e6:.2f} MB of YAML; "
-              f"libyaml {'available' if yaml.__with_libyaml__ else 'MISSING'}; load {os.getloadavg()[0]:.2f}")
+        print(
+            f"scenario: 10 cities x 100 players, {count:,} steps, {len(text) / 1e6:.2f} MB of YAML; "
+            f"libyaml {'available' if yaml.__with_libyaml__ else 'MISSING'}; load {os.getloadavg()[0]:.2f}"
+        )
         bare = statistics.median(wall([sys.executable, "-c", "pass"]) for _ in range(RUNS))
-        runs = [wall([sys.executable, "-m", "bot", "simulate", str(path), "--json"]) for _ in range(RUNS)]
+        runs = [
+            wall([sys.executable, "-m", "bot", "simulate", str(path), "--json"])
+            for _ in range(RUNS)
+        ]
         median = statistics.median(runs)
-        print(f"python -m bot simulate --json: {median:.3f} s median of {RUNS} (best {min(runs):.3f} s); "
-              f"bare interpreter {bare:.3f} s")
-        print(f"net: {count / (median - bare):,.0f} steps/s median (best {count / (min(runs) - bare):,.0f})")
+        print(
+            f"python -m bot simulate --json: {median:.3f} s median of {RUNS} (best {min(runs):.3f} s); "
+            f"bare interpreter {bare:.3f} s"
+        )
+        print(
+            f"net: {count / (median - bare):,.0f} steps/s median (best {count / (min(runs) - bare):,.0f})"
+        )
         parses, totals = [], []
         for _ in range(RUNS):
             start = time.perf_counter()
@@ -91,8 +102,10 @@ def main() -> None:
             simulate(path, as_json=True)
             totals.append(time.perf_counter() - start)
         parse, total = statistics.median(parses), statistics.median(totals)
-        print(f"in process: {total * 1000:.0f} ms a run, of which reading and parsing the file "
-              f"{parse * 1000:.0f} ms ({parse / total:.0%}); {count / total:,.0f} steps/s")
+        print(
+            f"in process: {total * 1000:.0f} ms a run, of which reading and parsing the file "
+            f"{parse * 1000:.0f} ms ({parse / total:.0%}); {count / total:,.0f} steps/s"
+        )
 
 
 if __name__ == "__main__":

@@ -66,27 +66,45 @@ def build_fake(guilds: int, members: int) -> tuple[FakeDiscord, list[tuple[int, 
     return fake, made
 
 
-async def write_games(database: Path | str, guilds: list[tuple[int, int, list[int]]], games: int) -> None:
+async def write_games(
+    database: Path | str, guilds: list[tuple[int, int, list[int]]], games: int
+) -> None:
     """Running games straight through the game service, as a bot would have left them."""
-    config = Config(database=database, timers=Timers(discussion=3600, voting=3600, night=3600,
-                                                     reminders=()))
+    config = Config(
+        database=database, timers=Timers(discussion=3600, voting=3600, night=3600, reminders=())
+    )
     storage = await Storage.open(database)
     service = GameService(storage, config)
     try:
         for index, (guild_id, host_id, members) in enumerate(guilds[:games]):
             players = members[:16]
-            lobby = {"players": [{"id": p, "name": f"p{p}"} for p in players], "channel_id": 1,
-                     "setup": {}, "rules": {}, "timers": {}, "everyone_reads": True, "at_end": "keep"}
+            lobby = {
+                "players": [{"id": p, "name": f"p{p}"} for p in players],
+                "channel_id": 1,
+                "setup": {},
+                "rules": {},
+                "timers": {},
+                "everyone_reads": True,
+                "at_end": "keep",
+            }
             live = await service.create(guild_id, host_id, lobby)
-            seats = {"Верона": [str(p) for p in players[:8]], "Падуя": [str(p) for p in players[8:]]}
+            seats = {
+                "Верона": [str(p) for p in players[:8]],
+                "Падуя": [str(p) for p in players[8:]],
+            }
             seed = random.Random(index).randrange(2**31)
             setup = deal(seats, seed, RoleCounts(None, None, None, False), RuleOptions())
 
             def channels(live, base=index * 100):  # ids of channels the bot made for the game
                 live.record.channels = {
-                    "category": base + 1, "voice": base + 2, "dead": base + 3, "log": base + 4,
-                    "cities": {"Верона": {"text": base + 5, "mafia": base + 6},
-                               "Падуя": {"text": base + 7, "mafia": base + 8}},
+                    "category": base + 1,
+                    "voice": base + 2,
+                    "dead": base + 3,
+                    "log": base + 4,
+                    "cities": {
+                        "Верона": {"text": base + 5, "mafia": base + 6},
+                        "Падуя": {"text": base + 7, "mafia": base + 8},
+                    },
                     "everyone_reads": True,
                 }
                 return []
@@ -109,24 +127,44 @@ def gateway_figures(fake: FakeDiscord, since: float) -> str:
     gaps = [b - a for a, b in zip(beats, beats[1:], strict=False)]
     interval = fake.gateway.heartbeat_interval_ms / 1000
     requests = sum(1 for _, op in received if op == OP_REQUEST_MEMBERS)
-    beat = (f"longest heartbeat gap {max(gaps):.1f} s (interval {interval:.1f} s)" if gaps
-            else f"{len(beats)} heartbeat(s), no gap to measure")
-    return (f"gateway: {len(received)} events sent, at most {window} in 60 s (limit 120), "
-            f"{requests} member-list requests (op 8), {beat}")
+    beat = (
+        f"longest heartbeat gap {max(gaps):.1f} s (interval {interval:.1f} s)"
+        if gaps
+        else f"{len(beats)} heartbeat(s), no gap to measure"
+    )
+    return (
+        f"gateway: {len(received)} events sent, at most {window} in 60 s (limit 120), "
+        f"{requests} member-list requests (op 8), {beat}"
+    )
 
 
-async def run_bot(fake: FakeDiscord, folder: Path, *, watch_for: float, database: Path | str
-                  ) -> dict[str, float]:
+async def run_bot(
+    fake: FakeDiscord, folder: Path, *, watch_for: float, database: Path | str
+) -> dict[str, float]:
     """Start the bot process; the seconds from launch to 'restored' and 'ready'; stop it."""
     config = folder / "config.yaml"
     config.write_text(CONFIG.format(database=json.dumps(str(database))))
-    env = {**os.environ, "DISCORD_TOKEN": fake.token, "DISCORD_API_BASE": fake.api_base,
-           "DISCORD_GATEWAY_URL": fake.gateway_url, "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "DISCORD_TOKEN": fake.token,
+        "DISCORD_API_BASE": fake.api_base,
+        "DISCORD_GATEWAY_URL": fake.gateway_url,
+        "PYTHONPATH": str(ROOT),
+    }
     began_gateway = time.monotonic()
     began = time.perf_counter()
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "run", "--config", str(config), env=env, cwd=ROOT,
-        stderr=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL)
+        sys.executable,
+        "-m",
+        "bot",
+        "run",
+        "--config",
+        str(config),
+        env=env,
+        cwd=ROOT,
+        stderr=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.DEVNULL,
+    )
     figures: dict[str, float] = {}
     assert process.stderr is not None
     try:
@@ -137,7 +175,10 @@ async def run_bot(fake: FakeDiscord, folder: Path, *, watch_for: float, database
             if match := RESTORED.search(line):
                 figures["restored"] = time.perf_counter() - began
                 figures["games"], figures["restore_s"], figures["armed"] = (
-                    float(match[1]), float(match[2]), float(match[3]))
+                    float(match[1]),
+                    float(match[2]),
+                    float(match[3]),
+                )
             if match := READY.search(line):
                 figures["ready"] = time.perf_counter() - began
                 figures["guilds"] = float(match[1])
@@ -149,8 +190,9 @@ async def run_bot(fake: FakeDiscord, folder: Path, *, watch_for: float, database
     return figures
 
 
-async def main_async(guilds: int, members: int, games: int, watch_for: float,
-                     database: str | None = None) -> None:
+async def main_async(
+    guilds: int, members: int, games: int, watch_for: float, database: str | None = None
+) -> None:
     fake, made = build_fake(guilds, members)
     fake.gateway.heartbeat_interval_ms = int(watch_for * 1000 / 2.5)
     await fake.start()
@@ -159,14 +201,18 @@ async def main_async(guilds: int, members: int, games: int, watch_for: float,
             where: Path | str = database or Path(folder) / "bench.sqlite3"
             print(f"database: {'PostgreSQL' if database else 'SQLite'}")
             first = await run_bot(fake, Path(folder), watch_for=watch_for, database=where)
-            print(f"first start, {guilds} guilds of {members} members: ready in "
-                  f"{first['ready']:.2f} s ({first['guilds']:.0f} guilds)")
+            print(
+                f"first start, {guilds} guilds of {members} members: ready in "
+                f"{first['ready']:.2f} s ({first['guilds']:.0f} guilds)"
+            )
             print("  " + gateway_figures(fake, first["gateway_since"]))
             await write_games(where, made, games)
             again = await run_bot(fake, Path(folder), watch_for=watch_for, database=where)
-            print(f"restart with {again['games']:.0f} open games: restored and "
-                  f"{again['armed']:.0f} deadlines armed {again['restored']:.2f} s after launch "
-                  f"(restore itself {again['restore_s']:.2f} s); ready in {again['ready']:.2f} s")
+            print(
+                f"restart with {again['games']:.0f} open games: restored and "
+                f"{again['armed']:.0f} deadlines armed {again['restored']:.2f} s after launch "
+                f"(restore itself {again['restore_s']:.2f} s); ready in {again['ready']:.2f} s"
+            )
             print("  " + gateway_figures(fake, again["gateway_since"]))
     finally:
         await fake.close()
@@ -177,10 +223,17 @@ def main() -> None:
     parser.add_argument("--guilds", type=int, default=1000)
     parser.add_argument("--members", type=int, default=20)
     parser.add_argument("--games", type=int, default=1000)
-    parser.add_argument("--watch", type=float, default=5.0,
-                        help="seconds to keep the bot connected after ready (heartbeats)")
-    parser.add_argument("--postgres", action="store_true",
-                        help="on a PostgreSQL server started for the run (needs initdb, asyncpg)")
+    parser.add_argument(
+        "--watch",
+        type=float,
+        default=5.0,
+        help="seconds to keep the bot connected after ready (heartbeats)",
+    )
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="on a PostgreSQL server started for the run (needs initdb, asyncpg)",
+    )
     parser.add_argument("--database", help="on this empty PostgreSQL database (postgresql:// URL)")
     args = parser.parse_args()
     games = min(args.games, args.guilds)

@@ -158,7 +158,9 @@ def our_path(
             placed = timeline.place(0x1234, sequence, timestamp, at, 960)
             placing += time.perf_counter() - placed_at
             if placed is not None:
-                writer.feed(placed.sequence & 0xFFFF, (OGG_START + placed.position) & 0xFFFFFFFF, packet)
+                writer.feed(
+                    placed.sequence & 0xFFFF, (OGG_START + placed.position) & 0xFFFFFFFF, packet
+                )
         fed = time.perf_counter()
         info = writer.close()
         done = time.perf_counter()
@@ -269,9 +271,14 @@ def verdict(ok: bool) -> str:
 def encrypted_datagrams(arrival: Arrival, key: bytes) -> list[bytes]:
     """The received packets as they come off the wire: RTP with extension, XChaCha20 rtpsize."""
     return [
-        build_rtpsize_packet(RTPHeader(sequence, timestamp, 0x1234, extension_profile=0xBEDE),
-                             payload, key, index,
-                             extension_body=b"\x00" * 4, padding=(index % 7) + 1)
+        build_rtpsize_packet(
+            RTPHeader(sequence, timestamp, 0x1234, extension_profile=0xBEDE),
+            payload,
+            key,
+            index,
+            extension_body=b"\x00" * 4,
+            padding=(index % 7) + 1,
+        )
         for index, (sequence, timestamp, payload) in enumerate(arrival)
     ]
 
@@ -303,7 +310,11 @@ class _Client:
 
 
 def damaged_call(
-    loss: float, jitter: float, *, hold: float | None = None, outage: tuple[float, float] | None = None,
+    loss: float,
+    jitter: float,
+    *,
+    hold: float | None = None,
+    outage: tuple[float, float] | None = None,
     seed: int = 5,
 ) -> dict[str, float]:
     """170 s of speech through the bot's receive path, on a simulated clock (under the
@@ -334,7 +345,10 @@ def damaged_call(
             lost += 1
             continue
         datagram = build_rtpsize_packet(
-            RTPHeader(index & 0xFFFF, index * FRAME, ssrc), source[index % len(source)], keys[part], index
+            RTPHeader(index & 0xFFFF, index * FRAME, ssrc),
+            source[index % len(source)],
+            keys[part],
+            index,
         )
         arrivals.append((sent_at + rng.uniform(0, jitter), part, index, datagram))
     arrivals.sort()
@@ -349,7 +363,9 @@ def damaged_call(
         speakers = SpeakerDirectory()
         speakers.learn(user, ssrc)
         options = {} if hold is None else {"jitter_hold": hold}
-        receiver = VoiceReceiver(_Client(keys[part], loop), speakers, clock=lambda: now[0], **options)  # type: ignore[arg-type]
+        receiver = VoiceReceiver(
+            _Client(keys[part], loop), speakers, clock=lambda: now[0], **options
+        )  # type: ignore[arg-type]
         return receiver
 
     receivers = [receiver_for(0)]
@@ -369,8 +385,13 @@ def damaged_call(
     loop.close()
     assert info is not None
     return {
-        "sent": count, "lost": lost, "away": away, "arrived": len(arrivals),
-        "written": info.voice_packets, "duration": info.duration_secs, "cpu": cpu,
+        "sent": count,
+        "lost": lost,
+        "away": away,
+        "arrived": len(arrivals),
+        "written": info.voice_packets,
+        "duration": info.duration_secs,
+        "cpu": cpu,
     }
 
 
@@ -380,7 +401,11 @@ def upload_memory(data: bytes) -> tuple[int, float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
     try:
         prepare_upload(data, "last-word.mp3", "audio/mpeg")
-        return tracemalloc.get_traced_memory()[1], time.perf_counter() - wall, time.process_time() - cpu
+        return (
+            tracemalloc.get_traced_memory()[1],
+            time.perf_counter() - wall,
+            time.process_time() - cpu,
+        )
     finally:
         tracemalloc.stop()
 

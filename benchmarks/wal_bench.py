@@ -44,9 +44,14 @@ MIB = 1024 * 1024
 
 
 def render(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
-    return [OutboxItem("send", {"channel_id": 1000 + live.id},
-                       {"content": f"{event.kind}: " + "·" * 280, "allowed_mentions": {"parse": []}})
-            for event in events]
+    return [
+        OutboxItem(
+            "send",
+            {"channel_id": 1000 + live.id},
+            {"content": f"{event.kind}: " + "·" * 280, "allowed_mentions": {"parse": []}},
+        )
+        for event in events
+    ]
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -54,8 +59,9 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-async def variant(folder: Path, games: int, seconds: float, pace: float, synchronous: str,
-                  checkpoints: str) -> str:
+async def variant(
+    folder: Path, games: int, seconds: float, pace: float, synchronous: str, checkpoints: str
+) -> str:
     path = folder / f"{synchronous}-{checkpoints}.sqlite3"
     wal = Path(f"{path}-wal")
     if checkpoints == "old":  # every 10 s, PASSIVE alone, no journal_size_limit
@@ -88,8 +94,11 @@ async def variant(folder: Path, games: int, seconds: float, pace: float, synchro
         voted: set[str] = set()
         while time.monotonic() < stop:
             voter = rng.choice([p for p in game.players if game.players[p].alive])
-            command = Unvote(voter) if voter in voted else CastVote(
-                voter, rng.choice(sorted(game.nominations[game.players[voter].city])))
+            command = (
+                Unvote(voter)
+                if voter in voted
+                else CastVote(voter, rng.choice(sorted(game.nominations[game.players[voter].city])))
+            )
             began = time.perf_counter()
             try:
                 await service.apply(live.id, command, source="player")
@@ -117,32 +126,48 @@ async def variant(folder: Path, games: int, seconds: float, pace: float, synchro
     at_end = wal.stat().st_size if wal.exists() else 0
     database = path.stat().st_size
     await storage.close()
-    return (f"synchronous={synchronous:<6} checkpoints={checkpoints}: {len(latencies) / elapsed:6.0f} commands/s, "
-            f"commit p50 {percentile(latencies, 0.5):.1f} ms, p99 {percentile(latencies, 0.99):.1f} ms, "
-            f"max {max(latencies):.0f} ms; WAL largest {largest / MIB:.1f} MiB, at the end "
-            f"{at_end / MIB:.1f} MiB; database {database / MIB:.1f} MiB")
+    return (
+        f"synchronous={synchronous:<6} checkpoints={checkpoints}: {len(latencies) / elapsed:6.0f} commands/s, "
+        f"commit p50 {percentile(latencies, 0.5):.1f} ms, p99 {percentile(latencies, 0.99):.1f} ms, "
+        f"max {max(latencies):.0f} ms; WAL largest {largest / MIB:.1f} MiB, at the end "
+        f"{at_end / MIB:.1f} MiB; database {database / MIB:.1f} MiB"
+    )
 
 
 NEW = bot.storage.sqlite.CHECKPOINT_SECONDS, bot.storage.sqlite.RESTART_FRAMES
 WAL_LIMIT_BYTES = bot.storage.sqlite.WAL_LIMIT_BYTES
 
 
-async def main_async(games: int, seconds: float, pace: float, variants: list[tuple[str, str]]) -> None:
-    print(f"{games} games voting, each sending its next command {pace} s (on average) after the "
-          f"last is committed, {seconds:.0f} s a variant; {os.cpu_count()} CPUs")
+async def main_async(
+    games: int, seconds: float, pace: float, variants: list[tuple[str, str]]
+) -> None:
+    print(
+        f"{games} games voting, each sending its next command {pace} s (on average) after the "
+        f"last is committed, {seconds:.0f} s a variant; {os.cpu_count()} CPUs"
+    )
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as folder:
         for synchronous, checkpoints in variants:
-            print(await variant(Path(folder), games, seconds, pace, synchronous, checkpoints), flush=True)
+            print(
+                await variant(Path(folder), games, seconds, pace, synchronous, checkpoints),
+                flush=True,
+            )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=15.0)
-    parser.add_argument("--pace", type=float, default=0.25,
-                        help="mean seconds between two commands of a game (0: none but a turn of the loop)")
-    parser.add_argument("--variants", default="normal/old,full/old,normal/new,full/new",
-                        help="synchronous/checkpoints pairs, separated by commas")
+    parser.add_argument(
+        "--pace",
+        type=float,
+        default=0.25,
+        help="mean seconds between two commands of a game (0: none but a turn of the loop)",
+    )
+    parser.add_argument(
+        "--variants",
+        default="normal/old,full/old,normal/new,full/new",
+        help="synchronous/checkpoints pairs, separated by commas",
+    )
     args = parser.parse_args()
     variants = [tuple(pair.split("/")) for pair in args.variants.split(",")]
     asyncio.run(main_async(args.games, args.seconds, args.pace, variants))  # type: ignore[arg-type]

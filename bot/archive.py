@@ -132,8 +132,12 @@ class _Replay:
 Listener = Callable[[Command, str, Phase, list[ev.Event]], None]
 
 
-def replay_log(setup: dict[str, Any], seed: int, log_rows: list[tuple[int, dict[str, Any], str]],
-               listen: Listener | None = None) -> tuple[Game, _Replay]:
+def replay_log(
+    setup: dict[str, Any],
+    seed: int,
+    log_rows: list[tuple[int, dict[str, Any], str]],
+    listen: Listener | None = None,
+) -> tuple[Game, _Replay]:
     """Play a stored log again and collect votes, deaths, last words and checks.
 
     A stored command the rules refuse (it cannot be: only accepted commands are
@@ -150,7 +154,12 @@ def replay_log(setup: dict[str, Any], seed: int, log_rows: list[tuple[int, dict[
             command = command_from_dict(data)
             events = game.apply(command)
         except RuleError as error:
-            log.error("stored command %s (%s) refused on replay: %s; left out of the archive", seq, data, error)
+            log.error(
+                "stored command %s (%s) refused on replay: %s; left out of the archive",
+                seq,
+                data,
+                error,
+            )
             continue
         found.log.append((data, source))
         if listen is not None:
@@ -165,17 +174,29 @@ def replay_log(setup: dict[str, Any], seed: int, log_rows: list[tuple[int, dict[
             elif isinstance(event, ev.PlayerKilled):
                 # the dead lose their standing vote (the rules drop it without an event)
                 standing[event.city].pop(event.player, None)
-                found.deaths.append(ArchivedDeath(
-                    event.player, event.city, event.status.value, event.cause.value,
-                    str(event.phase), event.by_city,
-                ))
+                found.deaths.append(
+                    ArchivedDeath(
+                        event.player,
+                        event.city,
+                        event.status.value,
+                        event.cause.value,
+                        str(event.phase),
+                        event.by_city,
+                    )
+                )
             elif isinstance(event, ev.VotesTallied):
                 counted = standing[event.city]
                 if len(counted) != event.voters:
-                    log.error("replay: %s counted %d voters, the events gave %d",
-                              event.city, event.voters, len(counted))
-                found.votes.extend(ArchivedVote(phase.number, event.city, voter, candidate)
-                                   for voter, candidate in counted.items())
+                    log.error(
+                        "replay: %s counted %d voters, the events gave %d",
+                        event.city,
+                        event.voters,
+                        len(counted),
+                    )
+                found.votes.extend(
+                    ArchivedVote(phase.number, event.city, voter, candidate)
+                    for voter, candidate in counted.items()
+                )
             elif isinstance(event, ev.PhaseStarted) and event.stage is Stage.DISCUSSION:
                 for votes in standing.values():
                     votes.clear()
@@ -195,8 +216,9 @@ def build_archive(source: ArchiveSource, *, ended_at: float | None = None) -> Ar
         raise ArchiveError(f"game {record.id} is {record.state}, not finished")
     if record.setup is None or record.seed is None:
         raise ArchiveError(f"game {record.id} was never dealt")
-    game, found = replay_log(record.setup, record.seed,
-                             [(row.seq, row.command, row.source) for row in source.log])
+    game, found = replay_log(
+        record.setup, record.seed, [(row.seq, row.command, row.source) for row in source.log]
+    )
     names = {str(p["id"]): str(p.get("name") or p["id"]) for p in record.lobby.get("players", [])}
     winners = game.winners()
     status_of = {name: game.status_of(name).value for name in game.players}
@@ -205,10 +227,16 @@ def build_archive(source: ArchiveSource, *, ended_at: float | None = None) -> Ar
     for seq, player, phase in found.last_words:
         item_id, payload = voice.get(seq, (None, {}))
         duration = payload.get("duration")
-        last_words.append(ArchivedLastWord(
-            seq, player, phase, item_id, payload.get("path"),
-            float(duration) if isinstance(duration, int | float) else None,
-        ))
+        last_words.append(
+            ArchivedLastWord(
+                seq,
+                player,
+                phase,
+                item_id,
+                payload.get("path"),
+                float(duration) if isinstance(duration, int | float) else None,
+            )
+        )
     counted: dict[str, int] = {}
     for_mafia: dict[str, int] = {}
     for vote in found.votes:
@@ -221,29 +249,53 @@ def build_archive(source: ArchiveSource, *, ended_at: float | None = None) -> Ar
         for name in game.residents[city]:
             status = status_of[name]
             checks = found.checks.get(name, [])
-            players.append(ArchivedPlayer(
-                player=name, name=names.get(name, name), city=city, status=status,
-                side=side_of(status), won=int(won(status, city, winners)),
-                survived=int(game.is_alive(name)), executed=int(name in executed),
-                votes=counted.get(name, 0), votes_mafia=for_mafia.get(name, 0),
-                checks=len(checks), hits=sum(checks),
-            ))
+            players.append(
+                ArchivedPlayer(
+                    player=name,
+                    name=names.get(name, name),
+                    city=city,
+                    status=status,
+                    side=side_of(status),
+                    won=int(won(status, city, winners)),
+                    survived=int(game.is_alive(name)),
+                    executed=int(name in executed),
+                    votes=counted.get(name, 0),
+                    votes_mafia=for_mafia.get(name, 0),
+                    checks=len(checks),
+                    hits=sum(checks),
+                )
+            )
     ended = ended_at
     if ended is None:
         ended = source.log[-1].created_at if source.log else record.created_at
     return ArchivedGame(
-        game_id=record.id, guild_id=record.guild_id, host_id=record.host_id, ended=record.state,
-        created_at=record.created_at, ended_at=ended, seed=record.seed, setup=record.setup,
-        names=names, log=found.log, winners=winners, last_phase=str(game.phase),
-        cities=list(game.cities), deaths=found.deaths, votes=found.votes, last_words=last_words,
+        game_id=record.id,
+        guild_id=record.guild_id,
+        host_id=record.host_id,
+        ended=record.state,
+        created_at=record.created_at,
+        ended_at=ended,
+        seed=record.seed,
+        setup=record.setup,
+        names=names,
+        log=found.log,
+        winners=winners,
+        last_phase=str(game.phase),
+        cities=list(game.cities),
+        deaths=found.deaths,
+        votes=found.votes,
+        last_words=last_words,
         players=players,
     )
 
 
 def replay(archived: ArchivedGame) -> Game:
     """The archived game's final state, replayed from its setup, seed and log."""
-    game, _ = replay_log(archived.setup, archived.seed,
-                         [(index, command, source) for index, (command, source) in enumerate(archived.log, 1)])
+    game, _ = replay_log(
+        archived.setup,
+        archived.seed,
+        [(index, command, source) for index, (command, source) in enumerate(archived.log, 1)],
+    )
     return game
 
 
@@ -332,8 +384,9 @@ class Archiver:
         """Archive a game in the background (once at a time)."""
         task = self._tasks.get(game_id)
         if task is None or task.done():
-            task = asyncio.get_running_loop().create_task(self.archive(game_id, post=post),
-                                                          name=f"archive-{game_id}")
+            task = asyncio.get_running_loop().create_task(
+                self.archive(game_id, post=post), name=f"archive-{game_id}"
+            )
             self._tasks[game_id] = task
             task.add_done_callback(lambda _: self._tasks.pop(game_id, None))
         return task
@@ -353,10 +406,17 @@ class Archiver:
             log.info("game %s is not archived: %s", game_id, error)
             return None
         except Exception:
-            log.exception("game %s could not be archived; it will be tried again at the next start", game_id)
+            log.exception(
+                "game %s could not be archived; it will be tried again at the next start", game_id
+            )
             return None
-        log.info("game %s archived: %s, winners %s, %d players", game_id, archived.ended,
-                 archived.winners or "none", len(archived.players))
+        log.info(
+            "game %s archived: %s, winners %s, %d players",
+            game_id,
+            archived.ended,
+            archived.winners or "none",
+            len(archived.players),
+        )
         if self.on_archived is not None:
             try:
                 self.on_archived(archived)

@@ -62,7 +62,8 @@ def backup(database: Path, out: Path) -> Backup:
                     raise BackupError(f"the copy does not check out: {'; '.join(verdict[:3])}")
                 games, open_games = copy.execute(
                     "SELECT COUNT(*), COUNT(*) FILTER (WHERE state IN ('lobby', 'starting', 'running')) "
-                    "FROM games").fetchone()
+                    "FROM games"
+                ).fetchone()
         _flush(partial)
         os.replace(partial, out)
         _flush(out.parent)
@@ -86,6 +87,8 @@ def _flush(path: Path) -> None:
 
 def restore_steps(database: Path, out: Path) -> str:
     """How to put a backup back, as the command prints it."""
-    return (f"To restore it: stop the bot; move {database} away with its {database.name}-wal and "
-            f"{database.name}-shm files if they are there; copy {out} to {database}; start the bot "
-            f"(its open games load from the backup and go on from there).")
+    return (
+        f"To restore it: stop the bot; move {database} away with its {database.name}-wal and "
+        f"{database.name}-shm files if they are there; copy {out} to {database}; start the bot "
+        f"(its open games load from the backup and go on from there)."
+    )

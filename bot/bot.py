@@ -88,7 +88,12 @@ class ShardFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         """Tag the record (never drops one)."""
         shard = getattr(record, "shard", None)
-        if shard is None and isinstance(record.msg, str) and "Shard ID %s" in record.msg and record.args:
+        if (
+            shard is None
+            and isinstance(record.msg, str)
+            and "Shard ID %s" in record.msg
+            and record.args
+        ):
             args = record.args if isinstance(record.args, tuple) else (record.args,)
             position = record.msg[: record.msg.index("Shard ID %s")].count("%s")
             if position < len(args):
@@ -149,7 +154,9 @@ class ProkuratorBot(commands.AutoShardedBot):
         """Each member's commands per game (:mod:`bot.fairness`)."""
         self._charged: dict[int, tuple[int, int]] = {}
         """Interactions counted against a member's share, until they are done: id → (game, member)."""
-        self.explain_refusal: Callable[[discord.Interaction, RuleError], Awaitable[str | None]] | None = None
+        self.explain_refusal: (
+            Callable[[discord.Interaction, RuleError], Awaitable[str | None]] | None
+        ) = None
         """Words a refusal of the rules better than its catalogue entry (cogs.help sets it)."""
 
     async def setup_hook(self) -> None:
@@ -158,16 +165,25 @@ class ProkuratorBot(commands.AutoShardedBot):
             log.info("invite link: %s", invite_url(self.application_id))
         warm_up()
         self.storage = self._opened_storage or await Storage.open(
-            self.config.database, synchronous=self.config.sqlite_synchronous)
+            self.config.database, synchronous=self.config.sqlite_synchronous
+        )
         self.storage.set_shards(self.shard_ids, self.shard_count)
         if self.shard_ids is not None:
-            log.info("running shard(s) %s of %s", ",".join(map(str, self.shard_ids)), self.shard_count)
+            log.info(
+                "running shard(s) %s of %s", ",".join(map(str, self.shard_ids)), self.shard_count
+            )
         self.service = GameService(self.storage, self.config, clock=self.clock)
-        self.outbox = Outbox(self.storage, self.http, call_timeout=self.config.call_timeout,
-                             self_id=self.user.id if self.user else None)
+        self.outbox = Outbox(
+            self.storage,
+            self.http,
+            call_timeout=self.config.call_timeout,
+            self_id=self.user.id if self.user else None,
+        )
         self.notices = Notices(self.storage)
         if await self.notices.load():
-            log.info("some members have answers Discord did not deliver: shown with their next ones")
+            log.info(
+                "some members have answers Discord did not deliver: shown with their next ones"
+            )
         self.timers = PhaseTimers(
             self.service, reminders=self.config.timers.reminders, clock=self.clock
         )
@@ -180,8 +196,12 @@ class ProkuratorBot(commands.AutoShardedBot):
         restored = await self.service.restore()
         await self.outbox.start()
         armed = self.timers.arm_all()
-        log.info("restored %d open game(s) in %.2f s; %d deadline(s) armed",
-                 len(restored), time.perf_counter() - began, armed)
+        log.info(
+            "restored %d open game(s) in %.2f s; %d deadline(s) armed",
+            len(restored),
+            time.perf_counter() - began,
+            armed,
+        )
         await self.sync_commands()
 
     async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
@@ -221,7 +241,10 @@ class ProkuratorBot(commands.AutoShardedBot):
         """Sync the global command tree when it changed since the last sync; keep the ids
         Discord gave the commands, for the texts' clickable mentions (:mod:`cogs.mentions`)."""
         translator = self.tree.translator
-        payload = [await command.get_translated_payload(self.tree, translator) for command in self.tree.get_commands()]  # type: ignore[arg-type]
+        payload = [
+            await command.get_translated_payload(self.tree, translator)
+            for command in self.tree.get_commands()
+        ]  # type: ignore[arg-type]
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
         key = f"commands:{self.application_id}"
         ids_key = f"command_ids:{self.application_id}"
@@ -294,7 +317,9 @@ class ProkuratorBot(commands.AutoShardedBot):
         if charged is not None and not self.service.applied(interaction.id):
             self.limit.refund(*charged)
 
-    async def on_app_command_completion(self, interaction: discord.Interaction, command: Any) -> None:
+    async def on_app_command_completion(
+        self, interaction: discord.Interaction, command: Any
+    ) -> None:
         """A slash command ran to its end (its errors go to :meth:`handle_error`)."""
         self.share_settled(interaction)
 
@@ -311,13 +336,21 @@ class ProkuratorBot(commands.AutoShardedBot):
         """Turn refusals into the user's localised ephemeral message; log everything else."""
         self.share_settled(interaction)
         if isinstance(original, Expired):
-            log.info("%s by %s: Discord no longer takes the interaction; not applied, not answered",
-                     _command_name(interaction), interaction.user.id)
+            log.info(
+                "%s by %s: Discord no longer takes the interaction; not applied, not answered",
+                _command_name(interaction),
+                interaction.user.id,
+            )
             return
         if isinstance(original, discord.NotFound) and original.code in GONE:
             # a command answered too late (a read-only one: what changes a game answers through
             # cogs.common.answer_lines, which keeps what it could not deliver)
-            log.info("%s by %s could not be answered: %s", _command_name(interaction), interaction.user.id, original)
+            log.info(
+                "%s by %s could not be answered: %s",
+                _command_name(interaction),
+                interaction.user.id,
+                original,
+            )
             return
         language = await self.language_for(interaction)
         if isinstance(original, TooFast):
@@ -327,12 +360,21 @@ class ProkuratorBot(commands.AutoShardedBot):
             option = t(language, key) if key else original.params.get("option")
             text = t(language, original.key, **{**original.params, "option": option})
         elif isinstance(original, RuleError):
-            better = await self.explain_refusal(interaction, original) if self.explain_refusal else None
+            better = (
+                await self.explain_refusal(interaction, original) if self.explain_refusal else None
+            )
             text = better or t(language, f"error.{original.code}", **original.params)
-            log.info("refused %s by %s: %s", _command_name(interaction), interaction.user.id, original)
+            log.info(
+                "refused %s by %s: %s", _command_name(interaction), interaction.user.id, original
+            )
         elif isinstance(original, UserError):
             text = t(language, original.key, **original.params)
-            log.info("refused %s by %s: %s", _command_name(interaction), interaction.user.id, original.key)
+            log.info(
+                "refused %s by %s: %s",
+                _command_name(interaction),
+                interaction.user.id,
+                original.key,
+            )
         elif isinstance(original, NoGame):
             text = t(language, "error.no_game")
         elif isinstance(original, GameExists):
@@ -340,14 +382,22 @@ class ProkuratorBot(commands.AutoShardedBot):
         elif isinstance(original, app_commands.CheckFailure):
             text = t(language, "error.not_allowed")
         elif is_storage_failure(original):  # a read before any change: nothing was applied
-            log.warning("%s by %s: the database failed (%r); refused as not stored",
-                        _command_name(interaction), interaction.user.id, original)
+            log.warning(
+                "%s by %s: the database failed (%r); refused as not stored",
+                _command_name(interaction),
+                interaction.user.id,
+                original,
+            )
             text = t(language, "error.not_stored")
         else:
             log.error(
                 "unexpected error in %s (guild %s, channel %s, user %s, options %s)",
-                _command_name(interaction), interaction.guild_id, interaction.channel_id,
-                interaction.user.id, _options(interaction), exc_info=original,
+                _command_name(interaction),
+                interaction.guild_id,
+                interaction.channel_id,
+                interaction.user.id,
+                _options(interaction),
+                exc_info=original,
             )
             text = t(language, "error.unexpected")
         await reply(interaction, text)
@@ -367,7 +417,9 @@ async def reply(interaction: discord.Interaction, text: str, *, ephemeral: bool 
     """Answer an interaction: a deferred one by editing its "thinking…" message, one answered
     already by a follow-up; then the member's answers Discord did not deliver before."""
     try:
-        deferred = interaction.response.type is discord.InteractionResponseType.deferred_channel_message
+        deferred = (
+            interaction.response.type is discord.InteractionResponseType.deferred_channel_message
+        )
         if deferred:
             await interaction.edit_original_response(content=text)
         elif interaction.response.is_done():
@@ -375,9 +427,15 @@ async def reply(interaction: discord.Interaction, text: str, *, ephemeral: bool 
         else:
             await interaction.response.send_message(text, ephemeral=ephemeral)
     except (discord.HTTPException, discord.RateLimited) as error:
-        gone = isinstance(error, discord.NotFound) and error.code in GONE  # answered too late: expected
-        log.log(logging.INFO if gone else logging.WARNING, "could not answer interaction %s: %s",
-                interaction.id, error)
+        gone = (
+            isinstance(error, discord.NotFound) and error.code in GONE
+        )  # answered too late: expected
+        log.log(
+            logging.INFO if gone else logging.WARNING,
+            "could not answer interaction %s: %s",
+            interaction.id,
+            error,
+        )
         return
     bot = interaction.client
     if isinstance(bot, ProkuratorBot):

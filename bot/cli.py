@@ -29,10 +29,15 @@ def _check_config(args: argparse.Namespace) -> int:
         config = load_config(Path(args.file))
     except ConfigError as error:
         return _fail("check-config", str(error))
-    shards = (f", shards {','.join(map(str, config.shards))} of {config.shard_count}"
-              if config.shards is not None else "")
-    print(f"{args.file}: ok (database {shown_database(config.database)}{shards}, language {config.language}, "
-          f"timers {config.timers.discussion}/{config.timers.voting}/{config.timers.night} s)")
+    shards = (
+        f", shards {','.join(map(str, config.shards))} of {config.shard_count}"
+        if config.shards is not None
+        else ""
+    )
+    print(
+        f"{args.file}: ok (database {shown_database(config.database)}{shards}, language {config.language}, "
+        f"timers {config.timers.discussion}/{config.timers.voting}/{config.timers.night} s)"
+    )
     return 0
 
 
@@ -54,19 +59,30 @@ def _run(args: argparse.Namespace) -> int:
     try:
         shards = parse_shards("--shards", args.shards) if args.shards is not None else config.shards
         if args.shard_count is not None and not 1 <= args.shard_count <= MAX_SHARDS:
-            raise ConfigError(f"--shard-count: must be from 1 to {MAX_SHARDS}, got {args.shard_count}")
+            raise ConfigError(
+                f"--shard-count: must be from 1 to {MAX_SHARDS}, got {args.shard_count}"
+            )
         count = args.shard_count if args.shard_count is not None else config.shard_count
-        check_shards(shards, count, names=(
-            "--shards" if args.shards is not None else "shards",
-            "--shard-count" if args.shard_count is not None or args.shards is not None else "shard_count",
-        ))
+        check_shards(
+            shards,
+            count,
+            names=(
+                "--shards" if args.shards is not None else "shards",
+                "--shard-count"
+                if args.shard_count is not None or args.shards is not None
+                else "shard_count",
+            ),
+        )
     except ConfigError as error:
         return _fail("run", str(error))
     config = replace(config, shards=shards, shard_count=count)
     token = os.environ.get("DISCORD_TOKEN", "").strip()
     if not token:
-        return _fail("run", "DISCORD_TOKEN is not set: put the bot's token in the environment "
-                            "(it is never read from the config file)")
+        return _fail(
+            "run",
+            "DISCORD_TOKEN is not set: put the bot's token in the environment "
+            "(it is never read from the config file)",
+        )
     logging.basicConfig(stream=sys.stderr, level=level, format=LOG_FORMAT)
     for handler in logging.getLogger().handlers:
         handler.addFilter(ShardFilter())
@@ -82,8 +98,10 @@ async def _serve(config: Any, token: str) -> int:
     from bot.storage import Storage, StorageError
 
     if point_from_environment():
-        log.warning("discord.py points at %s (DISCORD_API_BASE/DISCORD_GATEWAY_URL)",
-                    os.environ.get("DISCORD_API_BASE"))
+        log.warning(
+            "discord.py points at %s (DISCORD_API_BASE/DISCORD_GATEWAY_URL)",
+            os.environ.get("DISCORD_API_BASE"),
+        )
     try:
         storage = await Storage.open(config.database, synchronous=config.sqlite_synchronous)
     except StorageError as error:
@@ -99,8 +117,9 @@ async def _serve(config: Any, token: str) -> int:
     except discord.LoginFailure:
         return _fail("run", "Discord refused the token in DISCORD_TOKEN (login failed)", 1)
     except discord.PrivilegedIntentsRequired:
-        return _fail("run", "enable the Server Members intent for the bot in the Discord "
-                            "developer portal", 1)
+        return _fail(
+            "run", "enable the Server Members intent for the bot in the Discord developer portal", 1
+        )
     except (TimeoutError, aiohttp.ClientError, OSError, discord.GatewayNotFound) as error:
         return _fail("run", f"cannot reach Discord at {_api_host()}: {_reason(error)}", 1)
     except discord.HTTPException as error:
@@ -214,8 +233,10 @@ def _rebuild_stats(args: argparse.Namespace) -> int:
         archived, counted = asyncio.run(rebuild())
     except StorageError as error:
         return _fail("rebuild-stats", str(error))
-    print(f"{args.database}: {archived} game(s) archived now; figures and ratings rebuilt "
-          f"from {counted} game(s) played to the end")
+    print(
+        f"{args.database}: {archived} game(s) archived now; figures and ratings rebuilt "
+        f"from {counted} game(s) played to the end"
+    )
     return 0
 
 
@@ -224,16 +245,21 @@ def _backup(args: argparse.Namespace) -> int:
     from bot.storage import is_postgres
 
     if is_postgres(args.database):
-        return _fail("backup", "this copies a SQLite file; for PostgreSQL use its own tool: "
-                               "pg_dump --format=custom --file=FILE URL (restore: pg_restore --clean "
-                               "--dbname=URL FILE)")
+        return _fail(
+            "backup",
+            "this copies a SQLite file; for PostgreSQL use its own tool: "
+            "pg_dump --format=custom --file=FILE URL (restore: pg_restore --clean "
+            "--dbname=URL FILE)",
+        )
     database, out = Path(args.database), Path(args.out)
     try:
         made = backup(database, out)
     except BackupError as error:
         return _fail("backup", str(error))
-    print(f"{database}: backed up to {out} ({made.size / 1024:.0f} KiB, {made.games} game(s), "
-          f"{made.open_games} open)")
+    print(
+        f"{database}: backed up to {out} ({made.size / 1024:.0f} KiB, {made.games} game(s), "
+        f"{made.open_games} open)"
+    )
     print(restore_steps(database, out))
     return 0
 
@@ -258,27 +284,40 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run the bot (token from DISCORD_TOKEN)")
     run.add_argument("--config", help="a YAML config file (optional; see config.example.yaml)")
     run.add_argument("--log-level", help="override the config's log_level")
-    run.add_argument("--shards", help="the shards this process runs, e.g. 0-3 or 0,2 "
-                                      "(default: the config's shards, else all of them)")
-    run.add_argument("--shard-count", type=int,
-                     help="the bot's number of shards in all (needed with --shards unless the "
-                          "config has shard_count)")
+    run.add_argument(
+        "--shards",
+        help="the shards this process runs, e.g. 0-3 or 0,2 "
+        "(default: the config's shards, else all of them)",
+    )
+    run.add_argument(
+        "--shard-count",
+        type=int,
+        help="the bot's number of shards in all (needed with --shards unless the "
+        "config has shard_count)",
+    )
     run.set_defaults(handler=_run)
     check = commands.add_parser("check-config", help="validate a config file without connecting")
     check.add_argument("file", help="the YAML config file")
     check.set_defaults(handler=_check_config)
     export = commands.add_parser(
-        "export", help="write a finished game as a scenario file that `simulate` replays")
-    export.add_argument("--database", required=True, help="the bot's SQLite file or postgresql:// URL")
+        "export", help="write a finished game as a scenario file that `simulate` replays"
+    )
+    export.add_argument(
+        "--database", required=True, help="the bot's SQLite file or postgresql:// URL"
+    )
     export.add_argument("--game", required=True, type=int, help="the game's number")
     export.add_argument("--out", help="the file to write (default: standard output)")
     export.set_defaults(handler=_export)
     rebuild = commands.add_parser(
-        "rebuild-stats", help="recompute every player's figures and rating from the archive")
-    rebuild.add_argument("--database", required=True, help="the bot's SQLite file or postgresql:// URL")
+        "rebuild-stats", help="recompute every player's figures and rating from the archive"
+    )
+    rebuild.add_argument(
+        "--database", required=True, help="the bot's SQLite file or postgresql:// URL"
+    )
     rebuild.set_defaults(handler=_rebuild_stats)
     saved = commands.add_parser(
-        "backup", help="copy a SQLite database, running or not, consistently (PostgreSQL: pg_dump)")
+        "backup", help="copy a SQLite database, running or not, consistently (PostgreSQL: pg_dump)"
+    )
     saved.add_argument("--database", required=True, help="the bot's SQLite file")
     saved.add_argument("--out", required=True, help="the backup to write (a new file)")
     saved.set_defaults(handler=_backup)

@@ -78,8 +78,13 @@ def _release(interaction: Any) -> None:
 class CollectorPolicy:
     """Freezes the survivors of each full collection; thaws and collects all now and then."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, *, thaw_every: float = THAW_EVERY,
-                 clock: Any = time.monotonic) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        thaw_every: float = THAW_EVERY,
+        clock: Any = time.monotonic,
+    ) -> None:
         self.loop = loop
         self.thaw_every = thaw_every
         self.clock = clock
@@ -130,5 +135,8 @@ class CollectorPolicy:
         freed = gc.collect()
         gc.freeze()
         self._thawed_at = self.clock()
-        log.info("full collection of everything: %d freed in %.0f ms", freed,
-                 (time.perf_counter() - began) * 1000)
+        log.info(
+            "full collection of everything: %d freed in %.0f ms",
+            freed,
+            (time.perf_counter() - began) * 1000,
+        )

@@ -164,8 +164,12 @@ def parse_shards(key: str, value: Any) -> tuple[int, ...]:
     return tuple(sorted(found))
 
 
-def check_shards(shards: tuple[int, ...] | None, shard_count: int | None, *,
-                 names: tuple[str, str] = ("shards", "shard_count")) -> None:
+def check_shards(
+    shards: tuple[int, ...] | None,
+    shard_count: int | None,
+    *,
+    names: tuple[str, str] = ("shards", "shard_count"),
+) -> None:
     """Shards given need their count, and each must be below it (``names``: how the two are
     called where they were given, for the message).
 
@@ -178,8 +182,10 @@ def check_shards(shards: tuple[int, ...] | None, shard_count: int | None, *,
     if shards is not None and shard_count is not None:
         beyond = [shard for shard in shards if shard >= shard_count]
         if beyond:
-            raise ConfigError(f"{shards_name}: shard {beyond[0]} does not exist with "
-                              f"{count_name} {shard_count} (shards are 0 to {shard_count - 1})")
+            raise ConfigError(
+                f"{shards_name}: shard {beyond[0]} does not exist with "
+                f"{count_name} {shard_count} (shards are 0 to {shard_count - 1})"
+            )
 
 
 def _check_int(key: str, value: Any, low: int, high: int | None = None) -> int:
@@ -309,26 +315,34 @@ def _timers(section: Mapping[str, Any], default: Timers) -> Timers:
 def _last_word(section: Mapping[str, Any], default: LastWord) -> LastWord:
     _unknown("last_word.", section, tuple(f.name for f in fields(LastWord)))
     limits = {
-        "join_timeout": (5, 600), "dave_timeout": (1, 120), "progress_every": (1, 60),
-        "max_upload_mib": (1, 25), "leave_grace": (0, 170), "reconnect_attempts": (0, 10),
+        "join_timeout": (5, 600),
+        "dave_timeout": (1, 120),
+        "progress_every": (1, 60),
+        "max_upload_mib": (1, 25),
+        "leave_grace": (0, 170),
+        "reconnect_attempts": (0, 10),
     }
-    return replace(default, **{
-        name: _check_int(f"last_word.{name}", section[name], *limits[name])
-        for name in section
-    })
+    return replace(
+        default,
+        **{name: _check_int(f"last_word.{name}", section[name], *limits[name]) for name in section},
+    )
 
 
 def _channels(section: Mapping[str, Any], default: Channels) -> Channels:
     _unknown("channels.", section, tuple(f.name for f in fields(Channels)))
     channels: dict[str, Any] = {}
     if "everyone_reads" in section:
-        channels["everyone_reads"] = _check_bool("channels.everyone_reads", section["everyone_reads"])
+        channels["everyone_reads"] = _check_bool(
+            "channels.everyone_reads", section["everyone_reads"]
+        )
     if "at_end" in section:
         if section["at_end"] not in ("keep", "delete"):
             raise ConfigError(f"channels.at_end: must be keep or delete, got {section['at_end']!r}")
         channels["at_end"] = section["at_end"]
     if "archive_after" in section:
-        channels["archive_after"] = _check_int("channels.archive_after", section["archive_after"], 0, 31_536_000)
+        channels["archive_after"] = _check_int(
+            "channels.archive_after", section["archive_after"], 0, 31_536_000
+        )
     return replace(default, **channels)
 
 
@@ -339,7 +353,9 @@ def _fairness(section: Mapping[str, Any], default: Fairness) -> Fairness:
         if name in section:
             fairness[name] = _check_int(f"fairness.{name}", section[name], 0, 10_000)
     if "stage_settle" in section:
-        fairness["stage_settle"] = _check_seconds("fairness.stage_settle", section["stage_settle"], 60)
+        fairness["stage_settle"] = _check_seconds(
+            "fairness.stage_settle", section["stage_settle"], 60
+        )
     result = replace(default, **fairness)
     if result.burst and not result.per_minute:
         raise ConfigError("fairness.per_minute: must be at least 1 when fairness.burst is set")
@@ -376,11 +392,15 @@ def database_setting(value: str) -> Path | str:
     if re.match(r"^[a-z][a-z0-9+.-]*://", value):
         parts = urlsplit(value)
         if parts.scheme not in ("postgresql", "postgres"):
-            raise ConfigError(f"database: {parts.scheme}:// is not supported (a SQLite file path "
-                              "or a postgresql:// URL)")
+            raise ConfigError(
+                f"database: {parts.scheme}:// is not supported (a SQLite file path "
+                "or a postgresql:// URL)"
+            )
         if not parts.path.strip("/"):
-            raise ConfigError("database: the postgresql:// URL names no database "
-                              "(postgresql://user:password@host/NAME)")
+            raise ConfigError(
+                "database: the postgresql:// URL names no database "
+                "(postgresql://user:password@host/NAME)"
+            )
         return value
     return Path(value)
 
@@ -399,8 +419,10 @@ def load_config(path: Path | None) -> Config:
     if path is None:
         return Config()
     if not path.exists():
-        raise ConfigError(f"cannot read {path}: there is no such file; start one from the example: "
-                          f"cp config.example.yaml {path}")
+        raise ConfigError(
+            f"cannot read {path}: there is no such file; start one from the example: "
+            f"cp config.example.yaml {path}"
+        )
     try:
         data, _ = read_yaml(path)
     except YamlFileError as error:

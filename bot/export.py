@@ -65,7 +65,9 @@ def scenario_names(ids: list[str], names: dict[str, str]) -> dict[str, str]:
     chosen: dict[str, str] = {}
     taken: set[str] = set()
     for player in ids:
-        base = _SPACE.sub("_", "".join(c if c.isprintable() else " " for c in names.get(player, player)).strip())
+        base = _SPACE.sub(
+            "_", "".join(c if c.isprintable() else " " for c in names.get(player, player)).strip()
+        )
         base = base.strip("_") or "player"
         if base.casefold() == HOST:
             base += "_"
@@ -84,9 +86,13 @@ def _touring_per_night(archived: ArchivedGame, setup: Setup) -> list[str]:
     nights: list[str] = []
 
     def note(events: list[Event]) -> None:
-        nights.extend(event.touring_city for event in events
-                      if isinstance(event, PhaseStarted) and event.stage is Stage.NIGHT
-                      and event.touring_city is not None)
+        nights.extend(
+            event.touring_city
+            for event in events
+            if isinstance(event, PhaseStarted)
+            and event.stage is Stage.NIGHT
+            and event.touring_city is not None
+        )
 
     note(game.opening_events())
     for command, _ in archived.log:
@@ -99,7 +105,11 @@ def player_ids(archived: ArchivedGame, setup: Setup) -> list[str]:
     in the order he came."""
     ids = [player for city in setup.cities for player, _ in city.residents]
     for logged, _source in archived.log:
-        if logged.get("by") == "host" and logged.get("verb") == Replace.verb and isinstance(logged.get("new"), str):
+        if (
+            logged.get("by") == "host"
+            and logged.get("verb") == Replace.verb
+            and isinstance(logged.get("new"), str)
+        ):
             ids.append(str(logged["new"]))
     return ids
 
@@ -135,16 +145,21 @@ def scenario_data(archived: ArchivedGame) -> dict[str, Any]:
             steps.append(" ".join([HOST, command.verb, *words]))
         else:
             raise ExportError(f"the command {command.verb!r} has no scenario step")
-    rules = {key: value for key, value in setup.options.to_dict().items()
-             if key != "touring_order" and value is not None}
+    rules = {
+        key: value
+        for key, value in setup.options.to_dict().items()
+        if key != "touring_order" and value is not None
+    }
     touring = list(setup.options.touring_order) if setup.options.touring_order else None
     if retoured:
         touring = _touring_per_night(archived, setup) or list(setup.city_names)
     scenario: dict[str, Any] = {
         "seed": archived.seed,
         "rules": rules,
-        "cities": {city.name: {names[player]: status.value for player, status in city.residents}
-                   for city in setup.cities},
+        "cities": {
+            city.name: {names[player]: status.value for player, status in city.residents}
+            for city in setup.cities
+        },
     }
     if touring is not None:
         scenario["touring_order"] = touring
@@ -155,8 +170,16 @@ def scenario_data(archived: ArchivedGame) -> dict[str, Any]:
 def _expected(archived: ArchivedGame, names: dict[str, str]) -> dict[str, Any]:
     """The result the archive recorded, as the simulator's JSON has it."""
     return {
-        "deaths": [{"player": names.get(d.player, d.player), "city": d.city, "status": d.status,
-                    "cause": d.cause, "phase": d.phase} for d in archived.deaths],
+        "deaths": [
+            {
+                "player": names.get(d.player, d.player),
+                "city": d.city,
+                "status": d.status,
+                "cause": d.cause,
+                "phase": d.phase,
+            }
+            for d in archived.deaths
+        ],
         "winners": list(archived.winners),
         "over": archived.over,
     }
@@ -171,9 +194,11 @@ def export_scenario(archived: ArchivedGame) -> str:
     """
     data = scenario_data(archived)
     body = yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=1000)
-    header = (f"# Прокуратор: game {archived.game_id}, "
-              f"{'played to the end' if archived.over else 'ended by the host'}.\n"
-              "# Check it: mafia-bot simulate THIS_FILE\n")
+    header = (
+        f"# Прокуратор: game {archived.game_id}, "
+        f"{'played to the end' if archived.over else 'ended by the host'}.\n"
+        "# Check it: mafia-bot simulate THIS_FILE\n"
+    )
     text = header + body
     try:
         scenario = load_scenario(parse_yaml(text))
@@ -182,13 +207,17 @@ def export_scenario(archived: ArchivedGame) -> str:
     result = run_scenario(scenario)
     refused = [step for step in result.steps if not step.ok]
     if refused:
-        raise ExportError(f"step {refused[0].step!r} is refused when simulated ({refused[0].error})")
+        raise ExportError(
+            f"step {refused[0].step!r} is refused when simulated ({refused[0].error})"
+        )
     simulated = result_json(result)
     ids = player_ids(archived, Setup.from_dict(archived.setup))
     expected = _expected(archived, scenario_names(ids, archived.names))
     for key in ("deaths", "winners", "over"):
         if simulated[key] != expected[key]:
-            raise ExportError(f"the simulated {key} differ from the game's: {simulated[key]} != {expected[key]}")
+            raise ExportError(
+                f"the simulated {key} differ from the game's: {simulated[key]} != {expected[key]}"
+            )
     return text
 
 

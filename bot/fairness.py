@@ -75,13 +75,23 @@ class CommandLimit:
         if bucket.tokens >= 1.0:
             bucket.tokens -= 1.0
             if bucket.refused:
-                log.info("game %s: member %s is accepted again after %d refused command(s)",
-                         game_id, member_id, bucket.refused)
+                log.info(
+                    "game %s: member %s is accepted again after %d refused command(s)",
+                    game_id,
+                    member_id,
+                    bucket.refused,
+                )
                 bucket.refused = 0
             return
         if not bucket.refused:
-            log.info("game %s: member %s sends commands faster than %s a minute past a burst of %s: "
-                     "refused until his bucket refills", game_id, member_id, self.rate * 60, self.burst)
+            log.info(
+                "game %s: member %s sends commands faster than %s a minute past a burst of %s: "
+                "refused until his bucket refills",
+                game_id,
+                member_id,
+                self.rate * 60,
+                self.burst,
+            )
         bucket.refused += 1
         raise TooFast(max(1, math.ceil((1.0 - bucket.tokens) / self.rate)))
 

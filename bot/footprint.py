@@ -152,8 +152,16 @@ class Footprint:
         return {role.id for role in self.roles}
 
 
-def declared(live: LiveGame | None, game: Game | None, layout: Layout, *, over: bool = False,
-             reveal: bool = False, revived: Collection[str] = (), night: bool | None = None) -> Footprint:
+def declared(
+    live: LiveGame | None,
+    game: Game | None,
+    layout: Layout,
+    *,
+    over: bool = False,
+    reveal: bool = False,
+    revived: Collection[str] = (),
+    night: bool | None = None,
+) -> Footprint:
     """What the game should have on Discord (``layout`` with ids or provisioning keys).
 
     ``over``: the game has ended (every channel read-only, the tribune silent); with
@@ -174,41 +182,109 @@ def declared(live: LiveGame | None, game: Game | None, layout: Layout, *, over: 
 
     roles: list[RoleSpec] = []
     for city in layout.cities:
-        roles.append(RoleSpec(("roles", "cities", city.name, "living"), city.living,
-                              name("game_role.living", city=city.name)))
+        roles.append(
+            RoleSpec(
+                ("roles", "cities", city.name, "living"),
+                city.living,
+                name("game_role.living", city=city.name),
+            )
+        )
         if city.quiet is not None:
-            roles.append(RoleSpec(("roles", "cities", city.name, "quiet"), city.quiet,
-                                  name("game_role.quiet", city=city.name)))
+            roles.append(
+                RoleSpec(
+                    ("roles", "cities", city.name, "quiet"),
+                    city.quiet,
+                    name("game_role.quiet", city=city.name),
+                )
+            )
     roles.append(RoleSpec(("roles", "dead"), layout.dead_role, name("game_role.dead")))
     if layout.spectators is not None:
         roles.append(RoleSpec(("spectators",), layout.spectators, name("game_role.spectators")))
 
     category = layout.category
-    places = [PlaceSpec(("category",), category, CATEGORY, name("channel.category"), None, tuple(layout.base()))]
+    places = [
+        PlaceSpec(
+            ("category",), category, CATEGORY, name("channel.category"), None, tuple(layout.base())
+        )
+    ]
     for city in layout.cities:
-        places.append(PlaceSpec(("cities", city.name, "text"), city.text, TEXT, name("channel.city", city=city.name),
-                                category, tuple(layout.city_overwrites(city.name, over=over, closed=closed)),
-                                topic("channel.topic.city", city=city.name)))
-        places.append(PlaceSpec(("cities", city.name, "mafia"), city.mafia, TEXT,
-                                name("channel.mafia", city=city.name), category,
-                                tuple(layout.mafia_overwrites(game, city.name, over=over, reveal=reveal,
-                                                              revived=revived)),
-                                topic("channel.topic.mafia", city=city.name)))
-    places.append(PlaceSpec(("voice",), layout.voice, VOICE_CHANNEL, name("channel.voice"), category,
-                            tuple(layout.voice_overwrites(over=over))))
-    places.append(PlaceSpec(("dead",), layout.dead, TEXT, name("channel.dead"), category,
-                            tuple(layout.dead_overwrites(over=over)),
-                            topic("channel.topic.dead")))
-    places.append(PlaceSpec(("log",), layout.log, TEXT, name("channel.log"), category,
-                            tuple(layout.log_overwrites(over=over, reveal=reveal)),
-                            topic("channel.topic.log")))
+        places.append(
+            PlaceSpec(
+                ("cities", city.name, "text"),
+                city.text,
+                TEXT,
+                name("channel.city", city=city.name),
+                category,
+                tuple(layout.city_overwrites(city.name, over=over, closed=closed)),
+                topic("channel.topic.city", city=city.name),
+            )
+        )
+        places.append(
+            PlaceSpec(
+                ("cities", city.name, "mafia"),
+                city.mafia,
+                TEXT,
+                name("channel.mafia", city=city.name),
+                category,
+                tuple(
+                    layout.mafia_overwrites(
+                        game, city.name, over=over, reveal=reveal, revived=revived
+                    )
+                ),
+                topic("channel.topic.mafia", city=city.name),
+            )
+        )
+    places.append(
+        PlaceSpec(
+            ("voice",),
+            layout.voice,
+            VOICE_CHANNEL,
+            name("channel.voice"),
+            category,
+            tuple(layout.voice_overwrites(over=over)),
+        )
+    )
+    places.append(
+        PlaceSpec(
+            ("dead",),
+            layout.dead,
+            TEXT,
+            name("channel.dead"),
+            category,
+            tuple(layout.dead_overwrites(over=over)),
+            topic("channel.topic.dead"),
+        )
+    )
+    places.append(
+        PlaceSpec(
+            ("log",),
+            layout.log,
+            TEXT,
+            name("channel.log"),
+            category,
+            tuple(layout.log_overwrites(over=over, reveal=reveal)),
+            topic("channel.topic.log"),
+        )
+    )
 
-    seats = [] if game is None else [
-        Seat(int(player), layout.role_of(game, player) if game.is_alive(player) or player in revived
-             else layout.dead_role) for player in game.players]
+    seats = (
+        []
+        if game is None
+        else [
+            Seat(
+                int(player),
+                layout.role_of(game, player)
+                if game.is_alive(player) or player in revived
+                else layout.dead_role,
+            )
+            for player in game.players
+        ]
+    )
     if layout.spectators is not None and live is not None:
-        seats.extend(Seat(int(user), layout.spectators, spectator=True)
-                     for user in live.record.channels.get("watching", []))
+        seats.extend(
+            Seat(int(user), layout.spectators, spectator=True)
+            for user in live.record.channels.get("watching", [])
+        )
     return Footprint(game_id, layout.guild, tuple(roles), tuple(places), tuple(seats))
 
 
@@ -222,22 +298,44 @@ def member_changes(before: Footprint, after: Footprint, users: Collection[int]) 
         return [(seat.user, seat.role) for seat in footprint.seats if seat.user in users]
 
     def grants(footprint: Footprint) -> dict[tuple[Target, Target], Overwrite]:
-        return {(place.id, o.target): o for place in footprint.places for o in place.overwrites
-                if o.type == MEMBER and int(o.target) in users}
+        return {
+            (place.id, o.target): o
+            for place in footprint.places
+            for o in place.overwrites
+            if o.type == MEMBER and int(o.target) in users
+        }
 
     guild = after.guild
     old_seats, new_seats = seats(before), seats(after)
-    items = [OutboxItem("member_role", {"guild_id": guild, "user_id": user, "role": role}, {"add": False})
-             for user, role in old_seats if (user, role) not in new_seats]
+    items = [
+        OutboxItem(
+            "member_role", {"guild_id": guild, "user_id": user, "role": role}, {"add": False}
+        )
+        for user, role in old_seats
+        if (user, role) not in new_seats
+    ]
     old_grants, new_grants = grants(before), grants(after)
     for (place, member), overwrite in new_grants.items():
         if old_grants.get((place, member)) != overwrite:
-            items.append(OutboxItem("overwrite", {"channel_id": place, "id": member, "type": MEMBER},
-                                    {"allow": str(overwrite.allow), "deny": str(overwrite.deny)}))
-    items += [OutboxItem("overwrite", {"channel_id": place, "id": member, "type": MEMBER}, {"delete": True})
-              for place, member in old_grants if (place, member) not in new_grants]
-    items += [OutboxItem("member_role", {"guild_id": guild, "user_id": user, "role": role}, {"add": True})
-              for user, role in new_seats if (user, role) not in old_seats]
+            items.append(
+                OutboxItem(
+                    "overwrite",
+                    {"channel_id": place, "id": member, "type": MEMBER},
+                    {"allow": str(overwrite.allow), "deny": str(overwrite.deny)},
+                )
+            )
+    items += [
+        OutboxItem(
+            "overwrite", {"channel_id": place, "id": member, "type": MEMBER}, {"delete": True}
+        )
+        for place, member in old_grants
+        if (place, member) not in new_grants
+    ]
+    items += [
+        OutboxItem("member_role", {"guild_id": guild, "user_id": user, "role": role}, {"add": True})
+        for user, role in new_seats
+        if (user, role) not in old_seats
+    ]
     return items
 
 
@@ -247,8 +345,9 @@ def death_items(game: Game, channels: dict[str, Any], player: str) -> list[Outbo
     layout = layout_of(channels)
     if layout is None:
         return []
-    return member_changes(declared(None, game, layout, revived={player}), declared(None, game, layout),
-                          {int(player)})
+    return member_changes(
+        declared(None, game, layout, revived={player}), declared(None, game, layout), {int(player)}
+    )
 
 
 def quiet_night_items(game: Game, channels: dict[str, Any], *, night: bool) -> list[OutboxItem]:
@@ -268,15 +367,24 @@ def quiet_night_items(game: Game, channels: dict[str, Any], *, night: bool) -> l
             if overwrite.type != ROLE or old.role_overwrite(overwrite.target) == overwrite:
                 continue
             target = overwrite.target
-            items.append(OutboxItem(
-                "overwrite", {"channel_id": new.id, "id": int(target) if str(target).isdigit() else target,
-                              "type": ROLE},
-                {"allow": str(overwrite.allow), "deny": str(overwrite.deny)},
-                **({"lane": "provision"} if target in twins else {})))
+            items.append(
+                OutboxItem(
+                    "overwrite",
+                    {
+                        "channel_id": new.id,
+                        "id": int(target) if str(target).isdigit() else target,
+                        "type": ROLE,
+                    },
+                    {"allow": str(overwrite.allow), "deny": str(overwrite.deny)},
+                    **({"lane": "provision"} if target in twins else {}),
+                )
+            )
     return items
 
 
-def replacement_items(live: LiveGame, game: Game, old: str, new: str, *, quiet: bool) -> list[OutboxItem]:
+def replacement_items(
+    live: LiveGame, game: Game, old: str, new: str, *, quiet: bool
+) -> list[OutboxItem]:
     """``new`` took ``old``'s place (the game already names ``new``): the difference between the
     footprint with ``old`` in the seat and with ``new`` (the seat's game role, the city's quiet
     twin if the newcomer turned pings off and the twin exists; a mafioso's room overwrite).
@@ -290,16 +398,30 @@ def replacement_items(live: LiveGame, game: Game, old: str, new: str, *, quiet: 
     layout.quiet = (layout.quiet - {old}) | ({new} if quiet and city.quiet is not None else set())
     channels["quiet"] = sorted(layout.quiet)
     after = declared(None, game, layout)
-    before = _seated(after, int(new), int(old), old_role if game.is_alive(new) else layout.dead_role)
+    before = _seated(
+        after, int(new), int(old), old_role if game.is_alive(new) else layout.dead_role
+    )
     return member_changes(before, after, {int(old), int(new)})
 
 
 def _seated(footprint: Footprint, new: int, old: int, role: Target) -> Footprint:
     """The footprint with ``old`` (holding ``role``) where it has ``new``."""
-    seats = tuple(Seat(old, role) if seat.user == new and not seat.spectator else seat for seat in footprint.seats)
-    places = tuple(replace(place, overwrites=tuple(
-        Overwrite(old, o.allow, o.deny, o.type) if o.type == MEMBER and o.target == new else o
-        for o in place.overwrites)) for place in footprint.places)
+    seats = tuple(
+        Seat(old, role) if seat.user == new and not seat.spectator else seat
+        for seat in footprint.seats
+    )
+    places = tuple(
+        replace(
+            place,
+            overwrites=tuple(
+                Overwrite(old, o.allow, o.deny, o.type)
+                if o.type == MEMBER and o.target == new
+                else o
+                for o in place.overwrites
+            ),
+        )
+        for place in footprint.places
+    )
     return replace(footprint, seats=seats, places=places)
 
 
@@ -317,8 +439,9 @@ def cohost_items(live: LiveGame, member: int, *, add: bool) -> list[OutboxItem]:
     return member_changes(before, declared(None, live.game, layout), {member})
 
 
-def role_made_items(live: LiveGame, game: Game | None, layout: Layout, key: Target, *,
-                    over: bool = False) -> list[OutboxItem]:
+def role_made_items(
+    live: LiveGame, game: Game | None, layout: Layout, key: Target, *, over: bool = False
+) -> list[OutboxItem]:
     """A game role made mid-game (``layout`` already names it by ``key``: a quiet twin, the
     spectators'): the role as the footprint declares it, then its overwrite on every channel
     where the footprint gives it one, all in the provisioning lane (the overwrites name it by
@@ -329,13 +452,20 @@ def role_made_items(live: LiveGame, game: Game | None, layout: Layout, key: Targ
     for place in footprint.places:
         found = place.role_overwrite(key)
         if found is not None:
-            items.append(OutboxItem("overwrite", {"channel_id": place.id, "id": key, "type": ROLE},
-                                    {"allow": str(found.allow), "deny": str(found.deny)}, lane="provision"))
+            items.append(
+                OutboxItem(
+                    "overwrite",
+                    {"channel_id": place.id, "id": key, "type": ROLE},
+                    {"allow": str(found.allow), "deny": str(found.deny)},
+                    lane="provision",
+                )
+            )
     return items
 
 
-def quiet_items(live: LiveGame, game: Game, player: str, *, wants_pings: bool,
-                lane: str = "permissions") -> list[OutboxItem]:
+def quiet_items(
+    live: LiveGame, game: Game, player: str, *, wants_pings: bool, lane: str = "permissions"
+) -> list[OutboxItem]:
     """A living player turns pings on or off mid-game: the footprint's seat moves from his city's
     living role to its quiet twin (or back). The twin is made the first time a resident of the
     city needs it (:func:`role_made_items`, under ``notify:quiet:<city>``), and the swap follows
@@ -359,7 +489,10 @@ def quiet_items(live: LiveGame, game: Game, player: str, *, wants_pings: bool,
     layout.quiet ^= {player}
     channels["quiet"] = sorted(layout.quiet)
     changes = member_changes(before, declared(None, game, layout), {int(player)})
-    return items + [replace(item, lane=lane) for item in sorted(changes, key=lambda item: not item.payload["add"])]
+    return items + [
+        replace(item, lane=lane)
+        for item in sorted(changes, key=lambda item: not item.payload["add"])
+    ]
 
 
 def watch_items(live: LiveGame, user_id: int, *, watch: bool, busy: bool) -> list[OutboxItem]:
@@ -388,11 +521,15 @@ def made_mid_game(layout: Layout) -> bool:
     """Whether the layout names a role made mid-game (a quiet twin, the spectators') by the key it
     is made under: an intent naming it then goes in the provisioning lane, after its making
     (carried out before the role is made, the key would name nothing)."""
-    return any(isinstance(key, str) and not key.isdigit()
-               for key in [layout.spectators, *(city.quiet for city in layout.cities)])
+    return any(
+        isinstance(key, str) and not key.isdigit()
+        for key in [layout.spectators, *(city.quiet for city in layout.cities)]
+    )
 
 
-def end_items(channels: dict[str, Any], game: Game | None, *, reveal: bool) -> tuple[list[OutboxItem], str]:
+def end_items(
+    channels: dict[str, Any], game: Game | None, *, reveal: bool
+) -> tuple[list[OutboxItem], str]:
     """The end's lock: the difference between the footprint of the game running and of the game
     over, as one edit of each channel whose overwrites change (its whole list, one call). In the
     permissions lane, or in the provisioning lane while the layout names a role made mid-game by
@@ -404,9 +541,16 @@ def end_items(channels: dict[str, Any], game: Game | None, *, reveal: bool) -> t
     lane = "provision" if made_mid_game(layout) else "permissions"
     before = {place.id: place for place in declared(None, game, layout).places}
     after = declared(None, game, layout, over=True, reveal=reveal)
-    items = [OutboxItem("edit_channel", {"channel_id": place.id},
-                        {"permission_overwrites": [o.to_dict() for o in place.overwrites]}, lane=lane)
-             for place in after.places if before[place.id].overwrites != place.overwrites]
+    items = [
+        OutboxItem(
+            "edit_channel",
+            {"channel_id": place.id},
+            {"permission_overwrites": [o.to_dict() for o in place.overwrites]},
+            lane=lane,
+        )
+        for place in after.places
+        if before[place.id].overwrites != place.overwrites
+    ]
     return items, lane
 
 
@@ -420,42 +564,83 @@ def provision_plan(live: LiveGame, game: Game, layout: Layout) -> list[OutboxIte
     reason = phrase(live, "channel.category", game=live.id)
     items = [create_role_item(footprint, role, reason) for role in footprint.roles]
     items += [create_channel_item(footprint, place, reason) for place in footprint.places]
-    items += [OutboxItem("member_role", {"guild_id": footprint.guild, "user_id": seat.user, "role": seat.role},
-                         {"add": True}, lane="provision") for seat in footprint.seats]
+    items += [
+        OutboxItem(
+            "member_role",
+            {"guild_id": footprint.guild, "user_id": seat.user, "role": seat.role},
+            {"add": True},
+            lane="provision",
+        )
+        for seat in footprint.seats
+    ]
     # last: remove a duplicate that a create whose answer was lost may have left
     made = [entry.payload for entry in items if entry.kind in ("create_role", "create_channel")]
-    items.append(OutboxItem("sweep", {"guild_id": footprint.guild}, {
-        "roles": [p["name"] for p in made if "type" not in p],
-        "category": layout.category, "category_name": reason,
-        "topics": [p["topic"] for p in made if p.get("topic")],
-        "names": [p["name"] for p in made if p.get("type") == VOICE_CHANNEL],
-    }, lane="provision"))
+    items.append(
+        OutboxItem(
+            "sweep",
+            {"guild_id": footprint.guild},
+            {
+                "roles": [p["name"] for p in made if "type" not in p],
+                "category": layout.category,
+                "category_name": reason,
+                "topics": [p["topic"] for p in made if p.get("topic")],
+                "names": [p["name"] for p in made if p.get("type") == VOICE_CHANNEL],
+            },
+            lane="provision",
+        )
+    )
     return items
 
 
-def create_role_item(footprint: Footprint, role: RoleSpec, reason: str, key: Target | None = None) -> OutboxItem:
+def create_role_item(
+    footprint: Footprint, role: RoleSpec, reason: str, key: Target | None = None
+) -> OutboxItem:
     """The intent that makes a game role (under ``key``, else under its own)."""
-    return OutboxItem("create_role", {"guild_id": footprint.guild, "key": role.id if key is None else key}, {
-        "name": role.name, "permissions": "0", "mentionable": False, "hoist": False, "reason": reason,
-    }, lane="provision")
+    return OutboxItem(
+        "create_role",
+        {"guild_id": footprint.guild, "key": role.id if key is None else key},
+        {
+            "name": role.name,
+            "permissions": "0",
+            "mentionable": False,
+            "hoist": False,
+            "reason": reason,
+        },
+        lane="provision",
+    )
 
 
-def create_channel_item(footprint: Footprint, place: PlaceSpec, reason: str, key: Target | None = None,
-                        overwrites: Iterable[Overwrite] | None = None,
-                        parent: Target | None = None) -> OutboxItem:
+def create_channel_item(
+    footprint: Footprint,
+    place: PlaceSpec,
+    reason: str,
+    key: Target | None = None,
+    overwrites: Iterable[Overwrite] | None = None,
+    parent: Target | None = None,
+) -> OutboxItem:
     """The intent that makes a game channel with its overwrites (under ``key``, else its own)."""
     chosen = list(place.overwrites if overwrites is None else overwrites)
     assert len(chosen) <= MAX_OVERWRITES, (place.path, len(chosen))
-    payload: dict[str, Any] = {"type": place.kind, "name": place.name, "parent": parent or place.parent,
-                               "reason": reason, "overwrites": [o.to_plan() for o in chosen]}
+    payload: dict[str, Any] = {
+        "type": place.kind,
+        "name": place.name,
+        "parent": parent or place.parent,
+        "reason": reason,
+        "overwrites": [o.to_plan() for o in chosen],
+    }
     if place.topic:
         payload["topic"] = place.topic
-    return OutboxItem("create_channel", {"guild_id": footprint.guild, "key": place.id if key is None else key},
-                      payload, lane="provision")
+    return OutboxItem(
+        "create_channel",
+        {"guild_id": footprint.guild, "key": place.id if key is None else key},
+        payload,
+        lane="provision",
+    )
 
 
-def rollback_plan(guild_id: int, made: dict[str, int], attempt: int,
-                  sweep: OutboxItem | None = None) -> list[OutboxItem]:
+def rollback_plan(
+    guild_id: int, made: dict[str, int], attempt: int, sweep: OutboxItem | None = None
+) -> list[OutboxItem]:
     """Remove what one provisioning attempt made: channels (the category last), then roles.
 
     ``sweep`` (the rollback's own, which removes what was made unheard) comes before the
@@ -463,16 +648,28 @@ def rollback_plan(guild_id: int, made: dict[str, int], attempt: int,
     a sweep that looks in the category would not find one made unheard."""
     prefix = f"{attempt}:"
     keys = [key for key in made if key.startswith(prefix)]
-    roles = [key for key in keys if key.split(":", 1)[1].split(":")[0] in ("living", "quiet", "dead_role")]
+    roles = [
+        key
+        for key in keys
+        if key.split(":", 1)[1].split(":")[0] in ("living", "quiet", "dead_role")
+    ]
     channels = [key for key in keys if key not in roles and key != f"{attempt}:category"]
-    items = [OutboxItem("delete_channel", {"channel_id": made[key]}, {}, lane="provision") for key in channels]
+    items = [
+        OutboxItem("delete_channel", {"channel_id": made[key]}, {}, lane="provision")
+        for key in channels
+    ]
     if sweep is not None:
         items.append(sweep)
     if f"{attempt}:category" in made:
-        items.append(OutboxItem("delete_channel", {"channel_id": made[f"{attempt}:category"]}, {},
-                                lane="provision"))
-    items.extend(OutboxItem("delete_role", {"guild_id": guild_id, "role": made[key]}, {}, lane="provision")
-                 for key in roles)
+        items.append(
+            OutboxItem(
+                "delete_channel", {"channel_id": made[f"{attempt}:category"]}, {}, lane="provision"
+            )
+        )
+    items.extend(
+        OutboxItem("delete_role", {"guild_id": guild_id, "role": made[key]}, {}, lane="provision")
+        for key in roles
+    )
     return items
 
 
@@ -516,7 +713,9 @@ class Repairs:
     """(channel, role, allow, deny) of game role overwrites to put back."""
 
     def __bool__(self) -> bool:
-        return bool(self.lost_roles or self.lost_places or self.adds or self.removals or self.overwrites)
+        return bool(
+            self.lost_roles or self.lost_places or self.adds or self.removals or self.overwrites
+        )
 
 
 def repairs(footprint: Footprint, seen: Observed, given_up: Collection[Path] = ()) -> Repairs:
@@ -524,15 +723,24 @@ def repairs(footprint: Footprint, seen: Observed, given_up: Collection[Path] = (
     is made again (nothing else of it is repaired meanwhile) unless Discord refused that once
     (``given_up``: the host was told); a member's game roles are put right where Discord lets
     the bot, and where not, member overwrites stand in for them."""
-    lost_roles = tuple(role for role in footprint.roles
-                       if int(role.id) not in seen.roles and role.path not in given_up)
-    lost_places = tuple(place for place in footprint.places
-                        if int(place.id) not in seen.channels and place.path not in given_up)
+    lost_roles = tuple(
+        role
+        for role in footprint.roles
+        if int(role.id) not in seen.roles and role.path not in given_up
+    )
+    lost_places = tuple(
+        place
+        for place in footprint.places
+        if int(place.id) not in seen.channels and place.path not in given_up
+    )
     if lost_roles or lost_places:
         return Repairs(lost_roles=lost_roles, lost_places=lost_places)
     game_roles = {int(role) for role in footprint.role_ids}
-    places = [place for place in footprint.places
-              if any(o.type == ROLE and int(o.target) in game_roles for o in place.overwrites)]
+    places = [
+        place
+        for place in footprint.places
+        if any(o.type == ROLE and int(o.target) in game_roles for o in place.overwrites)
+    ]
     adds, removals = [], []
     stuck = {role for role in game_roles if not seen.manageable(role)}
     standins: dict[int, dict[int, tuple[int, int]]] = {}
@@ -558,11 +766,18 @@ def repairs(footprint: Footprint, seen: Observed, given_up: Collection[Path] = (
             continue  # not known to the bot yet (just made): nothing to compare
         present = seen.overwrites[int(place.id)]
         for o in place.overwrites:
-            watched = int(o.target) in game_roles or int(o.target) == footprint.guild  # and @everyone's
+            watched = (
+                int(o.target) in game_roles or int(o.target) == footprint.guild
+            )  # and @everyone's
             if o.type == ROLE and watched and present.get(int(o.target)) != (o.allow, o.deny):
                 overwrites.append((int(place.id), int(o.target), o.allow, o.deny))
-    return Repairs(adds=tuple(adds), removals=tuple(removals), stuck=tuple(sorted(stuck)), standins=standins,
-                   overwrites=tuple(overwrites))
+    return Repairs(
+        adds=tuple(adds),
+        removals=tuple(removals),
+        stuck=tuple(sorted(stuck)),
+        standins=standins,
+        overwrites=tuple(overwrites),
+    )
 
 
 def standin(places: list[PlaceSpec], held: set[int], wanted: int) -> dict[int, tuple[int, int]]:
@@ -603,9 +818,13 @@ def observe(guild: discord.Guild, channel_ids: Iterable[int], members: Iterable[
         if member is not None:
             held[user] = frozenset(role.id for role in member.roles)
     return Observed(
-        roles={role.id: role.position for role in guild.roles}, channels={c.id for c in guild.channels},
-        overwrites=overwrites, members=held, bot_top=me.top_role.position if me is not None else 0,
-        bot_owns=me is not None and guild.owner_id == me.id, powers=powers_of(guild),
+        roles={role.id: role.position for role in guild.roles},
+        channels={c.id for c in guild.channels},
+        overwrites=overwrites,
+        members=held,
+        bot_top=me.top_role.position if me is not None else 0,
+        bot_owns=me is not None and guild.owner_id == me.id,
+        powers=powers_of(guild),
     )
 
 
@@ -662,11 +881,16 @@ class Reconciler:
         self.passes = 0
         """Passes made (for tests and benchmarks: a pass that found nothing counts too)."""
         self.listeners: dict[str, Callable[..., Coroutine[Any, Any, None]]] = {
-            "on_guild_channel_delete": self._channel_event, "on_guild_channel_create": self._channel_event,
-            "on_guild_channel_update": self._channel_update, "on_guild_role_delete": self._role_event,
-            "on_guild_role_create": self._role_event, "on_guild_role_update": self._role_update,
-            "on_member_join": self._member_event, "on_member_remove": self._member_event,
-            "on_member_update": self._member_update, "on_guild_available": self._guild_available,
+            "on_guild_channel_delete": self._channel_event,
+            "on_guild_channel_create": self._channel_event,
+            "on_guild_channel_update": self._channel_update,
+            "on_guild_role_delete": self._role_event,
+            "on_guild_role_create": self._role_event,
+            "on_guild_role_update": self._role_update,
+            "on_member_join": self._member_event,
+            "on_member_remove": self._member_event,
+            "on_member_update": self._member_update,
+            "on_guild_available": self._guild_available,
         }
 
     def install(self) -> None:
@@ -682,8 +906,11 @@ class Reconciler:
         self._closed = True
         for name, listener in self.listeners.items():
             self.bot.remove_listener(listener, name)
-        for hooks, hook in ((self.bot.outbox.idle_hooks, self._idle), (self.bot.outbox.failure_hooks, self._failed),
-                            (self.bot.service.after_commit, self._committed)):
+        for hooks, hook in (
+            (self.bot.outbox.idle_hooks, self._idle),
+            (self.bot.outbox.failure_hooks, self._failed),
+            (self.bot.service.after_commit, self._committed),
+        ):
             if hook in hooks:
                 hooks.remove(hook)  # type: ignore[arg-type]
         for task in self._tasks.values():
@@ -701,7 +928,9 @@ class Reconciler:
         self._dirty.add(game_id)
         task = self._tasks.get(game_id)
         if task is None or task.done():
-            self._tasks[game_id] = asyncio.create_task(self._run(game_id), name=f"footprint-{game_id}")
+            self._tasks[game_id] = asyncio.create_task(
+                self._run(game_id), name=f"footprint-{game_id}"
+            )
 
     def _guild(self, guild_id: int | None) -> None:
         if guild_id is None:
@@ -715,7 +944,9 @@ class Reconciler:
     async def _channel_event(self, channel: discord.abc.GuildChannel) -> None:
         self._guild(channel.guild.id)
 
-    async def _channel_update(self, before: discord.abc.GuildChannel, after: discord.abc.GuildChannel) -> None:
+    async def _channel_update(
+        self, before: discord.abc.GuildChannel, after: discord.abc.GuildChannel
+    ) -> None:
         if before.overwrites != after.overwrites or before.category_id != after.category_id:
             self._guild(after.guild.id)
 
@@ -737,7 +968,9 @@ class Reconciler:
         try:
             kept = await self.bot.storage.kept_finished(guild.id)
         except Exception:
-            log.exception("guild %s: could not read which finished games keep their channels", guild.id)
+            log.exception(
+                "guild %s: could not read which finished games keep their channels", guild.id
+            )
             kept = []
         if kept:
             self._kept.setdefault(guild.id, set()).update(kept)
@@ -758,16 +991,24 @@ class Reconciler:
     def _committed(self, live: LiveGame) -> None:
         if live.record.state != "running":
             self._started.pop(live.id, None)
-        if live.record.state == "running" and "footprint" not in live.record.channels and live.game is not None:
+        if (
+            live.record.state == "running"
+            and "footprint" not in live.record.channels
+            and live.game is not None
+        ):
             # a game just started: who holds powers now is what a later grant is compared with,
             # taken here and not at the first pass (which waits for the lanes: a grant meanwhile
             # would be taken for one held at the start)
             guild = self.bot.get_guild(live.record.guild_id)
             if guild is not None and live.id not in self._started:
-                self._started[live.id] = ({str(user): kinds for user, kinds in powers_of(guild).items()},
-                                          {member.id for member in guild.members})
+                self._started[live.id] = (
+                    {str(user): kinds for user, kinds in powers_of(guild).items()},
+                    {member.id for member in guild.members},
+                )
             self.request(live.id)
-        elif kept_after_end(live.record) and live.id not in self._kept.get(live.record.guild_id, set()):
+        elif kept_after_end(live.record) and live.id not in self._kept.get(
+            live.record.guild_id, set()
+        ):
             self._kept.setdefault(live.record.guild_id, set()).add(live.id)
             self.request(live.id)  # a game just ended: once its lock is on, it is kept so
 
@@ -834,8 +1075,9 @@ class Reconciler:
             self._queried.add(game_id)
             for start in range(0, len(users), QUERY_CHUNK):
                 with contextlib.suppress(Exception):
-                    await guild.query_members(user_ids=users[start:start + QUERY_CHUNK], limit=QUERY_CHUNK,
-                                              cache=True)
+                    await guild.query_members(
+                        user_ids=users[start : start + QUERY_CHUNK], limit=QUERY_CHUNK, cache=True
+                    )
         seen = observe(guild, [int(place.id) for place in footprint.places], users)
         given_up = {tuple(path) for path in _state(dict(live.record.channels)).get("given_up", [])}
         found = repairs(footprint, seen, given_up)
@@ -869,27 +1111,47 @@ class Reconciler:
         self.passes += 1
         if game_id not in self._finished:  # a finished game changes no more: replayed once
             try:
-                self._finished[game_id] = (await self.bot.service.finished_game(record)
-                                           if record.setup and record.seed is not None else None)
+                self._finished[game_id] = (
+                    await self.bot.service.finished_game(record)
+                    if record.setup and record.seed is not None
+                    else None
+                )
             except Broken:
                 self._finished[game_id] = None
         game = self._finished[game_id]
-        footprint = declared(live, game, layout, over=True, reveal=bool(record.lobby.get("reveal", True)))
+        footprint = declared(
+            live, game, layout, over=True, reveal=bool(record.lobby.get("reveal", True))
+        )
         users = [seat.user for seat in footprint.seats]
         seen = observe(guild, [int(place.id) for place in footprint.places], users)
         footprint = _of_roles(footprint, seen.roles.keys() | {footprint.guild})
-        everything = {role.path for role in footprint.roles} | {place.path for place in footprint.places}
+        everything = {role.path for role in footprint.roles} | {
+            place.path for place in footprint.places
+        }
         found = repairs(footprint, seen, everything)
         if found:
             found = await self._confirmed(guild, footprint, seen, found, everything)
         if not found:
             return found
-        items = [OutboxItem("member_role", {"guild_id": footprint.guild, "user_id": user, "role": role},
-                            {"add": add}, lane="permissions")
-                 for add, pairs in ((False, found.removals), (True, found.adds)) for user, role in pairs]
-        items += [OutboxItem("overwrite", {"channel_id": channel, "id": role, "type": ROLE},
-                             {"allow": str(allow), "deny": str(deny)}, lane="permissions")
-                  for channel, role, allow, deny in found.overwrites]
+        items = [
+            OutboxItem(
+                "member_role",
+                {"guild_id": footprint.guild, "user_id": user, "role": role},
+                {"add": add},
+                lane="permissions",
+            )
+            for add, pairs in ((False, found.removals), (True, found.adds))
+            for user, role in pairs
+        ]
+        items += [
+            OutboxItem(
+                "overwrite",
+                {"channel_id": channel, "id": role, "type": ROLE},
+                {"allow": str(allow), "deny": str(deny)},
+                lane="permissions",
+            )
+            for channel, role, allow, deny in found.overwrites
+        ]
         async with self.bot.service.lock(game_id):
             now = await storage.game(game_id)
             if now is None or now.channels != record.channels or not await self._still_kept(now):
@@ -897,29 +1159,53 @@ class Reconciler:
                 return found
             await storage.add_outbox(game_id, items)
         self.bot.outbox.kick(game_id)
-        log.warning("game %s (over): footprint repaired: %d role(s) given, %d taken, %d overwrite(s) put back",
-                    game_id, len(found.adds), len(found.removals), len(found.overwrites))
+        log.warning(
+            "game %s (over): footprint repaired: %d role(s) given, %d taken, %d overwrite(s) put back",
+            game_id,
+            len(found.adds),
+            len(found.removals),
+            len(found.overwrites),
+        )
         return found
 
     async def _still_kept(self, record: GameRecord) -> bool:
         """Whether a finished game's channels are still kept (no transcript replaces them); a game
         no longer kept is forgotten."""
         transcript = await self.bot.storage.transcript(record.id)
-        if kept_after_end(record) and (transcript is None or transcript["state"] not in ("posting", "done")):
+        if kept_after_end(record) and (
+            transcript is None or transcript["state"] not in ("posting", "done")
+        ):
             return True
         self._kept.get(record.guild_id, set()).discard(record.id)
         self._finished.pop(record.id, None)
         return False
 
-    async def _confirmed(self, guild: discord.Guild, footprint: Footprint, seen: Observed,
-                         found: Repairs, given_up: Collection[Path]) -> Repairs:
+    async def _confirmed(
+        self,
+        guild: discord.Guild,
+        footprint: Footprint,
+        seen: Observed,
+        found: Repairs,
+        given_up: Collection[Path],
+    ) -> Repairs:
         """The difference as Discord's REST answers show it (the cache may lag behind the bot's own
         changes): a member's roles, a channel or role that seems gone."""
         http = self.bot.http
         if found.lost_roles or found.lost_places:
-            roles = {int(role["id"]): int(role.get("position", 0)) for role in await http.get_roles(guild.id)}
+            roles = {
+                int(role["id"]): int(role.get("position", 0))
+                for role in await http.get_roles(guild.id)
+            }
             channels = {int(c["id"]) for c in await http.get_all_guild_channels(guild.id)}
-            seen = Observed(roles, channels, seen.overwrites, seen.members, seen.bot_top, seen.bot_owns, seen.powers)
+            seen = Observed(
+                roles,
+                channels,
+                seen.overwrites,
+                seen.members,
+                seen.bot_top,
+                seen.bot_owns,
+                seen.powers,
+            )
             return repairs(footprint, seen, given_up)
         overwrites = dict(seen.overwrites)
         for channel_id in {channel for channel, *_ in found.overwrites}:
@@ -928,8 +1214,11 @@ class Reconciler:
             except discord.NotFound:
                 overwrites.pop(channel_id, None)
                 continue
-            overwrites[channel_id] = {int(o["id"]): (int(o["allow"]), int(o["deny"]))
-                                      for o in data.get("permission_overwrites", []) if int(o["type"]) == ROLE}
+            overwrites[channel_id] = {
+                int(o["id"]): (int(o["allow"]), int(o["deny"]))
+                for o in data.get("permission_overwrites", [])
+                if int(o["type"]) == ROLE
+            }
         members = dict(seen.members)
         for user in {user for user, _ in found.adds + found.removals} | set(found.standins):
             try:
@@ -938,11 +1227,14 @@ class Reconciler:
                 members.pop(user, None)
                 continue
             members[user] = frozenset(int(role) for role in data.get("roles", []))
-        seen = Observed(seen.roles, seen.channels, overwrites, members, seen.bot_top, seen.bot_owns, seen.powers)
+        seen = Observed(
+            seen.roles, seen.channels, overwrites, members, seen.bot_top, seen.bot_owns, seen.powers
+        )
         return repairs(footprint, seen, given_up)
 
-    async def _write(self, live: LiveGame, footprint: Footprint, seen: Observed, found: Repairs,
-                     marker: str) -> None:
+    async def _write(
+        self, live: LiveGame, footprint: Footprint, seen: Observed, found: Repairs, marker: str
+    ) -> None:
         """Store what the pass decided: its intents, the host's notices, the reconciler's notes
         (nothing if the game changed since the pass looked: a death meanwhile, say; then the game
         is looked at again)."""
@@ -955,14 +1247,35 @@ class Reconciler:
             # a member the bot did not know of at the start (met since, or queried by this pass)
             # is taken to hold then what he holds now
             held, known = self._started[live.id]
-            noted = {**{user: kinds for user, kinds in powers.items() if int(user) not in known}, **held}
-        gained = {} if noted is None else {
-            user: [kind for kind in kinds if kind not in noted.get(user, [])] for user, kinds in powers.items()}
-        gained = {user: kinds for user, kinds in gained.items() if kinds and int(user) not in self._staff(live)}
-        old_standins = {int(user): {int(c): tuple(v) for c, v in chans.items()}
-                        for user, chans in before.get("standins", {}).items()}
-        if not found and not new_stuck and not gained and before.get("powers") == powers and old_standins == found.standins \
-                and set(found.stuck) == known_stuck:
+            noted = {
+                **{user: kinds for user, kinds in powers.items() if int(user) not in known},
+                **held,
+            }
+        gained = (
+            {}
+            if noted is None
+            else {
+                user: [kind for kind in kinds if kind not in noted.get(user, [])]
+                for user, kinds in powers.items()
+            }
+        )
+        gained = {
+            user: kinds
+            for user, kinds in gained.items()
+            if kinds and int(user) not in self._staff(live)
+        }
+        old_standins = {
+            int(user): {int(c): tuple(v) for c, v in chans.items()}
+            for user, chans in before.get("standins", {}).items()
+        }
+        if (
+            not found
+            and not new_stuck
+            and not gained
+            and before.get("powers") == powers
+            and old_standins == found.standins
+            and set(found.stuck) == known_stuck
+        ):
             return
         bot_role = self._bot_role_name(live)
 
@@ -976,16 +1289,38 @@ class Reconciler:
             items = self._items(live, footprint, found, old_standins)
             state["stuck"] = list(found.stuck)
             state["powers"] = powers
-            state["standins"] = {str(user): {str(c): list(v) for c, v in chans.items()}
-                                 for user, chans in found.standins.items()}
-            lines = [phrase(live, "footprint.role_above", role=self._role_name(footprint, role), bot_role=bot_role)
-                     for role in new_stuck]
-            lines += [phrase(live, "footprint.powers", member=mention(user),
-                             permissions=permission_names(live.language, kinds)) for user, kinds in gained.items()]
+            state["standins"] = {
+                str(user): {str(c): list(v) for c, v in chans.items()}
+                for user, chans in found.standins.items()
+            }
+            lines = [
+                phrase(
+                    live,
+                    "footprint.role_above",
+                    role=self._role_name(footprint, role),
+                    bot_role=bot_role,
+                )
+                for role in new_stuck
+            ]
+            lines += [
+                phrase(
+                    live,
+                    "footprint.powers",
+                    member=mention(user),
+                    permissions=permission_names(live.language, kinds),
+                )
+                for user, kinds in gained.items()
+            ]
             log_channel = live.record.channels.get("log")
             if log_channel is not None and str(log_channel).isdigit():
-                items += [OutboxItem("send", {"channel_id": int(log_channel)},
-                                     {"content": line[:2000], "allowed_mentions": NO_PINGS}) for line in lines]
+                items += [
+                    OutboxItem(
+                        "send",
+                        {"channel_id": int(log_channel)},
+                        {"content": line[:2000], "allowed_mentions": NO_PINGS},
+                    )
+                    for line in lines
+                ]
             return items
 
         await self.bot.service.update(live.id, change)
@@ -993,11 +1328,20 @@ class Reconciler:
         if stored is None or "powers" in _state(dict(stored.record.channels)):
             self._started.pop(live.id, None)  # noted in the record from now on
         if found or new_stuck or gained:
-            log.warning("game %s: footprint repaired: %d role(s) and %d channel(s) made again, %d role(s) given, "
-                        "%d taken, %d overwrite(s) put back, roles above the bot %s, members standing in %s, "
-                        "powers gained %s", live.id, len(found.lost_roles), len(found.lost_places),
-                        len(found.adds), len(found.removals), len(found.overwrites), list(found.stuck),
-                        sorted(found.standins), gained)
+            log.warning(
+                "game %s: footprint repaired: %d role(s) and %d channel(s) made again, %d role(s) given, "
+                "%d taken, %d overwrite(s) put back, roles above the bot %s, members standing in %s, "
+                "powers gained %s",
+                live.id,
+                len(found.lost_roles),
+                len(found.lost_places),
+                len(found.adds),
+                len(found.removals),
+                len(found.overwrites),
+                list(found.stuck),
+                sorted(found.standins),
+                gained,
+            )
 
     def _staff(self, live: LiveGame) -> set[int]:
         return {live.record.host_id, *(int(c) for c in live.record.channels.get("cohosts", []))}
@@ -1011,31 +1355,66 @@ class Reconciler:
     def _role_name(footprint: Footprint, role: int) -> str:
         return next((spec.name for spec in footprint.roles if int(spec.id) == role), str(role))
 
-    def _items(self, live: LiveGame, footprint: Footprint, found: Repairs,
-               old_standins: dict[int, dict[int, tuple[int, int]]]) -> list[OutboxItem]:
+    def _items(
+        self,
+        live: LiveGame,
+        footprint: Footprint,
+        found: Repairs,
+        old_standins: dict[int, dict[int, tuple[int, int]]],
+    ) -> list[OutboxItem]:
         guild = footprint.guild
         items: list[OutboxItem] = []
         if found.lost_roles or found.lost_places:
             return self._remake(live, footprint, found)
         for user, role in found.adds:
-            items.append(OutboxItem("member_role", {"guild_id": guild, "user_id": user, "role": role}, {"add": True},
-                                    lane="permissions"))
+            items.append(
+                OutboxItem(
+                    "member_role",
+                    {"guild_id": guild, "user_id": user, "role": role},
+                    {"add": True},
+                    lane="permissions",
+                )
+            )
         for user, role in found.removals:
-            items.append(OutboxItem("member_role", {"guild_id": guild, "user_id": user, "role": role},
-                                    {"add": False}, lane="permissions"))
+            items.append(
+                OutboxItem(
+                    "member_role",
+                    {"guild_id": guild, "user_id": user, "role": role},
+                    {"add": False},
+                    lane="permissions",
+                )
+            )
         for channel, role, allow, deny in found.overwrites:
-            items.append(OutboxItem("overwrite", {"channel_id": channel, "id": role, "type": ROLE},
-                                    {"allow": str(allow), "deny": str(deny)}, lane="permissions"))
+            items.append(
+                OutboxItem(
+                    "overwrite",
+                    {"channel_id": channel, "id": role, "type": ROLE},
+                    {"allow": str(allow), "deny": str(deny)},
+                    lane="permissions",
+                )
+            )
         for user, chans in found.standins.items():
             for channel, (allow, deny) in chans.items():
                 if old_standins.get(user, {}).get(channel) != (allow, deny):
-                    items.append(OutboxItem("overwrite", {"channel_id": channel, "id": user, "type": MEMBER},
-                                            {"allow": str(allow), "deny": str(deny)}, lane="permissions"))
+                    items.append(
+                        OutboxItem(
+                            "overwrite",
+                            {"channel_id": channel, "id": user, "type": MEMBER},
+                            {"allow": str(allow), "deny": str(deny)},
+                            lane="permissions",
+                        )
+                    )
         for user, chans in old_standins.items():
             for channel in chans:
                 if channel not in found.standins.get(user, {}):
-                    items.append(OutboxItem("overwrite", {"channel_id": channel, "id": user, "type": MEMBER},
-                                            {"delete": True}, lane="permissions"))
+                    items.append(
+                        OutboxItem(
+                            "overwrite",
+                            {"channel_id": channel, "id": user, "type": MEMBER},
+                            {"delete": True},
+                            lane="permissions",
+                        )
+                    )
         return items
 
     def _remake(self, live: LiveGame, footprint: Footprint, found: Repairs) -> list[OutboxItem]:
@@ -1051,34 +1430,61 @@ class Reconciler:
         for role in found.lost_roles:
             key = f"again{serial}:{'/'.join(role.path)}"
             keys[role.id] = key
-            remaking.append({"key": key, "path": list(role.path), "kind": "role", "name": role.name})
+            remaking.append(
+                {"key": key, "path": list(role.path), "kind": "role", "name": role.name}
+            )
             items.append(create_role_item(footprint, role, reason, key))
         lost = {place.id for place in found.lost_places}
         for place in found.lost_places:
             key = f"again{serial}:{'/'.join(place.path)}"
             keys[place.id] = key
-            remaking.append({"key": key, "path": list(place.path), "kind": "channel", "name": place.name})
+            remaking.append(
+                {"key": key, "path": list(place.path), "kind": "channel", "name": place.name}
+            )
 
         def swapped(overwrites: Iterable[Overwrite]) -> list[Overwrite]:
-            return [Overwrite(keys.get(o.target, o.target), o.allow, o.deny, o.type) for o in overwrites]
+            return [
+                Overwrite(keys.get(o.target, o.target), o.allow, o.deny, o.type) for o in overwrites
+            ]
 
         for place in found.lost_places:
             parent = keys.get(place.parent, place.parent) if place.parent is not None else None
-            items.append(create_channel_item(footprint, place, reason, keys[place.id], swapped(place.overwrites),
-                                             parent))
+            items.append(
+                create_channel_item(
+                    footprint, place, reason, keys[place.id], swapped(place.overwrites), parent
+                )
+            )
         for role in found.lost_roles:
             for place in footprint.places:
                 if place.id in lost:
                     continue
                 found_overwrite = place.role_overwrite(role.id)
                 if found_overwrite is not None:
-                    items.append(OutboxItem("overwrite", {"channel_id": place.id, "id": keys[role.id], "type": ROLE},
-                                            {"allow": str(found_overwrite.allow), "deny": str(found_overwrite.deny)},
-                                            lane="provision"))
+                    items.append(
+                        OutboxItem(
+                            "overwrite",
+                            {"channel_id": place.id, "id": keys[role.id], "type": ROLE},
+                            {
+                                "allow": str(found_overwrite.allow),
+                                "deny": str(found_overwrite.deny),
+                            },
+                            lane="provision",
+                        )
+                    )
             for seat in footprint.seats:
                 if seat.role == role.id:
-                    items.append(OutboxItem("member_role", {"guild_id": footprint.guild, "user_id": seat.user,
-                                                            "role": keys[role.id]}, {"add": True}, lane="provision"))
+                    items.append(
+                        OutboxItem(
+                            "member_role",
+                            {
+                                "guild_id": footprint.guild,
+                                "user_id": seat.user,
+                                "role": keys[role.id],
+                            },
+                            {"add": True},
+                            lane="provision",
+                        )
+                    )
         state["remaking"] = remaking
         return items
 
@@ -1101,22 +1507,50 @@ class Reconciler:
                 new = made.get(entry["key"])
                 if new is None:
                     code = self._refused.pop((game_id, entry["key"]), "—")
-                    log.error("game %s: %s was not made again (Discord: %s)", game_id, entry["key"], code)
+                    log.error(
+                        "game %s: %s was not made again (Discord: %s)", game_id, entry["key"], code
+                    )
                     state.setdefault("given_up", []).append(entry["path"])
                     log_channel = channels.get("log")
                     if log_channel is not None and str(log_channel).isdigit():
-                        items.append(OutboxItem("send", {"channel_id": int(log_channel)}, {
-                            "content": phrase(live, f"footprint.not_made.{entry['kind']}",
-                                              name=entry.get("name", "—"), code=code),
-                            "allowed_mentions": NO_PINGS}))
+                        items.append(
+                            OutboxItem(
+                                "send",
+                                {"channel_id": int(log_channel)},
+                                {
+                                    "content": phrase(
+                                        live,
+                                        f"footprint.not_made.{entry['kind']}",
+                                        name=entry.get("name", "—"),
+                                        code=code,
+                                    ),
+                                    "allowed_mentions": NO_PINGS,
+                                },
+                            )
+                        )
                     continue
                 _put(channels, tuple(entry["path"]), new)
                 if entry["kind"] == "channel" and tuple(entry["path"]) != ("category",):
-                    items.append(OutboxItem("send", {"channel_id": new}, {
-                        "content": phrase(live, "footprint.channel_again"), "allowed_mentions": NO_PINGS}))
+                    items.append(
+                        OutboxItem(
+                            "send",
+                            {"channel_id": new},
+                            {
+                                "content": phrase(live, "footprint.channel_again"),
+                                "allowed_mentions": NO_PINGS,
+                            },
+                        )
+                    )
                 elif tuple(entry["path"]) == ("category",):
-                    items += [OutboxItem("edit_channel", {"channel_id": place}, {"parent_id": new},
-                                         lane="permissions") for place in _children(channels)]
+                    items += [
+                        OutboxItem(
+                            "edit_channel",
+                            {"channel_id": place},
+                            {"parent_id": new},
+                            lane="permissions",
+                        )
+                        for place in _children(channels)
+                    ]
             return items
 
         await self.bot.service.update(game_id, change)
@@ -1126,17 +1560,29 @@ class Reconciler:
 def _of_roles(footprint: Footprint, existing: Collection[int]) -> Footprint:
     """The footprint without what names a game role that is gone (a finished game's role a
     person deleted is not made again: nobody is given it, no overwrite of it is put back)."""
-    places = tuple(replace(place, overwrites=tuple(o for o in place.overwrites
-                                                   if o.type != ROLE or int(o.target) in existing))
-                   for place in footprint.places)
-    return replace(footprint, places=places, seats=tuple(seat for seat in footprint.seats
-                                                         if int(seat.role) in existing))
+    places = tuple(
+        replace(
+            place,
+            overwrites=tuple(
+                o for o in place.overwrites if o.type != ROLE or int(o.target) in existing
+            ),
+        )
+        for place in footprint.places
+    )
+    return replace(
+        footprint,
+        places=places,
+        seats=tuple(seat for seat in footprint.seats if int(seat.role) in existing),
+    )
 
 
 def kept_after_end(record: GameRecord) -> bool:
     """Whether a game has ended and its channels were kept at its end (not deleted)."""
-    return (record.state in ("over", "cancelled") and "roles" in record.channels
-            and record.lobby.get("at_end", "keep") == "keep")
+    return (
+        record.state in ("over", "cancelled")
+        and "roles" in record.channels
+        and record.lobby.get("at_end", "keep") == "keep"
+    )
 
 
 def _marker(live: LiveGame) -> str:
@@ -1152,7 +1598,28 @@ def _children(channels: dict[str, Any]) -> list[int]:
     return [int(value) for value in [*ids, channels["voice"], channels["dead"], channels["log"]]]
 
 
-__all__ = ["Footprint", "Observed", "PlaceSpec", "Reconciler", "Repairs", "RoleSpec", "Seat", "cohost_items",
-           "death_items", "declared", "end_items", "kept_after_end", "made_mid_game", "member_changes", "observe",
-           "provision_plan", "quiet_items", "quiet_night_items", "repairs", "replacement_items", "role_made_items",
-           "rollback_plan", "watch_items"]
+__all__ = [
+    "Footprint",
+    "Observed",
+    "PlaceSpec",
+    "Reconciler",
+    "Repairs",
+    "RoleSpec",
+    "Seat",
+    "cohost_items",
+    "death_items",
+    "declared",
+    "end_items",
+    "kept_after_end",
+    "made_mid_game",
+    "member_changes",
+    "observe",
+    "provision_plan",
+    "quiet_items",
+    "quiet_night_items",
+    "repairs",
+    "replacement_items",
+    "role_made_items",
+    "rollback_plan",
+    "watch_items",
+]

@@ -61,12 +61,17 @@ class Notices:
         try:
             stored = await self.storage.meta(key) if key in self._waiting else None
             texts: list[str] = json.loads(stored) if stored else []
-            await self.storage.set_meta(key, json.dumps([*texts, *unsaved][-KEEP:], ensure_ascii=False))
+            await self.storage.set_meta(
+                key, json.dumps([*texts, *unsaved][-KEEP:], ensure_ascii=False)
+            )
         except Exception as error:
             if not is_storage_failure(error):
                 raise
-            log.warning("the database failed (%r): the undelivered answer(s) of %s are held in memory",
-                        error, user_id)
+            log.warning(
+                "the database failed (%r): the undelivered answer(s) of %s are held in memory",
+                error,
+                user_id,
+            )
             self._unsaved[key] = unsaved[-KEEP:]
             return
         self._waiting.add(key)
@@ -83,8 +88,11 @@ class Notices:
             except Exception as error:
                 if not is_storage_failure(error):
                     raise
-                log.warning("the database failed (%r): the stored undelivered answers of %s wait",
-                            error, user_id)
+                log.warning(
+                    "the database failed (%r): the stored undelivered answers of %s wait",
+                    error,
+                    user_id,
+                )
             else:
                 self._waiting.discard(key)
                 texts = list(json.loads(stored)) if stored else []
@@ -95,19 +103,38 @@ class Notices:
         for text in texts:
             await self.keep(guild_id, user_id, text)
 
-    async def undelivered(self, interaction: discord.Interaction, text: str, error: BaseException, *,
-                          applied: bool, language: str) -> None:
+    async def undelivered(
+        self,
+        interaction: discord.Interaction,
+        text: str,
+        error: BaseException,
+        *,
+        applied: bool,
+        language: str,
+    ) -> None:
         """Discord refused the answer ``text`` to ``interaction``: keep it if the interaction
         changed something (``applied``), else only log it (nothing was lost)."""
         if not applied or interaction.guild_id is None:
-            log.info("interaction %s of %s could not be answered (%s); it changed nothing",
-                     interaction.id, interaction.user.id, error)
+            log.info(
+                "interaction %s of %s could not be answered (%s); it changed nothing",
+                interaction.id,
+                interaction.user.id,
+                error,
+            )
             return
-        log.warning("the answer to interaction %s of %s was not delivered (%s); it was applied: "
-                    "kept for his next command", interaction.id, interaction.user.id, error)
+        log.warning(
+            "the answer to interaction %s of %s was not delivered (%s); it was applied: "
+            "kept for his next command",
+            interaction.id,
+            interaction.user.id,
+            error,
+        )
         room = CONTENT - len(t(language, "notice.undelivered", answer=""))
-        await self.keep(interaction.guild_id, interaction.user.id,
-                        t(language, "notice.undelivered", answer=clip(text, room)))
+        await self.keep(
+            interaction.guild_id,
+            interaction.user.id,
+            t(language, "notice.undelivered", answer=clip(text, room)),
+        )
 
     async def hand_out(self, interaction: discord.Interaction) -> None:
         """After an answer to ``interaction``: its member's undelivered answers, as private
@@ -117,9 +144,15 @@ class Notices:
         texts = await self.take(interaction.guild_id, interaction.user.id)
         for index, text in enumerate(texts):
             try:
-                await interaction.followup.send(text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none())
+                await interaction.followup.send(
+                    text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
+                )
             except (discord.HTTPException, discord.RateLimited) as error:
-                log.info("undelivered answers of %s not handed out (%s); kept", interaction.user.id, error)
+                log.info(
+                    "undelivered answers of %s not handed out (%s); kept",
+                    interaction.user.id,
+                    error,
+                )
                 await self.give_back(interaction.guild_id, interaction.user.id, texts[index:])
                 return
         if texts:

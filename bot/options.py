@@ -47,8 +47,11 @@ class OptionRefused(app_commands.CheckFailure):
 
 def option_problem(parameter: app_commands.Parameter, value: Any) -> OptionRefused | None:
     """Why ``value`` is not something ``parameter`` takes, or None if it is."""
+
     def refused(key: str, **params: Any) -> OptionRefused:  # named only when refused
-        option_key = parameter.locale_name.extras.get("key") if parameter.locale_name is not None else None
+        option_key = (
+            parameter.locale_name.extras.get("key") if parameter.locale_name is not None else None
+        )
         return OptionRefused(key, option=parameter.display_name, option_key=option_key, **params)
 
     choices = [choice.value for choice in parameter.choices]
@@ -60,15 +63,21 @@ def option_problem(parameter: app_commands.Parameter, value: Any) -> OptionRefus
             return refused("error.option_type")
         low, high = parameter.min_value, parameter.max_value
         if (low is not None and value < low) or (high is not None and value > high):
-            return refused("error.option_range", low="…" if low is None else low,
-                           high="…" if high is None else high)
+            return refused(
+                "error.option_range",
+                low="…" if low is None else low,
+                high="…" if high is None else high,
+            )
     elif kind is AppCommandOptionType.string:
         if not isinstance(value, str):
             return refused("error.option_type")
         low, high = parameter.min_value, parameter.max_value  # a string's are its length
         if (low is not None and len(value) < low) or (high is not None and len(value) > high):
-            return refused("error.option_length", low=0 if low is None else int(low),
-                           high="…" if high is None else int(high))
+            return refused(
+                "error.option_length",
+                low=0 if low is None else int(low),
+                high="…" if high is None else int(high),
+            )
     elif kind is AppCommandOptionType.boolean and not isinstance(value, bool):
         return refused("error.option_type")
     return None
@@ -94,8 +103,14 @@ async def options_within_limits(interaction: discord.Interaction) -> bool:
             continue
         problem = option_problem(parameter, given[parameter.display_name])
         if problem is not None:
-            log.info("refused /%s by %s: option %s = %r (%s)", command.qualified_name, interaction.user.id,
-                     parameter.display_name, given[parameter.display_name], problem.key)
+            log.info(
+                "refused /%s by %s: option %s = %r (%s)",
+                command.qualified_name,
+                interaction.user.id,
+                parameter.display_name,
+                given[parameter.display_name],
+                problem.key,
+            )
             raise problem
     return True
 
@@ -105,8 +120,12 @@ MAX_DURATION = 604800
 #: a unit's spellings (casefolded) → seconds
 UNITS = {
     **dict.fromkeys(("h", "hr", "hrs", "hour", "hours", "ч", "час", "часа", "часов"), 3600),
-    **dict.fromkeys(("m", "min", "mins", "minute", "minutes", "м", "мин", "минута", "минуты", "минут"), 60),
-    **dict.fromkeys(("s", "sec", "secs", "second", "seconds", "с", "сек", "секунда", "секунды", "секунд"), 1),
+    **dict.fromkeys(
+        ("m", "min", "mins", "minute", "minutes", "м", "мин", "минута", "минуты", "минут"), 60
+    ),
+    **dict.fromkeys(
+        ("s", "sec", "secs", "second", "seconds", "с", "сек", "секунда", "секунды", "секунд"), 1
+    ),
 }
 _PART = re.compile(r"(\d{1,7})\s*([^\d\s.,]+)\.?")
 
@@ -125,7 +144,7 @@ def parse_duration(text: str, *, allow_zero: bool = False) -> int:
     else:
         seconds, last, position = 0, None, 0
         for match in _PART.finditer(value):
-            if value[position:match.start()].strip():
+            if value[position : match.start()].strip():
                 raise refused
             unit = UNITS.get(match.group(2))
             if unit is None or (last is not None and unit >= last):
@@ -143,6 +162,9 @@ def duration_text(language: str, seconds: int) -> str:
     """``5400`` → "1 час 30 минут" (each unit by its plural form)."""
     hours, rest = divmod(int(seconds), 3600)
     minutes, secs = divmod(rest, 60)
-    parts = [t(language, f"duration.{unit}", count=count)
-             for unit, count in (("hours", hours), ("minutes", minutes), ("seconds", secs)) if count]
+    parts = [
+        t(language, f"duration.{unit}", count=count)
+        for unit, count in (("hours", hours), ("minutes", minutes), ("seconds", secs))
+        if count
+    ]
     return " ".join(parts) or t(language, "duration.seconds", count=0)

@@ -55,9 +55,15 @@ class Pacer:
     defaults, at most 49 (the generic cell rate algorithm of ATM networks, GCRA).
     """
 
-    def __init__(self, limit: int, window: float = WINDOW, *, burst: int = BURST,
-                 clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        limit: int,
+        window: float = WINDOW,
+        *,
+        burst: int = BURST,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
         if limit < 1:
             raise ValueError("a pacer lets at least one call through a window")
         self.limit = limit

@@ -24,29 +24,66 @@ P = discord.Permissions
 #: reading a channel
 READ = P(view_channel=True, read_message_history=True)
 #: what a living player may do in a channel he writes in
-WRITE = P(send_messages=True, add_reactions=True, attach_files=True, embed_links=True,
-          send_voice_messages=True, use_application_commands=True, use_external_emojis=True)
+WRITE = P(
+    send_messages=True,
+    add_reactions=True,
+    attach_files=True,
+    embed_links=True,
+    send_voice_messages=True,
+    use_application_commands=True,
+    use_external_emojis=True,
+)
 #: everything the dead (and, once the game is over, everyone) may no longer do in a game channel,
 #: voice channels' text chat included
-SILENCE = P(send_messages=True, send_messages_in_threads=True, create_public_threads=True,
-            create_private_threads=True, add_reactions=True, attach_files=True, embed_links=True,
-            send_voice_messages=True, send_polls=True, use_application_commands=True,
-            use_external_apps=True, use_external_emojis=True, speak=True, stream=True,
-            use_soundboard=True, use_external_sounds=True, use_embedded_activities=True)
+SILENCE = P(
+    send_messages=True,
+    send_messages_in_threads=True,
+    create_public_threads=True,
+    create_private_threads=True,
+    add_reactions=True,
+    attach_files=True,
+    embed_links=True,
+    send_voice_messages=True,
+    send_polls=True,
+    use_application_commands=True,
+    use_external_apps=True,
+    use_external_emojis=True,
+    speak=True,
+    stream=True,
+    use_soundboard=True,
+    use_external_sounds=True,
+    use_embedded_activities=True,
+)
 #: what the dead (and, once the game is over, everyone) may no longer do on the tribune: beyond
 #: :data:`SILENCE`, set its status line or create an event in it
 TRIBUNE_SILENCE = SILENCE | P(set_voice_channel_status=True, create_events=True)
 #: a living player on the tribune: listen, speak, and write in its text chat
-VOICE = P(view_channel=True, read_message_history=True, connect=True, speak=True,
-          use_voice_activation=True) | WRITE
+VOICE = (
+    P(
+        view_channel=True,
+        read_message_history=True,
+        connect=True,
+        speak=True,
+        use_voice_activation=True,
+    )
+    | WRITE
+)
 #: the dead on the tribune: listen only
 LISTEN = P(view_channel=True, read_message_history=True, connect=True)
 #: the host (and co-hosts) in every game channel
 HOST = READ | WRITE | P(connect=True, speak=True, use_voice_activation=True)
 #: the bot itself in every game channel (@everyone is denied View Channel there); it pings the
 #: game's roles (not mentionable) in the welcome, so it needs Mention Everyone where it posts
-BOT = READ | P(send_messages=True, embed_links=True, attach_files=True, send_voice_messages=True,
-               mention_everyone=True, connect=True, speak=True, use_voice_activation=True)
+BOT = READ | P(
+    send_messages=True,
+    embed_links=True,
+    attach_files=True,
+    send_voice_messages=True,
+    mention_everyone=True,
+    connect=True,
+    speak=True,
+    use_voice_activation=True,
+)
 #: what @everyone loses in every game channel
 EVERYONE_DENY = P(view_channel=True, connect=True)
 
@@ -115,8 +152,9 @@ def flag_names(permissions: discord.Permissions | int) -> list[str]:
 
 def invite_url(application_id: int) -> str:
     """The link that adds the bot to a server with :data:`INVITE`."""
-    query = urlencode({"client_id": application_id, "permissions": INVITE.value,
-                       "scope": " ".join(SCOPES)})
+    query = urlencode(
+        {"client_id": application_id, "permissions": INVITE.value, "scope": " ".join(SCOPES)}
+    )
     return f"https://discord.com/oauth2/authorize?{query}"
 
 

@@ -177,7 +177,9 @@ class _Writer:
             elif isinstance(event, ExecutionAwaitingHost):
                 lines.append(self.say("simulate.awaiting", city=event.city))
             elif isinstance(event, PlayerReplaced):
-                lines.append(self.say("simulate.replaced", old=event.old, new=event.new, city=event.city))
+                lines.append(
+                    self.say("simulate.replaced", old=event.old, new=event.new, city=event.city)
+                )
             elif isinstance(event, CityDecided):
                 lines.append(self.say(f"simulate.decided.{event.winner.value}", city=event.city))
             elif isinstance(event, GameOver):
@@ -196,12 +198,16 @@ class _Writer:
         for city in game.cities:
             alive = game.alive(city)
             if alive:
-                text = self.say("simulate.alive", city=city, count=len(alive), players=", ".join(alive))
+                text = self.say(
+                    "simulate.alive", city=city, count=len(alive), players=", ".join(alive)
+                )
             else:
                 text = self.say("simulate.alive_none", city=city)
             lines.append(f"  {text}")
         if game.over:
-            lines.append("  " + self.say("simulate.over_result", winners=self.winners(game.winners())))
+            lines.append(
+                "  " + self.say("simulate.over_result", winners=self.winners(game.winners()))
+            )
             return lines
         if game.phase.kind is PhaseKind.NIGHT:
             lines.append("  " + self.say("simulate.goes_on_night", number=game.phase.number))
@@ -215,7 +221,8 @@ class _Writer:
             lines.append("  " + self.say("simulate.still_waiting", cities=cities))
         decided = [
             self.say(f"simulate.decided_item.{game.decided[city].value}", city=city)
-            for city in game.cities if city in game.decided
+            for city in game.cities
+            if city in game.decided
         ]
         if decided:
             lines.append("  " + self.say("simulate.decided_so_far", cities=", ".join(decided)))
@@ -238,7 +245,9 @@ def transcript(result: ScenarioResult, language: str = "en") -> str:
     game = result.game
     lines = [writer.say("simulate.seed", seed=game.seed)]
     for dealt in game.setup.cities:
-        people = ", ".join(f"{name} ({writer.status(status.value)})" for name, status in dealt.residents)
+        people = ", ".join(
+            f"{name} ({writer.status(status.value)})" for name, status in dealt.residents
+        )
         lines.append(f"  {dealt.name}: {people}")
     opening = [e for e in result.opening if isinstance(e, PhaseStarted)]
     lines.extend(writer.events(opening))

@@ -98,7 +98,8 @@ class PhaseTimers:
             return []
         duration = self.service.stage_duration(live)
         return [
-            offset for offset in self.reminders
+            offset
+            for offset in self.reminders
             if offset not in record.reminders_sent and offset < duration
         ]
 
@@ -118,8 +119,12 @@ class PhaseTimers:
                 delay = await self._step(live)
             except Exception as error:
                 backoff = min(backoff * 2, BACKOFF_MAX) if backoff else BACKOFF_START
-                log.warning("game %s: the timer could not act (%r); trying again in %.1f s",
-                            game_id, error, backoff)
+                log.warning(
+                    "game %s: the timer could not act (%r); trying again in %.1f s",
+                    game_id,
+                    error,
+                    backoff,
+                )
                 delay = backoff
             else:
                 backoff = 0.0
@@ -144,8 +149,9 @@ class PhaseTimers:
             items = self.render_reminder(live, offset)
             # an older reminder that came due at the same time is not worth a message
             for stale in due:
-                if await self.service.mark_reminder(live.id, stale, items if stale == offset else [],
-                                                    stage=stage, deadline=deadline):
+                if await self.service.mark_reminder(
+                    live.id, stale, items if stale == offset else [], stage=stage, deadline=deadline
+                ):
                     log.info("game %s: reminder %s s before %s", live.id, stale, stage)
             return None
         upcoming = [deadline - offset for offset in reminders] + [deadline]
@@ -154,7 +160,10 @@ class PhaseTimers:
     def _forget(self, game_id: int, deadline: float, stage: str | None) -> None:
         """Drop a deadline the timer is done with, unless the game has a newer one by now."""
         live = self.service.find(game_id)
-        if live is not None and (live.record.deadline, live.record.deadline_stage) == (deadline, stage):
+        if live is not None and (live.record.deadline, live.record.deadline_stage) == (
+            deadline,
+            stage,
+        ):
             live.record.deadline = None
 
     async def _fire(self, live: LiveGame, deadline: float, stage: str | None) -> None:
@@ -165,8 +174,13 @@ class PhaseTimers:
             return
         log.info("game %s: time is up for %s: %s", live.id, stage, command)
         try:
-            applied = await self.service.apply(live.id, command, source="timer", seen=Seen(stage=stage),
-                                               after=timer_mark(live.record.stage_since))
+            applied = await self.service.apply(
+                live.id,
+                command,
+                source="timer",
+                seen=Seen(stage=stage),
+                after=timer_mark(live.record.stage_since),
+            )
         except MovedOn:
             log.info("game %s: %s was over before its deadline fired", live.id, stage)
             self._forget(live.id, deadline, stage)  # the stage that followed has its own deadline

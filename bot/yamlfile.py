@@ -61,7 +61,9 @@ class _RefuseDuplicates(yaml.constructor.SafeConstructor):
         return mapping
 
 
-class _StrictLoader(_RefuseDuplicates, yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader):  # type: ignore[misc]
+class _StrictLoader(
+    _RefuseDuplicates, yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+):  # type: ignore[misc]
     """libyaml's safe loader (PyYAML's own where libyaml is missing), refusing duplicate keys."""
 
 
@@ -135,7 +137,9 @@ def read_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
     except PermissionError:
         raise YamlFileError(f"cannot read {path}: no permission to read it") from None
     except UnicodeDecodeError as error:
-        raise YamlFileError(f"cannot read {path}: it is not UTF-8 text (byte {error.start})") from None
+        raise YamlFileError(
+            f"cannot read {path}: it is not UTF-8 text (byte {error.start})"
+        ) from None
     except OSError as error:
         raise YamlFileError(f"cannot read {path}: {error.strerror or error}") from None
     return parse_yaml_node(text)

@@ -30,14 +30,20 @@ class AdminCog(commands.Cog):
     def __init__(self, bot: ProkuratorBot) -> None:
         self.bot = bot
 
-    @admin.command(name=key_str("language", "cmd.admin.language.name"),
-                   description=key_str("The language of the bot's messages here", "cmd.admin.language.description"))
+    @admin.command(
+        name=key_str("language", "cmd.admin.language.name"),
+        description=key_str(
+            "The language of the bot's messages here", "cmd.admin.language.description"
+        ),
+    )
     @app_commands.rename(language=key_str("language", "opt.language.name"))
     @app_commands.describe(language=key_str("Russian or English", "opt.language.description"))
-    @app_commands.choices(language=[
-        app_commands.Choice(name=key_str("Русский", "choice.ru"), value="ru"),
-        app_commands.Choice(name=key_str("English", "choice.en"), value="en"),
-    ])
+    @app_commands.choices(
+        language=[
+            app_commands.Choice(name=key_str("Русский", "choice.ru"), value="ru"),
+            app_commands.Choice(name=key_str("English", "choice.en"), value="en"),
+        ]
+    )
     @app_commands.checks.has_permissions(manage_guild=True)
     async def language(self, interaction: discord.Interaction, language: str) -> None:
         assert interaction.guild_id is not None
@@ -48,13 +54,22 @@ class AdminCog(commands.Cog):
                 live.language = language
         await interaction.response.send_message(t(language, "admin.language"), ephemeral=True)
 
-    @admin.command(name=key_str("hostrole", "cmd.admin.hostrole.name"),
-                   description=key_str("Members with this role may host games", "cmd.admin.hostrole.description"))
+    @admin.command(
+        name=key_str("hostrole", "cmd.admin.hostrole.name"),
+        description=key_str(
+            "Members with this role may host games", "cmd.admin.hostrole.description"
+        ),
+    )
     @app_commands.rename(role=key_str("role", "opt.role.name"))
-    @app_commands.describe(role=key_str("The role (empty: hosts are only those who open a game)",
-                                        "opt.role.description"))
+    @app_commands.describe(
+        role=key_str(
+            "The role (empty: hosts are only those who open a game)", "opt.role.description"
+        )
+    )
     @app_commands.checks.has_permissions(manage_guild=True)
-    async def hostrole(self, interaction: discord.Interaction, role: discord.Role | None = None) -> None:
+    async def hostrole(
+        self, interaction: discord.Interaction, role: discord.Role | None = None
+    ) -> None:
         assert interaction.guild_id is not None
         language = await self.bot.service.language(interaction.guild_id)
         await self.bot.storage.set_guild_host_role(
@@ -62,7 +77,8 @@ class AdminCog(commands.Cog):
         )
         key = "admin.hostrole" if role else "admin.hostrole_none"
         await interaction.response.send_message(
-            t(language, key, role=role.mention if role else ""), ephemeral=True,
+            t(language, key, role=role.mention if role else ""),
+            ephemeral=True,
             allowed_mentions=discord.AllowedMentions.none(),
         )
 

@@ -64,17 +64,32 @@ def ask_payload(live: LiveGame, check: dict[str, Any]) -> dict[str, Any]:
     """The roll call's message: who is asked (pinged, as many as fit), the deadline, the button."""
     button = phrase(live, "attendance.button")
     deadline = f"<t:{int(check['until'])}:T>"
-    frame = phrase(live, "attendance.ask", game=live.id, players="", button=button, deadline=deadline)
+    frame = phrase(
+        live, "attendance.ask", game=live.id, players="", button=button, deadline=deadline
+    )
     asked = [str(player) for player in check["asked"]]
-    shown = listing(live.language, [mention(p) for p in asked[:MOST_PINGED]], CONTENT - len(frame) - 1)
+    shown = listing(
+        live.language, [mention(p) for p in asked[:MOST_PINGED]], CONTENT - len(frame) - 1
+    )
     pinged = [p for p in asked[:MOST_PINGED] if mention(p) in shown]
     return {
-        "content": phrase(live, "attendance.ask", game=live.id, players=shown, button=button, deadline=deadline),
+        "content": phrase(
+            live, "attendance.ask", game=live.id, players=shown, button=button, deadline=deadline
+        ),
         "allowed_mentions": {"parse": [], "users": pinged},
-        "components": [{"type": 1, "components": [{
-            "type": 2, "style": 3, "label": button,
-            "custom_id": f"mafia:here:{live.id}:{check['round']}",
-        }]}],
+        "components": [
+            {
+                "type": 1,
+                "components": [
+                    {
+                        "type": 2,
+                        "style": 3,
+                        "label": button,
+                        "custom_id": f"mafia:here:{live.id}:{check['round']}",
+                    }
+                ],
+            }
+        ],
     }
 
 
@@ -121,7 +136,9 @@ class AttendanceCog(commands.Cog):
         self._wake.setdefault(live.id, asyncio.Event()).set()
         task = self._tasks.get(live.id)
         if task is None or task.done():
-            self._tasks[live.id] = asyncio.create_task(self._run(live.id), name=f"attendance-{live.id}")
+            self._tasks[live.id] = asyncio.create_task(
+                self._run(live.id), name=f"attendance-{live.id}"
+            )
 
     async def _run(self, game_id: int) -> None:
         wake = self._wake.setdefault(game_id, asyncio.Event())
@@ -137,7 +154,9 @@ class AttendanceCog(commands.Cog):
                 except (NoGame, GameBroken):
                     return
                 except Exception:
-                    log.exception("game %s: the roll call could not be closed; trying again", game_id)
+                    log.exception(
+                        "game %s: the roll call could not be closed; trying again", game_id
+                    )
                     delay = 1.0
                 else:
                     continue
@@ -157,29 +176,51 @@ class AttendanceCog(commands.Cog):
             dropped = [int(p["id"]) for p in players if int(p["id"]) in missing]
             live.record.lobby["players"] = [p for p in players if int(p["id"]) not in missing]
             if dropped:
-                text = phrase(live, "attendance.dropped", count=len(dropped),
-                              players=listing(live.language, [mention(str(p)) for p in dropped], 1500))
+                text = phrase(
+                    live,
+                    "attendance.dropped",
+                    count=len(dropped),
+                    players=listing(live.language, [mention(str(p)) for p in dropped], 1500),
+                )
             else:
                 text = phrase(live, "attendance.all_here")
             log.info("game %s: roll call over; %s dropped", live.id, dropped or "nobody")
             channel = live.record.lobby.get("channel_id")
-            items = lobby_edit(live) + [OutboxItem("edit", {"ref": f"attendance:{round_}"}, {
-                **ask_payload(live, check), "components": [], "allowed_mentions": NO_PINGS})]
+            items = lobby_edit(live) + [
+                OutboxItem(
+                    "edit",
+                    {"ref": f"attendance:{round_}"},
+                    {**ask_payload(live, check), "components": [], "allowed_mentions": NO_PINGS},
+                )
+            ]
             if channel is not None:
-                items.append(OutboxItem("send", {"channel_id": channel}, {"content": text,
-                                                                          "allowed_mentions": NO_PINGS}))
+                items.append(
+                    OutboxItem(
+                        "send",
+                        {"channel_id": channel},
+                        {"content": text, "allowed_mentions": NO_PINGS},
+                    )
+                )
             return items
 
         await self.bot.service.update(game_id, change)
 
-    @app_commands.command(name=key_str("attendance", "cmd.host.attendance.name"),
-                          description=key_str("Ask the lobby's players whether they are here; who does not "
-                                              "answer in time is dropped", "cmd.host.attendance.description"))
+    @app_commands.command(
+        name=key_str("attendance", "cmd.host.attendance.name"),
+        description=key_str(
+            "Ask the lobby's players whether they are here; who does not answer in time is dropped",
+            "cmd.host.attendance.description",
+        ),
+    )
     @app_commands.rename(within=key_str("within", "opt.within.name"))
-    @app_commands.describe(within=key_str("How long to wait: 2m, 90s... (default: 2 minutes)",
-                                          "opt.within.description"))
-    async def attendance(self, interaction: discord.Interaction,
-                         within: app_commands.Range[str, 1, 40] | None = None) -> None:
+    @app_commands.describe(
+        within=key_str(
+            "How long to wait: 2m, 90s... (default: 2 minutes)", "opt.within.description"
+        )
+    )
+    async def attendance(
+        self, interaction: discord.Interaction, within: app_commands.Range[str, 1, 40] | None = None
+    ) -> None:
         if interaction.guild_id is None:
             raise UserError("error.guild_only")
         live = await self.bot.service.open_game(interaction.guild_id)
@@ -198,29 +239,51 @@ class AttendanceCog(commands.Cog):
                 raise UserError("error.not_lobby")
             running = pending(live)
             if running is not None:
-                raise UserError("error.attendance_running", deadline=f"<t:{int(running['until'])}:T>")
+                raise UserError(
+                    "error.attendance_running", deadline=f"<t:{int(running['until'])}:T>"
+                )
             asked = [int(p["id"]) for p in live.record.lobby.get("players", [])]
             if not asked:
                 raise UserError("error.attendance_empty")
-            check = {"round": issued, "until": issued / 1000 + seconds, "asked": asked, "confirmed": []}
+            check = {
+                "round": issued,
+                "until": issued / 1000 + seconds,
+                "asked": asked,
+                "confirmed": [],
+            }
             live.record.lobby["attendance"] = check
             channel = live.record.lobby.get("channel_id")
             if channel is None:
                 return []
-            return [OutboxItem("send", {"channel_id": channel, "ref": f"attendance:{issued}"},
-                               ask_payload(live, check))]
+            return [
+                OutboxItem(
+                    "send",
+                    {"channel_id": channel, "ref": f"attendance:{issued}"},
+                    ask_payload(live, check),
+                )
+            ]
 
-        if not await self.bot.service.update(live.id, change, interaction_id=interaction.id,
-                                             answer=InteractionAnswer(interaction)):
+        if not await self.bot.service.update(
+            live.id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)
+        ):
             return
         log.info("game %s: roll call asked by %s for %s s", live.id, interaction.user.id, seconds)
-        await answer(interaction, phrase(live, "attendance.asked", deadline=f"<t:{int(issued / 1000 + seconds)}:T>",
-                                         duration=duration_text(live.language, seconds)))
+        await answer(
+            interaction,
+            phrase(
+                live,
+                "attendance.asked",
+                deadline=f"<t:{int(issued / 1000 + seconds)}:T>",
+                duration=duration_text(live.language, seconds),
+            ),
+        )
 
     async def _here(self, interaction: discord.Interaction, parts: list[str]) -> None:
-        """"I'm here" pressed."""
+        """ "I'm here" pressed."""
         game_id, round_ = int(parts[0]), int(parts[1])
-        live = await self.bot.service.open_game(interaction.guild_id) if interaction.guild_id else None
+        live = (
+            await self.bot.service.open_game(interaction.guild_id) if interaction.guild_id else None
+        )
         check = pending(live) if live is not None and live.id == game_id else None
         if live is None or check is None or int(check["round"]) != round_:
             raise UserError("error.attendance_over")
@@ -236,8 +299,9 @@ class AttendanceCog(commands.Cog):
                 check["confirmed"].append(user)
             return []
 
-        if await self.bot.service.update(live.id, change, interaction_id=interaction.id,
-                                         answer=InteractionAnswer(interaction)):
+        if await self.bot.service.update(
+            live.id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)
+        ):
             await answer(interaction, phrase(live, "attendance.confirmed"))
 
 

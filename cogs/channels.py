@@ -88,8 +88,12 @@ class Overwrite:
 
     def to_dict(self) -> dict[str, Any]:
         """The overwrite as Discord's JSON (needs a resolved id)."""
-        return {"id": str(self.target), "type": self.type, "allow": str(self.allow),
-                "deny": str(self.deny)}
+        return {
+            "id": str(self.target),
+            "type": self.type,
+            "allow": str(self.allow),
+            "deny": str(self.deny),
+        }
 
     def to_plan(self) -> dict[str, Any]:
         """The overwrite as a provisioning intent stores it (the target may be a key)."""
@@ -135,8 +139,12 @@ class Layout:
 
     def base(self) -> list[Overwrite]:
         """What every game channel has: @everyone kept out, the bot, the host and his co-hosts in."""
-        return [Overwrite(self.guild, 0, EVERYONE_DENY.value, ROLE), Overwrite(self.bot, BOT.value, 0),
-                Overwrite(self.host, HOST.value, 0), *(Overwrite(c, HOST.value, 0) for c in self.cohosts)]
+        return [
+            Overwrite(self.guild, 0, EVERYONE_DENY.value, ROLE),
+            Overwrite(self.bot, BOT.value, 0),
+            Overwrite(self.host, HOST.value, 0),
+            *(Overwrite(c, HOST.value, 0) for c in self.cohosts),
+        ]
 
     def city(self, name: str) -> CityPlaces:
         """One city's places."""
@@ -154,13 +162,17 @@ class Layout:
         night)."""
         return self.quiet_nights and game is not None and game.stage is Stage.NIGHT
 
-    def city_overwrites(self, name: str, *, over: bool = False, closed: bool = False) -> list[Overwrite]:
+    def city_overwrites(
+        self, name: str, *, over: bool = False, closed: bool = False
+    ) -> list[Overwrite]:
         """A city channel: its living roles write (not when ``closed``: a quiet night), the others
         read (see the module docstring)."""
         result = self.base()
         for city in self.cities:
             if city.name == name:
-                allow, deny = (READ.value, SILENCE.value) if over or closed else (READ.value | WRITE.value, 0)
+                allow, deny = (
+                    (READ.value, SILENCE.value) if over or closed else (READ.value | WRITE.value, 0)
+                )
             elif self.everyone_reads:
                 allow, deny = READ.value, SILENCE.value
             else:
@@ -172,16 +184,31 @@ class Layout:
             result.append(Overwrite(self.spectators, READ.value, SILENCE.value, ROLE))
         return result
 
-    def mafia_overwrites(self, game: Game | None, name: str, *, over: bool = False,
-                         reveal: bool = False, revived: Collection[str] = ()) -> list[Overwrite]:
+    def mafia_overwrites(
+        self,
+        game: Game | None,
+        name: str,
+        *,
+        over: bool = False,
+        reveal: bool = False,
+        revived: Collection[str] = (),
+    ) -> list[Overwrite]:
         """A mafia room: only the city's living mafiosi (and the host) see it; at the end, with
         ``reveal``, every player of the game reads it. (No game: a broken one whose deal cannot
         be read; its room keeps only the host.) ``revived``: players counted alive still (the
         room as it was before their deaths)."""
         allow, deny = (READ.value, SILENCE.value) if over else (READ.value | WRITE.value, 0)
-        mafiosi = [] if game is None else [
-            p for p in game.residents[name] if game.status_of(p) is Status.MAFIOSO
-            and (game.is_alive(p) or p in revived)] if revived else game.living_mafiosi(name)
+        mafiosi = (
+            []
+            if game is None
+            else [
+                p
+                for p in game.residents[name]
+                if game.status_of(p) is Status.MAFIOSO and (game.is_alive(p) or p in revived)
+            ]
+            if revived
+            else game.living_mafiosi(name)
+        )
         result = self.base() + [Overwrite(int(p), allow, deny) for p in mafiosi]
         return result + (self.everyone_reads_at_end() if over and reveal else [])
 
@@ -208,15 +235,20 @@ class Layout:
         """The host's log: the host alone; at the end, with ``reveal``, every player reads it."""
         return self.base() + (self.everyone_reads_at_end() if over and reveal else [])
 
-    def channels(self, game: Game | None, *, over: bool = False,
-                 reveal: bool = False) -> list[tuple[Target, list[Overwrite]]]:
+    def channels(
+        self, game: Game | None, *, over: bool = False, reveal: bool = False
+    ) -> list[tuple[Target, list[Overwrite]]]:
         """Every channel of the game with the overwrites it has (at the end, with ``over``; the
         mafia rooms and the log open to every player, read-only, with ``reveal``; the city channels
         closed at a quiet night)."""
         result: list[tuple[Target, list[Overwrite]]] = []
         for city in self.cities:
-            result.append((city.text, self.city_overwrites(city.name, over=over, closed=self.closed(game))))
-            result.append((city.mafia, self.mafia_overwrites(game, city.name, over=over, reveal=reveal)))
+            result.append(
+                (city.text, self.city_overwrites(city.name, over=over, closed=self.closed(game)))
+            )
+            result.append(
+                (city.mafia, self.mafia_overwrites(game, city.name, over=over, reveal=reveal))
+            )
         result.append((self.voice, self.voice_overwrites(over=over)))
         result.append((self.dead, self.dead_overwrites(over=over)))
         result.append((self.log, self.log_overwrites(over=over, reveal=reveal)))
@@ -231,13 +263,24 @@ class Layout:
     def to_channels(self) -> dict[str, Any]:
         """The record's ``channels``: what the cogs need to find the game on Discord."""
         return {
-            "guild_id": self.guild, "bot_id": self.bot, "host_id": self.host, "category": self.category, "voice": self.voice,
-            "dead": self.dead, "log": self.log, "everyone_reads": self.everyone_reads,
+            "guild_id": self.guild,
+            "bot_id": self.bot,
+            "host_id": self.host,
+            "category": self.category,
+            "voice": self.voice,
+            "dead": self.dead,
+            "log": self.log,
+            "everyone_reads": self.everyone_reads,
             "cities": {city.name: {"text": city.text, "mafia": city.mafia} for city in self.cities},
             "roles": {
                 "dead": self.dead_role,
-                "cities": {city.name: {"living": city.living, **({"quiet": city.quiet} if city.quiet else {})}
-                           for city in self.cities},
+                "cities": {
+                    city.name: {
+                        "living": city.living,
+                        **({"quiet": city.quiet} if city.quiet else {}),
+                    }
+                    for city in self.cities
+                },
             },
             "quiet": sorted(self.quiet),
             "cohosts": list(self.cohosts),
@@ -250,15 +293,29 @@ class Layout:
         """The layout of a running game from its record's ``channels``."""
         roles = channels["roles"]
         return cls(
-            guild=int(channels["guild_id"]), bot=int(channels["bot_id"]), host=int(channels["host_id"]),
+            guild=int(channels["guild_id"]),
+            bot=int(channels["bot_id"]),
+            host=int(channels["host_id"]),
             category=channels["category"],
-            cities=[CityPlaces(name, ids["text"], ids["mafia"], roles["cities"][name]["living"],
-                               roles["cities"][name].get("quiet"))
-                    for name, ids in channels["cities"].items()],
-            voice=channels["voice"], dead=channels["dead"], log=channels["log"],
-            dead_role=roles["dead"], everyone_reads=bool(channels.get("everyone_reads", True)),
-            quiet=set(channels.get("quiet", [])), cohosts=[int(c) for c in channels.get("cohosts", [])],
-            spectators=channels.get("spectators"), quiet_nights=bool(channels.get("quiet_nights", False)),
+            cities=[
+                CityPlaces(
+                    name,
+                    ids["text"],
+                    ids["mafia"],
+                    roles["cities"][name]["living"],
+                    roles["cities"][name].get("quiet"),
+                )
+                for name, ids in channels["cities"].items()
+            ],
+            voice=channels["voice"],
+            dead=channels["dead"],
+            log=channels["log"],
+            dead_role=roles["dead"],
+            everyone_reads=bool(channels.get("everyone_reads", True)),
+            quiet=set(channels.get("quiet", [])),
+            cohosts=[int(c) for c in channels.get("cohosts", [])],
+            spectators=channels.get("spectators"),
+            quiet_nights=bool(channels.get("quiet_nights", False)),
         )
 
 
@@ -270,18 +327,33 @@ def plan_keys(attempt: int) -> dict[str, str]:
     return {name: f"{attempt}:{name}" for name in ("category", "voice", "dead", "log", "dead_role")}
 
 
-def layout_for(live: LiveGame, game: Game, *, guild_id: int, bot_id: int, quiet: set[str],
-               attempt: int) -> Layout:
+def layout_for(
+    live: LiveGame, game: Game, *, guild_id: int, bot_id: int, quiet: set[str], attempt: int
+) -> Layout:
     """The layout a provisioning attempt makes, with keys for ids."""
     keys = plan_keys(attempt)
     cities = []
     for index, city in enumerate(game.cities):
         has_quiet = any(player in quiet for player in game.residents[city])
-        cities.append(CityPlaces(city, f"{attempt}:text:{index}", f"{attempt}:mafia:{index}",
-                                 f"{attempt}:living:{index}", f"{attempt}:quiet:{index}" if has_quiet else None))
+        cities.append(
+            CityPlaces(
+                city,
+                f"{attempt}:text:{index}",
+                f"{attempt}:mafia:{index}",
+                f"{attempt}:living:{index}",
+                f"{attempt}:quiet:{index}" if has_quiet else None,
+            )
+        )
     return Layout(
-        guild=guild_id, bot=bot_id, host=live.record.host_id, category=keys["category"], cities=cities,
-        voice=keys["voice"], dead=keys["dead"], log=keys["log"], dead_role=keys["dead_role"],
+        guild=guild_id,
+        bot=bot_id,
+        host=live.record.host_id,
+        category=keys["category"],
+        cities=cities,
+        voice=keys["voice"],
+        dead=keys["dead"],
+        log=keys["log"],
+        dead_role=keys["dead_role"],
         everyone_reads=bool(live.record.lobby.get("everyone_reads", True)),
         quiet={player for player in game.players if player in quiet},
         cohosts=[int(c) for c in live.record.lobby.get("cohosts", [])],
@@ -298,11 +370,23 @@ def resolved(layout: Layout, ids: dict[str, int]) -> Layout:
         return ids[value]
 
     return Layout(
-        guild=layout.guild, bot=layout.bot, host=layout.host, category=one(layout.category),
-        cities=[CityPlaces(c.name, one(c.text), one(c.mafia), one(c.living), one(c.quiet)) for c in layout.cities],
-        voice=one(layout.voice), dead=one(layout.dead), log=one(layout.log), dead_role=one(layout.dead_role),
-        everyone_reads=layout.everyone_reads, quiet=set(layout.quiet), cohosts=list(layout.cohosts),
-        spectators=one(layout.spectators), quiet_nights=layout.quiet_nights,
+        guild=layout.guild,
+        bot=layout.bot,
+        host=layout.host,
+        category=one(layout.category),
+        cities=[
+            CityPlaces(c.name, one(c.text), one(c.mafia), one(c.living), one(c.quiet))
+            for c in layout.cities
+        ],
+        voice=one(layout.voice),
+        dead=one(layout.dead),
+        log=one(layout.log),
+        dead_role=one(layout.dead_role),
+        everyone_reads=layout.everyone_reads,
+        quiet=set(layout.quiet),
+        cohosts=list(layout.cohosts),
+        spectators=one(layout.spectators),
+        quiet_nights=layout.quiet_nights,
     )
 
 
@@ -325,11 +409,16 @@ def end_of_game_items(channels: dict[str, Any], game: Game | None, at_end: str) 
     layout = layout_of(channels)
     if layout is None or at_end != "delete":
         return []
-    items = [OutboxItem("delete_channel", {"channel_id": target}, {}) for target, _ in layout.channels(game)]
+    items = [
+        OutboxItem("delete_channel", {"channel_id": target}, {})
+        for target, _ in layout.channels(game)
+    ]
     items.append(OutboxItem("delete_channel", {"channel_id": layout.category}, {}))
     spectators = [layout.spectators] if layout.spectators is not None else []
-    items.extend(OutboxItem("delete_role", {"guild_id": layout.guild, "role": role}, {}, lane="messages")
-                 for role in layout.roles() + spectators)
+    items.extend(
+        OutboxItem("delete_role", {"guild_id": layout.guild, "role": role}, {}, lane="messages")
+        for role in layout.roles() + spectators
+    )
     return items
 
 
@@ -359,14 +448,24 @@ def exposure_lines(live: LiveGame, exposed: dict[str, list[str]], limit: int = 4
     for kind in ("hidden", "audit"):
         players = [player for player, kinds in exposed.items() if kind in kinds]
         if players:
-            lines.append(phrase(live, f"exposed.{kind}", count=len(players),
-                                players=listing(live.language, [mention(p) for p in players], limit)))
+            lines.append(
+                phrase(
+                    live,
+                    f"exposed.{kind}",
+                    count=len(players),
+                    players=listing(live.language, [mention(p) for p in players], limit),
+                )
+            )
     return lines
 
 
 def lobby_exposure(live: LiveGame) -> dict[str, list[str]]:
     """What the lobby's players' server permissions showed when they joined."""
-    return {str(p["id"]): list(p["exposed"]) for p in live.record.lobby.get("players", []) if p.get("exposed")}
+    return {
+        str(p["id"]): list(p["exposed"])
+        for p in live.record.lobby.get("players", [])
+        if p.get("exposed")
+    }
 
 
 def permission_names(language: str, flags: list[str]) -> str:
@@ -380,8 +479,21 @@ def missing_permissions(permissions: discord.Permissions) -> list[str]:
 
 
 __all__ = [
-    "CATEGORY", "MAX_OVERWRITES", "TEXT", "VOICE_CHANNEL", "CityPlaces", "Layout", "Overwrite",
-    "end_of_game_items", "exposure", "exposure_lines", "flag_names",
-    "layout_for", "layout_of",
-    "lobby_exposure", "missing_permissions", "permission_names", "resolved",
+    "CATEGORY",
+    "MAX_OVERWRITES",
+    "TEXT",
+    "VOICE_CHANNEL",
+    "CityPlaces",
+    "Layout",
+    "Overwrite",
+    "end_of_game_items",
+    "exposure",
+    "exposure_lines",
+    "flag_names",
+    "layout_for",
+    "layout_of",
+    "lobby_exposure",
+    "missing_permissions",
+    "permission_names",
+    "resolved",
 ]

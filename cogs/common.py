@@ -49,8 +49,11 @@ class InteractionAnswer:
         try:
             await self.interaction.response.defer(ephemeral=True, thinking=True)
         except discord.HTTPException as error:
-            log.info("interaction %s could not be acknowledged (%s): its command is not applied",
-                     self.interaction.id, error)
+            log.info(
+                "interaction %s could not be acknowledged (%s): its command is not applied",
+                self.interaction.id,
+                error,
+            )
             return False
         return True
 
@@ -114,7 +117,9 @@ def cohosts(live: LiveGame) -> list[int]:
     return [int(member) for member in live.record.lobby.get("cohosts", [])]
 
 
-def host_rights(bot: ProkuratorBot, live: LiveGame, member: discord.abc.User, host_role_id: int | None) -> bool:
+def host_rights(
+    bot: ProkuratorBot, live: LiveGame, member: discord.abc.User, host_role_id: int | None
+) -> bool:
     """The game's host, a co-host, or a member with the configured host role (playing or not)."""
     if member.id == live.record.host_id or member.id in cohosts(live):
         return True
@@ -125,7 +130,9 @@ def host_rights(bot: ProkuratorBot, live: LiveGame, member: discord.abc.User, ho
     return name is not None and any(role.name == name for role in roles)
 
 
-def is_host(bot: ProkuratorBot, live: LiveGame, member: discord.abc.User, host_role_id: int | None) -> bool:
+def is_host(
+    bot: ProkuratorBot, live: LiveGame, member: discord.abc.User, host_role_id: int | None
+) -> bool:
     """May use the host's commands and lists in this game: he has host rights and does not play
     in it (whatever his roles: a player never sees what the host sees)."""
     return host_rights(bot, live, member, host_role_id) and not plays_in(live, member.id)
@@ -159,7 +166,9 @@ async def running_game(bot: ProkuratorBot, interaction: discord.Interaction) -> 
     return live
 
 
-async def require_host(bot: ProkuratorBot, interaction: discord.Interaction, live: LiveGame) -> None:
+async def require_host(
+    bot: ProkuratorBot, interaction: discord.Interaction, live: LiveGame
+) -> None:
     """Refuse anyone but the game's host, its co-hosts or the host role, and any of them who
     plays in the game.
 
@@ -170,7 +179,9 @@ async def require_host(bot: ProkuratorBot, interaction: discord.Interaction, liv
     if not host_rights(bot, live, interaction.user, role):
         raise UserError("error.not_host")
     if plays_in(live, interaction.user.id):
-        log.info("refused a host command to %s in game %s: he plays in it", interaction.user.id, live.id)
+        log.info(
+            "refused a host command to %s in game %s: he plays in it", interaction.user.id, live.id
+        )
         raise UserError("error.host_plays")
 
 
@@ -212,7 +223,9 @@ async def answer(interaction: discord.Interaction, text: str) -> None:
     await answer_lines(interaction, [text])
 
 
-async def answer_lines(interaction: discord.Interaction, lines: list[str], *, ephemeral: bool = True) -> None:
+async def answer_lines(
+    interaction: discord.Interaction, lines: list[str], *, ephemeral: bool = True
+) -> None:
     """Answer with ``lines``, split into as many messages as Discord's limits need.
 
     The first message is the interaction's answer (or its deferred original,
@@ -228,14 +241,18 @@ async def answer_lines(interaction: discord.Interaction, lines: list[str], *, ep
         if interaction.response.is_done():
             await interaction.edit_original_response(content=first, allowed_mentions=none)
         else:
-            await interaction.response.send_message(first, ephemeral=ephemeral, allowed_mentions=none)
+            await interaction.response.send_message(
+                first, ephemeral=ephemeral, allowed_mentions=none
+            )
         for part in rest:
             await interaction.followup.send(part, ephemeral=ephemeral, allowed_mentions=none)
 
     await delivered(interaction, "\n".join(parts), send)
 
 
-async def delivered(interaction: discord.Interaction, text: str, send: Callable[[], Awaitable[None]]) -> None:
+async def delivered(
+    interaction: discord.Interaction, text: str, send: Callable[[], Awaitable[None]]
+) -> None:
     """Answer ``interaction`` by ``send`` (which says ``text``), then hand the member the
     answers Discord did not deliver before. If Discord refuses this one, it is kept for his
     next command when the interaction changed something (it was committed first), else only
@@ -244,19 +261,28 @@ async def delivered(interaction: discord.Interaction, text: str, send: Callable[
     try:
         await send()
     except (discord.HTTPException, discord.RateLimited) as error:
-        await bot.notices.undelivered(interaction, text, error, applied=bot.service.applied(interaction.id),
-                                      language=await bot.language_for(interaction))
+        await bot.notices.undelivered(
+            interaction,
+            text,
+            error,
+            applied=bot.service.applied(interaction.id),
+            language=await bot.language_for(interaction),
+        )
         return
     await bot.notices.hand_out(interaction)
 
 
-def _choices(live: LiveGame, actions: list[LegalAction], verb: str, current: str) -> list[app_commands.Choice[str]]:
+def _choices(
+    live: LiveGame, actions: list[LegalAction], verb: str, current: str
+) -> list[app_commands.Choice[str]]:
     known = names(live)
     lowered = current.casefold()
     for action in actions:
         if action.verb == verb and action.targets:
             return [
-                app_commands.Choice(name=clip(known.get(target, target), OPTION_LABEL), value=target)
+                app_commands.Choice(
+                    name=clip(known.get(target, target), OPTION_LABEL), value=target
+                )
                 for target in action.targets
                 if lowered in known.get(target, target).casefold()
             ][:MAX_CHOICES]
@@ -280,13 +306,37 @@ def host_choices(live: LiveGame, verb: str, current: str) -> list[app_commands.C
 
 
 __all__ = [
-    "MAX_CHOICES", "InteractionAnswer", "answer", "answer_lines", "delivered", "sent_at", "guild_game", "cohosts", "host_choices", "host_rights", "is_host", "key_str", "mention", "name_of",
-    "names", "phrase", "player_of", "plays_in", "require_host", "resolve_player", "running_game", "shown", "shown_name",
-    "status_text", "target_choices",
+    "MAX_CHOICES",
+    "InteractionAnswer",
+    "answer",
+    "answer_lines",
+    "delivered",
+    "sent_at",
+    "guild_game",
+    "cohosts",
+    "host_choices",
+    "host_rights",
+    "is_host",
+    "key_str",
+    "mention",
+    "name_of",
+    "names",
+    "phrase",
+    "player_of",
+    "plays_in",
+    "require_host",
+    "resolve_player",
+    "running_game",
+    "shown",
+    "shown_name",
+    "status_text",
+    "target_choices",
 ]
 
 
-def join_group(bot: ProkuratorBot, cog: commands.Cog, group_name: str) -> list[app_commands.Command[Any, ..., Any]]:
+def join_group(
+    bot: ProkuratorBot, cog: commands.Cog, group_name: str
+) -> list[app_commands.Command[Any, ..., Any]]:
     """Move a cog's slash commands into another cog's group (``/host``, ``/mafia``), which must
     be loaded first; returns them, for :func:`leave_group`.
 
@@ -305,7 +355,9 @@ def join_group(bot: ProkuratorBot, cog: commands.Cog, group_name: str) -> list[a
     return moved
 
 
-def leave_group(bot: ProkuratorBot, group_name: str, moved: list[app_commands.Command[Any, ..., Any]]) -> None:
+def leave_group(
+    bot: ProkuratorBot, group_name: str, moved: list[app_commands.Command[Any, ..., Any]]
+) -> None:
     """Take back what :func:`join_group` moved."""
     group = bot.tree.get_command(group_name)
     if isinstance(group, app_commands.Group):

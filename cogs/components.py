@@ -81,7 +81,9 @@ class _Routed:
         self.fields = fields
 
     @classmethod
-    async def from_custom_id(cls, interaction: discord.Interaction, item: Item[Any], match: re.Match[str], /) -> Any:
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: Item[Any], match: re.Match[str], /
+    ) -> Any:
         return cls(item, [group for group in match.groups() if group is not None])
 
     async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
@@ -117,7 +119,7 @@ class LeaveButton(_Routed, DynamicItem[Button[Any]], template=template("leave"))
 
 
 class RoleButton(_Routed, DynamicItem[Button[Any]], template=template("role")):
-    """"My status" under each city's welcome."""
+    """ "My status" under each city's welcome."""
 
     action = "role"
 
@@ -135,32 +137,32 @@ class UnvoteButton(_Routed, DynamicItem[Button[Any]], template=template("unvote"
 
 
 class LastWordButton(_Routed, DynamicItem[Button[Any]], template=template("lastword")):
-    """"Last word" on a nomination (``{game}:{player}``), handled by the last word's cog."""
+    """ "Last word" on a nomination (``{game}:{player}``), handled by the last word's cog."""
 
     action = "lastword"
 
 
 class StopButton(_Routed, DynamicItem[Button[Any]], template=template("stop")):
-    """"Stop" on a last word being recorded (``{game}:{player}``), handled by the last word's cog."""
+    """ "Stop" on a last word being recorded (``{game}:{player}``), handled by the last word's cog."""
 
     action = "stop"
 
 
 class ConfirmButton(_Routed, DynamicItem[Button[Any]], template=template("confirm")):
-    """"Yes" under the host's ``/host end`` or ``/host kill`` (``{game}:{action}:{issued ms}[:{player}]``),
+    """ "Yes" under the host's ``/host end`` or ``/host kill`` (``{game}:{action}:{issued ms}[:{player}]``),
     handled by the host's cog: the act happens only on it, and only while it is fresh."""
 
     action = "confirm"
 
 
 class CancelButton(_Routed, DynamicItem[Button[Any]], template=template("cancel")):
-    """"No" under a host's confirmation: nothing happens."""
+    """ "No" under a host's confirmation: nothing happens."""
 
     action = "cancel"
 
 
 class HereButton(_Routed, DynamicItem[Button[Any]], template=template("here")):
-    """"I'm here" under a roll call before the start (``{game}:{round}``), handled by the roll
+    """ "I'm here" under a roll call before the start (``{game}:{round}``), handled by the roll
     call's cog."""
 
     action = "here"
@@ -174,12 +176,24 @@ class Retired(_Routed, DynamicItem[Item[Any]], template=RETIRED):
     async def callback(self, interaction: discord.Interaction) -> None:
         bot: ProkuratorBot = interaction.client  # type: ignore[assignment]
         custom_id = (interaction.data or {}).get("custom_id")
-        log.info("component %r of user %s matches no form: answered as no longer active",
-                 custom_id, interaction.user.id)
+        log.info(
+            "component %r of user %s matches no form: answered as no longer active",
+            custom_id,
+            interaction.user.id,
+        )
         await bot.handle_error(interaction, UserError("error.stale_button"))
 
 
 ITEMS: tuple[type[DynamicItem[Any]], ...] = (
-    JoinButton, LeaveButton, RoleButton, VoteSelect, UnvoteButton, LastWordButton, StopButton, ConfirmButton,
-    CancelButton, HereButton, Retired,
+    JoinButton,
+    LeaveButton,
+    RoleButton,
+    VoteSelect,
+    UnvoteButton,
+    LastWordButton,
+    StopButton,
+    ConfirmButton,
+    CancelButton,
+    HereButton,
+    Retired,
 )

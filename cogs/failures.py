@@ -49,8 +49,11 @@ _BY_CODE = {
     10011: "failure.unknown_role",
 }
 #: the limit each cap's text names
-_LIMITS = {"failure.max_roles": MAX_ROLES, "failure.max_channels": MAX_CHANNELS,
-           "failure.category_full": MAX_CATEGORY_CHANNELS}
+_LIMITS = {
+    "failure.max_roles": MAX_ROLES,
+    "failure.max_channels": MAX_CHANNELS,
+    "failure.category_full": MAX_CATEGORY_CHANNELS,
+}
 
 
 @dataclass(frozen=True)
@@ -88,8 +91,13 @@ def form_error_codes(error: discord.HTTPException) -> set[str]:
     return found
 
 
-def failure_of(error: BaseException, *, kind: str | None = None, lacking: Sequence[str] = (),
-               needs: Sequence[str] = ()) -> Failure:
+def failure_of(
+    error: BaseException,
+    *,
+    kind: str | None = None,
+    lacking: Sequence[str] = (),
+    needs: Sequence[str] = (),
+) -> Failure:
     """What a refused call means for the host.
 
     ``lacking``: Discord's flag names of the server permissions the bot lacks now (a 403 then
@@ -151,5 +159,14 @@ def reason_failure(reason: dict[str, Any]) -> Failure:
     return Failure("failure.other", {"status": "—", "code": "—"})
 
 
-__all__ = ["MAX_CATEGORY_CHANNELS", "MAX_CHANNELS", "MAX_ROLES", "Failure", "failure_of", "failure_text",
-           "form_error_codes", "reason_failure", "start_refused_text"]
+__all__ = [
+    "MAX_CATEGORY_CHANNELS",
+    "MAX_CHANNELS",
+    "MAX_ROLES",
+    "Failure",
+    "failure_of",
+    "failure_text",
+    "form_error_codes",
+    "reason_failure",
+    "start_refused_text",
+]

@@ -33,7 +33,7 @@ ComponentHandler = Callable[[discord.Interaction, list[str]], Awaitable[None]]
 
 
 def reminder_items(live: LiveGame, offset: int) -> list[OutboxItem]:
-    """"N minutes left" in every living city's channel, pinging its living role, with the deadline
+    """ "N minutes left" in every living city's channel, pinging its living role, with the deadline
     as a Discord timestamp."""
     game = live.game
     if game is None or not live.record.channels:
@@ -43,11 +43,25 @@ def reminder_items(live: LiveGame, offset: int) -> list[OutboxItem]:
     if game.stage is Stage.EXECUTION:  # the host is awaited: remind him alone
         if log_channel is None:
             return []
-        return [OutboxItem("send", {"channel_id": log_channel}, {
-            "content": phrase(live, "log.execution_soon", minutes=minutes, deadline=deadline_text(live),
-                              execute=command(live.language, "host execute")),
-            "allowed_mentions": {"parse": []}})]
-    text = phrase(live, f"reminder.{game.stage.value}", minutes=minutes, deadline=deadline_text(live))
+        return [
+            OutboxItem(
+                "send",
+                {"channel_id": log_channel},
+                {
+                    "content": phrase(
+                        live,
+                        "log.execution_soon",
+                        minutes=minutes,
+                        deadline=deadline_text(live),
+                        execute=command(live.language, "host execute"),
+                    ),
+                    "allowed_mentions": {"parse": []},
+                },
+            )
+        ]
+    text = phrase(
+        live, f"reminder.{game.stage.value}", minutes=minutes, deadline=deadline_text(live)
+    )
     return [
         OutboxItem("send", {"channel_id": ids["text"]}, with_ping(live, city, {"content": text}))
         for city, ids in live.record.channels.get("cities", {}).items()

@@ -51,7 +51,9 @@ def _stages() -> dict[str, str]:
         for slash in act.slash:
             stages.setdefault(slash, set()).add(act.stage)
     one = {slash: next(iter(found)) for slash, found in stages.items() if len(found) == 1}
-    return {slash: stage for slash, stage in one.items() if stage != ANY} | {"lastword": PLAYER_ACTS["lastword"].stage}
+    return {slash: stage for slash, stage in one.items() if stage != ANY} | {
+        "lastword": PLAYER_ACTS["lastword"].stage
+    }
 
 
 #: the stage a command belongs to (:func:`_stages`)
@@ -95,8 +97,12 @@ def action_line(live: LiveGame, verb: str, player: str) -> str:
         status = game.status_of(player)
         godfather = game.godfather_of(game.city_of(player)) == player
         key += ".maniac" if status is Status.MANIAC else ".godfather" if godfather else ".mafioso"
-    return phrase(live, key, command=command(live.language, path),
-                  upload=command(live.language, "lastword upload"))
+    return phrase(
+        live,
+        key,
+        command=command(live.language, path),
+        upload=command(live.language, "lastword upload"),
+    )
 
 
 def player_lines(live: LiveGame, player: str) -> list[str]:
@@ -104,7 +110,11 @@ def player_lines(live: LiveGame, player: str) -> list[str]:
     game = live.game
     assert game is not None
     city = game.city_of(player)
-    lines = [phrase(live, "help.player", status=status_text(live, game.status_of(player).value), city=city)]
+    lines = [
+        phrase(
+            live, "help.player", status=status_text(live, game.status_of(player).value), city=city
+        )
+    ]
     if game.godfather_of(city) == player:
         lines.append(phrase(live, "help.godfather"))
     lines.append(stage_line(live))
@@ -118,9 +128,15 @@ def player_lines(live: LiveGame, player: str) -> list[str]:
     else:
         lines.append(phrase(live, "help.nothing"))
     if will_limit(live):
-        lines.append(phrase(live, "help.will", command=command(live.language, "will write"), count=will_limit(live)))
+        lines.append(
+            phrase(
+                live,
+                "help.will",
+                command=command(live.language, "will write"),
+                count=will_limit(live),
+            )
+        )
     return lines + presets.house_lines(live)
-
 
 
 def stage_line(live: LiveGame) -> str:
@@ -138,8 +154,10 @@ def host_lines(live: LiveGame) -> list[str]:
     paths = list(dict.fromkeys(HOST_COMMANDS[a.verb] for a in game.legal_host_actions()))
     paths += [path for path in HOST_ALWAYS if path not in paths]
     lines.append(phrase(live, "help.host_can"))
-    lines.extend(phrase(live, f"help.{path.replace(' ', '.')}", command=command(live.language, path))
-                 for path in paths)
+    lines.extend(
+        phrase(live, f"help.{path.replace(' ', '.')}", command=command(live.language, path))
+        for path in paths
+    )
     return lines
 
 
@@ -150,28 +168,58 @@ def lobby_lines(live: LiveGame, user: int, host: bool) -> list[str]:
     if live.record.state == "starting":
         return [say("help.starting", game=live.id)]
     if host:  # the host does not play: nothing to join
-        return [say("help.lobby_host", game=live.id, setup=cmd("host setup"), start=cmd("host start"),
-                    end=cmd("host end")),
-                say("help.lobby_presets", setup=cmd("host setup"), save=cmd("host preset save")),
-                say("help.host.attendance", command=cmd("host attendance"))]
+        return [
+            say(
+                "help.lobby_host",
+                game=live.id,
+                setup=cmd("host setup"),
+                start=cmd("host start"),
+                end=cmd("host end"),
+            ),
+            say("help.lobby_presets", setup=cmd("host setup"), save=cmd("host preset save")),
+            say("help.host.attendance", command=cmd("host attendance")),
+        ]
     joined = any(int(p["id"]) == user for p in live.record.lobby.get("players", []))
     if joined:
         return [say("help.lobby_joined", game=live.id, leave=cmd("mafia leave"))]
     return [say("help.lobby_open", game=live.id, join=cmd("mafia join"))]
 
 
-def help_lines(bot: ProkuratorBot, live: LiveGame | None, user: discord.abc.User, language: str,
-               host_role: int | None) -> list[str]:
+def help_lines(
+    bot: ProkuratorBot,
+    live: LiveGame | None,
+    user: discord.abc.User,
+    language: str,
+    host_role: int | None,
+) -> list[str]:
     """What the user can do right now (see the module docstring)."""
-    always = t(language, "help.always", me=command(language, "mafia me"), status=command(language, "mafia status"),
-               rules=command(language, "rules"), notify=command(language, "mafia notify"))
+    always = t(
+        language,
+        "help.always",
+        me=command(language, "mafia me"),
+        status=command(language, "mafia status"),
+        rules=command(language, "rules"),
+        notify=command(language, "mafia notify"),
+    )
     # who does not play (the host, a co-host, a spectator) has no status and gets no pings
-    onlooker = t(language, "help.always_onlooker", status=command(language, "mafia status"),
-                 rules=command(language, "rules"))
+    onlooker = t(
+        language,
+        "help.always_onlooker",
+        status=command(language, "mafia status"),
+        rules=command(language, "rules"),
+    )
     if live is None:
-        return [t(language, "help.no_game", new=command(language, "mafia new"), rules=command(language, "rules"),
-                  history=command(language, "mafia history")),
-                t(language, "help.schedule", command=command(language, "mafia schedule")), always]
+        return [
+            t(
+                language,
+                "help.no_game",
+                new=command(language, "mafia new"),
+                rules=command(language, "rules"),
+                history=command(language, "mafia history"),
+            ),
+            t(language, "help.schedule", command=command(language, "mafia schedule")),
+            always,
+        ]
     host = is_host(bot, live, user, host_role)
     if live.game is None:
         return [*lobby_lines(live, user.id, host), onlooker if host else always]
@@ -193,7 +241,9 @@ def wrong_stage_text(live: LiveGame, path: str) -> str | None:
     kind = STAGE_OF.get(path)
     if kind is None or live.game is None:
         return None
-    return " ".join([stage_line(live), phrase(live, f"wrong_stage.{kind}"), phrase(live, "help.what_now")])
+    return " ".join(
+        [stage_line(live), phrase(live, f"wrong_stage.{kind}"), phrase(live, "help.what_now")]
+    )
 
 
 def component_path(interaction: discord.Interaction) -> str:
@@ -222,8 +272,10 @@ class HelpCog(commands.Cog):
             return None
         return wrong_stage_text(live, component_path(interaction))
 
-    @app_commands.command(name=key_str("help", "cmd.help.name"),
-                          description=key_str("What you can do right now (only you see it)", "cmd.help.description"))
+    @app_commands.command(
+        name=key_str("help", "cmd.help.name"),
+        description=key_str("What you can do right now (only you see it)", "cmd.help.description"),
+    )
     @app_commands.guild_only()
     async def help(self, interaction: discord.Interaction) -> None:
         if interaction.guild_id is None:
@@ -231,34 +283,53 @@ class HelpCog(commands.Cog):
         language = await self.bot.language_for(interaction)
         live = await self.bot.service.open_game(interaction.guild_id)
         role = await self.bot.storage.guild_host_role(interaction.guild_id)
-        await answer_lines(interaction, help_lines(self.bot, live, interaction.user, language, role))
+        await answer_lines(
+            interaction, help_lines(self.bot, live, interaction.user, language, role)
+        )
 
-    @app_commands.command(name=key_str("rules", "cmd.rules.name"),
-                          description=key_str("The rules of the game, a section at a time", "cmd.rules.description"))
+    @app_commands.command(
+        name=key_str("rules", "cmd.rules.name"),
+        description=key_str("The rules of the game, a section at a time", "cmd.rules.description"),
+    )
     @app_commands.rename(section=key_str("section", "opt.section.name"))
-    @app_commands.describe(section=key_str("The section to show (empty: the contents)", "opt.section.description"))
+    @app_commands.describe(
+        section=key_str("The section to show (empty: the contents)", "opt.section.description")
+    )
     async def rules(self, interaction: discord.Interaction, section: int | None = None) -> None:
         language = await self.bot.language_for(interaction)
         sections = rule_sections(language)
         if section is None:
             title, text = sections[0]
-            contents = [t(language, "rules.entry", number=n, title=name)
-                        for n, (name, _) in enumerate(sections[1:], start=1)]
-            lines = [f"# {title}", text, t(language, "rules.contents", rules=command(language, "rules")), *contents]
+            contents = [
+                t(language, "rules.entry", number=n, title=name)
+                for n, (name, _) in enumerate(sections[1:], start=1)
+            ]
+            lines = [
+                f"# {title}",
+                text,
+                t(language, "rules.contents", rules=command(language, "rules")),
+                *contents,
+            ]
         elif 1 <= section < len(sections):
             title, text = sections[section]
             lines = [f"## {title}", text]
         else:
-            raise UserError("error.no_such_section", count=len(sections) - 1, rules=command(language, "rules"))
+            raise UserError(
+                "error.no_such_section", count=len(sections) - 1, rules=command(language, "rules")
+            )
         await answer_lines(interaction, lines)
 
     @rules.autocomplete("section")
-    async def _sections(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[int]]:
+    async def _sections(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[int]]:
         language = await self.bot.language_for(interaction)
         lowered = current.casefold()
-        return [app_commands.Choice(name=clip(f"{n}. {title}", OPTION_LABEL), value=n)
-                for n, (title, _) in enumerate(rule_sections(language)[1:], start=1)
-                if lowered in f"{n}. {title}".casefold()][:25]
+        return [
+            app_commands.Choice(name=clip(f"{n}. {title}", OPTION_LABEL), value=n)
+            for n, (title, _) in enumerate(rule_sections(language)[1:], start=1)
+            if lowered in f"{n}. {title}".casefold()
+        ][:25]
 
 
 async def setup(bot: ProkuratorBot) -> None:

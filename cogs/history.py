@@ -59,20 +59,31 @@ STATUSES = tuple(row.status.value for row in ROLES)
 SIDES = tuple(dict.fromkeys(row.side for row in ROLES))
 
 
-class HistoryPage(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
-                  template=r"mafia:history:(?P<page>[0-9]{1,7})"):
+class HistoryPage(
+    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
+    template=r"mafia:history:(?P<page>[0-9]{1,7})",
+):
     """A Previous/Next button of ``/mafia history``: shows page ``page`` in place."""
 
     def __init__(self, page: int, *, label: str = "·", disabled: bool = False) -> None:
-        super().__init__(discord.ui.Button(
-            custom_id=f"mafia:history:{page}", label=label, disabled=disabled,
-            style=discord.ButtonStyle.secondary,
-        ))
+        super().__init__(
+            discord.ui.Button(
+                custom_id=f"mafia:history:{page}",
+                label=label,
+                disabled=disabled,
+                style=discord.ButtonStyle.secondary,
+            )
+        )
         self.page = page
 
     @classmethod
-    async def from_custom_id(cls, interaction: discord.Interaction[Any], item: discord.ui.Item[Any],
-                             match: re.Match[str], /) -> HistoryPage:
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[Any],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> HistoryPage:
         return cls(int(match["page"]))
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
@@ -92,9 +103,12 @@ class HistoryCog(commands.Cog):
 
     def __init__(self, bot: ProkuratorBot) -> None:
         self.bot = bot
-        self.archiver = Archiver(bot.storage, announce=self._announce,
-                                 on_archived=lambda archived: bot.outbox.kick(archived.game_id),
-                                 clock=bot.clock)
+        self.archiver = Archiver(
+            bot.storage,
+            announce=self._announce,
+            on_archived=lambda archived: bot.outbox.kick(archived.game_id),
+            clock=bot.clock,
+        )
         bot.service.after_commit.append(self.archiver.game_ended)
         bot.outbox.handlers["picture"] = self.post_picture
         bot.add_dynamic_items(HistoryPage)
@@ -105,14 +119,18 @@ class HistoryCog(commands.Cog):
         """Join the ``/mafia`` group; archive at start what ended unarchived."""
         group = self.bot.tree.get_command("mafia")
         if not isinstance(group, app_commands.Group):
-            raise RuntimeError("cogs.history needs the /mafia group of cogs.lobby, loaded before it")
+            raise RuntimeError(
+                "cogs.history needs the /mafia group of cogs.lobby, loaded before it"
+            )
         for command in list(self.__cog_app_commands__):
             assert isinstance(command, app_commands.Command)
             group.add_command(command)
             self._moved.append(command)
         # they are the group's now, not top-level commands of this cog
         self.__cog_app_commands__ = []
-        self._sweep = asyncio.get_running_loop().create_task(self.archiver.sweep(), name="archive-sweep")
+        self._sweep = asyncio.get_running_loop().create_task(
+            self.archiver.sweep(), name="archive-sweep"
+        )
 
     async def cog_unload(self) -> None:
         group = self.bot.tree.get_command("mafia")
@@ -128,9 +146,15 @@ class HistoryCog(commands.Cog):
         language = await self.bot.service.language(record.guild_id)
         caption = t(language, "history.picture", game=archived.game_id)
         return [
-            OutboxItem("picture", {"channel_id": channel}, {
-                "game_id": archived.game_id, "language": language, "content": caption,
-            })
+            OutboxItem(
+                "picture",
+                {"channel_id": channel},
+                {
+                    "game_id": archived.game_id,
+                    "language": language,
+                    "content": caption,
+                },
+            )
             for channel in closing_channels(LiveGame(record))
         ]
 
@@ -138,18 +162,31 @@ class HistoryCog(commands.Cog):
         """The outbox handler of ``picture`` items: draw the archived game, post it once."""
         archived = await self.bot.storage.archived_game(int(item.payload["game_id"]))
         if archived is None:
-            log.error("picture of game %s: the game is not archived; nothing posted", item.payload["game_id"])
+            log.error(
+                "picture of game %s: the game is not archived; nothing posted",
+                item.payload["game_id"],
+            )
             return None
-        png = await asyncio.to_thread(render_png, archived, str(item.payload.get("language") or "ru"))
+        png = await asyncio.to_thread(
+            render_png, archived, str(item.payload.get("language") or "ru")
+        )
         if len(png) > UPLOAD_LIMIT:
-            log.error("picture of game %s is %d bytes, over Discord's limit; not posted", archived.game_id, len(png))
+            log.error(
+                "picture of game %s is %d bytes, over Discord's limit; not posted",
+                archived.game_id,
+                len(png),
+            )
             return None
         file = discord.File(io.BytesIO(png), filename=f"game-{archived.game_id}.png")
         with handle_message_parameters(
-            content=str(item.payload.get("content") or ""), file=file, nonce=f"ob{item.id}",
+            content=str(item.payload.get("content") or ""),
+            file=file,
+            nonce=f"ob{item.id}",
             allowed_mentions=discord.AllowedMentions.none(),
         ) as params:
-            message = await self.bot.http.send_message(int(item.target["channel_id"]), params=params)
+            message = await self.bot.http.send_message(
+                int(item.target["channel_id"]), params=params
+            )
         return int(message["id"])
 
     # ------------------------------------------------------------------ reading the archive
@@ -172,23 +209,30 @@ class HistoryCog(commands.Cog):
 
     # ------------------------------------------------------------------ /mafia history
 
-    @app_commands.command(name=key_str("history", "cmd.mafia.history.name"),
-                          description=key_str("The games played on this server", "cmd.mafia.history.description"))
+    @app_commands.command(
+        name=key_str("history", "cmd.mafia.history.name"),
+        description=key_str("The games played on this server", "cmd.mafia.history.description"),
+    )
     async def history(self, interaction: discord.Interaction) -> None:
         await self.show_history(interaction, 0, edit=False)
 
-    async def show_history(self, interaction: discord.Interaction, page: int, *, edit: bool) -> None:
+    async def show_history(
+        self, interaction: discord.Interaction, page: int, *, edit: bool
+    ) -> None:
         """One page of the guild's archive, newest first, with Previous and Next."""
         if interaction.guild_id is None:
             raise UserError("error.guild_only")
         language = await self.bot.language_for(interaction)
         say = partial(t, language)
-        rows, total = await self.bot.storage.archived_games(interaction.guild_id, offset=page * PAGE, limit=PAGE)
+        rows, total = await self.bot.storage.archived_games(
+            interaction.guild_id, offset=page * PAGE, limit=PAGE
+        )
         pages = max(1, -(-total // PAGE))
         if page >= pages and total:
             page = pages - 1
-            rows, total = await self.bot.storage.archived_games(interaction.guild_id, offset=page * PAGE,
-                                                                limit=PAGE)
+            rows, total = await self.bot.storage.archived_games(
+                interaction.guild_id, offset=page * PAGE, limit=PAGE
+            )
         lines = [say("history.title")]
         for row in rows:
             if row.ended == "over":
@@ -196,45 +240,76 @@ class HistoryCog(commands.Cog):
                 result = say("history.won", winners=winners)
             else:
                 result = say("history.stopped", phase=_phase(say, row.last_phase))
-            lines.append(say("history.row", game=row.game_id, when=f"<t:{int(row.ended_at)}:d>",
-                             cities=", ".join(row.cities), players=say("history.players", count=row.players),
-                             result=result))
+            lines.append(
+                say(
+                    "history.row",
+                    game=row.game_id,
+                    when=f"<t:{int(row.ended_at)}:d>",
+                    cities=", ".join(row.cities),
+                    players=say("history.players", count=row.players),
+                    result=result,
+                )
+            )
         if not rows:
             lines.append(say("history.empty"))
         lines.append(say("history.page", page=page + 1, pages=pages))
         content = chunks(lines)[0]
         view = discord.ui.View(timeout=None)
-        view.add_item(HistoryPage(max(0, page - 1), label=say("history.previous"), disabled=page == 0))
+        view.add_item(
+            HistoryPage(max(0, page - 1), label=say("history.previous"), disabled=page == 0)
+        )
         view.add_item(HistoryPage(page + 1, label=say("history.next"), disabled=page + 1 >= pages))
         none = discord.AllowedMentions.none()
         if edit:
-            await interaction.response.edit_message(content=content, view=view, allowed_mentions=none)
+            await interaction.response.edit_message(
+                content=content, view=view, allowed_mentions=none
+            )
         else:
-            await interaction.response.send_message(content, view=view, ephemeral=True, allowed_mentions=none)
+            await interaction.response.send_message(
+                content, view=view, ephemeral=True, allowed_mentions=none
+            )
 
     # ------------------------------------------------------------------ /mafia game
 
-    @app_commands.command(name=key_str("game", "cmd.mafia.game.name"),
-                          description=key_str("A finished game: its summary and picture", "cmd.mafia.game.description"))
-    @app_commands.rename(number=key_str("number", "opt.number.name"), votes=key_str("votes", "opt.votes.name"))
-    @app_commands.describe(number=key_str("The game's number", "opt.number.description"),
-                           votes=key_str("Add each day's votes to the picture", "opt.votes.description"))
-    async def game(self, interaction: discord.Interaction, number: app_commands.Range[int, 1, 2**53 - 1],
-                   votes: bool = False) -> None:
+    @app_commands.command(
+        name=key_str("game", "cmd.mafia.game.name"),
+        description=key_str(
+            "A finished game: its summary and picture", "cmd.mafia.game.description"
+        ),
+    )
+    @app_commands.rename(
+        number=key_str("number", "opt.number.name"), votes=key_str("votes", "opt.votes.name")
+    )
+    @app_commands.describe(
+        number=key_str("The game's number", "opt.number.description"),
+        votes=key_str("Add each day's votes to the picture", "opt.votes.description"),
+    )
+    async def game(
+        self,
+        interaction: discord.Interaction,
+        number: app_commands.Range[int, 1, 2**53 - 1],
+        votes: bool = False,
+    ) -> None:
         archived = await self._finished(interaction, number)
         language = await self.bot.language_for(interaction)
         await interaction.response.defer(ephemeral=True, thinking=True)
         png = await asyncio.to_thread(partial(render_png, archived, language, votes=votes))
         summary = summary_parts(language, archived)
-        summary[0][1:1] = await transcript_link(self.bot, archived.game_id, language)  # under the title
+        summary[0][1:1] = await transcript_link(
+            self.bot, archived.game_id, language
+        )  # under the title
         parts = sections(summary)
         if len(parts) > MAX_MESSAGES:
-            parts = parts[:MAX_MESSAGES - 1] + chunks([t(language, "archive.more", game=archived.game_id)])
+            parts = parts[: MAX_MESSAGES - 1] + chunks(
+                [t(language, "archive.more", game=archived.game_id)]
+            )
         none = discord.AllowedMentions.none()
         file = discord.File(io.BytesIO(png), filename=f"game-{archived.game_id}.png")
         # the picture goes with the last message: after the whole summary, votes included
         if len(parts) == 1:
-            await interaction.edit_original_response(content=parts[0], attachments=[file], allowed_mentions=none)
+            await interaction.edit_original_response(
+                content=parts[0], attachments=[file], allowed_mentions=none
+            )
             return
         await interaction.edit_original_response(content=parts[0], allowed_mentions=none)
         for part in parts[1:-1]:
@@ -243,12 +318,17 @@ class HistoryCog(commands.Cog):
 
     # ------------------------------------------------------------------ /mafia export
 
-    @app_commands.command(name=key_str("export", "cmd.mafia.export.name"),
-                          description=key_str("A finished game as a scenario file anyone can replay",
-                                              "cmd.mafia.export.description"))
+    @app_commands.command(
+        name=key_str("export", "cmd.mafia.export.name"),
+        description=key_str(
+            "A finished game as a scenario file anyone can replay", "cmd.mafia.export.description"
+        ),
+    )
     @app_commands.rename(number=key_str("number", "opt.number.name"))
     @app_commands.describe(number=key_str("The game's number", "opt.number.description"))
-    async def export(self, interaction: discord.Interaction, number: app_commands.Range[int, 1, 2**53 - 1]) -> None:
+    async def export(
+        self, interaction: discord.Interaction, number: app_commands.Range[int, 1, 2**53 - 1]
+    ) -> None:
         archived = await self._finished(interaction, number)
         language = await self.bot.language_for(interaction)
         await interaction.response.defer(ephemeral=True, thinking=True)
@@ -256,11 +336,15 @@ class HistoryCog(commands.Cog):
             text = await asyncio.to_thread(export_scenario, archived)
         except ExportError as error:
             log.warning("game %s cannot be exported: %s", number, error)
-            await interaction.edit_original_response(content=t(language, "error.export_failed", game=number))
+            await interaction.edit_original_response(
+                content=t(language, "error.export_failed", game=number)
+            )
             return
         data = text.encode("utf-8")
         if len(data) > UPLOAD_LIMIT:
-            await interaction.edit_original_response(content=t(language, "error.export_too_big", game=number))
+            await interaction.edit_original_response(
+                content=t(language, "error.export_too_big", game=number)
+            )
             return
         name = f"game-{number}.yaml"
         await interaction.edit_original_response(
@@ -270,41 +354,58 @@ class HistoryCog(commands.Cog):
 
     # ------------------------------------------------------------------ /mafia stats
 
-    @app_commands.command(name=key_str("stats", "cmd.mafia.stats.name"),
-                          description=key_str("A player's figures on this server", "cmd.mafia.stats.description"))
+    @app_commands.command(
+        name=key_str("stats", "cmd.mafia.stats.name"),
+        description=key_str("A player's figures on this server", "cmd.mafia.stats.description"),
+    )
     @app_commands.rename(player=key_str("player", "opt.player.name"))
-    @app_commands.describe(player=key_str("The player (default: you)", "opt.stats_player.description"))
-    async def stats(self, interaction: discord.Interaction, player: discord.User | None = None) -> None:
+    @app_commands.describe(
+        player=key_str("The player (default: you)", "opt.stats_player.description")
+    )
+    async def stats(
+        self, interaction: discord.Interaction, player: discord.User | None = None
+    ) -> None:
         if interaction.guild_id is None:
             raise UserError("error.guild_only")
         who = player or interaction.user
         language = await self.bot.language_for(interaction)
         found = await self.bot.storage.player_stats(interaction.guild_id, str(who.id))
         lines = stats_lines(language, mention(str(who.id)), found)
-        await interaction.response.send_message("\n".join(lines), ephemeral=True,
-                                                allowed_mentions=discord.AllowedMentions.none())
+        await interaction.response.send_message(
+            "\n".join(lines), ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
+        )
 
     # ------------------------------------------------------------------ /mafia top
 
-    @app_commands.command(name=key_str("top", "cmd.mafia.top.name"),
-                          description=key_str("The best players of this server", "cmd.mafia.top.description"))
+    @app_commands.command(
+        name=key_str("top", "cmd.mafia.top.name"),
+        description=key_str("The best players of this server", "cmd.mafia.top.description"),
+    )
     @app_commands.rename(min_games=key_str("min_games", "opt.min_games.name"))
-    @app_commands.describe(min_games=key_str("Fewest games for the win rate (default 5)",
-                                             "opt.min_games.description"))
-    async def top(self, interaction: discord.Interaction,
-                  min_games: app_commands.Range[int, 1, 10_000] = MIN_GAMES) -> None:
+    @app_commands.describe(
+        min_games=key_str("Fewest games for the win rate (default 5)", "opt.min_games.description")
+    )
+    async def top(
+        self,
+        interaction: discord.Interaction,
+        min_games: app_commands.Range[int, 1, 10_000] = MIN_GAMES,
+    ) -> None:
         if interaction.guild_id is None:
             raise UserError("error.guild_only")
         language = await self.bot.language_for(interaction)
         storage = self.bot.storage
         boards = {
-            by: await storage.leaderboard(interaction.guild_id, by, limit=TOP,
-                                          min_games=min_games if by == "win_rate" else 1)
+            by: await storage.leaderboard(
+                interaction.guild_id, by, limit=TOP, min_games=min_games if by == "win_rate" else 1
+            )
             for by in ("wins", "win_rate", "rating")
         }
-        lines = top_lines(language, boards, min_games, await storage.guild_results(interaction.guild_id))
-        await interaction.response.send_message("\n".join(lines), ephemeral=True,
-                                                allowed_mentions=discord.AllowedMentions.none())
+        lines = top_lines(
+            language, boards, min_games, await storage.guild_results(interaction.guild_id)
+        )
+        await interaction.response.send_message(
+            "\n".join(lines), ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
+        )
 
 
 # ---------------------------------------------------------------------- texts
@@ -336,8 +437,14 @@ def summary_lines(language: str, archived: ArchivedGame) -> list[str]:
 def summary_parts(language: str, archived: ArchivedGame) -> list[list[str]]:
     """:func:`summary_lines` in two parts: the game and its people, then each day's votes."""
     say = partial(t, language)
-    lines = [say("archive.title", game=archived.game_id, host=mention(str(archived.host_id)),
-                 when=f"<t:{int(archived.ended_at)}:f>")]
+    lines = [
+        say(
+            "archive.title",
+            game=archived.game_id,
+            host=mention(str(archived.host_id)),
+            when=f"<t:{int(archived.ended_at)}:f>",
+        )
+    ]
     if archived.over:
         winners = ", ".join(_winner(say, w) for w in archived.winners) or say("winners.none")
         lines.append(say("archive.over", phase=_phase(say, archived.last_phase), winners=winners))
@@ -348,39 +455,80 @@ def summary_parts(language: str, archived: ArchivedGame) -> list[list[str]]:
     small = len(archived.players) <= ROSTER_UP_TO
     for city in archived.cities:
         residents = [p for p in archived.players if p.city == city]
-        result = ("honest" if f"{city}:honest" in archived.winners
-                  else "mafia" if f"{city}:mafia" in archived.winners else "undecided")
+        result = (
+            "honest"
+            if f"{city}:honest" in archived.winners
+            else "mafia"
+            if f"{city}:mafia" in archived.winners
+            else "undecided"
+        )
         alive = sum(p.survived for p in residents)
-        lines.append(say("archive.city", city=city, result=say(f"picture.city.{result}"),
-                         alive=alive, total=len(residents)))
+        lines.append(
+            say(
+                "archive.city",
+                city=city,
+                result=say(f"picture.city.{result}"),
+                alive=alive,
+                total=len(residents),
+            )
+        )
         if not small:
             continue
         for player in residents:
             death = deaths.get(player.player)
-            fate = (say("archive.alive") if death is None else
-                    say("archive.died", cause=say(f"cause_short.{death.cause}"), phase=_phase(say, death.phase)))
-            lines.append(say("archive.row", player=mention(player.player), status=say(f"status.{player.status}"),
-                             fate=fate))
+            fate = (
+                say("archive.alive")
+                if death is None
+                else say(
+                    "archive.died",
+                    cause=say(f"cause_short.{death.cause}"),
+                    phase=_phase(say, death.phase),
+                )
+            )
+            lines.append(
+                say(
+                    "archive.row",
+                    player=mention(player.player),
+                    status=say(f"status.{player.status}"),
+                    fate=fate,
+                )
+            )
     if archived.last_words:
         lines.append(say("archive.last_words"))
         for word in archived.last_words:
             where = ""
             if word.channel_id and word.message_id:
                 where = f" https://discord.com/channels/{archived.guild_id}/{word.channel_id}/{word.message_id}"
-            recording = (say("archive.recording", length=_length(word.duration)) if word.outbox_id
-                         else say("archive.silence"))
-            lines.append(say("archive.last_word", player=mention(word.player), phase=_phase(say, word.phase),
-                             recording=recording) + where)
+            recording = (
+                say("archive.recording", length=_length(word.duration))
+                if word.outbox_id
+                else say("archive.silence")
+            )
+            lines.append(
+                say(
+                    "archive.last_word",
+                    player=mention(word.player),
+                    phase=_phase(say, word.phase),
+                    recording=recording,
+                )
+                + where
+            )
     votes: list[str] = []
     if small and archived.votes:
         votes.append(say("archive.votes"))
         days: dict[tuple[int, str], dict[str, list[str]]] = {}
         for vote in archived.votes:
-            days.setdefault((vote.day, vote.city), {}).setdefault(vote.candidate, []).append(vote.voter)
+            days.setdefault((vote.day, vote.city), {}).setdefault(vote.candidate, []).append(
+                vote.voter
+            )
         for (day, city), tally in days.items():
             rows = "; ".join(
-                say("archive.vote_row", candidate=mention(candidate), count=len(voters),
-                    voters=", ".join(mention(v) for v in voters))
+                say(
+                    "archive.vote_row",
+                    candidate=mention(candidate),
+                    count=len(voters),
+                    voters=", ".join(mention(v) for v in voters),
+                )
                 for candidate, voters in sorted(tally.items(), key=lambda row: -len(row[1]))
             )
             votes.append(say("archive.vote_day", day=day, city=city, rows=rows))
@@ -395,8 +543,12 @@ def stats_lines(language: str, who: str, found: PlayerStats | None) -> list[str]
     percent = partial(_percent, language)
     lines = [
         say("stats.title", player=who),
-        say("stats.games", games=say("stats.played", count=found.games),
-            wins=say("stats.won", count=found.wins), rate=percent(found.wins, found.games)),
+        say(
+            "stats.games",
+            games=say("stats.played", count=found.games),
+            wins=say("stats.won", count=found.wins),
+            rate=percent(found.wins, found.games),
+        ),
     ]
     sides: dict[str, list[int]] = {}
     for status, (games, wins) in found.by_status.items():
@@ -404,55 +556,123 @@ def stats_lines(language: str, who: str, found: PlayerStats | None) -> list[str]
         entry = sides.setdefault(side, [0, 0])
         entry[0] += games
         entry[1] += wins
-    lines.append(say("stats.sides", rows="; ".join(
-        say(f"stats.side.{side}", games=say("stats.n_games", count=sides[side][0]),
-            wins=say("stats.n_wins", count=sides[side][1]))
-        for side in SIDES if side in sides)))
-    lines.append(say("stats.statuses", rows="; ".join(
-        say("stats.status_row", status=say(f"status.{status}"),
-            games=say("stats.n_games", count=found.by_status[status][0]),
-            wins=say("stats.n_wins", count=found.by_status[status][1]))
-        for status in STATUSES if status in found.by_status)))
-    lines.append(say("stats.survival", survived=found.survived, games=found.games,
-                     rate=percent(found.survived, found.games)))
+    lines.append(
+        say(
+            "stats.sides",
+            rows="; ".join(
+                say(
+                    f"stats.side.{side}",
+                    games=say("stats.n_games", count=sides[side][0]),
+                    wins=say("stats.n_wins", count=sides[side][1]),
+                )
+                for side in SIDES
+                if side in sides
+            ),
+        )
+    )
+    lines.append(
+        say(
+            "stats.statuses",
+            rows="; ".join(
+                say(
+                    "stats.status_row",
+                    status=say(f"status.{status}"),
+                    games=say("stats.n_games", count=found.by_status[status][0]),
+                    wins=say("stats.n_wins", count=found.by_status[status][1]),
+                )
+                for status in STATUSES
+                if status in found.by_status
+            ),
+        )
+    )
+    lines.append(
+        say(
+            "stats.survival",
+            survived=found.survived,
+            games=found.games,
+            rate=percent(found.survived, found.games),
+        )
+    )
     lines.append(say("stats.executed", count=found.executed))
     if found.votes:
-        lines.append(say("stats.votes", votes=say("stats.n_votes", count=found.votes),
-                         mafia=found.votes_mafia, rate=percent(found.votes_mafia, found.votes)))
+        lines.append(
+            say(
+                "stats.votes",
+                votes=say("stats.n_votes", count=found.votes),
+                mafia=found.votes_mafia,
+                rate=percent(found.votes_mafia, found.votes),
+            )
+        )
     else:
         lines.append(say("stats.no_votes"))
     if found.checks:
-        lines.append(say("stats.checks", checks=say("stats.n_checks", count=found.checks), hits=found.hits,
-                         rate=percent(found.hits, found.checks)))
-    lines.append(say("stats.rating", rating=format_decimal(round(found.rating, 1), locale=language),
-                     mu=format_decimal(round(found.mu, 1), locale=language),
-                     sigma=format_decimal(round(found.sigma, 1), locale=language)))
+        lines.append(
+            say(
+                "stats.checks",
+                checks=say("stats.n_checks", count=found.checks),
+                hits=found.hits,
+                rate=percent(found.hits, found.checks),
+            )
+        )
+    lines.append(
+        say(
+            "stats.rating",
+            rating=format_decimal(round(found.rating, 1), locale=language),
+            mu=format_decimal(round(found.mu, 1), locale=language),
+            sigma=format_decimal(round(found.sigma, 1), locale=language),
+        )
+    )
     return lines
 
 
-def top_lines(language: str, boards: dict[str, list[PlayerStats]], min_games: int,
-              results: GuildResults | None = None) -> list[str]:
+def top_lines(
+    language: str,
+    boards: dict[str, list[PlayerStats]],
+    min_games: int,
+    results: GuildResults | None = None,
+) -> list[str]:
     """The three leaderboards in words, then how the sides and statuses fare on the server."""
     say = partial(t, language)
     if not boards["rating"]:  # every player of a finished game is rated
         return [say("top.none")]
     lines = [say("top.title"), say("top.by_wins")]
     for place, row in enumerate(boards["wins"], 1):
-        lines.append(say("top.wins_row", place=place, player=mention(row.player),
-                         wins=say("stats.n_wins", count=row.wins), games=say("stats.n_games", count=row.games)))
+        lines.append(
+            say(
+                "top.wins_row",
+                place=place,
+                player=mention(row.player),
+                wins=say("stats.n_wins", count=row.wins),
+                games=say("stats.n_games", count=row.games),
+            )
+        )
     if not boards["wins"]:
         lines.append(say("top.wins_none"))
     lines.append(say("top.by_rate", count=min_games))
     for place, row in enumerate(boards["win_rate"], 1):
-        lines.append(say("top.rate_row", place=place, player=mention(row.player),
-                         rate=_percent(language, row.wins, row.games), wins=row.wins, games=row.games))
+        lines.append(
+            say(
+                "top.rate_row",
+                place=place,
+                player=mention(row.player),
+                rate=_percent(language, row.wins, row.games),
+                wins=row.wins,
+                games=row.games,
+            )
+        )
     if not boards["win_rate"]:
         lines.append(say("top.rate_none"))
     lines.append(say("top.by_rating"))
     for place, row in enumerate(boards["rating"], 1):
-        lines.append(say("top.rating_row", place=place, player=mention(row.player),
-                         rating=format_decimal(round(row.rating, 1), locale=language),
-                         games=say("stats.n_games", count=row.games)))
+        lines.append(
+            say(
+                "top.rating_row",
+                place=place,
+                player=mention(row.player),
+                rating=format_decimal(round(row.rating, 1), locale=language),
+                games=say("stats.n_games", count=row.games),
+            )
+        )
     if results is not None and results.by_side:
         lines.extend(results_lines(language, results))
     return lines
@@ -463,20 +683,51 @@ def results_lines(language: str, results: GuildResults) -> list[str]:
     say = partial(t, language)
 
     def row(what: str, seats: int, wins: int) -> str:
-        return say("top.result_row", what=what, rate=_percent(language, wins, seats), wins=wins, seats=seats)
+        return say(
+            "top.result_row",
+            what=what,
+            rate=_percent(language, wins, seats),
+            wins=wins,
+            seats=seats,
+        )
 
     lines = [say("top.results")]
-    lines.append(say("top.sides", rows="; ".join(
-        row(say(f"top.side.{side}"), *results.by_side[side]) for side in SIDES if side in results.by_side)))
+    lines.append(
+        say(
+            "top.sides",
+            rows="; ".join(
+                row(say(f"top.side.{side}"), *results.by_side[side])
+                for side in SIDES
+                if side in results.by_side
+            ),
+        )
+    )
     statuses = [status for status in STATUSES if status in results.by_status]
-    lines.append(say("top.statuses", rows="; ".join(
-        row(say(f"status.{status}"), *results.by_status[status]) for status in statuses)))
+    lines.append(
+        say(
+            "top.statuses",
+            rows="; ".join(
+                row(say(f"status.{status}"), *results.by_status[status]) for status in statuses
+            ),
+        )
+    )
     # the highest share of seats that won; of equal shares, the one played more
-    best = max(statuses, key=lambda status: (results.by_status[status][1] / results.by_status[status][0],
-                                             results.by_status[status][0]))
+    best = max(
+        statuses,
+        key=lambda status: (
+            results.by_status[status][1] / results.by_status[status][0],
+            results.by_status[status][0],
+        ),
+    )
     seats, wins = results.by_status[best]
     if wins:
-        lines.append(say("top.best_status", status=say(f"status.{best}"), rate=_percent(language, wins, seats)))
+        lines.append(
+            say(
+                "top.best_status",
+                status=say(f"status.{best}"),
+                rate=_percent(language, wins, seats),
+            )
+        )
     return lines
 
 

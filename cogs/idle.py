@@ -73,7 +73,9 @@ def begins(events: list[Event], stage: Stage) -> bool:
     return any(isinstance(e, PhaseStarted) and e.stage is stage for e in events)
 
 
-async def replayed(storage: Storage, live: LiveGame) -> AsyncIterator[tuple[Game, Command | None, list[Event]]]:
+async def replayed(
+    storage: Storage, live: LiveGame
+) -> AsyncIterator[tuple[Game, Command | None, list[Event]]]:
     """The game replayed from its log: first the fresh game (no command), then after each command
     the game, the command and its events."""
     record = live.record
@@ -105,10 +107,14 @@ async def idle_streaks(storage: Storage, live: LiveGame) -> dict[str, int]:
             for player in residents:
                 streaks[player] = 0 if player in moved else streaks.get(player, 0) + 1
             residents = set()
-        if begins(events, Stage.DISCUSSION) or (command is None and replay.stage is Stage.DISCUSSION):
+        if begins(events, Stage.DISCUSSION) or (
+            command is None and replay.stage is Stage.DISCUSSION
+        ):
             residents, moved = set(replay.alive()), set()
     assert replay is not None
-    return {player: count for player, count in streaks.items() if count > 0 and replay.is_alive(player)}
+    return {
+        player: count for player, count in streaks.items() if count > 0 and replay.is_alive(player)
+    }
 
 
 def warning_items(live: LiveGame, streaks: dict[str, int], limit: int) -> list[OutboxItem]:
@@ -119,19 +125,32 @@ def warning_items(live: LiveGame, streaks: dict[str, int], limit: int) -> list[O
     items = []
     for city in game.cities:
         channel = cities.get(city, {}).get("text")
-        rows = sorted(((count, player) for player, count in streaks.items()
-                       if game.city_of(player) == city), key=lambda row: (-row[0], int(row[1])))
+        rows = sorted(
+            ((count, player) for player, count in streaks.items() if game.city_of(player) == city),
+            key=lambda row: (-row[0], int(row[1])),
+        )
         if channel is None or not rows:
             continue
         lines = []
         for count in sorted({count for count, _ in rows}, reverse=True):
             players = ", ".join(mention(player) for n, player in rows if n == count)
-            lines.append(phrase(live, "idle.warning", players=players,
-                                days=phrase(live, "idle.days", count=count),
-                                limit=phrase(live, "idle.days", count=limit)))
+            lines.append(
+                phrase(
+                    live,
+                    "idle.warning",
+                    players=players,
+                    days=phrase(live, "idle.days", count=count),
+                    limit=phrase(live, "idle.days", count=limit),
+                )
+            )
         lines.append(phrase(live, "idle.what_to_do", help=command_mention(live.language, "help")))
-        items.append(OutboxItem("send", {"channel_id": channel},
-                                {"content": "\n".join(lines), "allowed_mentions": NO_PINGS}))
+        items.append(
+            OutboxItem(
+                "send",
+                {"channel_id": channel},
+                {"content": "\n".join(lines), "allowed_mentions": NO_PINGS},
+            )
+        )
     return items
 
 
@@ -162,8 +181,12 @@ class IdleWatch:
 
     async def restore(self, live: LiveGame) -> None:
         """A game loaded at start: its night is checked once the bot runs (if not done before)."""
-        if (idle_strike(live) and live.game is not None and live.game.stage is Stage.NIGHT
-                and live.record.lobby.get("idle_checked") != live.stage_key()):
+        if (
+            idle_strike(live)
+            and live.game is not None
+            and live.game.stage is Stage.NIGHT
+            and live.record.lobby.get("idle_checked") != live.stage_key()
+        ):
             task = asyncio.create_task(self.check(live.id), name=f"idle-{live.id}")
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -172,15 +195,24 @@ class IdleWatch:
         """Warn, then strike out, the idle players of the day that just ended."""
         service = self.bot.service
         live = service.find(game_id)
-        if live is None or live.game is None or live.broken is not None or live.record.state != "running":
+        if (
+            live is None
+            or live.game is None
+            or live.broken is not None
+            or live.record.state != "running"
+        ):
             return
         limit = idle_strike(live)
         if not limit:
             return
         async with service.lock(game_id):  # the log and the game as of one moment
             stage = live.stage_key()
-            if (live.game is None or live.game.over or live.game.stage is not Stage.NIGHT
-                    or live.record.lobby.get("idle_checked") == stage):
+            if (
+                live.game is None
+                or live.game.over
+                or live.game.stage is not Stage.NIGHT
+                or live.record.lobby.get("idle_checked") == stage
+            ):
                 return
             streaks = await idle_streaks(self.bot.storage, live)
         struck = sorted((player for player, count in streaks.items() if count >= limit), key=int)
@@ -201,17 +233,30 @@ class IdleWatch:
 
     async def _strike(self, game_id: int, player: str, count: int, stage: str) -> None:
         def after(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
-            line = phrase(live, "idle.struck", player=mention(player), days=phrase(live, "idle.days", count=count))
+            line = phrase(
+                live,
+                "idle.struck",
+                player=mention(player),
+                days=phrase(live, "idle.days", count=count),
+            )
             items = log_items(live, line)
-            channel = live.record.channels.get("cities", {}).get(live.game.city_of(player) if live.game else "", {})
+            channel = live.record.channels.get("cities", {}).get(
+                live.game.city_of(player) if live.game else "", {}
+            )
             if channel.get("text") is not None:
-                items.append(OutboxItem("send", {"channel_id": channel["text"]},
-                                        {"content": line, "allowed_mentions": NO_PINGS}))
+                items.append(
+                    OutboxItem(
+                        "send",
+                        {"channel_id": channel["text"]},
+                        {"content": line, "allowed_mentions": NO_PINGS},
+                    )
+                )
             return items
 
         try:
-            await self.bot.service.apply(game_id, ProcuratorKill(player), source="timer", seen=Seen(stage=stage),
-                                         after=after)
+            await self.bot.service.apply(
+                game_id, ProcuratorKill(player), source="timer", seen=Seen(stage=stage), after=after
+            )
             log.info("game %s: %s struck out after %s idle days", game_id, player, count)
         except (RuleError, NoGame, GameBroken, MovedOn) as error:
             log.info("game %s: no idle strike of %s (%s)", game_id, player, error)

@@ -148,32 +148,60 @@ class LastWordCog(commands.Cog):
         except NoGame:
             live = None
         game = live.game if live is not None else None
-        if live is not None and game is not None and player in game.players and player not in game.last_words:
-            log.warning("last word of %s in game %s was interrupted by a restart; dropped", player, game_id)
+        if (
+            live is not None
+            and game is not None
+            and player in game.players
+            and player not in game.last_words
+        ):
+            log.warning(
+                "last word of %s in game %s was interrupted by a restart; dropped", player, game_id
+            )
             (self.folder / f"{game_id}-{player}-{token}.ogg").unlink(missing_ok=True)
-            for ref in _refs(f"lastword:{player}:{token}", CITIES):  # one line per city it was told in
-                await self._post_now(live, OutboxItem("edit", {"ref": ref}, {
-                    "content": phrase(live, "lastword.outcome.interrupted", player=mention(player)),
-                    "components": [], "allowed_mentions": NO_PINGS,
-                }))
-            await self._announce(live, phrase(live, "lastword.interrupted", player=mention(player)), player)
+            for ref in _refs(
+                f"lastword:{player}:{token}", CITIES
+            ):  # one line per city it was told in
+                await self._post_now(
+                    live,
+                    OutboxItem(
+                        "edit",
+                        {"ref": ref},
+                        {
+                            "content": phrase(
+                                live, "lastword.outcome.interrupted", player=mention(player)
+                            ),
+                            "components": [],
+                            "allowed_mentions": NO_PINGS,
+                        },
+                    ),
+                )
+            await self._announce(
+                live, phrase(live, "lastword.interrupted", player=mention(player)), player
+            )
         part.unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ commands
 
-    @lastword.command(name=key_str("speak", "cmd.lastword.speak.name"),
-                      description=key_str("Speak your last word in the tribune voice channel",
-                                          "cmd.lastword.speak.description"))
+    @lastword.command(
+        name=key_str("speak", "cmd.lastword.speak.name"),
+        description=key_str(
+            "Speak your last word in the tribune voice channel", "cmd.lastword.speak.description"
+        ),
+    )
     async def speak(self, interaction: discord.Interaction) -> None:
         live = await running_game(self.bot, interaction)
         await self._queue(interaction, live, player_of(live, interaction))
 
-    @lastword.command(name=key_str("upload", "cmd.lastword.upload.name"),
-                      description=key_str("Post your own recording as your last word",
-                                          "cmd.lastword.upload.description"))
+    @lastword.command(
+        name=key_str("upload", "cmd.lastword.upload.name"),
+        description=key_str(
+            "Post your own recording as your last word", "cmd.lastword.upload.description"
+        ),
+    )
     @app_commands.rename(file=key_str("file", "opt.file.name"))
-    @app_commands.describe(file=key_str("ogg, opus, mp3, m4a, wav or webm; cut to the limit",
-                                        "opt.file.description"))
+    @app_commands.describe(
+        file=key_str("ogg, opus, mp3, m4a, wav or webm; cut to the limit", "opt.file.description")
+    )
     async def upload(self, interaction: discord.Interaction, file: discord.Attachment) -> None:
         live = await running_game(self.bot, interaction)
         player = player_of(live, interaction)
@@ -186,7 +214,9 @@ class LastWordCog(commands.Cog):
             raise UserError("error.lastword_uploading")
         limit = self.bot.config.last_word.max_upload_mib * MIB
         if file.size > limit:
-            raise UserError("upload.upload_too_large", limit=self.bot.config.last_word.max_upload_mib)
+            raise UserError(
+                "upload.upload_too_large", limit=self.bot.config.last_word.max_upload_mib
+            )
         # taken before the first await: a second upload of his sent meanwhile is refused, so one
         # file is stored and committed, none left over
         self.uploading.add((live.id, player))
@@ -195,8 +225,13 @@ class LastWordCog(commands.Cog):
         finally:
             self.uploading.discard((live.id, player))
 
-    async def _upload(self, interaction: discord.Interaction, live: LiveGame, player: str,
-                      file: discord.Attachment) -> None:
+    async def _upload(
+        self,
+        interaction: discord.Interaction,
+        live: LiveGame,
+        player: str,
+        file: discord.Attachment,
+    ) -> None:
         game = live.game
         assert game is not None
         await interaction.response.defer(ephemeral=True, thinking=True)
@@ -205,21 +240,34 @@ class LastWordCog(commands.Cog):
         try:
             data = await file.read()
             prepared = await asyncio.to_thread(
-                prepare_upload, data, file.filename, file.content_type,
+                prepare_upload,
+                data,
+                file.filename,
+                file.content_type,
                 max_seconds=game.options.last_word_seconds,
             )
-            text = await self._publish(live, player, secrets.token_hex(4), prepared.ogg_bytes,
-                                       prepared.duration_secs, prepared.waveform,
-                                       interaction_id=interaction.id)
+            text = await self._publish(
+                live,
+                player,
+                secrets.token_hex(4),
+                prepared.ogg_bytes,
+                prepared.duration_secs,
+                prepared.waveform,
+                interaction_id=interaction.id,
+            )
         except UploadError as error:
             log.info("upload of %s in game %s refused: %s (%s)", player, live.id, error.code, error)
-            text = phrase(live, f"upload.{error.code}", limit=self.bot.config.last_word.max_upload_mib)
+            text = phrase(
+                live, f"upload.{error.code}", limit=self.bot.config.last_word.max_upload_mib
+            )
         except (RuleError, discord.HTTPException) as error:
             log.info("upload of %s in game %s failed: %s", player, live.id, error)
             text = phrase(live, "lastword.upload_failed")
         finally:
             await self.bot.service.release(live.id, key)
-        await interaction.edit_original_response(content=text, allowed_mentions=discord.AllowedMentions.none())
+        await interaction.edit_original_response(
+            content=text, allowed_mentions=discord.AllowedMentions.none()
+        )
 
     async def skip(self, interaction: discord.Interaction) -> None:
         """``/host skip``: stop the last word being recorded."""
@@ -245,7 +293,11 @@ class LastWordCog(commands.Cog):
     async def _stop_button(self, interaction: discord.Interaction, parts: list[str]) -> None:
         live = await running_game(self.bot, interaction)
         current = self.recording.get(live.id)
-        if parts[0] != str(live.id) or current is None or (len(parts) > 1 and parts[1] != current[0]):
+        if (
+            parts[0] != str(live.id)
+            or current is None
+            or (len(parts) > 1 and parts[1] != current[0])
+        ):
             raise UserError("error.no_recording")
         speaker, recorder = current
         if str(interaction.user.id) != speaker:
@@ -274,7 +326,9 @@ class LastWordCog(commands.Cog):
         ahead = len(queue) - 1 + (1 if live.id in self.current else 0)
         worker = self.workers.get(live.id)
         if worker is None or worker.done():
-            self.workers[live.id] = asyncio.create_task(self._work(live.id), name=f"lastword-{live.id}")
+            self.workers[live.id] = asyncio.create_task(
+                self._work(live.id), name=f"lastword-{live.id}"
+            )
         await interaction.response.send_message(
             phrase(live, "lastword.queued", ahead=ahead), ephemeral=True
         )
@@ -297,7 +351,9 @@ class LastWordCog(commands.Cog):
                     log.exception("last word of %s in game %s failed", request.player, game_id)
                     await self._disconnect(guild_id)
                     await self._announce(
-                        live, phrase(live, "lastword.technical", player=mention(request.player)), request.player
+                        live,
+                        phrase(live, "lastword.technical", player=mention(request.player)),
+                        request.player,
                     )
                 finally:
                     self.current.pop(game_id, None)
@@ -329,14 +385,19 @@ class LastWordCog(commands.Cog):
         if guild is None or not isinstance(channel, discord.VoiceChannel):
             raise ConnectionError("the tribune voice channel is gone")
         voice = guild.voice_client
-        if isinstance(voice, ReceivingVoiceClient) and voice.channel == channel and voice.link_alive():
+        if (
+            isinstance(voice, ReceivingVoiceClient)
+            and voice.channel == channel
+            and voice.link_alive()
+        ):
             voice.receiver.clock = self.clock
             return voice
         if voice is not None:
             await self._disconnect(guild.id)
         timeout = float(self.bot.config.last_word.dave_timeout)
-        client = await channel.connect(cls=ReceivingVoiceClient, timeout=timeout, reconnect=False,
-                                       self_mute=True)
+        client = await channel.connect(
+            cls=ReceivingVoiceClient, timeout=timeout, reconnect=False, self_mute=True
+        )
         assert isinstance(client, ReceivingVoiceClient)
         client.receiver.clock = self.clock
         return client
@@ -348,8 +409,16 @@ class LastWordCog(commands.Cog):
         try:
             game.check(RequestLastWord(player))
         except RuleError as error:
-            await self._announce(live, phrase(live, "lastword.cancelled", player=mention(player),
-                                              reason=phrase(live, f"error.{error.code}", **error.params)), player)
+            await self._announce(
+                live,
+                phrase(
+                    live,
+                    "lastword.cancelled",
+                    player=mention(player),
+                    reason=phrase(live, f"error.{error.code}", **error.params),
+                ),
+                player,
+            )
             return
         key = f"lastword:{player}"
         self.bot.service.hold(live.id, key)
@@ -367,7 +436,9 @@ class LastWordCog(commands.Cog):
         except Exception as error:
             log.warning("game %s: cannot join the tribune: %r", live.id, error)
             await self._disconnect(live.record.guild_id)
-            await self._announce(live, phrase(live, "lastword.technical", player=mention(player)), player)
+            await self._announce(
+                live, phrase(live, "lastword.technical", player=mention(player)), player
+            )
             return
         config = self.bot.config.last_word
 
@@ -377,28 +448,44 @@ class LastWordCog(commands.Cog):
         async def progress(elapsed: float) -> None:
             # awaited by the recorder: stored before any later edit of the same line
             for each in refs:
-                await self._post_now(live, OutboxItem(
-                    "edit", {"ref": each}, self._progress_payload(live, player, elapsed, limit, recording=True),
-                ))
+                await self._post_now(
+                    live,
+                    OutboxItem(
+                        "edit",
+                        {"ref": each},
+                        self._progress_payload(live, player, elapsed, limit, recording=True),
+                    ),
+                )
 
         # The .part exists before the line naming him: a restart finds every line to correct.
         part = self.folder / f"{live.id}-{player}-{token}.ogg.part"
         handle = part.open("wb")
         sink = OggSink(handle, float(limit))
+
         async def absence(away: bool) -> None:
             key = "lastword.stepped_out" if away else "lastword.back"
-            await self._announce(live, phrase(live, key, player=mention(player),
-                                              seconds=config.leave_grace), player)
+            await self._announce(
+                live, phrase(live, key, player=mention(player), seconds=config.leave_grace), player
+            )
 
         async def reconnect() -> ReceivingVoiceClient:
             return await self._reconnect(live)
 
         recorder = Recorder(
-            voice, int(player), sink, max_seconds=float(limit), clock=self.clock,
-            join_timeout=float(config.join_timeout), dave_timeout=float(config.dave_timeout),
-            on_progress=progress, progress_interval=float(config.progress_every),
-            leave_grace=float(config.leave_grace), on_absence=absence, reconnect=reconnect,
-            reconnect_attempts=config.reconnect_attempts, reconnect_backoff=self.reconnect_backoff,
+            voice,
+            int(player),
+            sink,
+            max_seconds=float(limit),
+            clock=self.clock,
+            join_timeout=float(config.join_timeout),
+            dave_timeout=float(config.dave_timeout),
+            on_progress=progress,
+            progress_interval=float(config.progress_every),
+            leave_grace=float(config.leave_grace),
+            on_absence=absence,
+            reconnect=reconnect,
+            reconnect_attempts=config.reconnect_attempts,
+            reconnect_backoff=self.reconnect_backoff,
         )
         self.recording[live.id] = (player, recorder)
         try:
@@ -408,7 +495,9 @@ class LastWordCog(commands.Cog):
                 if pings_on(live) and await self.bot.service.wants_pings(int(player)):
                     calling["allowed_mentions"] = {"parse": [], "users": [player]}
                 for channel, each in zip(channels, refs, strict=True):
-                    await self._post_now(live, OutboxItem("send", {"channel_id": channel, "ref": each}, calling))
+                    await self._post_now(
+                        live, OutboxItem("send", {"channel_id": channel, "ref": each}, calling)
+                    )
                 result = await recorder.run()
                 info = sink.close(result.end_position)
                 handle.flush()
@@ -425,20 +514,33 @@ class LastWordCog(commands.Cog):
             raise
         outcome = result.outcome
         duration = info.duration_secs if info is not None else 0.0
-        log.info("game %s: last word of %s: %s (%s), %.1f s, %d reconnects, %d absences", live.id,
-                 player, outcome.value, result.detail, duration, result.reconnects, result.absences)
+        log.info(
+            "game %s: last word of %s: %s (%s), %.1f s, %d reconnects, %d absences",
+            live.id,
+            player,
+            outcome.value,
+            result.detail,
+            duration,
+            result.reconnects,
+            result.absences,
+        )
         key = f"lastword.outcome.{outcome.value}"
         if outcome is RecordingOutcome.connection_lost and not result.technical_failure:
             key = "lastword.outcome.connection_lost_kept"  # what he said is posted
-        final = {"content": phrase(live, key, player=mention(player), length=clock_text(duration)),
-                 "components": [], "allowed_mentions": NO_PINGS}
+        final = {
+            "content": phrase(live, key, player=mention(player), length=clock_text(duration)),
+            "components": [],
+            "allowed_mentions": NO_PINGS,
+        }
         for each in refs:
             await self._post_now(live, OutboxItem("edit", {"ref": each}, final))
         if result.technical_failure:
             part.unlink(missing_ok=True)
             if outcome is not RecordingOutcome.no_audio:
                 await self._disconnect(live.record.guild_id)
-            await self._announce(live, phrase(live, "lastword.technical", player=mention(player)), player)
+            await self._announce(
+                live, phrase(live, "lastword.technical", player=mention(player)), player
+            )
             return
         if info is None or result.packets_written == 0:
             part.unlink(missing_ok=True)
@@ -446,12 +548,17 @@ class LastWordCog(commands.Cog):
                 await self.bot.service.apply(live.id, RequestLastWord(player), source="player")
             return
         try:
-            await self._publish(live, player, token, part.read_bytes(), info.duration_secs, info.waveform)
+            await self._publish(
+                live, player, token, part.read_bytes(), info.duration_secs, info.waveform
+            )
         except (RuleError, NoGame) as error:
             part.unlink(missing_ok=True)
             reason = phrase(live, f"error.{getattr(error, 'code', 'no_game')}")
-            await self._announce(live, phrase(live, "lastword.cancelled", player=mention(player),
-                                              reason=reason), player)
+            await self._announce(
+                live,
+                phrase(live, "lastword.cancelled", player=mention(player), reason=reason),
+                player,
+            )
             return
         except BaseException as error:
             # Cancelled before the commit: the .part stays for the next start to report.
@@ -463,8 +570,15 @@ class LastWordCog(commands.Cog):
     # ------------------------------------------------------------------ posting
 
     async def _publish(
-        self, live: LiveGame, player: str, token: str, audio: bytes, duration: float, waveform: str,
-        *, interaction_id: int | None = None,
+        self,
+        live: LiveGame,
+        player: str,
+        token: str,
+        audio: bytes,
+        duration: float,
+        waveform: str,
+        *,
+        interaction_id: int | None = None,
     ) -> str:
         """Store the file, then commit the last word with the items that post it."""
         path = self.folder / f"{live.id}-{player}-{token}.ogg"
@@ -474,18 +588,42 @@ class LastWordCog(commands.Cog):
             os.fsync(handle.fileno())
         items = []
         for channel in self._city_channels(live, player):
-            items.append(OutboxItem("send", {"channel_id": channel}, {
-                "content": phrase(live, "lastword.posted", player=mention(player), length=clock_text(duration)),
-                "allowed_mentions": NO_PINGS,
-            }))
-            items.append(OutboxItem("voice", {"channel_id": channel}, {
-                "path": str(path), "duration": duration, "waveform": waveform,
-                "fallback": phrase(live, "lastword.attachment", player=mention(player)),
-                "keep": channel != self._city_channels(live, player)[-1],
-            }))
+            items.append(
+                OutboxItem(
+                    "send",
+                    {"channel_id": channel},
+                    {
+                        "content": phrase(
+                            live,
+                            "lastword.posted",
+                            player=mention(player),
+                            length=clock_text(duration),
+                        ),
+                        "allowed_mentions": NO_PINGS,
+                    },
+                )
+            )
+            items.append(
+                OutboxItem(
+                    "voice",
+                    {"channel_id": channel},
+                    {
+                        "path": str(path),
+                        "duration": duration,
+                        "waveform": waveform,
+                        "fallback": phrase(live, "lastword.attachment", player=mention(player)),
+                        "keep": channel != self._city_channels(live, player)[-1],
+                    },
+                )
+            )
         try:
-            await self.bot.service.apply(live.id, RequestLastWord(player), source="player",
-                                         interaction_id=interaction_id, extra_outbox=items)
+            await self.bot.service.apply(
+                live.id,
+                RequestLastWord(player),
+                source="player",
+                interaction_id=interaction_id,
+                extra_outbox=items,
+            )
         except RuleError:
             path.unlink(missing_ok=True)  # refused before anything was stored: nothing refers to it
             raise
@@ -505,14 +643,21 @@ class LastWordCog(commands.Cog):
         channel = int(item.target["channel_id"])
         nonce = f"ob{item.id}"
         try:
-            message = await post_voice_message(self.bot.http, channel, audio, float(item.payload["duration"]),
-                                               str(item.payload["waveform"]), nonce=nonce)
+            message = await post_voice_message(
+                self.bot.http,
+                channel,
+                audio,
+                float(item.payload["duration"]),
+                str(item.payload["waveform"]),
+                nonce=nonce,
+            )
         except discord.HTTPException as error:
             if error.status not in (400, 403):
                 raise
             log.info("voice message refused (%s); posting the recording as an attachment", error)
-            message = await post_audio_attachment(self.bot.http, channel, audio,
-                                                  str(item.payload.get("fallback") or ""), nonce=nonce)
+            message = await post_audio_attachment(
+                self.bot.http, channel, audio, str(item.payload.get("fallback") or ""), nonce=nonce
+            )
         if not item.payload.get("keep"):  # the last city's post: the file is done with
             path.unlink(missing_ok=True)
         return int(message["id"])
@@ -526,17 +671,34 @@ class LastWordCog(commands.Cog):
         cities = list(dict.fromkeys([*voting, game.city_of(player)]))
         return [int(live.record.channels["cities"][city]["text"]) for city in cities]
 
-    def _progress_payload(self, live: LiveGame, player: str, elapsed: float, limit: int, *,
-                          recording: bool) -> dict[str, Any]:
+    def _progress_payload(
+        self, live: LiveGame, player: str, elapsed: float, limit: int, *, recording: bool
+    ) -> dict[str, Any]:
         key = "lastword.recording" if recording else "lastword.calling"
-        content = phrase(live, key, player=mention(player), elapsed=clock_text(elapsed),
-                         limit=clock_text(limit), tribune=f"<#{live.record.channels.get('voice')}>")
+        content = phrase(
+            live,
+            key,
+            player=mention(player),
+            elapsed=clock_text(elapsed),
+            limit=clock_text(limit),
+            tribune=f"<#{live.record.channels.get('voice')}>",
+        )
         return {
-            "content": content, "allowed_mentions": NO_PINGS,
-            "components": [{"type": 1, "components": [{
-                "type": 2, "style": 4, "custom_id": f"mafia:stop:{live.id}:{player}",
-                "label": phrase(live, "lastword.stop"),
-            }]}],
+            "content": content,
+            "allowed_mentions": NO_PINGS,
+            "components": [
+                {
+                    "type": 1,
+                    "components": [
+                        {
+                            "type": 2,
+                            "style": 4,
+                            "custom_id": f"mafia:stop:{live.id}:{player}",
+                            "label": phrase(live, "lastword.stop"),
+                        }
+                    ],
+                }
+            ],
         }
 
     async def _post_now(self, live: LiveGame, item: OutboxItem) -> None:
@@ -548,8 +710,12 @@ class LastWordCog(commands.Cog):
         if live.game is None or not live.record.channels or player not in live.game.players:
             return
         for channel in self._city_channels(live, player):
-            await self._post_now(live, OutboxItem("send", {"channel_id": channel},
-                                                  {"content": text, "allowed_mentions": NO_PINGS}))
+            await self._post_now(
+                live,
+                OutboxItem(
+                    "send", {"channel_id": channel}, {"content": text, "allowed_mentions": NO_PINGS}
+                ),
+            )
 
 
 async def setup(bot: ProkuratorBot) -> None:

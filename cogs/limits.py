@@ -59,8 +59,12 @@ ZWJ = "\u200d"
 def _clings(char: str) -> bool:
     """A character that belongs with the one before it: a combining mark, a joiner, a variation
     selector, an emoji skin tone."""
-    return (unicodedata.category(char).startswith("M") or char in (ZWJ, "\u200c")
-            or "\ufe00" <= char <= "\ufe0f" or "\U0001f3fb" <= char <= "\U0001f3ff")
+    return (
+        unicodedata.category(char).startswith("M")
+        or char in (ZWJ, "\u200c")
+        or "\ufe00" <= char <= "\ufe0f"
+        or "\U0001f3fb" <= char <= "\U0001f3ff"
+    )
 
 
 def _split_line(line: str, limit: int) -> list[str]:

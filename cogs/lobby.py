@@ -60,7 +60,9 @@ def default_cities(live: LiveGame, players: int) -> list[str]:
 def lobby_cities(live: LiveGame) -> list[str]:
     """The cities the game will have."""
     setup = live.record.lobby.get("setup", {})
-    cities: list[str] = setup.get("cities") or default_cities(live, len(live.record.lobby["players"]))
+    cities: list[str] = setup.get("cities") or default_cities(
+        live, len(live.record.lobby["players"])
+    )
     return cities
 
 
@@ -75,11 +77,20 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
         phrase(live, "lobby.cities", cities=", ".join(lobby_cities(live))),
     ]
     if cohosts(live):
-        lines.insert(2, phrase(live, "lobby.cohosts", cohosts=", ".join(mention(str(c)) for c in cohosts(live))))
+        lines.insert(
+            2,
+            phrase(
+                live, "lobby.cohosts", cohosts=", ".join(mention(str(c)) for c in cohosts(live))
+            ),
+        )
     roles = []
     if setup.get("mafiosi"):
         roles.append(phrase(live, "lobby.mafiosi", count=setup["mafiosi"]))
-    chosen = [row.status.value for row in ROLES if row.switchable and setup.get(row.status.value) is not None]
+    chosen = [
+        row.status.value
+        for row in ROLES
+        if row.switchable and setup.get(row.status.value) is not None
+    ]
     for key, wanted in (("with", True), ("without", False)):
         statuses = [status_text(live, status) for status in chosen if bool(setup[status]) is wanted]
         if statuses:
@@ -87,29 +98,55 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
     preset = presets.lobby_line(live)
     if preset is not None:
         lines.append(preset)
-    lines.append(phrase(live, "lobby.roles", roles="; ".join(roles) or phrase(live, "lobby.roles_default")))
-    lines.append(phrase(live, "lobby.spectators",
-                        mode=phrase(live, f"lobby.spectators_{spectators.mode_of(live.record)}")))
+    lines.append(
+        phrase(live, "lobby.roles", roles="; ".join(roles) or phrase(live, "lobby.roles_default"))
+    )
+    lines.append(
+        phrase(
+            live,
+            "lobby.spectators",
+            mode=phrase(live, f"lobby.spectators_{spectators.mode_of(live.record)}"),
+        )
+    )
     lines += presets.house_lines(live)
     if lobby.get("will"):
         lines.append(phrase(live, "lobby.will", count=int(lobby["will"])))
     if live.record.state == "lobby":
         # who will see the hidden rooms or the audit log anyway: the host should know before
-        after = [*exposure_lines(live, lobby_exposure(live), limit=300), phrase(live, "lobby.howto")]
+        after = [
+            *exposure_lines(live, lobby_exposure(live), limit=300),
+            phrase(live, "lobby.howto"),
+        ]
     else:
         after = [phrase(live, f"lobby.state_{live.record.state}")]
     # one message edited in place: the players that fit, then how many more
     frame = phrase(live, "lobby.players", count=len(players), players="")
     budget = CONTENT - len(frame) - sum(len(line) + 1 for line in lines + after) - 1
-    listed = (listing(live.language, [mention(str(p["id"])) for p in players], budget)
-              or phrase(live, "lobby.nobody"))
+    listed = listing(live.language, [mention(str(p["id"])) for p in players], budget) or phrase(
+        live, "lobby.nobody"
+    )
     lines.append(phrase(live, "lobby.players", count=len(players), players=listed))
     lines.extend(after)
     if live.record.state == "lobby":
-        components: list[dict[str, Any]] = [{"type": 1, "components": [
-            {"type": 2, "style": 3, "custom_id": f"mafia:join:{live.id}", "label": phrase(live, "lobby.join")},
-            {"type": 2, "style": 4, "custom_id": f"mafia:leave:{live.id}", "label": phrase(live, "lobby.leave")},
-        ]}]
+        components: list[dict[str, Any]] = [
+            {
+                "type": 1,
+                "components": [
+                    {
+                        "type": 2,
+                        "style": 3,
+                        "custom_id": f"mafia:join:{live.id}",
+                        "label": phrase(live, "lobby.join"),
+                    },
+                    {
+                        "type": 2,
+                        "style": 4,
+                        "custom_id": f"mafia:leave:{live.id}",
+                        "label": phrase(live, "lobby.leave"),
+                    },
+                ],
+            }
+        ]
     else:
         components = []
     return {"content": "\n".join(lines), "components": components, "allowed_mentions": NO_PINGS}
@@ -131,8 +168,12 @@ def new_lobby(bot: ProkuratorBot, channel_id: int | None) -> dict[str, Any]:
     """A fresh lobby's record, posted in ``channel_id``."""
     config = bot.config
     return {
-        "players": [], "channel_id": channel_id, "setup": {}, "rules": {},
-        "timers": {}, "everyone_reads": config.channels.everyone_reads,
+        "players": [],
+        "channel_id": channel_id,
+        "setup": {},
+        "rules": {},
+        "timers": {},
+        "everyone_reads": config.channels.everyone_reads,
         "at_end": config.channels.at_end,
     }
 
@@ -142,7 +183,9 @@ def log_items(live: LiveGame, line: str) -> list[OutboxItem]:
     channel = live.record.channels.get("log")
     if channel is None:
         return []
-    return [OutboxItem("send", {"channel_id": channel}, {"content": line, "allowed_mentions": NO_PINGS})]
+    return [
+        OutboxItem("send", {"channel_id": channel}, {"content": line, "allowed_mentions": NO_PINGS})
+    ]
 
 
 def leave_strike(live: LiveGame, default: int) -> int:
@@ -151,7 +194,9 @@ def leave_strike(live: LiveGame, default: int) -> int:
     return int(default if value is None else value)
 
 
-def mark_leaving(live: LiveGame, player: str, *, now: float, strike: int, reason: str) -> list[OutboxItem]:
+def mark_leaving(
+    live: LiveGame, player: str, *, now: float, strike: int, reason: str
+) -> list[OutboxItem]:
     """A living player leaves the running game (``reason``: ``left`` by ``/mafia leave``,
     ``server``: he left the server): stored with when he is struck out (if ever), and the host
     told in his log. Nobody else is told: a strike is a death, announced as the rules say.
@@ -167,9 +212,15 @@ def mark_leaving(live: LiveGame, player: str, *, now: float, strike: int, reason
     if player in leaving:
         raise UserError("error.already_leaving")
     leaving[player] = now + strike if strike > 0 else None
-    tools = {"replace": command(live.language, "host replace"), "kill": command(live.language, "host kill")}
-    then = (phrase(live, "log.strike_at", when=f"<t:{int(now + strike)}:R>", **tools) if strike > 0
-            else phrase(live, "log.strike_off", **tools))
+    tools = {
+        "replace": command(live.language, "host replace"),
+        "kill": command(live.language, "host kill"),
+    }
+    then = (
+        phrase(live, "log.strike_at", when=f"<t:{int(now + strike)}:R>", **tools)
+        if strike > 0
+        else phrase(live, "log.strike_off", **tools)
+    )
     line = phrase(live, f"log.left_{reason}", player=mention(player), then=then)
     return log_items(live, line)
 
@@ -197,12 +248,21 @@ def status_lines(live: LiveGame, viewer: str | None) -> list[str]:
         winners = ", ".join(winner_text(live, w) for w in game.winners())
         lines.append(phrase(live, "status.over", winners=winners or phrase(live, "winners.none")))
     else:
-        lines.append(phrase(live, "status.phase", moment=moment_text(live), deadline=deadline_text(live)))
+        lines.append(
+            phrase(live, "status.phase", moment=moment_text(live), deadline=deadline_text(live))
+        )
         lines.append(phrase(live, "status.touring", city=game.touring_city()))
     for city in game.cities:
         alive = game.alive(city)
-        lines.append(phrase(live, "status.city", city=city, count=len(alive),
-                            players=", ".join(mention(p) for p in alive) or "—"))
+        lines.append(
+            phrase(
+                live,
+                "status.city",
+                city=city,
+                count=len(alive),
+                players=", ".join(mention(p) for p in alive) or "—",
+            )
+        )
         if city in game.decided:
             lines.append(phrase(live, f"decided.{game.decided[city].value}", city=city))
         judge = game.judge_of(city)
@@ -233,8 +293,14 @@ def role_lines(live: LiveGame, player: str) -> list[str]:
     if status.value == "mafioso":
         mafia = ", ".join(mention(p) for p in game.living_mafiosi(city))
         godfather = game.godfather_of(city)
-        lines.append(phrase(live, "role.mafia", players=mafia,
-                            godfather=mention(godfather) if godfather else phrase(live, "role.no_godfather")))
+        lines.append(
+            phrase(
+                live,
+                "role.mafia",
+                players=mafia,
+                godfather=mention(godfather) if godfather else phrase(live, "role.no_godfather"),
+            )
+        )
         room = live.record.channels.get("cities", {}).get(city, {}).get("mafia")
         if room is not None and game.is_alive(player):
             lines.append(phrase(live, "role.room", room=f"<#{room}>"))
@@ -261,8 +327,12 @@ class LobbyCog(commands.Cog):
         assert interaction.guild_id is not None
         return await may_host(self.bot, interaction.user, interaction.guild_id)
 
-    @mafia.command(name=key_str("new", "cmd.mafia.new.name"),
-                   description=key_str("Open a lobby for a new game (hosts only)", "cmd.mafia.new.description"))
+    @mafia.command(
+        name=key_str("new", "cmd.mafia.new.name"),
+        description=key_str(
+            "Open a lobby for a new game (hosts only)", "cmd.mafia.new.description"
+        ),
+    )
     async def new(self, interaction: discord.Interaction) -> None:
         if interaction.guild_id is None:
             raise UserError("error.guild_only")
@@ -274,35 +344,54 @@ class LobbyCog(commands.Cog):
         lobby = new_lobby(self.bot, interaction.channel_id)
         try:
             live = await self.bot.service.create(
-                interaction.guild_id, interaction.user.id, lobby, interaction_id=interaction.id,
-                outbox=lobby_post, answer=InteractionAnswer(interaction),
+                interaction.guild_id,
+                interaction.user.id,
+                lobby,
+                interaction_id=interaction.id,
+                outbox=lobby_post,
+                answer=InteractionAnswer(interaction),
             )
         except GameExists:
             raise UserError("error.game_exists") from None
-        log.info("game %s: lobby opened in guild %s by %s", live.id, interaction.guild_id, interaction.user.id)
+        log.info(
+            "game %s: lobby opened in guild %s by %s",
+            live.id,
+            interaction.guild_id,
+            interaction.user.id,
+        )
         await answer(interaction, phrase(live, "lobby.opened", game=live.id))
 
-    @mafia.command(name=key_str("status", "cmd.mafia.status.name"),
-                   description=key_str("Show the game of this server", "cmd.mafia.status.description"))
+    @mafia.command(
+        name=key_str("status", "cmd.mafia.status.name"),
+        description=key_str("Show the game of this server", "cmd.mafia.status.description"),
+    )
     async def status(self, interaction: discord.Interaction) -> None:
         live = await guild_game(self.bot, interaction)
         if live.broken is not None:
             raise GameBroken()
         await answer_lines(interaction, status_lines(live, str(interaction.user.id)))
 
-    @mafia.command(name=key_str("me", "cmd.mafia.me.name"),
-                   description=key_str("Your status and city, privately", "cmd.mafia.me.description"))
+    @mafia.command(
+        name=key_str("me", "cmd.mafia.me.name"),
+        description=key_str("Your status and city, privately", "cmd.mafia.me.description"),
+    )
     async def me(self, interaction: discord.Interaction) -> None:
         await self._send_role(interaction)
 
-    @mafia.command(name=key_str("notify", "cmd.mafia.notify.name"),
-                   description=key_str("Whether the game's pings reach you", "cmd.mafia.notify.description"))
+    @mafia.command(
+        name=key_str("notify", "cmd.mafia.notify.name"),
+        description=key_str("Whether the game's pings reach you", "cmd.mafia.notify.description"),
+    )
     @app_commands.rename(state=key_str("state", "opt.notify_state.name"))
-    @app_commands.describe(state=key_str("On: pinged at each phase; off: never", "opt.notify_state.description"))
-    @app_commands.choices(state=[
-        app_commands.Choice(name=key_str("on", "choice.on"), value="on"),
-        app_commands.Choice(name=key_str("off", "choice.off"), value="off"),
-    ])
+    @app_commands.describe(
+        state=key_str("On: pinged at each phase; off: never", "opt.notify_state.description")
+    )
+    @app_commands.choices(
+        state=[
+            app_commands.Choice(name=key_str("on", "choice.on"), value="on"),
+            app_commands.Choice(name=key_str("off", "choice.off"), value="off"),
+        ]
+    )
     async def notify(self, interaction: discord.Interaction, state: str) -> None:
         wants = state == "on"
         user = interaction.user
@@ -316,8 +405,13 @@ class LobbyCog(commands.Cog):
             busy = bool(await self.bot.storage.pending_outbox(live.id, 1, lane="provision"))
 
             def change(live: LiveGame) -> list[OutboxItem]:
-                return quiet_items(live, game, str(user.id), wants_pings=wants,
-                                  lane="provision" if busy else "permissions")
+                return quiet_items(
+                    live,
+                    game,
+                    str(user.id),
+                    wants_pings=wants,
+                    lane="provision" if busy else "permissions",
+                )
 
             await self.bot.service.update(live.id, change)
         await interaction.response.send_message(t(language, f"notify.{state}"), ephemeral=True)
@@ -327,24 +421,34 @@ class LobbyCog(commands.Cog):
         player = player_of(live, interaction)
         await answer_lines(interaction, role_lines(live, player))
 
-    @mafia.command(name=key_str("join", "cmd.mafia.join.name"),
-                   description=key_str("Join the lobby", "cmd.mafia.join.description"))
+    @mafia.command(
+        name=key_str("join", "cmd.mafia.join.name"),
+        description=key_str("Join the lobby", "cmd.mafia.join.description"),
+    )
     async def join(self, interaction: discord.Interaction) -> None:
         live = await guild_game(self.bot, interaction)
         await self._join(interaction, live)
 
-    @mafia.command(name=key_str("leave", "cmd.mafia.leave.name"),
-                   description=key_str("Leave the lobby", "cmd.mafia.leave.description"))
+    @mafia.command(
+        name=key_str("leave", "cmd.mafia.leave.name"),
+        description=key_str("Leave the lobby", "cmd.mafia.leave.description"),
+    )
     async def leave(self, interaction: discord.Interaction) -> None:
-        if await spectators.is_watching(self.bot, interaction):  # a spectator leaves his seat in the stands
+        if await spectators.is_watching(
+            self.bot, interaction
+        ):  # a spectator leaves his seat in the stands
             await answer(interaction, await spectators.toggle(self.bot, interaction))
             return
         live = await guild_game(self.bot, interaction)
         await self._leave(interaction, live)
 
-    @mafia.command(name=key_str("spectate", "cmd.mafia.spectate.name"),
-                   description=key_str("Read the city channels of a game you do not play in (again: stop)",
-                                       "cmd.mafia.spectate.description"))
+    @mafia.command(
+        name=key_str("spectate", "cmd.mafia.spectate.name"),
+        description=key_str(
+            "Read the city channels of a game you do not play in (again: stop)",
+            "cmd.mafia.spectate.description",
+        ),
+    )
     async def spectate(self, interaction: discord.Interaction) -> None:
         await answer(interaction, await spectators.toggle(self.bot, interaction))
 
@@ -365,7 +469,9 @@ class LobbyCog(commands.Cog):
             if live.record.state != "lobby":
                 raise UserError("error.not_lobby")
             if user.id == live.record.host_id or user.id in cohosts(live):
-                raise UserError("error.host_cannot_play")  # he would see the log and every mafia room
+                raise UserError(
+                    "error.host_cannot_play"
+                )  # he would see the log and every mafia room
             if self.bot.service.game_of_player(user.id) is not None:
                 raise UserError("error.in_other_game")
             if spectators.is_spectator(live.record, user.id):
@@ -376,12 +482,18 @@ class LobbyCog(commands.Cog):
             if len(players) >= MAX_PLAYERS:
                 raise UserError("error.lobby_full", count=MAX_PLAYERS)
             seen = exposure(user)  # what his server permissions show him of the hidden rooms
-            players.append({"id": user.id, "name": getattr(user, "display_name", user.name),
-                            **({"exposed": seen} if seen else {})})
+            players.append(
+                {
+                    "id": user.id,
+                    "name": getattr(user, "display_name", user.name),
+                    **({"exposed": seen} if seen else {}),
+                }
+            )
             return lobby_edit(live)
 
-        if await self.bot.service.update(live.id, change, interaction_id=interaction.id,
-                                         answer=InteractionAnswer(interaction)):
+        if await self.bot.service.update(
+            live.id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)
+        ):
             await answer(interaction, t(live.language, "lobby.joined"))
 
     async def _leave(self, interaction: discord.Interaction, live: LiveGame) -> None:
@@ -403,8 +515,9 @@ class LobbyCog(commands.Cog):
             live.record.lobby["players"] = [p for p in players if p["id"] != user.id]
             return lobby_edit(live)
 
-        if await self.bot.service.update(live.id, change, interaction_id=interaction.id,
-                                         answer=InteractionAnswer(interaction)):
+        if await self.bot.service.update(
+            live.id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)
+        ):
             await answer(interaction, t(live.language, "lobby.left"))
 
     async def _leave_game(self, interaction: discord.Interaction, live: LiveGame) -> None:
@@ -417,14 +530,23 @@ class LobbyCog(commands.Cog):
         def change(live: LiveGame) -> list[OutboxItem]:
             return mark_leaving(live, player, now=now, strike=strike, reason="left")
 
-        if await self.bot.service.update(live.id, change, interaction_id=interaction.id,
-                                         answer=InteractionAnswer(interaction)):
-            log.info("game %s: %s leaves the game (strike in %s s)", live.id, player, strike or "never")
+        if await self.bot.service.update(
+            live.id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)
+        ):
+            log.info(
+                "game %s: %s leaves the game (strike in %s s)", live.id, player, strike or "never"
+            )
             if strike > 0:
-                text = t(live.language, "lobby.left_game_strike", when=f"<t:{int(now + strike)}:R>",
-                         join=command(live.language, "mafia join"))
+                text = t(
+                    live.language,
+                    "lobby.left_game_strike",
+                    when=f"<t:{int(now + strike)}:R>",
+                    join=command(live.language, "mafia join"),
+                )
             else:
-                text = t(live.language, "lobby.left_game", join=command(live.language, "mafia join"))
+                text = t(
+                    live.language, "lobby.left_game", join=command(live.language, "mafia join")
+                )
             await answer(interaction, text)
 
     async def _come_back(self, interaction: discord.Interaction, live: LiveGame) -> None:
@@ -438,8 +560,9 @@ class LobbyCog(commands.Cog):
             del leaving[player]
             return log_items(live, phrase(live, "log.back", player=mention(player)))
 
-        if await self.bot.service.update(live.id, change, interaction_id=interaction.id,
-                                         answer=InteractionAnswer(interaction)):
+        if await self.bot.service.update(
+            live.id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)
+        ):
             await answer(interaction, t(live.language, "lobby.back"))
 
     @commands.Cog.listener()
@@ -459,6 +582,7 @@ class LobbyCog(commands.Cog):
             return
         player = str(user_id)
         if live.record.state == "lobby":
+
             def drop(live: LiveGame) -> list[OutboxItem]:
                 players = live.record.lobby.get("players", [])
                 if not any(p["id"] == user_id for p in players):
@@ -469,6 +593,7 @@ class LobbyCog(commands.Cog):
             await self.bot.service.update(live.id, drop)
             return
         if live.record.state == "running" and spectators.is_spectator(live.record, user_id):
+
             def unwatch(live: LiveGame) -> list[OutboxItem]:
                 record = live.record
                 record.channels["watching"] = sorted(spectators.watching(record) - {user_id})
@@ -485,12 +610,18 @@ class LobbyCog(commands.Cog):
         strike = leave_strike(live, self.bot.config.timers.leave_strike)
         now = self.bot.clock()
         await self.bot.service.update(
-            live.id, lambda live: mark_leaving(live, player, now=now, strike=strike, reason="server"))
+            live.id,
+            lambda live: mark_leaving(live, player, now=now, strike=strike, reason="server"),
+        )
         log.info("game %s: %s left the server (strike in %s s)", live.id, player, strike or "never")
 
-    async def _game_from_button(self, interaction: discord.Interaction, parts: list[str]) -> LiveGame:
+    async def _game_from_button(
+        self, interaction: discord.Interaction, parts: list[str]
+    ) -> LiveGame:
         """The guild's open game if the button is one of its own (else it is no longer active)."""
-        live = await self.bot.service.open_game(interaction.guild_id) if interaction.guild_id else None
+        live = (
+            await self.bot.service.open_game(interaction.guild_id) if interaction.guild_id else None
+        )
         if live is None or not parts or parts[0] != str(live.id):
             raise UserError("error.stale_button")
         return live
@@ -500,7 +631,9 @@ class LobbyCog(commands.Cog):
 
     async def _leave_button(self, interaction: discord.Interaction, parts: list[str]) -> None:
         live = await self._game_from_button(interaction, parts)
-        if live.record.state != "lobby":  # a lobby's button, pressed late: leaving a game takes the command
+        if (
+            live.record.state != "lobby"
+        ):  # a lobby's button, pressed late: leaving a game takes the command
             raise UserError("error.not_lobby")
         await self._leave(interaction, live)
 
@@ -516,5 +649,17 @@ async def setup(bot: ProkuratorBot) -> None:
     await bot.add_cog(LobbyCog(bot))
 
 
-__all__ = ["LobbyCog", "is_host", "leave_strike", "lobby_edit", "log_items", "mark_leaving", "may_host", "new_lobby",
-           "lobby_payload", "lobby_post", "role_lines", "status_lines"]
+__all__ = [
+    "LobbyCog",
+    "is_host",
+    "leave_strike",
+    "lobby_edit",
+    "log_items",
+    "mark_leaving",
+    "may_host",
+    "new_lobby",
+    "lobby_payload",
+    "lobby_post",
+    "role_lines",
+    "status_lines",
+]

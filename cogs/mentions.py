@@ -20,19 +20,49 @@ from bot.i18n import t
 COMMAND_IDS: dict[str, int] = {}
 #: ``{cmd_...}`` fields any text may use, by the command they name
 PLACEHOLDERS = {
-    "cmd_help": "help", "cmd_rules": "rules", "cmd_status": "mafia status", "cmd_me": "mafia me",
-    "cmd_new": "mafia new", "cmd_join": "mafia join", "cmd_leave": "mafia leave", "cmd_notify": "mafia notify",
-    "cmd_nominate": "nominate", "cmd_vote": "vote", "cmd_unvote": "unvote", "cmd_protect": "protect",
-    "cmd_compare": "compare", "cmd_elect": "elect", "cmd_kill": "kill", "cmd_tour": "tour", "cmd_pass": "pass",
-    "cmd_check": "check", "cmd_lastword": "lastword speak", "cmd_upload": "lastword upload",
-    "cmd_setup": "host setup", "cmd_start": "host start", "cmd_next": "host next", "cmd_end": "host end",
-    "cmd_execute": "host execute", "cmd_touring": "host touring", "cmd_history": "mafia history",
-    "cmd_game": "mafia game", "cmd_godfather": "host godfather", "cmd_hostrole": "admin hostrole",
-    "cmd_replace": "host replace", "cmd_hostkill": "host kill", "cmd_timer": "host timer", "cmd_pause": "host pause",
-    "cmd_resume": "host resume", "cmd_extend": "host extend", "cmd_judge": "host judge", "cmd_idle": "host idle",
+    "cmd_help": "help",
+    "cmd_rules": "rules",
+    "cmd_status": "mafia status",
+    "cmd_me": "mafia me",
+    "cmd_new": "mafia new",
+    "cmd_join": "mafia join",
+    "cmd_leave": "mafia leave",
+    "cmd_notify": "mafia notify",
+    "cmd_nominate": "nominate",
+    "cmd_vote": "vote",
+    "cmd_unvote": "unvote",
+    "cmd_protect": "protect",
+    "cmd_compare": "compare",
+    "cmd_elect": "elect",
+    "cmd_kill": "kill",
+    "cmd_tour": "tour",
+    "cmd_pass": "pass",
+    "cmd_check": "check",
+    "cmd_lastword": "lastword speak",
+    "cmd_upload": "lastword upload",
+    "cmd_setup": "host setup",
+    "cmd_start": "host start",
+    "cmd_next": "host next",
+    "cmd_end": "host end",
+    "cmd_execute": "host execute",
+    "cmd_touring": "host touring",
+    "cmd_history": "mafia history",
+    "cmd_game": "mafia game",
+    "cmd_godfather": "host godfather",
+    "cmd_hostrole": "admin hostrole",
+    "cmd_replace": "host replace",
+    "cmd_hostkill": "host kill",
+    "cmd_timer": "host timer",
+    "cmd_pause": "host pause",
+    "cmd_resume": "host resume",
+    "cmd_extend": "host extend",
+    "cmd_judge": "host judge",
+    "cmd_idle": "host idle",
     "cmd_skip": "host skip",
-    "cmd_spectate": "mafia spectate", "cmd_will": "will write",
-    "cmd_preset_save": "host preset save", "cmd_preset_delete": "host preset delete",
+    "cmd_spectate": "mafia spectate",
+    "cmd_will": "will write",
+    "cmd_preset_save": "host preset save",
+    "cmd_preset_delete": "host preset delete",
 }
 
 
@@ -46,8 +76,9 @@ def localised_name(language: str, path: str) -> str:
     """``"mafia me"`` → ``"мафия я"``: each word by its catalogue key (``cmd.mafia.name``,
     ``cmd.mafia.me.name``)."""
     words = path.split()
-    return " ".join(t(language, "cmd." + ".".join(words[: index + 1]) + ".name")
-                    for index in range(len(words)))
+    return " ".join(
+        t(language, "cmd." + ".".join(words[: index + 1]) + ".name") for index in range(len(words))
+    )
 
 
 def command(language: str, path: str) -> str:

@@ -23,8 +23,16 @@ from rules import RuleOptions
 #: the roles a preset may set (``lobby.setup``; the cities are the game's own)
 SETUP_KEYS = ("mafiosi", "doctor", "journalist", "maniac")
 #: the house rules and the lobby's other settings a preset may set (top-level keys of the lobby)
-HOUSE_KEYS = ("pings", "reveal", "leave_strike", "spectators", "archive_after", "idle_strike", "will",
-              "quiet_nights")
+HOUSE_KEYS = (
+    "pings",
+    "reveal",
+    "leave_strike",
+    "spectators",
+    "archive_after",
+    "idle_strike",
+    "will",
+    "quiet_nights",
+)
 #: rule options a preset never holds (they name the cities)
 GAME_RULES = ("touring_order",)
 #: the most presets a server saves (with the built-in ones, what autocomplete can list)
@@ -35,11 +43,22 @@ NAME_LENGTH = 40
 #: the built-in presets: key → settings (see :func:`settings_of`)
 BUILTIN: dict[str, dict[str, dict[str, Any]]] = {
     "rules": {"setup": {}, "rules": {}, "house": {}},
-    "beginners": {"setup": {"doctor": True, "journalist": False, "maniac": False},
-                  "rules": {"last_word_seconds": 120}, "house": {"will": 300}},
-    "club": {"setup": {"doctor": True, "journalist": True, "maniac": True}, "rules": {},
-             "house": {"will": 500, "idle_strike": 2, "leave_strike": 600, "spectators": "after",
-                       "quiet_nights": True}},
+    "beginners": {
+        "setup": {"doctor": True, "journalist": False, "maniac": False},
+        "rules": {"last_word_seconds": 120},
+        "house": {"will": 300},
+    },
+    "club": {
+        "setup": {"doctor": True, "journalist": True, "maniac": True},
+        "rules": {},
+        "house": {
+            "will": 500,
+            "idle_strike": 2,
+            "leave_strike": 600,
+            "spectators": "after",
+            "quiet_nights": True,
+        },
+    },
     "night": {"setup": {}, "rules": {"first_phase": "night"}, "house": {}},
 }
 
@@ -50,7 +69,11 @@ def settings_of(lobby: dict[str, Any]) -> dict[str, dict[str, Any]]:
     rules = lobby.get("rules", {})
     return {
         "setup": {key: setup[key] for key in SETUP_KEYS if setup.get(key) is not None},
-        "rules": {key: value for key, value in rules.items() if key not in GAME_RULES and value is not None},
+        "rules": {
+            key: value
+            for key, value in rules.items()
+            if key not in GAME_RULES and value is not None
+        },
         "house": {key: lobby[key] for key in HOUSE_KEYS if lobby.get(key) is not None},
     }
 
@@ -97,7 +120,9 @@ def builtin_key(text: str) -> str | None:
     """The built-in preset ``text`` names (its key, or its name in any language)."""
     wanted = text.strip().casefold()
     for key in BUILTIN:
-        if wanted == key or any(wanted == builtin_name(language, key).casefold() for language in LANGUAGES):
+        if wanted == key or any(
+            wanted == builtin_name(language, key).casefold() for language in LANGUAGES
+        ):
             return key
     return None
 
@@ -114,7 +139,9 @@ def lobby_line(live: LiveGame) -> str | None:
     return line
 
 
-def chosen_preset(key: str | None, name: str, settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def chosen_preset(
+    key: str | None, name: str, settings: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
     """What a lobby stores of the preset it was set from."""
     lobby: dict[str, Any] = {}
     apply_preset(lobby, settings)
@@ -132,5 +159,16 @@ def house_lines(live: LiveGame) -> list[str]:
     return lines
 
 
-__all__ = ["BUILTIN", "MOST_SAVED", "NAME_LENGTH", "apply_preset", "builtin_key", "builtin_name", "checked",
-           "chosen_preset", "house_lines", "lobby_line", "settings_of"]
+__all__ = [
+    "BUILTIN",
+    "MOST_SAVED",
+    "NAME_LENGTH",
+    "apply_preset",
+    "builtin_key",
+    "builtin_name",
+    "checked",
+    "chosen_preset",
+    "house_lines",
+    "lobby_line",
+    "settings_of",
+]

@@ -57,8 +57,11 @@ def with_ping(live: LiveGame, city: str, payload: dict[str, Any]) -> dict[str, A
     role = living_role(live, city) if pings_on(live) else None
     if role is None:
         return {**payload, "allowed_mentions": NO_PINGS}
-    return {**payload, "content": f"<@&{role}>\n{payload['content']}",
-            "allowed_mentions": {"parse": [], "roles": [role]}}
+    return {
+        **payload,
+        "content": f"<@&{role}>\n{payload['content']}",
+        "allowed_mentions": {"parse": [], "roles": [role]},
+    }
 
 
 #: characters a role's mention and its line break take before a message
@@ -151,14 +154,29 @@ class Announcer:
                     payload = with_ping(self.live, city, payload)
                 elif self.host_pinged and index == 0 and channel_id == self.channels.get("log"):
                     host = str(self.live.record.host_id)
-                    payload = {**payload, "content": f"<@{host}>\n{chunk}",
-                               "allowed_mentions": {"parse": [], "users": [host]}}
+                    payload = {
+                        **payload,
+                        "content": f"<@{host}>\n{chunk}",
+                        "allowed_mentions": {"parse": [], "users": [host]},
+                    }
                 items.append(OutboxItem("send", {"channel_id": channel_id}, payload))
         return items + self.extra
 
 
-__all__ = ["NO_PINGS", "Announcer", "ballot_payload", "ballot_ref", "closing_channels", "closing_items", "deadline_text",
-           "moment_text", "phase_text", "render", "summary_lines", "winner_text"]
+__all__ = [
+    "NO_PINGS",
+    "Announcer",
+    "ballot_payload",
+    "ballot_ref",
+    "closing_channels",
+    "closing_items",
+    "deadline_text",
+    "moment_text",
+    "phase_text",
+    "render",
+    "summary_lines",
+    "winner_text",
+]
 
 
 def cause_text(live: LiveGame, event: ev.PlayerKilled) -> str:
@@ -182,7 +200,12 @@ def render(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
     decided = [index for index, event in enumerate(events) if isinstance(event, ev.CityDecided)]
     for index, event in enumerate(events):
         _render_one(live, game, out, event)
-        if decided and index == decided[-1] and len(game.decided) == len(game.cities) and not game.over:
+        if (
+            decided
+            and index == decided[-1]
+            and len(game.decided) == len(game.cities)
+            and not game.over
+        ):
             # every city is decided (each said in turn), yet the maniac lives: the game goes on, say why
             out.everyone(phrase(live, "decided.maniac_goes_on"))
     return out.items()
@@ -228,34 +251,57 @@ def _phase_started(scene: _Scene, event: ev.PhaseStarted) -> None:
 
 def _discussion(scene: _Scene, event: ev.PhaseStarted) -> None:
     say, cmd, acting = scene.say, scene.cmd, acting_statuses(scene.game)
-    lines = [say("phase.day", day=event.phase.number, nominate=cmd("nominate"),
-                 lastword=cmd("lastword speak"))]
-    lines += [say(f"phase.day_{status.value}", protect=cmd("protect"), compare=cmd("compare"))
-              for status in (Status.DOCTOR, Status.JOURNALIST) if status in acting]
+    lines = [
+        say(
+            "phase.day",
+            day=event.phase.number,
+            nominate=cmd("nominate"),
+            lastword=cmd("lastword speak"),
+        )
+    ]
+    lines += [
+        say(f"phase.day_{status.value}", protect=cmd("protect"), compare=cmd("compare"))
+        for status in (Status.DOCTOR, Status.JOURNALIST)
+        if status in acting
+    ]
     scene.out.everyone(" ".join([*lines, deadline_text(scene.live)]))
     scene.out.extra.extend(quiet_night_items(scene.game, scene.live.record.channels, night=False))
 
 
 def _voting(scene: _Scene, event: ev.PhaseStarted) -> None:
     say, cmd, game, out = scene.say, scene.cmd, scene.game, scene.out
-    out.everyone(say("phase.voting", day=event.phase.number, deadline=deadline_text(scene.live),
-                     vote=cmd("vote"), unvote=cmd("unvote"), lastword=cmd("lastword speak")))
+    out.everyone(
+        say(
+            "phase.voting",
+            day=event.phase.number,
+            deadline=deadline_text(scene.live),
+            vote=cmd("vote"),
+            unvote=cmd("unvote"),
+            lastword=cmd("lastword speak"),
+        )
+    )
     for city in game.cities:
         if game.alive(city):
             text = out.cities().get(city, {}).get("text")
             if text is not None:
-                out.extra.append(OutboxItem(
-                    "send", {"channel_id": text, "ref": ballot_ref(city, event.phase.number)},
-                    ballot_payload(scene.live, city),
-                ))
+                out.extra.append(
+                    OutboxItem(
+                        "send",
+                        {"channel_id": text, "ref": ballot_ref(city, event.phase.number)},
+                        ballot_payload(scene.live, city),
+                    )
+                )
 
 
 def _night(scene: _Scene, event: ev.PhaseStarted) -> None:
     say, cmd, game, out = scene.say, scene.cmd, scene.game, scene.out
     acting = acting_statuses(game)
     lines = [say("phase.night", night=event.phase.number)]
-    lines += [say(f"phase.night_{status.value}", kill=cmd("kill"), check=cmd("check"))
-              for status in (Status.MAFIOSO, Status.COMMISSAR, Status.MANIAC) if status in acting]
+    lines += [
+        say(f"phase.night_{status.value}", kill=cmd("kill"), check=cmd("check"))
+        for status in (Status.MAFIOSO, Status.COMMISSAR, Status.MANIAC)
+        if status in acting
+    ]
     lines.append(say("phase.night_rest"))
     if len(game.cities) > 1 and event.touring_city is not None:
         lines.append(say("phase.night_touring", city=event.touring_city))
@@ -266,8 +312,16 @@ def _night(scene: _Scene, event: ev.PhaseStarted) -> None:
     for city in game.cities:  # what the mafia does tonight, in each room with someone in it
         if not game.living_mafiosi(city):
             continue
-        out.mafia(city, say("mafia.night", night=event.phase.number, kill=cmd("kill"), pass_=cmd("pass"),
-                            elect=cmd("elect")))
+        out.mafia(
+            city,
+            say(
+                "mafia.night",
+                night=event.phase.number,
+                kill=cmd("kill"),
+                pass_=cmd("pass"),
+                elect=cmd("elect"),
+            ),
+        )
         if len(game.cities) > 1 and city == event.touring_city:
             out.mafia(city, say("mafia.night_touring", tour=cmd("tour")))
 
@@ -277,20 +331,43 @@ def _nominated(scene: _Scene, event: ev.Nominated) -> None:
     if channel is None:
         return
     say = scene.say  # its own message: it carries the nominee's "Last word" button
-    scene.out.extra.append(OutboxItem("send", {"channel_id": channel}, {
-        "content": say("nominated", nominator=mention(event.nominator), candidate=mention(event.candidate)),
-        "allowed_mentions": NO_PINGS,
-        "components": [{"type": 1, "components": [{
-            "type": 2, "style": 2, "label": say("lastword.button"),
-            "custom_id": f"mafia:lastword:{scene.live.id}:{event.candidate}",
-        }]}],
-    }))
+    scene.out.extra.append(
+        OutboxItem(
+            "send",
+            {"channel_id": channel},
+            {
+                "content": say(
+                    "nominated",
+                    nominator=mention(event.nominator),
+                    candidate=mention(event.candidate),
+                ),
+                "allowed_mentions": NO_PINGS,
+                "components": [
+                    {
+                        "type": 1,
+                        "components": [
+                            {
+                                "type": 2,
+                                "style": 2,
+                                "label": say("lastword.button"),
+                                "custom_id": f"mafia:lastword:{scene.live.id}:{event.candidate}",
+                            }
+                        ],
+                    }
+                ],
+            },
+        )
+    )
 
 
 def _ballot_changed(scene: _Scene, event: ev.VoteCast | ev.VoteWithdrawn) -> None:
-    scene.out.extra.append(OutboxItem(
-        "edit", {"ref": ballot_ref(event.city, scene.game.phase.number)}, ballot_payload(scene.live, event.city)
-    ))
+    scene.out.extra.append(
+        OutboxItem(
+            "edit",
+            {"ref": ballot_ref(event.city, scene.game.phase.number)},
+            ballot_payload(scene.live, event.city),
+        )
+    )
 
 
 def _last_word_requested(scene: _Scene, event: ev.LastWordRequested) -> None:
@@ -306,10 +383,13 @@ def _tallied(scene: _Scene, event: ev.VotesTallied) -> None:
     out = scene.out
     for line in tally_lines(scene.live, event, out.executed):
         out.city(event.city, line)
-    out.extra.append(OutboxItem(
-        "edit", {"ref": ballot_ref(event.city, scene.game.phase.number)},
-        ballot_payload(scene.live, event.city, closed=event),
-    ))
+    out.extra.append(
+        OutboxItem(
+            "edit",
+            {"ref": ballot_ref(event.city, scene.game.phase.number)},
+            ballot_payload(scene.live, event.city, closed=event),
+        )
+    )
 
 
 def _awaiting_host(scene: _Scene, event: ev.ExecutionAwaitingHost) -> None:
@@ -322,16 +402,27 @@ def _awaiting_host(scene: _Scene, event: ev.ExecutionAwaitingHost) -> None:
 
 
 def _replaced(scene: _Scene, event: ev.PlayerReplaced) -> None:
-    scene.out.everyone(scene.say("replaced", old=mention(event.old), new=mention(event.new), city=event.city))
+    scene.out.everyone(
+        scene.say("replaced", old=mention(event.old), new=mention(event.new), city=event.city)
+    )
 
 
 def _killed(scene: _Scene, event: ev.PlayerKilled) -> None:
     live, out, say = scene.live, scene.out, scene.say
     if event.by_city is not None:
         out.executed[event.player] = event.by_city
-    out.everyone(say("death", player=mention(event.player), city=event.city,
-                     status=status_text(live, event.status.value), cause=cause_text(live, event)))
-    for line in will_lines(live, event.player):  # a house rule: the written will, in the player's city
+    out.everyone(
+        say(
+            "death",
+            player=mention(event.player),
+            city=event.city,
+            status=status_text(live, event.status.value),
+            cause=cause_text(live, event),
+        )
+    )
+    for line in will_lines(
+        live, event.player
+    ):  # a house rule: the written will, in the player's city
         out.city(event.city, line)
     out.say(live.record.channels.get("dead"), say("dead.welcome", player=mention(event.player)))
     out.extra.extend(death_items(scene.game, live.record.channels, event.player))
@@ -379,20 +470,35 @@ def _private_line(scene: _Scene, event: Event) -> str | None:
     if isinstance(event, ev.ProtectionChosen):
         return say("log.protect", doctor=mention(event.doctor), target=mention(event.target))
     if isinstance(event, ev.StatusesCompared):
-        return say("log.compare", journalist=mention(event.journalist), first=mention(event.first),
-                   second=mention(event.second), answer=say(f"answer.{event.reply}"))
+        return say(
+            "log.compare",
+            journalist=mention(event.journalist),
+            first=mention(event.first),
+            second=mention(event.second),
+            answer=say(f"answer.{event.reply}"),
+        )
     if isinstance(event, ev.PlayerChecked):
-        return say("log.check", commissar=mention(event.commissar), target=mention(event.target),
-                   answer=say(f"answer.{event.reply}"))
+        return say(
+            "log.check",
+            commissar=mention(event.commissar),
+            target=mention(event.target),
+            answer=say(f"answer.{event.reply}"),
+        )
     if isinstance(event, ev.GodfatherVoteCast):
         return say("mafia.elect", voter=mention(event.voter), candidate=mention(event.candidate))
     if isinstance(event, ev.GodfatherChanged):
         if event.godfather is not None:
             return say(f"mafia.godfather_{event.reason.value}", player=mention(event.godfather))
         # nobody left to elect: no notice
-        return say("mafia.godfather_none", elect=cmd("elect")) if scene.game.living_mafiosi(event.city) else None
+        return (
+            say("mafia.godfather_none", elect=cmd("elect"))
+            if scene.game.living_mafiosi(event.city)
+            else None
+        )
     if isinstance(event, ev.MafiaKillChosen):
-        key = ("mafia.decision" if event.decision else "mafia.proposal") + ("_tour" if event.touring else "")
+        key = ("mafia.decision" if event.decision else "mafia.proposal") + (
+            "_tour" if event.touring else ""
+        )
         return say(key, player=mention(event.mafioso), target=mention(event.target))
     if isinstance(event, ev.MafiaKillRefused):
         return say("mafia.refused", player=mention(event.godfather))
@@ -423,10 +529,19 @@ def closing_items(live: LiveGame, game: Game | None) -> list[OutboxItem]:
     items, lane = end_items(channels, game, reveal=reveal)
     if not items or not reveal or channels.get("log") is None:
         return items
-    rooms = [f"<#{ids['mafia']}>" for ids in channels.get("cities", {}).values() if ids.get("mafia")]
+    rooms = [
+        f"<#{ids['mafia']}>" for ids in channels.get("cities", {}).values() if ids.get("mafia")
+    ]
     line = phrase(live, "game_over.revealed", rooms=", ".join(rooms), log=f"<#{channels['log']}>")
-    return items + [OutboxItem("send", {"channel_id": channel_id}, {"content": line, "allowed_mentions": NO_PINGS},
-                               lane=lane) for channel_id in closing_channels(live)]
+    return items + [
+        OutboxItem(
+            "send",
+            {"channel_id": channel_id},
+            {"content": line, "allowed_mentions": NO_PINGS},
+            lane=lane,
+        )
+        for channel_id in closing_channels(live)
+    ]
 
 
 def closing_channels(live: LiveGame) -> list[int]:
@@ -458,9 +573,15 @@ def summary_lines(live: LiveGame, game: Game) -> list[str]:
             if death is None:
                 fate = phrase(live, "summary.alive")
             else:
-                fate = phrase(live, "summary.died", cause=phrase(live, f"cause_short.{death.cause.value}"),
-                              phase=phase_text(live, str(death.phase)))
-            lines.append(phrase(live, "summary.row", player=mention(player), status=status, fate=fate))
+                fate = phrase(
+                    live,
+                    "summary.died",
+                    cause=phrase(live, f"cause_short.{death.cause.value}"),
+                    phase=phase_text(live, str(death.phase)),
+                )
+            lines.append(
+                phrase(live, "summary.row", player=mention(player), status=status, fate=fate)
+            )
     return lines
 
 
@@ -475,7 +596,9 @@ def moment_of(live: LiveGame, phase: str, stage: str) -> str:
     """``day 2, voting`` for a phase (``day 2``) and a stage's value; a night is just ``night 1``."""
     if stage == Stage.NIGHT.value:
         return phase_text(live, phase)
-    return phrase(live, "moment.day", phase=phase_text(live, phase), stage=phrase(live, f"stage.{stage}"))
+    return phrase(
+        live, "moment.day", phase=phase_text(live, phase), stage=phrase(live, f"stage.{stage}")
+    )
 
 
 def phase_text(live: LiveGame, phase: str) -> str:

@@ -40,9 +40,13 @@ def footprint(game: Game, quiet: Collection[str], *, spectators: bool) -> Footpr
     one category; the dead's role; the spectators' role if spectators are let in (it is made
     for the first of them)."""
     cities = len(game.cities)
-    twins = sum(1 for city in game.cities if any(player in quiet for player in game.residents[city]))
+    twins = sum(
+        1 for city in game.cities if any(player in quiet for player in game.residents[city])
+    )
     inside = 2 * cities + SHARED_CHANNELS
-    return Footprint(channels=inside + 1, in_category=inside, roles=cities + twins + 1 + int(spectators))
+    return Footprint(
+        channels=inside + 1, in_category=inside, roles=cities + twins + 1 + int(spectators)
+    )
 
 
 @dataclass(frozen=True)
@@ -66,28 +70,40 @@ def shortfall(need: Footprint, *, channels: int, roles: int) -> list[Shortfall]:
     (categories included, threads not) and ``roles`` roles (@everyone included); empty when
     it fits."""
     found = []
-    for what, needed, held, limit in (("channels", need.channels, channels, MAX_CHANNELS),
-                                      ("category", need.in_category, 0, MAX_CATEGORY_CHANNELS),
-                                      ("roles", need.roles, roles, MAX_ROLES)):
+    for what, needed, held, limit in (
+        ("channels", need.channels, channels, MAX_CHANNELS),
+        ("category", need.in_category, 0, MAX_CATEGORY_CHANNELS),
+        ("roles", need.roles, roles, MAX_ROLES),
+    ):
         free = max(0, limit - held)
         if needed > free:
             found.append(Shortfall(what, needed, free, limit))
     return found
 
 
-def check_room(guild: discord.Guild, game: Game, quiet: Collection[str], *, spectators: bool) -> None:
+def check_room(
+    guild: discord.Guild, game: Game, quiet: Collection[str], *, spectators: bool
+) -> None:
     """Refuse a start the guild has no room for, naming the first cap it would pass.
 
     Raises:
         UserError: ``error.no_room.channels``, ``.category`` or ``.roles`` with what the game
             needs, what is free, the cap and how many to free (``count``).
     """
-    lacking = shortfall(footprint(game, quiet, spectators=spectators),
-                        channels=len(guild.channels), roles=len(guild.roles))
+    lacking = shortfall(
+        footprint(game, quiet, spectators=spectators),
+        channels=len(guild.channels),
+        roles=len(guild.roles),
+    )
     if lacking:
         first = lacking[0]
-        raise UserError(f"error.no_room.{first.what}", needed=first.needed, free=first.free,
-                        limit=first.limit, count=first.missing)
+        raise UserError(
+            f"error.no_room.{first.what}",
+            needed=first.needed,
+            free=first.free,
+            limit=first.limit,
+            count=first.missing,
+        )
 
 
 __all__ = ["Footprint", "Shortfall", "check_room", "footprint", "shortfall"]

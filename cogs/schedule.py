@@ -70,9 +70,18 @@ def ping_items(live: LiveGame, title: str, interested: list[int]) -> list[Outbox
     if channel is None:
         return []
     if not interested:
-        return [OutboxItem("send", {"channel_id": channel}, {
-            "content": t(live.language, "schedule.opened_nobody", title=title, game=live.id),
-            "allowed_mentions": NO_PINGS})]
+        return [
+            OutboxItem(
+                "send",
+                {"channel_id": channel},
+                {
+                    "content": t(
+                        live.language, "schedule.opened_nobody", title=title, game=live.id
+                    ),
+                    "allowed_mentions": NO_PINGS,
+                },
+            )
+        ]
     frame = len(t(live.language, "schedule.opened", title=title, game=live.id, players=""))
     batches: list[list[int]] = [[]]
     room = CONTENT - frame
@@ -83,10 +92,23 @@ def ping_items(live: LiveGame, title: str, interested: list[int]) -> list[Outbox
             room = CONTENT - frame
         batches[-1].append(user)
         room -= len(mention) + 1
-    return [OutboxItem("send", {"channel_id": channel}, {
-        "content": t(live.language, "schedule.opened", title=title, game=live.id,
-                     players=" ".join(f"<@{user}>" for user in batch)),
-        "allowed_mentions": {"parse": [], "users": [str(user) for user in batch]}}) for batch in batches]
+    return [
+        OutboxItem(
+            "send",
+            {"channel_id": channel},
+            {
+                "content": t(
+                    live.language,
+                    "schedule.opened",
+                    title=title,
+                    game=live.id,
+                    players=" ".join(f"<@{user}>" for user in batch),
+                ),
+                "allowed_mentions": {"parse": [], "users": [str(user) for user in batch]},
+            },
+        )
+        for batch in batches
+    ]
 
 
 class ScheduleCog(commands.Cog):
@@ -140,7 +162,9 @@ class ScheduleCog(commands.Cog):
         users: list[int] = []
         after: int | None = None
         while len(users) < MOST_PINGED:
-            page = await self.bot.http.get_scheduled_event_users(guild_id, event_id, PAGE, False, after=after)
+            page = await self.bot.http.get_scheduled_event_users(
+                guild_id, event_id, PAGE, False, after=after
+            )
             ids = [int(row["user_id"]) for row in page]
             users.extend(ids)
             if len(ids) < PAGE:
@@ -157,26 +181,45 @@ class ScheduleCog(commands.Cog):
         except discord.NotFound:
             event = None
         if event is None or int(event.get("status", 0)) == CANCELED:
-            log.info("scheduled game %s: its event %s is gone or cancelled; nothing opens", schedule, event_id)
+            log.info(
+                "scheduled game %s: its event %s is gone or cancelled; nothing opens",
+                schedule,
+                event_id,
+            )
             await self.bot.storage.set_schedule(schedule, "cancelled")
             return
         live = await self.bot.service.open_game(guild_id)
-        if live is None or live.record.lobby.get("scheduled") != schedule:  # (else opened before a restart)
+        if (
+            live is None or live.record.lobby.get("scheduled") != schedule
+        ):  # (else opened before a restart)
             try:
                 live = await self.bot.service.create(
-                    guild_id, int(row["host_id"]), {**new_lobby(self.bot, int(row["channel_id"])), "scheduled": schedule},
-                    outbox=lobby_post)
+                    guild_id,
+                    int(row["host_id"]),
+                    {**new_lobby(self.bot, int(row["channel_id"])), "scheduled": schedule},
+                    outbox=lobby_post,
+                )
             except GameExists:
-                log.info("scheduled game %s: guild %s has a game open; nothing opens", schedule, guild_id)
+                log.info(
+                    "scheduled game %s: guild %s has a game open; nothing opens", schedule, guild_id
+                )
                 await self.bot.storage.set_schedule(schedule, "skipped")
                 text = t(language, "schedule.skipped", title=row["title"])
-                with contextlib.suppress(discord.HTTPException), discord.http.handle_message_parameters(
-                        content=text, allowed_mentions=discord.AllowedMentions.none()) as params:
+                with (
+                    contextlib.suppress(discord.HTTPException),
+                    discord.http.handle_message_parameters(
+                        content=text, allowed_mentions=discord.AllowedMentions.none()
+                    ) as params,
+                ):
                     await self.bot.http.send_message(int(row["channel_id"]), params=params)
                 return
             log.info("scheduled game %s: lobby %s opened in guild %s", schedule, live.id, guild_id)
         if not live.record.lobby.get("scheduled_pinged"):
-            interested = [user for user in await self._interested(guild_id, event_id) if user != int(row["host_id"])]
+            interested = [
+                user
+                for user in await self._interested(guild_id, event_id)
+                if user != int(row["host_id"])
+            ]
 
             def ping(live: LiveGame) -> list[OutboxItem]:
                 if live.record.lobby.get("scheduled_pinged"):
@@ -189,15 +232,29 @@ class ScheduleCog(commands.Cog):
         with contextlib.suppress(discord.HTTPException):
             await self.bot.http.edit_scheduled_event(guild_id, event_id, status=ACTIVE)
 
-    @app_commands.command(name=key_str("schedule", "cmd.mafia.schedule.name"),
-                          description=key_str("Schedule a game: a server event; its lobby opens on time and "
-                                              "pings who is interested", "cmd.mafia.schedule.description"))
-    @app_commands.rename(when=key_str("in", "opt.schedule_in.name"), title=key_str("title", "opt.schedule_title.name"))
+    @app_commands.command(
+        name=key_str("schedule", "cmd.mafia.schedule.name"),
+        description=key_str(
+            "Schedule a game: a server event; its lobby opens on time and pings who is interested",
+            "cmd.mafia.schedule.description",
+        ),
+    )
+    @app_commands.rename(
+        when=key_str("in", "opt.schedule_in.name"),
+        title=key_str("title", "opt.schedule_title.name"),
+    )
     @app_commands.describe(
-        when=key_str("When the lobby opens, from now: 2h, 1h30m, 48h...", "opt.schedule_in.description"),
-        title=key_str("The event's name (default: Mafia)", "opt.schedule_title.description"))
-    async def schedule(self, interaction: discord.Interaction, when: app_commands.Range[str, 1, 40],
-                       title: app_commands.Range[str, 1, 100] | None = None) -> None:
+        when=key_str(
+            "When the lobby opens, from now: 2h, 1h30m, 48h...", "opt.schedule_in.description"
+        ),
+        title=key_str("The event's name (default: Mafia)", "opt.schedule_title.description"),
+    )
+    async def schedule(
+        self,
+        interaction: discord.Interaction,
+        when: app_commands.Range[str, 1, 40],
+        title: app_commands.Range[str, 1, 100] | None = None,
+    ) -> None:
         if interaction.guild_id is None or interaction.channel_id is None:
             raise UserError("error.guild_only")
         guild_id = interaction.guild_id
@@ -212,28 +269,60 @@ class ScheduleCog(commands.Cog):
         name = " ".join((title or t(language, "schedule.default_title")).split())[:100]
         await interaction.response.defer(ephemeral=True, thinking=True)
         starts = self.bot.clock() + seconds
-        schedule = await self.bot.storage.add_schedule(guild_id, interaction.user.id, interaction.channel_id, name,
-                                                       starts, now=self.bot.clock(), most=MOST_WAITING)
+        schedule = await self.bot.storage.add_schedule(
+            guild_id,
+            interaction.user.id,
+            interaction.channel_id,
+            name,
+            starts,
+            now=self.bot.clock(),
+            most=MOST_WAITING,
+        )
         if schedule is None:
             raise UserError("error.schedule_full", count=MOST_WAITING)
         channel = getattr(interaction.channel, "name", None)
         try:
             event = await self.bot.http.create_guild_scheduled_event(
-                guild_id, reason=t(language, "schedule.reason"), name=name,
-                description=t(language, "schedule.description", channel=f"<#{interaction.channel_id}>")[:1000],
-                privacy_level=GUILD_ONLY, entity_type=EXTERNAL,
-                entity_metadata={"location": (f"#{channel}" if channel else t(language, "schedule.location"))[:100]},
-                scheduled_start_time=iso(starts), scheduled_end_time=iso(starts + LASTS))
+                guild_id,
+                reason=t(language, "schedule.reason"),
+                name=name,
+                description=t(
+                    language, "schedule.description", channel=f"<#{interaction.channel_id}>"
+                )[:1000],
+                privacy_level=GUILD_ONLY,
+                entity_type=EXTERNAL,
+                entity_metadata={
+                    "location": (f"#{channel}" if channel else t(language, "schedule.location"))[
+                        :100
+                    ]
+                },
+                scheduled_start_time=iso(starts),
+                scheduled_end_time=iso(starts + LASTS),
+            )
         except discord.HTTPException as error:
             await self.bot.storage.drop_schedule(schedule)
             log.warning("guild %s: Discord refused the scheduled event: %s", guild_id, error)
             raise UserError("error.schedule_refused") from None
         event_id = int(event["id"])
         await self.bot.storage.set_schedule(schedule, "scheduled", event_id=event_id)
-        log.info("guild %s: game scheduled by %s for %s (event %s)", guild_id, interaction.user.id, starts, event_id)
+        log.info(
+            "guild %s: game scheduled by %s for %s (event %s)",
+            guild_id,
+            interaction.user.id,
+            starts,
+            event_id,
+        )
         self.wake()
-        await answer(interaction, t(language, "schedule.made", title=name, when=f"<t:{int(starts)}:F>",
-                                    link=event_link(guild_id, event_id)))
+        await answer(
+            interaction,
+            t(
+                language,
+                "schedule.made",
+                title=name,
+                when=f"<t:{int(starts)}:F>",
+                link=event_link(guild_id, event_id),
+            ),
+        )
 
 
 async def setup(bot: ProkuratorBot) -> None:

@@ -68,8 +68,11 @@ def archive_after(record: GameRecord, default: int) -> int:
 
 def wants_transcript(record: GameRecord) -> bool:
     """A finished game whose channels were made and kept at its end."""
-    return (record.state in FINISHED and "roles" in record.channels
-            and record.lobby.get("at_end", "keep") == "keep")
+    return (
+        record.state in FINISHED
+        and "roles" in record.channels
+        and record.lobby.get("at_end", "keep") == "keep"
+    )
 
 
 def transcript_channels(record: GameRecord, language: str) -> list[tuple[str, int]]:
@@ -98,12 +101,19 @@ def message_lines(message: dict[str, Any], language: str, *, readable: bool) -> 
     content = str(message.get("content") or "")
     lines = [f"{head} {content}" if content else head]
     for attachment in message.get("attachments") or []:
-        lines.append(f"    📎 {attachment.get('filename', '')} {attachment.get('url', '')}".rstrip())
+        lines.append(
+            f"    📎 {attachment.get('filename', '')} {attachment.get('url', '')}".rstrip()
+        )
     for embed in message.get("embeds") or []:
         for text in (embed.get("title"), embed.get("description")):
             if text:
                 lines.append(f"    {text}")
-    if not content and not message.get("attachments") and not message.get("embeds") and not readable:
+    if (
+        not content
+        and not message.get("attachments")
+        and not message.get("embeds")
+        and not readable
+    ):
         lines[0] = f"{head} {t(language, 'transcript.unreadable_message')}"
     return lines
 
@@ -158,9 +168,11 @@ class SeasonCog(commands.Cog):
 
     async def cog_unload(self) -> None:
         """Stop the keeper and the hooks (what is scheduled stays stored)."""
-        for hooks, hook in ((self.bot.outbox.idle_hooks, self._lane_idle),
-                            (self.bot.outbox.failure_hooks, self._refused),
-                            (self.bot.service.after_commit, self.game_ended)):
+        for hooks, hook in (
+            (self.bot.outbox.idle_hooks, self._lane_idle),
+            (self.bot.outbox.failure_hooks, self._refused),
+            (self.bot.service.after_commit, self.game_ended),
+        ):
             if hook in hooks:
                 hooks.remove(hook)  # type: ignore[arg-type]
         for task in [self._task, *self._tasks]:
@@ -178,7 +190,9 @@ class SeasonCog(commands.Cog):
         if record.id in self._scheduled or not wants_transcript(record):
             return
         self._scheduled.add(record.id)
-        task = asyncio.get_running_loop().create_task(self._schedule(record), name=f"season-schedule-{record.id}")
+        task = asyncio.get_running_loop().create_task(
+            self._schedule(record), name=f"season-schedule-{record.id}"
+        )
         self._tasks.add(task)  # the loop keeps only a weak reference to a task
         task.add_done_callback(self._tasks.discard)
 
@@ -188,7 +202,9 @@ class SeasonCog(commands.Cog):
             log.info("game %s: its channels are kept (no archiving)", record.id)
             return
         try:
-            await self.bot.storage.schedule_transcript(record.id, record.guild_id, self.bot.clock() + delay)
+            await self.bot.storage.schedule_transcript(
+                record.id, record.guild_id, self.bot.clock() + delay
+            )
         except Exception:
             self._scheduled.discard(record.id)  # the keeper finds it again at the next start
             log.exception("game %s: could not schedule its transcript", record.id)
@@ -237,9 +253,16 @@ class SeasonCog(commands.Cog):
         if record is None or not wants_transcript(record):
             return
         language = await self.bot.service.language(record.guild_id)
-        item = OutboxItem("transcript", {"guild_id": record.guild_id}, {
-            "game": game_id, "language": language, "channels": transcript_channels(record, language),
-        }, lane="messages")
+        item = OutboxItem(
+            "transcript",
+            {"guild_id": record.guild_id},
+            {
+                "game": game_id,
+                "language": language,
+                "channels": transcript_channels(record, language),
+            },
+            lane="messages",
+        )
         if await self.bot.storage.begin_transcript(game_id, [item]):
             # only now: an idle hook of the lane while the state was still due would have taken
             # the game off the list for good (its transcript posted, its channels never deleted);
@@ -266,8 +289,16 @@ class SeasonCog(commands.Cog):
             try:
                 history = await self._history(int(channel_id))
             except discord.HTTPException as error:
-                log.warning("game %s: channel %s not read for its transcript: %s", game, channel_id, error)
-                lines.append(t(language, "transcript.unread", reason=failure_text(language, failure_of(error))))
+                log.warning(
+                    "game %s: channel %s not read for its transcript: %s", game, channel_id, error
+                )
+                lines.append(
+                    t(
+                        language,
+                        "transcript.unread",
+                        reason=failure_text(language, failure_of(error)),
+                    )
+                )
                 continue
             for message in history:
                 lines += message_lines(message, language, readable=readable)
@@ -276,8 +307,11 @@ class SeasonCog(commands.Cog):
         # a part posted by an attempt whose answer was lost (a retry, a restart) is not posted
         # twice: the bot's own recent posts there are known by their captions
         bot_id = str(self.bot.user.id) if self.bot.user else ""
-        posted = {str(m.get("content")): int(m["id"]) for m in await self.bot.http.logs_from(archive, PAGE)
-                  if str((m.get("author") or {}).get("id")) == bot_id}
+        posted = {
+            str(m.get("content")): int(m["id"])
+            for m in await self.bot.http.logs_from(archive, PAGE)
+            if str((m.get("author") or {}).get("id")) == bot_id
+        }
         first: int | None = None
         for number, data in enumerate(parts, 1):
             name = f"game-{game}.txt" if len(parts) == 1 else f"game-{game}-part{number}.txt"
@@ -286,10 +320,14 @@ class SeasonCog(commands.Cog):
                 message_id = posted[caption]
             else:
                 with handle_message_parameters(
-                    content=caption, file=discord.File(io.BytesIO(data), filename=name),
-                    nonce=f"ob{item.id}p{number}", allowed_mentions=discord.AllowedMentions.none(),
+                    content=caption,
+                    file=discord.File(io.BytesIO(data), filename=name),
+                    nonce=f"ob{item.id}p{number}",
+                    allowed_mentions=discord.AllowedMentions.none(),
                 ) as params:
-                    message_id = int((await self.bot.http.send_message(archive, params=params))["id"])
+                    message_id = int(
+                        (await self.bot.http.send_message(archive, params=params))["id"]
+                    )
             first = first if first is not None else message_id
         return first
 
@@ -315,18 +353,34 @@ class SeasonCog(commands.Cog):
             if stored is not None and stored in ids:
                 return stored
             topic = t(language, "channel.topic.archive")
-            found = next((int(c["id"]) for c in channels if c.get("topic") == topic and int(c["type"]) == TEXT),
-                         None)
+            found = next(
+                (
+                    int(c["id"])
+                    for c in channels
+                    if c.get("topic") == topic and int(c["type"]) == TEXT
+                ),
+                None,
+            )
             if found is None:
                 bot_id = self.bot.user.id if self.bot.user else 0
                 overwrites = [
                     # everyone reads, nobody writes but the bot (as in a game's channels at its end)
-                    {"id": str(guild_id), "type": 0, "allow": str(READ.value), "deny": str(SILENCE.value)},
+                    {
+                        "id": str(guild_id),
+                        "type": 0,
+                        "allow": str(READ.value),
+                        "deny": str(SILENCE.value),
+                    },
                     {"id": str(bot_id), "type": 1, "allow": str(BOT.value), "deny": "0"},
                 ]
                 made = await self.bot.http.create_channel(
-                    guild_id, TEXT, name=t(language, "channel.archive"), topic=topic,
-                    permission_overwrites=overwrites, reason=t(language, "channel.topic.archive"))
+                    guild_id,
+                    TEXT,
+                    name=t(language, "channel.archive"),
+                    topic=topic,
+                    permission_overwrites=overwrites,
+                    reason=t(language, "channel.topic.archive"),
+                )
                 found = int(made["id"])
                 log.info("guild %s: archive channel %s made", guild_id, found)
             await self.bot.storage.set_season_channel(guild_id, found)
@@ -348,11 +402,17 @@ class SeasonCog(commands.Cog):
         channel = await self.bot.storage.season_channel(row["guild_id"])
         if record is None or channel is None:
             return
-        deletes = [OutboxItem(item.kind, item.target, item.payload, lane="messages")
-                   for item in end_of_game_items(record.channels, None, "delete")]
+        deletes = [
+            OutboxItem(item.kind, item.target, item.payload, lane="messages")
+            for item in end_of_game_items(record.channels, None, "delete")
+        ]
         self._posting.discard(game_id)
         if await self.bot.storage.finish_transcript(game_id, channel, message_id, deletes):
-            log.info("game %s: transcript posted (message %s); deleting its channels and roles", game_id, message_id)
+            log.info(
+                "game %s: transcript posted (message %s); deleting its channels and roles",
+                game_id,
+                message_id,
+            )
             self.bot.outbox.kick(game_id, ("messages",))
 
     async def _refused(self, item: OutboxItem, error: BaseException) -> None:
@@ -366,14 +426,29 @@ class SeasonCog(commands.Cog):
         record = await self.bot.storage.game(item.game_id)
         notice: list[OutboxItem] = []
         if record is not None and record.channels.get("log") is not None:
-            notice.append(OutboxItem("send", {"channel_id": int(record.channels["log"])}, {
-                "content": t(language, "transcript.failed", game=item.game_id,
-                             reason=failure_text(language, failure)),
-                "allowed_mentions": {"parse": []},
-            }, lane="messages"))
+            notice.append(
+                OutboxItem(
+                    "send",
+                    {"channel_id": int(record.channels["log"])},
+                    {
+                        "content": t(
+                            language,
+                            "transcript.failed",
+                            game=item.game_id,
+                            reason=failure_text(language, failure),
+                        ),
+                        "allowed_mentions": {"parse": []},
+                    },
+                    lane="messages",
+                )
+            )
         self._posting.discard(item.game_id)
         await self.bot.storage.transcript_failed(item.game_id, failure.to_dict(), notice)
-        log.warning("game %s: its transcript was refused (%s); its channels are kept", item.game_id, failure.key)
+        log.warning(
+            "game %s: its transcript was refused (%s); its channels are kept",
+            item.game_id,
+            failure.key,
+        )
         self.bot.outbox.kick(item.game_id, ("messages",))
 
 

@@ -78,7 +78,11 @@ async def watched_game(bot: ProkuratorBot, guild_id: int) -> LiveGame | None:
     if live is not None:
         return live
     record = await bot.storage.latest_game(guild_id)
-    if record is None or record.state not in ("over", "cancelled") or not record.channels.get("roles"):
+    if (
+        record is None
+        or record.state not in ("over", "cancelled")
+        or not record.channels.get("roles")
+    ):
         return None
     return LiveGame(record, language=await bot.service.language(guild_id))
 
@@ -119,9 +123,12 @@ async def toggle(bot: ProkuratorBot, interaction: discord.Interaction) -> str:
         return watch_items(live, user.id, watch=watch, busy=busy)
 
     if live.record.open:
-        if not await bot.service.update(game_id, change, interaction_id=interaction.id,
-                                        answer=InteractionAnswer(interaction)):
-            return t(live.language, "spectate.started" if watch else "spectate.stopped", game=game_id)
+        if not await bot.service.update(
+            game_id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)
+        ):
+            return t(
+                live.language, "spectate.started" if watch else "spectate.stopped", game=game_id
+            )
     else:
         # a finished game is no longer in the service: its record is changed here, under its lock
         async with bot.service.lock(game_id):

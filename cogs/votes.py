@@ -48,10 +48,13 @@ def observe(live: LiveGame, events: list[Event], now: float) -> None:
         if isinstance(event, ev.VoteCast):
             live.tick_times[game.tick - 1] = now  # the tick the rules stamped the vote with
         elif isinstance(event, ev.VotesTallied):
-            live.record.lobby.setdefault("votes", []).append({
-                "day": game.phase.number, "city": event.city,
-                "ballots": [list(row) for row in event.ballots],
-            })
+            live.record.lobby.setdefault("votes", []).append(
+                {
+                    "day": game.phase.number,
+                    "city": event.city,
+                    "ballots": [list(row) for row in event.ballots],
+                }
+            )
         elif isinstance(event, ev.PhaseStarted) and event.stage is Stage.DISCUSSION:
             live.tick_times.clear()  # a new day: no vote stands
 
@@ -81,8 +84,11 @@ def deadline_text(live: LiveGame) -> str:
     return phrase(live, "deadline.at", when=f"<t:{int(live.record.deadline)}:R>")
 
 
-def _standing(live: LiveGame, city: str, counted: ev.VotesTallied | None = None,
-              ) -> tuple[list[str], dict[str, list[str]], dict[str, int]]:
+def _standing(
+    live: LiveGame,
+    city: str,
+    counted: ev.VotesTallied | None = None,
+) -> tuple[list[str], dict[str, list[str]], dict[str, int]]:
     """The city's candidates as it would count them now (most votes, then the earliest last
     vote; nominees without votes after, in nomination order), their voters in vote order, and
     each one's last vote tick. ``counted``: the city's tally at the end of the day, whose votes
@@ -96,7 +102,9 @@ def _standing(live: LiveGame, city: str, counted: ev.VotesTallied | None = None,
     standing = sorted(game.votes[city].items(), key=lambda row: row[1][1])
     if counted is not None:
         ticks = {voter: tick for voter, (_, tick) in standing}
-        standing = [(voter, (candidate, ticks.get(voter, -1))) for voter, candidate in counted.ballots]
+        standing = [
+            (voter, (candidate, ticks.get(voter, -1))) for voter, candidate in counted.ballots
+        ]
     for place, (voter, (candidate, tick)) in enumerate(standing):
         voters.setdefault(candidate, []).append(voter)
         last[candidate] = tick  # in vote order: the latest so far
@@ -106,7 +114,9 @@ def _standing(live: LiveGame, city: str, counted: ev.VotesTallied | None = None,
     return order, voters, last
 
 
-def ballot_payload(live: LiveGame, city: str, *, closed: ev.VotesTallied | None = None) -> dict[str, Any]:
+def ballot_payload(
+    live: LiveGame, city: str, *, closed: ev.VotesTallied | None = None
+) -> dict[str, Any]:
     """A city's ballot: who votes for whom, a select menu of candidates and an Unvote button.
 
     It is one message edited in place, so it summarises: each candidate's row
@@ -119,7 +129,9 @@ def ballot_payload(live: LiveGame, city: str, *, closed: ev.VotesTallied | None 
     assert game is not None
     order, voters, last = _standing(live, city, closed)
     head = [phrase(live, "ballot.title", city=city, day=game.phase.number)]
-    tail = [phrase(live, "ballot.voters", voters=closed.voters if closed else len(game.votes[city]))]
+    tail = [
+        phrase(live, "ballot.voters", voters=closed.voters if closed else len(game.votes[city]))
+    ]
     if closed:
         tail.append(phrase(live, "ballot.closed"))
     else:
@@ -132,18 +144,28 @@ def ballot_payload(live: LiveGame, city: str, *, closed: ev.VotesTallied | None 
     content = "\n".join(head + _fitted_rows(live, bases, order, voters, budget) + tail)
     if closed:
         return {"content": content, "components": [], "allowed_mentions": NO_PINGS}
-    return {"content": content, "components": _ballot_components(live, city, order),
-            "allowed_mentions": NO_PINGS}
+    return {
+        "content": content,
+        "components": _ballot_components(live, city, order),
+        "allowed_mentions": NO_PINGS,
+    }
 
 
-def _candidate_rows(live: LiveGame, city: str, order: list[str], voters: dict[str, list[str]],
-                    last: dict[str, int]) -> list[str]:
+def _candidate_rows(
+    live: LiveGame, city: str, order: list[str], voters: dict[str, list[str]], last: dict[str, int]
+) -> list[str]:
     """Each candidate's row: number, votes, the time of the last vote, another city's mark."""
     game = live.game
     assert game is not None
     bases: list[str] = []
     for number, candidate in enumerate(order, start=1):
-        row = phrase(live, "ballot.row", number=number, player=mention(candidate), votes=len(voters[candidate]))
+        row = phrase(
+            live,
+            "ballot.row",
+            number=number,
+            player=mention(candidate),
+            votes=len(voters[candidate]),
+        )
         when = live.tick_times.get(last.get(candidate, -1))
         if when is not None:
             row = phrase(live, "ballot.row_last", row=row, when=f"<t:{int(when)}:T>")
@@ -153,8 +175,9 @@ def _candidate_rows(live: LiveGame, city: str, order: list[str], voters: dict[st
     return bases
 
 
-def _fitted_rows(live: LiveGame, bases: list[str], order: list[str], voters: dict[str, list[str]],
-                 budget: int) -> list[str]:
+def _fitted_rows(
+    live: LiveGame, bases: list[str], order: list[str], voters: dict[str, list[str]], budget: int
+) -> list[str]:
     """The rows that fit in ``budget`` characters, each with as many of its voters as fit."""
     # the voters' names may take up to half of it: rows of candidates give way to them
     wanted = sum(len(mention(v)) + 2 for names in voters.values() for v in names)
@@ -162,7 +185,9 @@ def _fitted_rows(live: LiveGame, bases: list[str], order: list[str], voters: dic
     shown: list[str] = []
     used = 0
     for index, row in enumerate(bases):
-        more = phrase(live, "ballot.more", count=len(bases) - index) if index < len(bases) - 1 else ""
+        more = (
+            phrase(live, "ballot.more", count=len(bases) - index) if index < len(bases) - 1 else ""
+        )
         if used + len(row) + 1 + len(more) > rows_budget:
             break
         shown.append(row)
@@ -176,7 +201,7 @@ def _fitted_rows(live: LiveGame, bases: list[str], order: list[str], voters: dic
         if not names:
             rows.append(row)
             continue
-        left = sum(1 for candidate in order[index:len(shown)] if voters[candidate])
+        left = sum(1 for candidate in order[index : len(shown)] if voters[candidate])
         frame = len(phrase(live, "ballot.row_voters", row=row, voters=""))
         room = spare // left - frame
         shortest = len(phrase(live, "list.more", count=len(names)))
@@ -195,24 +220,46 @@ def _ballot_components(live: LiveGame, city: str, order: list[str]) -> list[dict
     assert game is not None
     options = [
         {"label": clip(name_of(live, candidate), OPTION_LABEL) or candidate, "value": candidate}
-        for candidate in order if game.is_alive(candidate)
+        for candidate in order
+        if game.is_alive(candidate)
     ][:SELECT_OPTIONS]
     index = game.cities.index(city)
     components: list[dict[str, Any]] = []
     if options:
-        components.append({"type": 1, "components": [{
-            "type": 3, "custom_id": f"mafia:vote:{live.id}:{index}", "options": options,
-            "placeholder": clip(phrase(live, "ballot.placeholder"), PLACEHOLDER),
-            "min_values": 1, "max_values": 1,
-        }]})
-    components.append({"type": 1, "components": [{
-        "type": 2, "style": 2, "custom_id": f"mafia:unvote:{live.id}",
-        "label": phrase(live, "ballot.unvote"),
-    }]})
+        components.append(
+            {
+                "type": 1,
+                "components": [
+                    {
+                        "type": 3,
+                        "custom_id": f"mafia:vote:{live.id}:{index}",
+                        "options": options,
+                        "placeholder": clip(phrase(live, "ballot.placeholder"), PLACEHOLDER),
+                        "min_values": 1,
+                        "max_values": 1,
+                    }
+                ],
+            }
+        )
+    components.append(
+        {
+            "type": 1,
+            "components": [
+                {
+                    "type": 2,
+                    "style": 2,
+                    "custom_id": f"mafia:unvote:{live.id}",
+                    "label": phrase(live, "ballot.unvote"),
+                }
+            ],
+        }
+    )
     return components
 
 
-def tally_lines(live: LiveGame, event: ev.VotesTallied, executed: dict[str, str] | None = None) -> list[str]:
+def tally_lines(
+    live: LiveGame, event: ev.VotesTallied, executed: dict[str, str] | None = None
+) -> list[str]:
     """The end of a city's day: each candidate who could be executed with his voters (vote
     order), each resident of another city passed over for lacking more than half, and each
     leading candidate another city executed first in the same count (``executed``: who the
@@ -222,12 +269,26 @@ def tally_lines(live: LiveGame, event: ev.VotesTallied, executed: dict[str, str]
         voters.setdefault(candidate, []).append(voter)
     lines = [phrase(live, "tally", city=event.city, voters=event.voters)]
     for candidate, votes in event.tally:
-        lines.append(phrase(live, "tally.row", player=mention(candidate), votes=votes,
-                            voters=", ".join(mention(v) for v in voters.get(candidate, []))))
+        lines.append(
+            phrase(
+                live,
+                "tally.row",
+                player=mention(candidate),
+                votes=votes,
+                voters=", ".join(mention(v) for v in voters.get(candidate, [])),
+            )
+        )
     for candidate, votes in event.skipped:
-        lines.append(phrase(live, "tally.skipped", player=mention(candidate), votes=votes,
-                            voters=", ".join(mention(v) for v in voters.get(candidate, [])),
-                            total=event.voters))
+        lines.append(
+            phrase(
+                live,
+                "tally.skipped",
+                player=mention(candidate),
+                votes=votes,
+                voters=", ".join(mention(v) for v in voters.get(candidate, [])),
+                total=event.voters,
+            )
+        )
     for candidate, _ in event.tally:
         by_city = (executed or {}).get(candidate)
         if by_city is None or by_city == event.city:
@@ -252,11 +313,28 @@ def vote_summary_lines(live: LiveGame) -> list[str]:
             voters.setdefault(str(candidate), []).append(str(voter))
         ranked = sorted(voters.items(), key=lambda row: -len(row[1]))
         if named:
-            rows = "; ".join(phrase(live, "summary.vote_row", candidate=mention(candidate), count=len(names),
-                                    voters=", ".join(mention(v) for v in names)) for candidate, names in ranked)
+            rows = "; ".join(
+                phrase(
+                    live,
+                    "summary.vote_row",
+                    candidate=mention(candidate),
+                    count=len(names),
+                    voters=", ".join(mention(v) for v in names),
+                )
+                for candidate, names in ranked
+            )
         else:
-            rows = "; ".join(phrase(live, "summary.vote_count", candidate=mention(candidate), count=len(names))
-                             for candidate, names in ranked)
-        lines.append(phrase(live, "summary.vote_day", day=day["day"], city=day["city"],
-                            rows=rows or phrase(live, "summary.no_votes")))
+            rows = "; ".join(
+                phrase(live, "summary.vote_count", candidate=mention(candidate), count=len(names))
+                for candidate, names in ranked
+            )
+        lines.append(
+            phrase(
+                live,
+                "summary.vote_day",
+                day=day["day"],
+                city=day["city"],
+                rows=rows or phrase(live, "summary.no_votes"),
+            )
+        )
     return lines

@@ -56,7 +56,9 @@ class WillCog(commands.Cog):
 
     will = app_commands.Group(
         name=key_str("will", "cmd.will.name"),
-        description=key_str("Your written will, published in your city when you die", "cmd.will.description"),
+        description=key_str(
+            "Your written will, published in your city when you die", "cmd.will.description"
+        ),
         guild_only=True,
     )
 
@@ -78,10 +80,15 @@ class WillCog(commands.Cog):
             raise UserError("error.will_dead")
         return live, player
 
-    async def _store(self, interaction: discord.Interaction, live: LiveGame, player: str,
-                     text: str | None) -> bool:
+    async def _store(
+        self, interaction: discord.Interaction, live: LiveGame, player: str, text: str | None
+    ) -> bool:
         def change(live: LiveGame) -> list[OutboxItem]:
-            if live.game is None or live.record.state != "running" or not live.game.is_alive(player):
+            if (
+                live.game is None
+                or live.record.state != "running"
+                or not live.game.is_alive(player)
+            ):
                 raise UserError("error.will_dead")  # died (or the game ended) while this waited
             wills = live.record.lobby.setdefault("wills", {})
             if text is None:
@@ -90,14 +97,21 @@ class WillCog(commands.Cog):
                 wills[player] = text
             return []
 
-        return await self.bot.service.update(live.id, change, interaction_id=interaction.id,
-                                             answer=InteractionAnswer(interaction))
+        return await self.bot.service.update(
+            live.id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)
+        )
 
-    @will.command(name=key_str("write", "cmd.will.write.name"),
-                  description=key_str("Write (or rewrite) your will", "cmd.will.write.description"))
+    @will.command(
+        name=key_str("write", "cmd.will.write.name"),
+        description=key_str("Write (or rewrite) your will", "cmd.will.write.description"),
+    )
     @app_commands.rename(text=key_str("text", "opt.will_text.name"))
-    @app_commands.describe(text=key_str("What your city reads when you die", "opt.will_text.description"))
-    async def write(self, interaction: discord.Interaction, text: app_commands.Range[str, 1, LONGEST]) -> None:
+    @app_commands.describe(
+        text=key_str("What your city reads when you die", "opt.will_text.description")
+    )
+    async def write(
+        self, interaction: discord.Interaction, text: app_commands.Range[str, 1, LONGEST]
+    ) -> None:
         live, player = await self._writer(interaction)
         limit = will_limit(live)
         text = text.strip()
@@ -110,8 +124,10 @@ class WillCog(commands.Cog):
         log.info("game %s: %s wrote a will of %s characters", live.id, player, len(text))
         await answer(interaction, phrase(live, "will.written", count=len(text), limit=limit))
 
-    @will.command(name=key_str("show", "cmd.will.show.name"),
-                  description=key_str("Read your will, privately", "cmd.will.show.description"))
+    @will.command(
+        name=key_str("show", "cmd.will.show.name"),
+        description=key_str("Read your will, privately", "cmd.will.show.description"),
+    )
     async def show(self, interaction: discord.Interaction) -> None:
         live, player = await self._writer(interaction)
         text = will_of(live, player)
@@ -120,8 +136,10 @@ class WillCog(commands.Cog):
             return
         await answer(interaction, f"{phrase(live, 'will.yours')}\n{text}")
 
-    @will.command(name=key_str("erase", "cmd.will.erase.name"),
-                  description=key_str("Erase your will", "cmd.will.erase.description"))
+    @will.command(
+        name=key_str("erase", "cmd.will.erase.name"),
+        description=key_str("Erase your will", "cmd.will.erase.description"),
+    )
     async def erase(self, interaction: discord.Interaction) -> None:
         live, player = await self._writer(interaction)
         if will_of(live, player) is None:

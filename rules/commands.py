@@ -202,22 +202,39 @@ class SetTouringOrder(HostCommand):
 PLAYER_COMMANDS: dict[str, type[PlayerCommand]] = {
     cls.verb: cls
     for cls in (
-        Nominate, CastVote, Unvote, RequestLastWord, Protect, Compare,
-        Elect, Kill, Pass, Tour, Check,
+        Nominate,
+        CastVote,
+        Unvote,
+        RequestLastWord,
+        Protect,
+        Compare,
+        Elect,
+        Kill,
+        Pass,
+        Tour,
+        Check,
     )
 }
 HOST_COMMANDS: dict[str, type[HostCommand]] = {
     cls.verb: cls
     for cls in (
-        StartVoting, EndDay, EndNight, ProcuratorKill, AppointJudge, AppointGodfather, Execute,
-        ExecuteByLot, Replace,
+        StartVoting,
+        EndDay,
+        EndNight,
+        ProcuratorKill,
+        AppointJudge,
+        AppointGodfather,
+        Execute,
+        ExecuteByLot,
+        Replace,
     )
 }
 
 
 #: every host command the command log may hold (the scenario verbs and more)
 LOGGED_HOST_COMMANDS: dict[str, type[HostCommand]] = {
-    **HOST_COMMANDS, SetTouringOrder.verb: SetTouringOrder,
+    **HOST_COMMANDS,
+    SetTouringOrder.verb: SetTouringOrder,
 }
 
 

@@ -115,7 +115,9 @@ class DayRules(GameState):
         if dry:
             return []
         self.journalist_compared = True
-        return [StatusesCompared(actor.name, first.name, second.name, first.status is second.status)]
+        return [
+            StatusesCompared(actor.name, first.name, second.name, first.status is second.status)
+        ]
 
     def _start_voting(self, command: StartVoting, dry: bool) -> list[Event]:
         self._require_stage(Stage.DISCUSSION)
@@ -166,17 +168,20 @@ class DayRules(GameState):
         counts: dict[str, int] = {}
         for _, candidate in ballots:
             counts[candidate] = counts.get(candidate, 0) + 1
-        skipped = tuple(sorted(
-            ((name, count) for name, count in counts.items() if name not in eligible),
-            key=lambda row: -row[1],
-        ))
+        skipped = tuple(
+            sorted(
+                ((name, count) for name, count in counts.items() if name not in eligible),
+                key=lambda row: -row[1],
+            )
+        )
         tally = tuple((name, count) for name, count, _ in ranking)
         return VotesTallied(city, len(votes), tally, ballots, skipped)
 
     def _random_execution(self, city: str, day: int) -> str:
         rng = random.Random(f"{self.seed}:execution:{day}:{city}")
         own_nominees = [
-            name for name in self.nominations[city]
+            name
+            for name in self.nominations[city]
             if self.players[name].city == city and self.players[name].alive
         ]
         return rng.choice(own_nominees or self.alive(city))

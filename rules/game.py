@@ -354,7 +354,13 @@ class Game(DayRules, NightRules):
         game.decided = {city: Winner(w) for city, w in data["decided"].items()}
         game.maniac_won = bool(data["maniac_won"])
         game.deaths = [
-            Death(d["player"], d["city"], Status(d["status"]), Cause(d["cause"]), Phase.parse(d["phase"]))
+            Death(
+                d["player"],
+                d["city"],
+                Status(d["status"]),
+                Cause(d["cause"]),
+                Phase.parse(d["phase"]),
+            )
             for d in data["deaths"]
         ]
         game.touring_order = tuple(data["touring_order"])
@@ -376,7 +382,9 @@ class Game(DayRules, NightRules):
             city: {name: (target, int(tick)) for name, (target, tick) in choices.items()}
             for city, choices in data["kill_choices"].items()
         }
-        game.tour_choices = {name: (t, int(tick)) for name, (t, tick) in data["tour_choices"].items()}
+        game.tour_choices = {
+            name: (t, int(tick)) for name, (t, tick) in data["tour_choices"].items()
+        }
         game.maniac_choice = data["maniac_choice"]
         game.checked = set(data["checked"])
         game.godfather_died = set(data["godfather_died"])

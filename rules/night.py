@@ -161,8 +161,7 @@ class NightRules(GameState):
         # After dawn: every city whose mafia lost someone at dawn and has no
         # Godfather fills the post (a lone survivor, or a majority recount).
         emptied = {
-            e.city for e in events
-            if isinstance(e, PlayerKilled) and e.status is Status.MAFIOSO
+            e.city for e in events if isinstance(e, PlayerKilled) and e.status is Status.MAFIOSO
         }
         for city in self.cities:
             if city in emptied and city not in self.godfathers:
@@ -191,7 +190,8 @@ class NightRules(GameState):
         """The Godfather's word, else the Consigliere's: the target, or None."""
         if touring:
             choices = {
-                name: choice for name, choice in self.tour_choices.items()
+                name: choice
+                for name, choice in self.tour_choices.items()
                 if self.players[name].city == city
             }
         else:

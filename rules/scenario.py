@@ -107,7 +107,9 @@ def parse_step(text: str, players: Mapping[str, object]) -> Command:
         if cls is None:
             raise ScenarioError(f"unknown verb {verb!r} in {text!r}")
     if len(args) != _arity(cls):
-        raise ScenarioError(f"{verb!r} takes {_arity(cls)} argument(s), got {len(args)} in {text!r}")
+        raise ScenarioError(
+            f"{verb!r} takes {_arity(cls)} argument(s), got {len(args)} in {text!r}"
+        )
     # a replacement's newcomer is the one name a step may bring in
     known = args[:1] if cls is Replace else args
     for name in known:
@@ -200,6 +202,12 @@ def result_json(result: ScenarioResult) -> dict[str, Any]:
 
 
 __all__ = [
-    "Scenario", "ScenarioError", "ScenarioResult", "StepResult", "load_scenario",
-    "parse_step", "result_json", "run_scenario",
+    "Scenario",
+    "ScenarioError",
+    "ScenarioResult",
+    "StepResult",
+    "load_scenario",
+    "parse_step",
+    "result_json",
+    "run_scenario",
 ]

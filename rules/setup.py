@@ -118,7 +118,9 @@ def deal(
         honest = len(players) - mafiosi
         if mafiosi < 1 or honest <= mafiosi or honest < 1:
             raise RuleError("too_few_players", city=name, players=len(players), mafiosi=mafiosi)
-        plans[name] = [Status.MAFIOSO] * mafiosi + [Status.COMMISSAR] + [Status.CITIZEN] * (honest - 1)
+        plans[name] = (
+            [Status.MAFIOSO] * mafiosi + [Status.COMMISSAR] + [Status.CITIZEN] * (honest - 1)
+        )
     wanted = {
         Status.DOCTOR: roles.doctor if roles.doctor is not None else total >= 6,
         Status.JOURNALIST: roles.journalist if roles.journalist is not None else total >= 8,

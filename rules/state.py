@@ -78,7 +78,6 @@ class _Player:
 _Choice = tuple[str | None, int]
 
 
-
 class GameState:
     """The state of a running game and the rules both day and night use. Read it through the
     queries; it changes only through :meth:`rules.game.Game.apply`."""
@@ -161,14 +160,16 @@ class GameState:
     def living_mafiosi(self, city: str) -> list[str]:
         """The living mafiosi of a city, in setup order."""
         return [
-            name for name in self.residents[city]
+            name
+            for name in self.residents[city]
             if self.players[name].alive and self.players[name].status is Status.MAFIOSO
         ]
 
     def honest_residents(self, city: str) -> list[str]:
         """The living honest residents of a city (everyone but mafiosi and the maniac)."""
         return [
-            name for name in self.residents[city]
+            name
+            for name in self.residents[city]
             if self.players[name].alive and self.players[name].status.honest
         ]
 
@@ -209,7 +210,9 @@ class GameState:
 
     def winners(self) -> list[str]:
         """Decided cities (``City:honest``/``City:mafia``, city order) and ``maniac`` if he won."""
-        result = [f"{city}:{self.decided[city].value}" for city in self.cities if city in self.decided]
+        result = [
+            f"{city}:{self.decided[city].value}" for city in self.cities if city in self.decided
+        ]
         if self._maniac_among_winners():
             result.append("maniac")
         return result
@@ -278,9 +281,7 @@ class GameState:
         number = self._next_night()
         self.phase = Phase(PhaseKind.NIGHT, number)
         self.stage = Stage.NIGHT
-        doctor_alive = any(
-            p.alive for p in self.players.values() if p.status is Status.DOCTOR
-        )
+        doctor_alive = any(p.alive for p in self.players.values() if p.status is Status.DOCTOR)
         self.protected = self.doctor_choice if doctor_alive else None
         self.doctor_choice = None
         for choices in self.kill_choices.values():
@@ -371,21 +372,31 @@ class GameState:
 
         self.players[old].name = new
         self.players = {name(key): player for key, player in self.players.items()}
-        self.residents = {city: tuple(name(p) for p in people) for city, people in self.residents.items()}
+        self.residents = {
+            city: tuple(name(p) for p in people) for city, people in self.residents.items()
+        }
         self.judges = {city: name(p) for city, p in self.judges.items()}
         self.godfathers = {city: name(p) for city, p in self.godfathers.items()}
-        self.elect_votes = {city: {name(v): name(c) for v, c in votes.items()}
-                            for city, votes in self.elect_votes.items()}
-        self.nominations = {city: {name(c): name(n) for c, n in noms.items()}
-                            for city, noms in self.nominations.items()}
+        self.elect_votes = {
+            city: {name(v): name(c) for v, c in votes.items()}
+            for city, votes in self.elect_votes.items()
+        }
+        self.nominations = {
+            city: {name(c): name(n) for c, n in noms.items()}
+            for city, noms in self.nominations.items()
+        }
         self.nominators = {name(p) for p in self.nominators}
-        self.votes = {city: {name(v): (name(c), tick) for v, (c, tick) in votes.items()}
-                      for city, votes in self.votes.items()}
+        self.votes = {
+            city: {name(v): (name(c), tick) for v, (c, tick) in votes.items()}
+            for city, votes in self.votes.items()
+        }
         self.last_words = {name(p) for p in self.last_words}
         self.doctor_choice = one(self.doctor_choice)
         self.protected = one(self.protected)
-        self.kill_choices = {city: {name(p): (one(t), tick) for p, (t, tick) in choices.items()}
-                             for city, choices in self.kill_choices.items()}
+        self.kill_choices = {
+            city: {name(p): (one(t), tick) for p, (t, tick) in choices.items()}
+            for city, choices in self.kill_choices.items()
+        }
         self.tour_choices = {name(p): (one(t), tick) for p, (t, tick) in self.tour_choices.items()}
         self.maniac_choice = one(self.maniac_choice)
         self.checked = {name(p) for p in self.checked}

@@ -120,8 +120,16 @@ ACTS: tuple[Act, ...] = (
 )
 
 #: the host's commands that move no rule, offered whenever his game runs
-HOST_TOOLS: tuple[str, ...] = ("host timer", "host extend", "host pause", "host resume", "host replace",
-                               "host idle", "host skip", "host end")
+HOST_TOOLS: tuple[str, ...] = (
+    "host timer",
+    "host extend",
+    "host pause",
+    "host resume",
+    "host replace",
+    "host idle",
+    "host skip",
+    "host end",
+)
 
 #: a player's verb → the act
 PLAYER_ACTS: dict[str, Act] = {act.verb: act for act in ACTS if not act.by_host}

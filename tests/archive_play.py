@@ -35,8 +35,15 @@ from rules import (
 )
 from tests.rules.helpers import TWO_CITIES
 
-TARGETED = {"nominate": Nominate, "vote": CastVote, "protect": Protect, "elect": Elect,
-            "kill": Kill, "tour": Tour, "check": Check}
+TARGETED = {
+    "nominate": Nominate,
+    "vote": CastVote,
+    "protect": Protect,
+    "elect": Elect,
+    "kill": Kill,
+    "tour": Tour,
+    "check": Check,
+}
 
 
 def _player_act(game: Game, rng: random.Random, verbs: tuple[str, ...]) -> Command | None:
@@ -55,8 +62,9 @@ def _player_act(game: Game, rng: random.Random, verbs: tuple[str, ...]) -> Comma
     return {"unvote": Unvote, "lastword": RequestLastWord, "pass": Pass}[action.verb](player)
 
 
-def next_command(game: Game, rng: random.Random, *, retour: float = 0.0,
-                 host_kill: float = 0.01) -> tuple[Command, str]:
+def next_command(
+    game: Game, rng: random.Random, *, retour: float = 0.0, host_kill: float = 0.01
+) -> tuple[Command, str]:
     """Something to do now in ``game`` and who does it (``player``, ``host``, ``timer``)."""
     mover = rng.choice(("host", "timer"))
     if rng.random() < host_kill and len(game.alive()) > 2:
@@ -86,7 +94,9 @@ def next_command(game: Game, rng: random.Random, *, retour: float = 0.0,
     return EndNight(), mover
 
 
-def random_game(game: Game, rng: random.Random, *, limit: int = 20_000, **options: float) -> Iterator[tuple[Command, str]]:
+def random_game(
+    game: Game, rng: random.Random, *, limit: int = 20_000, **options: float
+) -> Iterator[tuple[Command, str]]:
     """Play ``game`` to its end; yields each accepted command and its source."""
     for _ in range(limit):
         if game.over:
@@ -100,14 +110,18 @@ def random_game(game: Game, rng: random.Random, *, limit: int = 20_000, **option
     raise AssertionError("the game did not end")
 
 
-def crowd_game(cities: int, per_city: int, seed: int, *, maniac: bool = True) -> tuple[Game, list[tuple[Command, str]]]:
+def crowd_game(
+    cities: int, per_city: int, seed: int, *, maniac: bool = True
+) -> tuple[Game, list[tuple[Command, str]]]:
     """A big game played to its end quickly (no legal-action search): every day each city
     nominates and most residents vote, every night each Godfather kills, tours and the
     commissars check. Returns the final game and its log."""
     from rules import RoleCounts, deal
 
     seats = {f"Город{c}": [f"c{c}p{i}" for i in range(per_city)] for c in range(cities)}
-    game = Game.create(deal(seats, seed, RoleCounts(doctor=False, journalist=False, maniac=maniac)), seed)
+    game = Game.create(
+        deal(seats, seed, RoleCounts(doctor=False, journalist=False, maniac=maniac)), seed
+    )
     rng = random.Random(seed)
     log: list[tuple[Command, str]] = []
 
@@ -153,8 +167,15 @@ def crowd_game(cities: int, per_city: int, seed: int, *, maniac: bool = True) ->
     return game, log
 
 
-def source_of(game: Game, log: list[tuple[Command, str]], *, game_id: int = 1, guild_id: int = 1,
-              names: dict[str, str] | None = None, ended: str = "over"):  # type: ignore[no-untyped-def]
+def source_of(
+    game: Game,
+    log: list[tuple[Command, str]],
+    *,
+    game_id: int = 1,
+    guild_id: int = 1,
+    names: dict[str, str] | None = None,
+    ended: str = "over",
+):  # type: ignore[no-untyped-def]
     """An :class:`bot.storage.ArchiveSource` for a game played outside the service (its lobby
     names are ``names``, else the player ids)."""
     from bot.storage import ArchiveSource, GameRecord, LoggedCommand
@@ -162,10 +183,20 @@ def source_of(game: Game, log: list[tuple[Command, str]], *, game_id: int = 1, g
 
     seated = [*game.players, *(old for old, _ in game.replaced)]
     players = [{"id": player, "name": (names or {}).get(player, player)} for player in seated]
-    record = GameRecord(id=game_id, guild_id=guild_id, host_id=1, state=ended, created_at=1.0e9,
-                        lobby={"players": players}, setup=game.setup.to_dict(), seed=game.seed)
-    rows = [LoggedCommand(seq, command_to_dict(command), source, 1.0e9 + seq)
-            for seq, (command, source) in enumerate(log, 1)]
+    record = GameRecord(
+        id=game_id,
+        guild_id=guild_id,
+        host_id=1,
+        state=ended,
+        created_at=1.0e9,
+        lobby={"players": players},
+        setup=game.setup.to_dict(),
+        seed=game.seed,
+    )
+    rows = [
+        LoggedCommand(seq, command_to_dict(command), source, 1.0e9 + seq)
+        for seq, (command, source) in enumerate(log, 1)
+    ]
     return ArchiveSource(record=record, log=rows, voice=[])
 
 
@@ -173,7 +204,9 @@ def source_of(game: Game, log: list[tuple[Command, str]], *, game_id: int = 1, g
 FOURTEEN = {**TWO_CITIES, "Padua": {**TWO_CITIES["Padua"], "grumio": "maniac"}}
 
 
-def showcase_game(seed: int = 8, cities: tuple[str, str] = ("Verona", "Padua")) -> tuple[Game, list[tuple[Command, str]]]:
+def showcase_game(
+    seed: int = 8, cities: tuple[str, str] = ("Verona", "Padua")
+) -> tuple[Game, list[tuple[Command, str]]]:
     """A game of 14 in two cities that has every way out of it: executions by vote, by
     another city's vote, on the host's choice and by lot; the mafia at home and on tour, the
     maniac; the Procurator's kill and the bot's strike-out of a player who left; a

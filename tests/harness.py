@@ -52,8 +52,12 @@ SUITE_CALL_TIMEOUT = 3
 SUITE_EDIT_INTERVAL = 0.05
 
 #: what @everyone may do in the general channel of a locked-down guild
-GENERAL_CHANNEL = int(Permission.VIEW_CHANNEL | Permission.SEND_MESSAGES | Permission.READ_MESSAGE_HISTORY
-                      | Permission.USE_APPLICATION_COMMANDS)
+GENERAL_CHANNEL = int(
+    Permission.VIEW_CHANNEL
+    | Permission.SEND_MESSAGES
+    | Permission.READ_MESSAGE_HISTORY
+    | Permission.USE_APPLICATION_COMMANDS
+)
 
 
 @dataclass
@@ -97,8 +101,9 @@ class Table:
         """``who`` runs a slash command in the guild's general channel (unless ``channel_id``)."""
         kwargs.setdefault("channel_id", self.world.text_channel.id)
         kwargs.setdefault("locale", "ru")
-        return await self.fake.slash(self.guild_id, self.member(who).user.id, command, options or {},
-                                     **kwargs)
+        return await self.fake.slash(
+            self.guild_id, self.member(who).user.id, command, options or {}, **kwargs
+        )
 
     async def drain(self, timeout: float = 10.0) -> None:
         """Wait until the outbox has sent everything. A loaded machine may take longer than
@@ -112,7 +117,9 @@ class Table:
         while not idle():
             await self.bot.outbox.drain(timeout=0.5)
             if not idle():
-                await self.fake.wait_until(lambda: idle() or None, timeout, "the outbox never drained")
+                await self.fake.wait_until(
+                    lambda: idle() or None, timeout, "the outbox never drained"
+                )
 
     def live(self) -> LiveGame:
         """The guild's loaded game."""
@@ -123,7 +130,9 @@ class Table:
     @property
     def game(self) -> Game:
         """The guild's running game (or the last one seen, once it ended)."""
-        games = [g for g in self.bot.service.games() if g.record.guild_id == self.guild_id and g.game]
+        games = [
+            g for g in self.bot.service.games() if g.record.guild_id == self.guild_id and g.game
+        ]
         if games:
             self.last_game = games[-1].game
         assert self.last_game is not None
@@ -131,7 +140,9 @@ class Table:
 
     def game_status(self, user_id: int) -> str | None:
         """The status of a user in the guild's latest game, or None if he does not play."""
-        games = [g for g in self.bot.service.games() if g.record.guild_id == self.guild_id and g.game]
+        games = [
+            g for g in self.bot.service.games() if g.record.guild_id == self.guild_id and g.game
+        ]
         game = games[-1].game if games else self.last_game
         if game is None or str(user_id) not in game.players:
             return None
@@ -142,9 +153,7 @@ class Table:
     def players_of(self, status: str, city: str | None = None) -> list[str]:
         """Usernames of living players with a status (optionally in one city)."""
         game = self.game
-        return [
-            self.name(p) for p in game.alive(city) if game.status_of(p).value == status
-        ]
+        return [self.name(p) for p in game.alive(city) if game.status_of(p).value == status]
 
     async def lobby_message(self) -> Message:
         """The lobby message of the guild's latest game, once the outbox has posted it."""
@@ -162,8 +171,12 @@ class Table:
         assert opened.ephemeral and opened.callback_type == 4, opened.describe()
         lobby = await self.lobby_message()
         live = self.live()
-        for name in players if players is not None else [m.user.username for m in self.world.players]:
-            joined = await self.fake.click(lobby, f"mafia:join:{live.id}", self.member(name).user.id)
+        for name in (
+            players if players is not None else [m.user.username for m in self.world.players]
+        ):
+            joined = await self.fake.click(
+                lobby, f"mafia:join:{live.id}", self.member(name).user.id
+            )
             assert joined.callback_type == 4, joined.describe()
         return opened
 
@@ -192,7 +205,11 @@ class Table:
 
 @contextlib.asynccontextmanager
 async def bot_on(
-    fake: FakeDiscord, world: StandardGuild, config: Config, *, clock: Callable[[], float] | None = None,
+    fake: FakeDiscord,
+    world: StandardGuild,
+    config: Config,
+    *,
+    clock: Callable[[], float] | None = None,
     **bot_options: Any,
 ) -> AsyncIterator[Table]:
     """The bot running against an already started fake (a second bot after a "restart", say);
@@ -239,15 +256,20 @@ async def bot_table(
     URL); by default a SQLite file in a temporary folder.
     """
     fake = FakeDiscord()
-    world = build_standard_guild(fake, players=[f"p{i}" for i in range(players)],
-                                 preferred_locale=guild_locale)
+    world = build_standard_guild(
+        fake, players=[f"p{i}" for i in range(players)], preferred_locale=guild_locale
+    )
     if everyone_permissions is not None:
         guild_id = world.guild.id
         fake.update_role(guild_id, guild_id, permissions=everyone_permissions)
-        fake.set_overwrite(world.text_channel.id, Overwrite(guild_id, OVERWRITE_ROLE, allow=GENERAL_CHANNEL))
+        fake.set_overwrite(
+            world.text_channel.id, Overwrite(guild_id, OVERWRITE_ROLE, allow=GENERAL_CHANNEL)
+        )
     with tempfile.TemporaryDirectory() as folder:
-        base = replace(config or Config(timers=NO_TIMERS),
-                       database=database if database is not None else Path(folder) / "bot.sqlite3")
+        base = replace(
+            config or Config(timers=NO_TIMERS),
+            database=database if database is not None else Path(folder) / "bot.sqlite3",
+        )
         await fake.start()
         try:
             async with bot_on(fake, world, base, clock=clock) as table:
@@ -260,5 +282,8 @@ async def bot_table(
 
 def refused_calls(fake: FakeDiscord) -> list[str]:
     """The REST calls the fake refused that no injected fault explains."""
-    return [f"{c.method} {c.path} -> {c.status} {c.response}" for c in fake.calls()
-            if c.status >= 400 and c.fault is None]
+    return [
+        f"{c.method} {c.path} -> {c.status} {c.response}"
+        for c in fake.calls()
+        if c.status >= 400 and c.fault is None
+    ]

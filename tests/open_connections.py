@@ -34,8 +34,11 @@ GRACE = 2.0
 def connection_threads() -> set[threading.Thread]:
     """The running worker threads of aiosqlite connections."""
     worker = aiosqlite.core._connection_worker_thread
-    return {thread for thread in threading.enumerate()
-            if getattr(thread, "_target", None) is worker and thread.is_alive()}
+    return {
+        thread
+        for thread in threading.enumerate()
+        if getattr(thread, "_target", None) is worker and thread.is_alive()
+    }
 
 
 def stop(threads: set[threading.Thread]) -> None:
@@ -66,8 +69,11 @@ def aiosqlite_connections_closed(request: pytest.FixtureRequest) -> Iterator[Non
     left = still_running(connection_threads() - before)
     if left:
         stop(left)
-        pytest.fail(f"{request.node.nodeid} left {len(left)} aiosqlite connection(s) open "
-                    f"(close them: an open one keeps the test process from exiting)", pytrace=False)
+        pytest.fail(
+            f"{request.node.nodeid} left {len(left)} aiosqlite connection(s) open "
+            f"(close them: an open one keeps the test process from exiting)",
+            pytrace=False,
+        )
 
 
 #: connections pytest-xdist's workers found still open at their end (in the controller)
@@ -86,8 +92,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     count = len(left) + sum(_left_in_workers)
     if count:
-        sys.stderr.write(f"\n{count} aiosqlite connection(s) were still open at the end of the run "
-                         f"(a module or session fixture did not close them); they were stopped\n")
+        sys.stderr.write(
+            f"\n{count} aiosqlite connection(s) were still open at the end of the run "
+            f"(a module or session fixture did not close them); they were stopped\n"
+        )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -101,15 +109,22 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """The last word: a thread that is not a daemon and still runs would hang the exit; name it
     and leave without waiting for it."""
     pooled = concurrent.futures.thread._worker  # an executor's workers end at exit when told to
-    waiting = [thread for thread in threading.enumerate()
-               if thread is not threading.main_thread() and not thread.daemon and thread.is_alive()
-               and getattr(thread, "_target", None) is not pooled]
+    waiting = [
+        thread
+        for thread in threading.enumerate()
+        if thread is not threading.main_thread()
+        and not thread.daemon
+        and thread.is_alive()
+        and getattr(thread, "_target", None) is not pooled
+    ]
     for thread in waiting:
         thread.join(GRACE)
     waiting = [thread for thread in waiting if thread.is_alive()]
     if waiting:
         names = ", ".join(thread.name for thread in waiting)
-        sys.stderr.write(f"\nthreads still running at exit: {names}; exiting without waiting for them\n")
+        sys.stderr.write(
+            f"\nthreads still running at exit: {names}; exiting without waiting for them\n"
+        )
         sys.stderr.flush()
         sys.stdout.flush()
         os._exit(int(pytest.ExitCode.TESTS_FAILED))

@@ -1,4 +1,4 @@
-"""The project's static checks run with the tests: ruff everywhere, mypy --strict on rules/."""
+"""The project's static checks run with the tests: ruff's lint and format everywhere, mypy --strict on rules/."""
 
 import shutil
 import subprocess
@@ -17,6 +17,12 @@ def run(*command: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is in the test extra")
 def test_ruff_finds_nothing():
     result = run("ruff", "check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is in the test extra")
+def test_ruff_format_leaves_every_file_as_it_is():
+    result = run("ruff", "format", "--check", ".")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -54,7 +54,15 @@ from bot.outbox.calls import (
 )
 from bot.storage import LANES, OutboxItem, Storage, is_storage_failure
 
-__all__ = ["CALL_TIMEOUT", "CREATES", "EDIT_INTERVAL", "NotMadeYet", "Outbox", "POSTS", "is_transient"]
+__all__ = [
+    "CALL_TIMEOUT",
+    "CREATES",
+    "EDIT_INTERVAL",
+    "NotMadeYet",
+    "Outbox",
+    "POSTS",
+    "is_transient",
+]
 
 log = logging.getLogger(__name__)
 
@@ -82,11 +90,12 @@ FailureHook = Callable[[OutboxItem, BaseException], Awaitable[None]]
 IdleHook = Callable[[int, str], Awaitable[None]]
 
 
-
 def is_transient(error: BaseException) -> bool:
     """Whether an error is worth trying again: rate limits, server errors, network faults, hangs,
     and the bot's own database failing under a handler that reads it (PostgreSQL down)."""
-    if isinstance(error, discord.DiscordServerError | aiohttp.ClientError | asyncio.TimeoutError | NotMadeYet):
+    if isinstance(
+        error, discord.DiscordServerError | aiohttp.ClientError | asyncio.TimeoutError | NotMadeYet
+    ):
         return True
     if is_storage_failure(error):
         return True
@@ -238,7 +247,9 @@ class Outbox(DiscordCalls):
                     return
             except Exception:
                 # the database (a full disk, say): nothing is lost, it is all still pending
-                log.exception("outbox lane %s of game %s failed; trying again in %.1f s", lane, game_id, delay)
+                log.exception(
+                    "outbox lane %s of game %s failed; trying again in %.1f s", lane, game_id, delay
+                )
                 await self._back_off(wake, delay)
                 delay = min(delay * 2, BACKOFF_MAX)
 
@@ -250,9 +261,13 @@ class Outbox(DiscordCalls):
             await asyncio.wait_for(wake.wait(), delay)
 
     async def _carry_out(self, items: list[OutboxItem], fetched: int) -> None:
-        latest: dict[str, int] = {item.target["ref"]: item.id for item in items if item.kind == "edit"}
+        latest: dict[str, int] = {
+            item.target["ref"]: item.id for item in items if item.kind == "edit"
+        }
         # a later pending edit of the same message replaces an earlier one
-        replaced = [item for item in items if item.kind == "edit" and latest[item.target["ref"]] != item.id]
+        replaced = [
+            item for item in items if item.kind == "edit" and latest[item.target["ref"]] != item.id
+        ]
         await self.storage.outbox_superseded(replaced)
         skipped = {item.id for item in replaced}
         for item in items:
@@ -267,7 +282,9 @@ class Outbox(DiscordCalls):
         """Carry one item out (retrying what is worth it); False when Discord refused it."""
         handler = self.handlers.get(item.kind)
         if handler is None:
-            log.error("outbox item %s of game %s has unknown kind %r", item.id, item.game_id, item.kind)
+            log.error(
+                "outbox item %s of game %s has unknown kind %r", item.id, item.game_id, item.kind
+            )
             await self._mark_failed(item, f"unknown kind {item.kind!r}")
             return False
         delay = BACKOFF_START
@@ -290,8 +307,13 @@ class Outbox(DiscordCalls):
                     result = await adopter(item)
                     adopted = result is not None
                     if adopted:
-                        log.info("outbox item %s (%s) of game %s was carried out already: %s adopted",
-                                 item.id, item.kind, item.game_id, result)
+                        log.info(
+                            "outbox item %s (%s) of game %s was carried out already: %s adopted",
+                            item.id,
+                            item.kind,
+                            item.game_id,
+                            result,
+                        )
                 doubt = False
                 if not adopted:
                     first = first if first is not None else time.time()
@@ -301,7 +323,11 @@ class Outbox(DiscordCalls):
                 if is_transient(error):
                     log.warning(
                         "outbox item %s (%s) of game %s: %s; retrying in %.1f s",
-                        item.id, item.kind, item.game_id, repr(error), delay,
+                        item.id,
+                        item.kind,
+                        item.game_id,
+                        repr(error),
+                        delay,
                     )
                     # a lost answer to a create may hide a success: look before making it again
                     # (only a 429 says for sure that nothing was done)
@@ -314,7 +340,10 @@ class Outbox(DiscordCalls):
                     continue
                 log.error(
                     "outbox item %s (%s) of game %s refused by Discord: %s",
-                    item.id, item.kind, item.game_id, error,
+                    item.id,
+                    item.kind,
+                    item.game_id,
+                    error,
                 )
                 await self._mark_failed(item, repr(error))
                 for hook in list(self.failure_hooks):
@@ -354,7 +383,9 @@ class Outbox(DiscordCalls):
         if wait > 0:
             await asyncio.sleep(wait)
 
-    async def _mark(self, item: OutboxItem, result: int | None, ref: tuple[str, int] | None) -> None:
+    async def _mark(
+        self, item: OutboxItem, result: int | None, ref: tuple[str, int] | None
+    ) -> None:
         """Store that Discord accepted the item, however long the database refuses (a full disk):
         carrying it out again could post it twice once the nonce is forgotten."""
         await self._store_mark(item, "done", lambda: self.storage.outbox_sent(item, result, ref))
@@ -364,7 +395,9 @@ class Outbox(DiscordCalls):
         failure is reported (to the host, by the hooks) only once it is stored."""
         await self._store_mark(item, "failed", lambda: self.storage.outbox_failed(item, error))
 
-    async def _store_mark(self, item: OutboxItem, what: str, store: Callable[[], Awaitable[None]]) -> None:
+    async def _store_mark(
+        self, item: OutboxItem, what: str, store: Callable[[], Awaitable[None]]
+    ) -> None:
         """Run ``store`` until the database takes it, logging and backing off meanwhile; a new
         item of the lane cuts the wait short (it may find room the previous try did not)."""
         wake = self._wake.setdefault((item.game_id, item.queue), asyncio.Event())
@@ -376,19 +409,19 @@ class Outbox(DiscordCalls):
             except Exception:
                 if self._closed:
                     raise
-                log.exception("outbox item %s of game %s: could not mark it %s; again in %.1f s",
-                              item.id, item.game_id, what, delay)
+                log.exception(
+                    "outbox item %s of game %s: could not mark it %s; again in %.1f s",
+                    item.id,
+                    item.game_id,
+                    what,
+                    delay,
+                )
                 wake.clear()
                 await self._back_off(wake, delay)
                 delay = min(delay * 2, BACKOFF_MAX)
 
-
     # ------------------------------------------------------------------ messages
-
 
     # ------------------------------------------------------------------ permissions
 
-
     # ------------------------------------------------------------------ roles and channels
-
-

@@ -34,16 +34,13 @@ CREATES = frozenset({"create_role", "create_channel"})
 VOICE_MESSAGE_FLAG = 1 << 13
 
 
-
 class PermanentFailure(Exception):
     """Discord refused an item for good (403, 404, a bad request)."""
-
 
 
 class NotMadeYet(Exception):
     """An item names a role or channel whose making is still pending in the provisioning lane
     (a spectators' role asked for just before the end locks the channels): tried again later."""
-
 
 
 def custom_ids(components: Iterable[Any]) -> list[str]:
@@ -54,6 +51,7 @@ def custom_ids(components: Iterable[Any]) -> list[str]:
             if component.get("custom_id"):
                 found.append(str(component["custom_id"]))
     return found
+
 
 #: Discord's codes for a member or role that is not there (nothing to change then)
 UNKNOWN_MEMBER, UNKNOWN_ROLE = 10007, 10011
@@ -95,8 +93,10 @@ class DiscordCalls:
         """Whether the provisioning lane still has the making of ``key`` pending (or has just made
         it: its mark may have been stored after the look that missed it). Pending first: an item
         goes from pending to sent, so one no longer pending is made by the second look."""
-        if any(item.kind in CREATES and item.target.get("key") == key
-               for item in await self.storage.pending_outbox(game_id, 1000, lane="provision")):
+        if any(
+            item.kind in CREATES and item.target.get("key") == key
+            for item in await self.storage.pending_outbox(game_id, 1000, lane="provision")
+        ):
             return True
         return key in await self.storage.provisioned(game_id)
 
@@ -132,7 +132,9 @@ class DiscordCalls:
         if ref is None:
             ref = await self.storage.message_ref(item.game_id, item.target["ref"])
         if ref is None:
-            log.warning("edit of unknown message %r in game %s skipped", item.target["ref"], item.game_id)
+            log.warning(
+                "edit of unknown message %r in game %s skipped", item.target["ref"], item.game_id
+            )
             return None
         key = (item.game_id, item.target["ref"])
         wait = self._last_edit.get(key, 0.0) + self.edit_interval - time.monotonic()
@@ -142,8 +144,10 @@ class DiscordCalls:
                 return ref[1]  # the newer edit carries the newer content
         channel_id, message_id = ref
         route = Route(
-            "PATCH", "/channels/{channel_id}/messages/{message_id}",
-            channel_id=channel_id, message_id=message_id,
+            "PATCH",
+            "/channels/{channel_id}/messages/{message_id}",
+            channel_id=channel_id,
+            message_id=message_id,
         )
         try:
             await self._timed(self.http.request(route, json=item.payload))
@@ -191,7 +195,11 @@ class DiscordCalls:
         author = message.get("author") or {}
         if str(author.get("id")) != str(self.self_id):
             return False
-        if message.get("interaction_metadata") or message.get("interaction") or message.get("webhook_id"):
+        if (
+            message.get("interaction_metadata")
+            or message.get("interaction")
+            or message.get("webhook_id")
+        ):
             return False
         if item.kind == "voice":
             attachments = message.get("attachments") or []
@@ -203,7 +211,8 @@ class DiscordCalls:
         return (
             # Discord trims a message's content: compare what it keeps
             str(message.get("content") or "").strip() == str(payload.get("content") or "").strip()
-            and custom_ids(message.get("components") or []) == custom_ids(payload.get("components") or [])
+            and custom_ids(message.get("components") or [])
+            == custom_ids(payload.get("components") or [])
             and len(message.get("embeds") or []) == len(payload.get("embeds") or [])
         )
 
@@ -216,11 +225,15 @@ class DiscordCalls:
             with contextlib.suppress(discord.NotFound):
                 await self._timed(self.http.delete_channel_permissions(channel_id, target_id))
         else:
-            await self._timed(self.http.edit_channel_permissions(
-                channel_id, target_id,
-                str(item.payload.get("allow", "0")), str(item.payload.get("deny", "0")),
-                int(target.get("type", 1)),
-            ))
+            await self._timed(
+                self.http.edit_channel_permissions(
+                    channel_id,
+                    target_id,
+                    str(item.payload.get("allow", "0")),
+                    str(item.payload.get("deny", "0")),
+                    int(target.get("type", 1)),
+                )
+            )
         return None
 
     async def _member_role(self, item: OutboxItem) -> int | None:
@@ -234,16 +247,27 @@ class DiscordCalls:
             # a member who left the server has no roles to change; a role gone was removed
             if error.code not in (UNKNOWN_MEMBER, UNKNOWN_ROLE):
                 raise
-            log.info("game %s: role %s of member %s not changed: %s", item.game_id, role_id, user_id, error)
+            log.info(
+                "game %s: role %s of member %s not changed: %s",
+                item.game_id,
+                role_id,
+                user_id,
+                error,
+            )
         return None
 
     async def _create_role(self, item: OutboxItem) -> int | None:
         payload = item.payload
-        data = await self._timed(self.http.create_role(
-            int(item.target["guild_id"]), reason=payload.get("reason"), name=payload["name"],
-            permissions=str(payload.get("permissions", "0")), mentionable=bool(payload.get("mentionable", False)),
-            hoist=bool(payload.get("hoist", False)),
-        ))
+        data = await self._timed(
+            self.http.create_role(
+                int(item.target["guild_id"]),
+                reason=payload.get("reason"),
+                name=payload["name"],
+                permissions=str(payload.get("permissions", "0")),
+                mentionable=bool(payload.get("mentionable", False)),
+                hoist=bool(payload.get("hoist", False)),
+            )
+        )
         return int(data["id"])
 
     async def _adopt_role(self, item: OutboxItem) -> int | None:
@@ -261,13 +285,22 @@ class DiscordCalls:
         if payload.get("topic"):
             options["topic"] = payload["topic"]
         options["permission_overwrites"] = [
-            {"id": str(await self._resolve(item.game_id, overwrite["target"])), "type": overwrite["type"],
-             "allow": str(overwrite["allow"]), "deny": str(overwrite["deny"])}
+            {
+                "id": str(await self._resolve(item.game_id, overwrite["target"])),
+                "type": overwrite["type"],
+                "allow": str(overwrite["allow"]),
+                "deny": str(overwrite["deny"]),
+            }
             for overwrite in payload.get("overwrites", [])
         ]
-        data = await self._timed(self.http.create_channel(
-            int(item.target["guild_id"]), int(payload["type"]), reason=payload.get("reason"), **options
-        ))
+        data = await self._timed(
+            self.http.create_channel(
+                int(item.target["guild_id"]),
+                int(payload["type"]),
+                reason=payload.get("reason"),
+                **options,
+            )
+        )
         return int(data["id"])
 
     async def _adopt_channel(self, item: OutboxItem) -> int | None:
@@ -323,20 +356,30 @@ class DiscordCalls:
         roles = await self._timed(self.http.get_roles(guild_id))
         names = set(payload.get("roles", []))
         doubles = [int(role["id"]) for role in roles if role.get("name") in names]
-        categories = {int(c["id"]) for c in channels
-                      if int(c.get("type", -1)) == 4 and c.get("name") == payload["category_name"]}
+        categories = {
+            int(c["id"])
+            for c in channels
+            if int(c.get("type", -1)) == 4 and c.get("name") == payload["category_name"]
+        }
         parents = set(categories)
         if payload.get("category") is not None:
             parents.add(await self._resolve(item.game_id, payload["category"]))
         marks = set(payload.get("topics", [])) | set(payload.get("names", []))
-        found = [int(c["id"]) for c in channels if c.get("parent_id") and int(c["parent_id"]) in parents
-                 and (c.get("topic") in marks or c.get("name") in marks)]
+        found = [
+            int(c["id"])
+            for c in channels
+            if c.get("parent_id")
+            and int(c["parent_id"]) in parents
+            and (c.get("topic") in marks or c.get("name") in marks)
+        ]
         taken = await self.storage.claimed([*doubles, *categories, *found])
         for role_id in (role for role in doubles if role not in taken):
             log.warning("game %s: removing a duplicate role %s", item.game_id, role_id)
             with contextlib.suppress(discord.NotFound):
                 await self._timed(self.http.delete_role(guild_id, role_id))
-        for channel_id in [c for c in found if c not in taken] + [c for c in categories if c not in taken]:
+        for channel_id in [c for c in found if c not in taken] + [
+            c for c in categories if c not in taken
+        ]:
             log.warning("game %s: removing a duplicate channel %s", item.game_id, channel_id)
             with contextlib.suppress(discord.NotFound):
                 await self._timed(self.http.delete_channel(channel_id))
@@ -353,7 +396,9 @@ class DiscordCalls:
                     target = await self._resolve(item.game_id, overwrite["id"])
                 except PermanentFailure:
                     if await self._being_made(item.game_id, overwrite["id"]):
-                        raise NotMadeYet(f"game {item.game_id}: {overwrite['id']!r} is being made") from None
+                        raise NotMadeYet(
+                            f"game {item.game_id}: {overwrite['id']!r} is being made"
+                        ) from None
                     raise
                 overwrites.append({**overwrite, "id": str(target)})
             payload["permission_overwrites"] = overwrites

@@ -38,7 +38,6 @@ def phases(archived: ArchivedGame) -> list[str]:
     return order[: order.index(archived.last_phase) + 1]
 
 
-
 @dataclass(frozen=True)
 class Column:
     """One column: a phase, or (in a long game) a run of consecutive ones."""
@@ -53,7 +52,6 @@ class Column:
         return len(self.phases) == 1 and self.phases[0].startswith("night")
 
 
-
 @dataclass(frozen=True)
 class Seat:
     """Who held a lane from ``column`` on: the dealt player (column 0) or a newcomer."""
@@ -61,7 +59,6 @@ class Seat:
     player: str
     name: str
     column: int
-
 
 
 @dataclass(frozen=True)
@@ -77,7 +74,6 @@ class End:
     by_city: str | None = None
 
 
-
 @dataclass(frozen=True)
 class Lane:
     """One seat of the deal from the deal to the end: ``end`` is None for who is alive at the end."""
@@ -89,7 +85,6 @@ class Lane:
     seats: tuple[Seat, ...]
     end: End | None
     won: bool
-
 
 
 @dataclass(frozen=True)
@@ -104,7 +99,6 @@ class CityBlock:
     counts: dict[int, dict[str, int]] = field(default_factory=dict)
 
 
-
 @dataclass(frozen=True)
 class VoteCell:
     """A player's vote at the end of one day: for the lane ``candidate``, in columns
@@ -115,7 +109,6 @@ class VoteCell:
     candidate: int
     side: str
     executed: bool
-
 
 
 @dataclass(frozen=True)
@@ -141,9 +134,13 @@ class Picture:
     def marks(self) -> list[str]:
         """The marks the picture uses, in the legend's order."""
         used = {lane.end.mark for lane in self.lanes() if lane.end is not None}
-        used |= {CAUSE_MARK[cause] for block in self.cities for cells in block.counts.values() for cause in cells}
+        used |= {
+            CAUSE_MARK[cause]
+            for block in self.cities
+            for cells in block.counts.values()
+            for cause in cells
+        }
         return [mark for mark in MARKS if mark in used]
-
 
 
 def _mark(event: ev.PlayerKilled, command: Command, source: str) -> str:
@@ -152,7 +149,6 @@ def _mark(event: ev.PlayerKilled, command: Command, source: str) -> str:
     if event.cause.value == "procurator":
         return "idle" if isinstance(command, ProcuratorKill) and source == "timer" else "procurator"
     return event.cause.value
-
 
 
 @dataclass
@@ -167,10 +163,13 @@ class _Story:
     def listen(self, command: Command, source: str, phase: Phase, events: list[ev.Event]) -> None:
         for event in events:
             if isinstance(event, ev.PlayerKilled):
-                self.deaths[event.player] = (str(event.phase), _mark(event, command, source), event.by_city)
+                self.deaths[event.player] = (
+                    str(event.phase),
+                    _mark(event, command, source),
+                    event.by_city,
+                )
             elif isinstance(event, ev.PlayerReplaced):
                 self.replaced[event.old] = (event.new, str(phase))
-
 
 
 def _columns(say: Callable[..., str], every: list[str]) -> list[Column]:
@@ -178,10 +177,16 @@ def _columns(say: Callable[..., str], every: list[str]) -> list[Column]:
     if len(every) <= MAX_COLUMNS:
         return [Column((phase,), phase.split()[1]) for phase in every]
     size = math.ceil(len(every) / RUN_COLUMNS)
-    runs = [tuple(every[start:start + size]) for start in range(0, len(every), size)]
-    return [Column(run, f"{_short(say, run[0])}–{_short(say, run[-1])}" if len(run) > 1 else _short(say, run[0]))
-            for run in runs]
-
+    runs = [tuple(every[start : start + size]) for start in range(0, len(every), size)]
+    return [
+        Column(
+            run,
+            f"{_short(say, run[0])}–{_short(say, run[-1])}"
+            if len(run) > 1
+            else _short(say, run[0]),
+        )
+        for run in runs
+    ]
 
 
 def layout(archived: ArchivedGame, language: str, *, votes: bool = False) -> Picture:
@@ -196,8 +201,13 @@ def layout(archived: ArchivedGame, language: str, *, votes: bool = False) -> Pic
         verdict = say("picture.winners", winners=winners)
     else:
         verdict = say("picture.cancelled", phase=_phase_name(say, archived.last_phase))
-    residents = {city: sum(1 for p in archived.players if p.city == city) for city in archived.cities}
-    alive = {city: sum(1 for p in archived.players if p.city == city and p.survived) for city in archived.cities}
+    residents = {
+        city: sum(1 for p in archived.players if p.city == city) for city in archived.cities
+    }
+    alive = {
+        city: sum(1 for p in archived.players if p.city == city and p.survived)
+        for city in archived.cities
+    }
 
     def block(city: str, **parts: Any) -> CityBlock:
         return CityBlock(city, _result(archived, city), alive[city], residents[city], **parts)
@@ -207,24 +217,42 @@ def layout(archived: ArchivedGame, language: str, *, votes: bool = False) -> Pic
         for death in archived.deaths:
             cell = counts.setdefault(death.city, {}).setdefault(at.get(death.phase, last), {})
             cell[death.cause] = cell.get(death.cause, 0) + 1
-        return Picture(language, "counts", title, verdict, tuple(columns),
-                       tuple(block(city, counts=counts[city]) for city in archived.cities), votes_omitted=votes)
+        return Picture(
+            language,
+            "counts",
+            title,
+            verdict,
+            tuple(columns),
+            tuple(block(city, counts=counts[city]) for city in archived.cities),
+            votes_omitted=votes,
+        )
 
     story = _Story()
-    replay_log(archived.setup, archived.seed,
-               [(index, command, source) for index, (command, source) in enumerate(archived.log, 1)],
-               story.listen)
+    replay_log(
+        archived.setup,
+        archived.seed,
+        [(index, command, source) for index, (command, source) in enumerate(archived.log, 1)],
+        story.listen,
+    )
     blocks, lane_of = _lane_blocks(archived, story, at, block)
     panel = None
     if votes and len(columns) == len(phases(archived)):
         panel = _votes(archived, columns, lane_of, story)
-    return Picture(language, "lanes", title, verdict, tuple(columns), tuple(blocks), panel,
-                   votes_omitted=votes and panel is None)
+    return Picture(
+        language,
+        "lanes",
+        title,
+        verdict,
+        tuple(columns),
+        tuple(blocks),
+        panel,
+        votes_omitted=votes and panel is None,
+    )
 
 
-
-def _lane_blocks(archived: ArchivedGame, story: _Story, at: dict[str, int],
-                 block: Callable[..., CityBlock]) -> tuple[list[CityBlock], dict[str, Lane]]:
+def _lane_blocks(
+    archived: ArchivedGame, story: _Story, at: dict[str, int], block: Callable[..., CityBlock]
+) -> tuple[list[CityBlock], dict[str, Lane]]:
     """Each city's block of lanes, a lane per seat of the deal, and the lane of every player
     who sat in one."""
     last = max(at.values(), default=0)
@@ -243,46 +271,65 @@ def _lane_blocks(archived: ArchivedGame, story: _Story, at: dict[str, int],
             end = None
             if holder in story.deaths:
                 phase, mark, by_city = story.deaths[holder]
-                end = End(at.get(phase, last), mark, by_city if by_city not in (None, city) else None)
+                end = End(
+                    at.get(phase, last), mark, by_city if by_city not in (None, city) else None
+                )
             known = final.get(holder)
             if known is None:  # the replay and the archive disagree (the rules changed since)
-                log.warning("picture of game %s: %s is not among the archived players; drawn as dealt",
-                            archived.game_id, holder)
+                log.warning(
+                    "picture of game %s: %s is not among the archived players; drawn as dealt",
+                    archived.game_id,
+                    holder,
+                )
                 status = dealt.status_of(player).value
                 lanes.append(Lane(number, city, status, side_of(status), tuple(seats), end, False))
             else:
-                lanes.append(Lane(number, city, known.status, known.side, tuple(seats), end, bool(known.won)))
+                lanes.append(
+                    Lane(number, city, known.status, known.side, tuple(seats), end, bool(known.won))
+                )
             lane_of.update({seat.player: lanes[-1] for seat in seats})
         blocks.append(block(city, lanes=tuple(lanes)))
     return blocks, lane_of
 
 
-def _votes(archived: ArchivedGame, columns: list[Column], lane_of: dict[str, Lane],
-           story: _Story) -> dict[int, tuple[VoteCell, ...]]:
+def _votes(
+    archived: ArchivedGame, columns: list[Column], lane_of: dict[str, Lane], story: _Story
+) -> dict[int, tuple[VoteCell, ...]]:
     """Each lane's votes, a cell per day under the columns of that day's number."""
     spans: dict[int, list[int]] = {}
     for index, column in enumerate(columns):
         spans.setdefault(int(column.phases[0].split()[1]), []).append(index)
-    executed = {(int(phase.split()[1]), by_city, player)
-                for player, (phase, mark, by_city) in story.deaths.items() if mark in ("vote", "lot", "host")}
+    executed = {
+        (int(phase.split()[1]), by_city, player)
+        for player, (phase, mark, by_city) in story.deaths.items()
+        if mark in ("vote", "lot", "host")
+    }
     cells: dict[int, list[VoteCell]] = {}
     for vote in archived.votes:
         voter, candidate = lane_of.get(vote.voter), lane_of.get(vote.candidate)
         if voter is None or candidate is None or vote.day not in spans:
             continue
         span = spans[vote.day]
-        cells.setdefault(voter.number, []).append(VoteCell(
-            span[0], len(span), candidate.number, candidate.side,
-            (vote.day, vote.city, vote.candidate) in executed,
-        ))
+        cells.setdefault(voter.number, []).append(
+            VoteCell(
+                span[0],
+                len(span),
+                candidate.number,
+                candidate.side,
+                (vote.day, vote.city, vote.candidate) in executed,
+            )
+        )
     return {lane: tuple(found) for lane, found in cells.items()}
 
 
-
 def _result(archived: ArchivedGame, city: str) -> str:
-    return ("honest" if f"{city}:honest" in archived.winners
-            else "mafia" if f"{city}:mafia" in archived.winners else "undecided")
-
+    return (
+        "honest"
+        if f"{city}:honest" in archived.winners
+        else "mafia"
+        if f"{city}:mafia" in archived.winners
+        else "undecided"
+    )
 
 
 def _short(say: Callable[..., str], phase: str) -> str:
@@ -290,12 +337,10 @@ def _short(say: Callable[..., str], phase: str) -> str:
     return say(f"picture.short.{kind}", number=number)
 
 
-
 def _phase_name(say: Callable[..., str], phase: str) -> str:
     kind, number = phase.split()
     text = say(f"phase_name.{kind}", number=number)
     return text[:1].upper() + text[1:]
-
 
 
 def _winner(say: Callable[..., str], winner: str) -> str:

@@ -63,7 +63,12 @@ def marker(draw: ImageDraw.ImageDraw, mark: str, x: float, y: float, size: int =
     ink = MARK_INK.get(mark, GREY)
     box = (x, y, x + size, y + size)
     middle = (x + size / 2, y + size / 2)
-    diamond = [(x + size / 2, y), (x + size, y + size / 2), (x + size / 2, y + size), (x, y + size / 2)]
+    diamond = [
+        (x + size / 2, y),
+        (x + size, y + size / 2),
+        (x + size / 2, y + size),
+        (x, y + size / 2),
+    ]
     if mark == "vote":
         draw.rectangle(box, fill=ink)
     elif mark == "lot":  # a die: an open square with one pip
@@ -73,8 +78,15 @@ def marker(draw: ImageDraw.ImageDraw, mark: str, x: float, y: float, size: int =
     elif mark == "host":  # the execution square with the Procurator's diamond in it
         draw.rectangle(box, fill=ink)
         inset = size / 4
-        draw.polygon([(middle[0], y + inset), (x + size - inset, middle[1]), (middle[0], y + size - inset),
-                      (x + inset, middle[1])], fill=PAPER)
+        draw.polygon(
+            [
+                (middle[0], y + inset),
+                (x + size - inset, middle[1]),
+                (middle[0], y + size - inset),
+                (x + inset, middle[1]),
+            ],
+            fill=PAPER,
+        )
     elif mark == "mafia":
         draw.ellipse(box, fill=ink)
     elif mark == "touring":
@@ -85,7 +97,6 @@ def marker(draw: ImageDraw.ImageDraw, mark: str, x: float, y: float, size: int =
         draw.polygon(diamond, fill=PAPER, outline=ink, width=3)
     else:
         draw.polygon(diamond, fill=ink)
-
 
 
 def star(draw: ImageDraw.ImageDraw, x: float, y: float, size: int = 16) -> None:
@@ -99,14 +110,16 @@ def star(draw: ImageDraw.ImageDraw, x: float, y: float, size: int = 16) -> None:
     draw.polygon(points, fill=STAR)
 
 
-
-def _sun_or_moon(draw: ImageDraw.ImageDraw, night: bool, x: float, y: float, size: int, ground: Any) -> None:
+def _sun_or_moon(
+    draw: ImageDraw.ImageDraw, night: bool, x: float, y: float, size: int, ground: Any
+) -> None:
     if night:
         draw.ellipse((x, y, x + size, y + size), fill=MOON)
-        draw.ellipse((x + size * 0.35, y - size * 0.1, x + size * 1.15, y + size * 0.7), fill=ground)
+        draw.ellipse(
+            (x + size * 0.35, y - size * 0.1, x + size * 1.15, y + size * 0.7), fill=ground
+        )
     else:
         draw.ellipse((x, y, x + size, y + size), fill=SUN)
-
 
 
 @dataclass
@@ -120,7 +133,10 @@ class _Canvas:
 
     def __post_init__(self) -> None:
         small = face("small")
-        widest = max([small.getlength(self.say(f"status.{lane.status}")) for lane in self.picture.lanes()] or [0])
+        widest = max(
+            [small.getlength(self.say(f"status.{lane.status}")) for lane in self.picture.lanes()]
+            or [0]
+        )
         self.status_width = min(widest, STATUS_MAX)
 
     @property
@@ -170,8 +186,20 @@ class _Canvas:
             else:
                 start, end = column.label.split("–", 1)
                 small = font(15, True)
-                self.draw.text((middle, y + 14), fit(start, small, self.column - 2), font=small, fill=INK, anchor="mm")
-                self.draw.text((middle, y + 36), fit(end, small, self.column - 2), font=small, fill=INK, anchor="mm")
+                self.draw.text(
+                    (middle, y + 14),
+                    fit(start, small, self.column - 2),
+                    font=small,
+                    fill=INK,
+                    anchor="mm",
+                )
+                self.draw.text(
+                    (middle, y + 36),
+                    fit(end, small, self.column - 2),
+                    font=small,
+                    fill=INK,
+                    anchor="mm",
+                )
             if index:
                 self.draw.line((left, y, left, y + HEADER_ROW), fill=RULE, width=1)
 
@@ -185,19 +213,42 @@ class _Canvas:
         x = MARGIN + 16 + city.getlength(name) + 16
         small = face("small")
         verdict = self.say(f"picture.city.{block.result}")
-        self.draw.text((x, y + CITY_ROW / 2), verdict, font=small, fill=RESULT_INK[block.result], anchor="lm")
+        self.draw.text(
+            (x, y + CITY_ROW / 2), verdict, font=small, fill=RESULT_INK[block.result], anchor="lm"
+        )
         x += small.getlength(verdict) + 20
-        count = fit(self.say("picture.alive", count=block.alive, total=block.residents), small, WIDTH - MARGIN - x)
+        count = fit(
+            self.say("picture.alive", count=block.alive, total=block.residents),
+            small,
+            WIDTH - MARGIN - x,
+        )
         self.draw.text((x, y + CITY_ROW / 2), count, font=small, fill=GREY, anchor="lm")
 
     def city_label(self, block: CityBlock, y: float) -> None:
         """A counting lane's label: the city, its result, who is alive, in three lines."""
         small = face("small")
-        self.draw.text((MARGIN + 8, y + 10), fit(block.city, face("city"), LABEL - 24), font=face("city"), fill=INK)
-        self.draw.text((MARGIN + 8, y + 42), fit(self.say(f"picture.city.{block.result}"), small, LABEL - 24),
-                       font=small, fill=RESULT_INK[block.result])
-        self.draw.text((MARGIN + 8, y + 68), fit(self.say("picture.alive", count=block.alive, total=block.residents),
-                                                 small, LABEL - 24), font=small, fill=GREY)
+        self.draw.text(
+            (MARGIN + 8, y + 10),
+            fit(block.city, face("city"), LABEL - 24),
+            font=face("city"),
+            fill=INK,
+        )
+        self.draw.text(
+            (MARGIN + 8, y + 42),
+            fit(self.say(f"picture.city.{block.result}"), small, LABEL - 24),
+            font=small,
+            fill=RESULT_INK[block.result],
+        )
+        self.draw.text(
+            (MARGIN + 8, y + 68),
+            fit(
+                self.say("picture.alive", count=block.alive, total=block.residents),
+                small,
+                LABEL - 24,
+            ),
+            font=small,
+            fill=GREY,
+        )
 
     def lane_label(self, lane: Lane, y: float, *, status: bool = True) -> None:
         middle = y + LANE_ROW / 2
@@ -207,28 +258,51 @@ class _Canvas:
         self.draw.text((MARGIN + 52, middle), str(lane.number), font=small, fill=GREY, anchor="rm")
         name = lane.seats[0].name.strip() or lane.seats[0].player
         room = LABEL - 66 - (self.status_width + 8 if status else 0)
-        self.draw.text((MARGIN + 58, middle), fit(name, name_face, room), font=name_face,
-                       fill=SIDE_INK.get(lane.side, INK), anchor="lm")
+        self.draw.text(
+            (MARGIN + 58, middle),
+            fit(name, name_face, room),
+            font=name_face,
+            fill=SIDE_INK.get(lane.side, INK),
+            anchor="lm",
+        )
         if status:
-            self.draw.text((MARGIN + LABEL - 6, middle), fit(self.say(f"status.{lane.status}"), small,
-                                                               self.status_width), font=small, fill=GREY, anchor="rm")
+            self.draw.text(
+                (MARGIN + LABEL - 6, middle),
+                fit(self.say(f"status.{lane.status}"), small, self.status_width),
+                font=small,
+                fill=GREY,
+                anchor="rm",
+            )
 
     def lane(self, lane: Lane, y: float) -> None:
         """The bar from the deal to the end, the ticks of newcomers, the mark of the death."""
         draw, middle = self.draw, y + LANE_ROW / 2
         end_x = self.x(lane.end.column) + self.column / 2 if lane.end else WIDTH - MARGIN - 2
-        draw.rounded_rectangle((self.x(0) + 2, middle - BAR / 2, end_x, middle + BAR / 2), radius=BAR / 2,
-                               fill=SIDE_BAR.get(lane.side, RULE))
+        draw.rounded_rectangle(
+            (self.x(0) + 2, middle - BAR / 2, end_x, middle + BAR / 2),
+            radius=BAR / 2,
+            fill=SIDE_BAR.get(lane.side, RULE),
+        )
         small = face("small")
         notes: list[str] = []
         for index, seat in enumerate(lane.seats[1:], 1):
             x = self.x(seat.column) + 2
             draw.rectangle((x - 3, middle - 11, x, middle + 11), fill=INK)
             following = lane.seats[index + 1].column if index + 1 < len(lane.seats) else None
-            limit = self.x(following) - 4 if following is not None else end_x - (MARKER / 2 + 4 if lane.end else 0)
+            limit = (
+                self.x(following) - 4
+                if following is not None
+                else end_x - (MARKER / 2 + 4 if lane.end else 0)
+            )
             name = seat.name.strip() or seat.player
             if limit - x - 6 >= 60:
-                draw.text((x + 5, middle), fit(name, small, limit - x - 6), font=small, fill=INK, anchor="lm")
+                draw.text(
+                    (x + 5, middle),
+                    fit(name, small, limit - x - 6),
+                    font=small,
+                    fill=INK,
+                    anchor="lm",
+                )
             else:
                 notes.append(name)
         if lane.end is None:
@@ -255,7 +329,13 @@ class _Canvas:
             for cause in CAUSES:
                 if cause in cells:
                     marker(self.draw, CAUSE_MARK[cause], middle - size / 2, top, size)
-                    self.draw.text((middle, top + size + 9), str(cells[cause]), font=number, fill=INK, anchor="mm")
+                    self.draw.text(
+                        (middle, top + size + 9),
+                        str(cells[cause]),
+                        font=number,
+                        fill=INK,
+                        anchor="mm",
+                    )
                     top += COUNT_ROW
 
     def vote_cells(self, cells: Iterable[VoteCell], y: float) -> None:
@@ -263,10 +343,16 @@ class _Canvas:
         for cell in cells:
             left, right = self.x(cell.column) + 3, self.x(cell.column + cell.span) - 3
             if cell.executed:
-                self.draw.rounded_rectangle((left, y + 4, right, y + LANE_ROW - 4), radius=5, fill=EXECUTED_GROUND)
-            self.draw.text(((left + right) / 2, y + LANE_ROW / 2), str(cell.candidate), font=vote,
-                           fill=SIDE_INK.get(cell.side, INK), anchor="mm")
-
+                self.draw.rounded_rectangle(
+                    (left, y + 4, right, y + LANE_ROW - 4), radius=5, fill=EXECUTED_GROUND
+                )
+            self.draw.text(
+                ((left + right) / 2, y + LANE_ROW / 2),
+                str(cell.candidate),
+                font=vote,
+                fill=SIDE_INK.get(cell.side, INK),
+                anchor="mm",
+            )
 
 
 def _legend_items(picture: Picture) -> list[tuple[str, str]]:
@@ -282,7 +368,11 @@ def _legend_items(picture: Picture) -> list[tuple[str, str]]:
             items.append(("tick", "picture.legend.replaced"))
         marks = picture.marks()
         items.extend((mark, f"picture.mark.{mark}") for mark in marks)
-        voting = [lane.end.by_city for lane in picture.lanes() if lane.end is not None and lane.end.by_city]
+        voting = [
+            lane.end.by_city
+            for lane in picture.lanes()
+            if lane.end is not None and lane.end.by_city
+        ]
         if voting:
             items.append((f"city:{voting[0]}", "picture.legend.by_city"))
     else:
@@ -290,8 +380,9 @@ def _legend_items(picture: Picture) -> list[tuple[str, str]]:
     return items
 
 
-
-def _legend_lines(picture: Picture, say: Callable[..., str]) -> list[list[tuple[str, str, float, float]]]:
+def _legend_lines(
+    picture: Picture, say: Callable[..., str]
+) -> list[list[tuple[str, str, float, float]]]:
     """The legend's items flowed into lines of the picture's width: (symbol, text, x, the symbol's width)."""
     small = face("small")
     lines: list[list[tuple[str, str, float, float]]] = [[]]
@@ -308,23 +399,29 @@ def _legend_lines(picture: Picture, say: Callable[..., str]) -> list[list[tuple[
     return lines
 
 
-
 def _symbol(draw: ImageDraw.ImageDraw, symbol: str, x: float, y: float) -> None:
     if symbol in ("day", "night"):
-        draw.rectangle((x, y, x + MARKER, y + MARKER), fill=NIGHT if symbol == "night" else DAY, outline=RULE)
-        _sun_or_moon(draw, symbol == "night", x + 3, y + 3, MARKER - 6, NIGHT if symbol == "night" else DAY)
+        draw.rectangle(
+            (x, y, x + MARKER, y + MARKER), fill=NIGHT if symbol == "night" else DAY, outline=RULE
+        )
+        _sun_or_moon(
+            draw, symbol == "night", x + 3, y + 3, MARKER - 6, NIGHT if symbol == "night" else DAY
+        )
     elif symbol == "star":
         star(draw, x + 1, y + 1)
     elif symbol == "bar":
-        draw.rounded_rectangle((x - 4, y + 3, x + MARKER, y + MARKER - 3), radius=6, fill=SIDE_BAR["honest"])
+        draw.rounded_rectangle(
+            (x - 4, y + 3, x + MARKER, y + MARKER - 3), radius=6, fill=SIDE_BAR["honest"]
+        )
     elif symbol == "tick":
-        draw.rounded_rectangle((x - 4, y + 3, x + MARKER, y + MARKER - 3), radius=6, fill=SIDE_BAR["honest"])
+        draw.rounded_rectangle(
+            (x - 4, y + 3, x + MARKER, y + MARKER - 3), radius=6, fill=SIDE_BAR["honest"]
+        )
         draw.rectangle((x + 6, y - 2, x + 9, y + MARKER + 2), fill=INK)
     elif symbol.startswith("city:"):
         draw.text((x - 4, y + MARKER / 2), symbol[5:], font=face("small"), fill=RED, anchor="lm")
     else:
         marker(draw, symbol, x, y)
-
 
 
 def render_png(archived: ArchivedGame, language: str, *, votes: bool = False) -> bytes:
@@ -334,7 +431,6 @@ def render_png(archived: ArchivedGame, language: str, *, votes: bool = False) ->
         PictureError: no font to draw with.
     """
     return paint(layout(archived, language, votes=votes))
-
 
 
 @dataclass(frozen=True)
@@ -369,7 +465,15 @@ class _Sheet:
     def height(self) -> int:
         """The whole picture's height."""
         panel = 24 + 34 + 26 * len(self.votes_head) + self.grid if self.panel else 0
-        return self.head + self.grid + 16 + 30 * len(self.legend) + 26 * len(self.notes) + panel + MARGIN
+        return (
+            self.head
+            + self.grid
+            + 16
+            + 30 * len(self.legend)
+            + 26 * len(self.notes)
+            + panel
+            + MARGIN
+        )
 
 
 def _sheet(picture: Picture, say: Callable[..., str]) -> _Sheet:
@@ -377,20 +481,37 @@ def _sheet(picture: Picture, say: Callable[..., str]) -> _Sheet:
     if picture.mode == "lanes":
         rows = [CITY_ROW + LANE_ROW * len(block.lanes) for block in picture.cities]
     else:
-        rows = [max(12 + COUNT_ROW * max([len(c) for c in block.counts.values()] or [0]), 100)
-                for block in picture.cities]
+        rows = [
+            max(12 + COUNT_ROW * max([len(c) for c in block.counts.values()] or [0]), 100)
+            for block in picture.cities
+        ]
     notes = []
     if picture.mode == "counts":
         notes.extend(wrap(say("picture.counts"), small, width, 3))
     if picture.votes_omitted:
         notes.extend(wrap(say("picture.votes.omitted"), small, width, 2))
-    votes_head = wrap(say("picture.votes.title"), small, width, 3) if picture.votes is not None else []
-    return _Sheet(wrap(picture.title, face("title"), width, 2), wrap(picture.verdict, face("text"), width, 6),
-                  _legend_lines(picture, say), notes, votes_head, rows, picture.votes is not None)
+    votes_head = (
+        wrap(say("picture.votes.title"), small, width, 3) if picture.votes is not None else []
+    )
+    return _Sheet(
+        wrap(picture.title, face("title"), width, 2),
+        wrap(picture.verdict, face("text"), width, 6),
+        _legend_lines(picture, say),
+        notes,
+        votes_head,
+        rows,
+        picture.votes is not None,
+    )
 
 
-def _grid(canvas: _Canvas, sheet: _Sheet, y: float, cells: Callable[[CityBlock, float], None], *,
-          result: bool) -> float:
+def _grid(
+    canvas: _Canvas,
+    sheet: _Sheet,
+    y: float,
+    cells: Callable[[CityBlock, float], None],
+    *,
+    result: bool,
+) -> float:
     """One grid (the lanes, or the votes panel's) from ``y``; where it ends."""
     picture, draw = canvas.picture, canvas.draw
     canvas.shade(y, y + sheet.grid, days=not result)
@@ -428,7 +549,9 @@ def _legend_and_notes(canvas: _Canvas, sheet: _Sheet, y: float) -> float:
     for items in sheet.legend:
         for symbol, text, x, sign in items:
             _symbol(canvas.draw, symbol, x, y + 4)
-            canvas.draw.text((x + sign, y + 4 + MARKER / 2), text, font=small, fill=INK, anchor="lm")
+            canvas.draw.text(
+                (x + sign, y + 4 + MARKER / 2), text, font=small, fill=INK, anchor="lm"
+            )
         y += 30
     for note in sheet.notes:
         canvas.draw.text((MARGIN, y), note, font=small, fill=GREY)

@@ -54,8 +54,13 @@ MARKS = ("vote", "lot", "host", "mafia", "touring", "maniac", "procurator", "idl
 CAUSES = ("execution", "mafia", "touring", "maniac", "procurator")
 
 #: a cause's mark when only causes are known (the counting cells)
-CAUSE_MARK = {"execution": "vote", "mafia": "mafia", "touring": "touring", "maniac": "maniac",
-              "procurator": "procurator"}
+CAUSE_MARK = {
+    "execution": "vote",
+    "mafia": "mafia",
+    "touring": "touring",
+    "maniac": "maniac",
+    "procurator": "procurator",
+}
 
 PAPER = (251, 248, 241)
 
@@ -91,15 +96,19 @@ RED = (192, 57, 43)
 EXECUTED_GROUND = (245, 205, 198)
 
 MARK_INK = {
-    "vote": RED, "lot": RED, "host": RED, "mafia": (31, 42, 68), "touring": (31, 42, 68),
-    "maniac": (108, 52, 131), "procurator": (110, 112, 112), "idle": (110, 112, 112),
+    "vote": RED,
+    "lot": RED,
+    "host": RED,
+    "mafia": (31, 42, 68),
+    "touring": (31, 42, 68),
+    "maniac": (108, 52, 131),
+    "procurator": (110, 112, 112),
+    "idle": (110, 112, 112),
 }
-
 
 
 class PictureError(Exception):
     """The picture cannot be drawn (no font found)."""
-
 
 
 @cache
@@ -114,23 +123,28 @@ def _font_file(bold: bool) -> Path:
     return path
 
 
-
 @cache
 def font(size: int, bold: bool = False) -> ImageFont.FreeTypeFont:
     """DejaVu Sans (regular or bold) at ``size`` pixels."""
     return ImageFont.truetype(str(_font_file(bold)), size)
 
-#: the faces, by use; the smallest is 18 px (8 px at Discord's preview width)
-FACES = {"title": (30, True), "text": (22, False), "city": (22, True), "name": (22, False),
-         "small": (18, False), "number": (18, True), "vote": (18, True)}
 
+#: the faces, by use; the smallest is 18 px (8 px at Discord's preview width)
+FACES = {
+    "title": (30, True),
+    "text": (22, False),
+    "city": (22, True),
+    "name": (22, False),
+    "small": (18, False),
+    "number": (18, True),
+    "vote": (18, True),
+}
 
 
 def face(use: str) -> ImageFont.FreeTypeFont:
     """The face of one use of text (:data:`FACES`)."""
     size, bold = FACES[use]
     return font(size, bold)
-
 
 
 def fit(text: str, face: ImageFont.FreeTypeFont, width: float) -> str:
@@ -147,7 +161,6 @@ def fit(text: str, face: ImageFont.FreeTypeFont, width: float) -> str:
     return text[:low].rstrip() + "…"
 
 
-
 def wrap(text: str, face: ImageFont.FreeTypeFont, width: float, lines: int) -> list[str]:
     """``text`` in at most ``lines`` lines of ``width`` pixels (the last one cut if need be)."""
     words, out, current = text.split(), [], ""
@@ -161,5 +174,5 @@ def wrap(text: str, face: ImageFont.FreeTypeFont, width: float, lines: int) -> l
     if current:
         out.append(current)
     if len(out) > lines:
-        out = out[: lines - 1] + [" ".join(out[lines - 1:])]
+        out = out[: lines - 1] + [" ".join(out[lines - 1 :])]
     return [fit(line, face, width) for line in out]

@@ -163,7 +163,11 @@ class GameService(GameLoading):
             return outbox(LiveGame(record, language=language))
 
         record = await self.storage.create_game(
-            guild_id, host_id, lobby, interaction_id=interaction_id, now=self.clock(),
+            guild_id,
+            host_id,
+            lobby,
+            interaction_id=interaction_id,
+            now=self.clock(),
             outbox=render if outbox is not None else None,
         )
         live = LiveGame(record, language=language)
@@ -206,11 +210,16 @@ class GameService(GameLoading):
                 if live.broken is not None and live.record.open:
                     raise GameBroken()
                 await self.storage.save_game(
-                    live.record, interaction_id=interaction_id, outbox=items, cancel_lane=cancel_lane,
+                    live.record,
+                    interaction_id=interaction_id,
+                    outbox=items,
+                    cancel_lane=cancel_lane,
                     now=self.clock(),
                 )
             except aiosqlite.IntegrityError:
-                log.info("game %s: interaction %s was applied before; not again", game_id, interaction_id)
+                log.info(
+                    "game %s: interaction %s was applied before; not again", game_id, interaction_id
+                )
                 before.put_back(live)
                 return False
             except BaseException as error:
@@ -256,7 +265,9 @@ class GameService(GameLoading):
                 live.game = game
                 items = prepare(live) if prepare is not None else []
                 events = game.opening_events()
-                self._stage_began(live)  # before rendering: the first announcement shows the deadline
+                self._stage_began(
+                    live
+                )  # before rendering: the first announcement shows the deadline
                 items.extend(self.render(live, events))
                 await self.storage.save_game(
                     record, interaction_id=interaction_id, outbox=items, now=self.clock()
@@ -307,22 +318,34 @@ class GameService(GameLoading):
             if live.game is None or live.record.state != "running":
                 raise NoGame(game_id)
             if self._seen(interaction_id):
-                log.info("game %s: interaction %s delivered again; applied once", game_id, interaction_id)
+                log.info(
+                    "game %s: interaction %s delivered again; applied once", game_id, interaction_id
+                )
                 return Applied([], duplicate=True)
             self._check_seen(live, seen, command)
             if source == "player" and live.game.repeats(command):
-                log.info("game %s: %s repeats a standing choice; not applied again", game_id, command)
+                log.info(
+                    "game %s: %s repeats a standing choice; not applied again", game_id, command
+                )
                 return Applied([], repeated=True)
-            if source == "timer" and live.record.lobby.get("paused") and command == command_for_deadline(live.game.stage):
+            if (
+                source == "timer"
+                and live.record.lobby.get("paused")
+                and command == command_for_deadline(live.game.stage)
+            ):
                 # the host paused while this deadline waited for the lock: the clock stands
-                log.info("game %s: the timer's %s came after the pause; not applied", game_id, command)
+                log.info(
+                    "game %s: the timer's %s came after the pause; not applied", game_id, command
+                )
                 raise MovedOn()
             if isinstance(command, EndDay) and live.holds:
                 live.game.check(command)
                 live.deferred.append((command, source, live.stage_key()))
                 log.info("game %s: the day's end waits for %s", game_id, sorted(live.holds))
                 return Applied([], deferred=True)
-            applied = await self._commit(live, command, source, interaction_id, extra_outbox or [], after)
+            applied = await self._commit(
+                live, command, source, interaction_id, extra_outbox or [], after
+            )
         await self._notify(live, applied.events)
         return applied
 
@@ -348,22 +371,38 @@ class GameService(GameLoading):
         named = seen.stage is not None and seen.stage != current
         # in whole milliseconds, as snowflakes count: a command sent in the millisecond the
         # stage began is taken as sent after it
-        earlier = seen.at is not None and since is not None and int(seen.at * 1000) < int(since * 1000)
+        earlier = (
+            seen.at is not None and since is not None and int(seen.at * 1000) < int(since * 1000)
+        )
         if named or earlier:
-            log.info("game %s: %s was meant for %s; the game is at %s: refused",
-                     live.id, command, seen.stage or f"the stage before {since}", current)
+            log.info(
+                "game %s: %s was meant for %s; the game is at %s: refused",
+                live.id,
+                command,
+                seen.stage or f"the stage before {since}",
+                current,
+            )
             raise MovedOn()
         by_timer = since is not None and live.record.lobby.get("timer_began") == since
         if seen.stage is None and seen.at is not None and by_timer and current is not None:
             assert since is not None
             late = (int(seen.at * 1000) - int(since * 1000)) / 1000  # in whole ms, as above
             if late < seen.settle:
-                log.info("game %s: %s sent %.3f s after the timer began %s: refused as unseen",
-                         live.id, command, late, current)
+                log.info(
+                    "game %s: %s sent %.3f s after the timer began %s: refused as unseen",
+                    live.id,
+                    command,
+                    late,
+                    current,
+                )
                 raise JustBegan(current, late)
 
     async def _commit(
-        self, live: LiveGame, command: Command, source: str, interaction_id: int | None,
+        self,
+        live: LiveGame,
+        command: Command,
+        source: str,
+        interaction_id: int | None,
         extra_outbox: list[OutboxItem],
         after: Callable[[LiveGame, list[Event]], list[OutboxItem]] | None = None,
     ) -> Applied:
@@ -388,12 +427,20 @@ class GameService(GameLoading):
             every = self.config.snapshot_every
             snapshot = game.to_dict() if record.command_count % every == 0 else None
             seq = await self.storage.append_command(
-                record, command_to_dict(command), source=source, interaction_id=interaction_id,
-                outbox=items, snapshot=snapshot, rules_version=rules_version(),
-                record_changed=changed or game.over or after is not None, now=now,
+                record,
+                command_to_dict(command),
+                source=source,
+                interaction_id=interaction_id,
+                outbox=items,
+                snapshot=snapshot,
+                rules_version=rules_version(),
+                record_changed=changed or game.over or after is not None,
+                now=now,
             )
         except aiosqlite.IntegrityError:
-            log.info("game %s: interaction %s was applied before; not again", live.id, interaction_id)
+            log.info(
+                "game %s: interaction %s was applied before; not again", live.id, interaction_id
+            )
             before.put_back(live)
             return Applied([], duplicate=True)
         except BaseException as error:
@@ -404,7 +451,9 @@ class GameService(GameLoading):
         self._committed(live)
         return Applied(events, seq=seq)
 
-    def _undo(self, live: LiveGame, before: Before, error: BaseException, what: str) -> BaseException:
+    def _undo(
+        self, live: LiveGame, before: Before, error: BaseException, what: str
+    ) -> BaseException:
         """A change that was not stored: put the game back as it was (see the module docstring)
         and return what to raise in its place."""
         before.put_back(live)
@@ -412,16 +461,30 @@ class GameService(GameLoading):
             return error  # refused before anything was stored
         if isinstance(error, CommitUnknown):
             live.stale = True
-            log.error("game %s: the database went while %s was being committed (%r); it may "
-                      "stand: the game is read again before its next change", live.id, what, error)
+            log.error(
+                "game %s: the database went while %s was being committed (%r); it may "
+                "stand: the game is read again before its next change",
+                live.id,
+                what,
+                error,
+            )
             return Unconfirmed()
         if is_storage_failure(error):  # rolled back (a transaction is all or nothing)
-            log.error("game %s: %s could not be stored (%r); nothing of it counts, the game is "
-                      "as before", live.id, what, error)
+            log.error(
+                "game %s: %s could not be stored (%r); nothing of it counts, the game is as before",
+                live.id,
+                what,
+                error,
+            )
             return NotStored()
         live.stale = True  # a bug, or a cancellation while the commit ran on: read it again
-        log.error("game %s: %s failed (%r); the game is read again before its next change",
-                  live.id, what, error, exc_info=error)
+        log.error(
+            "game %s: %s failed (%r); the game is read again before its next change",
+            live.id,
+            what,
+            error,
+            exc_info=error,
+        )
         return error
 
     async def _fresh(self, live: LiveGame) -> LiveGame:
@@ -440,13 +503,17 @@ class GameService(GameLoading):
                     await restorer(live)
         except BaseException as error:
             if is_storage_failure(error):
-                log.warning("game %s: still cannot read it from the database (%r); refused",
-                            live.id, error)
+                log.warning(
+                    "game %s: still cannot read it from the database (%r); refused", live.id, error
+                )
                 raise NotStored() from error
             raise
         live.stale = False
-        log.info("game %s: read again from the database after a failed commit (%s commands)",
-                 live.id, live.record.command_count)
+        log.info(
+            "game %s: read again from the database after a failed commit (%s commands)",
+            live.id,
+            live.record.command_count,
+        )
         if self.find(live.id) is not live:
             raise NoGame(live.id)
         return live
@@ -496,11 +563,21 @@ class GameService(GameLoading):
             if live is not None and live.stage_key() == stage:
                 live.record.deadline, live.record.deadline_stage = self.clock(), stage
                 self._committed(live)
-            log.warning("game %s: the deferred %s could not be stored; the timer takes it over",
-                        game_id, command)
+            log.warning(
+                "game %s: the deferred %s could not be stored; the timer takes it over",
+                game_id,
+                command,
+            )
 
-    async def mark_reminder(self, game_id: int, offset: int, items: Iterable[OutboxItem], *,
-                            stage: str | None, deadline: float | None) -> bool:
+    async def mark_reminder(
+        self,
+        game_id: int,
+        offset: int,
+        items: Iterable[OutboxItem],
+        *,
+        stage: str | None,
+        deadline: float | None,
+    ) -> bool:
         """Announce a reminder once: stored with the offset it belongs to, if the game still has
         the deadline (``stage``, ``deadline``) it was worked out for."""
         async with self.lock(game_id):

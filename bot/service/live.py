@@ -38,10 +38,8 @@ RECENT_INTERACTIONS = 50_000
 DEFER_AFTER = 1.5
 
 
-
 class NoGame(Exception):
     """No such game, or it is not running."""
-
 
 
 class MovedOn(UserError):
@@ -49,7 +47,6 @@ class MovedOn(UserError):
 
     def __init__(self) -> None:
         super().__init__("error.moved_on")
-
 
 
 class JustBegan(MovedOn):
@@ -63,7 +60,6 @@ class JustBegan(MovedOn):
         self.late = late
 
 
-
 class GameBroken(UserError):
     """The game's log no longer replays: only closing it is accepted."""
 
@@ -71,13 +67,11 @@ class GameBroken(UserError):
         super().__init__("error.game_broken")
 
 
-
 class NotStored(UserError):
     """The database failed to store the change: nothing of it counts, memory is as before."""
 
     def __init__(self) -> None:
         super().__init__("error.not_stored")
-
 
 
 class Unconfirmed(UserError):
@@ -88,10 +82,8 @@ class Unconfirmed(UserError):
         super().__init__("storage.unconfirmed")
 
 
-
 class Expired(Exception):
     """Discord no longer accepts the interaction's answer: the command was not applied."""
-
 
 
 class Broken(Exception):
@@ -101,7 +93,6 @@ class Broken(Exception):
         super().__init__(f"{key} {params}")
         self.key = key
         self.params = params
-
 
 
 @dataclass(frozen=True)
@@ -115,7 +106,6 @@ class Seen:
     """A person's stage move that names no stage: refused (:class:`JustBegan`) when sent less
     than this many seconds after the timer began the current stage (the game's lobby keeps
     when, as ``timer_began``)."""
-
 
 
 class Answer(Protocol):
@@ -136,7 +126,6 @@ class Answer(Protocol):
         ...
 
 
-
 @cache
 def rules_version() -> str:
     """A digest of the rules' source: a snapshot written by other rules is checked by a
@@ -148,7 +137,6 @@ def rules_version() -> str:
             digest.update(entry.name.encode())
             digest.update(entry.read_bytes())
     return digest.hexdigest()[:16]
-
 
 
 @dataclass
@@ -180,7 +168,6 @@ class LiveGame:
         return f"{self.game.phase} {self.game.stage.value}"
 
 
-
 @dataclass(frozen=True)
 class Before:
     """A game in memory as it was before a change (what the database holds), put back when the
@@ -197,14 +184,15 @@ class Before:
     def of(cls, live: LiveGame) -> Before:
         """What ``live`` holds now."""
         game = live.game.to_dict() if live.game is not None else None
-        return cls(pickle.dumps(live.record, protocol=pickle.HIGHEST_PROTOCOL), game, dict(live.tick_times))
+        return cls(
+            pickle.dumps(live.record, protocol=pickle.HIGHEST_PROTOCOL), game, dict(live.tick_times)
+        )
 
     def put_back(self, live: LiveGame) -> None:
         """Make ``live`` hold it again."""
         live.record = pickle.loads(self.record)
         live.game = Game.from_dict(self.game) if self.game is not None else None
         live.tick_times = dict(self.tick_times)
-
 
 
 @dataclass(frozen=True)
@@ -219,18 +207,17 @@ class Applied:
     """A player's choice that stood already as it is: not applied, nothing announced."""
 
 
-
 class Renderer(Protocol):
     """Turns rule events into outbox items (messages, permission changes)."""
 
     def __call__(self, live: LiveGame, events: list[Event]) -> list[OutboxItem]: ...
+
 
 Listener = Callable[[LiveGame, list[Event]], Awaitable[None]]
 
 Observer = Callable[[LiveGame, list[Event], float], None]
 """Sees a command's events with the wall time it was accepted, before they are rendered and
 stored (what the game remembers of it beyond the rules' state: when each vote came)."""
-
 
 
 def timer_mark(began: float | None) -> Callable[[LiveGame, list[Event]], list[OutboxItem]]:
@@ -246,16 +233,19 @@ def timer_mark(began: float | None) -> Callable[[LiveGame, list[Event]], list[Ou
     return mark
 
 
-
 def nothing_to_render(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
     """The renderer used until the Discord layer installs its own."""
     return []
 
+
 #: the stages a timer ends, by their timer's name (``execution``: how long a day waits for an
 #: absent host's ``/host execute`` before the city executes by lot)
-TIMED_STAGES = {Stage.DISCUSSION: "discussion", Stage.VOTING: "voting", Stage.NIGHT: "night",
-                Stage.EXECUTION: "execution"}
-
+TIMED_STAGES = {
+    Stage.DISCUSSION: "discussion",
+    Stage.VOTING: "voting",
+    Stage.NIGHT: "night",
+    Stage.EXECUTION: "execution",
+}
 
 
 def command_for_deadline(stage: Stage) -> Command | None:

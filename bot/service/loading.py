@@ -73,8 +73,16 @@ class GameLoading(GameRegistry):
         channel = live.record.channels.get("log") or live.record.lobby.get("channel_id")
         if channel:
             text = t(live.language, "broken.notice", game=live.id, reason=why)
-            await self.storage.add_outbox(live.id, [OutboxItem(
-                "send", {"channel_id": int(channel)}, {"content": text, "allowed_mentions": {"parse": []}})])
+            await self.storage.add_outbox(
+                live.id,
+                [
+                    OutboxItem(
+                        "send",
+                        {"channel_id": int(channel)},
+                        {"content": text, "allowed_mentions": {"parse": []}},
+                    )
+                ],
+            )
         await self.storage.set_meta(key, why)
         self._committed(live)
 
@@ -116,31 +124,49 @@ class GameLoading(GameRegistry):
             if replayed != latest and base_seq:
                 replayed, _ = await self._replay(record.id, fresh(), 0, upto=newest.seq)
             if replayed != latest:
-                log.error("game %s: snapshot %s disagrees with the replay of its log; the log wins",
-                          record.id, newest.seq)
+                log.error(
+                    "game %s: snapshot %s disagrees with the replay of its log; the log wins",
+                    record.id,
+                    newest.seq,
+                )
             game, after = replayed, newest.seq
         game, last = await self._replay(record.id, game, after)
         record.command_count = last
         return game
 
-    def _snapshot_game(self, game_id: int, snapshot: StoredSnapshot, *, quiet: bool = False) -> Game | None:
+    def _snapshot_game(
+        self, game_id: int, snapshot: StoredSnapshot, *, quiet: bool = False
+    ) -> Game | None:
         """The game a stored snapshot holds, or None (logged) if it is not sound."""
         level = logging.DEBUG if quiet else logging.WARNING
         if snapshot.checksum is None:  # written before snapshots had checksums: expected once
-            log.info("game %s: snapshot %s has no checksum; the log is replayed", game_id, snapshot.seq)
+            log.info(
+                "game %s: snapshot %s has no checksum; the log is replayed", game_id, snapshot.seq
+            )
             return None
         if not snapshot.intact:
-            log.log(level, "game %s: snapshot %s does not match its checksum; the log is replayed",
-                    game_id, snapshot.seq)
+            log.log(
+                level,
+                "game %s: snapshot %s does not match its checksum; the log is replayed",
+                game_id,
+                snapshot.seq,
+            )
             return None
         try:
             return Game.from_dict(json.loads(snapshot.text))
         except (RuleError, KeyError, TypeError, ValueError) as error:
-            log.log(level, "game %s: snapshot %s is unreadable (%s); the log is replayed",
-                    game_id, snapshot.seq, error)
+            log.log(
+                level,
+                "game %s: snapshot %s is unreadable (%s); the log is replayed",
+                game_id,
+                snapshot.seq,
+                error,
+            )
             return None
 
-    async def _replay(self, game_id: int, game: Game, after: int, upto: int | None = None) -> tuple[Game, int]:
+    async def _replay(
+        self, game_id: int, game: Game, after: int, upto: int | None = None
+    ) -> tuple[Game, int]:
         """Apply the log's commands after ``after`` (up to ``upto``) to ``game``; returns it and
         the last seq applied.
 
@@ -162,7 +188,9 @@ class GameLoading(GameRegistry):
             try:
                 game.apply(command)
             except RuleError as error:
-                log.error("game %s: stored command %s is refused on replay (%s)", game_id, row.seq, error)
+                log.error(
+                    "game %s: stored command %s is refused on replay (%s)", game_id, row.seq, error
+                )
                 raise Broken("broken.refused_command", seq=row.seq, code=error.code) from None
             last = row.seq
         return game, last

@@ -61,14 +61,20 @@ class ArchiveQueries(GameQueries):
         )
         return ArchiveSource(
             record=record,
-            log=[LoggedCommand(row["seq"], json.loads(row["command"]), row["source"], row["created_at"])
-                 for row in rows],
+            log=[
+                LoggedCommand(
+                    row["seq"], json.loads(row["command"]), row["source"], row["created_at"]
+                )
+                for row in rows
+            ],
             voice=[(row["id"], row["seq"], json.loads(row["payload"])) for row in voice],
         )
 
     async def is_archived(self, game_id: int) -> bool:
         """Whether a game is in the archive."""
-        return await self._fetchone("SELECT 1 FROM archive WHERE game_id = ?", (game_id,)) is not None
+        return (
+            await self._fetchone("SELECT 1 FROM archive WHERE game_id = ?", (game_id,)) is not None
+        )
 
     async def archive_game(
         self,
@@ -84,26 +90,42 @@ class ArchiveQueries(GameQueries):
         (called inside the transaction, only for a game played to the end).
         """
         async with self.transaction(game.game_id) as db:
-            async with db.execute("SELECT 1 FROM archive WHERE game_id = ?", (game.game_id,)) as cursor:
+            async with db.execute(
+                "SELECT 1 FROM archive WHERE game_id = ?", (game.game_id,)
+            ) as cursor:
                 if await cursor.fetchone() is not None:
-                    await db.execute("DELETE FROM archive_backfill WHERE game_id = ?", (game.game_id,))
+                    await db.execute(
+                        "DELETE FROM archive_backfill WHERE game_id = ?", (game.game_id,)
+                    )
                     return False
             await db.execute(
                 "INSERT INTO archive (game_id, guild_id, host_id, ended, created_at, ended_at, seed, "
                 "setup, names, log, winners, last_phase, players, cities) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    game.game_id, game.guild_id, game.host_id, game.ended, game.created_at,
-                    game.ended_at, game.seed, _dumps(game.setup), _dumps(game.names),
+                    game.game_id,
+                    game.guild_id,
+                    game.host_id,
+                    game.ended,
+                    game.created_at,
+                    game.ended_at,
+                    game.seed,
+                    _dumps(game.setup),
+                    _dumps(game.names),
                     _dumps([[command, source] for command, source in game.log]),
-                    _dumps(game.winners), game.last_phase, len(game.players), _dumps(game.cities),
+                    _dumps(game.winners),
+                    game.last_phase,
+                    len(game.players),
+                    _dumps(game.cities),
                 ),
             )
             await db.executemany(
                 "INSERT INTO archive_deaths (game_id, ordinal, player, city, status, cause, phase, by_city) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [(game.game_id, index, d.player, d.city, d.status, d.cause, d.phase, d.by_city)
-                 for index, d in enumerate(game.deaths)],
+                [
+                    (game.game_id, index, d.player, d.city, d.status, d.cause, d.phase, d.by_city)
+                    for index, d in enumerate(game.deaths)
+                ],
             )
             await db.executemany(
                 "INSERT INTO archive_votes (game_id, day, city, voter, candidate) VALUES (?, ?, ?, ?, ?)",
@@ -112,16 +134,34 @@ class ArchiveQueries(GameQueries):
             await db.executemany(
                 "INSERT INTO archive_last_words (game_id, seq, player, phase, outbox_id, path, duration) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(game.game_id, w.seq, w.player, w.phase, w.outbox_id, w.path, w.duration)
-                 for w in game.last_words],
+                [
+                    (game.game_id, w.seq, w.player, w.phase, w.outbox_id, w.path, w.duration)
+                    for w in game.last_words
+                ],
             )
             await db.executemany(
                 "INSERT INTO archive_players (game_id, guild_id, player, name, city, status, side, won, "
                 "survived, executed, votes, votes_mafia, checks, hits) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(game.game_id, game.guild_id, p.player, p.name, p.city, p.status, p.side, p.won,
-                  p.survived, p.executed, p.votes, p.votes_mafia, p.checks, p.hits)
-                 for p in game.players],
+                [
+                    (
+                        game.game_id,
+                        game.guild_id,
+                        p.player,
+                        p.name,
+                        p.city,
+                        p.status,
+                        p.side,
+                        p.won,
+                        p.survived,
+                        p.executed,
+                        p.votes,
+                        p.votes_mafia,
+                        p.checks,
+                        p.hits,
+                    )
+                    for p in game.players
+                ],
             )
             if game.ended == "over":
                 await self._count_game(db, game.guild_id, game.players, rate)
@@ -142,7 +182,9 @@ class ArchiveQueries(GameQueries):
             (guild_id, *ids),
         ) as cursor:
             ratings = {row[0]: (row[1], row[2]) for row in await cursor.fetchall()}
-        async with db.execute("SELECT side, mu, sigma FROM side_ratings WHERE guild_id = ?", (guild_id,)) as cursor:
+        async with db.execute(
+            "SELECT side, mu, sigma FROM side_ratings WHERE guild_id = ?", (guild_id,)
+        ) as cursor:
             sides = {row[0]: (row[1], row[2]) for row in await cursor.fetchall()}
         new_ratings, new_sides = rate(players, ratings, sides)
         await db.executemany(
@@ -157,10 +199,24 @@ class ArchiveQueries(GameQueries):
             "checks = player_stats.checks + excluded.checks, hits = player_stats.hits + excluded.hits, "
             "mu = excluded.mu, sigma = excluded.sigma, "
             "rating = excluded.rating",
-            [(guild_id, p.player, p.name, p.won, p.survived, p.executed, p.votes, p.votes_mafia,
-              p.checks, p.hits, new_ratings[p.player][0], new_ratings[p.player][1],
-              new_ratings[p.player][0] - 3 * new_ratings[p.player][1])
-             for p in players],
+            [
+                (
+                    guild_id,
+                    p.player,
+                    p.name,
+                    p.won,
+                    p.survived,
+                    p.executed,
+                    p.votes,
+                    p.votes_mafia,
+                    p.checks,
+                    p.hits,
+                    new_ratings[p.player][0],
+                    new_ratings[p.player][1],
+                    new_ratings[p.player][0] - 3 * new_ratings[p.player][1],
+                )
+                for p in players
+            ],
         )
         await db.executemany(
             "INSERT INTO player_status_stats (guild_id, player, status, games, wins) VALUES (?, ?, ?, 1, ?) "
@@ -182,7 +238,9 @@ class ArchiveQueries(GameQueries):
         async with self.transaction() as db:
             for table in ("player_stats", "player_status_stats", "side_ratings"):
                 await db.execute(f"DELETE FROM {table} {where}", params)
-            archive_where = "WHERE ended = 'over'" + (" AND guild_id = ?" if guild_id is not None else "")
+            archive_where = "WHERE ended = 'over'" + (
+                " AND guild_id = ?" if guild_id is not None else ""
+            )
             async with db.execute(
                 f"SELECT game_id, guild_id FROM archive {archive_where} ORDER BY seq", params
             ) as cursor:
@@ -196,7 +254,9 @@ class ArchiveQueries(GameQueries):
                 counted += 1
         return counted
 
-    async def archived_games(self, guild_id: int, *, offset: int, limit: int) -> tuple[list[ArchivedSummary], int]:
+    async def archived_games(
+        self, guild_id: int, *, offset: int, limit: int
+    ) -> tuple[list[ArchivedSummary], int]:
         """A page of the guild's archive, newest first, and how many games it holds."""
         rows = await self._fetchall(
             "SELECT game_id, host_id, ended, ended_at, winners, last_phase, players, cities "
@@ -205,9 +265,16 @@ class ArchiveQueries(GameQueries):
         )
         total = await self._fetchone("SELECT COUNT(*) FROM archive WHERE guild_id = ?", (guild_id,))
         return [
-            ArchivedSummary(row["game_id"], row["host_id"], row["ended"], row["ended_at"],
-                            json.loads(row["winners"]), row["last_phase"], row["players"],
-                            json.loads(row["cities"]))
+            ArchivedSummary(
+                row["game_id"],
+                row["host_id"],
+                row["ended"],
+                row["ended_at"],
+                json.loads(row["winners"]),
+                row["last_phase"],
+                row["players"],
+                json.loads(row["cities"]),
+            )
             for row in rows
         ], int(total[0]) if total else 0
 
@@ -231,20 +298,39 @@ class ArchiveQueries(GameQueries):
             "SELECT * FROM archive_players WHERE game_id = ? ORDER BY rowid", (game_id,)
         )
         return ArchivedGame(
-            game_id=row["game_id"], guild_id=row["guild_id"], host_id=row["host_id"],
-            ended=row["ended"], created_at=row["created_at"], ended_at=row["ended_at"],
-            seed=row["seed"], setup=json.loads(row["setup"]), names=json.loads(row["names"]),
+            game_id=row["game_id"],
+            guild_id=row["guild_id"],
+            host_id=row["host_id"],
+            ended=row["ended"],
+            created_at=row["created_at"],
+            ended_at=row["ended_at"],
+            seed=row["seed"],
+            setup=json.loads(row["setup"]),
+            names=json.loads(row["names"]),
             log=[(command, source) for command, source in json.loads(row["log"])],
-            winners=json.loads(row["winners"]), last_phase=row["last_phase"],
+            winners=json.loads(row["winners"]),
+            last_phase=row["last_phase"],
             cities=json.loads(row["cities"]),
-            deaths=[ArchivedDeath(d["player"], d["city"], d["status"], d["cause"], d["phase"], d["by_city"])
-                    for d in deaths],
+            deaths=[
+                ArchivedDeath(
+                    d["player"], d["city"], d["status"], d["cause"], d["phase"], d["by_city"]
+                )
+                for d in deaths
+            ],
             votes=[ArchivedVote(v["day"], v["city"], v["voter"], v["candidate"]) for v in votes],
             last_words=[
                 ArchivedLastWord(
-                    w["seq"], w["player"], w["phase"], w["outbox_id"], w["path"], w["duration"],
-                    channel_id=(int(json.loads(w["target"])["channel_id"])
-                                if w["posted"] == "sent" and w["target"] else None),
+                    w["seq"],
+                    w["player"],
+                    w["phase"],
+                    w["outbox_id"],
+                    w["path"],
+                    w["duration"],
+                    channel_id=(
+                        int(json.loads(w["target"])["channel_id"])
+                        if w["posted"] == "sent" and w["target"]
+                        else None
+                    ),
                     message_id=w["message_id"] if w["posted"] == "sent" else None,
                 )
                 for w in words
@@ -265,7 +351,9 @@ class ArchiveQueries(GameQueries):
         )
         return _player_stats(row, {s["status"]: (s["games"], s["wins"]) for s in statuses})
 
-    async def leaderboard(self, guild_id: int, by: str, *, limit: int, min_games: int = 1) -> list[PlayerStats]:
+    async def leaderboard(
+        self, guild_id: int, by: str, *, limit: int, min_games: int = 1
+    ) -> list[PlayerStats]:
         """The guild's best players ``by`` ``wins`` (those with a win), ``win_rate`` (with at least
         ``min_games``) or ``rating``."""
         order = {

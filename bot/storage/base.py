@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 MIGRATION_NAME = re.compile(r"^V(\d+)__[\w-]+\.sql$")
 
 
-
 def migration_statements(sql: str, dialect: str) -> list[str]:
     """The statements of a migration file that ``dialect`` (sqlite, postgresql) runs."""
     chosen = []
@@ -46,7 +45,6 @@ def migration_statements(sql: str, dialect: str) -> list[str]:
     return chosen
 
 
-
 def _migrations() -> list[tuple[int, str, str]]:
     folder = resources.files("bot") / "migrations"
     found = []
@@ -57,7 +55,6 @@ def _migrations() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
-
 @dataclass
 class _GroupedWrite:
     """A write waiting for a group commit: its statements in order, each with its rows."""
@@ -65,11 +62,12 @@ class _GroupedWrite:
     statements: Statements
     lanes: list[tuple[int, set[str]]] = field(default_factory=list)
     """(game id, lanes) it stores outbox items in: told to the outbox once committed."""
-    done: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    done: asyncio.Future[None] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
     """What its caller awaits (cancelled with the caller)."""
     over: asyncio.Event = field(default_factory=asyncio.Event)
     """Set once its transaction ended, whatever became of the caller."""
-
 
 
 def _settle(write: _GroupedWrite, error: BaseException | None) -> None:
@@ -80,7 +78,6 @@ def _settle(write: _GroupedWrite, error: BaseException | None) -> None:
         write.done.set_result(None)
     else:
         write.done.set_exception(error)
-
 
 
 class Busy(Exception):
@@ -124,7 +121,9 @@ class StorageBase:
         if set(wanted) >= set(range(shard_count)):
             self._shard_sql = ""
             return
-        self._shard_sql = f"((guild_id >> 22) % {int(shard_count)}) IN ({', '.join(map(str, wanted))})"
+        self._shard_sql = (
+            f"((guild_id >> 22) % {int(shard_count)}) IN ({', '.join(map(str, wanted))})"
+        )
 
     def _owned(self, prefix: str = "") -> str:
         """`` AND`` the shard condition (on ``prefix.guild_id``), or nothing."""
@@ -210,16 +209,21 @@ class StorageBase:
             async with self._lock:
                 group, self._queued = self._queued, []
                 if self._group.inline:
-                    group = self._settle_group(group, *self._group.write([w.statements for w in group]))
+                    group = self._settle_group(
+                        group, *self._group.write([w.statements for w in group])
+                    )
                     if not group:
                         continue
                     # another process writes: what it kept out waits for it on the thread
                 statements = [write.statements for write in group]
                 ended: asyncio.Future[None] = loop.create_future()
 
-                def finished(outcomes: list[BaseException | None], commits: int,
-                             group: list[_GroupedWrite] = group,
-                             ended: asyncio.Future[None] = ended) -> None:
+                def finished(
+                    outcomes: list[BaseException | None],
+                    commits: int,
+                    group: list[_GroupedWrite] = group,
+                    ended: asyncio.Future[None] = ended,
+                ) -> None:
                     self._settle_group(group, outcomes, commits)
                     if not ended.done():
                         ended.set_result(None)
@@ -235,8 +239,9 @@ class StorageBase:
                 if cancelled:
                     raise asyncio.CancelledError
 
-    def _settle_group(self, group: list[_GroupedWrite], outcomes: list[BaseException | None],
-                      commits: int) -> list[_GroupedWrite]:
+    def _settle_group(
+        self, group: list[_GroupedWrite], outcomes: list[BaseException | None], commits: int
+    ) -> list[_GroupedWrite]:
         """Tell each write of a group its outcome (and the outbox the lanes committed to); the
         writes not tried (:class:`Busy`), to be tried again."""
         self.group_commits += commits
@@ -285,15 +290,19 @@ class StorageBase:
         async with self._db.execute("PRAGMA foreign_key_check") as cursor:
             broken = await cursor.fetchall()
         if broken:
-            raise aiosqlite.IntegrityError(f"foreign keys broken by a migration: {list(map(tuple, broken))}")
+            raise aiosqlite.IntegrityError(
+                f"foreign keys broken by a migration: {list(map(tuple, broken))}"
+            )
 
     async def _apply_migrations(self) -> None:
         async with self.transaction() as db:
             await db.execute(self.begin_migrations)
-            await db.execute(self._ddl(
-                "CREATE TABLE IF NOT EXISTS schema_migrations "
-                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
-            ))
+            await db.execute(
+                self._ddl(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations "
+                    "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+                )
+            )
             async with db.execute("SELECT version FROM schema_migrations") as cursor:
                 done = {row[0] for row in await cursor.fetchall()}
             for version, name, sql in _migrations():
@@ -316,8 +325,12 @@ class StorageBase:
         return int(row[0]) if row and row[0] is not None else 0
 
     async def _insert_outbox(
-        self, db: aiosqlite.Connection, game_id: int, seq: int | None,
-        items: Iterable[OutboxItem], now: float,
+        self,
+        db: aiosqlite.Connection,
+        game_id: int,
+        seq: int | None,
+        items: Iterable[OutboxItem],
+        now: float,
     ) -> None:
         rows = _outbox_rows(game_id, seq, items, now)
         if rows:

@@ -148,14 +148,18 @@ class GameQueries(StorageBase):
             wanted = set()
         stored = self._active.get(record.id)
         if stored is None:
-            async with db.execute("SELECT user_id FROM active_players WHERE game_id = ?", (record.id,)) as cursor:
+            async with db.execute(
+                "SELECT user_id FROM active_players WHERE game_id = ?", (record.id,)
+            ) as cursor:
                 stored = {int(row[0]) for row in await cursor.fetchall()}
         if stored == wanted:
             return wanted
         gone, new = stored - wanted, wanted - stored
         if gone:
-            await db.executemany("DELETE FROM active_players WHERE user_id = ? AND game_id = ?",
-                                 [(user, record.id) for user in sorted(gone)])
+            await db.executemany(
+                "DELETE FROM active_players WHERE user_id = ? AND game_id = ?",
+                [(user, record.id) for user in sorted(gone)],
+            )
         if new:
             # the key decides: whoever another game (of any process) holds is not inserted; a
             # concurrent start of another game with him waits here until that one commits
@@ -172,7 +176,8 @@ class GameQueries(StorageBase):
                 marks = ",".join("?" * len(refused))
                 async with db.execute(
                     f"SELECT user_id, game_id FROM active_players WHERE user_id IN ({marks}) "
-                    "ORDER BY user_id", refused,
+                    "ORDER BY user_id",
+                    refused,
                 ) as cursor:
                     holder = await cursor.fetchone()
                 if holder is not None:
@@ -192,20 +197,30 @@ class GameQueries(StorageBase):
 
     async def player_game(self, user_id: int) -> int | None:
         """The game (being started or running, in any process) a user plays in, if any."""
-        row = await self._fetchone("SELECT game_id FROM active_players WHERE user_id = ?", (user_id,))
+        row = await self._fetchone(
+            "SELECT game_id FROM active_players WHERE user_id = ?", (user_id,)
+        )
         return int(row[0]) if row else None
 
     async def _update_game(self, db: aiosqlite.Connection, record: GameRecord) -> None:
         await db.execute(UPDATE_GAME, _game_row(record))
 
-    async def close_damaged(self, record: GameRecord, *, interaction_id: int | None = None,
-                            outbox: Iterable[OutboxItem] = (), now: float | None = None) -> None:
+    async def close_damaged(
+        self,
+        record: GameRecord,
+        *,
+        interaction_id: int | None = None,
+        outbox: Iterable[OutboxItem] = (),
+        now: float | None = None,
+    ) -> None:
         """Store only the state of a game whose row is unreadable (its other fields are not
         known, so they are left as they are)."""
         now = time.time() if now is None else now
         async with self.transaction(record.id) as db:
-            await db.execute("UPDATE games SET state = ?, deadline = NULL WHERE id = ?",
-                             (record.state, record.id))
+            await db.execute(
+                "UPDATE games SET state = ?, deadline = NULL WHERE id = ?",
+                (record.state, record.id),
+            )
             if record.state not in OPEN_STATES:
                 await db.execute("DELETE FROM active_players WHERE game_id = ?", (record.id,))
             await self._record_interaction(db, interaction_id, record.id, now)
@@ -239,11 +254,15 @@ class GameQueries(StorageBase):
         """
         now = time.time() if now is None else now
         seq = record.command_count
-        write = _GroupedWrite([(
-            "INSERT INTO commands (game_id, seq, command, interaction_id, source, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            [(record.id, seq, _dumps(command), interaction_id, source, now)],
-        )])
+        write = _GroupedWrite(
+            [
+                (
+                    "INSERT INTO commands (game_id, seq, command, interaction_id, source, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    [(record.id, seq, _dumps(command), interaction_id, source, now)],
+                )
+            ]
+        )
         if record_changed:
             write.statements.append((UPDATE_GAME, [_game_row(record)]))
         rows = _outbox_rows(record.id, seq, outbox, now)
@@ -252,13 +271,15 @@ class GameQueries(StorageBase):
             write.lanes.append((record.id, {row[3] for row in rows}))
         if snapshot is not None:
             text = _dumps(snapshot)
-            write.statements.append((
-                "INSERT INTO snapshots (game_id, seq, state, checksum, rules_version) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (game_id, seq) DO UPDATE SET "
-                "state = excluded.state, checksum = excluded.checksum, "
-                "rules_version = excluded.rules_version",
-                [(record.id, seq, text, checksum(text), rules_version)],
-            ))
+            write.statements.append(
+                (
+                    "INSERT INTO snapshots (game_id, seq, state, checksum, rules_version) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (game_id, seq) DO UPDATE SET "
+                    "state = excluded.state, checksum = excluded.checksum, "
+                    "rules_version = excluded.rules_version",
+                    [(record.id, seq, text, checksum(text), rules_version)],
+                )
+            )
         if self.dialect == "sqlite" and not (record_changed and record.state not in OPEN_STATES):
             await self._grouped(write)
             return seq
@@ -273,7 +294,9 @@ class GameQueries(StorageBase):
         self._lanes_stored(write)
         return seq
 
-    async def commands(self, game_id: int, after: int = 0, upto: int | None = None) -> list[CommandRow]:
+    async def commands(
+        self, game_id: int, after: int = 0, upto: int | None = None
+    ) -> list[CommandRow]:
         """The command log of a game after seq ``after`` (up to ``upto``), in order.
 
         Raises:
@@ -291,7 +314,9 @@ class GameQueries(StorageBase):
             except (ValueError, TypeError) as error:
                 raise DamagedLog(game_id, row["seq"], str(error)) from None
             if not isinstance(command, dict):
-                raise DamagedLog(game_id, row["seq"], f"not a JSON object: {str(row['command'])[:40]!r}")
+                raise DamagedLog(
+                    game_id, row["seq"], f"not a JSON object: {str(row['command'])[:40]!r}"
+                )
             result.append(CommandRow(row["seq"], command, row["interaction_id"], row["source"]))
         return result
 
@@ -300,7 +325,7 @@ class GameQueries(StorageBase):
         wanted = sorted(set(seqs))
         found: dict[int, float] = {}
         for start in range(0, len(wanted), 500):
-            chunk = wanted[start:start + 500]
+            chunk = wanted[start : start + 500]
             rows = await self._fetchall(
                 f"SELECT seq, created_at FROM commands WHERE game_id = ? AND seq IN "
                 f"({','.join('?' * len(chunk))})",
@@ -328,8 +353,10 @@ class GameQueries(StorageBase):
             "ORDER BY seq DESC LIMIT ?",
             (game_id, limit),
         )
-        return [StoredSnapshot(row["seq"], str(row["state"]), row["checksum"], row["rules_version"])
-                for row in rows]
+        return [
+            StoredSnapshot(row["seq"], str(row["state"]), row["checksum"], row["rules_version"])
+            for row in rows
+        ]
 
     async def _record_interaction(
         self, db: aiosqlite.Connection, interaction_id: int | None, game_id: int | None, now: float

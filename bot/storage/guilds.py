@@ -39,7 +39,9 @@ class GuildQueries(StorageBase):
 
     async def meta_keys(self, prefix: str) -> list[str]:
         """The stored facts' keys that begin with ``prefix``."""
-        rows = await self._fetchall("SELECT key FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
+        rows = await self._fetchall(
+            "SELECT key FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix)
+        )
         return [str(row["key"]) for row in rows]
 
     async def delete_meta(self, key: str) -> None:
@@ -75,7 +77,9 @@ class GuildQueries(StorageBase):
             )
         self._guilds.pop(guild_id, None)  # read again: the other column may be newer than memory
 
-    async def set_guild_host_role(self, guild_id: int, host_role_id: int | None, *, language: str) -> None:
+    async def set_guild_host_role(
+        self, guild_id: int, host_role_id: int | None, *, language: str
+    ) -> None:
         """Store the guild's host role, leaving its language as it is (``language`` only
         fills a guild never set)."""
         async with self.transaction() as db:
@@ -104,7 +108,7 @@ class GuildQueries(StorageBase):
         wanted = list(user_ids)
         quiet: set[int] = set()
         for start in range(0, len(wanted), 500):
-            chunk = wanted[start:start + 500]
+            chunk = wanted[start : start + 500]
             rows = await self._fetchall(
                 f"SELECT user_id FROM user_settings WHERE pings = 0 AND user_id IN "
                 f"({','.join('?' * len(chunk))})",
@@ -124,7 +128,9 @@ class GuildQueries(StorageBase):
 
     async def season_channel(self, guild_id: int) -> int | None:
         """The guild's archive channel, if the bot made one."""
-        row = await self._fetchone("SELECT channel_id FROM season_channels WHERE guild_id = ?", (guild_id,))
+        row = await self._fetchone(
+            "SELECT channel_id FROM season_channels WHERE guild_id = ?", (guild_id,)
+        )
         return int(row[0]) if row else None
 
     async def set_season_channel(self, guild_id: int, channel_id: int) -> None:
@@ -160,7 +166,8 @@ class GuildQueries(StorageBase):
         rows = await self._fetchall(
             "SELECT g.id FROM games g LEFT JOIN transcripts s ON s.game_id = g.id "
             "WHERE g.guild_id = ? AND g.state IN ('over', 'cancelled') AND g.channels LIKE '%\"roles\"%' "
-            "AND (s.state IS NULL OR s.state NOT IN ('posting', 'done')) ORDER BY g.id", (guild_id,)
+            "AND (s.state IS NULL OR s.state NOT IN ('posting', 'done')) ORDER BY g.id",
+            (guild_id,),
         )
         return [int(row[0]) for row in rows]
 
@@ -169,7 +176,8 @@ class GuildQueries(StorageBase):
         this process's shards."""
         rows = await self._fetchall(
             "SELECT s.game_id, s.due FROM transcripts s JOIN games g ON g.id = s.game_id "
-            f"WHERE s.state = ?{self._owned('g.')} ORDER BY s.due", (state,)
+            f"WHERE s.state = ?{self._owned('g.')} ORDER BY s.due",
+            (state,),
         )
         return [(int(row[0]), float(row[1])) for row in rows]
 
@@ -178,9 +186,14 @@ class GuildQueries(StorageBase):
         row = await self._fetchone("SELECT * FROM transcripts WHERE game_id = ?", (game_id,))
         if row is None:
             return None
-        return {"state": row["state"], "due": row["due"], "guild_id": row["guild_id"],
-                "channel_id": row["channel_id"], "message_id": row["message_id"],
-                "failure": json.loads(row["failure"]) if row["failure"] else None}
+        return {
+            "state": row["state"],
+            "due": row["due"],
+            "guild_id": row["guild_id"],
+            "channel_id": row["channel_id"],
+            "message_id": row["message_id"],
+            "failure": json.loads(row["failure"]) if row["failure"] else None,
+        }
 
     async def begin_transcript(self, game_id: int, items: Iterable[OutboxItem]) -> bool:
         """Due → posting, with the outbox items that post the transcript, in one transaction
@@ -202,10 +215,13 @@ class GuildQueries(StorageBase):
             "SELECT state, message_id FROM outbox WHERE game_id = ? AND kind = 'transcript' ORDER BY id DESC LIMIT 1",
             (game_id,),
         )
-        return (str(row[0]), int(row[1]) if row[1] is not None else None) if row else ("pending", None)
+        return (
+            (str(row[0]), int(row[1]) if row[1] is not None else None) if row else ("pending", None)
+        )
 
-    async def finish_transcript(self, game_id: int, channel_id: int, message_id: int,
-                                items: Iterable[OutboxItem]) -> bool:
+    async def finish_transcript(
+        self, game_id: int, channel_id: int, message_id: int, items: Iterable[OutboxItem]
+    ) -> bool:
         """Posting → done: where the transcript is, with the items deleting the game's channels and
         roles, in one transaction (False: it was not posting)."""
         async with self.transaction(game_id) as db:
@@ -219,19 +235,25 @@ class GuildQueries(StorageBase):
             await self._insert_outbox(db, game_id, None, items, time.time())
         return True
 
-    async def transcript_failed(self, game_id: int, failure: dict[str, Any], items: Iterable[OutboxItem]) -> None:
+    async def transcript_failed(
+        self, game_id: int, failure: dict[str, Any], items: Iterable[OutboxItem]
+    ) -> None:
         """Posting → failed: Discord refused the transcript (the channels stay); ``items`` tell the
         host, in the same transaction."""
         async with self.transaction(game_id) as db:
-            await db.execute("UPDATE transcripts SET state = 'failed', failure = ? WHERE game_id = ?",
-                             (_dumps(failure), game_id))
+            await db.execute(
+                "UPDATE transcripts SET state = 'failed', failure = ? WHERE game_id = ?",
+                (_dumps(failure), game_id),
+            )
             await self._insert_outbox(db, game_id, None, items, time.time())
 
     async def guild_presets(self, guild_id: int) -> list[tuple[str, dict[str, Any]]]:
         """A guild's saved presets, by name: (name as saved, settings). A row whose settings no
         longer parse is left out (logged)."""
         rows = await self._fetchall(
-            "SELECT name, settings FROM guild_presets WHERE guild_id = ? ORDER BY name_key", (guild_id,))
+            "SELECT name, settings FROM guild_presets WHERE guild_id = ? ORDER BY name_key",
+            (guild_id,),
+        )
         presets = []
         for row in rows:
             try:
@@ -239,17 +261,29 @@ class GuildQueries(StorageBase):
                 if not isinstance(settings, dict):
                     raise ValueError("not an object")
             except ValueError as error:
-                log.error("guild %s: preset %r is unreadable (%s); left out", guild_id, row["name"], error)
+                log.error(
+                    "guild %s: preset %r is unreadable (%s); left out", guild_id, row["name"], error
+                )
                 continue
             presets.append((str(row["name"]), settings))
         return presets
 
-    async def save_guild_preset(self, guild_id: int, name: str, settings: dict[str, Any], *, saved_by: int,
-                                now: float, most: int) -> bool:
+    async def save_guild_preset(
+        self,
+        guild_id: int,
+        name: str,
+        settings: dict[str, Any],
+        *,
+        saved_by: int,
+        now: float,
+        most: int,
+    ) -> bool:
         """Store (or replace) a guild's preset; False if it is new and the guild has ``most``."""
         key = name.casefold()
         async with self.transaction() as db:
-            async with db.execute("SELECT name_key FROM guild_presets WHERE guild_id = ?", (guild_id,)) as cursor:
+            async with db.execute(
+                "SELECT name_key FROM guild_presets WHERE guild_id = ?", (guild_id,)
+            ) as cursor:
                 keys = {row[0] for row in await cursor.fetchall()}
             if key not in keys and len(keys) >= most:
                 return False
@@ -258,43 +292,73 @@ class GuildQueries(StorageBase):
                 "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (guild_id, name_key) DO UPDATE SET "
                 "name = excluded.name, settings = excluded.settings, saved_by = excluded.saved_by, "
                 "saved_at = excluded.saved_at",
-                (guild_id, key, name, json.dumps(settings, ensure_ascii=False, sort_keys=True), saved_by, now),
+                (
+                    guild_id,
+                    key,
+                    name,
+                    json.dumps(settings, ensure_ascii=False, sort_keys=True),
+                    saved_by,
+                    now,
+                ),
             )
         return True
 
     async def delete_guild_preset(self, guild_id: int, name: str) -> bool:
         """Remove a guild's preset; False if it had none by that name."""
-        async with self.transaction() as db, db.execute(
+        async with (
+            self.transaction() as db,
+            db.execute(
                 "DELETE FROM guild_presets WHERE guild_id = ? AND name_key = ? RETURNING name",
-                (guild_id, name.casefold())) as cursor:
+                (guild_id, name.casefold()),
+            ) as cursor,
+        ):
             return bool(await cursor.fetchall())
 
-    async def add_schedule(self, guild_id: int, host_id: int, channel_id: int, title: str, starts_at: float, *,
-                           now: float, most: int) -> int | None:
+    async def add_schedule(
+        self,
+        guild_id: int,
+        host_id: int,
+        channel_id: int,
+        title: str,
+        starts_at: float,
+        *,
+        now: float,
+        most: int,
+    ) -> int | None:
         """Store a game to open at ``starts_at`` (state ``creating``); None if the guild has
         ``most`` scheduled already."""
         async with self.transaction() as db:
             async with db.execute(
-                    "SELECT COUNT(*) FROM scheduled_games WHERE guild_id = ? AND state IN ('creating', 'scheduled')",
-                    (guild_id,)) as cursor:
+                "SELECT COUNT(*) FROM scheduled_games WHERE guild_id = ? AND state IN ('creating', 'scheduled')",
+                (guild_id,),
+            ) as cursor:
                 row = await cursor.fetchone()
             if row is not None and int(row[0]) >= most:
                 return None
             async with db.execute(
-                    "INSERT INTO scheduled_games (guild_id, host_id, channel_id, title, starts_at, state, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, 'creating', ?) RETURNING id",
-                    (guild_id, host_id, channel_id, title, starts_at, now)) as cursor:
+                "INSERT INTO scheduled_games (guild_id, host_id, channel_id, title, starts_at, state, created_at) "
+                "VALUES (?, ?, ?, ?, ?, 'creating', ?) RETURNING id",
+                (guild_id, host_id, channel_id, title, starts_at, now),
+            ) as cursor:
                 made = await cursor.fetchone()
         assert made is not None
         return int(made[0])
 
-    async def set_schedule(self, schedule_id: int, state: str, *, event_id: int | None = None,
-                           game_id: int | None = None) -> None:
+    async def set_schedule(
+        self,
+        schedule_id: int,
+        state: str,
+        *,
+        event_id: int | None = None,
+        game_id: int | None = None,
+    ) -> None:
         """Move a scheduled game on (its event or its game, once known)."""
         async with self.transaction() as db:
             await db.execute(
                 "UPDATE scheduled_games SET state = ?, event_id = COALESCE(?, event_id), "
-                "game_id = COALESCE(?, game_id) WHERE id = ?", (state, event_id, game_id, schedule_id))
+                "game_id = COALESCE(?, game_id) WHERE id = ?",
+                (state, event_id, game_id, schedule_id),
+            )
 
     async def drop_schedule(self, schedule_id: int) -> None:
         """Forget a scheduled game whose event could not be made."""
@@ -305,5 +369,7 @@ class GuildQueries(StorageBase):
         """This process's scheduled games in these states, the earliest first."""
         marks = ", ".join("?" * len(states))
         rows = await self._fetchall(
-            f"SELECT * FROM scheduled_games WHERE state IN ({marks}){self._owned()} ORDER BY starts_at, id", states)
+            f"SELECT * FROM scheduled_games WHERE state IN ({marks}){self._owned()} ORDER BY starts_at, id",
+            states,
+        )
         return [dict(row) for row in rows]

@@ -36,7 +36,8 @@ class OutboxQueries(StorageBase):
             where.append("lane = ?")
             params.append(lane)
         rows = await self._fetchall(
-            f"SELECT * FROM outbox WHERE {' AND '.join(where)} ORDER BY id LIMIT ?", (*params, limit)
+            f"SELECT * FROM outbox WHERE {' AND '.join(where)} ORDER BY id LIMIT ?",
+            (*params, limit),
         )
         return [_item(row) for row in rows]
 
@@ -46,7 +47,8 @@ class OutboxQueries(StorageBase):
         marks = ", ".join("?" for _ in lanes)
         row = await self._fetchone(
             f"SELECT COUNT(*), COALESCE(SUM(CASE WHEN state = 'pending' THEN 1 ELSE 0 END), 0) "
-            f"FROM outbox WHERE game_id = ? AND lane IN ({marks})", (game_id, *lanes)
+            f"FROM outbox WHERE game_id = ? AND lane IN ({marks})",
+            (game_id, *lanes),
         )
         return (int(row[0]), int(row[1])) if row is not None else (0, 0)
 
@@ -76,18 +78,24 @@ class OutboxQueries(StorageBase):
         """Mark one item carried out, with the id Discord returned (a message, role or channel),
         remembering a message for later edits under ``ref`` (name, channel id); returns once
         that is committed (in a group commit, see the module docstring)."""
-        write = _GroupedWrite([(
-            "UPDATE outbox SET state = 'sent', message_id = ?, sent_at = ?, "
-            "attempts = attempts + 1 WHERE id = ?",
-            [(result_id, time.time(), item.id)],
-        )])
+        write = _GroupedWrite(
+            [
+                (
+                    "UPDATE outbox SET state = 'sent', message_id = ?, sent_at = ?, "
+                    "attempts = attempts + 1 WHERE id = ?",
+                    [(result_id, time.time(), item.id)],
+                )
+            ]
+        )
         if ref is not None and result_id is not None:
-            write.statements.append((
-                "INSERT INTO message_refs (game_id, ref, channel_id, message_id) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (game_id, ref) DO UPDATE SET "
-                "channel_id = excluded.channel_id, message_id = excluded.message_id",
-                [(item.game_id, ref[0], ref[1], result_id)],
-            ))
+            write.statements.append(
+                (
+                    "INSERT INTO message_refs (game_id, ref, channel_id, message_id) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT (game_id, ref) DO UPDATE SET "
+                    "channel_id = excluded.channel_id, message_id = excluded.message_id",
+                    [(item.game_id, ref[0], ref[1], result_id)],
+                )
+            )
         if self.dialect == "sqlite":
             await self._grouped(write)
             return
@@ -141,7 +149,9 @@ class OutboxQueries(StorageBase):
     async def outbox_items(self, game_id: int, lane: str | None = None) -> list[OutboxItem]:
         """Every item of a game (of one lane), in order, whatever its state."""
         if lane is None:
-            rows = await self._fetchall("SELECT * FROM outbox WHERE game_id = ? ORDER BY id", (game_id,))
+            rows = await self._fetchall(
+                "SELECT * FROM outbox WHERE game_id = ? ORDER BY id", (game_id,)
+            )
         else:
             rows = await self._fetchall(
                 "SELECT * FROM outbox WHERE game_id = ? AND lane = ? ORDER BY id", (game_id, lane)
@@ -168,7 +178,7 @@ class OutboxQueries(StorageBase):
         wanted = list(ids)
         found: set[int] = set()
         for start in range(0, len(wanted), 500):
-            chunk = wanted[start:start + 500]
+            chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows = await self._fetchall(
                 f"SELECT message_id FROM outbox WHERE state = 'sent' AND message_id IN ({marks}) "
@@ -189,11 +199,14 @@ class OutboxQueries(StorageBase):
     async def ref_of_message(self, game_id: int, message_id: int) -> str | None:
         """The name a message of the game is remembered under, if any."""
         row = await self._fetchone(
-            "SELECT ref FROM message_refs WHERE game_id = ? AND message_id = ?", (game_id, message_id)
+            "SELECT ref FROM message_refs WHERE game_id = ? AND message_id = ?",
+            (game_id, message_id),
         )
         return str(row["ref"]) if row else None
 
-    async def set_message_ref(self, game_id: int, ref: str, channel_id: int, message_id: int) -> None:
+    async def set_message_ref(
+        self, game_id: int, ref: str, channel_id: int, message_id: int
+    ) -> None:
         """Remember a message (sent as an interaction answer, say) under ``ref``."""
         async with self.transaction(game_id) as db:
             await db.execute(

@@ -27,16 +27,17 @@ LANES = ("provision", "permissions", "messages")
 
 #: the lane of each kind of item unless the item names one
 KIND_LANES = {
-    "create_role": "provision", "create_channel": "provision", "delete_role": "provision",
-    "overwrite": "permissions", "member_role": "permissions",
+    "create_role": "provision",
+    "create_channel": "provision",
+    "delete_role": "provision",
+    "overwrite": "permissions",
+    "member_role": "permissions",
 }
-
 
 
 class IntegrityError(sqlite3.IntegrityError):
     """A constraint of the database refused a write (raised by the PostgreSQL backend; a subclass
     of sqlite3's, so code that catches that one catches both)."""
-
 
 
 class PlayerBusy(UserError):
@@ -51,9 +52,9 @@ class PlayerBusy(UserError):
     def __str__(self) -> str:
         return f"user {self.user_id} already plays in game {self.game_id}"
 
+
 #: the states whose players are in ``active_players``
 ACTIVE_STATES = ("starting", "running")
-
 
 
 def is_postgres(database: Path | str) -> bool:
@@ -61,22 +62,18 @@ def is_postgres(database: Path | str) -> bool:
     return isinstance(database, str) and database.startswith(("postgresql://", "postgres://"))
 
 
-
 class GameExists(Exception):
     """The guild already has an open game."""
-
 
 
 class StorageError(Exception):
     """The database cannot be opened or used: damaged, not a database, unreadable."""
 
 
-
 class CommitUnknown(StorageError):
     """The connection broke while COMMIT was on its way: the server may or may not have
     committed (PostgreSQL flushes the commit, then answers; a crash between the two loses only
     the answer)."""
-
 
 
 def is_storage_failure(error: BaseException) -> bool:
@@ -93,7 +90,6 @@ def is_storage_failure(error: BaseException) -> bool:
     return isinstance(error, (asyncpg.PostgresError, asyncpg.InterfaceError))
 
 
-
 class DamagedLog(Exception):
     """A stored command row cannot be read (not JSON, not an object)."""
 
@@ -101,7 +97,6 @@ class DamagedLog(Exception):
         super().__init__(f"game {game_id}: command {seq} is unreadable: {detail}")
         self.game_id = game_id
         self.seq = seq
-
 
 
 @dataclass
@@ -131,7 +126,6 @@ class GameRecord:
         return self.state in OPEN_STATES
 
 
-
 @dataclass(frozen=True)
 class OutboxItem:
     """Something to do on Discord, stored before it is done."""
@@ -153,7 +147,6 @@ class OutboxItem:
         return self.lane or KIND_LANES.get(self.kind, "messages")
 
 
-
 @dataclass(frozen=True)
 class StoredSnapshot:
     """A snapshot as stored: its text, checked against its checksum by :attr:`intact`."""
@@ -169,7 +162,6 @@ class StoredSnapshot:
         return self.checksum is not None and checksum(self.text) == self.checksum
 
 
-
 @dataclass(frozen=True)
 class CommandRow:
     """One entry of a game's command log."""
@@ -180,11 +172,9 @@ class CommandRow:
     source: str
 
 
-
 def checksum(text: str) -> str:
     """The checksum stored with a snapshot: SHA-256 of its text, in hex."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
 
 
 def _game(row: aiosqlite.Row) -> GameRecord:
@@ -194,10 +184,14 @@ def _game(row: aiosqlite.Row) -> GameRecord:
         # one damaged row must not keep the other games from loading: it is kept, marked
         log.error("game %s: its stored row is unreadable: %s", row["id"], error)
         return GameRecord(
-            id=row["id"], guild_id=row["guild_id"], host_id=row["host_id"], state=row["state"],
-            created_at=row["created_at"], lobby={"players": []}, damaged=str(error),
+            id=row["id"],
+            guild_id=row["guild_id"],
+            host_id=row["host_id"],
+            state=row["state"],
+            created_at=row["created_at"],
+            lobby={"players": []},
+            damaged=str(error),
         )
-
 
 
 def _parse_game(row: aiosqlite.Row) -> GameRecord:
@@ -222,12 +216,13 @@ def _parse_game(row: aiosqlite.Row) -> GameRecord:
         stage_since=row["stage_since"],
     )
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def _dumps(value: Any) -> str:
     return _ENCODER.encode(value)
+
 
 UPDATE_GAME = (
     "UPDATE games SET host_id = ?, state = ?, lobby = ?, setup = ?, seed = ?, channels = ?, "
@@ -241,35 +236,50 @@ INSERT_OUTBOX = (
 )
 
 
-
 def _game_row(record: GameRecord) -> tuple[Any, ...]:
     """The parameters of :data:`UPDATE_GAME` for a record."""
     return (
-        record.host_id, record.state, _dumps(record.lobby),
-        _dumps(record.setup) if record.setup is not None else None, record.seed,
-        _dumps(record.channels), record.deadline, record.deadline_stage,
-        _dumps(record.reminders_sent), record.command_count, record.stage_since, record.id,
+        record.host_id,
+        record.state,
+        _dumps(record.lobby),
+        _dumps(record.setup) if record.setup is not None else None,
+        record.seed,
+        _dumps(record.channels),
+        record.deadline,
+        record.deadline_stage,
+        _dumps(record.reminders_sent),
+        record.command_count,
+        record.stage_since,
+        record.id,
     )
 
 
-
-def _outbox_rows(game_id: int, seq: int | None, items: Iterable[OutboxItem], now: float) -> list[tuple[Any, ...]]:
+def _outbox_rows(
+    game_id: int, seq: int | None, items: Iterable[OutboxItem], now: float
+) -> list[tuple[Any, ...]]:
     """The parameters of :data:`INSERT_OUTBOX` for items (lane in the fourth place)."""
-    return [(game_id, seq, item.kind, item.queue, _dumps(item.target), _dumps(item.payload), now)
-            for item in items]
+    return [
+        (game_id, seq, item.kind, item.queue, _dumps(item.target), _dumps(item.payload), now)
+        for item in items
+    ]
+
 
 Statements = list[tuple[str, list[tuple[Any, ...]]]]
 """A write: its statements in order, each with its rows (one ``executemany`` each)."""
 
 
-
 def _item(row: aiosqlite.Row) -> OutboxItem:
     return OutboxItem(
-        kind=row["kind"], target=json.loads(row["target"]), payload=json.loads(row["payload"]),
-        id=row["id"], game_id=row["game_id"], seq=row["seq"], attempts=row["attempts"],
-        lane=row["lane"], created_at=row["created_at"],
+        kind=row["kind"],
+        target=json.loads(row["target"]),
+        payload=json.loads(row["payload"]),
+        id=row["id"],
+        game_id=row["game_id"],
+        seq=row["seq"],
+        attempts=row["attempts"],
+        lane=row["lane"],
+        created_at=row["created_at"],
     )
-
 
 
 @dataclass(frozen=True)
@@ -282,7 +292,6 @@ class LoggedCommand:
     created_at: float
 
 
-
 @dataclass(frozen=True)
 class ArchiveSource:
     """What a game's archive is built from."""
@@ -291,7 +300,6 @@ class ArchiveSource:
     log: list[LoggedCommand]
     voice: list[tuple[int, int | None, dict[str, Any]]]
     """The game's ``voice`` outbox items: (item id, seq of its command, payload)."""
-
 
 
 @dataclass(frozen=True)
@@ -306,7 +314,6 @@ class ArchivedDeath:
     by_city: str | None = None
 
 
-
 @dataclass(frozen=True)
 class ArchivedVote:
     """A vote counted at the end of a day: ``voter`` for ``candidate`` in ``city``."""
@@ -315,7 +322,6 @@ class ArchivedVote:
     city: str
     voter: str
     candidate: str
-
 
 
 @dataclass(frozen=True)
@@ -330,7 +336,6 @@ class ArchivedLastWord:
     duration: float | None = None
     channel_id: int | None = None
     message_id: int | None = None
-
 
 
 @dataclass(frozen=True)
@@ -349,7 +354,6 @@ class ArchivedPlayer:
     votes_mafia: int
     checks: int
     hits: int
-
 
 
 @dataclass(frozen=True)
@@ -380,7 +384,6 @@ class ArchivedGame:
         return self.ended == "over"
 
 
-
 @dataclass(frozen=True)
 class ArchivedSummary:
     """One line of the guild's history."""
@@ -393,7 +396,6 @@ class ArchivedSummary:
     last_phase: str
     players: int
     cities: list[str]
-
 
 
 @dataclass(frozen=True)
@@ -416,9 +418,9 @@ class PlayerStats:
     by_status: dict[str, tuple[int, int]] = field(default_factory=dict)
     """status -> (games, wins)."""
 
+
 #: the side a status plays for (every other status is honest)
 SIDE_OF = {"mafioso": "mafia", "maniac": "maniac"}
-
 
 
 @dataclass(frozen=True)
@@ -431,6 +433,7 @@ class GuildResults:
     by_side: dict[str, tuple[int, int]]
     """side (honest, mafia, maniac) -> (seats, seats that won)."""
 
+
 RateGame = Callable[
     [list[ArchivedPlayer], dict[str, tuple[float, float]], dict[str, tuple[float, float]]],
     tuple[dict[str, tuple[float, float]], dict[str, tuple[float, float]]],
@@ -438,18 +441,37 @@ RateGame = Callable[
 """(players, their stored (mu, sigma), the sides' stored (mu, sigma)) -> the new ones of both."""
 
 
-
 def _archived_player(row: aiosqlite.Row) -> ArchivedPlayer:
     return ArchivedPlayer(
-        row["player"], row["name"], row["city"], row["status"], row["side"], row["won"],
-        row["survived"], row["executed"], row["votes"], row["votes_mafia"], row["checks"], row["hits"],
+        row["player"],
+        row["name"],
+        row["city"],
+        row["status"],
+        row["side"],
+        row["won"],
+        row["survived"],
+        row["executed"],
+        row["votes"],
+        row["votes_mafia"],
+        row["checks"],
+        row["hits"],
     )
-
 
 
 def _player_stats(row: aiosqlite.Row, by_status: dict[str, tuple[int, int]]) -> PlayerStats:
     return PlayerStats(
-        row["player"], row["name"], row["games"], row["wins"], row["survived"], row["executed"],
-        row["votes"], row["votes_mafia"], row["checks"], row["hits"], row["mu"], row["sigma"],
-        row["rating"], by_status,
+        row["player"],
+        row["name"],
+        row["games"],
+        row["wins"],
+        row["survived"],
+        row["executed"],
+        row["votes"],
+        row["votes_mafia"],
+        row["checks"],
+        row["hits"],
+        row["mu"],
+        row["sigma"],
+        row["rating"],
+        by_status,
     )

@@ -51,7 +51,6 @@ SYNCHRONOUS = ("FULL", "NORMAL")
 SQLITE_BUSY = 5
 
 
-
 class GroupWriter:
     """The group commit's own connection to the SQLite file.
 
@@ -100,8 +99,13 @@ class GroupWriter:
         """
         connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
-            for pragma in (f"synchronous={self.synchronous}", "foreign_keys=ON", "busy_timeout=0",
-                           "wal_autocheckpoint=0", f"journal_size_limit={WAL_LIMIT_BYTES}"):
+            for pragma in (
+                f"synchronous={self.synchronous}",
+                "foreign_keys=ON",
+                "busy_timeout=0",
+                "wal_autocheckpoint=0",
+                f"journal_size_limit={WAL_LIMIT_BYTES}",
+            ):
                 connection.execute(f"PRAGMA {pragma}")
         except BaseException:
             connection.close()
@@ -123,7 +127,9 @@ class GroupWriter:
         except Exception as error:
             if len(writes) == 1:
                 return [error], 0
-            log.info("a group commit of %d writes failed (%s); each is tried alone", len(writes), error)
+            log.info(
+                "a group commit of %d writes failed (%s); each is tried alone", len(writes), error
+            )
         else:
             return [None] * len(writes), 1
         outcomes: list[BaseException | None] = []
@@ -136,8 +142,12 @@ class GroupWriter:
                 outcomes.append(None)
         return outcomes, outcomes.count(None)
 
-    def submit(self, writes: list[Statements], loop: asyncio.AbstractEventLoop,
-               finished: Callable[[list[BaseException | None], int], None]) -> None:
+    def submit(
+        self,
+        writes: list[Statements],
+        loop: asyncio.AbstractEventLoop,
+        finished: Callable[[list[BaseException | None], int], None],
+    ) -> None:
         """:meth:`write` on the thread, waiting up to :data:`BUSY_WAIT_MS` for the write lock
         (a lock still held then is each write's error); then ``finished(outcomes, commits)``
         on the loop, handed over by the thread itself (one turn of the loop, where an
@@ -217,7 +227,9 @@ class SqliteFile(StorageBase):
             return await PostgresStorage.connect(str(path))
         synchronous = synchronous.upper()
         if synchronous not in SYNCHRONOUS:
-            raise StorageError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}, not {synchronous!r}")
+            raise StorageError(
+                f"synchronous must be one of {', '.join(SYNCHRONOUS)}, not {synchronous!r}"
+            )
         # DEFERRED: sqlite3 opens the transaction with the first write itself
         # (no round trip of its own); transaction() commits or rolls back.
         try:
@@ -252,7 +264,9 @@ class SqliteFile(StorageBase):
             if storage is not None and storage._group is not None:
                 storage._group.close()
             if isinstance(error, sqlite3.Error):
-                raise StorageError(f"{path}: the database is damaged or not a database: {error}") from error
+                raise StorageError(
+                    f"{path}: the database is damaged or not a database: {error}"
+                ) from error
             raise
         assert storage is not None
         storage._checkpointer = asyncio.create_task(

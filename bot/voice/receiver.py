@@ -166,7 +166,9 @@ class VoiceReceiver:
 
     # Registration (event loop) -------------------------------------------------
 
-    def register(self, user_id: int, sink: PacketSink, *, stats: UserStats | None = None) -> UserStats:
+    def register(
+        self, user_id: int, sink: PacketSink, *, stats: UserStats | None = None
+    ) -> UserStats:
         """Start delivering ``user_id``'s Opus packets to ``sink``; return his live stats.
 
         ``stats``: go on counting into these (a recording moved here from
@@ -482,7 +484,10 @@ class ReceivingVoiceClient(discord.VoiceClient):
     def is_connecting(self) -> bool:
         """discord.py is in its connection flow (following a VOICE_SERVER_UPDATE, say)."""
         state = self._connection.state
-        return state is not ConnectionFlowState.disconnected and state is not ConnectionFlowState.connected
+        return (
+            state is not ConnectionFlowState.disconnected
+            and state is not ConnectionFlowState.connected
+        )
 
     async def abandon(self) -> None:
         """Give this connection up for good: stop discord.py's own reconnecting, then leave.

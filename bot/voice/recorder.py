@@ -473,7 +473,9 @@ class Recorder:
             absences=self.absences,
         )
 
-    def _time_is_up(self, timeline: _TimelineSink, elapsed: float) -> tuple[RecordingOutcome, str] | None:
+    def _time_is_up(
+        self, timeline: _TimelineSink, elapsed: float
+    ) -> tuple[RecordingOutcome, str] | None:
         if timeline.full:
             return RecordingOutcome.complete, f"{self.max_seconds:g} s of audio recorded"
         if self._stop_requested:
@@ -491,8 +493,11 @@ class Recorder:
         if not self._nominee_present():
             if self.away_since is None:
                 self.away_since = now
-                _log.info("User %d stepped out of the voice channel; %g s to come back",
-                          self.user_id, self.leave_grace)
+                _log.info(
+                    "User %d stepped out of the voice channel; %g s to come back",
+                    self.user_id,
+                    self.leave_grace,
+                )
                 await self._report(self.on_absence, True)
             if now - self.away_since >= self.leave_grace:
                 return (
@@ -524,7 +529,8 @@ class Recorder:
         client = self.voice_client
         _log.warning(
             "Voice connection dropped while recording user %d (close code %s); reconnecting",
-            self.user_id, client.close_code(),
+            self.user_id,
+            client.close_code(),
         )
         attempts = 0
         problems: list[str] = []
@@ -536,12 +542,15 @@ class Recorder:
                 return up
             client = self.voice_client
             if client.link_alive():
-                _log.info("Voice connection back after %.2f s (%d attempts of ours); recording "
-                          "user %d goes on", now - down_since, attempts, self.user_id)
+                _log.info(
+                    "Voice connection back after %.2f s (%d attempts of ours); recording "
+                    "user %d goes on",
+                    now - down_since,
+                    attempts,
+                    self.user_id,
+                )
                 return None
-            library_moves = (
-                client.close_code() == _CLOSE_SERVER_MOVED and client.is_connecting()
-            )
+            library_moves = client.close_code() == _CLOSE_SERVER_MOVED and client.is_connecting()
             if library_moves and now - down_since < self.reconnect_wait or now < next_attempt:
                 await self._sleep()
                 continue
@@ -555,13 +564,16 @@ class Recorder:
                 fresh = await self.reconnect()
             except Exception as exc:  # noqa: BLE001 - any failure is one failed attempt
                 problems.append(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
-                _log.warning("Voice reconnect %d of %d failed: %r", attempts,
-                             self.reconnect_attempts, exc)
+                _log.warning(
+                    "Voice reconnect %d of %d failed: %r", attempts, self.reconnect_attempts, exc
+                )
                 next_attempt = self.clock() + self.reconnect_backoff * attempts
                 continue
             self._move_to(fresh, timeline, stats)
 
-    def _move_to(self, fresh: ReceivingVoiceClient, timeline: _TimelineSink, stats: UserStats) -> None:
+    def _move_to(
+        self, fresh: ReceivingVoiceClient, timeline: _TimelineSink, stats: UserStats
+    ) -> None:
         """Record on a new voice client: the same sink, timeline and counters."""
         old: VoiceReceiver = self.voice_client.receiver
         if fresh is self.voice_client:

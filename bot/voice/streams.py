@@ -43,6 +43,7 @@ _JITTER_MAX = 200
 
 _SEEN_WINDOW = 128
 
+
 @dataclass(frozen=True, slots=True)
 class ReceivedPacket:
     """One decrypted Opus packet of a user, as it came: its RTP stream and arrival time.
@@ -292,6 +293,7 @@ _Queued = tuple["_Route", int, int, int, bytes, float]
 """A transport-decrypted packet waiting for the event loop: route, SSRC, sequence,
 timestamp, frame, arrival."""
 
+
 class _JitterBuffer:
     """One SSRC's packets, put back in sequence order before end-to-end decryption.
 
@@ -385,4 +387,3 @@ class _Route:
     stats: UserStats = field(default_factory=UserStats)
     seen: dict[int, _SeenSequences] = field(default_factory=dict)
     jitter: dict[int, _JitterBuffer] = field(default_factory=dict)
-

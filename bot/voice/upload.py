@@ -383,7 +383,9 @@ _FADE_STEP: Final = 48
 """Samples (1 ms) per step of the fade-out."""
 
 
-def _shaped(pcm: bytearray, offset: int, length: int, factor: float, fade_from: int | None) -> bytes:
+def _shaped(
+    pcm: bytearray, offset: int, length: int, factor: float, fade_from: int | None
+) -> bytes:
     """``length`` bytes of the PCM from ``offset``, with the gain and (past ``fade_from``,
     a sample index) the fade-out applied: the amplitude falls linearly to zero at the end."""
     chunk = bytes(memoryview(pcm)[offset : offset + length])

@@ -75,8 +75,13 @@ TOKEN_LIFETIME, TOKEN_MARGIN = 900.0, 30.0
 RESIDENTS_LIMIT = 1500
 
 #: what each kind of provisioning intent needs, to name when Discord refuses it
-NEEDS = {"create_channel": ["manage_channels"], "create_role": ["manage_roles"],
-         "member_role": ["manage_roles"], "delete_channel": ["manage_channels"], "delete_role": ["manage_roles"]}
+NEEDS = {
+    "create_channel": ["manage_channels"],
+    "create_role": ["manage_roles"],
+    "member_role": ["manage_roles"],
+    "delete_channel": ["manage_channels"],
+    "delete_role": ["manage_roles"],
+}
 
 #: the longest stage timer, seconds (a week)
 MAX_TIMER = 604800
@@ -97,26 +102,23 @@ PLAYER = key_str("player", "opt.player.name")
 PLAYER_DESCRIPTION = key_str("The player", "opt.player.description")
 
 
-
 def duration_or_off(text: str) -> int:
     """A lobby setting's time (``10m``, ``24h``...), or 0 for ``off``."""
     off = text.strip().casefold() in ("off", "no", "0", "выкл", "нет")
     return 0 if off else parse_duration(text)
 
 
-
 def _choice(value: str, key: str) -> app_commands.Choice[str]:
     return app_commands.Choice(name=key_str(value, key), value=value)
+
 
 #: the one separator of city names (the README's "comma separated"): nothing else splits a name
 CITY_SEPARATOR = ","
 
 
-
 def _visible(char: str) -> bool:
     """A character that shows by itself (not a joiner, a mark or a variation selector alone)."""
     return unicodedata.category(char)[0] not in "CMZ"
-
 
 
 def split_names(text: str) -> list[str]:
@@ -126,20 +128,20 @@ def split_names(text: str) -> list[str]:
     combining marks, variation selectors. A name with nothing visible in it is dropped."""
     names = []
     for part in text.split(CITY_SEPARATOR):
-        kept = "".join(" " if char.isspace() or unicodedata.category(char) in ("Cc", "Zl", "Zp") else char
-                       for char in part)
+        kept = "".join(
+            " " if char.isspace() or unicodedata.category(char) in ("Cc", "Zl", "Zp") else char
+            for char in part
+        )
         name = " ".join(kept.split())
         if any(_visible(char) for char in name):
             names.append(name)
     return names
 
 
-
 def _same_name(name: str) -> str:
     """What two names must differ in to be two cities: not case, nor how a letter is encoded
     (``"Å"`` written as one character or as ``A`` and a combining ring)."""
     return unicodedata.normalize("NFC", name).casefold()
-
 
 
 def check_city_names(names: list[str]) -> None:
@@ -155,7 +157,6 @@ def check_city_names(names: list[str]) -> None:
             raise UserError("error.city_name_too_long", city=clip(name, CITY_NAME), limit=CITY_NAME)
 
 
-
 def seat_players(players: list[int], cities: list[str], seed: int) -> dict[str, list[str]]:
     """Share the lobby's players among the cities at random (seeded), as evenly as possible."""
     shuffled = [str(p) for p in players]
@@ -166,8 +167,9 @@ def seat_players(players: list[int], cities: list[str], seed: int) -> dict[str, 
     return seats
 
 
-
-def deadline_changed_items(live: LiveGame, key: str = "host.timer_changed", **params: Any) -> list[OutboxItem]:
+def deadline_changed_items(
+    live: LiveGame, key: str = "host.timer_changed", **params: Any
+) -> list[OutboxItem]:
     """A line about the clock (by default: the current stage's new end) in every living city's
     channel, and the ballot's deadline refreshed while voting."""
     game = live.game
@@ -178,12 +180,19 @@ def deadline_changed_items(live: LiveGame, key: str = "host.timer_changed", **pa
     for city, ids in live.record.channels.get("cities", {}).items():
         if not game.alive(city):
             continue
-        items.append(OutboxItem("send", {"channel_id": ids["text"]},
-                                {"content": line, "allowed_mentions": NO_PINGS}))
+        items.append(
+            OutboxItem(
+                "send", {"channel_id": ids["text"]}, {"content": line, "allowed_mentions": NO_PINGS}
+            )
+        )
         if game.stage is Stage.VOTING:
-            items.append(OutboxItem("edit", {"ref": ballot_ref(city, game.phase.number)},
-                                    ballot_payload(live, city)))
+            items.append(
+                OutboxItem(
+                    "edit", {"ref": ballot_ref(city, game.phase.number)}, ballot_payload(live, city)
+                )
+            )
     return items
+
 
 #: the lane of the newcomer's pings: after his roles and overwrites (that lane's items go in
 #: order), so that he can see the channels when he is pinged in them (Discord pings only those
@@ -191,9 +200,9 @@ def deadline_changed_items(live: LiveGame, key: str = "host.timer_changed", **pa
 AFTER_ACCESS = "permissions"
 
 
-
-def replaced_items(live: LiveGame, old: str, new: str, *, name: str, quiet: bool,
-                   exposed: list[str] | None = None) -> list[OutboxItem]:
+def replaced_items(
+    live: LiveGame, old: str, new: str, *, name: str, quiet: bool, exposed: list[str] | None = None
+) -> list[OutboxItem]:
     """After ``/host replace``: the lobby knows the newcomer (and that the old player left), the
     roles and the mafia room's overwrite move to him, and he is told where to look, pinged alone:
     his status behind "My status" (privately), a mafioso's room greeting him. The host's log
@@ -205,34 +214,87 @@ def replaced_items(live: LiveGame, old: str, new: str, *, name: str, quiet: bool
     for entry in players:
         if str(entry["id"]) == old:
             entry["replaced_by"] = int(new)
-    players.append({"id": int(new), "name": name, "replaces": int(old), **({"exposed": exposed} if exposed else {})})
+    players.append(
+        {
+            "id": int(new),
+            "name": name,
+            "replaces": int(old),
+            **({"exposed": exposed} if exposed else {}),
+        }
+    )
     record.lobby.get("leaving", {}).pop(old, None)
     items = replacement_items(live, game, old, new, quiet=quiet)
     city = game.city_of(new)
     ids = record.channels.get("cities", {}).get(city, {})
     only_him = {"parse": [], "users": [new]}
     if ids.get("text") is not None:
-        items.append(OutboxItem("send", {"channel_id": ids["text"]}, {
-            "content": phrase(live, "replace.welcome", player=mention(new), old=mention(old),
-                              me=command(live.language, "mafia me")),
-            "allowed_mentions": only_him,
-            "components": [{"type": 1, "components": [{
-                "type": 2, "style": 1, "custom_id": f"mafia:role:{live.id}", "label": phrase(live, "welcome.role"),
-            }]}],
-        }, lane=AFTER_ACCESS))
+        items.append(
+            OutboxItem(
+                "send",
+                {"channel_id": ids["text"]},
+                {
+                    "content": phrase(
+                        live,
+                        "replace.welcome",
+                        player=mention(new),
+                        old=mention(old),
+                        me=command(live.language, "mafia me"),
+                    ),
+                    "allowed_mentions": only_him,
+                    "components": [
+                        {
+                            "type": 1,
+                            "components": [
+                                {
+                                    "type": 2,
+                                    "style": 1,
+                                    "custom_id": f"mafia:role:{live.id}",
+                                    "label": phrase(live, "welcome.role"),
+                                }
+                            ],
+                        }
+                    ],
+                },
+                lane=AFTER_ACCESS,
+            )
+        )
     if game.status_of(new) is Status.MAFIOSO and ids.get("mafia") is not None:
         godfather = game.godfather_of(city)
-        items.append(OutboxItem("send", {"channel_id": ids["mafia"]}, {
-            "content": phrase(live, "replace.mafia", player=mention(new), old=mention(old),
-                              godfather=mention(godfather) if godfather else phrase(live, "role.no_godfather")),
-            "allowed_mentions": only_him,
-        }, lane=AFTER_ACCESS))
-    items += log_items(live, phrase(live, "log.replaced", old=mention(old), new=mention(new), city=city,
-                                    status=status_text(live, game.status_of(new).value)))
-    for line in exposure_lines(live, {new: exposed} if exposed else {}):  # he sees more than his seat
+        items.append(
+            OutboxItem(
+                "send",
+                {"channel_id": ids["mafia"]},
+                {
+                    "content": phrase(
+                        live,
+                        "replace.mafia",
+                        player=mention(new),
+                        old=mention(old),
+                        godfather=mention(godfather)
+                        if godfather
+                        else phrase(live, "role.no_godfather"),
+                    ),
+                    "allowed_mentions": only_him,
+                },
+                lane=AFTER_ACCESS,
+            )
+        )
+    items += log_items(
+        live,
+        phrase(
+            live,
+            "log.replaced",
+            old=mention(old),
+            new=mention(new),
+            city=city,
+            status=status_text(live, game.status_of(new).value),
+        ),
+    )
+    for line in exposure_lines(
+        live, {new: exposed} if exposed else {}
+    ):  # he sees more than his seat
         items += log_items(live, line)
     return items
-
 
 
 async def settle(interaction: discord.Interaction, text: str) -> None:
@@ -260,7 +322,9 @@ HOST = app_commands.Group(
 
 COHOST = app_commands.Group(
     name=key_str("cohost", "cmd.host.cohost.name"),
-    description=key_str("Co-hosts: they see what you see and cannot play", "cmd.host.cohost.description"),
+    description=key_str(
+        "Co-hosts: they see what you see and cannot play", "cmd.host.cohost.description"
+    ),
     parent=HOST,
 )
 
@@ -276,7 +340,9 @@ class HostBase(commands.Cog):
 
     bot: ProkuratorBot
 
-    async def _host_game(self, interaction: discord.Interaction, *, running: bool = True) -> LiveGame:
+    async def _host_game(
+        self, interaction: discord.Interaction, *, running: bool = True
+    ) -> LiveGame:
         live = await (running_game if running else guild_game)(self.bot, interaction)
         await require_host(self.bot, interaction, live)
         return live
@@ -288,19 +354,33 @@ class HostBase(commands.Cog):
             raise GameBroken()
         return live
 
-    async def _apply(self, interaction: discord.Interaction, live: LiveGame, command: Command, *,
-                     seen: Seen | None = None, tell_stage: bool = False) -> None:
+    async def _apply(
+        self,
+        interaction: discord.Interaction,
+        live: LiveGame,
+        command: Command,
+        *,
+        seen: Seen | None = None,
+        tell_stage: bool = False,
+    ) -> None:
         """Apply the host's command and answer him; ``tell_stage``: the answer names the stage
         the game is in now (``/host next``: which stage began)."""
         try:
             applied = await self.bot.service.apply(
-                live.id, command, source="host", interaction_id=interaction.id, seen=seen,
+                live.id,
+                command,
+                source="host",
+                interaction_id=interaction.id,
+                seen=seen,
                 answer=InteractionAnswer(interaction),
             )
         except JustBegan as began:
             phase, _, stage = began.stage.rpartition(" ")
-            raise UserError("error.just_began", moment=moment_of(live, phase, stage),
-                            ms=max(0, int(began.late * 1000))) from None
+            raise UserError(
+                "error.just_began",
+                moment=moment_of(live, phase, stage),
+                ms=max(0, int(began.late * 1000)),
+            ) from None
         if applied.duplicate and not interaction.response.is_done():
             return  # delivered twice: done and answered the first time
         game = live.game
@@ -309,18 +389,27 @@ class HostBase(commands.Cog):
         elif tell_stage and game is not None and game.over:
             text = phrase(live, "host.began_end")
         elif tell_stage and game is not None:
-            text = phrase(live, "host.began", moment=moment_text(live), deadline=deadline_text(live))
+            text = phrase(
+                live, "host.began", moment=moment_text(live), deadline=deadline_text(live)
+            )
         else:
             text = phrase(live, "host.done")
         await answer(interaction, text)
 
-    async def _update(self, interaction: discord.Interaction, live: LiveGame,
-                      change: Callable[[LiveGame], list[OutboxItem]]) -> bool:
+    async def _update(
+        self,
+        interaction: discord.Interaction,
+        live: LiveGame,
+        change: Callable[[LiveGame], list[OutboxItem]],
+    ) -> bool:
         """Change the game's record under its lock; False if delivered twice (answered then)."""
-        return await self.bot.service.update(live.id, change, interaction_id=interaction.id,
-                                             answer=InteractionAnswer(interaction))
+        return await self.bot.service.update(
+            live.id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)
+        )
 
-    async def _host_targets(self, interaction: discord.Interaction, verb: str, current: str) -> list[app_commands.Choice[str]]:
+    async def _host_targets(
+        self, interaction: discord.Interaction, verb: str, current: str
+    ) -> list[app_commands.Choice[str]]:
         if interaction.guild_id is None:
             return []
         live = await self.bot.service.open_game(interaction.guild_id)

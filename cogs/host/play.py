@@ -87,13 +87,22 @@ class HostPlay(HostStart):
     strikes: LeaveStrikes
     idle_watch: IdleWatch
 
-    @HOST.command(name=key_str("next", "cmd.host.next.name"),
-                  description=key_str("Move to the next stage now", "cmd.host.next.description"))
+    @HOST.command(
+        name=key_str("next", "cmd.host.next.name"),
+        description=key_str("Move to the next stage now", "cmd.host.next.description"),
+    )
     @app_commands.rename(from_stage=key_str("from", "opt.from_stage.name"))
-    @app_commands.describe(from_stage=key_str("The stage you move on from (as offered): refused if the game "
-                                              "has left it", "opt.from_stage.description"))
-    async def next(self, interaction: discord.Interaction,
-                   from_stage: app_commands.Range[str, 1, 40] | None = None) -> None:
+    @app_commands.describe(
+        from_stage=key_str(
+            "The stage you move on from (as offered): refused if the game has left it",
+            "opt.from_stage.description",
+        )
+    )
+    async def next(
+        self,
+        interaction: discord.Interaction,
+        from_stage: app_commands.Range[str, 1, 40] | None = None,
+    ) -> None:
         live = await self._host_game(interaction)
         seen = self._stage_move(interaction)
         if from_stage is not None:
@@ -118,23 +127,35 @@ class HostPlay(HostStart):
         return Seen(at=sent_at(interaction).at, settle=self.bot.config.fairness.stage_settle)
 
     @next.autocomplete("from_stage")
-    async def _next_stages(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+    async def _next_stages(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
         if interaction.guild_id is None:
             return []
         live = await self.bot.service.open_game(interaction.guild_id)
-        if live is None or live.game is None or live.game.over or live.game.stage is Stage.EXECUTION:
+        if (
+            live is None
+            or live.game is None
+            or live.game.over
+            or live.game.stage is Stage.EXECUTION
+        ):
             return []
         role = await self.bot.storage.guild_host_role(live.record.guild_id)
         if not is_host(self.bot, live, interaction.user, role):
             return []
         key = live.stage_key()
         assert key is not None
-        label = phrase(live, f"host.next_choice.{live.game.stage.value}",
-                       phase=phase_text(live, str(live.game.phase)))
+        label = phrase(
+            live,
+            f"host.next_choice.{live.game.stage.value}",
+            phase=phase_text(live, str(live.game.phase)),
+        )
         return [app_commands.Choice(name=clip(label, 100), value=key)]
 
-    @HOST.command(name=key_str("kill", "cmd.host.kill.name"),
-                  description=key_str("Strike out a player: he dies at once", "cmd.host.kill.description"))
+    @HOST.command(
+        name=key_str("kill", "cmd.host.kill.name"),
+        description=key_str("Strike out a player: he dies at once", "cmd.host.kill.description"),
+    )
     @app_commands.rename(player=PLAYER)
     @app_commands.describe(player=PLAYER_DESCRIPTION)
     async def kill(self, interaction: discord.Interaction, player: str) -> None:
@@ -142,14 +163,20 @@ class HostPlay(HostStart):
         target = resolve_player(live, player)
         assert live.game is not None
         live.game.check(ProcuratorKill(target))  # refused now, not after the confirmation
-        await self._ask(interaction, live, "kill", target, phrase(live, "confirm.kill", player=mention(target)))
+        await self._ask(
+            interaction, live, "kill", target, phrase(live, "confirm.kill", player=mention(target))
+        )
 
     @kill.autocomplete("player")
-    async def _kill_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+    async def _kill_targets(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
         return await self._host_targets(interaction, "kill", current)
 
-    @HOST.command(name=key_str("judge", "cmd.host.judge.name"),
-                  description=key_str("Name a city's Judge", "cmd.host.judge.description"))
+    @HOST.command(
+        name=key_str("judge", "cmd.host.judge.name"),
+        description=key_str("Name a city's Judge", "cmd.host.judge.description"),
+    )
     @app_commands.rename(player=PLAYER)
     @app_commands.describe(player=PLAYER_DESCRIPTION)
     async def judge(self, interaction: discord.Interaction, player: str) -> None:
@@ -157,11 +184,15 @@ class HostPlay(HostStart):
         await self._apply(interaction, live, AppointJudge(resolve_player(live, player)))
 
     @judge.autocomplete("player")
-    async def _judge_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+    async def _judge_targets(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
         return await self._host_targets(interaction, "judge", current)
 
-    @HOST.command(name=key_str("godfather", "cmd.host.godfather.name"),
-                  description=key_str("Appoint a city's Godfather", "cmd.host.godfather.description"))
+    @HOST.command(
+        name=key_str("godfather", "cmd.host.godfather.name"),
+        description=key_str("Appoint a city's Godfather", "cmd.host.godfather.description"),
+    )
     @app_commands.rename(player=PLAYER)
     @app_commands.describe(player=PLAYER_DESCRIPTION)
     async def godfather(self, interaction: discord.Interaction, player: str) -> None:
@@ -169,28 +200,50 @@ class HostPlay(HostStart):
         await self._apply(interaction, live, AppointGodfather(resolve_player(live, player)))
 
     @godfather.autocomplete("player")
-    async def _godfather_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+    async def _godfather_targets(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
         return await self._host_targets(interaction, "godfather", current)
 
-    @HOST.command(name=key_str("execute", "cmd.host.execute.name"),
-                  description=key_str("Name the one to execute when nobody was chosen", "cmd.host.execute.description"))
+    @HOST.command(
+        name=key_str("execute", "cmd.host.execute.name"),
+        description=key_str(
+            "Name the one to execute when nobody was chosen", "cmd.host.execute.description"
+        ),
+    )
     @app_commands.rename(player=PLAYER)
     @app_commands.describe(player=PLAYER_DESCRIPTION)
     async def execute(self, interaction: discord.Interaction, player: str) -> None:
         live = await self._host_game(interaction)
-        await self._apply(interaction, live, Execute(resolve_player(live, player)),
-                          seen=self._stage_move(interaction))
+        await self._apply(
+            interaction,
+            live,
+            Execute(resolve_player(live, player)),
+            seen=self._stage_move(interaction),
+        )
 
     @execute.autocomplete("player")
-    async def _execute_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+    async def _execute_targets(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
         return await self._host_targets(interaction, "execute", current)
 
-    @HOST.command(name=key_str("replace", "cmd.host.replace.name"),
-                  description=key_str("Seat a newcomer in a living player's place", "cmd.host.replace.description"))
-    @app_commands.rename(old=key_str("player", "opt.old.name"), new=key_str("newcomer", "opt.new.name"))
-    @app_commands.describe(old=key_str("The player who leaves", "opt.old.description"),
-                           new=key_str("The member who takes his place", "opt.new.description"))
-    async def replace(self, interaction: discord.Interaction, old: str, new: discord.Member) -> None:
+    @HOST.command(
+        name=key_str("replace", "cmd.host.replace.name"),
+        description=key_str(
+            "Seat a newcomer in a living player's place", "cmd.host.replace.description"
+        ),
+    )
+    @app_commands.rename(
+        old=key_str("player", "opt.old.name"), new=key_str("newcomer", "opt.new.name")
+    )
+    @app_commands.describe(
+        old=key_str("The player who leaves", "opt.old.description"),
+        new=key_str("The member who takes his place", "opt.new.description"),
+    )
+    async def replace(
+        self, interaction: discord.Interaction, old: str, new: discord.Member
+    ) -> None:
         live = await self._host_game(interaction)
         leaving = resolve_player(live, old)
         who = mention(str(new.id))
@@ -212,11 +265,17 @@ class HostPlay(HostStart):
             if is_spectator(live.record, new.id):
                 log.info("game %s: %s stops watching to take a seat", live.id, new.id)
                 items = watch_items(live, new.id, watch=False, busy=busy)
-            return items + replaced_items(live, leaving, str(new.id), name=name, quiet=quiet, exposed=exposed)
+            return items + replaced_items(
+                live, leaving, str(new.id), name=name, quiet=quiet, exposed=exposed
+            )
 
         applied = await self.bot.service.apply(
-            live.id, Replace(leaving, str(new.id)), source="host", interaction_id=interaction.id,
-            answer=InteractionAnswer(interaction), after=after,
+            live.id,
+            Replace(leaving, str(new.id)),
+            source="host",
+            interaction_id=interaction.id,
+            answer=InteractionAnswer(interaction),
+            after=after,
         )
         if applied.duplicate and not interaction.response.is_done():
             return
@@ -224,11 +283,15 @@ class HostPlay(HostStart):
         await answer(interaction, phrase(live, "host.replaced", old=mention(leaving), new=who))
 
     @replace.autocomplete("old")
-    async def _replace_targets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+    async def _replace_targets(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
         return await self._host_targets(interaction, "kill", current)  # the living
 
-    @HOST.command(name=key_str("idle", "cmd.host.idle.name"),
-                  description=key_str("Who has not acted for how many phases", "cmd.host.idle.description"))
+    @HOST.command(
+        name=key_str("idle", "cmd.host.idle.name"),
+        description=key_str("Who has not acted for how many phases", "cmd.host.idle.description"),
+    )
     async def idle(self, interaction: discord.Interaction) -> None:
         live = await self._host_game(interaction)
         async with self.bot.service.lock(live.id):  # the log and the game as of one moment
@@ -250,22 +313,29 @@ class HostPlay(HostStart):
             actor = actor_of(move) if move is not None else None
             if actor is not None:  # a newcomer counts from the phase he came in
                 last[actor] = phases
-            phases += sum(1 for e in events if isinstance(e, PhaseStarted) and e.stage in (
-                Stage.DISCUSSION, Stage.NIGHT))
+            phases += sum(
+                1
+                for e in events
+                if isinstance(e, PhaseStarted) and e.stage in (Stage.DISCUSSION, Stage.NIGHT)
+            )
         # phases are numbered from 0 (the opening one): who never acted let every one pass
         quiet = {player: phases - last.get(player, -1) for player in live.game.alive()}
         return {player: count for player, count in quiet.items() if count > 0}
 
-    @HOST.command(name=key_str("skip", "cmd.host.skip.name"),
-                  description=key_str("Stop the last word being recorded", "cmd.host.skip.description"))
+    @HOST.command(
+        name=key_str("skip", "cmd.host.skip.name"),
+        description=key_str("Stop the last word being recorded", "cmd.host.skip.description"),
+    )
     async def skip(self, interaction: discord.Interaction) -> None:
         cog = self.bot.get_cog("LastWordCog")
         if cog is None:
             raise UserError("error.no_recording")
         await cog.skip(interaction)  # type: ignore[attr-defined]
 
-    @HOST.command(name=key_str("end", "cmd.host.end.name"),
-                  description=key_str("End the game now", "cmd.host.end.description"))
+    @HOST.command(
+        name=key_str("end", "cmd.host.end.name"),
+        description=key_str("End the game now", "cmd.host.end.description"),
+    )
     async def end(self, interaction: discord.Interaction) -> None:
         live = await self._host_game(interaction, running=False)
         await self._ask(interaction, live, "end", None, phrase(live, "confirm.end"))
@@ -292,15 +362,28 @@ class HostPlay(HostStart):
             live.record.deadline = None
             if live.broken is not None and live.record.channels.get("roles"):
                 for channel_id in closing_channels(live):
-                    items.append(OutboxItem("send", {"channel_id": channel_id},
-                                            {"content": phrase(live, "host.ended"), "allowed_mentions": NO_PINGS}))
+                    items.append(
+                        OutboxItem(
+                            "send",
+                            {"channel_id": channel_id},
+                            {"content": phrase(live, "host.ended"), "allowed_mentions": NO_PINGS},
+                        )
+                    )
                 items.extend(closing_items(live, game))
             elif game is not None and live.record.channels:
-                parts = [[phrase(live, "host.ended"), *summary_lines(live, game)], vote_summary_lines(live)]
+                parts = [
+                    [phrase(live, "host.ended"), *summary_lines(live, game)],
+                    vote_summary_lines(live),
+                ]
                 for channel_id in closing_channels(live):
                     for chunk in sections(parts):
-                        items.append(OutboxItem("send", {"channel_id": channel_id},
-                                                {"content": chunk, "allowed_mentions": NO_PINGS}))
+                        items.append(
+                            OutboxItem(
+                                "send",
+                                {"channel_id": channel_id},
+                                {"content": chunk, "allowed_mentions": NO_PINGS},
+                            )
+                        )
                 items.extend(closing_items(live, game))
             items.extend(lobby_edit(live))
             return items
@@ -309,28 +392,58 @@ class HostPlay(HostStart):
             return  # delivered twice: done and answered the first time
         await settle(interaction, phrase(live, "host.ended_reply"))
 
-    async def _ask(self, interaction: discord.Interaction, live: LiveGame, action: str, target: str | None,
-                   question: str) -> None:
+    async def _ask(
+        self,
+        interaction: discord.Interaction,
+        live: LiveGame,
+        action: str,
+        target: str | None,
+        question: str,
+    ) -> None:
         """Answer privately with the question and "Yes"/"No" buttons: the act happens only on
         "Yes", pressed within :data:`CONFIRM_SECONDS` while the game is at the stage it was at."""
         issued = interaction.created_at.timestamp()
-        custom_id = f"mafia:confirm:{live.id}:{action}:{int(issued * 1000)}" + (f":{target}" if target else "")
+        custom_id = f"mafia:confirm:{live.id}:{action}:{int(issued * 1000)}" + (
+            f":{target}" if target else ""
+        )
         view = discord.ui.View(timeout=None)
-        view.add_item(ConfirmButton(discord.ui.Button(style=discord.ButtonStyle.danger, custom_id=custom_id,
-                                                      label=phrase(live, "confirm.yes")), []))
-        view.add_item(CancelButton(discord.ui.Button(style=discord.ButtonStyle.secondary,
-                                                     custom_id=f"mafia:cancel:{live.id}",
-                                                     label=phrase(live, "confirm.no")), []))
-        text = phrase(live, "confirm.question", question=question,
-                      until=f"<t:{int(issued + CONFIRM_SECONDS)}:R>")
-        await interaction.response.send_message(text, view=view, ephemeral=True,
-                                                allowed_mentions=discord.AllowedMentions.none())
+        view.add_item(
+            ConfirmButton(
+                discord.ui.Button(
+                    style=discord.ButtonStyle.danger,
+                    custom_id=custom_id,
+                    label=phrase(live, "confirm.yes"),
+                ),
+                [],
+            )
+        )
+        view.add_item(
+            CancelButton(
+                discord.ui.Button(
+                    style=discord.ButtonStyle.secondary,
+                    custom_id=f"mafia:cancel:{live.id}",
+                    label=phrase(live, "confirm.no"),
+                ),
+                [],
+            )
+        )
+        text = phrase(
+            live,
+            "confirm.question",
+            question=question,
+            until=f"<t:{int(issued + CONFIRM_SECONDS)}:R>",
+        )
+        await interaction.response.send_message(
+            text, view=view, ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
+        )
 
     async def _confirmed(self, interaction: discord.Interaction, parts: list[str]) -> None:
-        """"Yes" pressed: refused if it is not this guild's open game's, stale, or the game
+        """ "Yes" pressed: refused if it is not this guild's open game's, stale, or the game
         left the stage it was asked in; else the act."""
         game_id, action, issued = int(parts[0]), parts[1], int(parts[2]) / 1000
-        live = await self.bot.service.open_game(interaction.guild_id) if interaction.guild_id else None
+        live = (
+            await self.bot.service.open_game(interaction.guild_id) if interaction.guild_id else None
+        )
         if live is None or live.id != game_id:
             raise UserError("error.stale_button")
         await require_host(self.bot, interaction, live)
@@ -343,18 +456,24 @@ class HostPlay(HostStart):
             raise UserError("error.stale_button")
         live = await running_game(self.bot, interaction)
         applied = await self.bot.service.apply(
-            live.id, ProcuratorKill(parts[3]), source="host", interaction_id=interaction.id,
-            seen=Seen(at=issued), answer=InteractionAnswer(interaction),
+            live.id,
+            ProcuratorKill(parts[3]),
+            source="host",
+            interaction_id=interaction.id,
+            seen=Seen(at=issued),
+            answer=InteractionAnswer(interaction),
         )
         if applied.duplicate and not interaction.response.is_done():
             return
         await settle(interaction, phrase(live, "host.done"))
 
     async def _cancelled(self, interaction: discord.Interaction, parts: list[str]) -> None:
-        """"No" pressed: nothing happens; the question is replaced by "cancelled". Only by one
+        """ "No" pressed: nothing happens; the question is replaced by "cancelled". Only by one
         who may host this guild's open game: anybody else (a crafted id on another message) is
         refused before anything is edited."""
-        live = await self.bot.service.open_game(interaction.guild_id) if interaction.guild_id else None
+        live = (
+            await self.bot.service.open_game(interaction.guild_id) if interaction.guild_id else None
+        )
         if live is None or not parts or str(live.id) != parts[0]:
             raise UserError("error.stale_button")
         await require_host(self.bot, interaction, live)

@@ -65,18 +65,28 @@ log = logging.getLogger(__name__)
 class HostSettings(HostBase):
     """``/host setup``, ``preset``, ``touring``, ``cohost``, ``kick``, ``timer``, ``extend``, ``pause``, ``resume``."""
 
-    @HOST.command(name=key_str("setup", "cmd.host.setup.name"),
-                  description=key_str("Set the cities, roles and rules of the game", "cmd.host.setup.description"))
+    @HOST.command(
+        name=key_str("setup", "cmd.host.setup.name"),
+        description=key_str(
+            "Set the cities, roles and rules of the game", "cmd.host.setup.description"
+        ),
+    )
     @app_commands.rename(
-        cities=key_str("cities", "opt.cities.name"), mafiosi=key_str("mafiosi", "opt.mafiosi.name"),
-        doctor=key_str("doctor", "opt.doctor.name"), journalist=key_str("journalist", "opt.journalist.name"),
-        maniac=key_str("maniac", "opt.maniac.name"), first_phase=key_str("first_phase", "opt.first_phase.name"),
+        cities=key_str("cities", "opt.cities.name"),
+        mafiosi=key_str("mafiosi", "opt.mafiosi.name"),
+        doctor=key_str("doctor", "opt.doctor.name"),
+        journalist=key_str("journalist", "opt.journalist.name"),
+        maniac=key_str("maniac", "opt.maniac.name"),
+        first_phase=key_str("first_phase", "opt.first_phase.name"),
         day_fallback=key_str("day_fallback", "opt.day_fallback.name"),
         doctor_self_protect=key_str("doctor_self_protect", "opt.doctor_self_protect.name"),
         maniac_idle=key_str("maniac_idle", "opt.maniac_idle.name"),
-        maniac_wins_if_survives=key_str("maniac_wins_if_survives", "opt.maniac_wins_if_survives.name"),
+        maniac_wins_if_survives=key_str(
+            "maniac_wins_if_survives", "opt.maniac_wins_if_survives.name"
+        ),
         last_word_seconds=key_str("last_word_seconds", "opt.last_word_seconds.name"),
-        pings=key_str("pings", "opt.pings.name"), reveal=key_str("reveal_at_end", "opt.reveal.name"),
+        pings=key_str("pings", "opt.pings.name"),
+        reveal=key_str("reveal_at_end", "opt.reveal.name"),
         leave_strike=key_str("leave_strike", "opt.leave_strike.name"),
         spectators=key_str("spectators", "opt.spectators.name"),
         archive=key_str("archive_after", "opt.archive.name"),
@@ -92,34 +102,69 @@ class HostSettings(HostBase):
         journalist=key_str("A journalist in the game", "opt.journalist.description"),
         maniac=key_str("A maniac in the game", "opt.maniac.description"),
         first_phase=key_str("The game opens with day or night", "opt.first_phase.description"),
-        day_fallback=key_str("Nobody chosen: random or the host names him", "opt.day_fallback.description"),
-        doctor_self_protect=key_str("The doctor may protect himself", "opt.doctor_self_protect.description"),
-        maniac_idle=key_str("An idle maniac kills at random or nobody", "opt.maniac_idle.description"),
-        maniac_wins_if_survives=key_str("A living maniac wins when every city is decided",
-                                        "opt.maniac_wins_if_survives.description"),
-        last_word_seconds=key_str("Longest last word, seconds", "opt.last_word_seconds.description"),
-        pings=key_str("Ping the living of each city at each phase and reminder (default: yes)",
-                      "opt.pings.description"),
-        reveal=key_str("At the end, every player reads the mafia rooms and the host's log (default: yes)",
-                       "opt.reveal.description"),
-        leave_strike=key_str("Strike out a player who left, after: 10m, 1h... or off (default: off)",
-                             "opt.leave_strike.description"),
-        spectators=key_str("Members who do not play read the city channels: on, off, or after the game "
-                           "(default: on)", "opt.spectators.description"),
-        archive=key_str("After the end, the channels become one transcript in the archive channel: 24h... "
-                        "or off", "opt.archive.description"),
-        idle_strike=key_str("Days in a row without a public move before a strike-out, with warnings; 0: off "
-                            "(default)", "opt.idle_strike.description"),
-        will=key_str("Longest written will, characters, published when its writer dies; 0: off (default)",
-                     "opt.will.description"),
-        preset=key_str("A named set of settings (the other options apply over it)", "opt.preset.description"),
-        quiet_nights=key_str("City channels are read-only at night (default: no)", "opt.quiet_nights.description"),
+        day_fallback=key_str(
+            "Nobody chosen: random or the host names him", "opt.day_fallback.description"
+        ),
+        doctor_self_protect=key_str(
+            "The doctor may protect himself", "opt.doctor_self_protect.description"
+        ),
+        maniac_idle=key_str(
+            "An idle maniac kills at random or nobody", "opt.maniac_idle.description"
+        ),
+        maniac_wins_if_survives=key_str(
+            "A living maniac wins when every city is decided",
+            "opt.maniac_wins_if_survives.description",
+        ),
+        last_word_seconds=key_str(
+            "Longest last word, seconds", "opt.last_word_seconds.description"
+        ),
+        pings=key_str(
+            "Ping the living of each city at each phase and reminder (default: yes)",
+            "opt.pings.description",
+        ),
+        reveal=key_str(
+            "At the end, every player reads the mafia rooms and the host's log (default: yes)",
+            "opt.reveal.description",
+        ),
+        leave_strike=key_str(
+            "Strike out a player who left, after: 10m, 1h... or off (default: off)",
+            "opt.leave_strike.description",
+        ),
+        spectators=key_str(
+            "Members who do not play read the city channels: on, off, or after the game "
+            "(default: on)",
+            "opt.spectators.description",
+        ),
+        archive=key_str(
+            "After the end, the channels become one transcript in the archive channel: 24h... "
+            "or off",
+            "opt.archive.description",
+        ),
+        idle_strike=key_str(
+            "Days in a row without a public move before a strike-out, with warnings; 0: off "
+            "(default)",
+            "opt.idle_strike.description",
+        ),
+        will=key_str(
+            "Longest written will, characters, published when its writer dies; 0: off (default)",
+            "opt.will.description",
+        ),
+        preset=key_str(
+            "A named set of settings (the other options apply over it)", "opt.preset.description"
+        ),
+        quiet_nights=key_str(
+            "City channels are read-only at night (default: no)", "opt.quiet_nights.description"
+        ),
     )
     @app_commands.choices(
         first_phase=[_choice("day", "choice.day"), _choice("night", "choice.night")],
         day_fallback=[_choice("random", "choice.random"), _choice("host", "choice.host")],
         maniac_idle=[_choice("random", "choice.random"), _choice("none", "choice.none")],
-        spectators=[_choice("on", "choice.on"), _choice("off", "choice.off"), _choice("after", "choice.after")],
+        spectators=[
+            _choice("on", "choice.on"),
+            _choice("off", "choice.off"),
+            _choice("after", "choice.after"),
+        ],
     )
     async def setup(
         self,
@@ -157,12 +202,16 @@ class HostSettings(HostBase):
         if names is not None:
             check_city_names(names)
         rules = {
-            key: value for key, value in {
-                "first_phase": first_phase, "day_fallback": day_fallback,
-                "doctor_self_protect": doctor_self_protect, "maniac_idle": maniac_idle,
+            key: value
+            for key, value in {
+                "first_phase": first_phase,
+                "day_fallback": day_fallback,
+                "doctor_self_protect": doctor_self_protect,
+                "maniac_idle": maniac_idle,
                 "maniac_wins_if_survives": maniac_wins_if_survives,
                 "last_word_seconds": last_word_seconds,
-            }.items() if value is not None
+            }.items()
+            if value is not None
         }
         RuleOptions.from_dict(rules)
         if spectators is not None and spectators not in SPECTATOR_MODES:
@@ -182,14 +231,25 @@ class HostSettings(HostBase):
             if names is not None:
                 setup["cities"] = names
                 live.record.lobby.get("rules", {}).pop("touring_order", None)
-            for key, value in (("mafiosi", mafiosi), ("doctor", doctor), ("journalist", journalist),
-                               ("maniac", maniac)):
+            for key, value in (
+                ("mafiosi", mafiosi),
+                ("doctor", doctor),
+                ("journalist", journalist),
+                ("maniac", maniac),
+            ):
                 if value is not None:
                     setup[key] = value
             live.record.lobby.setdefault("rules", {}).update(rules)
-            for key, value in (("pings", pings), ("reveal", reveal), ("leave_strike", strike),
-                               ("spectators", spectators), ("archive_after", archive_after),
-                               ("idle_strike", idle_strike), ("will", will), ("quiet_nights", quiet_nights)):
+            for key, value in (
+                ("pings", pings),
+                ("reveal", reveal),
+                ("leave_strike", strike),
+                ("spectators", spectators),
+                ("archive_after", archive_after),
+                ("idle_strike", idle_strike),
+                ("will", will),
+                ("quiet_nights", quiet_nights),
+            ):
                 if value is not None:
                     live.record.lobby[key] = value
             return lobby_edit(live)
@@ -213,27 +273,39 @@ class HostSettings(HostBase):
                 return presets.chosen_preset(None, name, presets.checked(settings))
         raise UserError("error.no_preset", name=clip(text.strip(), PRESET_NAME) or "—")
 
-    async def _preset_choices(self, interaction: discord.Interaction, current: str, *,
-                              builtin: bool) -> list[app_commands.Choice[str]]:
+    async def _preset_choices(
+        self, interaction: discord.Interaction, current: str, *, builtin: bool
+    ) -> list[app_commands.Choice[str]]:
         if interaction.guild_id is None:
             return []
         language = await self.bot.language_for(interaction)
         names = [presets.builtin_name(language, key) for key in presets.BUILTIN] if builtin else []
         names += [name for name, _ in await self.bot.storage.guild_presets(interaction.guild_id)]
         wanted = current.strip().casefold()
-        return [app_commands.Choice(name=name, value=name) for name in names if wanted in name.casefold()][:25]
+        return [
+            app_commands.Choice(name=name, value=name)
+            for name in names
+            if wanted in name.casefold()
+        ][:25]
 
     @setup.autocomplete("preset")
-    async def _setup_presets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+    async def _setup_presets(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
         return await self._preset_choices(interaction, current, builtin=True)
 
-    @PRESET.command(name=key_str("save", "cmd.host.preset.save.name"),
-                    description=key_str("Save this game's roles, rules and house rules under a name",
-                                        "cmd.host.preset.save.description"))
+    @PRESET.command(
+        name=key_str("save", "cmd.host.preset.save.name"),
+        description=key_str(
+            "Save this game's roles, rules and house rules under a name",
+            "cmd.host.preset.save.description",
+        ),
+    )
     @app_commands.rename(name=key_str("name", "opt.preset_name.name"))
     @app_commands.describe(name=key_str("The preset's name", "opt.preset_name.description"))
-    async def preset_save(self, interaction: discord.Interaction,
-                          name: app_commands.Range[str, 1, PRESET_NAME]) -> None:
+    async def preset_save(
+        self, interaction: discord.Interaction, name: app_commands.Range[str, 1, PRESET_NAME]
+    ) -> None:
         live = await self._settings_game(interaction)
         name = " ".join(name.split())
         if not 1 <= len(name) <= PRESET_NAME:
@@ -242,8 +314,13 @@ class HostSettings(HostBase):
             raise UserError("error.preset_builtin", name=name)
         settings = presets.settings_of(live.record.lobby)
         saved = await self.bot.storage.save_guild_preset(
-            live.record.guild_id, name, settings, saved_by=interaction.user.id, now=self.bot.clock(),
-            most=presets.MOST_SAVED)
+            live.record.guild_id,
+            name,
+            settings,
+            saved_by=interaction.user.id,
+            now=self.bot.clock(),
+            most=presets.MOST_SAVED,
+        )
         if not saved:
             raise UserError("error.presets_full", count=presets.MOST_SAVED)
         log.info("guild %s: preset %r saved by %s", live.record.guild_id, name, interaction.user.id)
@@ -258,28 +335,48 @@ class HostSettings(HostBase):
             return
         await answer(interaction, phrase(live, "host.preset_saved", name=name))
 
-    @PRESET.command(name=key_str("delete", "cmd.host.preset.delete.name"),
-                    description=key_str("Delete one of this server's presets", "cmd.host.preset.delete.description"))
+    @PRESET.command(
+        name=key_str("delete", "cmd.host.preset.delete.name"),
+        description=key_str(
+            "Delete one of this server's presets", "cmd.host.preset.delete.description"
+        ),
+    )
     @app_commands.rename(name=key_str("name", "opt.preset_name.name"))
     @app_commands.describe(name=key_str("The preset's name", "opt.preset_name.description"))
-    async def preset_delete(self, interaction: discord.Interaction,
-                            name: app_commands.Range[str, 1, PRESET_NAME]) -> None:
+    async def preset_delete(
+        self, interaction: discord.Interaction, name: app_commands.Range[str, 1, PRESET_NAME]
+    ) -> None:
         live = await self._settings_game(interaction)
-        if not await self.bot.storage.delete_guild_preset(live.record.guild_id, " ".join(name.split())):
+        if not await self.bot.storage.delete_guild_preset(
+            live.record.guild_id, " ".join(name.split())
+        ):
             raise UserError("error.no_preset", name=clip(name.strip(), PRESET_NAME) or "—")
-        log.info("guild %s: preset %r deleted by %s", live.record.guild_id, name, interaction.user.id)
+        log.info(
+            "guild %s: preset %r deleted by %s", live.record.guild_id, name, interaction.user.id
+        )
         await answer(interaction, phrase(live, "host.preset_deleted", name=" ".join(name.split())))
 
     @preset_delete.autocomplete("name")
-    async def _saved_presets(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+    async def _saved_presets(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
         return await self._preset_choices(interaction, current, builtin=False)
 
-    @HOST.command(name=key_str("touring", "cmd.host.touring.name"),
-                  description=key_str("Set the touring rotation of the cities", "cmd.host.touring.description"))
+    @HOST.command(
+        name=key_str("touring", "cmd.host.touring.name"),
+        description=key_str(
+            "Set the touring rotation of the cities", "cmd.host.touring.description"
+        ),
+    )
     @app_commands.rename(order=key_str("order", "opt.order.name"))
-    @app_commands.describe(order=key_str("City names in touring order, comma separated", "opt.order.description"))
-    async def touring(self, interaction: discord.Interaction,
-                      order: app_commands.Range[str, 1, CITIES * (CITY_NAME + 2)]) -> None:
+    @app_commands.describe(
+        order=key_str("City names in touring order, comma separated", "opt.order.description")
+    )
+    async def touring(
+        self,
+        interaction: discord.Interaction,
+        order: app_commands.Range[str, 1, CITIES * (CITY_NAME + 2)],
+    ) -> None:
         live = await self._settings_game(interaction)
         if not 1 <= len(order) <= CITIES * (CITY_NAME + 2):
             raise UserError("error.unknown_city", city=clip(order, 200) or "—")
@@ -302,22 +399,30 @@ class HostSettings(HostBase):
             return  # delivered twice: done and answered the first time
         await answer(interaction, phrase(live, "host.touring", order=", ".join(names)))
 
-    @COHOST.command(name=key_str("add", "cmd.host.cohost.add.name"),
-                    description=key_str("Make a member your co-host: he sees the log and the mafia rooms",
-                                        "cmd.host.cohost.add.description"))
+    @COHOST.command(
+        name=key_str("add", "cmd.host.cohost.add.name"),
+        description=key_str(
+            "Make a member your co-host: he sees the log and the mafia rooms",
+            "cmd.host.cohost.add.description",
+        ),
+    )
     @app_commands.rename(member=key_str("member", "opt.member.name"))
     @app_commands.describe(member=key_str("The member", "opt.member.description"))
     async def cohost_add(self, interaction: discord.Interaction, member: discord.Member) -> None:
         await self._cohost(interaction, member, add=True)
 
-    @COHOST.command(name=key_str("remove", "cmd.host.cohost.remove.name"),
-                    description=key_str("Take a co-host's access back", "cmd.host.cohost.remove.description"))
+    @COHOST.command(
+        name=key_str("remove", "cmd.host.cohost.remove.name"),
+        description=key_str("Take a co-host's access back", "cmd.host.cohost.remove.description"),
+    )
     @app_commands.rename(member=key_str("member", "opt.member.name"))
     @app_commands.describe(member=key_str("The member", "opt.member.description"))
     async def cohost_remove(self, interaction: discord.Interaction, member: discord.Member) -> None:
         await self._cohost(interaction, member, add=False)
 
-    async def _cohost(self, interaction: discord.Interaction, member: discord.Member, *, add: bool) -> None:
+    async def _cohost(
+        self, interaction: discord.Interaction, member: discord.Member, *, add: bool
+    ) -> None:
         live = await self._settings_game(interaction)
         if interaction.user.id != live.record.host_id:
             raise UserError("error.only_host")
@@ -333,7 +438,9 @@ class HostSettings(HostBase):
             if add:
                 if plays_in(live, member.id):
                     raise UserError("error.cohost_plays", member=who)
-                if is_spectator(record, member.id):  # he would read the secrets holding the watchers' role
+                if is_spectator(
+                    record, member.id
+                ):  # he would read the secrets holding the watchers' role
                     raise UserError("error.cohost_spectates", member=who)
                 if member.id in current:
                     raise UserError("error.cohost_already", member=who)
@@ -345,16 +452,23 @@ class HostSettings(HostBase):
                     raise UserError("error.not_cohost", member=who)
                 record.lobby["cohosts"] = [c for c in current if c != member.id]
             items = cohost_items(live, member.id, add=add) if record.state == "running" else []
-            items += log_items(live, phrase(live, "log.cohost_added" if add else "log.cohost_removed", member=who))
+            items += log_items(
+                live, phrase(live, "log.cohost_added" if add else "log.cohost_removed", member=who)
+            )
             return items + lobby_edit(live)
 
         if not await self._update(interaction, live, change):
             return
         log.info("game %s: co-host %s %s", live.id, member.id, "added" if add else "removed")
-        await answer(interaction, phrase(live, "host.cohost_added" if add else "host.cohost_removed", member=who))
+        await answer(
+            interaction,
+            phrase(live, "host.cohost_added" if add else "host.cohost_removed", member=who),
+        )
 
-    @HOST.command(name=key_str("kick", "cmd.host.kick.name"),
-                  description=key_str("Remove a player from the lobby", "cmd.host.kick.description"))
+    @HOST.command(
+        name=key_str("kick", "cmd.host.kick.name"),
+        description=key_str("Remove a player from the lobby", "cmd.host.kick.description"),
+    )
     @app_commands.rename(member=key_str("member", "opt.member.name"))
     @app_commands.describe(member=key_str("The member", "opt.member.description"))
     async def kick(self, interaction: discord.Interaction, member: discord.User) -> None:
@@ -374,10 +488,21 @@ class HostSettings(HostBase):
             items = lobby_edit(live)
             channel = record.lobby.get("channel_id")
             if channel:  # he is told where he joined, pinged alone
-                items.append(OutboxItem("send", {"channel_id": int(channel)}, {
-                    "content": phrase(live, "lobby.kicked", player=who, join=command(live.language, "mafia join")),
-                    "allowed_mentions": {"parse": [], "users": [str(member.id)]},
-                }))
+                items.append(
+                    OutboxItem(
+                        "send",
+                        {"channel_id": int(channel)},
+                        {
+                            "content": phrase(
+                                live,
+                                "lobby.kicked",
+                                player=who,
+                                join=command(live.language, "mafia join"),
+                            ),
+                            "allowed_mentions": {"parse": [], "users": [str(member.id)]},
+                        },
+                    )
+                )
             return items
 
         if not await self._update(interaction, live, change):
@@ -385,17 +510,30 @@ class HostSettings(HostBase):
         log.info("game %s: %s kicked from the lobby", live.id, member.id)
         await answer(interaction, phrase(live, "host.kicked", player=who))
 
-    @HOST.command(name=key_str("timer", "cmd.host.timer.name"),
-                  description=key_str("Change how long a stage lasts from now on (0: no timer)",
-                                      "cmd.host.timer.description"))
-    @app_commands.rename(stage=key_str("stage", "opt.stage.name"), duration=key_str("duration", "opt.duration.name"))
-    @app_commands.describe(stage=key_str("The stage", "opt.stage.description"),
-                           duration=key_str("90s, 10m, 1h30m or seconds (0: no timer)", "opt.duration.description"))
-    @app_commands.choices(stage=[_choice("discussion", "choice.discussion"),
-                                 _choice("voting", "choice.voting"), _choice("night", "choice.night"),
-                                 _choice("execution", "choice.execution")])
-    async def timer(self, interaction: discord.Interaction, stage: str,
-                    duration: app_commands.Range[str, 1, 40]) -> None:
+    @HOST.command(
+        name=key_str("timer", "cmd.host.timer.name"),
+        description=key_str(
+            "Change how long a stage lasts from now on (0: no timer)", "cmd.host.timer.description"
+        ),
+    )
+    @app_commands.rename(
+        stage=key_str("stage", "opt.stage.name"), duration=key_str("duration", "opt.duration.name")
+    )
+    @app_commands.describe(
+        stage=key_str("The stage", "opt.stage.description"),
+        duration=key_str("90s, 10m, 1h30m or seconds (0: no timer)", "opt.duration.description"),
+    )
+    @app_commands.choices(
+        stage=[
+            _choice("discussion", "choice.discussion"),
+            _choice("voting", "choice.voting"),
+            _choice("night", "choice.night"),
+            _choice("execution", "choice.execution"),
+        ]
+    )
+    async def timer(
+        self, interaction: discord.Interaction, stage: str, duration: app_commands.Range[str, 1, 40]
+    ) -> None:
         live = await self._settings_game(interaction)
         if stage not in TIMED:  # Discord's client checks; a crafted one is not
             raise UserError("error.bad_timer", limit=MAX_TIMER)
@@ -420,16 +558,31 @@ class HostSettings(HostBase):
         if not await self._update(interaction, live, change):
             return  # delivered twice: done and answered the first time
         key = "host.timer_set" if seconds else "host.timer_off"
-        await answer(interaction, phrase(live, key, stage=phrase(live, f"stage.{stage}"),
-                                         duration=duration_text(live.language, seconds)))
+        await answer(
+            interaction,
+            phrase(
+                live,
+                key,
+                stage=phrase(live, f"stage.{stage}"),
+                duration=duration_text(live.language, seconds),
+            ),
+        )
 
-    @HOST.command(name=key_str("extend", "cmd.host.extend.name"),
-                  description=key_str("Give the current stage more time (this stage only)",
-                                      "cmd.host.extend.description"))
+    @HOST.command(
+        name=key_str("extend", "cmd.host.extend.name"),
+        description=key_str(
+            "Give the current stage more time (this stage only)", "cmd.host.extend.description"
+        ),
+    )
     @app_commands.rename(duration=key_str("duration", "opt.duration.name"))
-    @app_commands.describe(duration=key_str("How much more: 90s, 10m, 1h30m or seconds",
-                                            "opt.extend_duration.description"))
-    async def extend(self, interaction: discord.Interaction, duration: app_commands.Range[str, 1, 40]) -> None:
+    @app_commands.describe(
+        duration=key_str(
+            "How much more: 90s, 10m, 1h30m or seconds", "opt.extend_duration.description"
+        )
+    )
+    async def extend(
+        self, interaction: discord.Interaction, duration: app_commands.Range[str, 1, 40]
+    ) -> None:
         live = await self._host_game(interaction)
         seconds = parse_duration(duration)
         now = self.bot.clock()
@@ -446,17 +599,31 @@ class HostSettings(HostBase):
                     raise UserError("error.no_deadline")
                 record.deadline = min(now + MAX_TIMER, record.deadline + seconds)
                 # a reminder already sent counts again if its moment moved into the future
-                record.reminders_sent = [o for o in record.reminders_sent if o >= record.deadline - now]
-            return deadline_changed_items(live, "host.extended_notice",
-                                          duration=duration_text(live.language, seconds))
+                record.reminders_sent = [
+                    o for o in record.reminders_sent if o >= record.deadline - now
+                ]
+            return deadline_changed_items(
+                live, "host.extended_notice", duration=duration_text(live.language, seconds)
+            )
 
         if not await self._update(interaction, live, change):
             return
-        await answer(interaction, phrase(live, "host.extended", duration=duration_text(live.language, seconds),
-                                         deadline=deadline_text(live)))
+        await answer(
+            interaction,
+            phrase(
+                live,
+                "host.extended",
+                duration=duration_text(live.language, seconds),
+                deadline=deadline_text(live),
+            ),
+        )
 
-    @HOST.command(name=key_str("pause", "cmd.host.pause.name"),
-                  description=key_str("Stop the clock: the stage waits until you resume", "cmd.host.pause.description"))
+    @HOST.command(
+        name=key_str("pause", "cmd.host.pause.name"),
+        description=key_str(
+            "Stop the clock: the stage waits until you resume", "cmd.host.pause.description"
+        ),
+    )
     async def pause(self, interaction: discord.Interaction) -> None:
         live = await self._host_game(interaction)
         now = self.bot.clock()
@@ -468,15 +635,22 @@ class HostSettings(HostBase):
             remaining = max(0.0, record.deadline - now) if record.deadline is not None else None
             record.lobby["paused"] = {"stage": live.stage_key(), "remaining": remaining}
             record.deadline, record.deadline_stage = None, None
-            return deadline_changed_items(live, "host.paused_notice",
-                                          resume=command(live.language, "host resume"))
+            return deadline_changed_items(
+                live, "host.paused_notice", resume=command(live.language, "host resume")
+            )
 
         if not await self._update(interaction, live, change):
             return
-        await answer(interaction, phrase(live, "host.paused", resume=command(live.language, "host resume")))
+        await answer(
+            interaction, phrase(live, "host.paused", resume=command(live.language, "host resume"))
+        )
 
-    @HOST.command(name=key_str("resume", "cmd.host.resume.name"),
-                  description=key_str("Start the clock again where it stopped", "cmd.host.resume.description"))
+    @HOST.command(
+        name=key_str("resume", "cmd.host.resume.name"),
+        description=key_str(
+            "Start the clock again where it stopped", "cmd.host.resume.description"
+        ),
+    )
     async def resume(self, interaction: discord.Interaction) -> None:
         live = await self._host_game(interaction)
         now = self.bot.clock()

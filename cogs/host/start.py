@@ -78,13 +78,21 @@ class HostStart(HostBase):
     start_wait: float
     token_lifetime: float
 
-    @HOST.command(name=key_str("start", "cmd.host.start.name"),
-                  description=key_str("Deal the statuses, create the channels, start", "cmd.host.start.description"))
+    @HOST.command(
+        name=key_str("start", "cmd.host.start.name"),
+        description=key_str(
+            "Deal the statuses, create the channels, start", "cmd.host.start.description"
+        ),
+    )
     async def start(self, interaction: discord.Interaction) -> None:
         try:  # making roles and channels takes longer than Discord waits for an answer
             await interaction.response.defer(ephemeral=True, thinking=True)
         except discord.HTTPException as error:
-            log.info("/host start %s not deferred (%s): delivered twice, answered once", interaction.id, error)
+            log.info(
+                "/host start %s not deferred (%s): delivered twice, answered once",
+                interaction.id,
+                error,
+            )
             return
         try:
             text = await self._start(interaction)
@@ -96,8 +104,9 @@ class HostStart(HostBase):
         if text is None:
             return  # delivered twice: the first delivery answers
         try:
-            await interaction.edit_original_response(content=text[:2000],
-                                                     allowed_mentions=discord.AllowedMentions.none())
+            await interaction.edit_original_response(
+                content=text[:2000], allowed_mentions=discord.AllowedMentions.none()
+            )
         except discord.HTTPException as error:
             log.warning("could not answer /host start %s: %s", interaction.id, error)
 
@@ -128,28 +137,42 @@ class HostStart(HostBase):
                 raise UserError("error.player_in_other_game", player=mention(str(player)))
         lacking = missing_permissions(guild.me.guild_permissions)
         if lacking:
-            raise UserError("error.missing_permissions", permissions=permission_names(live.language, lacking))
+            raise UserError(
+                "error.missing_permissions", permissions=permission_names(live.language, lacking)
+            )
         seed = random.SystemRandom().randrange(2**31)
         cities = lobby_cities(live)
         setup_options = lobby.get("setup", {})
         try:
-            options = RuleOptions.from_dict({**self.bot.config.rules.to_dict(), **lobby.get("rules", {})})
+            options = RuleOptions.from_dict(
+                {**self.bot.config.rules.to_dict(), **lobby.get("rules", {})}
+            )
             setup = deal(
-                seat_players(players, cities, seed), seed,
-                RoleCounts(setup_options.get("mafiosi"), setup_options.get("doctor"),
-                           setup_options.get("journalist"), setup_options.get("maniac")),
+                seat_players(players, cities, seed),
+                seed,
+                RoleCounts(
+                    setup_options.get("mafiosi"),
+                    setup_options.get("doctor"),
+                    setup_options.get("journalist"),
+                    setup_options.get("maniac"),
+                ),
                 options,
             )
         except RuleError as error:
-            raise UserError("error.cannot_deal", reason=phrase(live, f"error.{error.code}", **error.params)) from None
+            raise UserError(
+                "error.cannot_deal", reason=phrase(live, f"error.{error.code}", **error.params)
+            ) from None
         game = Game.create(setup, seed)
         quiet = {str(user) for user in await self.bot.service.quiet_players(players)}
         check_room(guild, game, quiet, spectators=spectator_mode(live.record) != "off")
         exposed = self._exposure(guild, live)
         bot_id = self.bot.user.id if self.bot.user else 0
         # how to answer the interaction when the start ends after this waiter (or this process)
-        answer = {"application_id": interaction.application_id, "token": interaction.token,
-                  "at": interaction.created_at.timestamp()}
+        answer = {
+            "application_id": interaction.application_id,
+            "token": interaction.token,
+            "at": interaction.created_at.timestamp(),
+        }
 
         def begin(live: LiveGame) -> list[OutboxItem]:
             record = live.record
@@ -160,12 +183,18 @@ class HostStart(HostBase):
             if [p["id"] for p in record.lobby.get("players", [])] != players:
                 raise UserError("error.lobby_changed")  # someone joined or left while it was dealt
             attempt = int(record.lobby.get("attempts", 0)) + 1
-            layout = layout_for(live, game, guild_id=guild.id, bot_id=bot_id, quiet=quiet, attempt=attempt)
+            layout = layout_for(
+                live, game, guild_id=guild.id, bot_id=bot_id, quiet=quiet, attempt=attempt
+            )
             record.state, record.setup, record.seed = "starting", setup.to_dict(), seed
             record.lobby["attempts"] = attempt
-            record.lobby["provision"] = {"attempt": attempt, "state": "creating",
-                                         "layout": layout.to_channels(), "exposed": exposed,
-                                         "answer": answer}
+            record.lobby["provision"] = {
+                "attempt": attempt,
+                "state": "creating",
+                "layout": layout.to_channels(),
+                "exposed": exposed,
+                "answer": answer,
+            }
             return provision_plan(live, game, layout) + lobby_edit(live)
 
         if not await self.bot.service.update(live.id, begin, interaction_id=interaction.id):
@@ -242,39 +271,69 @@ class HostStart(HostBase):
             items = self._welcome(live)
             # nobody waits (a long start, or one resumed after a restart): the host's log says
             # what the interaction's answer can no longer say
-            lines = [phrase(live, "host.started"), *warnings] if late else warnings if not waiting else []
+            lines = (
+                [phrase(live, "host.started"), *warnings]
+                if late
+                else warnings
+                if not waiting
+                else []
+            )
             if lines:
-                items.append(OutboxItem("send", {"channel_id": layout.log},
-                                        {"content": "\n".join(lines)[:2000], "allowed_mentions": NO_PINGS}))
+                items.append(
+                    OutboxItem(
+                        "send",
+                        {"channel_id": layout.log},
+                        {"content": "\n".join(lines)[:2000], "allowed_mentions": NO_PINGS},
+                    )
+                )
             return items
 
         try:
-            await self.bot.service.start(live.id, Setup.from_dict(record.setup), record.seed, prepare=prepare,
-                                         from_state="starting")
+            await self.bot.service.start(
+                live.id,
+                Setup.from_dict(record.setup),
+                record.seed,
+                prepare=prepare,
+                from_state="starting",
+            )
         except NoGame:
             return  # finished, or rolled back, meanwhile
-        log.info("game %s started: %d players in %s", live.id, len(live.game.players) if live.game else 0,
-                 [city.name for city in layout.cities])
+        log.info(
+            "game %s started: %d players in %s",
+            live.id,
+            len(live.game.players) if live.game else 0,
+            [city.name for city in layout.cities],
+        )
         text = "\n".join([phrase(live, "host.started"), *warnings])
         if self._tell(live.id, text) or late:
             return
         if not await self._answer_late(live.id, answer, text):  # the token ran out meanwhile
             with contextlib.suppress(NoGame, GameBroken):
-                await self.bot.service.update(live.id, lambda live: log_items(live, phrase(live, "host.started")))
+                await self.bot.service.update(
+                    live.id, lambda live: log_items(live, phrase(live, "host.started"))
+                )
 
     def _token_alive(self, answer: dict[str, Any] | None) -> bool:
         """Whether Discord still takes an edit of the stored /host start answer."""
-        return answer is not None and time.time() - float(answer["at"]) < self.token_lifetime - TOKEN_MARGIN
+        return (
+            answer is not None
+            and time.time() - float(answer["at"]) < self.token_lifetime - TOKEN_MARGIN
+        )
 
     async def _answer_late(self, game_id: int, answer: dict[str, Any] | None, text: str) -> bool:
         """Answer a /host start nobody waits for any more (its waiter gave up, or its process
         stopped) by editing the interaction's answer while its token lasts (False: it did not)."""
         if answer is None or not self._token_alive(answer):
             return False
-        webhook = discord.Webhook.partial(int(answer["application_id"]), str(answer["token"]), client=self.bot)
+        webhook = discord.Webhook.partial(
+            int(answer["application_id"]), str(answer["token"]), client=self.bot
+        )
         try:
-            await webhook.edit_message("@original", content=text[:2000],  # type: ignore[call-overload]
-                                       allowed_mentions=discord.AllowedMentions.none())
+            await webhook.edit_message(
+                "@original",
+                content=text[:2000],  # type: ignore[call-overload]
+                allowed_mentions=discord.AllowedMentions.none(),
+            )
         except discord.HTTPException as error:
             log.warning("game %s: could not answer /host start late: %s", game_id, error)
             return False
@@ -294,16 +353,24 @@ class HostStart(HostBase):
         if live.record.state != "starting" or not provision:
             return
         if provision["state"] == "rollback":
-            log.error("game %s: could not remove %s while rolling back: %s", live.id, item.target, error)
+            log.error(
+                "game %s: could not remove %s while rolling back: %s", live.id, item.target, error
+            )
             return
         guild = self.bot.get_guild(live.record.guild_id)
         lacking = missing_permissions(guild.me.guild_permissions) if guild is not None else []
-        failure = failure_of(error, kind=item.kind, lacking=lacking if isinstance(error, discord.Forbidden) else [],
-                             needs=NEEDS.get(item.kind, []))
+        failure = failure_of(
+            error,
+            kind=item.kind,
+            lacking=lacking if isinstance(error, discord.Forbidden) else [],
+            needs=NEEDS.get(item.kind, []),
+        )
         reason: dict[str, Any] = {"failure": failure.to_dict()}
         await self._rollback(live, reason)
 
-    async def _rollback(self, live: LiveGame, reason: dict[str, Any], target: str = "lobby") -> None:
+    async def _rollback(
+        self, live: LiveGame, reason: dict[str, Any], target: str = "lobby"
+    ) -> None:
         """Remove what the game's provisioning made, then the lobby is a lobby again (or, after
         /host end, cancelled). The removals are intents of the provisioning lane too."""
         async with self.bot.outbox.holding(live.id, "provision"):  # no create begins meanwhile
@@ -316,32 +383,58 @@ class HostStart(HostBase):
         plans = [item for item in pending if item.kind == "sweep"]
         # a create given up here may be under way at Discord still (sent before now): a process
         # that carries the sweep out after a restart waits until it would have timed out
-        creates_until = (time.time() + self.bot.outbox.call_timeout
-                         if any(item.kind in CREATES for item in pending) else None)
+        creates_until = (
+            time.time() + self.bot.outbox.call_timeout
+            if any(item.kind in CREATES for item in pending)
+            else None
+        )
 
         def change(live: LiveGame) -> list[OutboxItem]:
             provision = live.record.lobby["provision"]
             provision.update(state="rollback", reason=reason, target=target)
-            sweep = OutboxItem("sweep", plans[-1].target, {
-                **plans[-1].payload, "category": None, "rollback": True, "creates_until": creates_until,
-            }, lane="provision") if plans else None
+            sweep = (
+                OutboxItem(
+                    "sweep",
+                    plans[-1].target,
+                    {
+                        **plans[-1].payload,
+                        "category": None,
+                        "rollback": True,
+                        "creates_until": creates_until,
+                    },
+                    lane="provision",
+                )
+                if plans
+                else None
+            )
             return rollback_plan(live.record.guild_id, made, int(provision["attempt"]), sweep)
 
         # the lane is kicked when the hold ends: with nothing to remove, it ends the rollback
         await self.bot.service.update(live.id, change, cancel_lane="provision")
 
     async def _rolled_back(self, live: LiveGame, attempt: int, made: dict[str, int]) -> None:
-        removed = {int(item.target.get("channel_id") or item.target.get("role") or 0)
-                   for item in await self.bot.storage.outbox_items(live.id, "provision")
-                   if item.kind in ("delete_channel", "delete_role")}
-        left = {key: value for key, value in made.items() if key.startswith(f"{attempt}:") and value not in removed}
+        removed = {
+            int(item.target.get("channel_id") or item.target.get("role") or 0)
+            for item in await self.bot.storage.outbox_items(live.id, "provision")
+            if item.kind in ("delete_channel", "delete_role")
+        }
+        left = {
+            key: value
+            for key, value in made.items()
+            if key.startswith(f"{attempt}:") and value not in removed
+        }
         if left:  # made while the rollback was being decided: remove it too
             await self.bot.service.update(
-                live.id, lambda live: rollback_plan(live.record.guild_id, left, attempt))
+                live.id, lambda live: rollback_plan(live.record.guild_id, left, attempt)
+            )
             return
         provision = live.record.lobby["provision"]
         reason, target = provision.get("reason", {}), provision.get("target", "lobby")
-        text = self._failure_text(live, reason) if target == "lobby" else phrase(live, "host.ended_reply")
+        text = (
+            self._failure_text(live, reason)
+            if target == "lobby"
+            else phrase(live, "host.ended_reply")
+        )
         waiting = live.id in self._waiters
         answer = provision.get("answer")
 
@@ -352,8 +445,13 @@ class HostStart(HostBase):
             items = lobby_edit(live)
             channel = record.lobby.get("channel_id")
             if target == "lobby" and not waiting and channel:  # resumed after a restart: say it
-                items.append(OutboxItem("send", {"channel_id": int(channel)},
-                                        {"content": text, "allowed_mentions": NO_PINGS}))
+                items.append(
+                    OutboxItem(
+                        "send",
+                        {"channel_id": int(channel)},
+                        {"content": text, "allowed_mentions": NO_PINGS},
+                    )
+                )
             return items
 
         await self.bot.service.update(live.id, change)
@@ -373,17 +471,37 @@ class HostStart(HostBase):
         channels = live.record.channels
         roles = channels.get("roles", {}).get("cities", {})
         items: list[OutboxItem] = []
-        role_button = [{"type": 1, "components": [{
-            "type": 2, "style": 1, "custom_id": f"mafia:role:{live.id}", "label": phrase(live, "welcome.role"),
-        }]}]
+        role_button = [
+            {
+                "type": 1,
+                "components": [
+                    {
+                        "type": 2,
+                        "style": 1,
+                        "custom_id": f"mafia:role:{live.id}",
+                        "label": phrase(live, "welcome.role"),
+                    }
+                ],
+            }
+        ]
         for city in game.cities:
             # the residents that fit beside the text, the rest in messages of their own
-            residents = chunks([", ".join(mention(p) for p in game.residents[city])], RESIDENTS_LIMIT)
-            text = phrase(live, "welcome.city", city=city, players=residents[0] if residents else "—",
-                          me=command(live.language, "mafia me"), help=command(live.language, "help"),
-                          rules=command(live.language, "rules"))
+            residents = chunks(
+                [", ".join(mention(p) for p in game.residents[city])], RESIDENTS_LIMIT
+            )
+            text = phrase(
+                live,
+                "welcome.city",
+                city=city,
+                players=residents[0] if residents else "—",
+                me=command(live.language, "mafia me"),
+                help=command(live.language, "help"),
+                rules=command(live.language, "rules"),
+            )
             if len(game.cities) > 1:
-                text += "\n" + phrase(live, "welcome.touring", touring=", ".join(game.touring_order))
+                text += "\n" + phrase(
+                    live, "welcome.touring", touring=", ".join(game.touring_order)
+                )
             living = roles.get(city, {}).get("living")
             mentions: dict[str, Any] = NO_PINGS
             if living is not None and pings_on(live):
@@ -391,22 +509,43 @@ class HostStart(HostBase):
                 mentions = {"parse": [], "roles": [str(living)]}
             parts = [text, *residents[1:]]
             for index, part in enumerate(parts):
-                payload: dict[str, Any] = {"content": part, "allowed_mentions": mentions if index == 0 else NO_PINGS}
+                payload: dict[str, Any] = {
+                    "content": part,
+                    "allowed_mentions": mentions if index == 0 else NO_PINGS,
+                }
                 if index == len(parts) - 1:
                     payload["components"] = role_button
-                items.append(OutboxItem("send", {"channel_id": channels["cities"][city]["text"]}, payload))
-            for part in chunks([", ".join(mention(p) for p in game.living_mafiosi(city))], RESIDENTS_LIMIT):
-                items.append(OutboxItem("send", {"channel_id": channels["cities"][city]["mafia"]}, {
-                    "content": phrase(live, "welcome.mafia", city=city, players=part), "allowed_mentions": NO_PINGS,
-                }))
+                items.append(
+                    OutboxItem("send", {"channel_id": channels["cities"][city]["text"]}, payload)
+                )
+            for part in chunks(
+                [", ".join(mention(p) for p in game.living_mafiosi(city))], RESIDENTS_LIMIT
+            ):
+                items.append(
+                    OutboxItem(
+                        "send",
+                        {"channel_id": channels["cities"][city]["mafia"]},
+                        {
+                            "content": phrase(live, "welcome.mafia", city=city, players=part),
+                            "allowed_mentions": NO_PINGS,
+                        },
+                    )
+                )
         deal_lines = [phrase(live, "log.deal", seed=game.seed)]
         for city in game.cities:
             deal_lines.append(phrase(live, "summary.city", city=city))
             for player in game.residents[city]:
-                deal_lines.append(f"• {mention(player)} ({shown_name(live, player)}) — "
-                                  f"{status_text(live, game.status_of(player).value)}")
+                deal_lines.append(
+                    f"• {mention(player)} ({shown_name(live, player)}) — "
+                    f"{status_text(live, game.status_of(player).value)}"
+                )
         for chunk in chunks(deal_lines):
-            items.append(OutboxItem("send", {"channel_id": channels["log"]},
-                                    {"content": chunk, "allowed_mentions": NO_PINGS}))
+            items.append(
+                OutboxItem(
+                    "send",
+                    {"channel_id": channels["log"]},
+                    {"content": chunk, "allowed_mentions": NO_PINGS},
+                )
+            )
         items.extend(lobby_edit(live))
         return items

@@ -42,9 +42,18 @@ class LeaveStrikes:
     @staticmethod
     def pending(live: LiveGame | None) -> dict[str, float]:
         """The game's strikes to come: player → unix time."""
-        if live is None or live.record.state != "running" or live.game is None or live.broken is not None:
+        if (
+            live is None
+            or live.record.state != "running"
+            or live.game is None
+            or live.broken is not None
+        ):
             return {}
-        return {player: float(at) for player, at in live.record.lobby.get("leaving", {}).items() if at is not None}
+        return {
+            player: float(at)
+            for player, at in live.record.lobby.get("leaving", {}).items()
+            if at is not None
+        }
 
     def arm(self, live: LiveGame) -> None:
         """(Re)consider a game's strikes; called after every commit."""
@@ -53,7 +62,9 @@ class LeaveStrikes:
         self._wake.setdefault(live.id, asyncio.Event()).set()
         task = self._tasks.get(live.id)
         if task is None or task.done():
-            self._tasks[live.id] = asyncio.create_task(self._run(live.id), name=f"strikes-{live.id}")
+            self._tasks[live.id] = asyncio.create_task(
+                self._run(live.id), name=f"strikes-{live.id}"
+            )
 
     async def restore(self, live: LiveGame) -> None:
         """A game loaded at start: arm what it had pending."""
@@ -95,7 +106,9 @@ class LeaveStrikes:
             return log_items(live, phrase(live, "log.struck", player=mention(player)))
 
         try:
-            await self.bot.service.apply(live.id, ProcuratorKill(player), source="timer", after=after)
+            await self.bot.service.apply(
+                live.id, ProcuratorKill(player), source="timer", after=after
+            )
             log.info("game %s: %s struck out after leaving", live.id, player)
         except (RuleError, NoGame, GameBroken, MovedOn) as error:
             log.info("game %s: no strike of %s (%s)", live.id, player, error)

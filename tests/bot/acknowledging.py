@@ -23,7 +23,9 @@ PLAYERS = [{"id": 100 + n, "name": name} for n, name in enumerate(CITIES["A"] + 
 
 
 def announce(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
-    return [OutboxItem("send", {"channel_id": 1}, {"content": f"{e.kind} " + "·" * 200}) for e in events]
+    return [
+        OutboxItem("send", {"channel_id": 1}, {"content": f"{e.kind} " + "·" * 200}) for e in events
+    ]
 
 
 def commands(count: int) -> list[Command]:
@@ -59,4 +61,6 @@ async def main(path: str, synchronous: str, count: int, checkpoints: bool) -> No
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), "--no-checkpoints" not in sys.argv))
+    asyncio.run(
+        main(sys.argv[1], sys.argv[2], int(sys.argv[3]), "--no-checkpoints" not in sys.argv)
+    )

@@ -38,8 +38,24 @@ from tests.archive_play import next_command
 from tests.storage.plugin import raw
 
 #: display names as a lobby may have them: spaces, case, the host's word, nothing
-NAMES = ["Анна Каренина", "анна_каренина", "host", "  ", "Пьер", "Пьер", "Наташа", "Андрей",
-         "Долохов", "Элен", "Соня", "Николай", "Марья", "Денисов", "Платон", "Берг"]
+NAMES = [
+    "Анна Каренина",
+    "анна_каренина",
+    "host",
+    "  ",
+    "Пьер",
+    "Пьер",
+    "Наташа",
+    "Андрей",
+    "Долохов",
+    "Элен",
+    "Соня",
+    "Николай",
+    "Марья",
+    "Денисов",
+    "Платон",
+    "Берг",
+]
 
 
 def lobby(count: int) -> dict[str, Any]:
@@ -55,8 +71,16 @@ async def open_archive(path: Path) -> tuple[GameService, Archiver]:
 
 
 async def play_game(
-    service: GameService, *, guild: int = 1, seed: int, players: int = 16, cities: int = 2,
-    retour: float = 0.0, maniac: bool = False, end_by_host_after: int | None = None, **rules: Any,
+    service: GameService,
+    *,
+    guild: int = 1,
+    seed: int,
+    players: int = 16,
+    cities: int = 2,
+    retour: float = 0.0,
+    maniac: bool = False,
+    end_by_host_after: int | None = None,
+    **rules: Any,
 ) -> LiveGame:
     """A game dealt and played through the service to its end (or ended by the host)."""
     live = await service.create(guild, 77, lobby(players))
@@ -68,9 +92,11 @@ async def play_game(
     applied = 0
     while live.game is not None and not live.game.over:
         if end_by_host_after is not None and applied >= end_by_host_after:
+
             def cancel(live: LiveGame) -> list:
                 live.record.state = "cancelled"
                 return []
+
             await service.update(live.id, cancel)
             break
         command, source = next_command(live.game, rng, retour=retour)
@@ -91,26 +117,48 @@ def simulated(tmp_path: Path, text: str) -> dict[str, Any]:
 def expected_deaths(archived: ArchivedGame) -> list[dict[str, str]]:
     ids = [p.player for p in archived.players]
     names = scenario_names(ids, archived.names)
-    return [{"player": names[d.player], "city": d.city, "status": d.status, "cause": d.cause,
-             "phase": d.phase} for d in archived.deaths]
+    return [
+        {
+            "player": names[d.player],
+            "city": d.city,
+            "status": d.status,
+            "cause": d.cause,
+            "phase": d.phase,
+        }
+        for d in archived.deaths
+    ]
 
 
 CASES = [
     pytest.param({"seed": 1}, id="seed1"),
     pytest.param({"seed": 2, "first_phase": "night"}, id="night-first"),
     pytest.param({"seed": 3, "day_fallback": "host"}, id="fallback-host"),
-    pytest.param({"seed": 4, "day_fallback": "random", "players": 24, "cities": 3}, id="three-cities"),
+    pytest.param(
+        {"seed": 4, "day_fallback": "random", "players": 24, "cities": 3}, id="three-cities"
+    ),
     pytest.param({"seed": 5, "maniac": True, "players": 20}, id="maniac"),
-    pytest.param({"seed": 6, "maniac": True, "players": 20, "maniac_wins_if_survives": True,
-                  "day_fallback": "host"}, id="maniac-survives"),
+    pytest.param(
+        {
+            "seed": 6,
+            "maniac": True,
+            "players": 20,
+            "maniac_wins_if_survives": True,
+            "day_fallback": "host",
+        },
+        id="maniac-survives",
+    ),
     pytest.param({"seed": 7, "retour": 0.15, "players": 24, "cities": 3}, id="touring-changed"),
-    pytest.param({"seed": 8, "retour": 0.2, "day_fallback": "host", "first_phase": "night"},
-                 id="touring-host-night"),
+    pytest.param(
+        {"seed": 8, "retour": 0.2, "day_fallback": "host", "first_phase": "night"},
+        id="touring-host-night",
+    ),
 ]
 
 
 @pytest.mark.parametrize("case", CASES)
-async def test_a_finished_game_is_archived_and_its_export_simulates_to_the_same_result(database, tmp_path, case):
+async def test_a_finished_game_is_archived_and_its_export_simulates_to_the_same_result(
+    database, tmp_path, case
+):
     service, archiver = await open_archive(database)
     live = await play_game(service, **case)
     await archiver.settle()
@@ -120,11 +168,14 @@ async def test_a_finished_game_is_archived_and_its_export_simulates_to_the_same_
     assert game is not None and game.over
     assert archived.winners == game.winners()
     assert [(d.player, d.cause, d.phase) for d in archived.deaths] == [
-        (d.player, d.cause.value, str(d.phase)) for d in game.deaths]
+        (d.player, d.cause.value, str(d.phase)) for d in game.deaths
+    ]
     log_rows = await service.storage.commands(live.id)
     assert [command for command, _ in archived.log] == [row.command for row in log_rows]
     if case.get("retour"):
-        assert any(command["verb"] == "touring" for command, _ in archived.log), "no touring change played"
+        assert any(command["verb"] == "touring" for command, _ in archived.log), (
+            "no touring change played"
+        )
     text = export_scenario(archived)
     result = simulated(tmp_path, text)
     assert all(step["ok"] for step in result["steps"])
@@ -134,7 +185,9 @@ async def test_a_finished_game_is_archived_and_its_export_simulates_to_the_same_
     await service.storage.close()
 
 
-async def test_a_game_ended_by_the_host_is_archived_and_exported_as_far_as_it_went(database, tmp_path):
+async def test_a_game_ended_by_the_host_is_archived_and_exported_as_far_as_it_went(
+    database, tmp_path
+):
     service, archiver = await open_archive(database)
     live = await play_game(service, seed=11, end_by_host_after=40)
     await archiver.settle()
@@ -174,7 +227,9 @@ async def test_votes_are_the_ones_each_city_counted(database, tmp_path):
     service, archiver = await open_archive(database)
     live = await service.create(1, 77, lobby(12))
     ids = [str(p["id"]) for p in live.record.lobby["players"]]
-    setup = deal({"A": ids[:6], "B": ids[6:]}, 3, RoleCounts(doctor=False, journalist=False, maniac=False))
+    setup = deal(
+        {"A": ids[:6], "B": ids[6:]}, 3, RoleCounts(doctor=False, journalist=False, maniac=False)
+    )
     await service.start(live.id, setup, 3)
     game = live.game
     assert game is not None
@@ -183,6 +238,7 @@ async def test_votes_are_the_ones_each_city_counted(database, tmp_path):
     await service.apply(live.id, Nominate(b[0], b[1]), source="player")
     await service.apply(live.id, StartVoting(), source="timer")
     from rules import CastVote, Unvote
+
     await service.apply(live.id, CastVote(a[2], a[1]), source="player")
     await service.apply(live.id, CastVote(a[3], a[1]), source="player")
     await service.apply(live.id, Unvote(a[3]), source="player")
@@ -193,7 +249,9 @@ async def test_votes_are_the_ones_each_city_counted(database, tmp_path):
     source.record.state = "cancelled"
     archived = build_archive(source)
     assert [(v.day, v.city, v.voter, v.candidate) for v in archived.votes] == [
-        (1, "A", a[2], a[1]), (1, "B", b[2], b[1])]
+        (1, "A", a[2], a[1]),
+        (1, "B", b[2], b[1]),
+    ]
     await service.storage.close()
 
 
@@ -211,7 +269,8 @@ async def test_figures_and_ratings_rebuild_to_the_same_values(database, tmp_path
     assert await rebuild_stats(storage) == 6
     after = await storage.leaderboard(1, "rating", limit=100)
     assert [(r.player, r.games, r.wins, round(r.rating, 9)) for r in after] == [
-        (r.player, r.games, r.wins, round(r.rating, 9)) for r in before]
+        (r.player, r.games, r.wins, round(r.rating, 9)) for r in before
+    ]
     await storage.close()
 
 
@@ -222,7 +281,9 @@ def test_the_rating_pays_more_for_a_win_with_the_weaker_side():
         status = "mafioso" if side == "mafia" else "citizen"
         return [ArchivedPlayer(n, n, city, status, side, won, 1, 0, 0, 0, 0, 0) for n in names]
 
-    players = team("A", "honest", 0, ["h1", "h2", "h3", "h4", "h5", "h6"]) + team("A", "mafia", 1, ["m1", "m2"])
+    players = team("A", "honest", 0, ["h1", "h2", "h3", "h4", "h5", "h6"]) + team(
+        "A", "mafia", 1, ["m1", "m2"]
+    )
     fresh, _ = rate_game(players, {}, {})
     # the same win when the mafia side has been winning everything in this guild
     strong_mafia = {"mafia": (35.0, 2.0), "honest": (15.0, 2.0)}
@@ -245,13 +306,17 @@ async def test_a_v1_database_with_finished_games_is_archived_when_upgraded(tmp_p
     path = tmp_path / "old.sqlite3"
     with sqlite3.connect(path) as raw:
         raw.executescript(Path("bot/migrations/V1__init.sql").read_text(encoding="utf-8"))
-        raw.execute("CREATE TABLE schema_migrations "
-                    "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)")
+        raw.execute(
+            "CREATE TABLE schema_migrations "
+            "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+        )
         raw.execute("INSERT INTO schema_migrations VALUES (1, 'V1__init.sql', 0)")
         raw.execute("ATTACH DATABASE ? AS played", (str(played),))
         for table in ("games", "commands", "snapshots"):
             columns = ", ".join(row[1] for row in raw.execute(f"PRAGMA main.table_info({table})"))
-            raw.execute(f"INSERT INTO main.{table} ({columns}) SELECT {columns} FROM played.{table}")
+            raw.execute(
+                f"INSERT INTO main.{table} ({columns}) SELECT {columns} FROM played.{table}"
+            )
         raw.commit()
         raw.execute("DETACH DATABASE played")
         # later migrations may add columns (V3: stage_since); the ones V1 had are kept as they were
@@ -271,7 +336,9 @@ async def test_a_v1_database_with_finished_games_is_archived_when_upgraded(tmp_p
     # nothing is announced for games that ended before the upgrade, and nothing was lost
     with sqlite3.connect(path) as raw:
         assert raw.execute("SELECT COUNT(*) FROM outbox").fetchone()[0] == 0
-        assert raw.execute(f"SELECT {game_columns} FROM games ORDER BY id").fetchall() == games_before
+        assert (
+            raw.execute(f"SELECT {game_columns} FROM games ORDER BY id").fetchall() == games_before
+        )
         assert raw.execute("SELECT * FROM commands ORDER BY game_id, seq").fetchall() == log_before
     assert await archiver.sweep() == 0
     await storage.close()
@@ -287,8 +354,10 @@ def test_export_on_the_command_line(database, tmp_path, capsys):
 
     game_id = asyncio.run(prepare())
     out = tmp_path / "game.yaml"
-    assert main(["export", "--database", str(database), "--game", str(game_id),
-                 "--out", str(out)]) == 0
+    assert (
+        main(["export", "--database", str(database), "--game", str(game_id), "--out", str(out)])
+        == 0
+    )
     assert json.loads(simulate(out, as_json=True))["over"] is True
     assert main(["export", "--database", str(database), "--game", "999"]) == 2
     assert "999" in capsys.readouterr().err
@@ -317,48 +386,92 @@ async def test_a_game_whose_replay_differs_is_not_exported(database, tmp_path):
 def test_a_touring_change_maps_to_the_touring_city_of_every_night():
     from rules import Game, Stage, command_to_dict
     from rules.events import PhaseStarted
+
     cities = {name: [f"{name}{i}" for i in range(9)] for name in ("A", "B", "C")}
     setup = deal(cities, 9, RoleCounts(mafiosi=1, doctor=False, journalist=False, maniac=False))
     game = Game.create(setup, 9)
     log: list[tuple[dict[str, Any], str]] = []
     nights: list[str | None] = []
-    for command in (StartVoting(), EndDay(), EndNight(), SetTouringOrder(("C", "C", "A")), StartVoting(),
-                    EndDay(), EndNight(), StartVoting(), EndDay()):
+    for command in (
+        StartVoting(),
+        EndDay(),
+        EndNight(),
+        SetTouringOrder(("C", "C", "A")),
+        StartVoting(),
+        EndDay(),
+        EndNight(),
+        StartVoting(),
+        EndDay(),
+    ):
         events = game.apply(command)
-        nights += [e.touring_city for e in events if isinstance(e, PhaseStarted) and e.stage is Stage.NIGHT]
+        nights += [
+            e.touring_city for e in events if isinstance(e, PhaseStarted) and e.stage is Stage.NIGHT
+        ]
         log.append((command_to_dict(command), "host"))
     assert nights == ["A", "C", "A"]  # the default rotation would have given B on night 2
     archived = ArchivedGame(
-        game_id=1, guild_id=1, host_id=1, ended="cancelled", created_at=0.0, ended_at=0.0, seed=9,
-        setup=setup.to_dict(), names={}, log=log, winners=game.winners(), last_phase=str(game.phase),
-        cities=list(game.cities), deaths=[], votes=[], last_words=[], players=[])
+        game_id=1,
+        guild_id=1,
+        host_id=1,
+        ended="cancelled",
+        created_at=0.0,
+        ended_at=0.0,
+        seed=9,
+        setup=setup.to_dict(),
+        names={},
+        log=log,
+        winners=game.winners(),
+        last_phase=str(game.phase),
+        cities=list(game.cities),
+        deaths=[],
+        votes=[],
+        last_words=[],
+        players=[],
+    )
     data = scenario_data(archived)
     assert data["touring_order"] == nights
-    assert len(data["steps"]) == len(log) - 1 and all("touring" not in step for step in data["steps"])
+    assert len(data["steps"]) == len(log) - 1 and all(
+        "touring" not in step for step in data["steps"]
+    )
     # its executions are the game's deaths: the file must replay them, so record them
     deaths = [d for d in game.deaths]
     from bot.storage import ArchivedDeath
-    archived = ArchivedGame(**{**archived.__dict__, "deaths": [
-        ArchivedDeath(d.player, d.city, d.status.value, d.cause.value, str(d.phase)) for d in deaths]})
+
+    archived = ArchivedGame(
+        **{
+            **archived.__dict__,
+            "deaths": [
+                ArchivedDeath(d.player, d.city, d.status.value, d.cause.value, str(d.phase))
+                for d in deaths
+            ],
+        }
+    )
     assert "touring_order:" in export_scenario(archived)
 
 
-async def test_last_words_are_archived_with_the_recording_and_the_message_that_posted_it(database, tmp_path):
+async def test_last_words_are_archived_with_the_recording_and_the_message_that_posted_it(
+    database, tmp_path
+):
     from bot.storage import OutboxItem
     from rules import RequestLastWord
 
     service, archiver = await open_archive(database)
     live = await service.create(1, 77, lobby(12))
     ids = [str(p["id"]) for p in live.record.lobby["players"]]
-    setup = deal({"A": ids[:6], "B": ids[6:]}, 3, RoleCounts(doctor=False, journalist=False, maniac=False))
+    setup = deal(
+        {"A": ids[:6], "B": ids[6:]}, 3, RoleCounts(doctor=False, journalist=False, maniac=False)
+    )
     await service.start(live.id, setup, 3)
     game = live.game
     assert game is not None
     a = game.residents["A"]
     await service.apply(live.id, Nominate(a[0], a[1]), source="player")
     await service.apply(live.id, Nominate(a[2], a[3]), source="player")
-    voice = OutboxItem("voice", {"channel_id": 555}, {"path": "/data/lastwords/1-x.ogg", "duration": 83.5,
-                                                      "waveform": "AAAA", "fallback": ""})
+    voice = OutboxItem(
+        "voice",
+        {"channel_id": 555},
+        {"path": "/data/lastwords/1-x.ogg", "duration": 83.5, "waveform": "AAAA", "fallback": ""},
+    )
     await service.apply(live.id, RequestLastWord(a[1]), source="player", extra_outbox=[voice])
     await service.apply(live.id, RequestLastWord(a[3]), source="player")  # he said nothing
     item = next(i for i in await service.storage.pending_outbox(live.id) if i.kind == "voice")
@@ -373,10 +486,16 @@ async def test_last_words_are_archived_with_the_recording_and_the_message_that_p
     archived = await service.storage.archived_game(live.id)
     assert archived is not None
     spoken, silent = archived.last_words
-    assert (spoken.player, spoken.phase, spoken.path, spoken.duration) == (a[1], "day 1", "/data/lastwords/1-x.ogg", 83.5)
+    assert (spoken.player, spoken.phase, spoken.path, spoken.duration) == (
+        a[1],
+        "day 1",
+        "/data/lastwords/1-x.ogg",
+        83.5,
+    )
     assert (spoken.outbox_id, spoken.channel_id, spoken.message_id) == (item.id, 555, 987654)
     assert (silent.player, silent.outbox_id, silent.message_id) == (a[3], None, None)
     from cogs.history import summary_lines
+
     text = "\n".join(summary_lines("ru", archived))
     assert "запись 1:23" in text and "https://discord.com/channels/1/555/987654" in text
     assert "без записи" in text

@@ -20,7 +20,9 @@ CITIES = {"A": [f"a{i}" for i in range(6)], "B": [f"b{i}" for i in range(6)]}
 
 
 def announce(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
-    return [OutboxItem("send", {"channel_id": 1}, {"content": f"{e.kind} " + "·" * 300}) for e in events]
+    return [
+        OutboxItem("send", {"channel_id": 1}, {"content": f"{e.kind} " + "·" * 300}) for e in events
+    ]
 
 
 async def open_service(path: Path) -> GameService:
@@ -72,7 +74,9 @@ async def test_a_backup_taken_mid_game_restores_and_the_game_goes_on(tmp_path: P
         stored = restored.record.command_count
         assert 3 < stored <= taken + 2  # some moment while the votes went on, not after
         assert restored.game.stage.value == "voting"
-        applied = await service.apply(restored.id, CastVote("a4", "a1"), source="player", interaction_id=5)
+        applied = await service.apply(
+            restored.id, CastVote("a4", "a1"), source="player", interaction_id=5
+        )
         assert applied.seq == stored + 1 and [e.kind for e in applied.events] == ["vote_cast"]
     finally:
         await service.storage.close()
@@ -81,7 +85,10 @@ async def test_a_backup_taken_mid_game_restores_and_the_game_goes_on(tmp_path: P
 def test_a_backup_never_overwrites_and_names_pg_dump_for_postgresql(tmp_path: Path, capsys):
     path, out = tmp_path / "bot.sqlite3", tmp_path / "taken.sqlite3"
     out.write_bytes(b"an older backup")
-    assert main(["backup", "--database", str(tmp_path / "none.sqlite3"), "--out", str(tmp_path / "x")]) == 2
+    assert (
+        main(["backup", "--database", str(tmp_path / "none.sqlite3"), "--out", str(tmp_path / "x")])
+        == 2
+    )
     assert "no such database file" in capsys.readouterr().err
     path.write_bytes(b"")
     assert main(["backup", "--database", str(path), "--out", str(out)]) == 2
@@ -91,18 +98,24 @@ def test_a_backup_never_overwrites_and_names_pg_dump_for_postgresql(tmp_path: Pa
     assert main(["backup", "--database", str(path), "--out", str(tmp_path / "new.sqlite3")]) == 2
     assert "cannot be backed up" in capsys.readouterr().err
     assert not (tmp_path / "new.sqlite3").exists() and not (tmp_path / "new.sqlite3.part").exists()
-    assert main(["backup", "--database", "postgresql://u@host/db", "--out", str(tmp_path / "y")]) == 2
+    assert (
+        main(["backup", "--database", "postgresql://u@host/db", "--out", str(tmp_path / "y")]) == 2
+    )
     assert "pg_dump" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("running", [True, False])
-async def test_a_backup_of_a_stopped_or_running_database_opens(tmp_path: Path, running: bool, capsys):
+async def test_a_backup_of_a_stopped_or_running_database_opens(
+    tmp_path: Path, running: bool, capsys
+):
     path, out = tmp_path / "bot.sqlite3", tmp_path / "copy.sqlite3"
     service = await open_service(path)
     await service.create(1, 9, {"players": []})
     if not running:
         await service.storage.close()
-    assert await asyncio.to_thread(main, ["backup", "--database", str(path), "--out", str(out)]) == 0
+    assert (
+        await asyncio.to_thread(main, ["backup", "--database", str(path), "--out", str(out)]) == 0
+    )
     if running:
         await service.storage.close()
     copy = await Storage.open(out)

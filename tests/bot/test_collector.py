@@ -26,7 +26,9 @@ def cycle() -> tuple[Node, weakref.ref[Node]]:
     return first, weakref.ref(second)
 
 
-async def test_survivors_of_a_full_collection_are_frozen_and_a_thaw_frees_cycles_among_them() -> None:
+async def test_survivors_of_a_full_collection_are_frozen_and_a_thaw_frees_cycles_among_them() -> (
+    None
+):
     policy = CollectorPolicy(asyncio.get_running_loop(), clock=lambda: 0.0)
     try:
         policy.install()
@@ -103,7 +105,10 @@ async def test_a_handled_interaction_is_freed_when_its_command_ends_not_by_a_col
                 assert answered.callback is not None
             # the release runs once each handling task is done (later on a loaded machine);
             # with the collector off, only the release can free them
-            await table.fake.wait_until(lambda: interactions_alive() - before == 0 or None, 5.0,
-                                        "handled interactions are still in memory")
+            await table.fake.wait_until(
+                lambda: interactions_alive() - before == 0 or None,
+                5.0,
+                "handled interactions are still in memory",
+            )
         finally:
             gc.enable()

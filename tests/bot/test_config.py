@@ -18,26 +18,55 @@ def test_no_file_means_the_defaults():
 def test_the_example_documents_every_key_with_its_default():
     assert load_config(ROOT / "config.example.yaml") == Config()
     text = (ROOT / "config.example.yaml").read_text(encoding="utf-8")
-    for key in ("database", "language", "log_level", "host_role", "snapshot_every", "discussion",
-                "voting", "night", "reminders", "join_timeout", "dave_timeout", "progress_every",
-                "max_upload_mib", "leave_grace", "reconnect_attempts", "everyone_reads", "at_end", "first_phase", "day_fallback",
-                "doctor_self_protect", "maniac_idle", "maniac_wins_if_survives", "touring_order",
-                "last_word_seconds", "call_timeout"):
+    for key in (
+        "database",
+        "language",
+        "log_level",
+        "host_role",
+        "snapshot_every",
+        "discussion",
+        "voting",
+        "night",
+        "reminders",
+        "join_timeout",
+        "dave_timeout",
+        "progress_every",
+        "max_upload_mib",
+        "leave_grace",
+        "reconnect_attempts",
+        "everyone_reads",
+        "at_end",
+        "first_phase",
+        "day_fallback",
+        "doctor_self_protect",
+        "maniac_idle",
+        "maniac_wins_if_survives",
+        "touring_order",
+        "last_word_seconds",
+        "call_timeout",
+    ):
         assert f"{key}:" in text, key
 
 
 def test_values_override_the_defaults():
-    config = config_from_dict({
-        "language": "en", "timers": {"voting": 60, "reminders": [30, 300]},
-        "rules": {"day_fallback": "host"}, "channels": {"at_end": "delete"}, "call_timeout": 5,
-    })
+    config = config_from_dict(
+        {
+            "language": "en",
+            "timers": {"voting": 60, "reminders": [30, 300]},
+            "rules": {"day_fallback": "host"},
+            "channels": {"at_end": "delete"},
+            "call_timeout": 5,
+        }
+    )
     assert config.language == "en"
     assert config.call_timeout == 5
     assert config.timers.voting == 60 and config.timers.night == Config().timers.night
     assert config.timers.reminders == (300, 30)
     assert config.rules.day_fallback.value == "host"
     assert config.channels.at_end == "delete"
-    fair = config_from_dict({"fairness": {"burst": 5, "per_minute": 10, "stage_settle": 0.5}}).fairness
+    fair = config_from_dict(
+        {"fairness": {"burst": 5, "per_minute": 10, "stage_settle": 0.5}}
+    ).fairness
     assert (fair.burst, fair.per_minute, fair.stage_settle) == (5, 10, 0.5)
 
 
@@ -52,13 +81,19 @@ def test_values_override_the_defaults():
         ({"timers": []}, "timers: must be a mapping"),
         ({"last_word": {"max_upload_mib": 100}}, "last_word.max_upload_mib: must be from 1 to 25"),
         ({"last_word": {"leave_grace": 600}}, "last_word.leave_grace: must be from 0 to 170"),
-        ({"last_word": {"reconnect_attempts": -1}}, "last_word.reconnect_attempts: must be from 0 to 10"),
+        (
+            {"last_word": {"reconnect_attempts": -1}},
+            "last_word.reconnect_attempts: must be from 0 to 10",
+        ),
         ({"channels": {"at_end": "burn"}}, "channels.at_end: must be keep or delete"),
         ({"rules": {"last_word_seconds": 500}}, "rules.last_word_seconds: bad value"),
         ({"rules": {"first_phase": "dusk"}}, "rules.first_phase: bad value"),
         ({"log_level": "LOUD"}, "log_level: must be one of"),
         ({"fairness": {"burst": -1}}, "fairness.burst: must be from 0"),
-        ({"fairness": {"stage_settle": "soon"}}, "fairness.stage_settle: must be a number of seconds"),
+        (
+            {"fairness": {"stage_settle": "soon"}},
+            "fairness.stage_settle: must be a number of seconds",
+        ),
         ({"fairness": {"stage_settle": 61}}, "fairness.stage_settle: must be from 0 to 60"),
         ({"fairness": {"per_minute": 0}}, "fairness.per_minute: must be at least 1"),
         ({"fairness": {"speed": 1}}, "fairness.speed: unknown key"),
@@ -74,8 +109,14 @@ def test_a_bad_config_names_the_key_and_the_problem(data, message):
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bot", *args], capture_output=True, text=True,
-                          check=False, env=env, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def test_check_config_says_ok_or_names_the_problem(tmp_path):
@@ -90,7 +131,10 @@ def test_check_config_says_ok_or_names_the_problem(tmp_path):
     assert missing.returncode == 2 and "cannot read" in missing.stderr
     # the README's line, before any copy: one line that says how to make the file, no traceback
     assert missing.stderr.strip().count("\n") == 0 and "Traceback" not in missing.stderr
-    assert "no such file" in missing.stderr and f"cp config.example.yaml {tmp_path / 'nope.yaml'}" in missing.stderr
+    assert (
+        "no such file" in missing.stderr
+        and f"cp config.example.yaml {tmp_path / 'nope.yaml'}" in missing.stderr
+    )
     folder = cli("check-config", str(tmp_path))
     assert folder.returncode == 2 and folder.stderr.strip().count("\n") == 0
     assert "a folder, not a file" in folder.stderr and "Error" not in folder.stderr
@@ -122,15 +166,33 @@ def _quiet_config(tmp_path, database) -> str:
 def _unreachable_env(api_base: str = "http://127.0.0.1:9/api/v10") -> dict[str, str]:
     import os
 
-    return {**os.environ, "DISCORD_TOKEN": "x", "DISCORD_API_BASE": api_base,
-            "DISCORD_GATEWAY_URL": "ws://127.0.0.1:9/gateway"}
+    return {
+        **os.environ,
+        "DISCORD_TOKEN": "x",
+        "DISCORD_API_BASE": api_base,
+        "DISCORD_GATEWAY_URL": "ws://127.0.0.1:9/gateway",
+    }
 
 
-@pytest.mark.parametrize("api_base", ["http://127.0.0.1:9/api/v10", "http://nosuch.invalid/api/v10"])
+@pytest.mark.parametrize(
+    "api_base", ["http://127.0.0.1:9/api/v10", "http://nosuch.invalid/api/v10"]
+)
 def test_run_with_discord_unreachable_says_so_in_one_line_and_exits_non_zero(tmp_path, api_base):
     result = subprocess.run(
-        [sys.executable, "-m", "bot", "run", "--config", _quiet_config(tmp_path, tmp_path / "b.sqlite3")],
-        capture_output=True, text=True, check=False, env=_unreachable_env(api_base), cwd=ROOT, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "bot",
+            "run",
+            "--config",
+            _quiet_config(tmp_path, tmp_path / "b.sqlite3"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=_unreachable_env(api_base),
+        cwd=ROOT,
+        timeout=60,
     )
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
@@ -150,8 +212,13 @@ def _damaged(tmp_path, kind: str):
     connection.close()
     data = good.read_bytes()
     damaged = tmp_path / f"{kind}.sqlite3"
-    damaged.write_bytes({"truncated": data[: len(data) // 2], "zeroed": b"\0" * len(data),
-                         "garbage": bytes(range(256)) * 40}[kind])
+    damaged.write_bytes(
+        {
+            "truncated": data[: len(data) // 2],
+            "zeroed": b"\0" * len(data),
+            "garbage": bytes(range(256)) * 40,
+        }[kind]
+    )
     return damaged
 
 
@@ -161,10 +228,17 @@ def test_a_damaged_database_stops_run_with_one_line_and_exit_2(tmp_path, kind):
     before = database.read_bytes()
     result = subprocess.run(
         [sys.executable, "-m", "bot", "run", "--config", _quiet_config(tmp_path, database)],
-        capture_output=True, text=True, check=False, env=_unreachable_env(), cwd=ROOT, timeout=60,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=_unreachable_env(),
+        cwd=ROOT,
+        timeout=60,
     )
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"mafia-bot run: {database}: the database is damaged")
+    assert len(lines) == 1 and lines[0].startswith(
+        f"mafia-bot run: {database}: the database is damaged"
+    )
     assert database.read_bytes() == before, "the damaged file was changed"

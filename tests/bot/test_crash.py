@@ -49,16 +49,27 @@ class BotProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     async def start(self) -> None:
-        sessions = len(self.fake.gateway.events("READY")) if hasattr(self.fake.gateway, "events") else 0
-        env = {**os.environ, "DISCORD_TOKEN": self.fake.token, "DISCORD_API_BASE": self.fake.api_base,
-               "DISCORD_GATEWAY_URL": self.fake.gateway_url, "PYTHONPATH": str(ROOT)}
+        sessions = (
+            len(self.fake.gateway.events("READY")) if hasattr(self.fake.gateway, "events") else 0
+        )
+        env = {
+            **os.environ,
+            "DISCORD_TOKEN": self.fake.token,
+            "DISCORD_API_BASE": self.fake.api_base,
+            "DISCORD_GATEWAY_URL": self.fake.gateway_url,
+            "PYTHONPATH": str(ROOT),
+        }
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "bot", "run", "--config", str(self.config)],
-                env=env, cwd=self.log.parent, stdout=log, stderr=log,
+                env=env,
+                cwd=self.log.parent,
+                stdout=log,
+                stderr=log,
             )
         await self.fake.wait_until(
-            lambda: len(self.fake.gateway.events("READY")) > sessions or None, 30.0,
+            lambda: len(self.fake.gateway.events("READY")) > sessions or None,
+            30.0,
             f"the bot did not connect; its log:\n{self.log.read_text(errors='replace')[-3000:]}",
         )
         await asyncio.sleep(0.3)  # discord.py settles its guilds before handling interactions
@@ -78,9 +89,11 @@ class BotProcess:
 
 
 @asynccontextmanager
-async def crash_table(tmp_path: Path, database: Path | str,
-                      timers: str = "{discussion: 0, voting: 0, night: 0, reminders: []}"
-                      ) -> AsyncIterator[tuple[FakeDiscord, object, BotProcess]]:
+async def crash_table(
+    tmp_path: Path,
+    database: Path | str,
+    timers: str = "{discussion: 0, voting: 0, night: 0, reminders: []}",
+) -> AsyncIterator[tuple[FakeDiscord, object, BotProcess]]:
     fake = FakeDiscord()
     world = build_standard_guild(fake, players=[f"p{i}" for i in range(8)])
     await fake.start()
@@ -102,18 +115,27 @@ def replayed(database: Path | str, game_id: int) -> Game:
     """The game as its stored setup, seed and command log make it."""
     row = one(database, "SELECT setup, seed FROM games WHERE id = ?", (game_id,))
     game = Game.create(Setup.from_dict(json.loads(row["setup"])), row["seed"])
-    for (command,) in raw_sync(database, "SELECT command FROM commands WHERE game_id = ? ORDER BY seq", (game_id,)):
+    for (command,) in raw_sync(
+        database, "SELECT command FROM commands WHERE game_id = ? ORDER BY seq", (game_id,)
+    ):
         game.apply(command_from_dict(json.loads(command)))
     return game
 
 
 def logged_interactions(database: Path | str) -> list[int]:
-    return [r[0] for r in raw_sync(database, "SELECT interaction_id FROM commands WHERE interaction_id IS NOT NULL")]
+    return [
+        r[0]
+        for r in raw_sync(
+            database, "SELECT interaction_id FROM commands WHERE interaction_id IS NOT NULL"
+        )
+    ]
 
 
 async def start_game(fake: FakeDiscord, world, players: int = 8) -> int:
     guild, host = world.guild.id, world.owner.user.id
-    opened = await fake.slash(guild, host, "mafia new", {}, channel_id=world.text_channel.id, locale="ru")
+    opened = await fake.slash(
+        guild, host, "mafia new", {}, channel_id=world.text_channel.id, locale="ru"
+    )
     await opened.wait_original()
     lobby = await lobby_posted(fake, world)
     for member in world.players[:players]:
@@ -127,9 +149,16 @@ async def start_game(fake: FakeDiscord, world, players: int = 8) -> int:
 
 async def lobby_posted(fake: FakeDiscord, world, game: int = 1, timeout: float = 10.0):
     """The lobby message of ``game`` in the general channel, once the bot's outbox posted it."""
+
     def found():
-        return next((m for m in fake.messages(world.text_channel.id)
-                     if f"mafia:join:{game}" in m.custom_ids()), None)
+        return next(
+            (
+                m
+                for m in fake.messages(world.text_channel.id)
+                if f"mafia:join:{game}" in m.custom_ids()
+            ),
+            None,
+        )
 
     return await fake.wait_until(found, timeout, "the lobby message was never posted")
 
@@ -149,7 +178,10 @@ def city_channel(database: Path | str) -> int:
 
 def posted_exactly_once(fake: FakeDiscord, database: Path | str) -> None:
     """Every sent outbox item is one message on Discord, and no message repeats an item."""
-    sent = [r["id"] for r in raw_sync(database, "SELECT id FROM outbox WHERE kind = 'send' AND state = 'sent'")]
+    sent = [
+        r["id"]
+        for r in raw_sync(database, "SELECT id FROM outbox WHERE kind = 'send' AND state = 'sent'")
+    ]
     nonces = Counter(str(m.nonce) for m in fake.messages() if m.nonce is not None)
     duplicates = {nonce: n for nonce, n in nonces.items() if n > 1}
     assert duplicates == {}
@@ -169,7 +201,8 @@ async def test_killed_between_commit_and_announcement(tmp_path: Path, database: 
         bot.kill()
         held.release()  # Discord carries the held request out: the message exists, nobody heard back
         await fake.wait_until(
-            lambda: any("голосование" in m.content for m in fake.messages(channel)) or None, 5.0, "")
+            lambda: any("голосование" in m.content for m in fake.messages(channel)) or None, 5.0, ""
+        )
         fake.clear_faults()
         await bot.start()
         await outbox_settled(fake, database)
@@ -193,7 +226,9 @@ async def test_killed_while_discord_refuses_then_posted_once(tmp_path: Path, dat
         assert not any("голосование" in m.content for m in fake.messages(channel))
         await bot.start()
         await outbox_settled(fake, database)
-        assert len([m for m in fake.messages(channel) if "**День 1**: голосование" in m.content]) == 1
+        assert (
+            len([m for m in fake.messages(channel) if "**День 1**: голосование" in m.content]) == 1
+        )
         posted_exactly_once(fake, database)
 
 
@@ -222,8 +257,11 @@ async def test_killed_during_a_burst_of_commands(tmp_path: Path, database: Path 
         burst: list[InteractionResult] = []
         for index, user in enumerate(players):
             target = players[(index + 1) % len(players)]
-            burst.append(await fake.slash(guild, user, "nominate", {"player": str(target)}, locale="ru",
-                                          wait=False))
+            burst.append(
+                await fake.slash(
+                    guild, user, "nominate", {"player": str(target)}, locale="ru", wait=False
+                )
+            )
         await asyncio.sleep(0.02)
         bot.kill()
         logged = logged_interactions(database)
@@ -234,8 +272,16 @@ async def test_killed_during_a_burst_of_commands(tmp_path: Path, database: Path 
             await fake.resend(result)
         # each is settled: in the log, or the new process tried to answer it (and was refused)
         await fake.wait_until(
-            lambda: all(r.id in set(logged_interactions(database)) or len(r.attempts) > tried[r.id]
-                        for r in burst) or None, 20.0, "a resent command was never handled")
+            lambda: (
+                all(
+                    r.id in set(logged_interactions(database)) or len(r.attempts) > tried[r.id]
+                    for r in burst
+                )
+                or None
+            ),
+            20.0,
+            "a resent command was never handled",
+        )
         await outbox_settled(fake, database)
         logged = logged_interactions(database)
         assert len(logged) == len(set(logged)), "an interaction was applied twice"
@@ -245,9 +291,14 @@ async def test_killed_during_a_burst_of_commands(tmp_path: Path, database: Path 
                 # one the killed process had deferred; or one it never saw, delivered again after
                 # Discord's 3 s (a slow restart on a loaded machine): every answer refused as too
                 # late, the player was told it failed, and nothing was applied
-                too_late = (result.callback is None and len(result.attempts) > tried[result.id]
-                            and all(a.error_code == 10062 for a in result.attempts[tried[result.id]:]))
-                assert result.callback_type == 5 or too_late, f"a command was lost: {result.describe()}"
+                too_late = (
+                    result.callback is None
+                    and len(result.attempts) > tried[result.id]
+                    and all(a.error_code == 10062 for a in result.attempts[tried[result.id] :])
+                )
+                assert result.callback_type == 5 or too_late, (
+                    f"a command was lost: {result.describe()}"
+                )
         game = replayed(database, 1)
         applied = [players.index(r.user_id) for r in burst if r.id in set(logged)]
         assert len(game.nominees("Верона")) == len(applied)
@@ -259,7 +310,9 @@ async def test_killed_during_a_burst_of_commands(tmp_path: Path, database: Path 
 
 async def test_the_deadline_holds_across_a_kill(tmp_path: Path, database: Path | str):
     """The stage's stored deadline is kept by the new process and fires on time."""
-    async with crash_table(tmp_path, database, "{discussion: 4, voting: 0, night: 0, reminders: []}") as (fake, world, bot):
+    async with crash_table(
+        tmp_path, database, "{discussion: 4, voting: 0, night: 0, reminders: []}"
+    ) as (fake, world, bot):
         await start_game(fake, world)
         deadline, stage = one(database, "SELECT deadline, deadline_stage FROM games WHERE id = 1")
         assert stage == "day 1 discussion" and deadline > time.time()
@@ -268,7 +321,9 @@ async def test_the_deadline_holds_across_a_kill(tmp_path: Path, database: Path |
         channel = city_channel(database)
         await fake.wait_until(
             lambda: any("голосование" in m.content for m in fake.messages(channel)) or None,
-            max(1.0, deadline - time.time()) + 5.0, "the deadline did not fire after the restart")
+            max(1.0, deadline - time.time()) + 5.0,
+            "the deadline did not fire after the restart",
+        )
         source = one(database, "SELECT source FROM commands ORDER BY seq DESC LIMIT 1")[0]
         assert source == "timer"
         assert time.time() >= deadline - 0.5
@@ -276,7 +331,9 @@ async def test_the_deadline_holds_across_a_kill(tmp_path: Path, database: Path |
         posted_exactly_once(fake, database)
 
 
-async def test_killed_right_after_mafia_new_answered_the_lobby_still_counts_its_players(tmp_path: Path, database: Path | str):
+async def test_killed_right_after_mafia_new_answered_the_lobby_still_counts_its_players(
+    tmp_path: Path, database: Path | str
+):
     """The process dies as soon as /mafia new is answered, before it knows which message is the
     lobby: after the restart the lobby is there once and shows who joins."""
     async with crash_table(tmp_path, database) as (fake, world, bot):
@@ -284,9 +341,13 @@ async def test_killed_right_after_mafia_new_answered_the_lobby_still_counts_its_
         # whatever would tell the bot which message the lobby is does not come back in time
         posting = fake.hang("POST", rf"/channels/{general}/messages$")
         asking = fake.hang("GET", r"/webhooks/\d+/[^/]+/messages/@original")
-        opened = await fake.slash(guild, host, "mafia new", {}, channel_id=general, locale="ru", wait=False)
+        opened = await fake.slash(
+            guild, host, "mafia new", {}, channel_id=general, locale="ru", wait=False
+        )
         await opened.wait_callback()
-        await fake.wait_until(lambda: posting.hits or asking.hits, 5.0, "the bot never posted nor asked")
+        await fake.wait_until(
+            lambda: posting.hits or asking.hits, 5.0, "the bot never posted nor asked"
+        )
         bot.kill()
         posting.release()  # Discord carries the held call out: the lobby exists, the bot never heard
         asking.release()
@@ -298,8 +359,11 @@ async def test_killed_right_after_mafia_new_answered_the_lobby_still_counts_its_
             click = await fake.click(lobby, "mafia:join:1", user)
             await click.wait_callback()
         players = f"<@{joined[0]}>, <@{joined[1]}>, <@{joined[2]}>"
-        await fake.wait_until(lambda: f"3 игрока: {players}" in fake.message(lobby.id).content or None, 10.0,
-                              f"the lobby does not show its players: {fake.message(lobby.id).content}")
+        await fake.wait_until(
+            lambda: f"3 игрока: {players}" in fake.message(lobby.id).content or None,
+            10.0,
+            f"the lobby does not show its players: {fake.message(lobby.id).content}",
+        )
         lobbies = [m for m in fake.messages(general) if "mafia:join:1" in m.custom_ids()]
         assert lobbies == [fake.message(lobby.id)], "the lobby was posted twice"
         posted_exactly_once(fake, database)
@@ -308,12 +372,16 @@ async def test_killed_right_after_mafia_new_answered_the_lobby_still_counts_its_
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 
 
-async def test_killed_while_the_channels_are_made_resumes_without_a_second_category(tmp_path: Path, database: Path | str):
+async def test_killed_while_the_channels_are_made_resumes_without_a_second_category(
+    tmp_path: Path, database: Path | str
+):
     """SIGKILL while Discord makes the category (it does; nobody hears): the next process adopts
     it, makes the rest once, and the game starts."""
     async with crash_table(tmp_path, database) as (fake, world, bot):
         guild, host = world.guild.id, world.owner.user.id
-        opened = await fake.slash(guild, host, "mafia new", {}, channel_id=world.text_channel.id, locale="ru")
+        opened = await fake.slash(
+            guild, host, "mafia new", {}, channel_id=world.text_channel.id, locale="ru"
+        )
         await opened.wait_original()
         lobby = await lobby_posted(fake, world)
         for member in world.players[:8]:
@@ -324,7 +392,9 @@ async def test_killed_while_the_channels_are_made_resumes_without_a_second_categ
         bot.kill()
         assert one(database, "SELECT state FROM games WHERE id = 1")[0] == "starting"
         held.release()
-        await fake.wait_until(lambda: [c for c in fake.state.guild_channels(guild) if c.type == 4] or None)
+        await fake.wait_until(
+            lambda: [c for c in fake.state.guild_channels(guild) if c.type == 4] or None
+        )
         await bot.start()
 
         def running() -> bool | None:
@@ -333,10 +403,13 @@ async def test_killed_while_the_channels_are_made_resumes_without_a_second_categ
         await fake.wait_until(running, 30.0, "the start was not resumed")
         await outbox_settled(fake, database)
         channels = json.loads(one(database, "SELECT channels FROM games WHERE id = 1")[0])
-        made = [int(c.response["id"]) for c in fake.calls("POST", "/guilds/{guild_id}/channels") if c.ok]
+        made = [
+            int(c.response["id"]) for c in fake.calls("POST", "/guilds/{guild_id}/channels") if c.ok
+        ]
         alive = sorted(i for i in made if not fake.state.channels[i].deleted)
         ours = [channels["category"], channels["voice"], channels["dead"], channels["log"]] + [
-            ids[kind] for ids in channels["cities"].values() for kind in ("text", "mafia")]
+            ids[kind] for ids in channels["cities"].values() for kind in ("text", "mafia")
+        ]
         assert alive == sorted(ours)
         assert len([c for c in fake.state.guild_channels(guild) if c.type == 4]) == 1
         posted_exactly_once(fake, database)

@@ -54,7 +54,11 @@ async def test_mafia_new_answers_with_the_lobby_and_status_shows_the_game():
         assert "лобби игры №1" in lobby.content and not lobby.ephemeral
         assert "mafia:join:1" in lobby.custom_ids()
         status = await table.slash("p0", "mafia status")
-        assert status.ephemeral and "Игра №1" in status.content and "Лобби: 0 игроков." in status.content
+        assert (
+            status.ephemeral
+            and "Игра №1" in status.content
+            and "Лобби: 0 игроков." in status.content
+        )
         refused = await table.slash("p0", "mafia new")
         assert refused.ephemeral and "только ведущий" in refused.content
 
@@ -81,8 +85,9 @@ async def test_discord_errors_delay_announcements_but_lose_or_repeat_nothing(sta
         await table.new_game(cities="A")
         channel = table.city_channel("A")
         before = len(table.fake.messages(channel))
-        fault = table.fake.fail("POST", rf"/channels/{channel}/messages$", status=status, count=count,
-                                retry_after=0.05)
+        fault = table.fake.fail(
+            "POST", rf"/channels/{channel}/messages$", status=status, count=count, retry_after=0.05
+        )
         await table.slash("host", "host next")
         await table.slash("host", "host next")
         await table.drain()

@@ -92,21 +92,29 @@ class CommitGate:
 def logged(path: Path, game_id: int) -> list[tuple[int, str, int | None]]:
     """The game's command log as the file holds it: (seq, verb, interaction id)."""
     with sqlite3.connect(path) as db:
-        return [(seq, command.split('"verb":"')[1].split('"')[0], interaction)
-                for seq, command, interaction in db.execute(
-                    "SELECT seq, command, interaction_id FROM commands WHERE game_id = ? ORDER BY seq",
-                    (game_id,))]
+        return [
+            (seq, command.split('"verb":"')[1].split('"')[0], interaction)
+            for seq, command, interaction in db.execute(
+                "SELECT seq, command, interaction_id FROM commands WHERE game_id = ? ORDER BY seq",
+                (game_id,),
+            )
+        ]
 
 
 def stored_outbox(path: Path, game_id: int) -> list[tuple[int | None, str]]:
     with sqlite3.connect(path) as db:
-        return [(seq, payload) for seq, payload in db.execute(
-            "SELECT seq, payload FROM outbox WHERE game_id = ? AND seq IS NOT NULL ORDER BY id",
-            (game_id,))]
+        return [
+            (seq, payload)
+            for seq, payload in db.execute(
+                "SELECT seq, payload FROM outbox WHERE game_id = ? AND seq IS NOT NULL ORDER BY id",
+                (game_id,),
+            )
+        ]
 
 
 async def test_commands_arriving_during_a_commit_share_the_next_and_return_only_after_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "db.sqlite3"
     service = await open_service(path)
     first, second, third = await games(service, 3)
@@ -114,12 +122,16 @@ async def test_commands_arriving_during_a_commit_share_the_next_and_return_only_
     groups = storage.group_commits
     gate = CommitGate(storage, path, monkeypatch)
 
-    alone = asyncio.create_task(service.apply(first.id, Nominate("a0", "a1"), source="player",
-                                              interaction_id=101))
+    alone = asyncio.create_task(
+        service.apply(first.id, Nominate("a0", "a1"), source="player", interaction_id=101)
+    )
     await gate.until_waiting()  # the first command's commit is under way
     together = [
-        asyncio.create_task(service.apply(live.id, Nominate("a2", "a3"), source="player",
-                                          interaction_id=interaction))
+        asyncio.create_task(
+            service.apply(
+                live.id, Nominate("a2", "a3"), source="player", interaction_id=interaction
+            )
+        )
         for live, interaction in ((second, 102), (third, 103))
     ]
     await asyncio.sleep(0.05)
@@ -141,7 +153,8 @@ async def test_commands_arriving_during_a_commit_share_the_next_and_return_only_
 
 
 async def test_a_group_whose_commit_fails_answers_none_and_stores_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "db.sqlite3"
     service = await open_service(path)
     first, second, third = await games(service, 3)
@@ -151,30 +164,39 @@ async def test_a_group_whose_commit_fails_answers_none_and_stores_nothing(
 
     blocker = asyncio.create_task(service.apply(first.id, Nominate("a0", "a1"), source="player"))
     await gate.until_waiting()
-    together = [asyncio.create_task(service.apply(live.id, Nominate("a2", "a3"), source="player",
-                                                  interaction_id=200 + live.id))
-                for live in (second, third)]
+    together = [
+        asyncio.create_task(
+            service.apply(
+                live.id, Nominate("a2", "a3"), source="player", interaction_id=200 + live.id
+            )
+        )
+        for live in (second, third)
+    ]
     await asyncio.sleep(0.05)
     gate.fail = sqlite3.OperationalError("disk I/O error")  # the disk fails under the group
     gate.open()
     outcomes = await asyncio.gather(blocker, *together, return_exceptions=True)
     # each is refused as not stored, the disk's error its cause
-    assert all(isinstance(outcome, NotStored) and isinstance(outcome.__cause__, sqlite3.OperationalError)
-               for outcome in outcomes), outcomes
+    assert all(
+        isinstance(outcome, NotStored) and isinstance(outcome.__cause__, sqlite3.OperationalError)
+        for outcome in outcomes
+    ), outcomes
     for live in (second, third):
         assert logged(path, live.id) == [] and stored_outbox(path, live.id) == []
         assert live.game is not None and live.game.to_dict() == before[live.id]
 
     gate.fail = None  # the disk is back: the same commands are taken as new
-    applied = await service.apply(second.id, Nominate("a2", "a3"), source="player",
-                                  interaction_id=202)
+    applied = await service.apply(
+        second.id, Nominate("a2", "a3"), source="player", interaction_id=202
+    )
     assert [e.kind for e in applied.events] == ["nominated"]
     assert logged(path, second.id) == [(1, "nominate", 202)]
     await storage.close()
 
 
 async def test_a_repeated_interaction_in_a_group_is_refused_alone_and_the_others_stand(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "db.sqlite3"
     service = await open_service(path)
     first, second, third = await games(service, 3)
@@ -188,10 +210,12 @@ async def test_a_repeated_interaction_in_a_group_is_refused_alone_and_the_others
     gate = CommitGate(storage, path, monkeypatch)
     blocker = asyncio.create_task(service.apply(first.id, Nominate("a0", "a1"), source="player"))
     await gate.until_waiting()
-    repeated = asyncio.create_task(service.apply(second.id, Nominate("a2", "a3"), source="player",
-                                                 interaction_id=777))
-    other = asyncio.create_task(service.apply(third.id, Nominate("a2", "a3"), source="player",
-                                              interaction_id=778))
+    repeated = asyncio.create_task(
+        service.apply(second.id, Nominate("a2", "a3"), source="player", interaction_id=777)
+    )
+    other = asyncio.create_task(
+        service.apply(third.id, Nominate("a2", "a3"), source="player", interaction_id=778)
+    )
     await asyncio.sleep(0.05)
     gate.open()
     await blocker
@@ -205,14 +229,17 @@ async def test_a_repeated_interaction_in_a_group_is_refused_alone_and_the_others
 
 
 async def test_outbox_marks_are_committed_before_they_return(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "db.sqlite3"
     service = await open_service(path)
     (live,) = await games(service, 1)
     storage = service.storage
     items = await storage.pending_outbox(live.id)
     gate = CommitGate(storage, path, monkeypatch)
-    marks = [asyncio.create_task(storage.outbox_sent(item, 9000 + n)) for n, item in enumerate(items[:2])]
+    marks = [
+        asyncio.create_task(storage.outbox_sent(item, 9000 + n)) for n, item in enumerate(items[:2])
+    ]
     await gate.until_waiting()
     await asyncio.sleep(0.05)
     assert not any(mark.done() for mark in marks)
@@ -221,13 +248,16 @@ async def test_outbox_marks_are_committed_before_they_return(
     gate.open()
     await asyncio.gather(*marks)
     with sqlite3.connect(path) as db:
-        sent = db.execute("SELECT id, message_id FROM outbox WHERE state = 'sent' ORDER BY id").fetchall()
+        sent = db.execute(
+            "SELECT id, message_id FROM outbox WHERE state = 'sent' ORDER BY id"
+        ).fetchall()
     assert sent == [(items[0].id, 9000), (items[1].id, 9001)]
     await storage.close()
 
 
 async def test_with_nothing_else_writing_a_command_is_committed_before_the_loop_turns(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """With ``synchronous=NORMAL`` (no fsync at COMMIT) the commit runs on the loop's thread (no
     trip to a thread and back): by the time any other task runs again, the command is in the
     file and its caller has its answer."""
@@ -240,7 +270,9 @@ async def test_with_nothing_else_writing_a_command_is_committed_before_the_loop_
         turned.append(True)
 
     other = asyncio.create_task(other_task())  # runs at the loop's next turn
-    applied = await service.apply(live.id, Nominate("a0", "a1"), source="player", interaction_id=901)
+    applied = await service.apply(
+        live.id, Nominate("a0", "a1"), source="player", interaction_id=901
+    )
     assert turned == [], "the loop turned before the command was committed"
     assert [e.kind for e in applied.events] == ["nominated"]
     assert logged(path, live.id) == [(1, "nominate", 901)]
@@ -249,7 +281,8 @@ async def test_with_nothing_else_writing_a_command_is_committed_before_the_loop_
 
 
 async def test_a_durable_commit_waits_for_its_fsync_off_the_loop_and_answers_once_on_disk(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With ``synchronous=FULL`` COMMIT waits for the disk: it runs on the group writer's thread,
     so the loop goes on meanwhile (here a COMMIT held 0.2 s on that thread lets another task run
     many times), and the caller is answered only once the command is in the file."""
@@ -277,7 +310,9 @@ async def test_a_durable_commit_waits_for_its_fsync_off_the_loop_and_answers_onc
             await asyncio.sleep(0)
 
     other = asyncio.create_task(other_task())
-    applied = await service.apply(live.id, Nominate("a0", "a1"), source="player", interaction_id=902)
+    applied = await service.apply(
+        live.id, Nominate("a0", "a1"), source="player", interaction_id=902
+    )
     done.set()
     await other
     assert on_loop == [False] and turns > 10, (on_loop, turns)
@@ -287,7 +322,8 @@ async def test_a_durable_commit_waits_for_its_fsync_off_the_loop_and_answers_onc
 
 
 def test_a_write_committed_alone_before_another_process_took_the_lock_is_not_tried_again(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The group fails, its writes are tried one by one, and another process takes the write
     lock between two of them: the one committed is done, the rest is left to try again."""
     from bot.storage import Busy, GroupWriter

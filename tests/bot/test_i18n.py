@@ -47,13 +47,35 @@ def dynamic_keys() -> set[str]:
     keys |= {f"phase_name.{k}" for k in ("day", "night")}
     keys |= {f"lobby.state_{s}" for s in ("lobby", "running", "over", "cancelled")}
     keys |= {"lobby.with", "lobby.without"}
-    keys |= {f"lastword.outcome.{o}" for o in ("complete", "stopped", "left", "not_joined",
-                                                "connection_lost", "no_audio", "dave_failed")}
-    keys |= {f"upload.{c}" for c in ("upload_too_large", "upload_empty", "upload_not_audio",
-                                      "upload_corrupt", "upload_unsupported", "upload_too_short",
-                                      "upload_silent")}
-    keys |= {f"{base}{tour}" for base in ("mafia.decision", "mafia.proposal", "reply.decision",
-                                          "reply.proposal") for tour in ("", "_tour")}
+    keys |= {
+        f"lastword.outcome.{o}"
+        for o in (
+            "complete",
+            "stopped",
+            "left",
+            "not_joined",
+            "connection_lost",
+            "no_audio",
+            "dave_failed",
+        )
+    }
+    keys |= {
+        f"upload.{c}"
+        for c in (
+            "upload_too_large",
+            "upload_empty",
+            "upload_not_audio",
+            "upload_corrupt",
+            "upload_unsupported",
+            "upload_too_short",
+            "upload_silent",
+        )
+    }
+    keys |= {
+        f"{base}{tour}"
+        for base in ("mafia.decision", "mafia.proposal", "reply.decision", "reply.proposal")
+        for tour in ("", "_tour")
+    }
     return keys
 
 
@@ -66,7 +88,9 @@ def test_both_languages_have_the_same_keys():
 def test_every_key_the_code_uses_exists():
     used = literal_keys() | dynamic_keys()
     assert len(used) > 200
-    missing = sorted(key for key in used if key not in catalogue("ru") or key not in catalogue("en"))
+    missing = sorted(
+        key for key in used if key not in catalogue("ru") or key not in catalogue("en")
+    )
     assert missing == []
 
 
@@ -96,11 +120,22 @@ def test_plural_entries_have_every_cldr_form_and_name_their_number(language):
             assert "{" + number + "}" in text, (key, text)
 
 
-@pytest.mark.parametrize(("language", "count", "expected"), [
-    ("ru", 1, "1 игрок"), ("ru", 2, "2 игрока"), ("ru", 5, "5 игроков"), ("ru", 11, "11 игроков"),
-    ("ru", 21, "21 игрок"), ("ru", 22, "22 игрока"), ("ru", 0, "0 игроков"), ("ru", 112, "112 игроков"),
-    ("en", 1, "1 player"), ("en", 0, "0 players"), ("en", 21, "21 players"),
-])
+@pytest.mark.parametrize(
+    ("language", "count", "expected"),
+    [
+        ("ru", 1, "1 игрок"),
+        ("ru", 2, "2 игрока"),
+        ("ru", 5, "5 игроков"),
+        ("ru", 11, "11 игроков"),
+        ("ru", 21, "21 игрок"),
+        ("ru", 22, "22 игрока"),
+        ("ru", 0, "0 игроков"),
+        ("ru", 112, "112 игроков"),
+        ("en", 1, "1 player"),
+        ("en", 0, "0 players"),
+        ("en", 21, "21 players"),
+    ],
+)
 def test_numbers_take_their_cldr_plural_form(language, count, expected):
     assert t(language, "lobby.players", count=count, players="—") == f"{expected}: —"
 
@@ -111,7 +146,8 @@ def test_a_plural_entry_without_its_number_takes_the_other_form():
 
 def test_texts_are_really_translated():
     same = [
-        key for key, entry in catalogue("ru").items()
+        key
+        for key, entry in catalogue("ru").items()
         if entry == catalogue("en")[key]
         and any(re.search("[a-z]{4}", PLACEHOLDER.sub("", text)) for text in forms(entry))
     ]
@@ -124,24 +160,66 @@ def test_a_missing_key_or_parameter_never_raises():
     assert t("de", "status.mafioso") == "мафиози"
 
 
-@pytest.mark.parametrize(("locale", "expected"), [("ru", "новая"), ("en-US", "new"), ("en-GB", "new")])
+@pytest.mark.parametrize(
+    ("locale", "expected"), [("ru", "новая"), ("en-US", "new"), ("en-GB", "new")]
+)
 async def test_the_translator_localises_command_names(locale, expected):
     import discord
 
     translated = await CatalogueTranslator().translate(
-        key_str("new", "cmd.mafia.new.name"), discord.Locale(locale), None  # type: ignore[arg-type]
+        key_str("new", "cmd.mafia.new.name"),
+        discord.Locale(locale),
+        None,  # type: ignore[arg-type]
     )
     assert translated == expected
-    assert await CatalogueTranslator().translate(
-        key_str("new", "cmd.mafia.new.name"), discord.Locale("fr"), None  # type: ignore[arg-type]
-    ) is None
+    assert (
+        await CatalogueTranslator().translate(
+            key_str("new", "cmd.mafia.new.name"),
+            discord.Locale("fr"),
+            None,  # type: ignore[arg-type]
+        )
+        is None
+    )
 
 
 #: an English clause that tells the user what to do starts with one of these
-ENGLISH_IMPERATIVES = ("pick", "choose", "wait", "join", "name", "send", "record", "check", "grant", "run",
-                       "have", "give", "use", "set", "remove", "fix", "vote", "propose", "export", "change",
-                       "take", "ask", "kill", "nominate", "follow", "open", "tell", "please try", "try", "say", "learn",
-                       "record", "turn", "get", "press")
+ENGLISH_IMPERATIVES = (
+    "pick",
+    "choose",
+    "wait",
+    "join",
+    "name",
+    "send",
+    "record",
+    "check",
+    "grant",
+    "run",
+    "have",
+    "give",
+    "use",
+    "set",
+    "remove",
+    "fix",
+    "vote",
+    "propose",
+    "export",
+    "change",
+    "take",
+    "ask",
+    "kill",
+    "nominate",
+    "follow",
+    "open",
+    "tell",
+    "please try",
+    "try",
+    "say",
+    "learn",
+    "record",
+    "turn",
+    "get",
+    "press",
+)
 
 
 def tells_what_to_do(language: str, text: str) -> bool:

@@ -21,7 +21,9 @@ async def test_a_pacer_lets_a_burst_through_at_once_then_spaces_the_calls_evenly
         now[0] += max(0.0, seconds)
         await asyncio.sleep(0)
 
-    pacer = Pacer(4, 0.2, burst=2, clock=lambda: now[0], sleep=sleep)  # one call every 0.05 s, two at once
+    pacer = Pacer(
+        4, 0.2, burst=2, clock=lambda: now[0], sleep=sleep
+    )  # one call every 0.05 s, two at once
     began: list[float] = []
 
     async def call() -> None:
@@ -65,13 +67,21 @@ async def test_the_bot_starts_a_game_within_discords_global_limit():
         before = len(fake.calls())
         live = await table.new_game(cities="Верона, Падуя")
         assert live.game is not None and len(live.record.channels["cities"]) == 2
-        paced = [c for c in fake.calls()[before:] if not c.route.startswith(("/interactions/", "/webhooks/"))]
+        paced = [
+            c
+            for c in fake.calls()[before:]
+            if not c.route.startswith(("/interactions/", "/webhooks/"))
+        ]
         assert len(paced) > 12, "a start makes many calls: the test must need pacing"
         assert len(began) >= len(paced)
         # at most limit + burst (7) begin in any 0.35 s: the eighth after another comes 0.35 s later
-        assert all(later - earlier >= 0.35 - 1e-9 for earlier, later in zip(began, began[7:], strict=False))
-        assert min(later - earlier for earlier, later in zip(began, began[2:], strict=False)) >= 0.07 - 1e-9, \
-            "no three calls begin within one spacing"
+        assert all(
+            later - earlier >= 0.35 - 1e-9 for earlier, later in zip(began, began[7:], strict=False)
+        )
+        assert (
+            min(later - earlier for earlier, later in zip(began, began[2:], strict=False))
+            >= 0.07 - 1e-9
+        ), "no three calls begin within one spacing"
         assert pacer.waited > 0
 
 
@@ -85,5 +95,6 @@ async def test_the_fake_refuses_a_bot_past_the_global_limit_and_discord_py_waits
         assert fake.global_limit.rejected > 0
         refused = [c for c in fake.calls() if c.status == 429]
         assert refused and all(c.response["global"] is True for c in refused)
-        assert not any(c.route.startswith("/interactions/") for c in refused), \
+        assert not any(c.route.startswith("/interactions/") for c in refused), (
             "interaction endpoints are not bound to the global limit"
+        )

@@ -32,7 +32,10 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_the_invite_is_the_overwrites_bits_and_the_calls_needs_nothing_more():
-    assert OVERWRITE_BITS.value == (READ | WRITE | TRIBUNE_SILENCE | VOICE | LISTEN | HOST | BOT | EVERYONE_DENY).value
+    assert (
+        OVERWRITE_BITS.value
+        == (READ | WRITE | TRIBUNE_SILENCE | VOICE | LISTEN | HOST | BOT | EVERYONE_DENY).value
+    )
     assert INVITE.value == (OVERWRITE_BITS | CALLS).value
     # the tribune denies the dead Create Events, so the bot holds it, and /mafia schedule uses it
     assert INVITE.create_events and not INVITE.manage_events
@@ -45,8 +48,11 @@ def test_the_invite_link():
     url = urlparse(invite_url(1234))
     query = parse_qs(url.query)
     assert (url.scheme, url.netloc, url.path) == ("https", "discord.com", "/oauth2/authorize")
-    assert query == {"client_id": ["1234"], "permissions": [str(INVITE.value)],
-                     "scope": ["bot applications.commands"]}
+    assert query == {
+        "client_id": ["1234"],
+        "permissions": [str(INVITE.value)],
+        "scope": ["bot applications.commands"],
+    }
 
 
 def test_every_permission_the_bot_names_has_its_discord_name_in_both_languages():
@@ -60,12 +66,18 @@ def test_every_permission_the_bot_names_has_its_discord_name_in_both_languages()
 
 def test_the_readme_shows_the_invite_and_what_each_permission_is_for():
     text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Inviting the bot"):]
-    section = section[:section.index("\n## ", 3)]
+    section = text[text.index("## Inviting the bot") :]
+    section = section[: section.index("\n## ", 3)]
     assert f"permissions={INVITE.value}&scope=bot+applications.commands" in section
-    rows = [line for line in section.splitlines() if re.match(r"^\| [^-|]", line) and "Permission (en)" not in line]
+    rows = [
+        line
+        for line in section.splitlines()
+        if re.match(r"^\| [^-|]", line) and "Permission (en)" not in line
+    ]
     named = {(cells[1].strip(), cells[2].strip()) for cells in (row.split("|") for row in rows)}
-    wanted = {(catalogue("ru")[f"permission.{FLAGS[bit]}"], catalogue("en")[f"permission.{FLAGS[bit]}"])
-              for bit in bits(INVITE)}
+    wanted = {
+        (catalogue("ru")[f"permission.{FLAGS[bit]}"], catalogue("en")[f"permission.{FLAGS[bit]}"])
+        for bit in bits(INVITE)
+    }
     assert named == wanted
     assert all(row.split("|")[3].strip() for row in rows)  # each says what it is for

@@ -37,7 +37,9 @@ from bot.storage import ArchivedGame
 from rules import CastVote, EndDay, EndNight, Game, Nominate, ProcuratorKill, Setup, StartVoting
 from tests.archive_play import FOURTEEN, crowd_game, showcase_game, source_of
 
-NAMES = {player: player.capitalize() for city in FOURTEEN.values() for player in city} | {"juliet": "Juliet"}
+NAMES = {player: player.capitalize() for city in FOURTEEN.values() for player in city} | {
+    "juliet": "Juliet"
+}
 
 
 @cache
@@ -63,7 +65,11 @@ def test_every_seat_of_the_deal_has_a_lane_from_the_deal_to_the_end():
     for lane in picture.lanes():
         holder = final[lane.seats[-1].player]
         assert (lane.end is None) == bool(holder.survived), lane
-        assert lane.won == bool(holder.won) and lane.status == holder.status and lane.side == holder.side
+        assert (
+            lane.won == bool(holder.won)
+            and lane.status == holder.status
+            and lane.side == holder.side
+        )
     assert lane_of(picture, "escalus").end is None and lane_of(picture, "escalus").won
     assert not lane_of(picture, "tybalt").won
     # the city rows: result and who is alive
@@ -83,14 +89,14 @@ def test_a_replaced_players_lane_goes_on_as_the_newcomers():
 def test_each_way_out_has_its_own_mark_and_a_cross_city_execution_names_the_voting_city():
     picture = layout(showcase(), "ru")
     ends = {lane.seats[0].player: lane.end for lane in picture.lanes()}
-    assert ends["sampson"] == End(0, "vote")            # Verona's votes
-    assert ends["curtis"] == End(0, "host")             # Padua cast none; the host named him
+    assert ends["sampson"] == End(0, "vote")  # Verona's votes
+    assert ends["curtis"] == End(0, "host")  # Padua cast none; the host named him
     assert ends["gregory"] == End(1, "mafia")
-    assert ends["gremio"] == End(1, "touring")          # Verona's mafia on tour
+    assert ends["gremio"] == End(1, "touring")  # Verona's mafia on tour
     assert ends["friar"] == End(1, "maniac")
-    assert ends["bianca"] == End(2, "idle")             # the bot struck out a player who left
+    assert ends["bianca"] == End(2, "idle")  # the bot struck out a player who left
     assert ends["mercutio"] == End(2, "vote", "Padua")  # of Verona, voted out by Padua
-    assert ends["tybalt"] == End(2, "lot")              # Verona cast no vote: the absent host's lot
+    assert ends["tybalt"] == End(2, "lot")  # Verona cast no vote: the absent host's lot
     assert {"vote", "lot", "host", "mafia", "touring", "maniac", "idle"} <= set(picture.marks())
 
 
@@ -113,7 +119,8 @@ def test_ten_days_at_ten_cities_are_twenty_columns_in_one_row():
     picture = layout(archived, "ru")
     assert picture.mode == "lanes" and len(picture.lanes()) == 140
     assert [column.phases for column in picture.columns] == [
-        (f"{kind} {n}",) for n in range(1, 11) for kind in ("day", "night")][:19]
+        (f"{kind} {n}",) for n in range(1, 11) for kind in ("day", "night")
+    ][:19]
     assert [column.label for column in picture.columns][-3:] == ["9", "9", "10"]
     png = paint(picture)
     image = Image.open(io.BytesIO(png))
@@ -128,7 +135,8 @@ def test_the_votes_panel_gives_each_players_vote_under_its_day():
     # day 1: Verona's four voters chose sampson (6), who was executed; day 2: Padua's chose mercutio (2)
     day_one = VoteCell(0, 2, 6, "honest", True)
     assert {lane: cells for lane, cells in picture.votes.items() if lane <= 7} == {
-        number: (day_one,) for number in (1, 2, 3, 4)}
+        number: (day_one,) for number in (1, 2, 3, 4)
+    }
     assert picture.votes[10] == (VoteCell(2, 2, 2, "honest", True),)
     assert layout(showcase(), "en").votes is None
     taller = Image.open(io.BytesIO(paint(picture))).height
@@ -137,10 +145,15 @@ def test_the_votes_panel_gives_each_players_vote_under_its_day():
 
 def test_a_vote_for_who_was_not_executed_has_no_red_ground():
     game = Game.create(Setup.from_dict({"cities": FOURTEEN}), 1)
-    log = [(Nominate("romeo", "sampson"), "player"), (Nominate("mercutio", "gregory"), "player"),
-           (StartVoting(), "timer"), (CastVote("romeo", "sampson"), "player"),
-           (CastVote("mercutio", "sampson"), "player"), (CastVote("tybalt", "gregory"), "player"),
-           (EndDay(), "timer")]
+    log = [
+        (Nominate("romeo", "sampson"), "player"),
+        (Nominate("mercutio", "gregory"), "player"),
+        (StartVoting(), "timer"),
+        (CastVote("romeo", "sampson"), "player"),
+        (CastVote("mercutio", "sampson"), "player"),
+        (CastVote("tybalt", "gregory"), "player"),
+        (EndDay(), "timer"),
+    ]
     for command, _ in log:
         game.apply(command)
     picture = layout(build_archive(source_of(game, log, ended="cancelled")), "ru", votes=True)
@@ -156,7 +169,9 @@ def test_a_game_too_big_for_lanes_counts_its_dead_per_city_without_the_votes():
     picture = layout(archived, "en", votes=True)
     assert picture.mode == "counts" and picture.lanes() == []
     assert picture.votes is None and picture.votes_omitted
-    counted = sum(n for block in picture.cities for cells in block.counts.values() for n in cells.values())
+    counted = sum(
+        n for block in picture.cities for cells in block.counts.values() for n in cells.values()
+    )
     assert counted == len(archived.deaths)
     if len(picture.columns) < len(set(d.phase for d in archived.deaths)):
         assert len(picture.columns) <= RUN_COLUMNS
@@ -201,20 +216,35 @@ def test_the_painted_lane_ends_in_its_mark():
 
 
 def test_a_night_first_game_pairs_each_night_with_the_day_after_it():
-    game = Game.create(Setup.from_dict({"cities": FOURTEEN, "rules": {"first_phase": "night", "maniac_idle": "none"}}), 1)
-    log = [(EndNight(), "timer"), (Nominate("romeo", "sampson"), "player"), (StartVoting(), "timer"), (CastVote("romeo", "sampson"), "player"),
-           (EndDay(), "timer")]
+    game = Game.create(
+        Setup.from_dict(
+            {"cities": FOURTEEN, "rules": {"first_phase": "night", "maniac_idle": "none"}}
+        ),
+        1,
+    )
+    log = [
+        (EndNight(), "timer"),
+        (Nominate("romeo", "sampson"), "player"),
+        (StartVoting(), "timer"),
+        (CastVote("romeo", "sampson"), "player"),
+        (EndDay(), "timer"),
+    ]
     for command, _ in log:
         game.apply(command)
     picture = layout(build_archive(source_of(game, log, ended="cancelled")), "en", votes=True)
     assert [(column.phases, column.label, column.night) for column in picture.columns] == [
-        (("night 1",), "1", True), (("day 1",), "1", False), (("night 2",), "2", True)]
+        (("night 1",), "1", True),
+        (("day 1",), "1", False),
+        (("night 2",), "2", True),
+    ]
     assert picture.votes is not None and picture.votes[1] == (VoteCell(0, 2, 6, "honest", True),)
 
 
 def test_a_lane_whose_holder_the_archive_lacks_is_drawn_as_dealt(caplog):
     archived = showcase()
-    missing = dataclasses.replace(archived, players=[p for p in archived.players if p.player != "escalus"])
+    missing = dataclasses.replace(
+        archived, players=[p for p in archived.players if p.player != "escalus"]
+    )
     with caplog.at_level(logging.WARNING, logger="bot.picture"):
         picture = layout(missing, "en")
     escalus = lane_of(picture, "escalus")
@@ -230,7 +260,8 @@ def test_a_long_game_of_few_players_keeps_its_lanes_in_runs_of_phases():
     assert archived.last_phase == "night 26" and picture.mode == "lanes"
     assert len(picture.columns) == 11 and picture.columns[0].label == "D1–D3"
     assert [phase for column in picture.columns for phase in column.phases] == [
-        f"{kind} {n}" for n in range(1, 27) for kind in ("day", "night")]
+        f"{kind} {n}" for n in range(1, 27) for kind in ("day", "night")
+    ]
     # each death is in the run that holds its phase
     for death in archived.deaths:
         lane = next(lane for lane in picture.lanes() if lane.seats[-1].player == death.player)

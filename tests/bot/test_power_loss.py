@@ -38,21 +38,42 @@ def shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if compiler is None:
         pytest.skip("no C compiler to build the durable-copies shim")
     built = tmp_path_factory.mktemp("shim") / "durable_copies.so"
-    subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-o", str(built), str(SHIM), "-ldl", "-lpthread"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [compiler, "-shared", "-fPIC", "-O2", "-o", str(built), str(SHIM), "-ldl", "-lpthread"],
+        check=True,
+        capture_output=True,
+    )
     return built
 
 
-def play_and_cut_the_power(shim: Path, folder: Path, synchronous: str, count: int,
-                           *extra: str) -> tuple[Path, list[dict]]:
+def play_and_cut_the_power(
+    shim: Path, folder: Path, synchronous: str, count: int, *extra: str
+) -> tuple[Path, list[dict]]:
     """Run the acknowledging process to its last command, kill it, put the files back to their
     last durable state; the database's path and what was acknowledged."""
     database, copies = folder / "db.sqlite3", folder / "durable"
     copies.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "LD_PRELOAD": str(shim),
-           "DURABLE_WATCH": str(database), "DURABLE_COPIES": str(copies)}
-    child = subprocess.Popen([sys.executable, "-m", "tests.bot.acknowledging", str(database), synchronous,
-                              str(count), *extra], env=env, cwd=ROOT, stdout=subprocess.PIPE)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "LD_PRELOAD": str(shim),
+        "DURABLE_WATCH": str(database),
+        "DURABLE_COPIES": str(copies),
+    }
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.bot.acknowledging",
+            str(database),
+            synchronous,
+            str(count),
+            *extra,
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+    )
     acknowledged = []
     try:
         assert child.stdout is not None
@@ -100,8 +121,14 @@ async def test_with_synchronous_full_no_acknowledged_command_is_lost(shim: Path,
     assert state == acknowledged[-1]["state"]
 
 
-async def test_the_control_with_synchronous_normal_loses_what_it_acknowledged(shim: Path, tmp_path: Path):
-    database, acknowledged = play_and_cut_the_power(shim, tmp_path, "NORMAL", 40, "--no-checkpoints")
+async def test_the_control_with_synchronous_normal_loses_what_it_acknowledged(
+    shim: Path, tmp_path: Path
+):
+    database, acknowledged = play_and_cut_the_power(
+        shim, tmp_path, "NORMAL", 40, "--no-checkpoints"
+    )
     logged, state, game_state = await what_survived(database)
     assert len(acknowledged) == 42
-    assert game_state != "running" and logged == [] and state is None  # the deal went with the power
+    assert (
+        game_state != "running" and logged == [] and state is None
+    )  # the deal went with the power

@@ -62,7 +62,9 @@ async def test_one_open_game_per_guild(database):
 async def test_a_command_is_committed_with_its_outbox_before_it_returns(database):
     service = await open_service(database)
     live = await started(service)
-    applied = await service.apply(live.id, Nominate("a0", "a1"), source="player", interaction_id=555)
+    applied = await service.apply(
+        live.id, Nominate("a0", "a1"), source="player", interaction_id=555
+    )
     assert [e.kind for e in applied.events] == ["nominated"]
     rows = await service.storage.commands(live.id)
     assert [(r.seq, r.command["verb"], r.interaction_id) for r in rows] == [(1, "nominate", 555)]
@@ -101,7 +103,10 @@ async def test_concurrent_commands_are_applied_in_order_one_at_a_time(database):
     live = await started(service)
     nominations = [Nominate(f"a{i}", f"a{(i + 1) % 6}") for i in range(6)]
     results = await asyncio.gather(
-        *(service.apply(live.id, c, source="player", interaction_id=100 + i) for i, c in enumerate(nominations)),
+        *(
+            service.apply(live.id, c, source="player", interaction_id=100 + i)
+            for i, c in enumerate(nominations)
+        ),
         return_exceptions=True,
     )
     accepted = [r for r in results if not isinstance(r, Exception)]
@@ -147,7 +152,9 @@ async def test_a_corrupt_snapshot_falls_back_to_the_log_and_other_games_load(dat
     await service.apply(second.id, Nominate("a0", "a1"), source="player")
     expected = first.game.to_dict()
     await service.storage.close()
-    await raw(path, "UPDATE snapshots SET state = ? WHERE game_id = ?", (json.dumps({"bad": 1}), first.id))
+    await raw(
+        path, "UPDATE snapshots SET state = ? WHERE game_id = ?", (json.dumps({"bad": 1}), first.id)
+    )
     again = await open_service(path)
     restored = await again.restore()
     assert [g.id for g in restored] == [first.id, second.id]
@@ -169,7 +176,9 @@ async def test_a_held_day_end_waits_and_then_applies(database):
     began = live.record.stage_since
     assert live.record.lobby["timer_began"] == began
     with pytest.raises(JustBegan) as refused:
-        await service.apply(live.id, EndNight(), source="host", seen=Seen(at=began + 0.3, settle=2.0))
+        await service.apply(
+            live.id, EndNight(), source="host", seen=Seen(at=began + 0.3, settle=2.0)
+        )
     assert refused.value.stage == "night 1 night" and abs(refused.value.late - 0.3) <= 0.002
     assert live.game.stage.value == "night"
     await service.apply(live.id, EndNight(), source="host", seen=Seen(at=began + 2.5, settle=2.0))

@@ -55,21 +55,36 @@ async def played(path: Path | str, guilds: int = 1) -> list[LiveGame]:
 def replayed(path: Path | str, game_id: int) -> Game:
     setup, seed = raw_sync(path, "SELECT setup, seed FROM games WHERE id = ?", (game_id,))[0]
     game = Game.create(Setup.from_dict(json.loads(setup)), seed)
-    for (command,) in raw_sync(path, "SELECT command FROM commands WHERE game_id = ? ORDER BY seq", (game_id,)):
+    for (command,) in raw_sync(
+        path, "SELECT command FROM commands WHERE game_id = ? ORDER BY seq", (game_id,)
+    ):
         game.apply(command_from_dict(json.loads(command)))
     return game
 
 
-async def rewrite_snapshot(path: Path | str, game_id: int, seq: int, text: str, *, keep_checksum: bool) -> None:
+async def rewrite_snapshot(
+    path: Path | str, game_id: int, seq: int, text: str, *, keep_checksum: bool
+) -> None:
     """Put ``text`` in a snapshot; its checksum made to match unless ``keep_checksum``."""
-    await raw(path, "UPDATE snapshots SET state = ? WHERE game_id = ? AND seq = ?", (text, game_id, seq))
+    await raw(
+        path, "UPDATE snapshots SET state = ? WHERE game_id = ? AND seq = ?", (text, game_id, seq)
+    )
     if not keep_checksum:
-        await raw(path, "UPDATE snapshots SET checksum = ? WHERE game_id = ? AND seq = ?",
-                  (hashlib.sha256(text.encode()).hexdigest(), game_id, seq))
+        await raw(
+            path,
+            "UPDATE snapshots SET checksum = ? WHERE game_id = ? AND seq = ?",
+            (hashlib.sha256(text.encode()).hexdigest(), game_id, seq),
+        )
 
 
 async def snapshot_text(path: Path | str, game_id: int, seq: int) -> str:
-    return str((await raw(path, "SELECT state FROM snapshots WHERE game_id = ? AND seq = ?", (game_id, seq)))[0][0])
+    return str(
+        (
+            await raw(
+                path, "SELECT state FROM snapshots WHERE game_id = ? AND seq = ?", (game_id, seq)
+            )
+        )[0][0]
+    )
 
 
 def with_a_dead_player(text: str) -> str:
@@ -87,7 +102,9 @@ BAD_SNAPSHOTS = {
 
 
 @pytest.mark.parametrize("damage", list(BAD_SNAPSHOTS))
-async def test_a_bad_snapshot_falls_back_to_a_full_replay(database: Path | str, damage: str, caplog):
+async def test_a_bad_snapshot_falls_back_to_a_full_replay(
+    database: Path | str, damage: str, caplog
+):
     path = database
     (live,) = await played(path)
     text, keep = BAD_SNAPSHOTS[damage](await snapshot_text(path, live.id, 6))
@@ -105,10 +122,16 @@ async def test_a_bad_snapshot_falls_back_to_a_full_replay(database: Path | str, 
     await service.storage.close()
 
 
-async def test_a_command_row_that_is_not_json_makes_the_game_broken_and_others_load(database: Path | str):
+async def test_a_command_row_that_is_not_json_makes_the_game_broken_and_others_load(
+    database: Path | str,
+):
     path = database
     first, second = await played(path, guilds=2)
-    await raw(path, "UPDATE commands SET command = ? WHERE game_id = ? AND seq = 7", ('{"verb": "vo', first.id))
+    await raw(
+        path,
+        "UPDATE commands SET command = ? WHERE game_id = ? AND seq = 7",
+        ('{"verb": "vo', first.id),
+    )
     service = await open_service(path)
     restored = await service.restore()
     assert [g.id for g in restored] == [first.id, second.id]
@@ -125,19 +148,27 @@ async def test_a_logged_command_the_rules_now_refuse_makes_the_game_broken(datab
     path = database
     (live,) = await played(path)
     # voting during the discussion: what other rules might have taken
-    await raw(path, "UPDATE commands SET command = ? WHERE game_id = ? AND seq = 1",
-              (json.dumps({"verb": "vote", "actor": "a0", "target": "a1"}), live.id))
+    await raw(
+        path,
+        "UPDATE commands SET command = ? WHERE game_id = ? AND seq = 1",
+        (json.dumps({"verb": "vote", "actor": "a0", "target": "a1"}), live.id),
+    )
     await raw(path, "UPDATE snapshots SET rules_version = 'older rules'")
     with pytest.raises(RuleError):
         replayed(path, live.id)
     service = await open_service(path)
     (restored,) = await service.restore()
-    assert restored.broken is not None and restored.broken.params == {"seq": 1, "code": "wrong_phase"}
+    assert restored.broken is not None and restored.broken.params == {
+        "seq": 1,
+        "code": "wrong_phase",
+    }
     assert restored.game is None
     await service.storage.close()
 
 
-async def test_a_log_without_snapshot_that_no_longer_replays_makes_the_game_broken(database: Path | str):
+async def test_a_log_without_snapshot_that_no_longer_replays_makes_the_game_broken(
+    database: Path | str,
+):
     path = database
     service = await open_service(path)
     live = await service.create(1, 99, {"players": []})
@@ -145,11 +176,17 @@ async def test_a_log_without_snapshot_that_no_longer_replays_makes_the_game_brok
     await service.apply(live.id, Nominate("a0", "a1"), source="player")
     await service.apply(live.id, Nominate("a2", "a3"), source="player")
     await service.storage.close()
-    await raw(path, "UPDATE commands SET command = ? WHERE game_id = ? AND seq = 2",
-              (json.dumps({"verb": "nominate", "actor": "a0", "target": "a4"}), live.id))
+    await raw(
+        path,
+        "UPDATE commands SET command = ? WHERE game_id = ? AND seq = 2",
+        (json.dumps({"verb": "nominate", "actor": "a0", "target": "a4"}), live.id),
+    )
     service = await open_service(path)
     (restored,) = await service.restore()
-    assert restored.broken is not None and restored.broken.params == {"seq": 2, "code": "already_nominated_today"}
+    assert restored.broken is not None and restored.broken.params == {
+        "seq": 2,
+        "code": "already_nominated_today",
+    }
     await service.storage.close()
 
 
@@ -166,7 +203,9 @@ async def test_a_game_row_that_is_not_json_is_loaded_broken_and_others_load(data
     await service.storage.close()
 
 
-async def test_a_sound_snapshot_is_checked_against_the_log_since_the_snapshot_before_it(database: Path | str):
+async def test_a_sound_snapshot_is_checked_against_the_log_since_the_snapshot_before_it(
+    database: Path | str,
+):
     """The cost at load: the commands since the previous snapshot, not the whole log."""
     path = database
     (live,) = await played(path)

@@ -14,7 +14,10 @@ from bot.storage import Storage, StorageError
 
 @pytest.mark.parametrize("setting", ["normal", "full"])
 def test_run_opens_sqlite_with_the_configs_synchronous(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], setting: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    setting: str,
 ) -> None:
     """The config's ``sqlite_synchronous`` reaches the connections ``run`` opens (it used to be
     dropped there: every bot ran with ``full`` whatever the config said)."""

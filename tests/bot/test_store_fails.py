@@ -55,7 +55,9 @@ async def until(predicate: Callable[[], object], timeout: float, what: str) -> N
 
 def announce(live, events) -> list[OutboxItem]:
     # long texts: under SQLite each command needs new pages, which a full disk refuses
-    return [OutboxItem("send", {"channel_id": 1}, {"content": f"{e.kind} " + "·" * 600}) for e in events]
+    return [
+        OutboxItem("send", {"channel_id": 1}, {"content": f"{e.kind} " + "·" * 600}) for e in events
+    ]
 
 
 async def stored_game(storage: Storage, game_id: int) -> Game:
@@ -71,10 +73,14 @@ async def stored_game(storage: Storage, game_id: int) -> Game:
 Outage = Callable[[Storage], Awaitable[None]]
 
 
-async def timed_game(database: Path | str, clock: Clock) -> tuple[Storage, GameService, PhaseTimers, LiveGame]:
+async def timed_game(
+    database: Path | str, clock: Clock
+) -> tuple[Storage, GameService, PhaseTimers, LiveGame]:
     """A service with its timers on ``database`` and a game dealt, its first nomination made."""
     storage = await Storage.open(database)
-    service = GameService(storage, Config(database=database, timers=TIMERS, snapshot_every=3), clock=clock)
+    service = GameService(
+        storage, Config(database=database, timers=TIMERS, snapshot_every=3), clock=clock
+    )
     service.render = announce
     runner = PhaseTimers(service, reminders=(), clock=clock)
     service.after_commit.append(runner.arm)
@@ -84,21 +90,30 @@ async def timed_game(database: Path | str, clock: Clock) -> tuple[Storage, GameS
     return storage, service, runner, live
 
 
-async def play_through_an_outage(database: Path | str, fail: Outage, heal: Outage,
-                                 caplog: pytest.LogCaptureFixture) -> None:
+async def play_through_an_outage(
+    database: Path | str, fail: Outage, heal: Outage, caplog: pytest.LogCaptureFixture
+) -> None:
     clock = Clock()
     storage, service, runner, live = await timed_game(database, clock)
     try:
         await service.apply(live.id, Nominate("a2", "a3"), source="player")
-        before, lobby, count = live.game.to_dict(), dict(live.record.lobby), live.record.command_count
+        before, lobby, count = (
+            live.game.to_dict(),
+            dict(live.record.lobby),
+            live.record.command_count,
+        )
 
         await fail(storage)
         with caplog.at_level(logging.WARNING):
             with pytest.raises(NotStored):
-                await service.apply(live.id, Nominate("a4", "a5"), source="player", interaction_id=77)
+                await service.apply(
+                    live.id, Nominate("a4", "a5"), source="player", interaction_id=77
+                )
             assert live.game.to_dict() == before and live.record.command_count == count
             with pytest.raises(NotStored):  # a second one, while the database is still down
-                await service.apply(live.id, Nominate("a1", "a2"), source="player", interaction_id=78)
+                await service.apply(
+                    live.id, Nominate("a1", "a2"), source="player", interaction_id=78
+                )
 
             def pause(live):
                 live.record.lobby["paused"] = {"remaining": 5}
@@ -111,21 +126,34 @@ async def play_through_an_outage(database: Path | str, fail: Outage, heal: Outag
             # the discussion's deadline passes while the database is down: tried, refused, tried again
             clock.now += 601
             runner.arm(live)
-            await until(lambda: sum("the timer could not act" in r.getMessage() for r in caplog.records) >= 2,
-                        30.0, "the timer did not try twice")
+            await until(
+                lambda: (
+                    sum("the timer could not act" in r.getMessage() for r in caplog.records) >= 2
+                ),
+                30.0,
+                "the timer did not try twice",
+            )
         async with service.lock(live.id):
             assert live.game.to_dict() == before and live.game.stage.value == "discussion"
             assert live.record.lobby == lobby and live.record.command_count == count
             assert not runner.fired
 
         await heal(storage)
-        await until(lambda: runner.fired, 60.0, "the deadline did not fire once the database came back")
+        await until(
+            lambda: runner.fired, 60.0, "the deadline did not fire once the database came back"
+        )
         assert live.game.stage.value == "voting"
-        applied = await service.apply(live.id, CastVote("a4", "a1"), source="player", interaction_id=80)
+        applied = await service.apply(
+            live.id, CastVote("a4", "a1"), source="player", interaction_id=80
+        )
         assert applied.seq == count + 2
         rows = await storage.commands(live.id)
         assert [(r.command["verb"], r.source) for r in rows] == [
-            ("nominate", "player"), ("nominate", "player"), ("voting", "timer"), ("vote", "player")]
+            ("nominate", "player"),
+            ("nominate", "player"),
+            ("voting", "timer"),
+            ("vote", "player"),
+        ]
         assert [r.interaction_id for r in rows][-1] == 80  # 77 and 78 were never stored
         assert (await stored_game(storage, live.id)).to_dict() == live.game.to_dict()
         memory = live.game.to_dict()
@@ -174,12 +202,15 @@ async def free(storage: Storage) -> None:
     await limit(storage, 1073741823)
 
 
-async def test_a_full_sqlite_disk_refuses_commands_and_the_deadline_and_the_game_goes_on(tmp_path, caplog):
+async def test_a_full_sqlite_disk_refuses_commands_and_the_deadline_and_the_game_goes_on(
+    tmp_path, caplog
+):
     await play_through_an_outage(small_pages(tmp_path), fill, free, caplog)
 
 
 async def test_a_day_end_that_waited_for_a_last_word_is_taken_over_by_the_timer_when_not_stored(
-        tmp_path, caplog):
+    tmp_path, caplog
+):
     """The host ends the day while a last word is recorded: it waits for the recording. The disk
     is full when the recording ends: the day's end cannot be stored then, and the timer takes it
     over, trying again until the disk has room."""
@@ -192,8 +223,13 @@ async def test_a_day_end_that_waited_for_a_last_word_is_taken_over_by_the_timer_
         with caplog.at_level(logging.WARNING):
             await service.release(live.id, "lastword")  # not stored: nothing raised here
             assert live.game.stage.value == "voting" and live.record.command_count == 2
-            await until(lambda: sum("the timer could not act" in r.getMessage() for r in caplog.records) >= 2,
-                        30.0, "the timer did not take the day's end over")
+            await until(
+                lambda: (
+                    sum("the timer could not act" in r.getMessage() for r in caplog.records) >= 2
+                ),
+                30.0,
+                "the timer did not take the day's end over",
+            )
         assert live.game.stage.value == "voting"
         await free(storage)
         await until(lambda: live.game.stage.value != "voting", 30.0, "the day never ended")
@@ -235,7 +271,9 @@ async def test_commands_in_flight_when_postgresql_stops_are_either_stored_or_ref
     broken, and each game's memory is its log."""
     url = own_server.new_url()
     storage = await Storage.open(url)
-    service = GameService(storage, Config(database=url, timers=TIMERS, snapshot_every=3), clock=Clock())
+    service = GameService(
+        storage, Config(database=url, timers=TIMERS, snapshot_every=3), clock=Clock()
+    )
     service.render = announce
     outcomes: dict[int, str] = {}
     interactions = iter(range(1000, 100000))
@@ -257,8 +295,9 @@ async def test_commands_in_flight_when_postgresql_stops_are_either_stored_or_ref
                     for command in (CastVote(voter, nominee), Unvote(voter)):
                         interaction = next(interactions)
                         try:
-                            applied = await service.apply(live.id, command, source="player",
-                                                          interaction_id=interaction)
+                            applied = await service.apply(
+                                live.id, command, source="player", interaction_id=interaction
+                            )
                         except NotStored:
                             outcomes[interaction] = "refused"
                             await asyncio.sleep(0.05)
@@ -272,7 +311,11 @@ async def test_commands_in_flight_when_postgresql_stops_are_either_stored_or_ref
         voters = [asyncio.create_task(vote(live)) for live in lives]
         await until(lambda: len(outcomes) > 60, 30.0, "no votes went through")
         await asyncio.to_thread(own_server.crash)
-        await until(lambda: sum(o in ("refused", "unconfirmed") for o in outcomes.values()) >= 6, 30.0, "nothing was refused")
+        await until(
+            lambda: sum(o in ("refused", "unconfirmed") for o in outcomes.values()) >= 6,
+            30.0,
+            "nothing was refused",
+        )
         await asyncio.to_thread(own_server.resume)
         settled = len(outcomes)
         await until(lambda: len(outcomes) > settled + 60, 60.0, "the games did not go on")
@@ -293,7 +336,8 @@ async def test_commands_in_flight_when_postgresql_stops_are_either_stored_or_ref
     try:
         restored = await GameService(storage, Config(database=url, timers=TIMERS)).restore()
         assert {game.id: (game.broken, game.game.to_dict()) for game in restored} == {
-            game_id: (None, state) for game_id, state in memory.items()}
+            game_id: (None, state) for game_id, state in memory.items()
+        }
     finally:
         await storage.close()
 
@@ -306,7 +350,9 @@ async def test_a_commit_whose_answer_was_lost_is_read_back_before_the_next_comma
     from bot.storage import CommitUnknown
 
     storage = await Storage.open(database)
-    service = GameService(storage, Config(database=database, timers=TIMERS, snapshot_every=3), clock=Clock())
+    service = GameService(
+        storage, Config(database=database, timers=TIMERS, snapshot_every=3), clock=Clock()
+    )
     service.render = announce
     try:
         live = await service.create(1, 9, {"players": []})
@@ -322,7 +368,9 @@ async def test_a_commit_whose_answer_was_lost_is_read_back_before_the_next_comma
             await service.apply(live.id, Nominate("a0", "a1"), source="player", interaction_id=41)
         storage.append_command = real  # type: ignore[method-assign]
         assert live.stale and live.record.command_count == 0 and not live.game.nominations["A"]
-        applied = await service.apply(live.id, Nominate("a2", "a3"), source="player", interaction_id=42)
+        applied = await service.apply(
+            live.id, Nominate("a2", "a3"), source="player", interaction_id=42
+        )
         assert applied.seq == 2 and not live.stale
         assert [r.interaction_id for r in await storage.commands(live.id)] == [41, 42]
         assert (await stored_game(storage, live.id)).to_dict() == live.game.to_dict()

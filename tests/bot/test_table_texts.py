@@ -17,7 +17,11 @@ def keys(language: str) -> set[str]:
 
 def command_keys(path: str) -> list[str]:
     words = path.split()
-    return [f"cmd.{'.'.join(words[:n])}.{part}" for n in range(1, len(words) + 1) for part in ("name", "description")]
+    return [
+        f"cmd.{'.'.join(words[:n])}.{part}"
+        for n in range(1, len(words) + 1)
+        for part in ("name", "description")
+    ]
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
@@ -28,7 +32,9 @@ def test_every_role_has_its_name_help_option_and_rules(language):
         assert {f"status.{status}", f"role.help.{status}"} <= have, status
         if row.switchable:  # the host's setup option named after it
             assert {f"opt.{status}.name", f"opt.{status}.description"} <= have, status
-        assert t(language, f"status.{status}").lower() in rules, f"the rules never name the {status}"
+        assert t(language, f"status.{status}").lower() in rules, (
+            f"the rules never name the {status}"
+        )
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
@@ -40,7 +46,9 @@ def test_every_command_has_its_names_help_and_stage_texts(language):
         assert not missing, missing
         assert path in PLACEHOLDERS.values(), f"no {{cmd_...}} field names /{path}"
     for verb, act in PLAYER_ACTS.items():
-        variants = {f"help.verb.{verb}"} | {f"help.verb.{verb}.{who}" for who in ("godfather", "mafioso", "maniac")}
+        variants = {f"help.verb.{verb}"} | {
+            f"help.verb.{verb}.{who}" for who in ("godfather", "mafioso", "maniac")
+        }
         assert variants & have, verb
         assert act.stage in (DAY, ANY) or act.stage in {s for s in STAGE_OF.values()}
     for stage in set(STAGE_OF.values()):

@@ -45,7 +45,9 @@ async def until(predicate, timeout=2.0):
 
 async def test_the_deadline_moves_the_game_on_like_the_host(tmp_path):
     clock = Clock()
-    service, runner, reminders = await setup(tmp_path / "db", clock, Timers(600, 300, 600, (300, 60)))
+    service, runner, reminders = await setup(
+        tmp_path / "db", clock, Timers(600, 300, 600, (300, 60))
+    )
     live = await service.create(1, 9, {"players": []})
     await service.start(live.id, deal(CITIES, 3), 3)
     runner.arm(live)
@@ -66,7 +68,9 @@ async def test_the_deadline_moves_the_game_on_like_the_host(tmp_path):
     await service.storage.close()
 
 
-async def test_a_deadline_passed_while_down_fires_on_restart_and_reminders_are_not_repeated(tmp_path):
+async def test_a_deadline_passed_while_down_fires_on_restart_and_reminders_are_not_repeated(
+    tmp_path,
+):
     clock = Clock()
     timers = Timers(600, 300, 600, (300,))
     path = tmp_path / "db"
@@ -120,7 +124,8 @@ async def test_a_deadline_passed_while_the_disk_is_full_fires_once_there_is_room
     clock = Clock()
     service, runner, _ = await setup(path, clock, Timers(600, 300, 600, ()))
     service.render = lambda live, events: [
-        OutboxItem("send", {"channel_id": 1}, {"content": f"{e.kind} " + "·" * 600}) for e in events]
+        OutboxItem("send", {"channel_id": 1}, {"content": f"{e.kind} " + "·" * 600}) for e in events
+    ]
     live = await service.create(1, 9, {"players": []})
     await service.start(live.id, deal(CITIES, 3), 3)
     storage = service.storage
@@ -143,7 +148,9 @@ async def test_a_deadline_passed_while_the_disk_is_full_fires_once_there_is_room
     with caplog.at_level(logging.WARNING):
         clock.now += 601  # the discussion's deadline passes while the disk is full
         runner.arm(live)
-        await until(lambda: sum("could not be stored" in r.getMessage() for r in caplog.records) >= 2, 10.0)
+        await until(
+            lambda: sum("could not be stored" in r.getMessage() for r in caplog.records) >= 2, 10.0
+        )
     async with service.lock(live.id):  # between two tries: the game as stored
         assert live.game.stage.value == "discussion" and await storage.commands(live.id) == []
 

@@ -47,4 +47,6 @@ async def test_the_wal_stays_bounded_under_writes_that_never_stop(tmp_path: Path
         await storage.close()
     assert copied_to_the_end == WRITTEN // VALUE // BETWEEN
     # without the checkpoints the WAL would hold every page written: 60 MiB here
-    assert largest < 2 * WAL_LIMIT_BYTES + BETWEEN * 2 * VALUE, f"the WAL reached {largest / 2**20:.1f} MiB"
+    assert largest < 2 * WAL_LIMIT_BYTES + BETWEEN * 2 * VALUE, (
+        f"the WAL reached {largest / 2**20:.1f} MiB"
+    )

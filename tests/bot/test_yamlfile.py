@@ -48,9 +48,15 @@ def test_duplicate_keys(text, message):
     ("text", "message"),
     [
         # libyaml says "did not find expected ',' or '}'": PyYAML says what it found
-        ("cities: {V: {a: citizen\nsteps: [", "unparsable YAML at line 2: expected ',' or '}', but got ':'"),
+        (
+            "cities: {V: {a: citizen\nsteps: [",
+            "unparsable YAML at line 2: expected ',' or '}', but got ':'",
+        ),
         ("a: b: c\n", "unparsable YAML at line 1: mapping values are not allowed here"),
-        ("\tx: 1\n", "unparsable YAML at line 1: found character '\\t' that cannot start any token"),
+        (
+            "\tx: 1\n",
+            "unparsable YAML at line 1: found character '\\t' that cannot start any token",
+        ),
     ],
 )
 def test_a_file_libyaml_refuses_is_named_in_pyyamls_words(text, message):

@@ -100,14 +100,24 @@ FAULT_ROUTES = (
 
 #: (command, the option its target goes in, weight) for a player's turn
 PLAYER_COMMANDS = (
-    ("nominate", "player", 6), ("vote", "player", 8), ("unvote", None, 1),
-    ("kill", "player", 3), ("check", "player", 2), ("protect", "player", 2), ("elect", "player", 1),
+    ("nominate", "player", 6),
+    ("vote", "player", 8),
+    ("unvote", None, 1),
+    ("kill", "player", 3),
+    ("check", "player", 2),
+    ("protect", "player", 2),
+    ("elect", "player", 1),
 )
 #: the same for the host (``duration`` is not autocompleted: one of :data:`EXTENSIONS`)
 HOST_COMMANDS = (
-    ("host next", "from", 6), ("host execute", "player", 2), ("host skip", None, 1),
-    ("host kill", "player", 1), ("host godfather", "player", 1),
-    ("host pause", None, 1), ("host resume", None, 1), ("host extend", "duration", 1),
+    ("host next", "from", 6),
+    ("host execute", "player", 2),
+    ("host skip", None, 1),
+    ("host kill", "player", 1),
+    ("host godfather", "player", 1),
+    ("host pause", None, 1),
+    ("host resume", None, 1),
+    ("host extend", "duration", 1),
 )
 EXTENSIONS = ("90s", "10m", "1h30m")
 #: host commands that ask for a confirmation first (the press is the command)
@@ -115,10 +125,25 @@ ASKING = ("host kill", "host end")
 #: host commands that change the game's record, not its log
 RECORDING = ("host pause", "host resume", "host extend")
 #: commands whose success answer says they were applied, and the catalogue keys of those answers
-GAME_SUCCESS = ("reply.nominate", "reply.vote", "reply.unvote", "reply.check", "reply.protect",
-                "reply.elect", "reply.decision", "reply.proposal", "reply.decision_tour",
-                "reply.proposal_tour", "reply.maniac", "reply.pass", "reply.done", "host.done",
-                "host.deferred", "host.began", "host.began_end")
+GAME_SUCCESS = (
+    "reply.nominate",
+    "reply.vote",
+    "reply.unvote",
+    "reply.check",
+    "reply.protect",
+    "reply.elect",
+    "reply.decision",
+    "reply.proposal",
+    "reply.decision_tour",
+    "reply.proposal_tour",
+    "reply.maniac",
+    "reply.pass",
+    "reply.done",
+    "host.done",
+    "host.deferred",
+    "host.began",
+    "host.began_end",
+)
 
 
 def template(key: str) -> re.Pattern[str]:
@@ -215,32 +240,47 @@ class Figures:
     @property
     def problems(self) -> list[str]:
         """Every finding, each saying what it is."""
-        return ([f"lost: {x}" for x in self.lost] + [f"doubled: {x}" for x in self.doubled]
-                + [f"orphaned: {x}" for x in self.orphaned] + [f"diverged: {x}" for x in self.diverged]
-                + [f"harness: {x}" for x in self.harness])
+        return (
+            [f"lost: {x}" for x in self.lost]
+            + [f"doubled: {x}" for x in self.doubled]
+            + [f"orphaned: {x}" for x in self.orphaned]
+            + [f"diverged: {x}" for x in self.diverged]
+            + [f"harness: {x}" for x in self.harness]
+        )
 
     def summary(self) -> str:
         """One paragraph of figures."""
-        return (f"seed {self.seed}: {self.kills} kills, {self.pg_crashes} PostgreSQL crashes, "
-                f"{self.faults} faults injected, "
-                f"{self.sent} commands sent, {self.acknowledged} acknowledged, {self.games} games "
-                f"({self.finished} finished), {self.intents} intents carried out; "
-                f"lost {len(self.lost)}, doubled {len(self.doubled)}, orphaned {len(self.orphaned)}, "
-                f"diverged {len(self.diverged)}; {self.elapsed:.1f} s; host acts answered: "
-                f"{', '.join(f'{what} {n}' for what, n in sorted(self.answered.items())) or 'none'}")
+        return (
+            f"seed {self.seed}: {self.kills} kills, {self.pg_crashes} PostgreSQL crashes, "
+            f"{self.faults} faults injected, "
+            f"{self.sent} commands sent, {self.acknowledged} acknowledged, {self.games} games "
+            f"({self.finished} finished), {self.intents} intents carried out; "
+            f"lost {len(self.lost)}, doubled {len(self.doubled)}, orphaned {len(self.orphaned)}, "
+            f"diverged {len(self.diverged)}; {self.elapsed:.1f} s; host acts answered: "
+            f"{', '.join(f'{what} {n}' for what, n in sorted(self.answered.items())) or 'none'}"
+        )
 
 
 class BotProcess:
     """The bot as its own process against the fake, killed and started again at will."""
 
-    def __init__(self, fake: FakeDiscord, folder: Path, *, rest_per_second: int = SUITE_REST_PER_SECOND,
-                 database: str | None = None) -> None:
+    def __init__(
+        self,
+        fake: FakeDiscord,
+        folder: Path,
+        *,
+        rest_per_second: int = SUITE_REST_PER_SECOND,
+        database: str | None = None,
+    ) -> None:
         self.fake = fake
         self.folder = folder
         self.database: Path | str = database or folder / "bot.sqlite3"
         self.config = folder / "config.yaml"
-        self.config.write_text(CONFIG.format(database=self.database, discussion=DISCUSSION_SECONDS,
-                                             rest=rest_per_second))
+        self.config.write_text(
+            CONFIG.format(
+                database=self.database, discussion=DISCUSSION_SECONDS, rest=rest_per_second
+            )
+        )
         self.log = folder / "bot.log"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -252,16 +292,26 @@ class BotProcess:
     async def start(self, timeout: float = 60.0) -> None:
         """Start it and wait until it is connected (an IDENTIFY more than before)."""
         identified = self.fake.gateway.count("identify")
-        env = {**os.environ, "DISCORD_TOKEN": self.fake.token, "DISCORD_API_BASE": self.fake.api_base,
-               "DISCORD_GATEWAY_URL": self.fake.gateway_url, "PYTHONPATH": str(ROOT)}
+        env = {
+            **os.environ,
+            "DISCORD_TOKEN": self.fake.token,
+            "DISCORD_API_BASE": self.fake.api_base,
+            "DISCORD_GATEWAY_URL": self.fake.gateway_url,
+            "PYTHONPATH": str(ROOT),
+        }
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "bot", "run", "--config", str(self.config)],
-                env=env, cwd=self.folder, stdout=log, stderr=log,
+                env=env,
+                cwd=self.folder,
+                stdout=log,
+                stderr=log,
             )
         await self.fake.wait_until(
-            lambda: self.fake.gateway.count("identify") > identified or not self.up or None, timeout,
-            "the bot did not connect")
+            lambda: self.fake.gateway.count("identify") > identified or not self.up or None,
+            timeout,
+            "the bot did not connect",
+        )
         if not self.up:
             raise RuntimeError(f"the bot stopped at start; its log:\n{self.tail()}")
         await asyncio.sleep(0.3)  # discord.py settles its guilds before it handles interactions
@@ -343,9 +393,18 @@ def keys_in(value: Any) -> Iterator[str]:
 class Chaos:
     """One run: build the guilds, drive, kill, inject, then check (see the module docstring)."""
 
-    def __init__(self, folder: Path, seed: int, *, guilds: int = 3, players: int = 8,
-                 kill_gap: tuple[float, float] = (3.0, 6.0), say: Callable[[str], None] | None = None,
-                 rest_per_second: int = SUITE_REST_PER_SECOND, postgres: PostgresServer | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        seed: int,
+        *,
+        guilds: int = 3,
+        players: int = 8,
+        kill_gap: tuple[float, float] = (3.0, 6.0),
+        say: Callable[[str], None] | None = None,
+        rest_per_second: int = SUITE_REST_PER_SECOND,
+        postgres: PostgresServer | None = None,
+    ) -> None:
         self.folder = folder
         self.seed = seed
         self.random = random.Random(seed)
@@ -357,10 +416,16 @@ class Chaos:
         self.fake.global_limit = GlobalLimit(rest_per_second)
         self.clubs = [self._club(index) for index in range(guilds)]
         self.initial_channels = {c for c in self.fake.state.channels}
-        self.initial_roles = {r for club in self.clubs for r in self.fake.state.guild(club.guild_id).roles}
+        self.initial_roles = {
+            r for club in self.clubs for r in self.fake.state.guild(club.guild_id).roles
+        }
         self.postgres = postgres
-        self.bot = BotProcess(self.fake, folder, rest_per_second=rest_per_second,
-                              database=postgres.new_url() if postgres is not None else None)
+        self.bot = BotProcess(
+            self.fake,
+            folder,
+            rest_per_second=rest_per_second,
+            database=postgres.new_url() if postgres is not None else None,
+        )
         self._last_rows: dict[int, dict[str, Any] | None] = {}
         """Each guild's game as the driver last read it (used while the database is down)."""
         self._outage = asyncio.Lock()
@@ -374,13 +439,16 @@ class Chaos:
         host = self.fake.create_user(f"host{index}", global_name=f"Host {index}")
         guild = self.fake.create_guild(f"Club {index}", owner=host, preferred_locale="ru")
         general = self.fake.create_channel(guild.id, "general")
-        members = [self.fake.add_member(guild.id, f"c{index}p{p}").user.id for p in range(self.players + 2)]
+        members = [
+            self.fake.add_member(guild.id, f"c{index}p{p}").user.id for p in range(self.players + 2)
+        ]
         return Club(guild.id, host.id, members, general.id)
 
     # ------------------------------------------------------------------ running
 
-    async def run(self, *, kills: int | None = None, seconds: float | None = None,
-                  pg_crashes: int = 0) -> Figures:
+    async def run(
+        self, *, kills: int | None = None, seconds: float | None = None, pg_crashes: int = 0
+    ) -> Figures:
         """Drive until ``kills`` kills (and ``pg_crashes`` crashes of the PostgreSQL server) were
         made or ``seconds`` went by, settle, check."""
         began = time.monotonic()
@@ -388,11 +456,16 @@ class Chaos:
         try:
             await self.bot.start()
             self._started_at = time.monotonic()
-            drivers = [asyncio.create_task(self._drive(club), name=f"chaos-{club.guild_id}-{worker}")
-                       for club in self.clubs for worker in range(2)]
+            drivers = [
+                asyncio.create_task(self._drive(club), name=f"chaos-{club.guild_id}-{worker}")
+                for club in self.clubs
+                for worker in range(2)
+            ]
             faults = asyncio.create_task(self._faults(), name="chaos-faults")
             try:
-                await asyncio.gather(self._kills(kills, seconds), self._crashes(pg_crashes, seconds))
+                await asyncio.gather(
+                    self._kills(kills, seconds), self._crashes(pg_crashes, seconds)
+                )
             finally:
                 self._stop.set()
                 for task in [*drivers, faults]:
@@ -422,7 +495,9 @@ class Chaos:
                 self.bot.kill()
                 self.figures.kills += 1
                 if self.random.random() < 0.3:
-                    await asyncio.sleep(self.random.uniform(0.0, 1.0))  # a while down: interactions go nowhere
+                    await asyncio.sleep(
+                        self.random.uniform(0.0, 1.0)
+                    )  # a while down: interactions go nowhere
                 await self.bot.start()
             if self.figures.kills % 10 == 0:
                 self.say(f"  {self.figures.kills} kills, {len(self.sent)} commands sent")
@@ -439,9 +514,13 @@ class Chaos:
             async with self._outage:
                 await asyncio.to_thread(server.crash)
                 self.figures.pg_crashes += 1
-                await asyncio.sleep(self.random.uniform(0.3, 3.0))  # commands and deadlines meet it down
+                await asyncio.sleep(
+                    self.random.uniform(0.3, 3.0)
+                )  # commands and deadlines meet it down
                 await asyncio.to_thread(server.resume)
-            self.say(f"  {self.figures.pg_crashes} PostgreSQL crashes, {len(self.sent)} commands sent")
+            self.say(
+                f"  {self.figures.pg_crashes} PostgreSQL crashes, {len(self.sent)} commands sent"
+            )
 
     async def _faults(self) -> None:
         while not self._stop.is_set():
@@ -450,16 +529,29 @@ class Chaos:
             roll = self.random.random()
             self.figures.faults += 1
             if roll < 0.3:
-                self.fake.fail(None, route, status=429, count=self.random.randint(1, 4),
-                               retry_after=self.random.choice((0.05, 0.3, 1.0)))
+                self.fake.fail(
+                    None,
+                    route,
+                    status=429,
+                    count=self.random.randint(1, 4),
+                    retry_after=self.random.choice((0.05, 0.3, 1.0)),
+                )
             elif roll < 0.6:
-                self.fake.fail(None, route, status=self.random.choice((500, 502, 503)),
-                               count=self.random.randint(1, 4))
+                self.fake.fail(
+                    None,
+                    route,
+                    status=self.random.choice((500, 502, 503)),
+                    count=self.random.randint(1, 4),
+                )
             elif roll < 0.8:
-                self.fake.delay(None, route, self.random.uniform(0.2, 2.0), count=self.random.randint(1, 6))
+                self.fake.delay(
+                    None, route, self.random.uniform(0.2, 2.0), count=self.random.randint(1, 6)
+                )
             elif roll < 0.95:
                 if self.bot.up:
-                    with contextlib.suppress(Exception):  # no connection at this moment: nothing to drop
+                    with contextlib.suppress(
+                        Exception
+                    ):  # no connection at this moment: nothing to drop
                         await self.fake.drop_gateway(resumable=self.random.random() < 0.7)
             else:
                 self.fake.forget_nonces()
@@ -469,12 +561,22 @@ class Chaos:
     # ------------------------------------------------------------------ driving
 
     def _game(self, club: Club) -> dict[str, Any] | None:
-        found = rows(self.bot.database, "SELECT id, state, lobby FROM games WHERE guild_id = ? "
-                     "ORDER BY id DESC LIMIT 1", (club.guild_id,))
+        found = rows(
+            self.bot.database,
+            "SELECT id, state, lobby FROM games WHERE guild_id = ? ORDER BY id DESC LIMIT 1",
+            (club.guild_id,),
+        )
         return found[0] if found else None
 
-    async def _send(self, club: Club, what: str, game_id: int | None, deliver: Callable[[], Any],
-                    timeout: float = 4.0, command: str = "") -> InteractionResult | None:
+    async def _send(
+        self,
+        club: Club,
+        what: str,
+        game_id: int | None,
+        deliver: Callable[[], Any],
+        timeout: float = 4.0,
+        command: str = "",
+    ) -> InteractionResult | None:
         """Send one interaction and wait a while for its answer (the bot may be down: then none)."""
         try:
             result: InteractionResult = await deliver()
@@ -482,19 +584,22 @@ class Chaos:
             return None  # no gateway session: Discord would tell the user the app did not respond
         self.sent.append(Sent(result, what, club.guild_id, game_id, command))
         with contextlib.suppress(TimeoutError, AssertionError):
-            await self.fake.wait_until(lambda: result.callback is not None or bool(result.attempts) or None,
-                                       timeout, "")
+            await self.fake.wait_until(
+                lambda: result.callback is not None or bool(result.attempts) or None, timeout, ""
+            )
         return result
 
     async def _choices(self, club: Club, user: int, command: str, option: str) -> list[str]:
         try:
-            result = await self.fake.autocomplete(club.guild_id, user, command, option, "", locale="ru",
-                                                  wait=False)
+            result = await self.fake.autocomplete(
+                club.guild_id, user, command, option, "", locale="ru", wait=False
+            )
         except RuntimeError:
             return []
         try:
-            await self.fake.wait_until(lambda: result.callback is not None or bool(result.attempts) or None,
-                                       3.0, "")
+            await self.fake.wait_until(
+                lambda: result.callback is not None or bool(result.attempts) or None, 3.0, ""
+            )
         except (TimeoutError, AssertionError):
             return []
         return [str(choice["value"]) for choice in result.choices]
@@ -503,8 +608,13 @@ class Chaos:
         """A host's command that asks to confirm, then, as the host, its "Yes" (now and then
         twice at once, as a double click), its "No", or nothing."""
         guild, host = club.guild_id, club.host_id
-        result = await self._send(club, "ask", game_id, lambda: self.fake.slash(
-            guild, host, command, options, locale="ru", wait=False), command=command)
+        result = await self._send(
+            club,
+            "ask",
+            game_id,
+            lambda: self.fake.slash(guild, host, command, options, locale="ru", wait=False),
+            command=command,
+        )
         if result is None or result.callback is None:
             return
         question = result.original
@@ -516,14 +626,29 @@ class Chaos:
             return  # never answered: nothing may happen
         await asyncio.sleep(self.random.uniform(0.0, 0.5))  # the host reads the question
         if roll < 0.3:
-            await self._send(club, "no", game_id, lambda: self.fake.click(
-                question, no, host, locale="ru", wait=False), command=f"{command} (No)")
+            await self._send(
+                club,
+                "no",
+                game_id,
+                lambda: self.fake.click(question, no, host, locale="ru", wait=False),
+                command=f"{command} (No)",
+            )
             return
         what = "end" if command == "host end" else "game"
         presses = 2 if self.random.random() < 0.15 else 1
         # both clicks leave before the bot answers either, so both find the button
-        await asyncio.gather(*(self._send(club, what, game_id, lambda: self.fake.click(
-            question, yes, host, locale="ru", wait=False), command=f"{command} (Yes)") for _ in range(presses)))
+        await asyncio.gather(
+            *(
+                self._send(
+                    club,
+                    what,
+                    game_id,
+                    lambda: self.fake.click(question, yes, host, locale="ru", wait=False),
+                    command=f"{command} (Yes)",
+                )
+                for _ in range(presses)
+            )
+        )
 
     async def _drive(self, club: Club) -> None:
         while not self._stop.is_set():
@@ -552,8 +677,14 @@ class Chaos:
     async def _turn(self, club: Club, row: dict[str, Any] | None) -> None:
         guild, host = club.guild_id, club.host_id
         if row is None or row["state"] in ("over", "cancelled"):
-            await self._send(club, "new", None, lambda: self.fake.slash(
-                guild, host, "mafia new", {}, channel_id=club.general, locale="ru", wait=False))
+            await self._send(
+                club,
+                "new",
+                None,
+                lambda: self.fake.slash(
+                    guild, host, "mafia new", {}, channel_id=club.general, locale="ru", wait=False
+                ),
+            )
             await asyncio.sleep(0.3)
             return
         game_id, state = int(row["id"]), row["state"]
@@ -565,39 +696,74 @@ class Chaos:
         if state == "lobby":
             lobby = json.loads(row["lobby"])
             joined = {int(p["id"]) for p in lobby.get("players", [])}
-            message = next((m for m in self.fake.messages(club.general)
-                            if f"mafia:join:{game_id}" in m.custom_ids()), None)
+            message = next(
+                (
+                    m
+                    for m in self.fake.messages(club.general)
+                    if f"mafia:join:{game_id}" in m.custom_ids()
+                ),
+                None,
+            )
             if message is None:
                 await asyncio.sleep(0.2)
                 return
-            waiting = [m for m in club.members[:self.players] if m not in joined]
+            waiting = [m for m in club.members[: self.players] if m not in joined]
             if waiting:
                 user = self.random.choice(waiting)
-                await self._send(club, "join", game_id, lambda: self.fake.click(
-                    message, f"mafia:join:{game_id}", user, locale="ru", wait=False))
+                await self._send(
+                    club,
+                    "join",
+                    game_id,
+                    lambda: self.fake.click(
+                        message, f"mafia:join:{game_id}", user, locale="ru", wait=False
+                    ),
+                )
                 return
-            await self._send(club, "setup", game_id, lambda: self.fake.slash(
-                guild, host, "host setup", {"cities": "Верона", "maniac": False},
-                locale="ru", wait=False))
-            await self._send(club, "start", game_id, lambda: self.fake.slash(
-                guild, host, "host start", {}, locale="ru", wait=False), timeout=15.0)
+            await self._send(
+                club,
+                "setup",
+                game_id,
+                lambda: self.fake.slash(
+                    guild,
+                    host,
+                    "host setup",
+                    {"cities": "Верона", "maniac": False},
+                    locale="ru",
+                    wait=False,
+                ),
+            )
+            await self._send(
+                club,
+                "start",
+                game_id,
+                lambda: self.fake.slash(guild, host, "host start", {}, locale="ru", wait=False),
+                timeout=15.0,
+            )
             return
         # running
         if self.random.random() < 0.006:
             await self._ask(club, game_id, "host end", {})
             return
         if self.random.random() < 0.03:  # a member who does not play starts or stops watching
-            watcher = self.random.choice(club.members[self.players:])
+            watcher = self.random.choice(club.members[self.players :])
             command = self.random.choice(("mafia spectate", "mafia spectate", "mafia leave"))
-            await self._send(club, "spectate", game_id, lambda: self.fake.slash(
-                guild, watcher, command, {}, locale="ru", wait=False))
+            await self._send(
+                club,
+                "spectate",
+                game_id,
+                lambda: self.fake.slash(guild, watcher, command, {}, locale="ru", wait=False),
+            )
             return
         if self.random.random() < 0.3:
             user = host
-            command, option, _ = self.random.choices(HOST_COMMANDS, [w for *_, w in HOST_COMMANDS])[0]
+            command, option, _ = self.random.choices(HOST_COMMANDS, [w for *_, w in HOST_COMMANDS])[
+                0
+            ]
         else:
-            user = self.random.choice(club.members[:self.players])
-            command, option, _ = self.random.choices(PLAYER_COMMANDS, [w for *_, w in PLAYER_COMMANDS])[0]
+            user = self.random.choice(club.members[: self.players])
+            command, option, _ = self.random.choices(
+                PLAYER_COMMANDS, [w for *_, w in PLAYER_COMMANDS]
+            )[0]
         options: dict[str, Any] = {}
         if option == "duration":
             options[option] = self.random.choice(EXTENSIONS)
@@ -611,14 +777,24 @@ class Chaos:
             await self._ask(club, game_id, command, options)
             return
         what = "record" if command in RECORDING else "game"
-        await self._send(club, what, game_id, lambda: self.fake.slash(
-            guild, user, command, options, locale="ru", wait=False), command=command)
+        await self._send(
+            club,
+            what,
+            game_id,
+            lambda: self.fake.slash(guild, user, command, options, locale="ru", wait=False),
+            command=command,
+        )
 
     async def _settle(self, timeout: float = 90.0) -> None:
         """Wait until nothing is pending and no game is being started or cancelled."""
+
         def settled() -> bool | None:
-            pending = rows(self.bot.database, "SELECT COUNT(*) AS n FROM outbox WHERE state = 'pending'")[0]["n"]
-            starting = rows(self.bot.database, "SELECT COUNT(*) AS n FROM games WHERE state = 'starting'")[0]["n"]
+            pending = rows(
+                self.bot.database, "SELECT COUNT(*) AS n FROM outbox WHERE state = 'pending'"
+            )[0]["n"]
+            starting = rows(
+                self.bot.database, "SELECT COUNT(*) AS n FROM games WHERE state = 'starting'"
+            )[0]["n"]
             return (pending == 0 and starting == 0) or None
 
         try:
@@ -637,12 +813,18 @@ class Chaos:
         figures.sent = len(self.sent)
         where = self.bot.database
         games = {int(r["id"]): r for r in rows(where, "SELECT * FROM games")}
-        logged = Counter(int(r["interaction_id"]) for r in rows(
-            where, "SELECT interaction_id FROM commands WHERE interaction_id IS NOT NULL"))
+        logged = Counter(
+            int(r["interaction_id"])
+            for r in rows(
+                where, "SELECT interaction_id FROM commands WHERE interaction_id IS NOT NULL"
+            )
+        )
         outbox = rows(where, "SELECT id, game_id, kind, state, last_error FROM outbox")
         # the interactions that changed a game's record (lobby joins, spectators...): id -> game
-        recorded = {int(r["id"]): int(r["game_id"]) for r in rows(
-            where, "SELECT id, game_id FROM interactions WHERE game_id IS NOT NULL")}
+        recorded = {
+            int(r["id"]): int(r["game_id"])
+            for r in rows(where, "SELECT id, game_id FROM interactions WHERE game_id IS NOT NULL")
+        }
         figures.games = len(games)
         figures.finished = sum(1 for g in games.values() if g["state"] == "over")
         self._check_answers(games, logged, recorded)
@@ -651,8 +833,9 @@ class Chaos:
         await self._check_replays(games)
         return figures
 
-    def _check_answers(self, games: dict[int, dict[str, Any]], logged: Counter[int],
-                       recorded: dict[int, int]) -> None:
+    def _check_answers(
+        self, games: dict[int, dict[str, Any]], logged: Counter[int], recorded: dict[int, int]
+    ) -> None:
         figures = self.figures
         for interaction_id, times in logged.items():
             if times > 1:
@@ -661,9 +844,11 @@ class Chaos:
             result = sent.result
             if sent.what in ("ask", "no") and (logged[result.id] or result.id in recorded):
                 # a question (its message may since show the press's answer) or a "No" changes nothing
-                figures.doubled.append(f"{sent.command} {result.id} only asked or declined, yet it is in "
-                                       f"the log {logged[result.id]} times, recorded for "
-                                       f"{recorded.get(result.id)}")
+                figures.doubled.append(
+                    f"{sent.command} {result.id} only asked or declined, yet it is in "
+                    f"the log {logged[result.id]} times, recorded for "
+                    f"{recorded.get(result.id)}"
+                )
             if result.callback is None:
                 continue
             text = result.content
@@ -673,10 +858,14 @@ class Chaos:
                     if sent.command == "host kill (Yes)":
                         figures.answered[sent.command] += 1
                     if logged[result.id] != 1:
-                        figures.lost.append(f"{sent.command} {result.id} answered "
-                                            f"{text!r} but is in the log {logged[result.id]} times")
+                        figures.lost.append(
+                            f"{sent.command} {result.id} answered "
+                            f"{text!r} but is in the log {logged[result.id]} times"
+                        )
                 elif is_refusal(text) and logged[result.id]:
-                    figures.doubled.append(f"{result.id} answered {text!r} (a refusal) but is in the log")
+                    figures.doubled.append(
+                        f"{result.id} answered {text!r} (a refusal) but is in the log"
+                    )
             elif sent.what == "no" and CANCELLED.fullmatch(text):
                 figures.acknowledged += 1
                 figures.answered[sent.command] += 1
@@ -685,11 +874,15 @@ class Chaos:
                     figures.acknowledged += 1
                     figures.answered[sent.command] += 1
                     if recorded.get(result.id) != sent.game_id:
-                        figures.lost.append(f"{sent.command} {result.id} answered {text!r}; game "
-                                            f"{sent.game_id} did not record it")
+                        figures.lost.append(
+                            f"{sent.command} {result.id} answered {text!r}; game "
+                            f"{sent.game_id} did not record it"
+                        )
                 elif is_refusal(text) and result.id in recorded:
-                    figures.doubled.append(f"{sent.command} {result.id} answered {text!r} (a refusal) "
-                                           f"but game {recorded[result.id]} recorded it")
+                    figures.doubled.append(
+                        f"{sent.command} {result.id} answered {text!r} (a refusal) "
+                        f"but game {recorded[result.id]} recorded it"
+                    )
             elif sent.what == "end":
                 if logged[result.id]:
                     figures.doubled.append(f"end {result.id} is in the log of commands")
@@ -698,60 +891,91 @@ class Chaos:
                     figures.answered[sent.command] += 1
                     game = games.get(sent.game_id or 0)
                     if game is None or game["state"] != "cancelled":
-                        figures.lost.append(f"end {result.id} of game {sent.game_id} answered, "
-                                            f"the game is {game and game['state']}")
+                        figures.lost.append(
+                            f"end {result.id} of game {sent.game_id} answered, "
+                            f"the game is {game and game['state']}"
+                        )
                     # an end of a game being started is its rollback; of a started one, a record
                     elif game["setup"] is not None and recorded.get(result.id) != sent.game_id:
-                        figures.lost.append(f"end {result.id} of started game {sent.game_id} answered, "
-                                            f"not recorded")
+                        figures.lost.append(
+                            f"end {result.id} of started game {sent.game_id} answered, not recorded"
+                        )
                 elif is_refusal(text) and result.id in recorded:
-                    figures.doubled.append(f"end {result.id} answered {text!r} (a refusal) but game "
-                                           f"{recorded[result.id]} recorded it")
+                    figures.doubled.append(
+                        f"end {result.id} answered {text!r} (a refusal) but game "
+                        f"{recorded[result.id]} recorded it"
+                    )
             elif sent.what == "join" and JOINED.fullmatch(text) and sent.game_id in games:
                 figures.acknowledged += 1
                 lobby = json.loads(games[sent.game_id]["lobby"])
                 ids = [int(p["id"]) for p in lobby.get("players", [])]
                 if ids.count(result.user_id) != 1:
-                    figures.lost.append(f"join {result.id} of {result.user_id} answered, "
-                                        f"in game {sent.game_id}'s lobby {ids.count(result.user_id)} times")
+                    figures.lost.append(
+                        f"join {result.id} of {result.user_id} answered, "
+                        f"in game {sent.game_id}'s lobby {ids.count(result.user_id)} times"
+                    )
             elif sent.what == "spectate" and (WATCHES.fullmatch(text) or UNWATCHES.fullmatch(text)):
                 figures.acknowledged += 1
                 game_id = int(re.findall(r"№(\d+)", text)[0])
                 if recorded.get(result.id) != game_id:
-                    figures.lost.append(f"{result.id} answered {text!r}; game {game_id} did not record it")
+                    figures.lost.append(
+                        f"{result.id} answered {text!r}; game {game_id} did not record it"
+                    )
             elif sent.what == "start" and "началась" in text:
                 figures.acknowledged += 1
                 game = games.get(sent.game_id or 0)
-                if game is None or game["setup"] is None or game["state"] not in ("running", "over", "cancelled"):
-                    figures.lost.append(f"start {result.id} of game {sent.game_id} answered, "
-                                        f"the game is {game and game['state']}")
+                if (
+                    game is None
+                    or game["setup"] is None
+                    or game["state"] not in ("running", "over", "cancelled")
+                ):
+                    figures.lost.append(
+                        f"start {result.id} of game {sent.game_id} answered, "
+                        f"the game is {game and game['state']}"
+                    )
 
         # a recorded pause or resume flips the game's clock (each is refused unless it does)
         pauses: Counter[int] = Counter()
         for sent in self.sent:
-            if sent.what == "record" and sent.command != "host extend" and sent.result.id in recorded:
+            if (
+                sent.what == "record"
+                and sent.command != "host extend"
+                and sent.result.id in recorded
+            ):
                 pauses[recorded[sent.result.id]] += 1 if sent.command == "host pause" else -1
         for game_id, game in games.items():
             paused = bool(json.loads(game["lobby"] or "{}").get("paused"))
             if pauses[game_id] != (1 if paused else 0):
-                figures.lost.append(f"game {game_id}: paused {paused}, its recorded pauses less resumes "
-                                    f"are {pauses[game_id]}")
+                figures.lost.append(
+                    f"game {game_id}: paused {paused}, its recorded pauses less resumes "
+                    f"are {pauses[game_id]}"
+                )
 
         # every toggle a game recorded flips its member's watching (answered or not: one applied
         # just before a kill is never answered), so he watches after an odd number of them
         toggles: Counter[tuple[int, int]] = Counter(
-            (recorded[sent.result.id], sent.result.user_id) for sent in self.sent
-            if sent.what == "spectate" and sent.result.id in recorded)
+            (recorded[sent.result.id], sent.result.user_id)
+            for sent in self.sent
+            if sent.what == "spectate" and sent.result.id in recorded
+        )
         for game_id, game in games.items():
             watching = {int(u) for u in json.loads(game["channels"] or "{}").get("watching", [])}
-            expected = {user for (toggled, user), count in toggles.items() if toggled == game_id and count % 2}
+            expected = {
+                user
+                for (toggled, user), count in toggles.items()
+                if toggled == game_id and count % 2
+            }
             if watching != expected:
-                figures.lost.append(f"game {game_id}: watched by {sorted(watching)}, its recorded toggles "
-                                    f"say {sorted(expected)}")
+                figures.lost.append(
+                    f"game {game_id}: watched by {sorted(watching)}, its recorded toggles "
+                    f"say {sorted(expected)}"
+                )
 
     def _check_intents(self, outbox: list[dict[str, Any]]) -> None:
         figures = self.figures
-        nonces = Counter(str(m.nonce) for m in self.fake.messages(include_deleted=True) if m.nonce is not None)
+        nonces = Counter(
+            str(m.nonce) for m in self.fake.messages(include_deleted=True) if m.nonce is not None
+        )
         for nonce, times in nonces.items():
             if times > 1:
                 figures.doubled.append(f"{times} messages of nonce {nonce}")
@@ -759,40 +983,59 @@ class Chaos:
             if item["state"] == "sent":
                 figures.intents += 1
                 if item["kind"] == "send" and f"ob{item['id']}" not in nonces:
-                    figures.lost.append(f"outbox item {item['id']} (send) is marked sent, Discord has no "
-                                        f"message of its nonce")
+                    figures.lost.append(
+                        f"outbox item {item['id']} (send) is marked sent, Discord has no "
+                        f"message of its nonce"
+                    )
             elif item["state"] == "pending":
-                figures.lost.append(f"outbox item {item['id']} ({item['kind']}) of game {item['game_id']} "
-                                    f"is still pending")
+                figures.lost.append(
+                    f"outbox item {item['id']} ({item['kind']}) of game {item['game_id']} "
+                    f"is still pending"
+                )
             elif item["state"] == "failed" and item["last_error"] != "cancelled":
                 # (cancelled: a start called off, its plan replaced by the rollback; not an intent lost)
-                figures.lost.append(f"outbox item {item['id']} ({item['kind']}) of game {item['game_id']} "
-                                    f"failed: {item['last_error']}")
+                figures.lost.append(
+                    f"outbox item {item['id']} ({item['kind']}) of game {item['game_id']} "
+                    f"failed: {item['last_error']}"
+                )
 
     def _check_orphans(self, games: dict[int, dict[str, Any]]) -> None:
         owned: set[int] = set()
-        made = {(int(r["game_id"]), json.loads(r["target"]).get("key")): int(r["message_id"]) for r in rows(
-            self.bot.database, "SELECT game_id, target, message_id FROM outbox WHERE state = 'sent' "
-            "AND kind IN ('create_role', 'create_channel') AND message_id IS NOT NULL")}
+        made = {
+            (int(r["game_id"]), json.loads(r["target"]).get("key")): int(r["message_id"])
+            for r in rows(
+                self.bot.database,
+                "SELECT game_id, target, message_id FROM outbox WHERE state = 'sent' "
+                "AND kind IN ('create_role', 'create_channel') AND message_id IS NOT NULL",
+            )
+        }
         for game_id, game in games.items():
             channels = json.loads(game["channels"] or "{}")
             owned.update(ids_in(channels))
             # a role made mid-game (a quiet twin, the spectators') is named by its key there
-            owned.update(made[(game_id, key)] for key in keys_in(channels) if (game_id, key) in made)
+            owned.update(
+                made[(game_id, key)] for key in keys_in(channels) if (game_id, key) in made
+            )
         for club in self.clubs:
             for channel in self.fake.state.guild_channels(club.guild_id):
                 if channel.id not in self.initial_channels and channel.id not in owned:
-                    self.figures.orphaned.append(f"channel {channel.id} {channel.name!r} (topic "
-                                                 f"{channel.topic!r}, parent {channel.parent_id}) in guild "
-                                                 f"{club.guild_id}")
+                    self.figures.orphaned.append(
+                        f"channel {channel.id} {channel.name!r} (topic "
+                        f"{channel.topic!r}, parent {channel.parent_id}) in guild "
+                        f"{club.guild_id}"
+                    )
             for role in self.fake.state.guild(club.guild_id).roles.values():
                 if role.id not in self.initial_roles and role.id not in owned and not role.managed:
-                    self.figures.orphaned.append(f"role {role.id} {role.name!r} in guild {club.guild_id}")
+                    self.figures.orphaned.append(
+                        f"role {role.id} {role.name!r} in guild {club.guild_id}"
+                    )
 
     async def _check_replays(self, games: dict[int, dict[str, Any]]) -> None:
         logs: dict[int, list[Any]] = {game_id: [] for game_id in games}
         seq_lists: dict[int, list[int]] = {game_id: [] for game_id in games}
-        for r in rows(self.bot.database, "SELECT game_id, seq, command FROM commands ORDER BY game_id, seq"):
+        for r in rows(
+            self.bot.database, "SELECT game_id, seq, command FROM commands ORDER BY game_id, seq"
+        ):
             if int(r["game_id"]) in logs:
                 logs[int(r["game_id"])].append(json.loads(r["command"]))
                 seq_lists[int(r["game_id"])].append(int(r["seq"]))
@@ -812,9 +1055,13 @@ class Chaos:
             if seqs != list(range(1, len(seqs) + 1)):
                 self.figures.diverged.append(f"game {game_id}'s log has gaps or repeats: {seqs}")
             if game["state"] == "over" and not replay.over:
-                self.figures.diverged.append(f"game {game_id} is stored as over, its log's replay is not")
+                self.figures.diverged.append(
+                    f"game {game_id} is stored as over, its log's replay is not"
+                )
             if game["state"] == "running" and replay.over:
-                self.figures.diverged.append(f"game {game_id} is stored as running, its log's replay is over")
+                self.figures.diverged.append(
+                    f"game {game_id} is stored as running, its log's replay is over"
+                )
         # the running games as the bot restores them: snapshot and log, checksums checked
         storage = await Storage.open(self.bot.database)
         try:
@@ -822,9 +1069,13 @@ class Chaos:
             for live in await service.restore():
                 if live.broken is not None:
                     self.figures.diverged.append(f"game {live.id} loads as broken: {live.broken}")
-                elif (live.game is not None and live.id in replays
-                      and live.game.to_dict() != replays[live.id].to_dict()):
-                    self.figures.diverged.append(f"game {live.id} restores to a state that is not "
-                                                 f"its log's replay")
+                elif (
+                    live.game is not None
+                    and live.id in replays
+                    and live.game.to_dict() != replays[live.id].to_dict()
+                ):
+                    self.figures.diverged.append(
+                        f"game {live.id} restores to a state that is not its log's replay"
+                    )
         finally:
             await storage.close()

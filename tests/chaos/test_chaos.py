@@ -33,8 +33,13 @@ async def test_chaos_loses_doubles_and_orphans_nothing(tmp_path: Path):
     chaos = Chaos(tmp_path, seed, guilds=3, players=8)
     figures = await chaos.run(kills=KILLS)
     report = f"{figures.summary()}\n(run again with CHAOS_SEED={seed})"
-    assert figures.problems == [], report + "\n" + "\n".join(figures.problems[:40]) + \
-        "\nthe bot's log ends:\n" + chaos.bot.tail()
+    assert figures.problems == [], (
+        report
+        + "\n"
+        + "\n".join(figures.problems[:40])
+        + "\nthe bot's log ends:\n"
+        + chaos.bot.tail()
+    )
     # the run did what it is for: the bot was killed, commands were applied, games were played
     assert figures.kills == KILLS, report
     assert figures.acknowledged >= 50, report

@@ -27,8 +27,10 @@ ERROR_PREFIX = "error."
 
 async def another_guild(table: Table, prefix: str, players: int, *, locale: str = "ru") -> Table:
     """A new guild on the table's fake, with members ``{prefix}0``..., served by the same bot."""
-    world = build_standard_guild(table.fake, players=[f"{prefix}{i}" for i in range(players)],
-                                 preferred_locale=locale)
+    world = build_standard_guild(
+        table.fake, players=[f"{prefix}{i}" for i in range(players)], preferred_locale=locale
+    )
+
     def known() -> bool:
         return table.bot.get_guild(world.guild.id) is not None
 
@@ -36,8 +38,15 @@ async def another_guild(table: Table, prefix: str, players: int, *, locale: str 
     return Table(table.fake, world, table.bot, table.config)
 
 
-async def run(table: Table, who: Any, command: str, options: dict[str, Any] | None = None,
-              *, confirm: bool = True, **kwargs: Any) -> InteractionResult:
+async def run(
+    table: Table,
+    who: Any,
+    command: str,
+    options: dict[str, Any] | None = None,
+    *,
+    confirm: bool = True,
+    **kwargs: Any,
+) -> InteractionResult:
     """A slash command, waited for until its answer is final. A host's command that asks for
     confirmation (``/host end``, ``/host kill``) is confirmed by pressing its "Yes" (unless
     ``confirm`` is false): the press's answer is returned."""
@@ -61,7 +70,9 @@ def confirmation(result: InteractionResult) -> str | None:
     return None
 
 
-async def accepted(table: Table, who: Any, command: str, options: dict[str, Any] | None = None) -> str:
+async def accepted(
+    table: Table, who: Any, command: str, options: dict[str, Any] | None = None
+) -> str:
     """A command that must be accepted: it adds one row to the command log (player and host acts)."""
     game = table.live().id
     before = len(await table.bot.storage.commands(game))
@@ -113,8 +124,13 @@ async def snapshot(table: Table) -> Snapshot:
         messages.pop(message.id, None)  # the lobby is its own field
     return Snapshot(
         state=live.game.to_dict() if live.game is not None else None,
-        record={"state": record.state, "lobby": repr(record.lobby), "channels": repr(record.channels),
-                "deadline": record.deadline, "count": record.command_count},
+        record={
+            "state": record.state,
+            "lobby": repr(record.lobby),
+            "channels": repr(record.channels),
+            "deadline": record.deadline,
+            "count": record.command_count,
+        },
         commands=len(await table.bot.storage.commands(live.id)),
         calls=len(table.fake.calls()),
         messages=messages,
@@ -129,10 +145,15 @@ async def assert_unchanged(table: Table, before: Snapshot) -> None:
     assert after.state == before.state, "the rules state changed"
     assert after.record == before.record, "the game's record changed"
     assert after.commands == before.commands, "a command row was added"
-    assert after.messages == before.messages, "something was posted or edited in the guild's channels"
+    assert after.messages == before.messages, (
+        "something was posted or edited in the guild's channels"
+    )
     assert after.lobby == before.lobby, "the lobby message changed"
-    extra = [f"{c.method} {c.path}" for c in table.fake.calls()[before.calls:after.calls]
-             if not c.path.startswith(("/interactions/", "/webhooks/"))]  # the answer, deferred or not
+    extra = [
+        f"{c.method} {c.path}"
+        for c in table.fake.calls()[before.calls : after.calls]
+        if not c.path.startswith(("/interactions/", "/webhooks/"))
+    ]  # the answer, deferred or not
     assert extra == [], f"REST calls besides the interaction answer: {extra}"
 
 
@@ -140,9 +161,22 @@ def announcement(language: str, key: str, **params: Any) -> str:
     """A phase's announcement as the bot words it: with its commands as clickable mentions."""
     from cogs.mentions import command
 
-    commands = {"nominate": "nominate", "lastword": "lastword speak", "protect": "protect", "compare": "compare",
-                "vote": "vote", "unvote": "unvote", "kill": "kill", "check": "check"}
-    return t(language, key, **{name: command(language, path) for name, path in commands.items()}, **params)
+    commands = {
+        "nominate": "nominate",
+        "lastword": "lastword speak",
+        "protect": "protect",
+        "compare": "compare",
+        "vote": "vote",
+        "unvote": "unvote",
+        "kill": "kill",
+        "check": "check",
+    }
+    return t(
+        language,
+        key,
+        **{name: command(language, path) for name, path in commands.items()},
+        **params,
+    )
 
 
 def refusal_text(language: str, key: str, **params: Any) -> str:
@@ -154,8 +188,11 @@ def refusal_text(language: str, key: str, **params: Any) -> str:
 def ballot_message(table: Table, city: str) -> Message:
     """The city's newest ballot message."""
     channel = table.city_channel(city)
-    ballots = [m for m in table.fake.messages(channel) if "mafia:unvote:" in str(m.components)
-               or "🗳️" in m.content]
+    ballots = [
+        m
+        for m in table.fake.messages(channel)
+        if "mafia:unvote:" in str(m.components) or "🗳️" in m.content
+    ]
     assert ballots, f"no ballot in {city}"
     return ballots[-1]
 
@@ -183,17 +220,23 @@ async def lobby_message(table: Table, timeout: float = 5.0) -> Message:
 
 def patches(table: Table, message_id: int) -> list[Any]:
     """The bot's PATCHes of one message through the channel route, oldest first."""
-    return [call for call in table.fake.calls("PATCH", "/channels/{channel_id}/messages/{message_id}")
-            if call.params.get("message_id") == str(message_id)]
+    return [
+        call
+        for call in table.fake.calls("PATCH", "/channels/{channel_id}/messages/{message_id}")
+        if call.params.get("message_id") == str(message_id)
+    ]
 
 
 async def deliver_again(table: Table, result: InteractionResult, timeout: float = 5.0) -> None:
     """Discord delivers an interaction a second time; returns once the bot has handled it (a
     duplicate gets no answer, so this waits for discord.py's command task instead)."""
     seen = asyncio.ensure_future(
-        table.bot.wait_for("interaction", check=lambda i: i.id == result.id, timeout=timeout))
+        table.bot.wait_for("interaction", check=lambda i: i.id == result.id, timeout=timeout)
+    )
     await table.fake.resend(result)
     await seen
-    running = [t for t in asyncio.all_tasks() if t.get_name() == "CommandTree-invoker" and not t.done()]
+    running = [
+        t for t in asyncio.all_tasks() if t.get_name() == "CommandTree-invoker" and not t.done()
+    ]
     if running:
         await asyncio.wait(running, timeout=timeout)

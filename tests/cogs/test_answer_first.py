@@ -35,7 +35,11 @@ def sent_ago(seconds: float) -> int:
 
 async def handled(table: Table) -> None:
     """Wait until discord.py's command tasks are done (a refused interaction gets no answer)."""
-    running = [task for task in asyncio.all_tasks() if task.get_name() == "CommandTree-invoker" and not task.done()]
+    running = [
+        task
+        for task in asyncio.all_tasks()
+        if task.get_name() == "CommandTree-invoker" and not task.done()
+    ]
     if running:
         await asyncio.wait(running, timeout=5.0)
 
@@ -62,7 +66,8 @@ async def test_a_vote_waiting_for_the_lock_is_acknowledged_first_and_counts_once
             assert vote.callback_type == CALLBACK_DEFERRED_CHANNEL_MESSAGE and vote.ephemeral
             # the lock is held past Discord's deadline for a first answer
             await table.fake.wait_until(
-                lambda: time.monotonic() - vote.sent_at > table.fake.interaction_ack_deadline, 5.0)
+                lambda: time.monotonic() - vote.sent_at > table.fake.interaction_ack_deadline, 5.0
+            )
         answer = await vote.wait_original()
         assert answer.content == t("ru", "reply.vote", target=f"<@{table.pid(nominee)}>")
         assert table.game.voter_of(table.pid(voter)) == table.pid(nominee)
@@ -74,11 +79,19 @@ async def test_an_old_interaction_is_acknowledged_before_its_commit():
         quick_edits(table)
         voter, nominee = await voting_game(table)
         rows = len(await table.bot.storage.commands(table.live().id))
-        vote = await table.fake.slash(table.guild_id, table.member(voter).user.id, "vote",
-                                      {"player": table.pid(nominee)}, locale="ru", interaction_id=sent_ago(2.0))
+        vote = await table.fake.slash(
+            table.guild_id,
+            table.member(voter).user.id,
+            "vote",
+            {"player": table.pid(nominee)},
+            locale="ru",
+            interaction_id=sent_ago(2.0),
+        )
         assert vote.callback_type == CALLBACK_DEFERRED_CHANNEL_MESSAGE
         answer = await vote.wait_original()
-        assert answer.ephemeral and answer.content == t("ru", "reply.vote", target=f"<@{table.pid(nominee)}>")
+        assert answer.ephemeral and answer.content == t(
+            "ru", "reply.vote", target=f"<@{table.pid(nominee)}>"
+        )
         assert len(await table.bot.storage.commands(table.live().id)) == rows + 1
 
 
@@ -88,16 +101,27 @@ async def test_a_command_whose_acknowledgement_discord_refuses_is_not_applied():
         voter, nominee = await voting_game(table)
         before = await snapshot(table)
         # it reached the bot 3.5 s after it was made: Discord no longer takes its answer
-        refused = table.fake.fail("POST", CALLBACK, status=404, code=10062, message="Unknown interaction")
-        vote = await table.fake.slash(table.guild_id, table.member(voter).user.id, "vote",
-                                      {"player": table.pid(nominee)}, locale="ru", interaction_id=sent_ago(3.5),
-                                      wait=False)
+        refused = table.fake.fail(
+            "POST", CALLBACK, status=404, code=10062, message="Unknown interaction"
+        )
+        vote = await table.fake.slash(
+            table.guild_id,
+            table.member(voter).user.id,
+            "vote",
+            {"player": table.pid(nominee)},
+            locale="ru",
+            interaction_id=sent_ago(3.5),
+            wait=False,
+        )
         await table.fake.wait_until(lambda: refused.hits, 5.0, "the bot never tried to answer")
         await handled(table)
         assert vote.callback is None
-        callbacks = table.fake.calls("POST", "/interactions/{interaction_id}/{interaction_token}/callback")
-        assert len([c for c in callbacks if c.params.get("interaction_id") == str(vote.id)]) == 1, \
+        callbacks = table.fake.calls(
+            "POST", "/interactions/{interaction_id}/{interaction_token}/callback"
+        )
+        assert len([c for c in callbacks if c.params.get("interaction_id") == str(vote.id)]) == 1, (
             "answered again after Discord refused"
+        )
         await assert_unchanged(table, before)
         assert table.game.voter_of(table.pid(voter)) is None
 

@@ -6,8 +6,12 @@ from tests.cogs.scenes import accepted, quick_edits
 from tests.harness import Table, bot_table
 
 
-async def offered(table: Table, who: str, command: str, typed: str = "", option: str = "player") -> list[str]:
-    result = await table.fake.autocomplete(table.guild_id, table.member(who).user.id, command, option, typed)
+async def offered(
+    table: Table, who: str, command: str, typed: str = "", option: str = "player"
+) -> list[str]:
+    result = await table.fake.autocomplete(
+        table.guild_id, table.member(who).user.id, command, option, typed
+    )
     assert result.callback_type == 8, result.describe()
     return [choice["value"] for choice in result.choices]
 
@@ -19,8 +23,14 @@ def pids(table: Table, names: list[str]) -> set[str]:
 async def test_autocomplete_offers_only_legal_targets_through_a_day_and_a_night():
     async with bot_table(players=16) as table:
         quick_edits(table)
-        await table.new_game(cities="Верона, Падуя", mafiosi=2, doctor=True, journalist=True, maniac=True,
-                             day_fallback="host")
+        await table.new_game(
+            cities="Верона, Падуя",
+            mafiosi=2,
+            doctor=True,
+            journalist=True,
+            maniac=True,
+            day_fallback="host",
+        )
         game = table.game
         a, b = game.cities
         status = {p: game.status_of(p).value for p in game.players}
@@ -37,7 +47,8 @@ async def test_autocomplete_offers_only_legal_targets_through_a_day_and_a_night(
         assert set(await offered(table, plain_a[0], "nominate")) == set(game.players)
         p1 = table.world.player("p1").user.global_name
         assert set(await offered(table, plain_a[0], "nominate", "1")) == {
-            table.pid(m.user.username) for m in table.world.players if "1" in m.user.global_name}
+            table.pid(m.user.username) for m in table.world.players if "1" in m.user.global_name
+        }
         assert table.pid("p1") in await offered(table, plain_a[0], "nominate", p1.upper())
         assert await offered(table, "host", "host execute") == []
         assert set(await offered(table, "host", "host kill")) == set(game.players)
@@ -65,7 +76,9 @@ async def test_autocomplete_offers_only_legal_targets_through_a_day_and_a_night(
         assert table.game.stage.value == "execution"
         assert set(await offered(table, "host", "host execute")) == set(table.game.alive())
         assert await offered(table, x, "host execute") == []
-        assert await offered(table, x, "host godfather") == [], "a player learnt who the mafiosi are"
+        assert await offered(table, x, "host godfather") == [], (
+            "a player learnt who the mafiosi are"
+        )
         await accepted(table, "host", "host execute", {"player": table.pid(x)})
         await accepted(table, "host", "host execute", {"player": table.pid(mafia_b[1])})
         game = table.game
@@ -73,12 +86,19 @@ async def test_autocomplete_offers_only_legal_targets_through_a_day_and_a_night(
         alive = set(game.alive())
 
         # night 1: the commissar checks his own city, the touring mafia tours the others but the Judge
-        assert set(await offered(table, commissar_a, "check")) == set(game.alive(a)) - {table.pid(commissar_a)}
-        assert set(await offered(table, mafia_a[0], "tour")) == set(game.alive(b)) - {table.pid(judge)}
+        assert set(await offered(table, commissar_a, "check")) == set(game.alive(a)) - {
+            table.pid(commissar_a)
+        }
+        assert set(await offered(table, mafia_a[0], "tour")) == set(game.alive(b)) - {
+            table.pid(judge)
+        }
         assert await offered(table, mafia_b[0], "tour") == [], "B does not tour tonight"
-        assert set(await offered(table, mafia_a[0], "kill")) == set(game.alive(a)) - pids(table, mafia_a)
+        assert set(await offered(table, mafia_a[0], "kill")) == set(game.alive(a)) - pids(
+            table, mafia_a
+        )
         assert set(await offered(table, maniac, "kill")) == alive - {table.pid(maniac)}
         assert await offered(table, plain_a[2] if len(plain_a) > 2 else commissar_a, "kill") == []
         assert set(await offered(table, "host", "host godfather")) == (
-            pids(table, mafia_a) | {table.pid(mafia_b[0])})
+            pids(table, mafia_a) | {table.pid(mafia_b[0])}
+        )
         assert await offered(table, commissar_a, "host godfather") == []

@@ -23,13 +23,25 @@ def tally(table: Table, city: str, *, closed: bool = False, deadline: bool = Tru
     order = sorted(voters, key=lambda c: (-len(voters[c]), last.get(c, 1 << 62)))
     lines = [t("ru", "ballot.title", city=city, day=game.phase.number)]
     for n, candidate in enumerate(order, start=1):
-        row = t("ru", "ballot.row", number=n, player=f"<@{candidate}>", votes=len(voters[candidate]))
+        row = t(
+            "ru", "ballot.row", number=n, player=f"<@{candidate}>", votes=len(voters[candidate])
+        )
         if candidate in last:
-            row = t("ru", "ballot.row_last", row=row, when=f"<t:{int(live.tick_times[last[candidate]])}:T>")
+            row = t(
+                "ru",
+                "ballot.row_last",
+                row=row,
+                when=f"<t:{int(live.tick_times[last[candidate]])}:T>",
+            )
         if game.city_of(candidate) != city:
             row = t("ru", "ballot.foreign", row=row)
         if voters[candidate]:
-            row = t("ru", "ballot.row_voters", row=row, voters=", ".join(f"<@{v}>" for v in voters[candidate]))
+            row = t(
+                "ru",
+                "ballot.row_voters",
+                row=row,
+                voters=", ".join(f"<@{v}>" for v in voters[candidate]),
+            )
         lines.append(row)
     if not order:
         lines.append(t("ru", "ballot.empty"))
@@ -67,29 +79,40 @@ async def test_the_ballot_opens_with_voting_and_follows_every_vote():
         assert menu["custom_id"] == f"mafia:vote:{live.id}:{table.game.cities.index(a)}"
         assert [(o["value"], o["label"]) for o in menu["options"]] == [
             (table.pid(first), table.member(first).user.global_name),
-            (table.pid(second), table.member(second).user.global_name)]
+            (table.pid(second), table.member(second).user.global_name),
+        ]
         assert [o["value"] for o in select_of(ballot_b)["options"]] == [table.pid(first)]
         assert f"mafia:unvote:{live.id}" in ballot_a.custom_ids()
 
         # a vote by command, one by the select, a moved vote, a withdrawn one: each shows on the ballot
         await accepted(table, in_a[4], "vote", {"player": table.pid(first)})
-        picked = await table.fake.select(ballot_a, menu["custom_id"], [table.pid(second)],
-                                         table.member(in_a[5]).user.id)
-        assert picked.ephemeral and picked.content == t("ru", "reply.vote", target=f"<@{table.pid(second)}>")
+        picked = await table.fake.select(
+            ballot_a, menu["custom_id"], [table.pid(second)], table.member(in_a[5]).user.id
+        )
+        assert picked.ephemeral and picked.content == t(
+            "ru", "reply.vote", target=f"<@{table.pid(second)}>"
+        )
         await table.drain()
         assert table.fake.message(ballot_a.id).content == tally(table, a)
         assert t("ru", "ballot.voters", voters=2) in table.fake.message(ballot_a.id).content
 
-        await table.fake.select(ballot_a, menu["custom_id"], [table.pid(first)], table.member(in_a[5]).user.id)
+        await table.fake.select(
+            ballot_a, menu["custom_id"], [table.pid(first)], table.member(in_a[5]).user.id
+        )
         await table.drain()
         assert t("ru", "ballot.row", number=1, player=f"<@{table.pid(first)}>", votes=2) in (
-            table.fake.message(ballot_a.id).content)
-        withdrawn = await table.fake.click(ballot_a, f"mafia:unvote:{live.id}", table.member(in_a[4]).user.id)
+            table.fake.message(ballot_a.id).content
+        )
+        withdrawn = await table.fake.click(
+            ballot_a, f"mafia:unvote:{live.id}", table.member(in_a[4]).user.id
+        )
         assert withdrawn.ephemeral and withdrawn.content == t("ru", "reply.unvote")
         await table.drain()
         assert table.fake.message(ballot_a.id).content == tally(table, a)
         assert t("ru", "ballot.voters", voters=1) in table.fake.message(ballot_a.id).content
-        assert table.fake.message(ballot_b.id).content == tally(table, b), "B's ballot moved with A's votes"
+        assert table.fake.message(ballot_b.id).content == tally(table, b), (
+            "B's ballot moved with A's votes"
+        )
         assert patches(table, ballot_a.id) and not patches(table, ballot_b.id)
 
         # the day ends: both ballots close, without their select and button
@@ -119,8 +142,12 @@ async def test_a_burst_of_twenty_votes_edits_the_ballot_a_few_times_and_ends_on_
         assert coalescing >= 1.0
         rows_before = len(await table.bot.storage.commands(game_id))
 
-        choices = [(voter, table.pid(first if n % 3 else second)) for n, voter in enumerate(voters[:20])]
-        answers = await asyncio.gather(*[run(table, voter, "vote", {"player": pid}) for voter, pid in choices])
+        choices = [
+            (voter, table.pid(first if n % 3 else second)) for n, voter in enumerate(voters[:20])
+        ]
+        answers = await asyncio.gather(
+            *[run(table, voter, "vote", {"player": pid}) for voter, pid in choices]
+        )
         for answer, (_, pid) in zip(answers, choices, strict=True):
             assert answer.ephemeral and answer.content == t("ru", "reply.vote", target=f"<@{pid}>")
         assert len(await table.bot.storage.commands(game_id)) == rows_before + 20

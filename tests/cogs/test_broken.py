@@ -21,7 +21,6 @@ def broken() -> str:
     return t("ru", "error.game_broken")
 
 
-
 async def test_a_game_whose_log_no_longer_replays_is_broken_until_the_host_ends_it():
     fake = FakeDiscord()
     world = build_standard_guild(fake, players=[f"p{i}" for i in range(8)])
@@ -40,12 +39,20 @@ async def test_a_game_whose_log_no_longer_replays_is_broken_until_the_host_ends_
                 game = live.id
 
             with sqlite3.connect(database) as db:  # the disk garbles a row of the log
-                db.execute("UPDATE commands SET command = ? WHERE game_id = ? AND seq = 2", ("\x00garbage", game))
+                db.execute(
+                    "UPDATE commands SET command = ? WHERE game_id = ? AND seq = 2",
+                    ("\x00garbage", game),
+                )
 
             async with bot_on(fake, world, config) as second:
                 quick_edits(second)
                 await second.drain()
-                notice = t("ru", "broken.notice", game=game, reason=t("ru", "broken.unreadable_command", seq=2))
+                notice = t(
+                    "ru",
+                    "broken.notice",
+                    game=game,
+                    reason=t("ru", "broken.unreadable_command", seq=2),
+                )
                 assert second.channel_messages(host_log)[-1] == notice
 
                 for who, command, options in [
@@ -60,7 +67,10 @@ async def test_a_game_whose_log_no_longer_replays_is_broken_until_the_host_ends_
                     (residents[4], "mafia join", {}),
                 ]:
                     refused = await run(second, who, command, options)
-                    assert refused.ephemeral and refused.content == broken(), (command, refused.content)
+                    assert refused.ephemeral and refused.content == broken(), (
+                        command,
+                        refused.content,
+                    )
                 refused = await run(second, "host", "mafia new")
                 assert refused.content == t("ru", "error.game_exists")
 
@@ -99,14 +109,29 @@ async def test_host_end_of_a_broken_game_locks_its_channels_as_a_normal_end_does
                 channels = live.record.channels
                 game = live.id
                 players = [first.member(name).user.id for name in residents]
-                city, mafia = int(channels["cities"]["Верона"]["text"]), int(channels["cities"]["Верона"]["mafia"])
-                every = [city, mafia, int(channels["voice"]), int(channels["dead"]), int(channels["log"])]
-                writes = [p for p in players if fake.permissions_for(world.guild.id, city, p) & Permission.SEND_MESSAGES]
+                city, mafia = (
+                    int(channels["cities"]["Верона"]["text"]),
+                    int(channels["cities"]["Верона"]["mafia"]),
+                )
+                every = [
+                    city,
+                    mafia,
+                    int(channels["voice"]),
+                    int(channels["dead"]),
+                    int(channels["log"]),
+                ]
+                writes = [
+                    p
+                    for p in players
+                    if fake.permissions_for(world.guild.id, city, p) & Permission.SEND_MESSAGES
+                ]
                 assert writes == players  # while it runs, the living write in their city
 
             with sqlite3.connect(database) as db:  # a logged command the rules now refuse
-                db.execute("UPDATE commands SET command = ? WHERE game_id = ? AND seq = 1",
-                           ('{"verb": "nominate", "actor": "nobody", "target": "nobody"}', game))
+                db.execute(
+                    "UPDATE commands SET command = ? WHERE game_id = ? AND seq = 1",
+                    ('{"verb": "nominate", "actor": "nobody", "target": "nobody"}', game),
+                )
 
             async with bot_on(fake, world, config) as second:
                 quick_edits(second)
@@ -118,10 +143,18 @@ async def test_host_end_of_a_broken_game_locks_its_channels_as_a_normal_end_does
                 for channel in every:
                     for player in players:
                         allowed = fake.permissions_for(world.guild.id, channel, player)
-                        assert not allowed & (Permission.SEND_MESSAGES | Permission.SPEAK), (channel, player)
-                for player in players:  # read-only, not shut: the city and, revealed, the mafia room
+                        assert not allowed & (Permission.SEND_MESSAGES | Permission.SPEAK), (
+                            channel,
+                            player,
+                        )
+                for (
+                    player
+                ) in players:  # read-only, not shut: the city and, revealed, the mafia room
                     for channel in (city, mafia):
-                        assert fake.permissions_for(world.guild.id, channel, player) & Permission.VIEW_CHANNEL
+                        assert (
+                            fake.permissions_for(world.guild.id, channel, player)
+                            & Permission.VIEW_CHANNEL
+                        )
                 assert t("ru", "host.ended") in second.channel_messages(city)
         finally:
             await fake.close()

@@ -33,7 +33,9 @@ def answers(monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], list[Any]]:
     return responses, messages
 
 
-async def test_an_answer_builds_no_message_until_its_resource_is_read(answers: tuple[list[Any], list[Any]]) -> None:
+async def test_an_answer_builds_no_message_until_its_resource_is_read(
+    answers: tuple[list[Any], list[Any]],
+) -> None:
     responses, messages = answers
     async with bot_table(players=4) as table:
         assert interactions.InteractionCallbackResponse is LazyCallbackResponse
@@ -51,7 +53,11 @@ async def test_an_answer_builds_no_message_until_its_resource_is_read(answers: t
         # read, it is the message discord.py would have built, once
         message = response.resource
         assert isinstance(message, discord.InteractionMessage)
-        assert (message.id, message.content, message.flags.ephemeral) == (result.original_message_id, told, True)
+        assert (message.id, message.content, message.flags.ephemeral) == (
+            result.original_message_id,
+            told,
+            True,
+        )
         assert response.resource is message and len(messages) == 1
 
 

@@ -28,20 +28,46 @@ def stale() -> str:
     return t("ru", "error.stale_button")
 
 
-
-def bot_message(table: Table, custom_ids: list[str], *, select: str | None = None,
-                options: list[str] | None = None) -> Message:
+def bot_message(
+    table: Table,
+    custom_ids: list[str],
+    *,
+    select: str | None = None,
+    options: list[str] | None = None,
+) -> Message:
     """A message the bot posted (in the guild's general channel) with these buttons."""
     fake = table.fake
-    buttons = [{"type": 2, "style": 2, "custom_id": custom_id, "label": custom_id[:80] or "—"}
-               for custom_id in custom_ids]
-    rows: list[dict[str, Any]] = [{"type": 1, "components": buttons[i:i + 5]} for i in range(0, len(buttons), 5)]
+    buttons = [
+        {"type": 2, "style": 2, "custom_id": custom_id, "label": custom_id[:80] or "—"}
+        for custom_id in custom_ids
+    ]
+    rows: list[dict[str, Any]] = [
+        {"type": 1, "components": buttons[i : i + 5]} for i in range(0, len(buttons), 5)
+    ]
     if select is not None:
-        rows.append({"type": 1, "components": [{
-            "type": 3, "custom_id": select, "min_values": 1, "max_values": 1,
-            "options": [{"label": value, "value": value} for value in options or []]}]})
-    message = Message(id=fake.state.new_id(), channel_id=table.world.text_channel.id, guild_id=table.guild_id,
-                      author=fake.bot_user, kind="channel", content="…", components=rows)
+        rows.append(
+            {
+                "type": 1,
+                "components": [
+                    {
+                        "type": 3,
+                        "custom_id": select,
+                        "min_values": 1,
+                        "max_values": 1,
+                        "options": [{"label": value, "value": value} for value in options or []],
+                    }
+                ],
+            }
+        )
+    message = Message(
+        id=fake.state.new_id(),
+        channel_id=table.world.text_channel.id,
+        guild_id=table.guild_id,
+        author=fake.bot_user,
+        kind="channel",
+        content="…",
+        components=rows,
+    )
     return fake.add_message(message)
 
 
@@ -50,15 +76,27 @@ async def test_a_retired_malformed_or_finished_games_button_is_answered_no_longe
         quick_edits(table)
         await table.open_lobby(["p0"])
         game = table.live().id
-        ids = ["mafia:frobnicate:1", f"mafia:join:{game}x", f"mafia:join:{game}:7", "mafia:", "mafia:vote:1",
-               f"mafia:join:{game + 41}", f"mafia:role:{game + 41}", f"mafia:unvote:{game}"]
+        ids = [
+            "mafia:frobnicate:1",
+            f"mafia:join:{game}x",
+            f"mafia:join:{game}:7",
+            "mafia:",
+            "mafia:vote:1",
+            f"mafia:join:{game + 41}",
+            f"mafia:role:{game + 41}",
+            f"mafia:unvote:{game}",
+        ]
         message = bot_message(table, ids)
         for custom_id in ids:
             before = await snapshot(table)
-            clicked = await table.fake.click(message, custom_id, table.member("p1").user.id, locale="en-US")
+            clicked = await table.fake.click(
+                message, custom_id, table.member("p1").user.id, locale="en-US"
+            )
             assert clicked.callback_type == 4, (custom_id, clicked.describe())
             assert clicked.ephemeral, custom_id
-            expected = t("ru", "error.not_started") if custom_id.startswith("mafia:unvote") else stale()
+            expected = (
+                t("ru", "error.not_started") if custom_id.startswith("mafia:unvote") else stale()
+            )
             assert clicked.content == expected, custom_id
             assert clicked.followups == []
             await assert_unchanged(table, before)
@@ -73,17 +111,28 @@ async def test_buttons_of_every_form_posted_before_a_restart_reach_their_handler
         try:
             async with bot_on(fake, world, config) as first:
                 quick_edits(first)
-                live = await first.new_game(cities="Верона", maniac=False, doctor=False, journalist=False)
+                live = await first.new_game(
+                    cities="Верона", maniac=False, doctor=False, journalist=False
+                )
                 residents = [first.name(p) for p in first.game.alive("Верона")]
                 nominee = first.pid(residents[1])
                 await accepted(first, residents[0], "nominate", {"player": nominee})
                 await accepted(first, "host", "host next")
                 await first.drain()
                 # the forms of ids the bot posts, as a message kept from before the restart
-                old = bot_message(first, [
-                    f"mafia:role:{live.id}", f"mafia:unvote:{live.id}", f"mafia:lastword:{live.id}:{nominee}",
-                    f"mafia:stop:{live.id}:{nominee}", f"mafia:join:{live.id}", f"mafia:leave:{live.id}",
-                ], select=f"mafia:vote:{live.id}:0", options=[nominee])
+                old = bot_message(
+                    first,
+                    [
+                        f"mafia:role:{live.id}",
+                        f"mafia:unvote:{live.id}",
+                        f"mafia:lastword:{live.id}:{nominee}",
+                        f"mafia:stop:{live.id}:{nominee}",
+                        f"mafia:join:{live.id}",
+                        f"mafia:leave:{live.id}",
+                    ],
+                    select=f"mafia:vote:{live.id}:0",
+                    options=[nominee],
+                )
 
             async with bot_on(fake, world, config) as second:
                 quick_edits(second)
@@ -99,13 +148,18 @@ async def test_buttons_of_every_form_posted_before_a_restart_reach_their_handler
 
                 status = second.game.status_of(str(voter)).value
                 assert (await click(f"mafia:role:{live.id}", voter)).splitlines()[0] == t(
-                    "ru", "role.status", status=t("ru", f"status.{status}"), city="Верона")
+                    "ru", "role.status", status=t("ru", f"status.{status}"), city="Верона"
+                )
                 picked = await fake.select(old, f"mafia:vote:{live.id}:0", [nominee], voter)
                 assert picked.content == t("ru", "reply.vote", target=f"<@{nominee}>")
                 assert await click(f"mafia:unvote:{live.id}", voter) == t("ru", "reply.unvote")
                 # the last word's buttons reach cogs/lastword.py's handlers
-                assert await click(f"mafia:lastword:{live.id}:{nominee}", voter) == t("ru", "error.not_your_button")
-                assert await click(f"mafia:stop:{live.id}:{nominee}", voter) == t("ru", "error.no_recording")
+                assert await click(f"mafia:lastword:{live.id}:{nominee}", voter) == t(
+                    "ru", "error.not_your_button"
+                )
+                assert await click(f"mafia:stop:{live.id}:{nominee}", voter) == t(
+                    "ru", "error.no_recording"
+                )
                 # the lobby's, once the game runs
                 assert await click(f"mafia:join:{live.id}", voter) == t("ru", "error.not_lobby")
                 assert await click(f"mafia:leave:{live.id}", voter) == t("ru", "error.not_lobby")
@@ -113,7 +167,9 @@ async def test_buttons_of_every_form_posted_before_a_restart_reach_their_handler
                 assert len(await second.bot.storage.commands(live.id)) == 4
                 # a lobby posted before the restart joins after it (the lobby message as posted)
                 lobby = await lobby_message(second)
-                assert f"mafia:join:{live.id}" not in lobby.custom_ids()  # started: the buttons are gone
+                assert (
+                    f"mafia:join:{live.id}" not in lobby.custom_ids()
+                )  # started: the buttons are gone
         finally:
             await fake.close()
 
@@ -125,9 +181,11 @@ async def test_every_mafia_dynamic_item_of_the_bot_is_left_to_its_own_callback()
 
     async with bot_table(players=4) as table:
         registered = table.bot._connection._view_store._dynamic_items  # discord.py's router
-        forms = [re.sub(r"\(\?P<\w+>", "(", pattern.pattern.removeprefix("mafia:"))
-                 for pattern, item in registered.items()
-                 if item is not Retired and pattern.pattern.startswith("mafia:")]
+        forms = [
+            re.sub(r"\(\?P<\w+>", "(", pattern.pattern.removeprefix("mafia:"))
+            for pattern, item in registered.items()
+            if item is not Retired and pattern.pattern.startswith("mafia:")
+        ]
         assert len(forms) >= 8, forms
         for form in forms:
             assert form in RETIRED, f"{form} is answered twice: add it to cogs.components.ELSEWHERE"
@@ -161,7 +219,9 @@ async def test_a_crafted_cancel_pressed_by_a_non_host_edits_nothing_and_is_refus
         for who in ("p1", "p2"):
             before = await snapshot(table)
             pressed = await table.fake.click(message, cancel, table.member(who).user.id)
-            assert pressed.callback_type == 4 and pressed.ephemeral, pressed.describe()  # not 7: no edit
+            assert pressed.callback_type == 4 and pressed.ephemeral, (
+                pressed.describe()
+            )  # not 7: no edit
             assert pressed.content == t("ru", "error.not_host")
             assert message.content == "…" and message.edits == [] and message.components
             await assert_unchanged(table, before)

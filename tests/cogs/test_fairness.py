@@ -24,15 +24,26 @@ from tests.harness import Table, bot_table, refused_calls
 TIMED = Timers(discussion=600, voting=300, night=600, reminders=())
 
 
-def created_at(table: Table, who: str, command: str, when: float, options: dict[str, Any] | None = None,
-               locale: str = "ru") -> dict[str, Any]:
+def created_at(
+    table: Table,
+    who: str,
+    command: str,
+    when: float,
+    options: dict[str, Any] | None = None,
+    locale: str = "ru",
+) -> dict[str, Any]:
     """A slash command whose snowflake says Discord created it at ``when`` (unix time)."""
     fake = table.fake
     moment = datetime.datetime.fromtimestamp(when, datetime.UTC)
     snowflake = discord.utils.time_snowflake(moment) + random.randrange(1, 1 << 22)
     payload = fake.builder.envelope(
-        INTERACTION_APPLICATION_COMMAND, guild_id=table.guild_id, channel_id=table.world.text_channel.id,
-        user_id=table.member(who).user.id, locale=locale, guild_locale=None, interaction_id=snowflake,
+        INTERACTION_APPLICATION_COMMAND,
+        guild_id=table.guild_id,
+        channel_id=table.world.text_channel.id,
+        user_id=table.member(who).user.id,
+        locale=locale,
+        guild_locale=None,
+        interaction_id=snowflake,
     )
     payload["data"] = fake.builder.command_data(payload, command, options or {})
     return payload
@@ -48,7 +59,9 @@ async def final_text(table: Table, payload: dict[str, Any]) -> str:
 
 
 @pytest.mark.parametrize("language", ["ru", "en"])
-async def test_a_host_next_sent_just_after_the_timer_began_voting_is_refused_and_voting_stays(language):
+async def test_a_host_next_sent_just_after_the_timer_began_voting_is_refused_and_voting_stays(
+    language,
+):
     now = [1_800_000_000.0]
     async with bot_table(players=8, config=Config(timers=TIMED), clock=lambda: now[0]) as table:
         quick_edits(table)
@@ -57,22 +70,33 @@ async def test_a_host_next_sent_just_after_the_timer_began_voting_is_refused_and
         live = await table.new_game(cities="Верона", maniac=False)
         now[0] += 601
         table.bot.timers.arm(live)
-        await table.fake.wait_until(lambda: table.game.stage.value == "voting", 5.0, "the timer did not fire")
+        await table.fake.wait_until(
+            lambda: table.game.stage.value == "voting", 5.0, "the timer did not fire"
+        )
         began = table.live().record.stage_since
         assert began is not None and table.live().record.lobby["timer_began"] == began
         before = await snapshot(table)
         # created 40 ms after the timer's move: the ballot had not reached the host yet
         text = await final_text(table, created_at(table, "host", "host next", began + 0.04))
-        moment = t(language, "moment.day", phase=t(language, "phase_name.day", number=1),
-                   stage=t(language, "stage.voting"))
-        assert text in {t(language, "error.just_began", ms=ms, moment=moment) for ms in (39, 40, 41)}
+        moment = t(
+            language,
+            "moment.day",
+            phase=t(language, "phase_name.day", number=1),
+            stage=t(language, "stage.voting"),
+        )
+        assert text in {
+            t(language, "error.just_began", ms=ms, moment=moment) for ms in (39, 40, 41)
+        }
         assert ("голосование" if language == "ru" else "voting") in text
         await assert_unchanged(table, before)
         assert table.game.stage.value == "voting"
-        assert [(row.command["verb"], row.source) for row in await table.bot.storage.commands(live.id)] == [
-            ("voting", "timer")]
+        assert [
+            (row.command["verb"], row.source) for row in await table.bot.storage.commands(live.id)
+        ] == [("voting", "timer")]
         # naming the stage he sees, the host moves on at once
-        named = await final_text(table, created_at(table, "host", "host next", began + 0.5, {"from": "day 1 voting"}))
+        named = await final_text(
+            table, created_at(table, "host", "host next", began + 0.5, {"from": "day 1 voting"})
+        )
         assert began_text(named, language, t(language, "phase_name.night", number=1))
         assert table.game.stage.value == "night"
 
@@ -89,16 +113,30 @@ async def test_a_host_next_sent_once_the_new_stage_could_be_seen_moves_on():
         live = await table.new_game(cities="Верона", maniac=False)
         now[0] += 601
         table.bot.timers.arm(live)
-        await table.fake.wait_until(lambda: table.game.stage.value == "voting", 5.0, "the timer did not fire")
+        await table.fake.wait_until(
+            lambda: table.game.stage.value == "voting", 5.0, "the timer did not fire"
+        )
         began = table.live().record.stage_since
         settle = table.config.fairness.stage_settle
-        assert began_text(await final_text(table, created_at(table, "host", "host next", began + settle + 0.01)),
-                          "ru", t("ru", "phase_name.night", number=1))
+        assert began_text(
+            await final_text(table, created_at(table, "host", "host next", began + settle + 0.01)),
+            "ru",
+            t("ru", "phase_name.night", number=1),
+        )
         assert table.game.stage.value == "night"
         # a stage the host began himself: his next "next" is not held back
         night = table.live().record.stage_since
-        day_two = t("ru", "moment.day", phase=t("ru", "phase_name.day", number=2), stage=t("ru", "stage.discussion"))
-        assert began_text(await final_text(table, created_at(table, "host", "host next", night + 0.05)), "ru", day_two)
+        day_two = t(
+            "ru",
+            "moment.day",
+            phase=t("ru", "phase_name.day", number=2),
+            stage=t("ru", "stage.discussion"),
+        )
+        assert began_text(
+            await final_text(table, created_at(table, "host", "host next", night + 0.05)),
+            "ru",
+            day_two,
+        )
         assert table.game.stage.value == "discussion" and table.game.phase.number == 2
 
 
@@ -108,14 +146,21 @@ def mafia_of(table: Table, city: str) -> list[str]:
 
 
 def posts_in(table: Table, channel_id: int) -> list[str]:
-    return [c.json["content"] for c in table.fake.calls("POST", "/channels/{channel_id}/messages")
-            if c.path == f"/channels/{channel_id}/messages" and c.status == 200]
+    return [
+        c.json["content"]
+        for c in table.fake.calls("POST", "/channels/{channel_id}/messages")
+        if c.path == f"/channels/{channel_id}/messages" and c.status == 200
+    ]
 
 
 @pytest.mark.parametrize("language", ["ru", "en"])
-async def test_a_flood_of_elect_is_refused_past_the_burst_with_when_to_try_again_and_a_repeat_posts_nothing(language):
-    config = Config(timers=Timers(discussion=0, voting=0, night=0, execution=0, reminders=()),
-                    fairness=Fairness(burst=5, per_minute=12))
+async def test_a_flood_of_elect_is_refused_past_the_burst_with_when_to_try_again_and_a_repeat_posts_nothing(
+    language,
+):
+    config = Config(
+        timers=Timers(discussion=0, voting=0, night=0, execution=0, reminders=()),
+        fairness=Fairness(burst=5, per_minute=12),
+    )
     async with bot_table(players=8, config=config) as table:
         quick_edits(table)
         frozen = [1000.0]
@@ -138,7 +183,9 @@ async def test_a_flood_of_elect_is_refused_past_the_burst_with_when_to_try_again
         refusal = t(language, "error.too_fast", count=5)
         assert refusal.endswith("5 секунд." if language == "ru" else "5 seconds.")
         assert answers[5:] == [refusal] * 7
-        rows = [r for r in await table.bot.storage.commands(live.id) if r.command["verb"] == "elect"]
+        rows = [
+            r for r in await table.bot.storage.commands(live.id) if r.command["verb"] == "elect"
+        ]
         assert len(rows) == 5
         await table.drain()
         assert len(posts_in(table, room)) - posted_before == 5
@@ -150,7 +197,8 @@ async def test_a_flood_of_elect_is_refused_past_the_burst_with_when_to_try_again
         standing = table.game.elect_votes["Верона"][table.pid(first)]
         other = table.pid(first) if standing == table.pid(second) else table.pid(second)
         assert (await run(table, first, "elect", {"player": other})).content == t(
-            language, "reply.elect", target=f"<@{other}>")
+            language, "reply.elect", target=f"<@{other}>"
+        )
         # ... and the same choice again changes nothing and posts nothing
         frozen[0] += 60
         await table.drain()
@@ -172,24 +220,39 @@ async def test_one_mafiosos_flood_does_not_put_another_citys_announcement_behind
         flooder, other = mafia_of(table, "Верона")
         await table.drain()
         start = len(table.fake.calls())
-        flood = [await table.slash(flooder, "elect", {"player": table.pid(other if i % 2 == 0 else flooder)},
-                                   wait=False) for i in range(3 * burst)]
+        flood = [
+            await table.slash(
+                flooder,
+                "elect",
+                {"player": table.pid(other if i % 2 == 0 else flooder)},
+                wait=False,
+            )
+            for i in range(3 * burst)
+        ]
         for result in flood:
             await result.wait_answered(30.0)
         game = table.game
-        nominator, nominee = [table.name(p) for p in game.alive("Падуя")
-                              if game.status_of(p).value == "citizen"][:2]
+        nominator, nominee = [
+            table.name(p) for p in game.alive("Падуя") if game.status_of(p).value == "citizen"
+        ][:2]
         nominated = await run(table, nominator, "nominate", {"player": table.pid(nominee)})
         assert nominated.ephemeral
         await table.drain()
-        elects = [r for r in await table.bot.storage.commands(live.id) if r.command["verb"] == "elect"]
+        elects = [
+            r for r in await table.bot.storage.commands(live.id) if r.command["verb"] == "elect"
+        ]
         assert 0 < len(elects) <= burst, "past the burst nothing was stored"
         refused = sum(1 for result in flood if result.content == t("ru", "error.too_fast", count=1))
         unanswered = sum(1 for result in flood if result.callback is None)
         assert refused > 0 and refused + unanswered >= 2 * burst, "the rest was told to wait"
         padua = table.city_channel("Падуя")
-        posts = [c for c in table.fake.calls()[start:]
-                 if c.method == "POST" and c.route == "/channels/{channel_id}/messages" and c.status == 200]
+        posts = [
+            c
+            for c in table.fake.calls()[start:]
+            if c.method == "POST"
+            and c.route == "/channels/{channel_id}/messages"
+            and c.status == 200
+        ]
         nomination = next(i for i, c in enumerate(posts) if c.path == f"/channels/{padua}/messages")
         flood_posts = [c for c in posts[:nomination] if c.path != f"/channels/{padua}/messages"]
         # each accepted /elect posts twice (the mafia room, the host's log): the whole flood would

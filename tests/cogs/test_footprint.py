@@ -37,8 +37,11 @@ def log_lines(table: Table) -> list[str]:
 async def logged(table: Table, key: str, **params: Any) -> str:
     """Wait for the host's log to carry this text (in the guild's language, Russian here)."""
     text = t("ru", key, **params)
-    return await table.fake.wait_until(lambda: next((line for line in log_lines(table) if line == text), None),
-                                       REPAIR, f"the log never said {text!r}: {log_lines(table)[-3:]}")
+    return await table.fake.wait_until(
+        lambda: next((line for line in log_lines(table) if line == text), None),
+        REPAIR,
+        f"the log never said {text!r}: {log_lines(table)[-3:]}",
+    )
 
 
 def citizen(table: Table, city: str) -> str:
@@ -66,11 +69,17 @@ async def test_a_deleted_city_channel_is_made_again_and_says_its_history_is_gone
         old = table.city_channel("Верона")
         residents = table.game.alive("Верона")
         table.fake.delete_channel(old)  # a person, in the client
-        new = await table.fake.wait_until(lambda: table.city_channel("Верона") != old and table.city_channel("Верона"),
-                                          REPAIR, "the city channel was not made again")
+        new = await table.fake.wait_until(
+            lambda: table.city_channel("Верона") != old and table.city_channel("Верона"),
+            REPAIR,
+            "the city channel was not made again",
+        )
         notice = t("ru", "footprint.channel_again")
-        await table.fake.wait_until(lambda: notice in table.channel_messages(new) or None, REPAIR,
-                                    "the new channel does not say its history is gone")
+        await table.fake.wait_until(
+            lambda: notice in table.channel_messages(new) or None,
+            REPAIR,
+            "the new channel does not say its history is gone",
+        )
         channel = table.fake.channel(new)
         assert channel.parent_id == int(table.live().record.channels["category"])
         for player in residents:
@@ -85,15 +94,28 @@ async def test_a_channel_discord_refuses_to_make_again_is_told_to_the_host_once_
     async with bot_table(players=8) as table:
         await one_city(table)
         reconciler = host_cog(table).footprint
-        table.fake.fail("POST", r"/guilds/\d+/channels", status=400, count=None, code=30013,
-                        message="Maximum number of guild channels reached (500)")
+        table.fake.fail(
+            "POST",
+            r"/guilds/\d+/channels",
+            status=400,
+            count=None,
+            code=30013,
+            message="Maximum number of guild channels reached (500)",
+        )
         table.fake.delete_channel(table.mafia_channel("Верона"))
-        await logged(table, "footprint.not_made.channel", name=t("ru", "channel.mafia", city="Верона"), code="30013")
+        await logged(
+            table,
+            "footprint.not_made.channel",
+            name=t("ru", "channel.mafia", city="Верона"),
+            code="30013",
+        )
         await table.drain()
         tries = len(table.fake.calls("POST", "/guilds/{guild_id}/channels"))
         passes = reconciler.passes
         table.fake.create_role(table.guild_id, "Гости")  # any event: the reconciler looks again
-        await table.fake.wait_until(lambda: reconciler.passes > passes or None, REPAIR, "no pass after the event")
+        await table.fake.wait_until(
+            lambda: reconciler.passes > passes or None, REPAIR, "no pass after the event"
+        )
         await table.drain()
         assert len(table.fake.calls("POST", "/guilds/{guild_id}/channels")) == tries
         assert sum(line.startswith("⚠️ Discord") for line in log_lines(table)) == 1
@@ -106,12 +128,23 @@ async def test_a_deleted_category_is_made_again_and_takes_its_channels_back():
         old = int(channels["category"])
         table.fake.delete_channel(old)
         new = await table.fake.wait_until(
-            lambda: int(table.live().record.channels["category"]) != old and int(table.live().record.channels["category"]),
-            REPAIR, "the category was not made again")
-        children = [table.city_channel("Верона"), table.mafia_channel("Верона"),
-                    *(int(channels[key]) for key in ("voice", "dead", "log"))]
-        await table.fake.wait_until(lambda: all(table.fake.channel(c).parent_id == new for c in children) or None,
-                                    REPAIR, "the channels did not go back into the category")
+            lambda: (
+                int(table.live().record.channels["category"]) != old
+                and int(table.live().record.channels["category"])
+            ),
+            REPAIR,
+            "the category was not made again",
+        )
+        children = [
+            table.city_channel("Верона"),
+            table.mafia_channel("Верона"),
+            *(int(channels[key]) for key in ("voice", "dead", "log")),
+        ]
+        await table.fake.wait_until(
+            lambda: all(table.fake.channel(c).parent_id == new for c in children) or None,
+            REPAIR,
+            "the channels did not go back into the category",
+        )
         assert not may(table, new, "p0") & VIEW  # @everyone is still kept out
 
 
@@ -124,10 +157,18 @@ async def test_a_deleted_dead_role_is_made_again_and_the_next_dead_see_the_dead_
         table.fake.delete_role(table.guild_id, old)
         assert not may(table, dead_channel, first) & VIEW  # what the person did
         new = await table.fake.wait_until(
-            lambda: int(table.live().record.channels["roles"]["dead"]) != old
-            and int(table.live().record.channels["roles"]["dead"]), REPAIR, "the dead role was not made again")
-        await table.fake.wait_until(lambda: new in table.member(first).roles or None, REPAIR,
-                                    "the dead did not get the new dead role")
+            lambda: (
+                int(table.live().record.channels["roles"]["dead"]) != old
+                and int(table.live().record.channels["roles"]["dead"])
+            ),
+            REPAIR,
+            "the dead role was not made again",
+        )
+        await table.fake.wait_until(
+            lambda: new in table.member(first).roles or None,
+            REPAIR,
+            "the dead did not get the new dead role",
+        )
         await table.drain()
         assert may(table, dead_channel, first) & SEND
         assert may(table, table.city_channel("Верона"), first) & VIEW
@@ -146,8 +187,11 @@ async def test_a_player_who_leaves_the_server_and_comes_back_gets_his_role_back(
         user = member.user
         table.fake.remove_member(table.guild_id, user.id)
         table.fake.add_member(table.guild_id, user)  # Discord gives him no role back
-        await table.fake.wait_until(lambda: role in table.member(player).roles or None, REPAIR,
-                                    "the returning player did not get his city role back")
+        await table.fake.wait_until(
+            lambda: role in table.member(player).roles or None,
+            REPAIR,
+            "the returning player did not get his city role back",
+        )
         assert may(table, table.city_channel("Верона"), player) & SEND
         assert may(table, int(table.live().record.channels["voice"]), player) & CONNECT
 
@@ -162,8 +206,14 @@ async def test_game_roles_a_person_gives_or_takes_are_put_right():
         table.fake.remove_member_role(table.guild_id, user, living)  # he no longer sees his city
         table.fake.add_member_role(table.guild_id, user, dead)
         await table.fake.wait_until(
-            lambda: living in table.member(alive).roles and dead not in table.member(alive).roles or None,
-            REPAIR, "the living player's roles were not put right")
+            lambda: (
+                living in table.member(alive).roles
+                and dead not in table.member(alive).roles
+                or None
+            ),
+            REPAIR,
+            "the living player's roles were not put right",
+        )
         assert may(table, table.city_channel("Верона"), alive) & SEND
 
 
@@ -173,17 +223,29 @@ async def test_a_game_role_overwrite_a_person_edits_is_put_back():
         victim = await killed(table)
         text = table.city_channel("Верона")
         dead = int(table.live().record.channels["roles"]["dead"])
-        table.fake.set_overwrite(text, Overwrite(dead, OVERWRITE_ROLE, allow=VIEW | SEND))  # "let them talk"
+        table.fake.set_overwrite(
+            text, Overwrite(dead, OVERWRITE_ROLE, allow=VIEW | SEND)
+        )  # "let them talk"
         assert may(table, text, victim) & SEND
-        await table.fake.wait_until(lambda: not may(table, text, victim) & SEND or None, REPAIR,
-                                    "the dead write in the city")
+        await table.fake.wait_until(
+            lambda: not may(table, text, victim) & SEND or None,
+            REPAIR,
+            "the dead write in the city",
+        )
         assert may(table, text, victim) & VIEW
         outsider = table.fake.add_member(table.guild_id, "outsider")
-        table.fake.set_overwrite(text, Overwrite(table.guild_id, OVERWRITE_ROLE))  # @everyone let in
+        table.fake.set_overwrite(
+            text, Overwrite(table.guild_id, OVERWRITE_ROLE)
+        )  # @everyone let in
         assert table.fake.permissions_for(table.guild_id, text, outsider.user.id) & VIEW
         await table.fake.wait_until(
-            lambda: not table.fake.permissions_for(table.guild_id, text, outsider.user.id) & VIEW or None, REPAIR,
-            "@everyone reads the city")
+            lambda: (
+                not table.fake.permissions_for(table.guild_id, text, outsider.user.id) & VIEW
+                or None
+            ),
+            REPAIR,
+            "@everyone reads the city",
+        )
 
 
 async def test_what_a_person_changed_while_the_bot_was_down_is_repaired_after_the_restart():
@@ -205,13 +267,25 @@ async def test_what_a_person_changed_while_the_bot_was_down_is_repaired_after_th
         fake.remove_member(guild_id, returning.id)
         fake.add_member(guild_id, returning)
         async with bot_on(fake, world, config) as second:
-            await fake.wait_until(lambda: second.city_channel("Верона") != text
-                                  and int(second.live().record.channels["roles"]["dead"]) != dead_role or None,
-                                  REPAIR, "nothing was made again after the restart")
-            await fake.wait_until(lambda: living in second.member(alive).roles or None, REPAIR,
-                                  "the returning player got no role after the restart")
+            await fake.wait_until(
+                lambda: (
+                    second.city_channel("Верона") != text
+                    and int(second.live().record.channels["roles"]["dead"]) != dead_role
+                    or None
+                ),
+                REPAIR,
+                "nothing was made again after the restart",
+            )
+            await fake.wait_until(
+                lambda: living in second.member(alive).roles or None,
+                REPAIR,
+                "the returning player got no role after the restart",
+            )
             await second.drain()
-            new_text, new_dead = second.city_channel("Верона"), int(second.live().record.channels["roles"]["dead"])
+            new_text, new_dead = (
+                second.city_channel("Верона"),
+                int(second.live().record.channels["roles"]["dead"]),
+            )
             assert new_dead in second.member(victim).roles
             assert may(second, new_text, alive) & SEND
             assert may(second, new_text, victim) & VIEW and not may(second, new_text, victim) & SEND
@@ -230,14 +304,29 @@ async def test_a_game_role_dragged_above_the_bot_is_worked_around_and_the_host_t
         living_name = guild.roles[living].name
         await logged(table, "footprint.role_above", role=living_name, bot_role=bot_role.name)
         victim = await killed(table)
-        refused = [c for c in table.fake.calls("DELETE", "/guilds/{guild_id}/members/{user_id}/roles/{role_id}")
-                   if c.status == 403]
+        refused = [
+            c
+            for c in table.fake.calls(
+                "DELETE", "/guilds/{guild_id}/members/{user_id}/roles/{role_id}"
+            )
+            if c.status == 403
+        ]
         assert len(refused) == 1  # Discord's hierarchy: the bot cannot take that role
         assert living in table.member(victim).roles  # he holds it still
-        voice, text, dead = int(channels["voice"]), table.city_channel("Верона"), int(channels["dead"])
-        await table.fake.wait_until(lambda: not may(table, text, victim) & SEND
-                                    and not may(table, voice, victim) & SPEAK or None, REPAIR,
-                                    "the dead writes in his city or speaks on the tribune")
+        voice, text, dead = (
+            int(channels["voice"]),
+            table.city_channel("Верона"),
+            int(channels["dead"]),
+        )
+        await table.fake.wait_until(
+            lambda: (
+                not may(table, text, victim) & SEND
+                and not may(table, voice, victim) & SPEAK
+                or None
+            ),
+            REPAIR,
+            "the dead writes in his city or speaks on the tribune",
+        )
         await table.drain()
         assert may(table, text, victim) & VIEW
         assert not may(table, voice, victim) & SPEAK and may(table, voice, victim) & CONNECT
@@ -246,34 +335,61 @@ async def test_a_game_role_dragged_above_the_bot_is_worked_around_and_the_host_t
             assert may(table, text, player) & SEND
         # the host drags the bot's role back above it: the roles are put right, the stand-ins go
         table.fake.move_role(table.guild_id, bot_role.id, guild.roles[living].position + 1)
-        await table.fake.wait_until(lambda: living not in table.member(victim).roles or None, REPAIR,
-                                    "the dead kept his city role")
         await table.fake.wait_until(
-            lambda: all(o.id != table.member(victim).user.id for c in (text, voice, dead)
-                        for o in table.fake.channel(c).overwrites) or None, REPAIR, "the stand-in overwrites stayed")
+            lambda: living not in table.member(victim).roles or None,
+            REPAIR,
+            "the dead kept his city role",
+        )
+        await table.fake.wait_until(
+            lambda: (
+                all(
+                    o.id != table.member(victim).user.id
+                    for c in (text, voice, dead)
+                    for o in table.fake.channel(c).overwrites
+                )
+                or None
+            ),
+            REPAIR,
+            "the stand-in overwrites stayed",
+        )
         await table.drain()
         assert not may(table, text, victim) & SEND and may(table, text, victim) & VIEW
         assert not may(table, voice, victim) & SPEAK
-        assert [c.status for c in table.fake.calls() if c.status >= 400 and c.fault is None] == [403]
+        assert [c.status for c in table.fake.calls() if c.status >= 400 and c.fault is None] == [
+            403
+        ]
 
 
 async def test_a_member_who_gains_manage_roles_or_administrator_mid_game_is_reported():
     async with bot_table(players=8) as table:
         await one_city(table)
-        await table.fake.wait_until(lambda: "powers" in table.live().record.channels.get("footprint", {}) or None,
-                                    REPAIR, "the reconciler never noted who holds powers")
+        await table.fake.wait_until(
+            lambda: "powers" in table.live().record.channels.get("footprint", {}) or None,
+            REPAIR,
+            "the reconciler never noted who holds powers",
+        )
         lines = len(log_lines(table))
         moderators = table.fake.create_role(table.guild_id, "Модераторы", permissions=MANAGE_ROLES)
         player, other = list(table.game.players)[:2]
         table.fake.add_member_role(table.guild_id, int(player), moderators.id)
-        await logged(table, "footprint.powers", member=f"<@{player}>",
-                     permissions=t("ru", "permission.manage_roles"))
+        await logged(
+            table,
+            "footprint.powers",
+            member=f"<@{player}>",
+            permissions=t("ru", "permission.manage_roles"),
+        )
         admins = table.fake.create_role(table.guild_id, "Админы")
         table.fake.add_member_role(table.guild_id, table.member("host").user.id, admins.id)
-        table.fake.update_role(table.guild_id, admins.id, permissions=ADMINISTRATOR)  # the host: no report
+        table.fake.update_role(
+            table.guild_id, admins.id, permissions=ADMINISTRATOR
+        )  # the host: no report
         table.fake.add_member_role(table.guild_id, int(other), admins.id)
-        await logged(table, "footprint.powers", member=f"<@{other}>",
-                     permissions=t("ru", "permission.administrator"))
+        await logged(
+            table,
+            "footprint.powers",
+            member=f"<@{other}>",
+            permissions=t("ru", "permission.administrator"),
+        )
         await table.drain()
         new = log_lines(table)[lines:]
         assert len(new) == 2, new  # once each, never the host
@@ -285,11 +401,20 @@ async def test_manage_roles_granted_as_the_game_starts_before_any_pass_is_report
     while a member who held Manage Roles before the start is not reported."""
     async with bot_table(players=8) as table:
         moderators = table.fake.create_role(table.guild_id, "Модераторы", permissions=MANAGE_ROLES)
-        before, player = table.fake.add_member(table.guild_id, "moderator").user.id, str(table.member("p1").user.id)
+        before, player = (
+            table.fake.add_member(table.guild_id, "moderator").user.id,
+            str(table.member("p1").user.id),
+        )
         table.fake.add_member_role(table.guild_id, before, moderators.id)
-        await table.fake.wait_until(lambda: table.bot.guilds[0].get_member(before) is not None
-                                    and table.bot.guilds[0].get_member(before).guild_permissions.manage_roles
-                                    or None, REPAIR, "the bot never saw the moderator")
+        await table.fake.wait_until(
+            lambda: (
+                table.bot.guilds[0].get_member(before) is not None
+                and table.bot.guilds[0].get_member(before).guild_permissions.manage_roles
+                or None
+            ),
+            REPAIR,
+            "the bot never saw the moderator",
+        )
         reconciler = table.bot.get_cog("HostCog").footprint
         passes: list[int] = []
 
@@ -300,7 +425,12 @@ async def test_manage_roles_granted_as_the_game_starts_before_any_pass_is_report
 
         table.bot.service.after_commit.append(grant_at_start)
         await one_city(table)
-        await logged(table, "footprint.powers", member=f"<@{player}>", permissions=t("ru", "permission.manage_roles"))
+        await logged(
+            table,
+            "footprint.powers",
+            member=f"<@{player}>",
+            permissions=t("ru", "permission.manage_roles"),
+        )
         await table.drain()
         assert passes == [0]  # no pass had looked at the game when the role was given
         assert not any(f"<@{before}>" in line for line in log_lines(table)), log_lines(table)
@@ -336,10 +466,14 @@ async def test_a_start_that_outlives_the_interaction_token_says_in_the_log_that_
         table.fake.interaction_token_lifetime = 0.0
         host_cog(table).token_lifetime = 0.0
         held.release()
-        await table.fake.wait_until(lambda: table.live().record.state == "running" or None, 30.0, "never started")
+        await table.fake.wait_until(
+            lambda: table.live().record.state == "running" or None, 30.0, "never started"
+        )
         await table.drain()
         assert log_lines(table)[-1] == t("ru", "host.started")
-        assert started.original is not None and started.original.content == t("ru", "host.still_starting")
+        assert started.original is not None and started.original.content == t(
+            "ru", "host.still_starting"
+        )
 
 
 async def test_a_start_that_outlives_its_wait_but_not_the_token_replaces_still_starting():
@@ -351,8 +485,14 @@ async def test_a_start_that_outlives_its_wait_but_not_the_token_replaces_still_s
         assert (await started.wait_original(30.0)).content == t("ru", "host.still_starting")
         held.release()
         await table.fake.wait_until(
-            lambda: started.original is not None and started.original.content == t("ru", "host.started") or None,
-            30.0, "the answer still says the game is starting")
+            lambda: (
+                started.original is not None
+                and started.original.content == t("ru", "host.started")
+                or None
+            ),
+            30.0,
+            "the answer still says the game is starting",
+        )
         await table.drain()
         assert t("ru", "host.started") not in log_lines(table)  # said once, where the host asked
 
@@ -378,8 +518,11 @@ async def _cut_off_then_answered(*, token_gone: bool) -> None:
         async with bot_on(fake, world, config) as second:
             if token_gone:
                 host_cog(second).token_lifetime = 0.0
-            await fake.wait_until(lambda: second.live().record.state == "running" or None, 30.0,
-                                  "the start was not resumed")
+            await fake.wait_until(
+                lambda: second.live().record.state == "running" or None,
+                30.0,
+                "the start was not resumed",
+            )
             await second.drain()
             if token_gone:
                 assert log_lines(second)[-1] == t("ru", "host.started")
@@ -403,13 +546,21 @@ async def test_a_pass_while_a_death_is_being_carried_out_repairs_nothing_and_dou
         mark = len(table.fake.calls())
         held = table.fake.hang("DELETE", route, count=1)
         await accepted(table, "host", "host kill", {"player": victim})
-        await table.fake.wait_until(lambda: held.hits or None, REPAIR, "the death's role change was not made")
+        await table.fake.wait_until(
+            lambda: held.hits or None, REPAIR, "the death's role change was not made"
+        )
         assert await reconciler.reconcile(game_id) is None
         held.release()
         await table.drain()
         user = table.member(victim).user.id
-        changes = [call for call in table.fake.calls()[mark:] if call.method in ("PUT", "DELETE")
-                   and f"/members/{user}/roles/" in call.path]
-        assert sorted(call.method for call in changes) == ["DELETE", "PUT"]  # the death's own, once each
+        changes = [
+            call
+            for call in table.fake.calls()[mark:]
+            if call.method in ("PUT", "DELETE") and f"/members/{user}/roles/" in call.path
+        ]
+        assert sorted(call.method for call in changes) == [
+            "DELETE",
+            "PUT",
+        ]  # the death's own, once each
         assert may(table, table.city_channel("Верона"), victim) & VIEW
         assert not may(table, table.city_channel("Верона"), victim) & SEND

@@ -31,13 +31,18 @@ def may(table: Table, channel_id: int, user_id: int) -> int:
 
 def spectators_role(table: Table, game: int) -> int:
     """The id of the game's spectators' role on Discord."""
-    return next(r.id for r in table.fake.state.guild(table.guild_id).roles.values()
-                if r.name == t("ru", "game_role.spectators", game=game))
+    return next(
+        r.id
+        for r in table.fake.state.guild(table.guild_id).roles.values()
+        if r.name == t("ru", "game_role.spectators", game=game)
+    )
 
 
 async def watched(table: Table, game: int, who: str) -> tuple[int, int]:
     """``who`` watches the game: his id and the spectators' role, once made and his."""
-    assert (await run(table, who, "mafia spectate")).content == t("ru", "spectate.started", game=game)
+    assert (await run(table, who, "mafia spectate")).content == t(
+        "ru", "spectate.started", game=game
+    )
     await table.drain()
     role = spectators_role(table, game)
     assert role in table.member(who).roles
@@ -54,13 +59,19 @@ async def test_the_spectators_overwrite_or_role_a_person_removes_is_put_back():
 
         table.fake.delete_overwrite(city, role)  # "who are these people reading us"
         assert not may(table, city, user) & VIEW
-        await table.fake.wait_until(lambda: may(table, city, user) & VIEW or None, REPAIR,
-                                    "the spectators' overwrite was not put back")
+        await table.fake.wait_until(
+            lambda: may(table, city, user) & VIEW or None,
+            REPAIR,
+            "the spectators' overwrite was not put back",
+        )
         assert not may(table, city, user) & SEND
 
         table.fake.remove_member_role(table.guild_id, user, role)
-        await table.fake.wait_until(lambda: role in table.member("p8").roles or None, REPAIR,
-                                    "the spectator did not get his role back")
+        await table.fake.wait_until(
+            lambda: role in table.member("p8").roles or None,
+            REPAIR,
+            "the spectator did not get his role back",
+        )
         assert may(table, city, user) & VIEW and not may(table, city, user) & SEND
 
 
@@ -68,12 +79,20 @@ async def test_the_quiet_twins_overwrite_a_person_edits_is_put_back():
     async with bot_table(players=8) as table:
         quick_edits(table)
         await table.new_game(cities="Верона", maniac=False)
-        quiet = next(p for p in table.game.alive("Верона") if table.game.status_of(p).value == "citizen")
-        assert t("ru", "notify.off") in (await run(table, quiet, "mafia notify", {"state": "off"})).content
+        quiet = next(
+            p for p in table.game.alive("Верона") if table.game.status_of(p).value == "citizen"
+        )
+        assert (
+            t("ru", "notify.off")
+            in (await run(table, quiet, "mafia notify", {"state": "off"})).content
+        )
         await table.drain()
         living = int(table.live().record.channels["roles"]["cities"]["Верона"]["living"])
-        twin = next(r.id for r in table.fake.state.guild(table.guild_id).roles.values()
-                    if r.name == t("ru", "game_role.quiet", game=table.live().id, city="Верона"))
+        twin = next(
+            r.id
+            for r in table.fake.state.guild(table.guild_id).roles.values()
+            if r.name == t("ru", "game_role.quiet", game=table.live().id, city="Верона")
+        )
         user = int(quiet)
         assert twin in table.member(quiet).roles and living not in table.member(quiet).roles
         city = table.city_channel("Верона")
@@ -81,8 +100,11 @@ async def test_the_quiet_twins_overwrite_a_person_edits_is_put_back():
 
         table.fake.delete_overwrite(city, twin)  # the quiet resident no longer sees his city
         assert not may(table, city, user) & VIEW
-        await table.fake.wait_until(lambda: may(table, city, user) & SEND or None, REPAIR,
-                                    "the quiet twin's overwrite was not put back")
+        await table.fake.wait_until(
+            lambda: may(table, city, user) & SEND or None,
+            REPAIR,
+            "the quiet twin's overwrite was not put back",
+        )
 
 
 async def ended(table: Table) -> dict[str, Any]:
@@ -91,7 +113,9 @@ async def ended(table: Table) -> dict[str, Any]:
     await table.new_game(players=PLAYERS[:8], cities="Верона", maniac=False)
     channels = dict(table.live().record.channels)
     players = list(table.game.players)
-    victim = next(p for p in table.game.alive("Верона") if table.game.status_of(p).value == "citizen")
+    victim = next(
+        p for p in table.game.alive("Верона") if table.game.status_of(p).value == "citizen"
+    )
     await accepted(table, "host", "host kill", {"player": victim})
     assert (await run(table, "host", "host end")).content == t("ru", "host.ended_reply")
     await table.drain()
@@ -109,14 +133,24 @@ async def test_a_finished_games_channel_a_person_unlocks_is_locked_again():
         dead = int(channels["roles"]["dead"])
         alive = next(p for p in channels["players"] if p != channels["victim"])
         allow = VIEW | SEND
-        table.fake.set_overwrite(city, Overwrite(living, OVERWRITE_ROLE, allow=allow))  # "let us chat on"
+        table.fake.set_overwrite(
+            city, Overwrite(living, OVERWRITE_ROLE, allow=allow)
+        )  # "let us chat on"
         table.fake.set_overwrite(dead_channel, Overwrite(dead, OVERWRITE_ROLE, allow=allow))
         assert may(table, city, int(alive)) & SEND
         await table.fake.wait_until(
-            lambda: not may(table, city, int(alive)) & SEND
-            and not may(table, dead_channel, int(channels["victim"])) & SEND or None,
-            REPAIR, "the finished game's channels stayed unlocked")
-        assert may(table, city, int(alive)) & VIEW and may(table, dead_channel, int(channels["victim"])) & VIEW
+            lambda: (
+                not may(table, city, int(alive)) & SEND
+                and not may(table, dead_channel, int(channels["victim"])) & SEND
+                or None
+            ),
+            REPAIR,
+            "the finished game's channels stayed unlocked",
+        )
+        assert (
+            may(table, city, int(alive)) & VIEW
+            and may(table, dead_channel, int(channels["victim"])) & VIEW
+        )
 
 
 async def test_a_spectator_of_a_finished_game_keeps_reading_what_a_person_takes_away():
@@ -131,8 +165,11 @@ async def test_a_spectator_of_a_finished_game_keeps_reading_what_a_person_takes_
         assert may(table, city, user) & VIEW
 
         table.fake.delete_overwrite(city, role)
-        await table.fake.wait_until(lambda: may(table, city, user) & VIEW or None, REPAIR,
-                                    "the spectators' overwrite of the finished game was not put back")
+        await table.fake.wait_until(
+            lambda: may(table, city, user) & VIEW or None,
+            REPAIR,
+            "the spectators' overwrite of the finished game was not put back",
+        )
         assert not may(table, city, user) & SEND
 
 
@@ -151,5 +188,8 @@ async def test_a_finished_games_channel_unlocked_while_the_bot_was_down_is_locke
         fake.set_overwrite(city, Overwrite(living, OVERWRITE_ROLE, allow=VIEW | SEND))
         assert fake.permissions_for(world.guild.id, city, player) & SEND
         async with bot_on(fake, world, config):
-            await fake.wait_until(lambda: not fake.permissions_for(world.guild.id, city, player) & SEND or None,
-                                  REPAIR, "the finished game's channel stayed unlocked after the restart")
+            await fake.wait_until(
+                lambda: not fake.permissions_for(world.guild.id, city, player) & SEND or None,
+                REPAIR,
+                "the finished game's channel stayed unlocked after the restart",
+            )

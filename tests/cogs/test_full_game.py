@@ -27,19 +27,31 @@ CONNECT = 1 << 20
 TEXTS = {
     "ru": {
         "cities": ("Верона", "Падуя"),
-        "same": "одинаковы", "mafia": "мафия", "not_mafia": "не мафия",
-        "executed": "казнь", "touring": "на гастролях", "procurator": "Прокуратором",
-        "over": "Игра окончена", "decided": "выиграли его честные жители",
+        "same": "одинаковы",
+        "mafia": "мафия",
+        "not_mafia": "не мафия",
+        "executed": "казнь",
+        "touring": "на гастролях",
+        "procurator": "Прокуратором",
+        "over": "Игра окончена",
+        "decided": "выиграли его честные жители",
         "statuses": ("гражданин", "мафиози", "комиссар", "врач", "журналист", "маньяк"),
-        "night": "Ночь 1", "day2": "День 2",
+        "night": "Ночь 1",
+        "day2": "День 2",
     },
     "en": {
         "cities": ("Verona", "Padua"),
-        "same": "the same", "mafia": "mafia", "not_mafia": "not mafia",
-        "executed": "executed", "touring": "mafia on tour", "procurator": "Procurator",
-        "over": "The game is over", "decided": "honest residents win",
+        "same": "the same",
+        "mafia": "mafia",
+        "not_mafia": "not mafia",
+        "executed": "executed",
+        "touring": "mafia on tour",
+        "procurator": "Procurator",
+        "over": "The game is over",
+        "decided": "honest residents win",
         "statuses": ("citizen", "mafioso", "commissar", "doctor", "journalist", "maniac"),
-        "night": "Night 1", "day2": "Day 2",
+        "night": "Night 1",
+        "day2": "Day 2",
     },
 }
 
@@ -70,15 +82,28 @@ def read_deal(table: Table, city_a: str, city_b: str) -> Deal:
         return table.players_of("citizen", city)
 
     return Deal(
-        city_a, city_b,
-        table.players_of("mafioso", city_a), table.players_of("mafioso", city_b),
-        table.players_of("commissar", city_a)[0], table.players_of("commissar", city_b)[0],
-        one("doctor"), one("journalist"), plain(city_a), plain(city_b),
+        city_a,
+        city_b,
+        table.players_of("mafioso", city_a),
+        table.players_of("mafioso", city_b),
+        table.players_of("commissar", city_a)[0],
+        table.players_of("commissar", city_b)[0],
+        one("doctor"),
+        one("journalist"),
+        plain(city_a),
+        plain(city_b),
     )
 
 
-async def say(table: Table, who: str, command: str, options: dict | None = None, *,
-              expect: str | None = None, ephemeral: bool = True) -> str:
+async def say(
+    table: Table,
+    who: str,
+    command: str,
+    options: dict | None = None,
+    *,
+    expect: str | None = None,
+    ephemeral: bool = True,
+) -> str:
     result = await table.slash(who, command, options)
     await result.wait_final()  # a deferred command is applied after its "thinking…"
     button = confirmation(result)
@@ -105,13 +130,16 @@ async def play_whole_game(table: Table, language: str) -> Deal:
     city_a, city_b = words["cities"]
     if language == "en":
         await say(table, "host", "admin language", {"language": "en"})
-    live = await table.new_game(cities=f"{city_a}, {city_b}", mafiosi=2, doctor=True,
-                                journalist=True, maniac=False)
+    live = await table.new_game(
+        cities=f"{city_a}, {city_b}", mafiosi=2, doctor=True, journalist=True, maniac=False
+    )
     deal = read_deal(table, city_a, city_b)
     channels = live.record.channels
 
     # --- the channels and their overwrites
-    guild_channels = {c.id: c for c in table.fake.state.channels.values() if c.guild_id == table.guild_id}
+    guild_channels = {
+        c.id: c for c in table.fake.state.channels.values() if c.guild_id == table.guild_id
+    }
     category = guild_channels[channels["category"]]
     assert category.type == ChannelType.GUILD_CATEGORY
     for key in ("voice", "dead", "log"):
@@ -131,8 +159,12 @@ async def play_whole_game(table: Table, language: str) -> Deal:
     assert perms(table, channels["voice"], resident_a) & SPEAK
 
     # --- day 1: the journalist, the doctor, a nomination at home and one across cities
-    answer = await say(table, deal.journalist, "compare",
-                       {"first": table.pid(deal.mafia_a[0]), "second": table.pid(deal.mafia_a[1])})
+    answer = await say(
+        table,
+        deal.journalist,
+        "compare",
+        {"first": table.pid(deal.mafia_a[0]), "second": table.pid(deal.mafia_a[1])},
+    )
     assert words["same"] in answer
     protected = next(n for n in deal.honest_b if n not in (deal.doctor, deal.journalist))
     await say(table, deal.doctor, "protect", {"player": table.pid(protected)})
@@ -144,10 +176,16 @@ async def play_whole_game(table: Table, language: str) -> Deal:
     await table.drain()
     # the ballot of city B: one vote through the select menu, then unvote and vote again
     ballot = next(m for m in table.fake.messages(text_b) if "mafia:vote:" in str(m.components))
-    picked = await table.fake.select(ballot, f"mafia:vote:{live.id}:{table.game.cities.index(city_b)}",
-                                     [table.pid(deal.mafia_a[1])], table.member(resident_b).user.id)
+    picked = await table.fake.select(
+        ballot,
+        f"mafia:vote:{live.id}:{table.game.cities.index(city_b)}",
+        [table.pid(deal.mafia_a[1])],
+        table.member(resident_b).user.id,
+    )
     assert picked.ephemeral
-    unvoted = await table.fake.click(ballot, f"mafia:unvote:{live.id}", table.member(resident_b).user.id)
+    unvoted = await table.fake.click(
+        ballot, f"mafia:unvote:{live.id}", table.member(resident_b).user.id
+    )
     assert unvoted.ephemeral
     await vote_all(table, city_a, deal.mafia_a[0])
     await vote_all(table, city_b, deal.mafia_a[1])
@@ -158,7 +196,9 @@ async def play_whole_game(table: Table, language: str) -> Deal:
     await table.drain()
     day_a = table.channel_messages(text_a)
     executions = [line for line in day_a if "💀" in line and words["executed"] in line]
-    assert any(table.pid(deal.mafia_a[0]) in line and words["statuses"][1] in line for line in executions)
+    assert any(
+        table.pid(deal.mafia_a[0]) in line and words["statuses"][1] in line for line in executions
+    )
     assert any(table.pid(deal.mafia_a[1]) in line and city_b in line for line in executions)
     assert any(words["decided"] in line for line in day_a)
     assert any(words["night"] in line and city_b in line for line in day_a)
@@ -170,10 +210,13 @@ async def play_whole_game(table: Table, language: str) -> Deal:
     victim_a = next(n for n in deal.honest_a if n != nominator_a)
     await say(table, gf, "kill", {"player": table.pid(protected)})
     await say(table, gf, "tour", {"player": table.pid(victim_a)})
-    assert words["mafia"] in await say(table, deal.commissar_b, "check", {"player": table.pid(other)})
+    assert words["mafia"] in await say(
+        table, deal.commissar_b, "check", {"player": table.pid(other)}
+    )
     check_target = next(n for n in deal.honest_a if n != deal.commissar_a)
-    assert words["not_mafia"] in await say(table, deal.commissar_a, "check",
-                                          {"player": table.pid(check_target)})
+    assert words["not_mafia"] in await say(
+        table, deal.commissar_a, "check", {"player": table.pid(check_target)}
+    )
     await say(table, "host", "host next")
     await table.drain()
     dawn = table.channel_messages(text_a)
@@ -186,8 +229,12 @@ async def play_whole_game(table: Table, language: str) -> Deal:
     # --- day 2: the host strikes out a mafioso; the last mafioso is executed: game over
     await say(table, "host", "host kill", {"player": table.pid(other)})
     candidate_a = next(n for n in deal.honest_a if table.game.is_alive(table.pid(n)))
-    await say(table, [n for n in deal.honest_a if table.game.is_alive(table.pid(n)) and n != candidate_a][0],
-              "nominate", {"player": table.pid(candidate_a)})
+    await say(
+        table,
+        [n for n in deal.honest_a if table.game.is_alive(table.pid(n)) and n != candidate_a][0],
+        "nominate",
+        {"player": table.pid(candidate_a)},
+    )
     await say(table, resident_b, "nominate", {"player": table.pid(gf)})
     await say(table, "host", "host next")
     await vote_all(table, city_a, candidate_a)
@@ -224,8 +271,10 @@ def secret_leaks(table: Table, language: str, channels: dict | None = None) -> l
         if message.ephemeral or channel is None or channel.guild_id != table.guild_id:
             continue
         readers = {
-            m.user.id for m in table.world.guild.members.values()
-            if not m.user.bot and m.user.id != host_id
+            m.user.id
+            for m in table.world.guild.members.values()
+            if not m.user.bot
+            and m.user.id != host_id
             and table.fake.permissions_for(table.guild_id, channel.id, m.user.id) & VIEW
         }
         mafia_only = readers and all(table.game_status(uid) == "mafioso" for uid in readers)
@@ -247,7 +296,9 @@ def secret_leaks(table: Table, language: str, channels: dict | None = None) -> l
 
 
 @pytest.mark.parametrize("language", ["ru", "en"])
-async def test_a_whole_game_through_interactions(language: str, database, caplog: pytest.LogCaptureFixture):
+async def test_a_whole_game_through_interactions(
+    language: str, database, caplog: pytest.LogCaptureFixture
+):
     caplog.set_level(logging.ERROR, logger="bot.i18n")
     async with bot_table(players=16, database=database) as table:
         await play_whole_game(table, language)
@@ -275,7 +326,9 @@ async def test_the_dead_lose_their_voice_and_pen():
         assert not perms(table, table.city_channel(table.game.cities[1]), victim) & SEND
         assert not perms(table, channels["voice"], victim) & SPEAK
         assert perms(table, channels["dead"], victim) & SEND
-        refused = await say(table, victim, "nominate", {"player": table.pid(table.name(table.game.alive(city)[0]))})
+        refused = await say(
+            table, victim, "nominate", {"player": table.pid(table.name(table.game.alive(city)[0]))}
+        )
         assert "выбыли из игры" in refused
 
 
@@ -285,7 +338,10 @@ async def test_a_whole_game_on_a_locked_down_server():
     async with bot_table(players=16, everyone_permissions=0) as table:
         guild = table.fake.state.guild(table.guild_id)
         assert guild.roles[table.guild_id].permissions == 0
-        assert table.fake.state.guild_permissions(table.guild_id, table.fake.bot_user.id) == INVITE.value
+        assert (
+            table.fake.state.guild_permissions(table.guild_id, table.fake.bot_user.id)
+            == INVITE.value
+        )
         await play_whole_game(table, "ru")
         record = await table.bot.storage.latest_game(table.guild_id)
         assert secret_leaks(table, "ru", record.channels) == []

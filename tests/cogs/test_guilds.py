@@ -22,8 +22,13 @@ MENTION = re.compile(r"<@!?(\d+)>")
 
 def game_messages(table: Table) -> list[str]:
     """What the bot posted in the game's channels of the guild."""
-    channels = guild_channel_ids(table) - {table.world.text_channel.id, table.world.voice_channel.id}
-    return [m.content for m in table.fake.messages() if m.channel_id in channels and m.kind == "channel"]
+    channels = guild_channel_ids(table) - {
+        table.world.text_channel.id,
+        table.world.voice_channel.id,
+    }
+    return [
+        m.content for m in table.fake.messages() if m.channel_id in channels and m.kind == "channel"
+    ]
 
 
 async def play_day(table: Table) -> str:
@@ -34,7 +39,9 @@ async def play_day(table: Table) -> str:
     residents = [table.name(p) for p in game.alive(city)]
     await accepted(table, residents[-1], "nominate", {"player": table.pid(victim)})
     await accepted(table, "host", "host next")
-    await asyncio.gather(*[run(table, voter, "vote", {"player": table.pid(victim)}) for voter in residents])
+    await asyncio.gather(
+        *[run(table, voter, "vote", {"player": table.pid(victim)}) for voter in residents]
+    )
     return victim
 
 
@@ -49,7 +56,8 @@ async def test_two_guilds_play_at_once_and_each_hears_only_its_own_game():
         quick_edits(verona)
         rome = await another_guild_in_english(verona)
         live_a, live_b = await asyncio.gather(
-            verona.new_game(cities="Верона"), rome.new_game(cities="Rome, Milan"))
+            verona.new_game(cities="Верона"), rome.new_game(cities="Rome, Milan")
+        )
         assert live_a.id != live_b.id
         assert verona.game.cities == ("Верона",) and rome.game.cities == ("Rome", "Milan")
         players_a, players_b = set(verona.game.players), set(rome.game.players)
@@ -64,7 +72,9 @@ async def test_two_guilds_play_at_once_and_each_hears_only_its_own_game():
         # the days run side by side, votes of both guilds at the same time
         victims = await asyncio.gather(play_day(verona), play_day(rome))
         assert all(len(v) for v in victims)
-        await asyncio.gather(accepted(verona, "host", "host next"), accepted(rome, "host", "host next"))
+        await asyncio.gather(
+            accepted(verona, "host", "host next"), accepted(rome, "host", "host next")
+        )
         await verona.drain()
         for table, victim in zip((verona, rome), victims, strict=True):
             assert not table.game.is_alive(table.pid(victim))
@@ -81,7 +91,9 @@ async def test_two_guilds_play_at_once_and_each_hears_only_its_own_game():
         day_b = announcement("en", "phase.day", day=1, deadline=t("en", "deadline.host"))
         assert any(day_a in text for text in told_a) and not any(day_a in text for text in told_b)
         # one per city of Rome's game
-        assert sum(day_b in text for text in told_b) == 2 and not any(day_b in text for text in told_a)
+        assert sum(day_b in text for text in told_b) == 2 and not any(
+            day_b in text for text in told_a
+        )
         assert any(f"<@{verona.pid(victims[0])}>" in text and "💀" in text for text in told_a)
         assert not any(f"<@{verona.pid(victims[0])}>" in text for text in told_b)
         assert any(f"<@{rome.pid(victims[1])}>" in text and "💀" in text for text in told_b)
@@ -89,6 +101,11 @@ async def test_two_guilds_play_at_once_and_each_hears_only_its_own_game():
         assert len(await verona.bot.storage.commands(live_a.id)) == nominate_next_votes_next
         status_a = await run(verona, "p0", "mafia status")
         status_b = await run(rome, "r0", "mafia status")
-        assert t("ru", "status.title", game=live_a.id, host=f"<@{verona.host.user.id}>") in status_a.content
-        assert t("en", "status.title", game=live_b.id, host=f"<@{rome.host.user.id}>") in status_b.content
-
+        assert (
+            t("ru", "status.title", game=live_a.id, host=f"<@{verona.host.user.id}>")
+            in status_a.content
+        )
+        assert (
+            t("en", "status.title", game=live_b.id, host=f"<@{rome.host.user.id}>")
+            in status_b.content
+        )

@@ -116,7 +116,8 @@ def assert_png(data: bytes) -> None:
 
 
 async def test_three_games_are_archived_shown_exported_counted_and_a_running_one_shows_nothing(
-        tmp_path: Path, monkeypatch) -> None:
+    tmp_path: Path, monkeypatch
+) -> None:
     async with bot_table(players=6) as table:
         tally = Tally()
         before = await run(table, "p0", "mafia history")
@@ -133,11 +134,18 @@ async def test_three_games_are_archived_shown_exported_counted_and_a_running_one
             record = await table.bot.storage.game(game_id)
             assert record is not None
             live_channels[game_id] = int(record.channels["cities"]["Верона"]["text"])
-            posts = [m for m in table.fake.messages(live_channels[game_id])
-                     if any(a.filename == f"game-{game_id}.png" for a in m.attachments)]
+            posts = [
+                m
+                for m in table.fake.messages(live_channels[game_id])
+                if any(a.filename == f"game-{game_id}.png" for a in m.attachments)
+            ]
             assert len(posts) == 1
             assert posts[0].content == t("ru", "history.picture", game=game_id)
-            summary = [m for m in table.fake.messages(live_channels[game_id]) if "Игра окончена" in m.content]
+            summary = [
+                m
+                for m in table.fake.messages(live_channels[game_id])
+                if "Игра окончена" in m.content
+            ]
             assert summary and summary[-1].id < posts[0].id  # after the summary
             assert_png(posts[0].attachments[0].data)
 
@@ -163,7 +171,9 @@ async def test_three_games_are_archived_shown_exported_counted_and_a_running_one
         assert "🗳️" in text
         assert_png(attachment(shown, ".png").data)
         # the picture comes after the whole summary, its votes included
-        assert shown.messages[-1].attachments and not any(m.attachments for m in shown.messages[:-1])
+        assert shown.messages[-1].attachments and not any(
+            m.attachments for m in shown.messages[:-1]
+        )
         # with the votes: the same picture and, below it, a lane per player again under the days
         voted = await run(table, "p2", "mafia game", {"number": 2, "votes": True})
         plain, panel = (Image.open(io.BytesIO(attachment(m, ".png").data)) for m in (shown, voted))
@@ -179,16 +189,26 @@ async def test_three_games_are_archived_shown_exported_counted_and_a_running_one
             path.write_bytes(file.data)
             result = json.loads(simulate(path, as_json=True))
             game = tally.games[index]
-            names = {str(m.user.id): m.user.global_name or m.user.username for m in table.world.players}
+            names = {
+                str(m.user.id): m.user.global_name or m.user.username for m in table.world.players
+            }
             assert result["winners"] == game.winners() and result["over"] is True
-            assert [(d["player"], d["cause"], d["phase"], d["status"]) for d in result["deaths"]] == [
-                (names[d.player], d.cause.value, str(d.phase), d.status.value) for d in game.deaths]
+            assert [
+                (d["player"], d["cause"], d["phase"], d["status"]) for d in result["deaths"]
+            ] == [
+                (names[d.player], d.cause.value, str(d.phase), d.status.value) for d in game.deaths
+            ]
 
         # --- /mafia stats: every player's figures, as counted from the moves above
         for member in table.world.players:
             pid = str(member.user.id)
             wins = sum(pid in g.players and _won(g, pid) for g in tally.games)
-            executed = sum(1 for g in tally.games for d in g.deaths if d.player == pid and d.cause.value == "execution")
+            executed = sum(
+                1
+                for g in tally.games
+                for d in g.deaths
+                if d.player == pid and d.cause.value == "execution"
+            )
             answer = await run(table, "p0", "mafia stats", {"player": member})
             body = answer.content
             assert f"Сыграно 3 игры, из них {t('ru', 'stats.won', count=wins)} (" in body, body
@@ -197,7 +217,10 @@ async def test_three_games_are_archived_shown_exported_counted_and_a_running_one
             assert t("ru", "stats.n_votes", count=votes) in body
             assert f"за мафиози — {tally.votes_mafia[pid]} " in body
             if tally.checks[pid]:
-                assert f"{t('ru', 'stats.n_checks', count=tally.checks[pid])}, из них мафия — {tally.hits[pid]} " in body
+                assert (
+                    f"{t('ru', 'stats.n_checks', count=tally.checks[pid])}, из них мафия — {tally.hits[pid]} "
+                    in body
+                )
         own = await run(table, "p4", "mafia stats")
         assert f"<@{table.pid('p4')}>" in own.content
         # the rating is explained in its own line: what the figures are and what moves it
@@ -213,7 +236,9 @@ async def test_three_games_are_archived_shown_exported_counted_and_a_running_one
         winners = [pid for pid in wins if wins[pid]]
         assert winners
         by_wins = top.content.split(t("ru", "top.by_rate", count=3))[0]
-        assert by_wins.count("<@") == len(winners) and all(f"<@{pid}>" in by_wins for pid in winners)
+        assert by_wins.count("<@") == len(winners) and all(
+            f"<@{pid}>" in by_wins for pid in winners
+        )
         assert top.content.count("<@") == len(winners) + 12
         # how each status and side fared on the server: every player's seat in every game counted
         seats: dict[str, list[int]] = {}
@@ -221,16 +246,26 @@ async def test_three_games_are_archived_shown_exported_counted_and_a_running_one
         for played in tally.games:
             for pid in played.players:
                 status = played.status_of(pid).value
-                side = "mafia" if status == "mafioso" else "maniac" if status == "maniac" else "honest"
+                side = (
+                    "mafia" if status == "mafioso" else "maniac" if status == "maniac" else "honest"
+                )
                 for table_of, key in ((seats, status), (sides, side)):
                     entry = table_of.setdefault(key, [0, 0])
                     entry[0] += 1
                     entry[1] += _won(played, pid)
 
         def rows(found: dict[str, list[int]], name: str) -> str:
-            return "; ".join(t("ru", "top.result_row", what=t("ru", name.format(key)), wins=won, seats=seated,
-                               rate=format_percent(won / seated, locale="ru"))
-                             for key, (seated, won) in found.items())
+            return "; ".join(
+                t(
+                    "ru",
+                    "top.result_row",
+                    what=t("ru", name.format(key)),
+                    wins=won,
+                    seats=seated,
+                    rate=format_percent(won / seated, locale="ru"),
+                )
+                for key, (seated, won) in found.items()
+            )
 
         order = ["citizen", "mafioso", "commissar", "doctor", "journalist", "maniac"]
         seats = {key: seats[key] for key in order if key in seats}
@@ -239,8 +274,15 @@ async def test_three_games_are_archived_shown_exported_counted_and_a_running_one
         assert t("ru", "top.statuses", rows=rows(seats, "status.{}")) in top.content
         assert t("ru", "top.sides", rows=rows(sides, "top.side.{}")) in top.content
         best = max(seats, key=lambda key: (seats[key][1] / seats[key][0], seats[key][0]))
-        assert t("ru", "top.best_status", status=t("ru", f"status.{best}"),
-                 rate=format_percent(seats[best][1] / seats[best][0], locale="ru")) in top.content
+        assert (
+            t(
+                "ru",
+                "top.best_status",
+                status=t("ru", f"status.{best}"),
+                rate=format_percent(seats[best][1] / seats[best][0], locale="ru"),
+            )
+            in top.content
+        )
         # the rating says what it is where it is shown
         assert t("ru", "top.by_rating") in top.content and "погрешност" in t("ru", "top.by_rating")
         short = await run(table, "p5", "mafia top")
@@ -248,7 +290,9 @@ async def test_three_games_are_archived_shown_exported_counted_and_a_running_one
 
         # --- a running game: /mafia game and /mafia export refuse, /mafia history is unchanged
         history_before = (await run(table, "p0", "mafia history")).content
-        await table.new_game(cities="Верона", mafiosi=1, doctor=False, journalist=False, maniac=False)
+        await table.new_game(
+            cities="Верона", mafiosi=1, doctor=False, journalist=False, maniac=False
+        )
         running = table.live().id
         secret = [t("ru", f"status.{table.game.status_of(p).value}") for p in table.game.players]
         calls = len(table.fake.calls())
@@ -278,12 +322,16 @@ async def test_three_games_are_archived_shown_exported_counted_and_a_running_one
         paged = await run(table, "p2", "mafia history")
         message = paged.original
         assert message is not None
-        first_page = [line.split("**")[1] for line in message.content.splitlines() if line.startswith("**№")]
+        first_page = [
+            line.split("**")[1] for line in message.content.splitlines() if line.startswith("**№")
+        ]
         assert first_page == ["№4", "№3", "№2"] and "Страница 1 из 2." in message.content
         clicked = await table.fake.click(message, "mafia:history:1", table.member("p2").user.id)
         assert clicked.callback_type == 7
         message = table.fake.message(message.id)
-        assert [line.split("**")[1] for line in message.content.splitlines() if line.startswith("**№")] == ["№1"]
+        assert [
+            line.split("**")[1] for line in message.content.splitlines() if line.startswith("**№")
+        ] == ["№1"]
         assert "Страница 2 из 2." in message.content
         back = await table.fake.click(message, "mafia:history:0", table.member("p2").user.id)
         assert back.callback_type == 7

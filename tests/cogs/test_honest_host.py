@@ -14,7 +14,9 @@ from tests.harness import Table, bot_table
 
 
 async def offered(table: Table, who: Any, command: str, option: str, typed: str = "") -> list[str]:
-    result = await table.fake.autocomplete(table.guild_id, table.member(who).user.id, command, option, typed)
+    result = await table.fake.autocomplete(
+        table.guild_id, table.member(who).user.id, command, option, typed
+    )
     assert result.callback_type == 8, result.describe()
     return [choice["value"] for choice in result.choices]
 
@@ -45,7 +47,10 @@ async def test_the_host_and_his_co_hosts_cannot_join_and_a_player_cannot_become_
         assert added.content == t("ru", "host.cohost_added", member=f"<@{table.pid('p7')}>")
         assert table.live().record.lobby["cohosts"] == [table.member("p7").user.id]
         await table.drain()
-        assert t("ru", "lobby.cohosts", cohosts=f"<@{table.pid('p7')}>") in table.fake.message(lobby.id).content
+        assert (
+            t("ru", "lobby.cohosts", cohosts=f"<@{table.pid('p7')}>")
+            in table.fake.message(lobby.id).content
+        )
         before = await snapshot(table)
         refused = await table.fake.click(lobby, f"mafia:join:{live.id}", table.member("p7").user.id)
         assert refused.content == t("ru", "error.host_cannot_play")
@@ -54,7 +59,9 @@ async def test_the_host_and_his_co_hosts_cannot_join_and_a_player_cannot_become_
         # a player of the lobby cannot be made co-host; a co-host cannot name co-hosts
         player = await run(table, "host", "host cohost add", {"member": table.member("p0").user.id})
         assert player.content == t("ru", "error.cohost_plays", member=f"<@{table.pid('p0')}>")
-        by_cohost = await run(table, "p7", "host cohost add", {"member": table.member("p6").user.id})
+        by_cohost = await run(
+            table, "p7", "host cohost add", {"member": table.member("p6").user.id}
+        )
         assert by_cohost.content == t("ru", "error.only_host")
         await assert_unchanged(table, before)
 
@@ -66,22 +73,36 @@ async def test_a_player_with_the_host_role_gets_no_host_command_and_no_host_list
         await run(table, "host", "admin hostrole", {"role": hosts.id})
         insider = table.member("p0").user.id
         table.fake.add_member_role(table.guild_id, insider, hosts.id)
-        await table.new_game(players=[f"p{i}" for i in range(8)], cities="Верона", mafiosi=2,
-                             day_fallback="host")
+        await table.new_game(
+            players=[f"p{i}" for i in range(8)], cities="Верона", mafiosi=2, day_fallback="host"
+        )
         game = table.game
         me = str(insider)
         someone = next(p for p in game.players if p != me)
         newcomer = table.member("p8").user.id
         cases: dict[str, dict[str, Any]] = {
-            "host setup": {"cities": "Рим"}, "host touring": {"order": "Верона"},
-            "host timer": {"stage": "voting", "duration": "60"}, "host start": {}, "host next": {},
-            "host kill": {"player": someone}, "host judge": {"player": someone},
-            "host godfather": {"player": someone}, "host execute": {"player": someone}, "host idle": {},
-            "host skip": {}, "host end": {}, "host extend": {"duration": "5m"}, "host pause": {},
-            "host resume": {}, "host kick": {"member": newcomer},
+            "host setup": {"cities": "Рим"},
+            "host touring": {"order": "Верона"},
+            "host timer": {"stage": "voting", "duration": "60"},
+            "host start": {},
+            "host next": {},
+            "host kill": {"player": someone},
+            "host judge": {"player": someone},
+            "host godfather": {"player": someone},
+            "host execute": {"player": someone},
+            "host idle": {},
+            "host skip": {},
+            "host end": {},
+            "host extend": {"duration": "5m"},
+            "host pause": {},
+            "host resume": {},
+            "host kick": {"member": newcomer},
             "host replace": {"player": someone, "newcomer": newcomer},
-            "host cohost add": {"member": newcomer}, "host cohost remove": {"member": newcomer},
-            "host preset save": {"name": "свой"}, "host preset delete": {"name": "свой"}, "host attendance": {},
+            "host cohost add": {"member": newcomer},
+            "host cohost remove": {"member": newcomer},
+            "host preset save": {"name": "свой"},
+            "host preset delete": {"name": "свой"},
+            "host attendance": {},
         }
         assert set(cases) == host_commands(table), "every host command is tried"
         before = await snapshot(table)
@@ -97,8 +118,13 @@ async def test_a_player_with_the_host_role_gets_no_host_command_and_no_host_list
 
         # the host's lists: empty for him, full for the real host (his city's mafia among them)
         mafiosi = set(game.living_mafiosi("Верона"))
-        for command, option in (("host godfather", "player"), ("host kill", "player"), ("host judge", "player"),
-                                ("host replace", "player"), ("host next", "from")):
+        for command, option in (
+            ("host godfather", "player"),
+            ("host kill", "player"),
+            ("host judge", "player"),
+            ("host replace", "player"),
+            ("host next", "from"),
+        ):
             assert await offered(table, "p0", command, option) == [], command
         assert set(await offered(table, "host", "host godfather", "player")) == mafiosi
         assert set(await offered(table, "host", "host kill", "player")) == set(game.players)
@@ -115,14 +141,27 @@ async def test_a_player_with_the_host_role_gets_no_host_command_and_no_host_list
 async def test_no_player_autocomplete_offers_what_his_status_does_not_know():
     async with bot_table(players=12) as table:
         quick_edits(table)
-        await table.new_game(cities="Верона", mafiosi=3, doctor=True, journalist=True, maniac=False,
-                             first_phase="night")
+        await table.new_game(
+            cities="Верона",
+            mafiosi=3,
+            doctor=True,
+            journalist=True,
+            maniac=False,
+            first_phase="night",
+        )
         game = table.game
         mafiosi = set(game.living_mafiosi("Верона"))
-        tree = {c.qualified_name: c for c in table.bot.tree.walk_commands() if isinstance(c, app_commands.Command)}
-        completed = sorted((name, param.display_name) for name, command in tree.items()
-                           for param in command.parameters if param.autocomplete
-                           and not name.startswith("host "))
+        tree = {
+            c.qualified_name: c
+            for c in table.bot.tree.walk_commands()
+            if isinstance(c, app_commands.Command)
+        }
+        completed = sorted(
+            (name, param.display_name)
+            for name, command in tree.items()
+            for param in command.parameters
+            if param.autocomplete and not name.startswith("host ")
+        )
         assert ("elect", "player") in completed and ("kill", "player") in completed
         for player in game.players:
             status = game.status_of(player).value
@@ -132,8 +171,9 @@ async def test_no_player_autocomplete_offers_what_his_status_does_not_know():
                     continue  # the rule book's sections: public
                 if status != "mafioso":
                     # nobody but a mafioso is handed a list that tells the mafia apart
-                    assert not (values and (values <= mafiosi or values == set(game.players) - mafiosi)), (
-                        status, name, sorted(values))
+                    assert not (
+                        values and (values <= mafiosi or values == set(game.players) - mafiosi)
+                    ), (status, name, sorted(values))
                 else:
                     legal = {a.verb: set(a.targets or ()) for a in game.legal_actions(player)}
                     assert values == legal.get(name, set()), (name, values)
@@ -155,18 +195,34 @@ async def test_a_co_host_sees_the_log_and_the_rooms_acts_as_host_and_loses_it_al
         added = await run(table, "host", "host cohost add", {"member": helper})
         assert added.content == t("ru", "host.cohost_added", member=f"<@{helper}>")
         await table.drain()
-        puts = [c for c in table.fake.calls()[calls:] if c.method == "PUT" and "/permissions/" in c.route]
-        expected = {int(channels["category"]), log_channel, room, table.city_channel("Верона"),
-                    int(channels["voice"]), int(channels["dead"])}
+        puts = [
+            c
+            for c in table.fake.calls()[calls:]
+            if c.method == "PUT" and "/permissions/" in c.route
+        ]
+        expected = {
+            int(channels["category"]),
+            log_channel,
+            room,
+            table.city_channel("Верона"),
+            int(channels["voice"]),
+            int(channels["dead"]),
+        }
         assert {int(c.params["channel_id"]) for c in puts} == expected
-        assert all(c.path.endswith(f"/permissions/{helper}") and c.json["allow"] == str(HOST.value)
-                   for c in puts), [(c.route, c.params, c.json) for c in puts]
+        assert all(
+            c.path.endswith(f"/permissions/{helper}") and c.json["allow"] == str(HOST.value)
+            for c in puts
+        ), [(c.route, c.params, c.json) for c in puts]
         view = table.fake.client_view(helper, table.guild_id)
         assert view.sees(log_channel) and view.sees(room)
-        assert t("ru", "log.cohost_added", member=f"<@{helper}>") in table.channel_messages(log_channel)
+        assert t("ru", "log.cohost_added", member=f"<@{helper}>") in table.channel_messages(
+            log_channel
+        )
 
         # he may act as host, and his lists are the host's; he cannot play
-        assert set(await offered(table, "p8", "host godfather", "player")) == set(table.game.living_mafiosi("Верона"))
+        assert set(await offered(table, "p8", "host godfather", "player")) == set(
+            table.game.living_mafiosi("Верона")
+        )
         await accepted(table, "p8", "host next")
         assert table.game.stage.value == "voting"
         assert (await run(table, "p8", "mafia join")).content == t("ru", "error.not_lobby")
@@ -178,7 +234,11 @@ async def test_a_co_host_sees_the_log_and_the_rooms_acts_as_host_and_loses_it_al
         removed = await run(table, "host", "host cohost remove", {"member": helper})
         assert removed.content == t("ru", "host.cohost_removed", member=f"<@{helper}>")
         await table.drain()
-        deletes = [c for c in table.fake.calls()[calls:] if c.method == "DELETE" and "/permissions/" in c.route]
+        deletes = [
+            c
+            for c in table.fake.calls()[calls:]
+            if c.method == "DELETE" and "/permissions/" in c.route
+        ]
         assert {int(c.params["channel_id"]) for c in deletes} == expected
         view = table.fake.client_view(helper, table.guild_id)
         assert not view.sees(log_channel) and not view.sees(room)

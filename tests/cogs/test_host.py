@@ -53,7 +53,9 @@ async def idle(table: Table) -> dict[str, int]:
 async def test_host_idle_counts_the_phases_each_living_player_let_pass_without_acting():
     async with bot_table(players=8) as table:
         quick_edits(table)
-        await table.new_game(cities="Верона", mafiosi=2, doctor=False, journalist=False, maniac=False)
+        await table.new_game(
+            cities="Верона", mafiosi=2, doctor=False, journalist=False, maniac=False
+        )
         game = table.game
         everyone = list(game.alive())
         citizens = [table.pid(n) for n in table.players_of("citizen")]
@@ -92,7 +94,9 @@ async def test_host_timer_moves_the_deadline_and_says_so():
         now[0] += 30
         answer = await run(table, "host", "host timer", {"stage": "discussion", "duration": "120"})
         assert answer.ephemeral
-        assert answer.content == t("ru", "host.timer_set", stage=t("ru", "stage.discussion"), duration="2 минуты")
+        assert answer.content == t(
+            "ru", "host.timer_set", stage=t("ru", "stage.discussion"), duration="2 минуты"
+        )
         new = f"<t:{int(now[0] + 120)}:R>"
         stored = await table.bot.storage.game(live.id)
         assert stored is not None and stored.deadline == now[0] + 120
@@ -111,7 +115,9 @@ async def test_host_timer_moves_the_deadline_and_says_so():
         # the timer keeps the new deadline: past it (and before the old one) voting starts
         now[0] += 121
         table.bot.timers.arm(table.live())
-        await table.fake.wait_until(lambda: table.game.stage.value == "voting", 5.0, "the timer did not fire")
+        await table.fake.wait_until(
+            lambda: table.game.stage.value == "voting", 5.0, "the timer did not fire"
+        )
         assert table.live().record.deadline == now[0] + 45
         await table.drain()
         ballot = ballot_message(table, "Верона")
@@ -122,8 +128,9 @@ async def test_host_timer_moves_the_deadline_and_says_so():
         await table.drain()
         later = f"<t:{int(now[0] + 200)}:R>"
         assert later in table.fake.message(ballot.id).content
-        assert table.channel_messages(text)[-1] == t("ru", "host.timer_changed",
-                                                     deadline=t("ru", "deadline.at", when=later))
+        assert table.channel_messages(text)[-1] == t(
+            "ru", "host.timer_changed", deadline=t("ru", "deadline.at", when=later)
+        )
 
 
 async def test_the_first_announcement_shows_the_first_deadline():
@@ -132,7 +139,12 @@ async def test_the_first_announcement_shows_the_first_deadline():
     async with bot_table(players=8, config=config, clock=lambda: now[0]) as table:
         quick_edits(table)
         await table.new_game(cities="Верона")
-        opening = announcement("ru", "phase.day", day=1, deadline=t("ru", "deadline.at", when=f"<t:{int(now[0] + 600)}:R>"))
+        opening = announcement(
+            "ru",
+            "phase.day",
+            day=1,
+            deadline=t("ru", "deadline.at", when=f"<t:{int(now[0] + 600)}:R>"),
+        )
         assert any(opening in text for text in table.channel_messages(table.city_channel("Верона")))
 
 
@@ -163,14 +175,18 @@ async def test_host_end_posts_the_summary_and_makes_every_channel_read_only():
         assert t("ru", "lobby.state_cancelled") in (await lobby_message(table)).content
 
         def perms(channel_id: int, name: str) -> int:
-            return table.fake.permissions_for(table.guild_id, channel_id, table.member(name).user.id)
+            return table.fake.permissions_for(
+                table.guild_id, channel_id, table.member(name).user.id
+            )
 
         for channel_id in city_and_mafia_channels(channels) + [channels["dead"]]:
             for name in players:
                 assert not perms(channel_id, name) & SEND, f"{name} may still write in {channel_id}"
         for city in game.cities:
             for name in players:
-                assert perms(channels["cities"][city]["text"], name) & VIEW, f"{name} cannot read {city}"
+                assert perms(channels["cities"][city]["text"], name) & VIEW, (
+                    f"{name} cannot read {city}"
+                )
         for name in players:
             assert not perms(channels["voice"], name) & SPEAK, f"{name} may still speak"
             assert perms(channels["voice"], name) & CONNECT or name == dead
@@ -189,12 +205,17 @@ async def test_with_at_end_delete_the_channels_go_and_the_summary_stays_in_the_l
         live = await table.new_game(cities="Верона")
         channels = live.record.channels
         game = table.game
-        ids = city_and_mafia_channels(channels) + [channels[k] for k in ("voice", "dead", "log", "category")]
+        ids = city_and_mafia_channels(channels) + [
+            channels[k] for k in ("voice", "dead", "log", "category")
+        ]
         await run(table, "host", "host end")
         await table.drain()
         for channel_id in ids:
             assert table.fake.state.channels[channel_id].deleted, f"channel {channel_id} is left"
-        deleted = {call.params["channel_id"] for call in table.fake.calls("DELETE", "/channels/{channel_id}")}
+        deleted = {
+            call.params["channel_id"]
+            for call in table.fake.calls("DELETE", "/channels/{channel_id}")
+        }
         assert deleted == {str(channel_id) for channel_id in ids}
         general = "\n".join(table.channel_messages(table.world.text_channel.id))
         assert t("ru", "summary.title") in general
@@ -209,14 +230,20 @@ async def test_host_start_without_manage_channels_answers_once_with_what_is_miss
         lacking = DEFAULT_BOT_PERMISSIONS & ~MANAGE_CHANNELS & ~int(Permission.MENTION_EVERYONE)
         table.fake.set_bot_permissions(table.guild_id, lacking)
         await table.fake.wait_until(
-            lambda: not table.bot.get_guild(table.guild_id).me.guild_permissions.manage_channels)
+            lambda: not table.bot.get_guild(table.guild_id).me.guild_permissions.manage_channels
+        )
         before = await snapshot(table)
         channels_before = {c.id for c in table.fake.state.guild_channels(table.guild_id)}
 
         started = await run(table, "host", "host start")
         assert started.ephemeral and started.deferred
-        assert started.content == t("ru", "error.missing_permissions", permissions=", ".join(
-            [t("ru", "permission.manage_channels"), t("ru", "permission.mention_everyone")]))
+        assert started.content == t(
+            "ru",
+            "error.missing_permissions",
+            permissions=", ".join(
+                [t("ru", "permission.manage_channels"), t("ru", "permission.mention_everyone")]
+            ),
+        )
         assert started.followups == [] and len(started.attempts) == 1
         await assert_unchanged(table, before)
         assert {c.id for c in table.fake.state.guild_channels(table.guild_id)} == channels_before
@@ -226,7 +253,8 @@ async def test_host_start_without_manage_channels_answers_once_with_what_is_miss
         # given the permissions back, the same lobby starts
         table.fake.set_bot_permissions(table.guild_id, DEFAULT_BOT_PERMISSIONS)
         await table.fake.wait_until(
-            lambda: table.bot.get_guild(table.guild_id).me.guild_permissions.manage_channels)
+            lambda: table.bot.get_guild(table.guild_id).me.guild_permissions.manage_channels
+        )
         again = await run(table, "host", "host start")
         assert again.content == t("ru", "host.started")
         assert table.live().record.state == "running"
@@ -246,22 +274,37 @@ async def test_host_start_refused_by_discord_mid_way_removes_what_it_made():
         first = table.fake.hang("POST", route, count=1)
         started = await table.slash("host", "host start")
         await table.fake.wait_until(lambda: first.hits == 1)
-        refusal = table.fake.fail("POST", route, status=403, count=1, code=50013, message="Missing Permissions")
+        refusal = table.fake.fail(
+            "POST", route, status=403, count=1, code=50013, message="Missing Permissions"
+        )
         first.release()
         await started.wait_original()
         assert refusal.hits == 1
         assert started.ephemeral and len(started.messages) == 1
-        assert started.content == t("ru", "error.missing_permissions",
-                                    permissions=t("ru", "permission.manage_channels"))
-        created = [int(c.response["id"]) for c in table.fake.calls("POST", "/guilds/{guild_id}/channels") if c.ok]
+        assert started.content == t(
+            "ru", "error.missing_permissions", permissions=t("ru", "permission.manage_channels")
+        )
+        created = [
+            int(c.response["id"])
+            for c in table.fake.calls("POST", "/guilds/{guild_id}/channels")
+            if c.ok
+        ]
         assert len(created) == 1
         assert all(table.fake.state.channels[channel_id].deleted for channel_id in created)
-        roles = [int(c.response["id"]) for c in table.fake.calls("POST", "/guilds/{guild_id}/roles") if c.ok]
+        roles = [
+            int(c.response["id"])
+            for c in table.fake.calls("POST", "/guilds/{guild_id}/roles")
+            if c.ok
+        ]
         assert len(roles) == 2  # the city's living residents, the dead
         assert not set(roles) & set(table.fake.state.guild(table.guild_id).roles)
         assert table.fake.calls("PUT", "/guilds/{guild_id}/members/{user_id}/roles/{role_id}") == []
         after = await snapshot(table)
-        assert (after.state, after.commands, after.messages) == (before.state, before.commands, before.messages)
+        assert (after.state, after.commands, after.messages) == (
+            before.state,
+            before.commands,
+            before.messages,
+        )
         assert after.lobby is not None and before.lobby is not None
         assert after.lobby[0] == before.lobby[0]  # "starting", then the lobby as it was
         assert {**after.record, "lobby": ""} == {**before.record, "lobby": ""}
@@ -285,7 +328,9 @@ async def test_a_game_won_with_at_end_delete_tells_the_result_where_the_lobby_wa
         await accepted(table, "host", "host next")
         await table.drain()
         assert game.over
-        assert all(table.fake.state.channels[ids["text"]].deleted for ids in channels["cities"].values())
+        assert all(
+            table.fake.state.channels[ids["text"]].deleted for ids in channels["cities"].values()
+        )
         general = table.channel_messages(table.world.text_channel.id)
         told = [m for m in general if t("ru", "summary.title") in m]
         assert len(told) == 1

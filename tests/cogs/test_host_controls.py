@@ -47,9 +47,15 @@ async def test_host_kill_happens_only_on_yes_no_cancels_and_a_stale_yes_is_refus
 
         before = await snapshot(table)
         asked = await run(table, "host", "host kill", {"player": victim}, confirm=False)
-        assert asked.ephemeral and asked.content.startswith(t("ru", "confirm.kill", player=f"<@{victim}>"))
+        assert asked.ephemeral and asked.content.startswith(
+            t("ru", "confirm.kill", player=f"<@{victim}>")
+        )
         yes = confirmation(asked)
-        assert yes is not None and yes.startswith(f"mafia:confirm:{table.live().id}:kill:") and yes.endswith(victim)
+        assert (
+            yes is not None
+            and yes.startswith(f"mafia:confirm:{table.live().id}:kill:")
+            and yes.endswith(victim)
+        )
         cancel = f"mafia:cancel:{table.live().id}"
         assert cancel in str(asked.components)
         await assert_unchanged(table, before)  # asking changes nothing
@@ -84,7 +90,11 @@ async def test_host_kill_happens_only_on_yes_no_cancels_and_a_stale_yes_is_refus
         assert done.content == t("ru", "host.done") and done.components == []
         assert not table.game.is_alive(other)
         await table.drain()
-        death = [m for m in table.channel_messages(table.city_channel("Верона")) if f"<@{other}>" in m and "💀" in m]
+        death = [
+            m
+            for m in table.channel_messages(table.city_channel("Верона"))
+            if f"<@{other}>" in m and "💀" in m
+        ]
         assert death, "the strike was not announced"
 
         # a bad target is refused at once, with no question
@@ -129,10 +139,14 @@ async def test_pause_freezes_the_clock_through_a_restart_and_resume_rearms_what_
                 assert live.record.deadline == NOW + 600
                 now[0] += 200
                 paused = await run(first, "host", "host pause")
-                assert paused.content.startswith(t("ru", "host.paused", resume="").split("{")[0][:20])
+                assert paused.content.startswith(
+                    t("ru", "host.paused", resume="").split("{")[0][:20]
+                )
                 record = first.live().record
                 assert record.deadline is None and record.lobby["paused"] == {
-                    "stage": "day 1 discussion", "remaining": 400.0}
+                    "stage": "day 1 discussion",
+                    "remaining": 400.0,
+                }
                 await first.drain()
                 assert first.channel_messages(city)[-1].startswith("⏸️")
                 status = await run(first, "p0", "mafia status")
@@ -145,7 +159,9 @@ async def test_pause_freezes_the_clock_through_a_restart_and_resume_rearms_what_
                 await first.drain()
                 assert first.game.stage.value == "discussion"
                 # players still play
-                citizens = [p for p in first.game.players if first.game.status_of(p).value == "citizen"]
+                citizens = [
+                    p for p in first.game.players if first.game.status_of(p).value == "citizen"
+                ]
                 await accepted(first, first.name(citizens[0]), "nominate", {"player": citizens[1]})
 
             async with bot_on(fake, world, config, clock=lambda: now[0]) as second:
@@ -154,18 +170,26 @@ async def test_pause_freezes_the_clock_through_a_restart_and_resume_rearms_what_
                 assert second.live().record.deadline is None
                 now[0] += 50
                 resumed = await run(second, "host", "host resume")
-                assert resumed.content == t("ru", "host.resumed",
-                                            deadline=t("ru", "deadline.at", when=at(now[0] + 400)))
+                assert resumed.content == t(
+                    "ru", "host.resumed", deadline=t("ru", "deadline.at", when=at(now[0] + 400))
+                )
                 assert second.live().record.deadline == now[0] + 400
                 assert second.live().record.deadline_stage == "day 1 discussion"
                 await second.drain()
                 assert second.channel_messages(city)[-1] == t(
-                    "ru", "host.resumed_notice", deadline=t("ru", "deadline.at", when=at(now[0] + 400)))
-                assert (await run(second, "host", "host resume")).content == t("ru", "error.not_paused")
+                    "ru",
+                    "host.resumed_notice",
+                    deadline=t("ru", "deadline.at", when=at(now[0] + 400)),
+                )
+                assert (await run(second, "host", "host resume")).content == t(
+                    "ru", "error.not_paused"
+                )
                 # and the re-armed deadline fires
                 now[0] += 401
                 second.bot.timers.arm(second.live())
-                await second.fake.wait_until(lambda: second.game.stage.value == "voting", 5.0, "no timer")
+                await second.fake.wait_until(
+                    lambda: second.game.stage.value == "voting", 5.0, "no timer"
+                )
         finally:
             await fake.close()
 
@@ -192,13 +216,21 @@ async def test_extend_moves_only_this_stages_deadline_and_timer_changes_the_defa
         city = table.city_channel("Верона")
         extended = await run(table, "host", "host extend", {"duration": "10м"})
         new_end = NOW + 600 + 600
-        assert extended.content == t("ru", "host.extended", duration=duration_text("ru", 600),
-                                     deadline=t("ru", "deadline.at", when=at(new_end)))
+        assert extended.content == t(
+            "ru",
+            "host.extended",
+            duration=duration_text("ru", 600),
+            deadline=t("ru", "deadline.at", when=at(new_end)),
+        )
         assert table.live().record.deadline == new_end
         assert "discussion" not in table.live().record.lobby.get("timers", {})
         await table.drain()
         assert table.channel_messages(city)[-1] == t(
-            "ru", "host.extended_notice", duration="10 минут", deadline=t("ru", "deadline.at", when=at(new_end)))
+            "ru",
+            "host.extended_notice",
+            duration="10 минут",
+            deadline=t("ru", "deadline.at", when=at(new_end)),
+        )
 
         # the next day's discussion has its usual length again
         await accepted(table, "host", "host next")
@@ -209,7 +241,9 @@ async def test_extend_moves_only_this_stages_deadline_and_timer_changes_the_defa
 
         # /host timer changes the default (and the running stage); durations read in both languages
         timer = await run(table, "host", "host timer", {"stage": "night", "duration": "1ч30м"})
-        assert timer.content == t("ru", "host.timer_set", stage=t("ru", "stage.night"), duration="1 час 30 минут")
+        assert timer.content == t(
+            "ru", "host.timer_set", stage=t("ru", "stage.night"), duration="1 час 30 минут"
+        )
         assert table.live().record.lobby["timers"]["night"] == 5400
         await run(table, "host", "host timer", {"stage": "discussion", "duration": "90s"})
         assert table.live().record.deadline == now[0] + 90
@@ -230,9 +264,22 @@ async def test_extend_moves_only_this_stages_deadline_and_timer_changes_the_defa
 
 
 def test_durations_read_both_languages_and_refuse_the_rest():
-    assert [parse_duration(text) for text in ("90", "90s", "10m", "1h", "1h30m", "10м", "1ч", "1ч 30 мин",
-                                              "30 сек", "2 часа", "1H30M")] == [
-        90, 90, 600, 3600, 5400, 600, 3600, 5400, 30, 7200, 5400]
+    assert [
+        parse_duration(text)
+        for text in (
+            "90",
+            "90s",
+            "10m",
+            "1h",
+            "1h30m",
+            "10м",
+            "1ч",
+            "1ч 30 мин",
+            "30 сек",
+            "2 часа",
+            "1H30M",
+        )
+    ] == [90, 90, 600, 3600, 5400, 600, 3600, 5400, 30, 7200, 5400]
     assert parse_duration("0", allow_zero=True) == 0
     for bad in ("0", "-5", "10x", "m", "1m1h", "1h1h", "1.5h", "", "8d", "99999999", "10 m extra"):
         try:
@@ -257,7 +304,11 @@ async def test_host_kick_takes_a_player_out_of_the_lobby_and_tells_him():
         await table.drain()
         lobby = await lobby_message(table)
         assert f"<@{kicked}>" not in lobby.content
-        told = [m for m in table.fake.messages(table.world.text_channel.id) if m.content.startswith(f"<@{kicked}>")]
+        told = [
+            m
+            for m in table.fake.messages(table.world.text_channel.id)
+            if m.content.startswith(f"<@{kicked}>")
+        ]
         assert told and told[-1].pinged == {kicked}, "he alone is pinged"
         assert "{" not in told[-1].content
 
@@ -286,15 +337,21 @@ async def test_a_day_waiting_for_an_absent_host_executes_by_lot_when_its_wait_is
 
         now[0] += 121
         table.bot.timers.arm(table.live())
-        await table.fake.wait_until(lambda: table.game.stage.value == "night", 5.0, "the lot never came")
+        await table.fake.wait_until(
+            lambda: table.game.stage.value == "night", 5.0, "the lot never came"
+        )
         dead = alive - set(table.game.alive())
         assert len(dead) == 1
         commands = await table.bot.storage.commands(table.live().id)
-        assert commands[-1].command == {"by": "host", "verb": "lot"} and commands[-1].source == "timer"
+        assert (
+            commands[-1].command == {"by": "host", "verb": "lot"} and commands[-1].source == "timer"
+        )
         await table.drain()
         (victim,) = dead
-        assert any(f"<@{victim}>" in m and t("ru", "cause.execution_by_chance", city="Верона") in m
-                   for m in table.channel_messages(table.city_channel("Верона")))
+        assert any(
+            f"<@{victim}>" in m and t("ru", "cause.execution_by_chance", city="Верона") in m
+            for m in table.channel_messages(table.city_channel("Верона"))
+        )
 
 
 async def test_the_hosts_wait_is_a_timer_he_can_set():
@@ -322,7 +379,9 @@ async def test_a_deadline_that_waited_for_the_lock_while_the_host_paused_does_no
         await run(table, "host", "host pause")
         before = await snapshot(table)
         try:
-            await table.bot.service.apply(live.id, StartVoting(), source="timer", seen=Seen(stage="day 1 discussion"))
+            await table.bot.service.apply(
+                live.id, StartVoting(), source="timer", seen=Seen(stage="day 1 discussion")
+            )
         except MovedOn:
             pass
         else:

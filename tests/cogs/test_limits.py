@@ -60,17 +60,22 @@ def test_clip_never_cuts_a_mention():
 def refused(table) -> list[str]:
     """Every REST call Discord would have refused (4xx/5xx), but for interaction answers to
     interactions deliberately sent twice."""
-    return [f"{c.method} {c.path} -> {c.status} {c.response}" for c in table.fake.calls()
-            if c.status >= 400]
+    return [
+        f"{c.method} {c.path} -> {c.status} {c.response}"
+        for c in table.fake.calls()
+        if c.status >= 400
+    ]
 
 
-@pytest.mark.parametrize(("players", "cities"), [(200, "Верона"), (200, "Верона, Падуя, Мантуя, Милан")])
+@pytest.mark.parametrize(
+    ("players", "cities"), [(200, "Верона"), (200, "Верона, Падуя, Мантуя, Милан")]
+)
 async def test_a_big_game_keeps_every_message_within_discords_limits(players, cities):
     async with bot_table(players=players) as table:
         quick_edits(table)
         await table.open_lobby()
         await table.drain()
-        lobby = (await table.bot.storage.message_ref(table.live().id, "lobby"))
+        lobby = await table.bot.storage.message_ref(table.live().id, "lobby")
         lobby_text = table.fake.message(lobby[1]).content
         assert len(lobby_text) <= CONTENT
         assert t("ru", "lobby.players", count=players, players="") in lobby_text
@@ -98,7 +103,9 @@ async def test_a_big_game_keeps_every_message_within_discords_limits(players, ci
 
         await table.fake.wait_until(
             lambda: living <= {m for part in parts() for m in MENTION.findall(part)},
-            60.0, "the status never named every living player")
+            60.0,
+            "the status never named every living player",
+        )
         assert len(parts()) > 1 and all(len(part) <= CONTENT for part in parts())
         assert all(m.ephemeral for m in status.followups)
 

@@ -38,17 +38,23 @@ async def test_only_a_host_opens_a_lobby_and_only_one_per_guild():
         live = table.live()
         assert opened.ephemeral and opened.content == t("ru", "lobby.opened", game=live.id)
         lobby = await lobby_message(table)
-        assert lobby.channel_id == table.world.text_channel.id and not lobby.ephemeral, \
+        assert lobby.channel_id == table.world.text_channel.id and not lobby.ephemeral, (
             "the lobby is for everyone to see"
+        )
         assert live.record.state == "lobby" and live.record.host_id == table.host.user.id
         assert t("ru", "lobby.title", game=live.id) in lobby.content
         assert set(lobby.custom_ids()) == {f"mafia:join:{live.id}", f"mafia:leave:{live.id}"}
-        lobbies = [m for m in table.fake.messages(table.world.text_channel.id)
-                   if t("ru", "lobby.title", game=live.id) in m.content]
+        lobbies = [
+            m
+            for m in table.fake.messages(table.world.text_channel.id)
+            if t("ru", "lobby.title", game=live.id) in m.content
+        ]
         assert lobbies == [lobby], "the lobby is posted once"
 
         # a second game in the same guild, by the owner or by another member who manages the server
-        managers = table.fake.create_role(table.guild_id, "Админы", permissions=int(Permission.MANAGE_GUILD))
+        managers = table.fake.create_role(
+            table.guild_id, "Админы", permissions=int(Permission.MANAGE_GUILD)
+        )
         table.fake.add_member_role(table.guild_id, table.member("p1").user.id, managers.id)
         before = await snapshot(table)
         for who in ("host", "p1"):
@@ -78,8 +84,9 @@ async def test_join_and_leave_by_button_and_by_command_edit_the_lobby_message():
         sent = patches(table, lobby.id)
         assert sent, "the lobby message was never edited"
         assert sent[-1].json["content"] == lobby.content
-        assert {c["custom_id"] for row in sent[-1].json["components"] for c in row["components"]} == {
-            f"mafia:join:{game}", f"mafia:leave:{game}"}
+        assert {
+            c["custom_id"] for row in sent[-1].json["components"] for c in row["components"]
+        } == {f"mafia:join:{game}", f"mafia:leave:{game}"}
         assert lobby_players(table) == [table.member("p0").user.id, table.member("p1").user.id]
 
         edits = len(sent)
@@ -91,7 +98,9 @@ async def test_join_and_leave_by_button_and_by_command_edit_the_lobby_message():
         assert len(patches(table, lobby.id)) > edits
 
         edits = len(patches(table, lobby.id))
-        by_leave_button = await table.fake.click(lobby, f"mafia:leave:{game}", table.member("p1").user.id)
+        by_leave_button = await table.fake.click(
+            lobby, f"mafia:leave:{game}", table.member("p1").user.id
+        )
         assert by_leave_button.ephemeral and by_leave_button.content == t("ru", "lobby.left")
         await table.drain()
         lobby = await lobby_message(table)
@@ -107,10 +116,14 @@ async def test_a_player_of_a_running_game_cannot_join_or_be_dealt_into_another()
         table_b = await another_guild(table_a, "b", 8)
         shared = table_a.member("p0").user
         table_a.fake.add_member(table_b.guild_id, shared)
-        await table_a.fake.wait_until(lambda: table_a.bot.get_guild(table_b.guild_id).get_member(shared.id))
+        await table_a.fake.wait_until(
+            lambda: table_a.bot.get_guild(table_b.guild_id).get_member(shared.id)
+        )
         wanderer = table_a.member("p1").user  # joins B's lobby before A starts
         table_a.fake.add_member(table_b.guild_id, wanderer)
-        await table_a.fake.wait_until(lambda: table_a.bot.get_guild(table_b.guild_id).get_member(wanderer.id))
+        await table_a.fake.wait_until(
+            lambda: table_a.bot.get_guild(table_b.guild_id).get_member(wanderer.id)
+        )
 
         await run(table_b, "host", "mafia new")
         lobby_b = await lobby_message(table_b)
@@ -124,7 +137,9 @@ async def test_a_player_of_a_running_game_cannot_join_or_be_dealt_into_another()
         assert str(shared.id) in table_a.game.players and str(wanderer.id) in table_a.game.players
 
         before = await snapshot(table_b)
-        by_button = await table_b.fake.click(await lobby_message(table_b), f"mafia:join:{game_b}", shared.id)
+        by_button = await table_b.fake.click(
+            await lobby_message(table_b), f"mafia:join:{game_b}", shared.id
+        )
         by_command = await run(table_b, shared.id, "mafia join")
         for answer in (by_button, by_command):
             assert answer.ephemeral and answer.content == t("ru", "error.in_other_game")
@@ -137,7 +152,9 @@ async def test_a_player_of_a_running_game_cannot_join_or_be_dealt_into_another()
         assert started.content == t("ru", "error.player_in_other_game", player=f"<@{wanderer.id}>")
         await assert_unchanged(table_b, before)
         assert table_b.live().record.state == "lobby"
-        assert {c.id for c in table_b.fake.state.guild_channels(table_b.guild_id)} == channels_before
+        assert {
+            c.id for c in table_b.fake.state.guild_channels(table_b.guild_id)
+        } == channels_before
 
 
 async def test_the_host_role_gives_its_members_the_host_commands():
@@ -153,14 +170,20 @@ async def test_the_host_role_gives_its_members_the_host_commands():
         assert await table.bot.storage.guild_host_role(table.guild_id) is None
 
         granted = await run(table, "host", "admin hostrole", {"role": hosts.id})
-        assert granted.ephemeral and granted.content == t("ru", "admin.hostrole", role=f"<@&{hosts.id}>")
+        assert granted.ephemeral and granted.content == t(
+            "ru", "admin.hostrole", role=f"<@&{hosts.id}>"
+        )
         assert await table.bot.storage.guild_host_role(table.guild_id) == hosts.id
 
         await table.open_lobby([f"p{i}" for i in range(7)])  # the owner's game
         assert table.live().record.host_id == table.host.user.id
         configured = await run(table, helper, "host setup", {"cities": "Верона"})
-        assert configured.ephemeral and t("ru", "lobby.cities", cities="Верона") in configured.content
-        assert (await run(table, "p0", "host setup", {"cities": "Падуя"})).content == t("ru", "error.not_host")
+        assert (
+            configured.ephemeral and t("ru", "lobby.cities", cities="Верона") in configured.content
+        )
+        assert (await run(table, "p0", "host setup", {"cities": "Падуя"})).content == t(
+            "ru", "error.not_host"
+        )
         assert table.live().record.lobby["setup"]["cities"] == ["Верона"]
         started = await run(table, helper, "host start")
         assert started.content == t("ru", "host.started")
@@ -181,7 +204,9 @@ async def test_host_setup_refuses_bad_cities_and_keeps_the_lobby():
         eleven = ", ".join(f"Город{i}" for i in range(11))
         for cities in ("Верона, Верона", "Верона, верона", " , ,\u200d", "A\u030a, \u00c5", eleven):
             answer = await run(table, "host", "host setup", {"cities": cities})
-            assert answer.ephemeral and answer.content == t("ru", "error.bad_cities", count=10), cities
+            assert answer.ephemeral and answer.content == t("ru", "error.bad_cities", count=10), (
+                cities
+            )
         long_name = "Я" * 41
         answer = await run(table, "host", "host setup", {"cities": f"Верона, {long_name}"})
         assert answer.content == t("ru", "error.city_name_too_long", city="Я" * 39 + "…", limit=40)
@@ -194,19 +219,26 @@ async def test_host_setup_refuses_bad_cities_and_keeps_the_lobby():
         fine = await run(table, "host", "host setup", {"cities": "Верона, Падуя, Мантуя"})
         assert t("ru", "lobby.cities", cities="Верона, Падуя, Мантуя") in fine.content
         await table.drain()
-        assert t("ru", "lobby.cities", cities="Верона, Падуя, Мантуя") in (await lobby_message(table)).content
+        assert (
+            t("ru", "lobby.cities", cities="Верона, Падуя, Мантуя")
+            in (await lobby_message(table)).content
+        )
         before = await snapshot(table)
         started = await run(table, "host", "host start")
         assert started.ephemeral
-        assert started.content == t("ru", "error.cannot_deal", reason=t("ru", "error.too_few_players"))
+        assert started.content == t(
+            "ru", "error.cannot_deal", reason=t("ru", "error.too_few_players")
+        )
         await assert_unchanged(table, before)
         assert table.live().record.state == "lobby"
 
 
 async def test_a_lobby_is_not_opened_where_the_bot_cannot_post_it():
     async with bot_table(players=4) as table:
-        table.fake.set_overwrite(table.world.text_channel.id, Overwrite(
-            table.fake.bot_user.id, 1, allow=0, deny=int(Permission.SEND_MESSAGES)))
+        table.fake.set_overwrite(
+            table.world.text_channel.id,
+            Overwrite(table.fake.bot_user.id, 1, allow=0, deny=int(Permission.SEND_MESSAGES)),
+        )
         refused = await run(table, "host", "mafia new")
         assert refused.ephemeral and refused.content == t("ru", "error.cannot_post_lobby")
         assert await table.bot.storage.open_game(table.guild_id) is None
@@ -223,7 +255,11 @@ def test_city_names_are_split_on_commas_only_and_keep_every_character() -> None:
     from cogs.host import split_names
 
     assert split_names(f" {FAMILY} ,{KHORRAMABAD},  {ANGSTROM}\n, {KSHATRIYA}") == [
-        FAMILY, KHORRAMABAD, ANGSTROM, KSHATRIYA]
+        FAMILY,
+        KHORRAMABAD,
+        ANGSTROM,
+        KSHATRIYA,
+    ]
     assert split_names("Рим; Остия, Нью\u00a0 Васюки\tсити") == ["Рим; Остия", "Нью Васюки сити"]
     assert split_names("\u200d, \u0301,\ufe0f, ,") == [], "nothing visible: no name"
 

@@ -24,8 +24,9 @@ def outage(database: Path | str) -> Exception:
     return asyncpg.ConnectionDoesNotExistError("connection was closed in the middle of operation")
 
 
-def break_storage(monkeypatch: pytest.MonkeyPatch, storage: object, method: str,
-                  database: Path | str) -> list[tuple[object, ...]]:
+def break_storage(
+    monkeypatch: pytest.MonkeyPatch, storage: object, method: str, database: Path | str
+) -> list[tuple[object, ...]]:
     """Make ``storage.method`` raise the outage of ``database``'s driver; the calls it met."""
     failures: list[tuple[object, ...]] = []
 
@@ -39,7 +40,8 @@ def break_storage(monkeypatch: pytest.MonkeyPatch, storage: object, method: str,
 
 @pytest.mark.parametrize("locale", ["ru", "en"])
 async def test_a_command_the_database_cannot_store_is_refused_and_changes_nothing(
-        database: Path | str, monkeypatch: pytest.MonkeyPatch, locale: str):
+    database: Path | str, monkeypatch: pytest.MonkeyPatch, locale: str
+):
     config = Config(timers=NO_TIMERS, language=locale)
     async with bot_table(players=8, config=config, database=database, guild_locale=locale) as table:
         await table.new_game(cities="Верона", maniac=False)
@@ -49,7 +51,9 @@ async def test_a_command_the_database_cannot_store_is_refused_and_changes_nothin
         real = storage.append_command
         failures = break_storage(monkeypatch, storage, "append_command", database)
         before = await snapshot(table)
-        refused = await run(table, nominator, "nominate", {"player": table.pid(nominee)}, locale=locale)
+        refused = await run(
+            table, nominator, "nominate", {"player": table.pid(nominee)}, locale=locale
+        )
         assert refused.ephemeral and refused.content == refusal_text(locale, "error.not_stored")
         assert len(failures) == 1
         await assert_unchanged(table, before)

@@ -31,11 +31,16 @@ def calls_since(table: Table, start: int, method: str, part: str) -> list[str]:
 async def test_a_newcomer_takes_a_mafiosos_place_and_nobody_else_learns_anything():
     async with bot_table(players=10) as table:
         quick_edits(table)
-        await table.new_game(players=[f"p{i}" for i in range(8)], cities="Верона", mafiosi=2,
-                             first_phase="night")
+        await table.new_game(
+            players=[f"p{i}" for i in range(8)], cities="Верона", mafiosi=2, first_phase="night"
+        )
         game = table.game
         channels = table.live().record.channels
-        city, room, log_channel = table.city_channel("Верона"), table.mafia_channel("Верона"), int(channels["log"])
+        city, room, log_channel = (
+            table.city_channel("Верона"),
+            table.mafia_channel("Верона"),
+            int(channels["log"]),
+        )
         old = game.living_mafiosi("Верона")[0]
         partner = game.living_mafiosi("Верона")[1]
         citizen_old = next(p for p in game.players if game.status_of(p) is Status.CITIZEN)
@@ -52,10 +57,18 @@ async def test_a_newcomer_takes_a_mafiosos_place_and_nobody_else_learns_anything
         assert game.status_of(str(new)) is Status.MAFIOSO and game.city_of(str(new)) == "Верона"
         assert old not in game.players and set(game.living_mafiosi("Верона")) == {str(new), partner}
         # Discord: the city role and the room's overwrite moved, through the permissions lane
-        assert f"/guilds/{table.guild_id}/members/{new}/roles/{role}" in calls_since(table, start, "PUT", "/roles/")
-        assert f"/guilds/{table.guild_id}/members/{old}/roles/{role}" in calls_since(table, start, "DELETE", "/roles/")
-        assert f"/channels/{room}/permissions/{new}" in calls_since(table, start, "PUT", "/permissions/")
-        assert f"/channels/{room}/permissions/{old}" in calls_since(table, start, "DELETE", "/permissions/")
+        assert f"/guilds/{table.guild_id}/members/{new}/roles/{role}" in calls_since(
+            table, start, "PUT", "/roles/"
+        )
+        assert f"/guilds/{table.guild_id}/members/{old}/roles/{role}" in calls_since(
+            table, start, "DELETE", "/roles/"
+        )
+        assert f"/channels/{room}/permissions/{new}" in calls_since(
+            table, start, "PUT", "/permissions/"
+        )
+        assert f"/channels/{room}/permissions/{old}" in calls_since(
+            table, start, "DELETE", "/permissions/"
+        )
         assert table.fake.client_view(new, table.guild_id).sees(room)
         old_view = table.fake.client_view(int(old), table.guild_id)
         assert not old_view.sees(room) and not old_view.sees(city)
@@ -65,22 +78,32 @@ async def test_a_newcomer_takes_a_mafiosos_place_and_nobody_else_learns_anything
         assert welcome and welcome[-1].pinged == {new}
         assert "mafia:role:" in str(welcome[-1].components)
         mine = await run(table, new, "mafia me")
-        assert mine.ephemeral and t("ru", "status.mafioso") in mine.content and f"<#{room}>" in mine.content
+        assert (
+            mine.ephemeral
+            and t("ru", "status.mafioso") in mine.content
+            and f"<#{room}>" in mine.content
+        )
         greeted = table.channel_messages(room)[-1]
         assert greeted.startswith(f"<@{new}>") and f"<@{old}>" in greeted
-        assert any(f"<@{new}>" in line and t("ru", "status.mafioso") in line
-                   for line in table.channel_messages(log_channel))
+        assert any(
+            f"<@{new}>" in line and t("ru", "status.mafioso") in line
+            for line in table.channel_messages(log_channel)
+        )
 
         # a citizen's replacement says the same in public: nothing there tells them apart
         public = [m.content for m in table.fake.messages(city)][-2:]
         await run(table, "host", "host replace", {"player": citizen_old, "newcomer": citizen_new})
         await table.drain()
         mafioso_public = [text.replace(str(new), "X").replace(old, "Y") for text in public]
-        citizen_public = [text.replace(str(citizen_new), "X").replace(citizen_old, "Y")
-                          for text in [m.content for m in table.fake.messages(city)][-2:]]
+        citizen_public = [
+            text.replace(str(citizen_new), "X").replace(citizen_old, "Y")
+            for text in [m.content for m in table.fake.messages(city)][-2:]
+        ]
         assert mafioso_public == citizen_public
         assert table.channel_messages(room)[-1] == greeted, "the mafia room heard of a citizen"
-        for watcher in [int(p) for p in table.game.players if table.game.status_of(p) is not Status.MAFIOSO]:
+        for watcher in [
+            int(p) for p in table.game.players if table.game.status_of(p) is not Status.MAFIOSO
+        ]:
             assert leaks_to(table, watcher) == [], watcher
         assert leaks_to(table, int(old)) == [] and leaks_to(table, int(citizen_old)) == []
 
@@ -145,13 +168,15 @@ async def test_leaving_tells_the_host_and_the_procurator_strikes_out_after_the_g
         leaver, stayer = [p for p in game.players if game.status_of(p) is Status.CITIZEN][:2]
 
         left = await run(table, int(leaver), "mafia leave")
-        assert left.content.startswith(t("ru", "lobby.left_game_strike", when=f"<t:{int(NOW + 600)}:R>",
-                                         join="").split("—")[0])
+        assert left.content.startswith(
+            t("ru", "lobby.left_game_strike", when=f"<t:{int(NOW + 600)}:R>", join="").split("—")[0]
+        )
         await table.drain()
         told = table.channel_messages(log_channel)[-1]
         assert told.startswith(f"🚪 <@{leaver}>") and f"<t:{int(NOW + 600)}:R>" in told
-        assert not any(f"<@{leaver}>" in m for m in table.channel_messages(table.city_channel("Верона"))[-1:]), \
-            "the city is not told he left"
+        assert not any(
+            f"<@{leaver}>" in m for m in table.channel_messages(table.city_channel("Верона"))[-1:]
+        ), "the city is not told he left"
         again = await run(table, int(leaver), "mafia leave")
         assert again.content == t("ru", "error.already_leaving")
 
@@ -163,12 +188,16 @@ async def test_leaving_tells_the_host_and_the_procurator_strikes_out_after_the_g
 
         now[0] += 601
         table.bot.get_cog("HostCog").strikes.arm(table.live())
-        await table.fake.wait_until(lambda: not table.game.is_alive(leaver), 5.0, "never struck out")
+        await table.fake.wait_until(
+            lambda: not table.game.is_alive(leaver), 5.0, "never struck out"
+        )
         assert table.game.is_alive(stayer)
         death = table.game.deaths[-1]
         assert death.player == leaver and death.cause.value == "procurator"
         await table.drain()
-        assert table.channel_messages(log_channel)[-1] == t("ru", "log.struck", player=f"<@{leaver}>")
+        assert table.channel_messages(log_channel)[-1] == t(
+            "ru", "log.struck", player=f"<@{leaver}>"
+        )
         assert leaver not in table.live().record.lobby["leaving"]
         commands = await table.bot.storage.commands(table.live().id)
         assert commands[-1].command == {"by": "host", "verb": "kill", "target": leaver}
@@ -182,7 +211,10 @@ async def test_a_member_leaving_the_server_is_handled_like_leave_and_leaves_the_
         gone = table.member("p7").user.id
         table.fake.remove_member(table.guild_id, gone)
         await table.fake.wait_until(
-            lambda: gone not in [p["id"] for p in table.live().record.lobby["players"]], 5.0, "still in the lobby")
+            lambda: gone not in [p["id"] for p in table.live().record.lobby["players"]],
+            5.0,
+            "still in the lobby",
+        )
         await table.drain()
         assert f"<@{gone}>" not in table.fake.message(lobby.id).content
 
@@ -193,13 +225,27 @@ async def test_a_member_leaving_the_server_is_handled_like_leave_and_leaves_the_
         log_channel = int(table.live().record.channels["log"])
         player = table.game.alive()[0]
         table.fake.remove_member(table.guild_id, int(player))
-        await table.fake.wait_until(lambda: player in table.live().record.lobby.get("leaving", {}), 5.0,
-                                    "the host was never told")
-        assert table.live().record.lobby["leaving"][player] is None  # no leave_strike: the host decides
+        await table.fake.wait_until(
+            lambda: player in table.live().record.lobby.get("leaving", {}),
+            5.0,
+            "the host was never told",
+        )
+        assert (
+            table.live().record.lobby["leaving"][player] is None
+        )  # no leave_strike: the host decides
         await table.drain()
         told = table.channel_messages(log_channel)[-1]
-        assert told == t("ru", "log.left_server", player=f"<@{player}>", then=t(
-            "ru", "log.strike_off", replace=_mention(table, "host replace"), kill=_mention(table, "host kill")))
+        assert told == t(
+            "ru",
+            "log.left_server",
+            player=f"<@{player}>",
+            then=t(
+                "ru",
+                "log.strike_off",
+                replace=_mention(table, "host replace"),
+                kill=_mention(table, "host kill"),
+            ),
+        )
         assert table.game.is_alive(player)
 
 
@@ -235,21 +281,31 @@ async def test_a_pending_strike_survives_a_restart():
     fake = FakeDiscord()
     world = build_standard_guild(fake, players=[f"p{i}" for i in range(8)])
     with tempfile.TemporaryDirectory() as folder:
-        config = with_fields(Config(timers=Timers(discussion=0, voting=0, night=0, execution=0, reminders=(),
-                                                  leave_strike=300)),
-                             database=Path(folder) / "bot.sqlite3")
+        config = with_fields(
+            Config(
+                timers=Timers(
+                    discussion=0, voting=0, night=0, execution=0, reminders=(), leave_strike=300
+                )
+            ),
+            database=Path(folder) / "bot.sqlite3",
+        )
         await fake.start()
         try:
             async with bot_on(fake, world, config, clock=lambda: now[0]) as first:
                 quick_edits(first)
                 await first.new_game(cities="Верона")
-                leaver = next(p for p in first.game.alive() if first.game.status_of(p) is Status.CITIZEN)
+                leaver = next(
+                    p for p in first.game.alive() if first.game.status_of(p) is Status.CITIZEN
+                )
                 await run(first, int(leaver), "mafia leave")
                 assert first.live().record.lobby["leaving"] == {leaver: NOW + 300}
             now[0] += 301
             async with bot_on(fake, world, config, clock=lambda: now[0]) as second:
-                await second.fake.wait_until(lambda: not second.game.is_alive(leaver), 5.0,
-                                             "the strike was lost in the restart")
+                await second.fake.wait_until(
+                    lambda: not second.game.is_alive(leaver),
+                    5.0,
+                    "the strike was lost in the restart",
+                )
                 assert second.game.deaths[-1].cause.value == "procurator"
         finally:
             await fake.close()

@@ -63,9 +63,15 @@ def game_channels(channels: dict[str, Any]) -> list[int]:
 
 def overwrite_counts(table: Table) -> list[int]:
     """How many overwrites each request the bot made carried (channel creations and edits)."""
-    counts = [len(call.json.get("permission_overwrites") or []) for call in table.fake.calls("POST", CREATE_CHANNEL)]
-    counts += [len(call.json["permission_overwrites"]) for call in table.fake.calls("PATCH", EDIT_CHANNEL)
-               if isinstance(call.json, dict) and "permission_overwrites" in call.json]
+    counts = [
+        len(call.json.get("permission_overwrites") or [])
+        for call in table.fake.calls("POST", CREATE_CHANNEL)
+    ]
+    counts += [
+        len(call.json["permission_overwrites"])
+        for call in table.fake.calls("PATCH", EDIT_CHANNEL)
+        if isinstance(call.json, dict) and "permission_overwrites" in call.json
+    ]
     return counts
 
 
@@ -76,15 +82,20 @@ def silenced_bits(permissions: int) -> list[str]:
 
 def calls_by_route(table: Table, since: int = 0) -> Counter[str]:
     """The bot's REST calls (not interaction answers) since call number ``since``, by route."""
-    return Counter(f"{call.method} {call.route}" for call in table.fake.calls()[since:]
-                   if not call.route.startswith(("/interactions/", "/webhooks/")))
+    return Counter(
+        f"{call.method} {call.route}"
+        for call in table.fake.calls()[since:]
+        if not call.route.startswith(("/interactions/", "/webhooks/"))
+    )
 
 
 async def open_with(table: Table, cities: list[str], **setup: Any) -> None:
     """A lobby every member joined, set up with these cities by ``/host setup``."""
     await table.open_lobby()
     answer = await run(table, "host", "host setup", {"cities": ", ".join(cities), **setup})
-    assert answer.ephemeral and table.live().record.lobby["setup"]["cities"] == cities, answer.content
+    assert answer.ephemeral and table.live().record.lobby["setup"]["cities"] == cities, (
+        answer.content
+    )
 
 
 # ------------------------------------------------------------------ the model, at scale
@@ -105,8 +116,10 @@ async def test_200_players_in_4_cities_start_and_play_a_day_and_a_night():
         assert at_start[f"POST {CREATE_CHANNEL}"] == 1 + 2 * 4 + 3
         assert at_start[f"PUT {MEMBER_ROLE}"] == 200
         assert max(overwrite_counts(table)) <= 100
-        created = {int(call.response["id"]): len(call.json["permission_overwrites"])
-                   for call in table.fake.calls("POST", CREATE_CHANNEL)}
+        created = {
+            int(call.response["id"]): len(call.json["permission_overwrites"])
+            for call in table.fake.calls("POST", CREATE_CHANNEL)
+        }
         for city in game.cities:  # the base three, the four cities' living roles, the dead role
             assert created[table.city_channel(city)] == 3 + 4 + 1
             assert created[table.mafia_channel(city)] == 3 + len(game.living_mafiosi(city))
@@ -119,7 +132,9 @@ async def test_200_players_in_4_cities_start_and_play_a_day_and_a_night():
                 home = game.city_of(pid) == city
                 assert bool(may(table, text, pid) & SEND) == home
                 assert may(table, text, pid) & VIEW
-                assert bool(may(table, mafia, pid) & VIEW) == (home and game.status_of(pid).value == "mafioso")
+                assert bool(may(table, mafia, pid) & VIEW) == (
+                    home and game.status_of(pid).value == "mafioso"
+                )
             assert may(table, int(channels["voice"]), game.residents[city][0]) & SPEAK
 
         # day 1: one nominee per city, a few votes, the executions
@@ -171,9 +186,14 @@ async def test_200_players_in_one_city_start():
         live, game = table.live(), table.game
         counts = overwrite_counts(table)
         assert max(counts) <= 100
-        mafia_room = next(call for call in table.fake.calls("POST", CREATE_CHANNEL)
-                          if int(call.response["id"]) == table.mafia_channel("Верона"))
-        assert len(mafia_room.json["permission_overwrites"]) == 3 + len(game.living_mafiosi("Верона"))
+        mafia_room = next(
+            call
+            for call in table.fake.calls("POST", CREATE_CHANNEL)
+            if int(call.response["id"]) == table.mafia_channel("Верона")
+        )
+        assert len(mafia_room.json["permission_overwrites"]) == 3 + len(
+            game.living_mafiosi("Верона")
+        )
         text = table.city_channel("Верона")
         assert all(may(table, text, pid) & SEND for pid in game.players)
         assert live.record.state == "running"
@@ -195,7 +215,9 @@ async def test_the_dead_lose_every_voice_everywhere_and_at_the_end_all_is_read_o
             await accepted(table, "host", "host kill", {"player": victim})
         await table.drain()
         for victim in (citizen, mafioso):
-            for channel_id in set(game_channels(channels)) - {int(channels["dead"])}:  # where he now writes
+            for channel_id in set(game_channels(channels)) - {
+                int(channels["dead"])
+            }:  # where he now writes
                 assert silenced_bits(may(table, channel_id, victim)) == [], (victim, channel_id)
             for city in game.cities:
                 assert may(table, table.city_channel(city), victim) & VIEW
@@ -204,7 +226,8 @@ async def test_the_dead_lose_every_voice_everywhere_and_at_the_end_all_is_read_o
             assert not may(table, int(channels["log"]), victim) & VIEW
         assert not may(table, mafia_room, mafioso) & VIEW
         game_roles = {channels["roles"]["dead"]} | {
-            role for ids in channels["roles"]["cities"].values() for role in ids.values()}
+            role for ids in channels["roles"]["cities"].values() for role in ids.values()
+        }
         for victim in (citizen, mafioso):  # one game role at a time
             assert set(table.member(int(victim)).roles) & game_roles == {channels["roles"]["dead"]}
 
@@ -212,7 +235,9 @@ async def test_the_dead_lose_every_voice_everywhere_and_at_the_end_all_is_read_o
         await run(table, "host", "host end")
         await table.drain()
         edits = calls_by_route(table, mark)
-        assert edits[f"PATCH {EDIT_CHANNEL}"] == len(game_channels(channels))  # one edit per channel
+        assert edits[f"PATCH {EDIT_CHANNEL}"] == len(
+            game_channels(channels)
+        )  # one edit per channel
         for pid in game.players:
             for channel_id in game_channels(channels):
                 assert silenced_bits(may(table, channel_id, pid)) == [], (pid, channel_id)
@@ -238,11 +263,19 @@ async def test_two_host_starts_at_once_deal_once():
         answers = sorted([first.content, second.content])
         assert answers == sorted([t("ru", "host.started"), t("ru", "error.already_starting")])
         await table.drain()
-        categories = [c for c in table.fake.state.guild_channels(table.guild_id) if c.type == ChannelType.GUILD_CATEGORY]
+        categories = [
+            c
+            for c in table.fake.state.guild_channels(table.guild_id)
+            if c.type == ChannelType.GUILD_CATEGORY
+        ]
         assert len(categories) == 1
         assert len(table.fake.calls("POST", CREATE_CHANNEL)) == 1 + 2 + 3
         assert len(table.fake.calls("PUT", MEMBER_ROLE)) == 8
-        welcome = [m for m in table.fake.messages(table.city_channel("Верона")) if "mafia:role:" in str(m.components)]
+        welcome = [
+            m
+            for m in table.fake.messages(table.city_channel("Верона"))
+            if "mafia:role:" in str(m.components)
+        ]
         assert len(welcome) == 1
 
 
@@ -257,11 +290,21 @@ async def test_a_hanging_message_does_not_hold_up_a_death():
         held = table.fake.hang("POST", rf"/channels/{text}/messages", count=None)
         assert may(table, text, victim) & SEND
         await accepted(table, "host", "host kill", {"player": victim})
-        await table.fake.wait_until(lambda: held.hits >= 1 or None, 5.0, "the death's message was not sent")
+        await table.fake.wait_until(
+            lambda: held.hits >= 1 or None, 5.0, "the death's message was not sent"
+        )
         # the message hangs; the death's permissions are carried out all the same
         await table.fake.wait_until(
-            lambda: (not may(table, text, victim) & SEND and may(table, int(live.record.channels["dead"]), victim)
-                     & SEND) or None, 5.0, "the death's permissions waited for the message")
+            lambda: (
+                (
+                    not may(table, text, victim) & SEND
+                    and may(table, int(live.record.channels["dead"]), victim) & SEND
+                )
+                or None
+            ),
+            5.0,
+            "the death's permissions waited for the message",
+        )
         assert held.hits >= 1
 
         def deaths() -> int:
@@ -286,14 +329,20 @@ async def test_a_message_posted_just_before_a_restart_is_not_posted_again_after_
             await fake.wait_until(lambda: held.hits or None, 5.0, "the announcement was never sent")
         voting = announcement("ru", "phase.voting", day=1, deadline=t("ru", "deadline.host"))
         held.release()  # Discord carries it out; the bot that sent it is gone
-        await fake.wait_until(lambda: any(voting in m for m in [x.content for x in fake.messages(text)]) or None)
+        await fake.wait_until(
+            lambda: any(voting in m for m in [x.content for x in fake.messages(text)]) or None
+        )
         fake.forget_nonces()  # the restart took longer than Discord remembers nonces
         async with bot_on(fake, world, config) as second:
             await second.drain()
             assert sum(voting in m.content for m in fake.messages(text)) == 1
             posted = next(m for m in fake.messages(text) if voting in m.content)
             rows = await second.bot.storage.outbox_items(live.id, "messages")
-            sent = [row for row in rows if row.kind == "send" and voting in row.payload.get("content", "")]
+            sent = [
+                row
+                for row in rows
+                if row.kind == "send" and voting in row.payload.get("content", "")
+            ]
             assert len(sent) == 1
             assert posted.id in await second.bot.storage.claimed([posted.id])
             history = fake.calls("GET", "/channels/{channel_id}/messages")
@@ -320,8 +369,10 @@ def _made(fake: FakeDiscord, guild_id: int) -> tuple[list[Any], list[Any]]:
     channels = [int(c.response["id"]) for c in fake.calls("POST", CREATE_CHANNEL) if c.ok]
     roles = [int(c.response["id"]) for c in fake.calls("POST", CREATE_ROLE) if c.ok]
     guild = fake.state.guild(guild_id)
-    return ([fake.state.channels[i] for i in channels if not fake.state.channels[i].deleted],
-            [guild.roles[i] for i in roles if i in guild.roles])
+    return (
+        [fake.state.channels[i] for i in channels if not fake.state.channels[i].deleted],
+        [guild.roles[i] for i in roles if i in guild.roles],
+    )
 
 
 async def test_a_start_cut_off_by_a_restart_resumes_adopting_what_discord_made_unheard():
@@ -339,17 +390,25 @@ async def _cut_off_and_resumed(route: str) -> None:
         made_before = len(_made(fake, world.guild.id)[0]) + len(_made(fake, world.guild.id)[1])
         held.release()  # Discord makes it; nobody hears the answer
         await fake.wait_until(
-            lambda: len(_made(fake, world.guild.id)[0]) + len(_made(fake, world.guild.id)[1]) > made_before
-            or None)
+            lambda: (
+                len(_made(fake, world.guild.id)[0]) + len(_made(fake, world.guild.id)[1])
+                > made_before
+                or None
+            )
+        )
         async with bot_on(fake, world, config) as second:
             quick_edits(second)
-            await fake.wait_until(lambda: second.live().record.state == "running" or None, 30.0,
-                                  "the start was not resumed")
+            await fake.wait_until(
+                lambda: second.live().record.state == "running" or None,
+                30.0,
+                "the start was not resumed",
+            )
             await second.drain()
             live = second.live()
             channels, roles = _made(fake, world.guild.id)
             assert sorted(c.id for c in channels) == sorted(
-                game_channels(live.record.channels) + [live.record.channels["category"]]), route
+                game_channels(live.record.channels) + [live.record.channels["category"]]
+            ), route
             names = Counter(role.name for role in roles)
             assert all(n == 1 for n in names.values()) and len(roles) == 2, names
             assert len([c for c in channels if c.type == ChannelType.GUILD_CATEGORY]) == 1
@@ -369,12 +428,19 @@ async def test_host_end_during_a_start_begins_no_create_after_it():
         game = table.live().id
         ended = await run(table, "host", "host end")
         assert ended.content == t("ru", "host.ended_reply")
-        creates = len(table.fake.calls("POST", CREATE_ROLE)) + len(table.fake.calls("POST", CREATE_CHANNEL))
+        creates = len(table.fake.calls("POST", CREATE_ROLE)) + len(
+            table.fake.calls("POST", CREATE_CHANNEL)
+        )
         held.release()
-        await table.fake.wait_until(lambda: table.bot.service.find(game) is None or None, 30.0,
-                                    "the rollback did not end")
+        await table.fake.wait_until(
+            lambda: table.bot.service.find(game) is None or None, 30.0, "the rollback did not end"
+        )
         await table.drain()
-        assert len(table.fake.calls("POST", CREATE_ROLE)) + len(table.fake.calls("POST", CREATE_CHANNEL)) == creates
+        assert (
+            len(table.fake.calls("POST", CREATE_ROLE))
+            + len(table.fake.calls("POST", CREATE_CHANNEL))
+            == creates
+        )
         assert (await table.bot.storage.game(game)).state == "cancelled"
         assert _made(table.fake, table.guild_id) == ([], [])
 
@@ -403,10 +469,16 @@ async def test_a_rollback_after_a_restart_waits_for_a_role_still_being_made_then
             game = first.live().id
         assert _made(fake, world.guild.id)[1] == []  # still being made
         async with bot_on(fake, world, config) as second:
-            await fake.wait_until(lambda: _made(fake, world.guild.id)[1] or None, 10.0,
-                                  "the first process's role never landed")
-            await fake.wait_until(lambda: second.bot.service.find(game) is None or None, 30.0,
-                                  "the rollback did not end")
+            await fake.wait_until(
+                lambda: _made(fake, world.guild.id)[1] or None,
+                10.0,
+                "the first process's role never landed",
+            )
+            await fake.wait_until(
+                lambda: second.bot.service.find(game) is None or None,
+                30.0,
+                "the rollback did not end",
+            )
             await second.drain()
             assert (await second.bot.storage.game(game)).state == "cancelled"
             assert _made(fake, world.guild.id) == ([], [])
@@ -433,11 +505,25 @@ async def test_a_role_still_being_made_when_the_next_process_starts_is_adopted_n
         assert not [r for r in guild.roles.values() if r.name == name]  # still being made
         async with bot_on(fake, world, config) as second:
             await fake.wait_until(
-                lambda: any(guild.roles[r].name == name for r in guild.members[watcher].roles
-                            if r in guild.roles) or None, 30.0, "the spectator never got the role")
+                lambda: (
+                    any(
+                        guild.roles[r].name == name
+                        for r in guild.members[watcher].roles
+                        if r in guild.roles
+                    )
+                    or None
+                ),
+                30.0,
+                "the spectator never got the role",
+            )
             # the slow call of the first process has been answered by now: its role is made
-            await fake.wait_until(lambda: all(c.status for c in fake.calls("POST", "/guilds/{guild_id}/roles"))
-                                  or None, 10.0, "the first process's call was never answered")
+            await fake.wait_until(
+                lambda: (
+                    all(c.status for c in fake.calls("POST", "/guilds/{guild_id}/roles")) or None
+                ),
+                10.0,
+                "the first process's call was never answered",
+            )
             await second.drain()
             roles = [r.id for r in guild.roles.values() if r.name == name]
             assert len(roles) == 1, f"{len(roles)} spectator roles"
@@ -455,23 +541,37 @@ async def test_a_start_cut_off_then_refused_after_the_restart_leaves_nothing_beh
             await fake.wait_until(lambda: held.hits or None, 5.0, "no channel was created")
         held.release()
         await fake.wait_until(lambda: _made(fake, world.guild.id)[0] or None)
-        refusing = fake.fail("POST", r"/guilds/\d+/channels", status=403, code=50013,
-                             message="Missing Permissions", count=None)
+        refusing = fake.fail(
+            "POST",
+            r"/guilds/\d+/channels",
+            status=403,
+            code=50013,
+            message="Missing Permissions",
+            count=None,
+        )
         async with bot_on(fake, world, config) as second:
-            await fake.wait_until(lambda: second.live().record.state == "lobby" or None, 30.0,
-                                  "the start was not rolled back")
+            await fake.wait_until(
+                lambda: second.live().record.state == "lobby" or None,
+                30.0,
+                "the start was not rolled back",
+            )
             await second.drain()
             assert refusing.hits >= 1
             assert _made(fake, world.guild.id) == ([], [])
-            said = t("ru", "error.missing_permissions", permissions=t("ru", "permission.manage_channels"))
+            said = t(
+                "ru", "error.missing_permissions", permissions=t("ru", "permission.manage_channels")
+            )
             assert said in second.channel_messages(world.text_channel.id)
             lobby = (await lobby_message(second)).content
             assert t("ru", "lobby.howto") in lobby and t("ru", "lobby.state_starting") not in lobby
             fake.clear_faults()
             again = await run(second, "host", "host start")
             assert again.content == t("ru", "host.started")
-            categories = [c for c in fake.state.guild_channels(world.guild.id)
-                          if c.type == ChannelType.GUILD_CATEGORY]
+            categories = [
+                c
+                for c in fake.state.guild_channels(world.guild.id)
+                if c.type == ChannelType.GUILD_CATEGORY
+            ]
             assert len(categories) == 1
 
 
@@ -497,8 +597,12 @@ async def test_host_end_while_starting_removes_what_was_made():
 async def test_the_host_is_told_who_sees_hidden_rooms_or_the_audit_log():
     async with bot_table(players=8) as table:
         fake = table.fake
-        admins = fake.create_role(table.guild_id, "Admins", permissions=int(Permission.ADMINISTRATOR))
-        auditors = fake.create_role(table.guild_id, "Auditors", permissions=int(Permission.VIEW_AUDIT_LOG))
+        admins = fake.create_role(
+            table.guild_id, "Admins", permissions=int(Permission.ADMINISTRATOR)
+        )
+        auditors = fake.create_role(
+            table.guild_id, "Auditors", permissions=int(Permission.VIEW_AUDIT_LOG)
+        )
         fake.add_member_role(table.guild_id, table.member("p1").user.id, admins.id)
         fake.add_member_role(table.guild_id, table.member("p2").user.id, auditors.id)
         await table.open_lobby()
@@ -512,12 +616,19 @@ async def test_the_host_is_told_who_sees_hidden_rooms_or_the_audit_log():
         assert started.ephemeral
         assert started.content.splitlines() == [t("ru", "host.started"), hidden, audit]
         await table.drain()
-        names = [c.name for c in fake.state.guild_channels(table.guild_id) if c.id in game_channels(
-            table.live().record.channels)]
+        names = [
+            c.name
+            for c in fake.state.guild_channels(table.guild_id)
+            if c.id in game_channels(table.live().record.channels)
+        ]
         topics = [c.topic or "" for c in fake.state.guild_channels(table.guild_id)]
         mafiosi = table.players_of("mafioso")
-        statuses = [t("ru", f"status.{s}") for s in ("mafioso", "commissar", "doctor", "journalist")]
-        for text in names + topics + [r.name for r in fake.state.guild(table.guild_id).roles.values()]:
+        statuses = [
+            t("ru", f"status.{s}") for s in ("mafioso", "commissar", "doctor", "journalist")
+        ]
+        for text in (
+            names + topics + [r.name for r in fake.state.guild(table.guild_id).roles.values()]
+        ):
             assert not any(s in text.lower() for s in statuses), text
             assert not any(table.pid(m) in text or m in text for m in mafiosi), text
         reasons = [call.headers.get("X-Audit-Log-Reason", "") for call in fake.calls()]
@@ -540,7 +651,9 @@ async def test_a_create_that_timed_out_and_reached_discord_later_leaves_no_dupli
         held = table.fake.hang("POST", r"/guilds/\d+/roles", count=1)
         table.fake.delay("GET", r"/guilds/\d+/channels", 1.0, count=1)  # the sweep waits a little
         started = await table.slash("host", "host start", wait=False)
-        await table.fake.wait_until(lambda: table.fake.calls("GET", "/guilds/{guild_id}/channels") or None, 10.0)
+        await table.fake.wait_until(
+            lambda: table.fake.calls("GET", "/guilds/{guild_id}/channels") or None, 10.0
+        )
         held.release()
         await started.wait_original(30.0)
         await table.drain()
@@ -569,25 +682,37 @@ async def test_players_who_turned_pings_off_hold_the_quiet_twin_and_are_never_pi
         for pid in game.players:
             ids = roles[game.city_of(pid)]
             held = set(table.member(int(pid)).roles)
-            assert held & set(ids.values()) == {ids["quiet"] if int(pid) in quiet else ids["living"]}
+            assert held & set(ids.values()) == {
+                ids["quiet"] if int(pid) in quiet else ids["living"]
+            }
             assert may(table, table.city_channel(game.city_of(pid)), pid) & SEND
         for city in game.cities:
-            welcome = next(call.json for call in table.fake.calls("POST", "/channels/{channel_id}/messages")
-                           if call.params["channel_id"] == str(table.city_channel(city)))
+            welcome = next(
+                call.json
+                for call in table.fake.calls("POST", "/channels/{channel_id}/messages")
+                if call.params["channel_id"] == str(table.city_channel(city))
+            )
             assert welcome["content"].startswith(f"<@&{roles[city]['living']}>")
             assert welcome["allowed_mentions"]["roles"] == [str(roles[city]["living"])]
         victim = str(quiet[0])
         await accepted(table, "host", "host kill", {"player": victim})
         await table.drain()
-        assert set(table.member(int(victim)).roles) & {r for ids in roles.values() for r in ids.values()} == set()
+        assert (
+            set(table.member(int(victim)).roles)
+            & {r for ids in roles.values() for r in ids.values()}
+            == set()
+        )
         assert not may(table, table.city_channel(game.city_of(victim)), victim) & SEND
 
 
-async def _rolled_back_after_the_restart(fake: FakeDiscord, world: StandardGuild, config: Config, game: int) -> None:
+async def _rolled_back_after_the_restart(
+    fake: FakeDiscord, world: StandardGuild, config: Config, game: int
+) -> None:
     """The next process ends the rollback: the game cancelled, nothing it made left."""
     async with bot_on(fake, world, config) as second:
-        await fake.wait_until(lambda: second.bot.service.find(game) is None or None, 30.0,
-                              "the rollback did not end")
+        await fake.wait_until(
+            lambda: second.bot.service.find(game) is None or None, 30.0, "the rollback did not end"
+        )
         await second.drain()
         assert (await second.bot.storage.game(game)).state == "cancelled"
         assert _made(fake, world.guild.id) == ([], [])
@@ -607,7 +732,9 @@ async def test_host_end_while_a_create_is_under_way_then_a_restart_leaves_no_orp
             assert ended.content == t("ru", "host.ended_reply")
             game = first.live().id
         held.release()  # Discord makes the role; the process that asked is gone
-        await fake.wait_until(lambda: _made(fake, world.guild.id)[1] or None, 5.0, "the role was not made")
+        await fake.wait_until(
+            lambda: _made(fake, world.guild.id)[1] or None, 5.0, "the role was not made"
+        )
         await _rolled_back_after_the_restart(fake, world, config, game)
 
 
@@ -625,13 +752,22 @@ async def test_host_end_while_a_channel_is_made_in_the_category_then_a_restart_l
             await first.slash("host", "host start", wait=False)
             await fake.wait_until(lambda: category.hits or None, 5.0, "no category was being made")
             category.release()
-            await fake.wait_until(lambda: child.hits or None, 5.0, "no channel was being made in it")
+            await fake.wait_until(
+                lambda: child.hits or None, 5.0, "no channel was being made in it"
+            )
             ended = await run(first, "host", "host end")
             assert ended.content == t("ru", "host.ended_reply")
             game = first.live().id
         child.release()  # Discord makes the channel in the category; the process that asked is gone
-        await fake.wait_until(lambda: len(_made(fake, world.guild.id)[0]) == 2 or None, 5.0,
-                              "the channel was not made")
-        [parent] = [c for c in _made(fake, world.guild.id)[0] if c.type == ChannelType.GUILD_CATEGORY]
-        assert [c.parent_id for c in _made(fake, world.guild.id)[0] if c.id != parent.id] == [parent.id]
+        await fake.wait_until(
+            lambda: len(_made(fake, world.guild.id)[0]) == 2 or None,
+            5.0,
+            "the channel was not made",
+        )
+        [parent] = [
+            c for c in _made(fake, world.guild.id)[0] if c.type == ChannelType.GUILD_CATEGORY
+        ]
+        assert [c.parent_id for c in _made(fake, world.guild.id)[0] if c.id != parent.id] == [
+            parent.id
+        ]
         await _rolled_back_after_the_restart(fake, world, config, game)

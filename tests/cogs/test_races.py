@@ -47,7 +47,9 @@ async def finished(result: InteractionResult) -> str:
     return result.content
 
 
-def written(table: Table, who: str, command: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
+def written(
+    table: Table, who: str, command: str, options: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A slash command as Discord creates it now (its snowflake carries this moment, to the
     millisecond, as Discord's do), to be delivered later with ``fake.send_interaction``: the
     gateway's delay made explicit."""
@@ -55,15 +57,23 @@ def written(table: Table, who: str, command: str, options: dict[str, Any] | None
     created = datetime.datetime.now(datetime.UTC) - datetime.timedelta(milliseconds=1)
     snowflake = discord.utils.time_snowflake(created) + random.randrange(1, 1 << 22)
     payload = fake.builder.envelope(
-        INTERACTION_APPLICATION_COMMAND, guild_id=table.guild_id, channel_id=table.world.text_channel.id,
-        user_id=table.member(who).user.id, locale="ru", guild_locale=None, interaction_id=snowflake,
+        INTERACTION_APPLICATION_COMMAND,
+        guild_id=table.guild_id,
+        channel_id=table.world.text_channel.id,
+        user_id=table.member(who).user.id,
+        locale="ru",
+        guild_locale=None,
+        interaction_id=snowflake,
     )
     payload["data"] = fake.builder.command_data(payload, command, options or {})
     return payload
 
 
 async def commands_of(table: Table) -> list[tuple[str, str]]:
-    return [(row.command["verb"], row.source) for row in await table.bot.storage.commands(table.live().id)]
+    return [
+        (row.command["verb"], row.source)
+        for row in await table.bot.storage.commands(table.live().id)
+    ]
 
 
 async def test_two_host_next_at_once_move_the_game_on_once():
@@ -72,9 +82,13 @@ async def test_two_host_next_at_once_move_the_game_on_once():
         await table.new_game(cities="Верона", maniac=False)
         # both pressed a moment before either reached the bot (as over a real gateway)
         pressed = [written(table, "host", "host next") for _ in range(2)]
-        first, second = [await table.fake.send_interaction(payload, wait=False) for payload in pressed]
+        first, second = [
+            await table.fake.send_interaction(payload, wait=False) for payload in pressed
+        ]
         answers = sorted([await finished(first), await finished(second)])
-        began = t("ru", "host.began", moment="день 1, голосование", deadline=t("ru", "deadline.host"))
+        began = t(
+            "ru", "host.began", moment="день 1, голосование", deadline=t("ru", "deadline.host")
+        )
         assert answers == sorted([began, moved_on()])
         assert table.game.stage.value == "voting" and table.game.phase.number == 1
         assert await commands_of(table) == [("voting", "host")]
@@ -89,7 +103,9 @@ async def test_a_host_next_sent_as_the_discussion_timer_fired_does_not_end_the_d
         now[0] += 600.005  # the deadline passed 5 ms ago ...
         late = written(table, "host", "host next")  # ... and the host pressed "next" now
         table.bot.timers.arm(live)  # the timer's commit comes first
-        await table.fake.wait_until(lambda: table.game.stage.value == "voting", 5.0, "the timer did not fire")
+        await table.fake.wait_until(
+            lambda: table.game.stage.value == "voting", 5.0, "the timer did not fire"
+        )
         before = await snapshot(table)
         result = await table.fake.send_interaction(late)
         assert await finished(result) == moved_on() and result.ephemeral
@@ -104,13 +120,16 @@ async def test_a_host_next_naming_the_stage_it_saw_is_refused_once_the_timer_mov
     async with bot_table(players=8, config=config, clock=lambda: now[0]) as table:
         quick_edits(table)
         live = await table.new_game(cities="Верона", maniac=False)
-        offered = await table.fake.autocomplete(table.guild_id, table.host.user.id, "host next", "from", "",
-                                                locale="ru")
+        offered = await table.fake.autocomplete(
+            table.guild_id, table.host.user.id, "host next", "from", "", locale="ru"
+        )
         assert [c["value"] for c in offered.choices] == ["day 1 discussion"]
         assert offered.choices[0]["name"] == t("ru", "host.next_choice.discussion", phase="день 1")
         now[0] += 601
         table.bot.timers.arm(live)
-        await table.fake.wait_until(lambda: table.game.stage.value == "voting", 5.0, "the timer did not fire")
+        await table.fake.wait_until(
+            lambda: table.game.stage.value == "voting", 5.0, "the timer did not fire"
+        )
         before = await snapshot(table)
         refused = await run(table, "host", "host next", {"from": "day 1 discussion"})
         assert refused.content == moved_on()
@@ -133,15 +152,25 @@ async def test_two_lobby_joins_at_once_as_the_lobby_appears_are_both_counted_and
         # Discord is slow to tell the bot which message answered /mafia new
         table.fake.delay("GET", r"/webhooks/.*/messages/@original", 0.5)
         opened = await table.slash("host", "mafia new", wait=False)
-        lobby = await table.fake.wait_until(lambda: next(
-            (m for m in table.fake.messages(table.world.text_channel.id) if m.custom_ids()), None),
-            5.0, "the lobby never appeared")
+        lobby = await table.fake.wait_until(
+            lambda: next(
+                (m for m in table.fake.messages(table.world.text_channel.id) if m.custom_ids()),
+                None,
+            ),
+            5.0,
+            "the lobby never appeared",
+        )
         game = table.live().id
         p0, p1 = table.member("p0").user.id, table.member("p1").user.id
-        clicks = [await table.fake.click(lobby, f"mafia:join:{game}", user, wait=False) for user in (p0, p0, p1)]
+        clicks = [
+            await table.fake.click(lobby, f"mafia:join:{game}", user, wait=False)
+            for user in (p0, p0, p1)
+        ]
         answers = [await finished(click) for click in clicks]
         await finished(opened)
-        assert sorted(answers) == sorted([t("ru", "lobby.joined")] * 2 + [t("ru", "error.already_joined")])
+        assert sorted(answers) == sorted(
+            [t("ru", "lobby.joined")] * 2 + [t("ru", "error.already_joined")]
+        )
         assert all(click.ephemeral for click in clicks)
         assert [p["id"] for p in table.live().record.lobby["players"]] == [p0, p1]
         stored = await table.bot.storage.game(game)
@@ -150,7 +179,9 @@ async def test_two_lobby_joins_at_once_as_the_lobby_appears_are_both_counted_and
         await table.drain()
         both = f"<@{p0}>, <@{p1}>"
         assert settled.id == lobby.id
-        assert t("ru", "lobby.players", count=2, players=both) in table.fake.message(lobby.id).content
+        assert (
+            t("ru", "lobby.players", count=2, players=both) in table.fake.message(lobby.id).content
+        )
 
 
 async def test_a_join_that_meets_a_start_is_refused_rather_than_left_out_of_the_deal():
@@ -162,14 +193,22 @@ async def test_a_join_that_meets_a_start_is_refused_rather_than_left_out_of_the_
         lock = table.bot.service.lock(live.id)
         async with lock:  # a command of the lobby is being stored: both wait behind it
             started = await table.slash("host", "host start", wait=False)
-            await table.fake.wait_until(lambda: len(lock._waiters or ()) == 1, 5.0, "the start never waited")
-            late = await table.fake.click(lobby, f"mafia:join:{live.id}", table.member("p7").user.id, wait=False)
-            await table.fake.wait_until(lambda: len(lock._waiters or ()) == 2, 5.0, "the join never waited")
+            await table.fake.wait_until(
+                lambda: len(lock._waiters or ()) == 1, 5.0, "the start never waited"
+            )
+            late = await table.fake.click(
+                lobby, f"mafia:join:{live.id}", table.member("p7").user.id, wait=False
+            )
+            await table.fake.wait_until(
+                lambda: len(lock._waiters or ()) == 2, 5.0, "the join never waited"
+            )
         assert await finished(late) == t("ru", "error.not_lobby") and late.ephemeral
         await started.wait_original(15.0)
         assert started.content == t("ru", "host.started"), started.content
         assert table.pid("p7") not in table.game.players
-        assert table.member("p7").user.id not in [p["id"] for p in table.live().record.lobby["players"]]
+        assert table.member("p7").user.id not in [
+            p["id"] for p in table.live().record.lobby["players"]
+        ]
 
 
 async def test_host_timer_on_the_running_stage_is_one_commit():
@@ -192,15 +231,23 @@ async def test_host_timer_on_the_running_stage_is_one_commit():
 
         storage.save_game = save_once  # type: ignore[method-assign]
         try:
-            answer = await run(table, "host", "host timer", {"stage": "discussion", "duration": "120"})
+            answer = await run(
+                table, "host", "host timer", {"stage": "discussion", "duration": "120"}
+            )
         finally:
             storage.save_game = save_game  # type: ignore[method-assign]
-        assert answer.content == t("ru", "host.timer_set", stage=t("ru", "stage.discussion"), duration="2 минуты")
+        assert answer.content == t(
+            "ru", "host.timer_set", stage=t("ru", "stage.discussion"), duration="2 минуты"
+        )
         assert len(writes) == 1
         stored = await storage.game(live.id)
         assert stored.lobby["timers"] == {"discussion": 120} and stored.deadline == now[0] + 120
         await table.drain()
-        told = t("ru", "host.timer_changed", deadline=t("ru", "deadline.at", when=f"<t:{int(now[0] + 120)}:R>"))
+        told = t(
+            "ru",
+            "host.timer_changed",
+            deadline=t("ru", "deadline.at", when=f"<t:{int(now[0] + 120)}:R>"),
+        )
         assert table.channel_messages(table.city_channel("Верона"))[-1] == told
 
 
@@ -226,13 +273,21 @@ async def test_a_ballot_of_an_earlier_day_is_no_longer_active():
         # day 1's ballot still shows its menu (its closing edit never reached Discord, say)
         table.fake.message(day_one.id).components = as_posted
         before = await snapshot(table)
-        picked = await table.fake.select(day_one.id, f"mafia:vote:{table.live().id}:0", [table.pid(r[2])],
-                                         table.member(r[5]).user.id)
+        picked = await table.fake.select(
+            day_one.id,
+            f"mafia:vote:{table.live().id}:0",
+            [table.pid(r[2])],
+            table.member(r[5]).user.id,
+        )
         assert await finished(picked) == moved_on() and picked.ephemeral
         await assert_unchanged(table, before)
         # today's ballot takes the same vote
-        today = await table.fake.select(ballot_message(table, city), f"mafia:vote:{table.live().id}:0",
-                                        [table.pid(r[2])], table.member(r[5]).user.id)
+        today = await table.fake.select(
+            ballot_message(table, city),
+            f"mafia:vote:{table.live().id}:0",
+            [table.pid(r[2])],
+            table.member(r[5]).user.id,
+        )
         assert await finished(today) == t("ru", "reply.vote", target=f"<@{table.pid(r[2])}>")
 
 

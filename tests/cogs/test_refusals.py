@@ -65,8 +65,10 @@ def first(names: list[str], *, but: tuple[str, ...] = ()) -> str:
 
 
 def statuses(table: Table, city: str) -> dict[str, list[str]]:
-    return {status: table.players_of(status, city)
-            for status in ("citizen", "mafioso", "commissar", "doctor", "journalist", "maniac")}
+    return {
+        status: table.players_of(status, city)
+        for status in ("citizen", "mafioso", "commissar", "doctor", "journalist", "maniac")
+    }
 
 
 def outsider(table: Table) -> str:
@@ -87,11 +89,16 @@ async def day_scene(table: Table) -> Scene:
     a, b = table.game.cities
     in_a, in_b = statuses(table, a), statuses(table, b)
     cast = {
-        "citizen": in_a["citizen"][0], "nominator": in_a["citizen"][0],
-        "nominee": in_a["commissar"][0], "mafioso_a": in_a["mafioso"][0],
-        "mafioso_b": in_b["mafioso"][0], "commissar": in_b["commissar"][0],
-        "doctor": table.players_of("doctor")[0], "journalist": table.players_of("journalist")[0],
-        "maniac": table.players_of("maniac")[0], "dead": in_b["citizen"][0],
+        "citizen": in_a["citizen"][0],
+        "nominator": in_a["citizen"][0],
+        "nominee": in_a["commissar"][0],
+        "mafioso_a": in_a["mafioso"][0],
+        "mafioso_b": in_b["mafioso"][0],
+        "commissar": in_b["commissar"][0],
+        "doctor": table.players_of("doctor")[0],
+        "journalist": table.players_of("journalist")[0],
+        "maniac": table.players_of("maniac")[0],
+        "dead": in_b["citizen"][0],
         "outsider": outsider(table),
     }
     await accepted(table, "host", "host kill", {"player": table.pid(cast["dead"])})
@@ -107,13 +114,19 @@ async def voting_scene(table: Table) -> Scene:
     a, b = table.game.cities
     in_a, in_b = statuses(table, a), statuses(table, b)
     cast = {
-        "citizen": in_a["citizen"][0], "nominee": in_a["commissar"][0],
-        "cross_nominee": in_a["mafioso"][0], "mafioso_a": in_a["mafioso"][1],
-        "voter_b": in_b["commissar"][0], "dead": in_b["citizen"][0],
-        "commissar": in_b["commissar"][0], "outsider": outsider(table),
+        "citizen": in_a["citizen"][0],
+        "nominee": in_a["commissar"][0],
+        "cross_nominee": in_a["mafioso"][0],
+        "mafioso_a": in_a["mafioso"][1],
+        "voter_b": in_b["commissar"][0],
+        "dead": in_b["citizen"][0],
+        "commissar": in_b["commissar"][0],
+        "outsider": outsider(table),
     }
-    cast["non_nominee"] = first(table.players_of("citizen", a) + table.players_of("mafioso", a),
-                                but=(cast["citizen"], cast["cross_nominee"]))
+    cast["non_nominee"] = first(
+        table.players_of("citizen", a) + table.players_of("mafioso", a),
+        but=(cast["citizen"], cast["cross_nominee"]),
+    )
     await accepted(table, cast["citizen"], "nominate", {"player": table.pid(cast["nominee"])})
     await accepted(table, cast["voter_b"], "nominate", {"player": table.pid(cast["cross_nominee"])})
     await accepted(table, in_b["mafioso"][0], "nominate", {"player": table.pid(cast["dead"])})
@@ -132,12 +145,18 @@ async def night_scene(table: Table) -> Scene:
     a, b = game.cities
     in_a, in_b = statuses(table, a), statuses(table, b)
     cast = {
-        "dead": in_a["citizen"][0], "dead_b": in_b["citizen"][0],
-        "mafioso_a": in_a["mafioso"][0], "other_mafioso_a": in_a["mafioso"][1],
-        "dead_mafioso": in_b["mafioso"][0], "mafioso_b": in_b["mafioso"][1],
-        "commissar_a": in_a["commissar"][0], "commissar": in_b["commissar"][0],
-        "doctor": table.players_of("doctor")[0], "journalist": table.players_of("journalist")[0],
-        "maniac": table.players_of("maniac")[0], "outsider": outsider(table),
+        "dead": in_a["citizen"][0],
+        "dead_b": in_b["citizen"][0],
+        "mafioso_a": in_a["mafioso"][0],
+        "other_mafioso_a": in_a["mafioso"][1],
+        "dead_mafioso": in_b["mafioso"][0],
+        "mafioso_b": in_b["mafioso"][1],
+        "commissar_a": in_a["commissar"][0],
+        "commissar": in_b["commissar"][0],
+        "doctor": table.players_of("doctor")[0],
+        "journalist": table.players_of("journalist")[0],
+        "maniac": table.players_of("maniac")[0],
+        "outsider": outsider(table),
     }
     # with no vote, each city executes its own (only) nominee
     await accepted(table, cast["commissar_a"], "nominate", {"player": table.pid(cast["dead"])})
@@ -146,11 +165,13 @@ async def night_scene(table: Table) -> Scene:
     await accepted(table, "host", "host next")
     assert table.game.stage.value == "night" and not table.game.is_alive(table.pid(cast["dead"]))
     living_b = [table.name(p) for p in table.game.alive(b)]
-    cast["judge_b"] = first(living_b, but=(cast["mafioso_b"], cast["dead_mafioso"], cast["commissar"],
-                                           cast["maniac"]))
+    cast["judge_b"] = first(
+        living_b, but=(cast["mafioso_b"], cast["dead_mafioso"], cast["commissar"], cast["maniac"])
+    )
     cast["resident_b"] = cast["judge_b"]
-    cast["citizen"] = first([table.name(p) for p in table.game.alive()
-                             if table.game.status_of(p).value == "citizen"])
+    cast["citizen"] = first(
+        [table.name(p) for p in table.game.alive() if table.game.status_of(p).value == "citizen"]
+    )
     await accepted(table, "host", "host judge", {"player": table.pid(cast["judge_b"])})
     await accepted(table, "host", "host kill", {"player": table.pid(cast["dead_mafioso"])})
     await accepted(table, cast["commissar_a"], "check", {"player": table.pid(cast["mafioso_a"])})
@@ -164,8 +185,9 @@ async def scenes() -> AsyncIterator[dict[str, Scene]]:
         day, voting, night, nogame = [
             await another_guild(table, prefix, IN_GAME + 1) for prefix in ("d", "v", "n", "z")
         ]
-        built = await asyncio.gather(lobby_scene(table), day_scene(day), voting_scene(voting),
-                                     night_scene(night))
+        built = await asyncio.gather(
+            lobby_scene(table), day_scene(day), voting_scene(voting), night_scene(night)
+        )
         yield dict(zip(("lobby", "day", "voting", "night"), built, strict=True)) | {
             "nogame": Scene(nogame, {"citizen": "z0", "outsider": "z1"}),
         }
@@ -186,11 +208,20 @@ class Case:
     def id(self) -> str:
         target = "-".join(str(v).lstrip("@") for v in self.options.values())
         thing = self.component and f"[{self.component}]" or self.command.replace(" ", "-")
-        return f"{self.scene}:{self.who}:{thing}{'(' + target + ')' if target else ''}:{self.key[6:]}"
+        return (
+            f"{self.scene}:{self.who}:{thing}{'(' + target + ')' if target else ''}:{self.key[6:]}"
+        )
 
 
-def c(scene: str, who: str, command: str, options: dict[str, Any] | None, key: str,
-      params: dict[str, Any] | None = None, **more: Any) -> Case:
+def c(
+    scene: str,
+    who: str,
+    command: str,
+    options: dict[str, Any] | None,
+    key: str,
+    params: dict[str, Any] | None = None,
+    **more: Any,
+) -> Case:
     return Case(scene, who, command, options or {}, f"error.{key}", params or {}, **more)
 
 
@@ -219,8 +250,11 @@ CASES: list[Case] = [
     c("lobby", "outsider", "mafia leave", None, "not_joined"),
     c("lobby", "joined", "", None, "already_joined", component="join"),
     c("lobby", "outsider", "", None, "not_joined", component="leave", sample=True),
-    *[c("lobby", "joined", command, options, "not_host", sample=command == "host start")
-      for command, options in HOST_COMMANDS if command in LOBBY_HOST_COMMANDS],
+    *[
+        c("lobby", "joined", command, options, "not_host", sample=command == "host start")
+        for command, options in HOST_COMMANDS
+        if command in LOBBY_HOST_COMMANDS
+    ],
     # --- no game in the guild
     c("nogame", "citizen", "nominate", {"player": "@outsider"}, "no_game", sample=True),
     c("nogame", "citizen", "mafia join", None, "no_game"),
@@ -230,8 +264,23 @@ CASES: list[Case] = [
     c("day", "outsider", "nominate", {"player": "@nominee"}, "not_player", sample=True),
     c("day", "dead", "nominate", {"player": "@nominee"}, "not_alive", sample=True),
     c("day", "mafioso_a", "nominate", {"player": "@dead"}, "target_not_alive"),
-    c("day", "mafioso_a", "nominate", {"player": UNKNOWN}, "no_such_player", {"name": UNKNOWN}, sample=True),
-    c("day", "nominator", "nominate", {"player": "@mafioso_a"}, "already_nominated_today", sample=True),
+    c(
+        "day",
+        "mafioso_a",
+        "nominate",
+        {"player": UNKNOWN},
+        "no_such_player",
+        {"name": UNKNOWN},
+        sample=True,
+    ),
+    c(
+        "day",
+        "nominator",
+        "nominate",
+        {"player": "@mafioso_a"},
+        "already_nominated_today",
+        sample=True,
+    ),
     c("day", "mafioso_a", "nominate", {"player": "@nominee"}, "already_nominated", sample=True),
     c("day", "citizen", "vote", {"player": "@nominee"}, "wrong_phase", sample=True),
     c("day", "dead", "vote", {"player": "@nominee"}, "not_alive"),
@@ -243,10 +292,22 @@ CASES: list[Case] = [
     c("day", "doctor", "protect", {"player": UNKNOWN}, "no_such_player", {"name": UNKNOWN}),
     c("day", "dead", "protect", {"player": "@nominee"}, "not_alive"),
     c("day", "citizen", "compare", {"first": "@nominee", "second": "@mafioso_a"}, "wrong_role"),
-    c("day", "journalist", "compare", {"first": "@nominee", "second": "@nominee"}, "same_player",
-      sample=True),
-    c("day", "journalist", "compare", {"first": "@nominee", "second": UNKNOWN}, "no_such_player",
-      {"name": UNKNOWN}),
+    c(
+        "day",
+        "journalist",
+        "compare",
+        {"first": "@nominee", "second": "@nominee"},
+        "same_player",
+        sample=True,
+    ),
+    c(
+        "day",
+        "journalist",
+        "compare",
+        {"first": "@nominee", "second": UNKNOWN},
+        "no_such_player",
+        {"name": UNKNOWN},
+    ),
     c("day", "outsider", "compare", {"first": "@nominee", "second": "@mafioso_a"}, "not_player"),
     c("day", "citizen", "elect", {"player": "@mafioso_a"}, "wrong_role", sample=True),
     c("day", "mafioso_a", "elect", {"player": "@citizen"}, "not_mafioso", sample=True),
@@ -261,10 +322,16 @@ CASES: list[Case] = [
     c("day", "dead", "mafia leave", None, "leave_dead"),
     c("day", "outsider", "mafia join", None, "not_lobby"),
     c("day", "outsider", "mafia me", None, "not_player", sample=True),
-    *[c("day", who, command, options, "not_host", sample=command in ("host next", "host end"))
-      for command, options in HOST_COMMANDS for who in ("citizen", "outsider")],
-    *[c("day", "dead", command, options, "not_host")
-      for command, options in HOST_COMMANDS if command in ("host kill", "host end")],
+    *[
+        c("day", who, command, options, "not_host", sample=command in ("host next", "host end"))
+        for command, options in HOST_COMMANDS
+        for who in ("citizen", "outsider")
+    ],
+    *[
+        c("day", "dead", command, options, "not_host")
+        for command, options in HOST_COMMANDS
+        if command in ("host kill", "host end")
+    ],
     # --- day 1, voting
     c("voting", "citizen", "nominate", {"player": "@non_nominee"}, "wrong_phase", sample=True),
     c("voting", "citizen", "vote", {"player": "@non_nominee"}, "not_nominated", sample=True),
@@ -286,7 +353,13 @@ CASES: list[Case] = [
     c("night", "commissar", "vote", {"player": "@mafioso_b"}, "wrong_phase"),
     c("night", "commissar", "unvote", None, "wrong_phase"),
     c("night", "doctor", "protect", {"player": "@commissar"}, "wrong_phase", sample=True),
-    c("night", "journalist", "compare", {"first": "@commissar", "second": "@mafioso_b"}, "wrong_phase"),
+    c(
+        "night",
+        "journalist",
+        "compare",
+        {"first": "@commissar", "second": "@mafioso_b"},
+        "wrong_phase",
+    ),
     c("night", "citizen", "kill", {"player": "@commissar"}, "wrong_role", sample=True),
     c("night", "mafioso_a", "kill", {"player": "@resident_b"}, "wrong_city", sample=True),
     c("night", "mafioso_a", "kill", {"player": "@other_mafioso_a"}, "own_mafioso", sample=True),
@@ -305,8 +378,14 @@ CASES: list[Case] = [
     c("night", "mafioso_a", "pass", None, "not_godfather", sample=True),
     c("night", "citizen", "pass", None, "wrong_role"),
     c("night", "dead", "pass", None, "not_alive"),
-    c("night", "commissar_a", "check", {"player": "@other_mafioso_a"}, "already_checked_tonight",
-      sample=True),
+    c(
+        "night",
+        "commissar_a",
+        "check",
+        {"player": "@other_mafioso_a"},
+        "already_checked_tonight",
+        sample=True,
+    ),
     c("night", "commissar", "check", {"player": "@commissar"}, "self_target", sample=True),
     c("night", "commissar", "check", {"player": "@mafioso_a"}, "wrong_city", sample=True),
     c("night", "commissar", "check", {"player": "@dead_b"}, "target_not_alive"),
@@ -343,16 +422,20 @@ async def refused(scene: Scene, case: Case, user_locale: str) -> Any:
     if case.component == "vote":
         ballot = ballot_message(table, table.game.cities[0])
         candidate = scene.value("@nominee")
-        return await table.fake.select(ballot, f"mafia:vote:{table.live().id}:0",
-                                       [candidate], user, locale=user_locale)
+        return await table.fake.select(
+            ballot, f"mafia:vote:{table.live().id}:0", [candidate], user, locale=user_locale
+        )
     if case.component == "unvote":
         ballot = ballot_message(table, table.game.cities[0])
-        return await table.fake.click(ballot, f"mafia:unvote:{table.live().id}", user, locale=user_locale)
+        return await table.fake.click(
+            ballot, f"mafia:unvote:{table.live().id}", user, locale=user_locale
+        )
     if case.component in ("join", "leave"):
         reference = await table.bot.storage.message_ref(table.live().id, "lobby")
         assert reference is not None
-        return await table.fake.click(reference[1], f"mafia:{case.component}:{table.live().id}", user,
-                                      locale=user_locale)
+        return await table.fake.click(
+            reference[1], f"mafia:{case.component}:{table.live().id}", user, locale=user_locale
+        )
     options = {name: scene.value(value) for name, value in case.options.items()}
     return await table.slash(user, case.command, options, locale=user_locale)
 
@@ -378,7 +461,9 @@ async def test_a_refused_command_answers_privately_and_changes_nothing(
         calls = len(table.fake.calls())
         result = await refused(scene, case, other_locale)
         await result.wait_callback()
-        if case.command == "host start":  # deferred first (making channels takes long), then answered
+        if (
+            case.command == "host start"
+        ):  # deferred first (making channels takes long), then answered
             assert result.callback_type == 5, result.describe()
             await result.wait_original()
         else:
@@ -392,28 +477,54 @@ async def test_a_refused_command_answers_privately_and_changes_nothing(
             expected = refusal_text(language, case.key, **wanted_params(scene, case))
         assert result.content == expected
         if language == "ru":
-            assert not ENGLISH_WORDS.search(result.content), f"English in a Russian answer: {result.content}"
+            assert not ENGLISH_WORDS.search(result.content), (
+                f"English in a Russian answer: {result.content}"
+            )
         if before is not None:
             await assert_unchanged(table, before)
         else:
             await table.drain()
-            extra = [f"{call.method} {call.path}" for call in table.fake.calls()[calls:]
-                     if not call.path.startswith(("/interactions/", "/webhooks/"))]
-            assert extra == [] and not [g for g in table.bot.service.games()
-                                        if g.record.guild_id == table.guild_id]
+            extra = [
+                f"{call.method} {call.path}"
+                for call in table.fake.calls()[calls:]
+                if not call.path.startswith(("/interactions/", "/webhooks/"))
+            ]
+            assert extra == [] and not [
+                g for g in table.bot.service.games() if g.record.guild_id == table.guild_id
+            ]
 
 
 def test_every_player_and_host_command_has_refusal_cases() -> None:
     """The table above covers each command, each scene's kinds of wrongness."""
     commands = {case.command for case in CASES if case.command}
     components = {case.component for case in CASES if case.component}
-    for name in ("nominate", "vote", "unvote", "protect", "compare", "elect", "kill", "tour", "pass",
-                 "check", "mafia me", "mafia join", "mafia leave", *(h for h, _ in HOST_COMMANDS)):
+    for name in (
+        "nominate",
+        "vote",
+        "unvote",
+        "protect",
+        "compare",
+        "elect",
+        "kill",
+        "tour",
+        "pass",
+        "check",
+        "mafia me",
+        "mafia join",
+        "mafia leave",
+        *(h for h, _ in HOST_COMMANDS),
+    ):
         assert name in commands, name
     assert components == {"vote", "unvote", "join", "leave"}
     for name in ("nominate", "vote", "kill", "tour", "check", "elect", "protect", "compare"):
         keys = {case.key for case in CASES if case.command == name}
         assert "error.not_alive" in keys or "error.not_player" in keys, name
-        assert keys & {"error.target_not_alive", "error.no_such_player", "error.wrong_city",
-                       "error.self_target", "error.same_player", "error.not_mafioso",
-                       "error.not_nominated"}, name
+        assert keys & {
+            "error.target_not_alive",
+            "error.no_such_player",
+            "error.wrong_city",
+            "error.self_target",
+            "error.same_player",
+            "error.not_mafioso",
+            "error.not_nominated",
+        }, name

@@ -28,13 +28,21 @@ from tests.harness import NO_TIMERS, Table, bot_on
 
 def record_of(table: Table) -> dict:
     record = table.live().record
-    return {"state": record.state, "lobby": record.lobby, "channels": record.channels,
-            "setup": record.setup, "seed": record.seed, "count": record.command_count,
-            "deadline": record.deadline}
+    return {
+        "state": record.state,
+        "lobby": record.lobby,
+        "channels": record.channels,
+        "setup": record.setup,
+        "seed": record.seed,
+        "count": record.command_count,
+        "deadline": record.deadline,
+    }
 
 
 @pytest.mark.parametrize("snapshot_every", [50, 3], ids=["log-only", "snapshot-and-log"])
-async def test_buttons_posted_before_a_restart_still_work_and_the_game_is_the_same(snapshot_every: int, database):
+async def test_buttons_posted_before_a_restart_still_work_and_the_game_is_the_same(
+    snapshot_every: int, database
+):
     fake = FakeDiscord()
     world = build_standard_guild(fake, players=[f"p{i}" for i in range(16)])
     with tempfile.TemporaryDirectory():
@@ -59,8 +67,11 @@ async def test_buttons_posted_before_a_restart_still_work_and_the_game_is_the_sa
                 await first.drain()
                 state_before, record_before = first.game.to_dict(), record_of(first)
                 ballot = ballot_message(first, a)
-                welcome = next(m for m in fake.messages(first.city_channel(a)) if f"mafia:role:{live.id}" in
-                               m.custom_ids())
+                welcome = next(
+                    m
+                    for m in fake.messages(first.city_channel(a))
+                    if f"mafia:role:{live.id}" in m.custom_ids()
+                )
                 bot_before = first.bot
                 snapshot = await first.bot.storage.latest_snapshot(live.id)
                 assert (snapshot is None) == (snapshot_every > record_before["count"])
@@ -71,20 +82,33 @@ async def test_buttons_posted_before_a_restart_still_work_and_the_game_is_the_sa
                 assert second.game.to_dict() == state_before
                 assert record_of(second) == record_before
                 lobby_again = Table(fake, lobby_table.world, second.bot, config)
-                assert lobby_again.live().id == lobby_game and lobby_again.live().record.state == "lobby"
+                assert (
+                    lobby_again.live().id == lobby_game
+                    and lobby_again.live().record.state == "lobby"
+                )
 
                 # the lobby's Join button
                 joiner = lobby_again.member("l0").user.id
                 joined = await fake.click(lobby, f"mafia:join:{lobby_game}", joiner)
                 assert joined.ephemeral and joined.content == t("ru", "lobby.joined")
                 await second.drain()
-                assert t("ru", "lobby.players", count=1, players=f"<@{joiner}>") in fake.message(lobby.id).content
+                assert (
+                    t("ru", "lobby.players", count=1, players=f"<@{joiner}>")
+                    in fake.message(lobby.id).content
+                )
 
                 # the ballot's select and Unvote button
                 voter = second.member(residents[5]).user.id
-                picked = await fake.select(ballot, f"mafia:vote:{live.id}:{second.game.cities.index(a)}", [second.pid(second_pick)], voter)
+                picked = await fake.select(
+                    ballot,
+                    f"mafia:vote:{live.id}:{second.game.cities.index(a)}",
+                    [second.pid(second_pick)],
+                    voter,
+                )
                 assert picked.ephemeral
-                assert picked.content == t("ru", "reply.vote", target=f"<@{second.pid(second_pick)}>")
+                assert picked.content == t(
+                    "ru", "reply.vote", target=f"<@{second.pid(second_pick)}>"
+                )
                 assert second.game.voter_of(str(voter)) == second.pid(second_pick)
                 await second.drain()
                 assert t("ru", "ballot.voters", voters=2) in fake.message(ballot.id).content
@@ -96,11 +120,14 @@ async def test_buttons_posted_before_a_restart_still_work_and_the_game_is_the_sa
 
                 # "My status"
                 player = residents[6]
-                mine = await fake.click(welcome, f"mafia:role:{live.id}", second.member(player).user.id)
+                mine = await fake.click(
+                    welcome, f"mafia:role:{live.id}", second.member(player).user.id
+                )
                 status = second.game.status_of(second.pid(player)).value
                 assert mine.ephemeral
                 assert mine.content.splitlines()[0] == t(
-                    "ru", "role.status", status=t("ru", f"status.{status}"), city=a)
+                    "ru", "role.status", status=t("ru", f"status.{status}"), city=a
+                )
                 assert len(await second.bot.storage.commands(live.id)) == record_before["count"] + 2
         finally:
             await fake.close()
@@ -112,7 +139,9 @@ async def test_the_ballot_keeps_each_votes_clock_time_across_a_restart():
     world = build_standard_guild(fake, players=[f"p{i}" for i in range(8)])
     clock = [1_800_000_000.0]
     with tempfile.TemporaryDirectory() as folder:
-        config = replace(Config(timers=NO_TIMERS, snapshot_every=3), database=Path(folder) / "bot.sqlite3")
+        config = replace(
+            Config(timers=NO_TIMERS, snapshot_every=3), database=Path(folder) / "bot.sqlite3"
+        )
         await fake.start()
         try:
             async with bot_on(fake, world, config, clock=lambda: clock[0]) as first:

@@ -44,7 +44,12 @@ def broken_rules(table: Table) -> list[str]:
     """What in the running game is worse than the rules say, as Discord computes it."""
     games = [g for g in table.bot.service.games() if g.record.guild_id == table.guild_id]
     live = games[0] if games else None
-    if live is None or live.record.state != "running" or live.game is None or "roles" not in live.record.channels:
+    if (
+        live is None
+        or live.record.state != "running"
+        or live.game is None
+        or "roles" not in live.record.channels
+    ):
         return []
     game, channels = live.game, live.record.channels
     state = table.fake.state
@@ -58,7 +63,11 @@ def broken_rules(table: Table) -> list[str]:
             continue  # off the server for now
         if game.is_alive(player):
             city = int(channels["cities"][game.city_of(player)]["text"])
-            allowed = 0 if state.channels[city].deleted else table.fake.permissions_for(table.guild_id, city, user)
+            allowed = (
+                0
+                if state.channels[city].deleted
+                else table.fake.permissions_for(table.guild_id, city, user)
+            )
             if not allowed & VIEW or not allowed & SEND:
                 found.append(f"living {player} cannot use his city")
             continue
@@ -80,12 +89,17 @@ class Person:
         self.acts: Counter[str] = Counter()
         self.windows: list[float] = []
         self.deaths_stuck = 0
-        self.moderators = table.fake.create_role(table.guild_id, "Модераторы", permissions=MANAGE_ROLES)
+        self.moderators = table.fake.create_role(
+            table.guild_id, "Модераторы", permissions=MANAGE_ROLES
+        )
 
     async def settle(self, what: str, began: float) -> None:
         """Wait until the rules hold again; note how long it took since the act ``began``."""
-        await self.table.fake.wait_until(lambda: not broken_rules(self.table) or None, LOST,
-                                         f"after {what}: {broken_rules(self.table)}")
+        await self.table.fake.wait_until(
+            lambda: not broken_rules(self.table) or None,
+            LOST,
+            f"after {what}: {broken_rules(self.table)}",
+        )
         self.windows.append(time.monotonic() - began)
 
     async def act(self) -> None:
@@ -98,17 +112,31 @@ class Person:
         began = time.monotonic()
         if kind == "delete_channel":
             targets = [int(v[k]) for v in channels["cities"].values() for k in ("text", "mafia")]
-            fake.delete_channel(rng.choice(targets + [int(channels["dead"]), int(channels["voice"])]))
-            await fake.wait_until(lambda: not table.live().record.channels.get("footprint", {}).get("remaking")
-                                  and all(not fake.state.channels[c].deleted for c in self._channels()) or None,
-                                  LOST, "a deleted channel was not made again")
+            fake.delete_channel(
+                rng.choice(targets + [int(channels["dead"]), int(channels["voice"])])
+            )
+            await fake.wait_until(
+                lambda: (
+                    not table.live().record.channels.get("footprint", {}).get("remaking")
+                    and all(not fake.state.channels[c].deleted for c in self._channels())
+                    or None
+                ),
+                LOST,
+                "a deleted channel was not made again",
+            )
         elif kind == "delete_role":
-            roles = [int(r["living"]) for r in channels["roles"]["cities"].values()] + [int(channels["roles"]["dead"])]
+            roles = [int(r["living"]) for r in channels["roles"]["cities"].values()] + [
+                int(channels["roles"]["dead"])
+            ]
             gone = rng.choice(roles)
             fake.delete_role(table.guild_id, gone)
-            await fake.wait_until(lambda: gone not in self._roles() or None, LOST, "a deleted role was not made again")
+            await fake.wait_until(
+                lambda: gone not in self._roles() or None, LOST, "a deleted role was not made again"
+            )
         elif kind == "drag":
-            roles = [int(r["living"]) for r in channels["roles"]["cities"].values()] + [int(channels["roles"]["dead"])]
+            roles = [int(r["living"]) for r in channels["roles"]["cities"].values()] + [
+                int(channels["roles"]["dead"])
+            ]
             role = rng.choice(roles)
             bot_role = fake.state.bot_role(table.guild_id)
             assert bot_role is not None
@@ -116,12 +144,19 @@ class Person:
             fake.move_role(table.guild_id, role, bot_role.position + 1)
             told = t("ru", "footprint.role_above", role=name, bot_role=bot_role.name)
             log_channel = int(channels["log"])
-            await fake.wait_until(lambda: told in table.channel_messages(log_channel) or None, LOST,
-                                  "the host was not told what to drag")
+            await fake.wait_until(
+                lambda: told in table.channel_messages(log_channel) or None,
+                LOST,
+                "the host was not told what to drag",
+            )
             killed = time.monotonic()
             if await self._kill_one():  # a death while the role is stuck
                 await self.settle("a death with a role above the bot", killed)
-            fake.move_role(table.guild_id, bot_role.id, fake.state.guild(table.guild_id).roles[role].position + 1)
+            fake.move_role(
+                table.guild_id,
+                bot_role.id,
+                fake.state.guild(table.guild_id).roles[role].position + 1,
+            )
         elif kind == "leave":
             player = rng.choice(game.alive())
             user = fake.state.guild(table.guild_id).members[int(player)].user
@@ -131,9 +166,17 @@ class Person:
             player = rng.choice(list(game.players))
             fake.add_member_role(table.guild_id, int(player), self.moderators.id)
             log_channel = int(channels["log"])
-            await fake.wait_until(lambda: any(f"<@{player}>" in line and "«" in line
-                                              for line in table.channel_messages(log_channel)) or None,
-                                  LOST, "a member who gained Manage Roles was not reported")
+            await fake.wait_until(
+                lambda: (
+                    any(
+                        f"<@{player}>" in line and "«" in line
+                        for line in table.channel_messages(log_channel)
+                    )
+                    or None
+                ),
+                LOST,
+                "a member who gained Manage Roles was not reported",
+            )
             fake.remove_member_role(table.guild_id, int(player), self.moderators.id)
         await self.settle(kind, began)
 
@@ -167,7 +210,11 @@ def refusal(call: Any) -> str:
 async def play_out(table: Table) -> None:
     """The host kills the mafia one by one: the game ends."""
     for _ in range(20):
-        live = table.live() if any(g.record.guild_id == table.guild_id for g in table.bot.service.games()) else None
+        live = (
+            table.live()
+            if any(g.record.guild_id == table.guild_id for g in table.bot.service.games())
+            else None
+        )
         if live is None or live.record.state != "running" or live.game is None or live.game.over:
             return
         mafiosi = [p for p in live.game.alive() if live.game.status_of(p).value == "mafioso"]
@@ -183,21 +230,47 @@ async def archived(table: Table, game_id: int, archive: int) -> list[str]:
     record = await table.bot.storage.game(game_id)
     assert record is not None
     channels = record.channels
-    posts = [m for m in table.fake.messages(archive)
-             if any(a.filename.startswith((f"game-{game_id}.", f"game-{game_id}-")) for a in m.attachments)]
+    posts = [
+        m
+        for m in table.fake.messages(archive)
+        if any(
+            a.filename.startswith((f"game-{game_id}.", f"game-{game_id}-")) for a in m.attachments
+        )
+    ]
     wrong = [] if len(posts) == 1 else [f"game {game_id}: {len(posts)} transcripts"]
     text = transcript_text(table, archive, game_id)
-    headings = [t("ru", key, city=city) for city in channels["cities"] for key in ("channel.city", "channel.mafia")]
+    headings = [
+        t("ru", key, city=city)
+        for city in channels["cities"]
+        for key in ("channel.city", "channel.mafia")
+    ]
     headings += [t("ru", key) for key in ("channel.voice", "channel.dead", "channel.log")]
-    wrong += [f"game {game_id}: no #{heading}" for heading in headings if f"=== #{heading} ===\n" not in text]
-    unread = t("ru", "transcript.unread", reason="").split(":")[0]  # the words before Discord's reason
+    wrong += [
+        f"game {game_id}: no #{heading}"
+        for heading in headings
+        if f"=== #{heading} ===\n" not in text
+    ]
+    unread = t("ru", "transcript.unread", reason="").split(":")[
+        0
+    ]  # the words before Discord's reason
     if unread in text:
         wrong.append(f"game {game_id}: a channel was not read")
     made = [int(ids[k]) for ids in channels["cities"].values() for k in ("text", "mafia")]
     made += [int(channels[k]) for k in ("voice", "dead", "log", "category")]
-    wrong += [f"game {game_id}: channel {c} kept" for c in made if not table.fake.state.channels[c].deleted]
-    roles = [int(channels["roles"]["dead"]), *(int(r["living"]) for r in channels["roles"]["cities"].values())]
-    wrong += [f"game {game_id}: role {r} kept" for r in roles if r in table.fake.state.guild(table.guild_id).roles]
+    wrong += [
+        f"game {game_id}: channel {c} kept"
+        for c in made
+        if not table.fake.state.channels[c].deleted
+    ]
+    roles = [
+        int(channels["roles"]["dead"]),
+        *(int(r["living"]) for r in channels["roles"]["cities"].values()),
+    ]
+    wrong += [
+        f"game {game_id}: role {r} kept"
+        for r in roles
+        if r in table.fake.state.guild(table.guild_id).roles
+    ]
     return wrong
 
 
@@ -217,7 +290,13 @@ async def test_a_season_with_a_person_acting_at_random_keeps_to_the_rules_and_ar
         for _ in range(GAMES):
             size = rng.randint(6, 12)
             cities = "Верона, Падуя" if size >= 10 and rng.random() < 0.5 else "Верона"
-            games.append((await table.new_game(players=rng.sample(names, size), cities=cities, maniac=False)).id)
+            games.append(
+                (
+                    await table.new_game(
+                        players=rng.sample(names, size), cities=cities, maniac=False
+                    )
+                ).id
+            )
             assert broken_rules(table) == []
             for _ in range(rng.randint(1, 3)):
                 await person.act()
@@ -228,8 +307,13 @@ async def test_a_season_with_a_person_acting_at_random_keeps_to_the_rules_and_ar
                 await play_out(table)
             await table.drain()
             await table.fake.wait_until(
-                lambda: not any(g.record.guild_id == table.guild_id for g in table.bot.service.games()) or None,
-                LOST, "the game never ended")
+                lambda: (
+                    not any(g.record.guild_id == table.guild_id for g in table.bot.service.games())
+                    or None
+                ),
+                LOST,
+                "the game never ended",
+            )
             await table.drain()
         for game_id in games:
             await transcript_state(table, game_id, "done", LOST)
@@ -239,22 +323,34 @@ async def test_a_season_with_a_person_acting_at_random_keeps_to_the_rules_and_ar
         left = {c.id for c in state.guild_channels(table.guild_id)} - channels_before
         roles_left = set(state.guild(table.guild_id).roles) - roles_before
         refused = Counter(refusal(call) for call in table.fake.calls() if call.status >= 400)
-        print(f"\nseason: {GAMES} games ({ended_early} ended early), {sum(person.acts.values())} acts of a person "
-              f"{dict(person.acts)}, {person.deaths_stuck} deaths with a role above the bot, "
-              f"longest unreconciled window {max(person.windows):.2f} s "
-              f"(median {sorted(person.windows)[len(person.windows) // 2]:.2f} s), guild at the end: "
-              f"{len(state.guild_channels(table.guild_id))} channels, {len(state.guild(table.guild_id).roles)} roles "
-              f"({len(left)} channels and {len(roles_left)} roles more than before), "
-              f"{len(table.fake.messages(archive))} transcripts in the archive; "
-              f"{len(table.fake.calls())} requests, refused {dict(refused)}")
+        print(
+            f"\nseason: {GAMES} games ({ended_early} ended early), {sum(person.acts.values())} acts of a person "
+            f"{dict(person.acts)}, {person.deaths_stuck} deaths with a role above the bot, "
+            f"longest unreconciled window {max(person.windows):.2f} s "
+            f"(median {sorted(person.windows)[len(person.windows) // 2]:.2f} s), guild at the end: "
+            f"{len(state.guild_channels(table.guild_id))} channels, {len(state.guild(table.guild_id).roles)} roles "
+            f"({len(left)} channels and {len(roles_left)} roles more than before), "
+            f"{len(table.fake.messages(archive))} transcripts in the archive; "
+            f"{len(table.fake.calls())} requests, refused {dict(refused)}"
+        )
         assert not wrong, wrong
         assert left == {archive} and not roles_left, (left, roles_left)
         assert channels_before <= {c.id for c in state.guild_channels(table.guild_id)}
         # Discord's hierarchy while a game role was above the bot's; an intent that met what the
         # person had just deleted (Unknown Channel, Unknown Role): nothing else
         member_role = "/guilds/{guild_id}/members/{user_id}/roles/{role_id}"
-        allowed = {f"PUT {member_role} 403 50013", f"DELETE {member_role} 403 50013",
-                   *(f"{method} {member_role} 404 {code}" for method in ("PUT", "DELETE") for code in (10007, 10011))}
-        allowed |= {f"{method} /channels/{{channel_id}}/{route} 404 10003"
-                    for method in ("PUT", "DELETE", "POST") for route in ("permissions/{overwrite_id}", "messages")}
+        allowed = {
+            f"PUT {member_role} 403 50013",
+            f"DELETE {member_role} 403 50013",
+            *(
+                f"{method} {member_role} 404 {code}"
+                for method in ("PUT", "DELETE")
+                for code in (10007, 10011)
+            ),
+        }
+        allowed |= {
+            f"{method} /channels/{{channel_id}}/{route} 404 10003"
+            for method in ("PUT", "DELETE", "POST")
+            for route in ("permissions/{overwrite_id}", "messages")
+        }
         assert set(refused) <= allowed, refused

@@ -84,7 +84,9 @@ async def test_no_non_mafioso_client_learns_who_the_mafiosi_are_through_a_game()
     async with bot_table(players=16) as table:
         quick_edits(table)
         # one player is an administrator: he sees every room, and the host is told so
-        admins = table.fake.create_role(table.guild_id, "Admins", permissions=int(Permission.ADMINISTRATOR))
+        admins = table.fake.create_role(
+            table.guild_id, "Admins", permissions=int(Permission.ADMINISTRATOR)
+        )
         admin = table.member("p15").user.id
         table.fake.add_member_role(table.guild_id, admin, admins.id)
         # the mafia rooms stay closed at the end too (by default they open to every player then)
@@ -115,8 +117,12 @@ async def test_no_non_mafioso_client_learns_who_the_mafiosi_are_through_a_game()
         check()
 
         for city in table.game.cities:
-            living = [p for p in table.game.alive(city) if table.game.status_of(p) is Status.MAFIOSO]
-            targets = [p for p in table.game.alive(city) if table.game.status_of(p) is not Status.MAFIOSO]
+            living = [
+                p for p in table.game.alive(city) if table.game.status_of(p) is Status.MAFIOSO
+            ]
+            targets = [
+                p for p in table.game.alive(city) if table.game.status_of(p) is not Status.MAFIOSO
+            ]
             if living and targets:
                 await run(table, table.name(living[0]), "kill", {"player": targets[0]})
         await run(table, "host", "host next")
@@ -137,12 +143,18 @@ async def test_at_the_end_every_player_reads_the_mafia_rooms_and_the_log_and_nob
         rooms = [int(ids["mafia"]) for ids in channels["cities"].values()] + [int(channels["log"])]
         players = [int(p) for p in table.game.players]
         honest = [p for p in players if table.game.status_of(str(p)) is not Status.MAFIOSO]
-        assert not any(table.fake.permissions_for(table.guild_id, room, honest[0]) & VIEW for room in rooms)
+        assert not any(
+            table.fake.permissions_for(table.guild_id, room, honest[0]) & VIEW for room in rooms
+        )
         await run(table, "host", "host end")
         await table.drain()
         for room in rooms:
             for player in players:
                 allowed = table.fake.permissions_for(table.guild_id, room, player)
                 assert allowed & VIEW and not allowed & SEND, (room, player)
-        calls = [c for c in table.fake.calls("PATCH", "/channels/{channel_id}") if int(c.params["channel_id"]) in rooms]
+        calls = [
+            c
+            for c in table.fake.calls("PATCH", "/channels/{channel_id}")
+            if int(c.params["channel_id"]) in rooms
+        ]
         assert len(calls) == len(rooms)  # one edit per channel, through the permissions lane

@@ -13,4 +13,6 @@ async def test_a_game_starts_and_shows_its_status():
         assert status.ephemeral
         assert "день 1, обсуждение" in status.content
         for city in game.cities:
-            assert any("Город " + city in text for text in table.channel_messages(table.city_channel(city)))
+            assert any(
+                "Город " + city in text for text in table.channel_messages(table.city_channel(city))
+            )

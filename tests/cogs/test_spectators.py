@@ -26,8 +26,14 @@ from tests.harness import Table, bot_table
 
 PLAYERS = [f"p{i}" for i in range(16)]
 READS = int(Permission.VIEW_CHANNEL | Permission.READ_MESSAGE_HISTORY)
-WRITES = int(Permission.SEND_MESSAGES | Permission.ADD_REACTIONS | Permission.ATTACH_FILES
-             | Permission.SPEAK | Permission.SEND_MESSAGES_IN_THREADS | Permission.USE_APPLICATION_COMMANDS)
+WRITES = int(
+    Permission.SEND_MESSAGES
+    | Permission.ADD_REACTIONS
+    | Permission.ATTACH_FILES
+    | Permission.SPEAK
+    | Permission.SEND_MESSAGES_IN_THREADS
+    | Permission.USE_APPLICATION_COMMANDS
+)
 
 
 def places(table: Table) -> tuple[list[int], list[int]]:
@@ -35,18 +41,26 @@ def places(table: Table) -> tuple[list[int], list[int]]:
     channels = table.channels
     cities = [int(ids["text"]) for ids in channels["cities"].values()]
     others = [int(ids["mafia"]) for ids in channels["cities"].values()] + [
-        int(channels["log"]), int(channels["dead"]), int(channels["voice"])]
+        int(channels["log"]),
+        int(channels["dead"]),
+        int(channels["voice"]),
+    ]
     return cities, others
 
 
 def sees(table: Table, user_id: int) -> tuple[list[int], list[int]]:
     """Of the game's channels: those he reads (and writes in none), those he reaches at all."""
     cities, others = places(table)
-    read = [c for c in cities + others
-            if table.fake.permissions_for(table.guild_id, c, user_id) & READS == READS]
+    read = [
+        c
+        for c in cities + others
+        if table.fake.permissions_for(table.guild_id, c, user_id) & READS == READS
+    ]
     for channel in cities + others:
         assert not table.fake.permissions_for(table.guild_id, channel, user_id) & WRITES, channel
-    return read, [c for c in cities + others if table.fake.client_view(user_id, table.guild_id).sees(c)]
+    return read, [
+        c for c in cities + others if table.fake.client_view(user_id, table.guild_id).sees(c)
+    ]
 
 
 async def test_a_spectator_reads_the_city_channels_and_no_secret_through_a_whole_game():
@@ -84,7 +98,9 @@ async def test_a_spectator_reads_the_city_channels_and_no_secret_through_a_whole
             alive = table.game.alive(city)
             living = [p for p in alive if table.game.status_of(p) is Status.MAFIOSO]
             targets = [p for p in alive if table.game.status_of(p) is not Status.MAFIOSO]
-            commissar = next((p for p in alive if table.game.status_of(p) is Status.COMMISSAR), None)
+            commissar = next(
+                (p for p in alive if table.game.status_of(p) is Status.COMMISSAR), None
+            )
             if living and targets:
                 await run(table, table.name(living[0]), "kill", {"player": targets[-1]})
             if commissar is not None and living:
@@ -96,13 +112,23 @@ async def test_a_spectator_reads_the_city_channels_and_no_secret_through_a_whole
         await run(table, "host", "host end")
         await table.drain()
         check(over=True)
-        for player in table.game.players:  # the players do read the rooms now: the reveal took place
-            assert table.fake.permissions_for(table.guild_id, places(table)[1][0], int(player)) & VIEW
-        role = next(r for r in table.fake.state.guild(table.guild_id).roles.values()
-                    if r.name == t("ru", "game_role.spectators", game=game_id))
+        for (
+            player
+        ) in table.game.players:  # the players do read the rooms now: the reveal took place
+            assert (
+                table.fake.permissions_for(table.guild_id, places(table)[1][0], int(player)) & VIEW
+            )
+        role = next(
+            r
+            for r in table.fake.state.guild(table.guild_id).roles.values()
+            if r.name == t("ru", "game_role.spectators", game=game_id)
+        )
         assert role.permissions == 0 and not role.mentionable
-        assert [m.user.id for m in table.fake.state.guild(table.guild_id).members.values()
-                if role.id in m.roles] == [watcher]
+        assert [
+            m.user.id
+            for m in table.fake.state.guild(table.guild_id).members.values()
+            if role.id in m.roles
+        ] == [watcher]
 
 
 async def test_who_may_watch_and_how_it_stops():
@@ -118,13 +144,18 @@ async def test_who_may_watch_and_how_it_stops():
         await table.drain()
         table.channels = table.live().record.channels
         city = places(table)[0][0]
-        assert (await run(table, "p0", "mafia spectate")).content == t("ru", "error.spectate_player")
-        assert (await run(table, "host", "mafia spectate")).content == t("ru", "error.spectate_host")
+        assert (await run(table, "p0", "mafia spectate")).content == t(
+            "ru", "error.spectate_player"
+        )
+        assert (await run(table, "host", "mafia spectate")).content == t(
+            "ru", "error.spectate_host"
+        )
         watcher = table.member("p8").user.id
         assert not table.fake.permissions_for(table.guild_id, city, watcher) & VIEW
 
         assert (await run(table, "p8", "mafia spectate")).content == t(
-            "ru", "spectate.started", game=table.live().id)
+            "ru", "spectate.started", game=table.live().id
+        )
         await table.drain()
         assert table.fake.permissions_for(table.guild_id, city, watcher) & VIEW
         assert not table.fake.permissions_for(table.guild_id, city, watcher) & SEND
@@ -138,11 +169,16 @@ async def test_who_may_watch_and_how_it_stops():
         left = await run(table, "p9", "mafia leave")
         assert left.content == t("ru", "spectate.stopped", game=table.live().id)
         await table.drain()
-        assert not table.fake.permissions_for(table.guild_id, city, table.member("p9").user.id) & VIEW
+        assert (
+            not table.fake.permissions_for(table.guild_id, city, table.member("p9").user.id) & VIEW
+        )
         assert table.live().record.channels["watching"] == []
         # one role for all of them, one overwrite on the city channel
-        role = next(r for r in table.fake.state.guild(table.guild_id).roles.values()
-                    if r.name == t("ru", "game_role.spectators", game=table.live().id))
+        role = next(
+            r
+            for r in table.fake.state.guild(table.guild_id).roles.values()
+            if r.name == t("ru", "game_role.spectators", game=table.live().id)
+        )
         assert sum(1 for o in table.fake.state.channels[city].overwrites if o.id == role.id) == 1
 
 
@@ -156,11 +192,15 @@ async def test_the_host_lets_no_spectators_in_or_only_after_the_game():
 
         await table.new_game(players=PLAYERS[:8], cities="Верона", maniac=False, spectators="after")
         game = table.live().id
-        assert t("ru", "lobby.spectators", mode=t("ru", "lobby.spectators_after")) in (
-            await table.lobby_message()).content
+        assert (
+            t("ru", "lobby.spectators", mode=t("ru", "lobby.spectators_after"))
+            in (await table.lobby_message()).content
+        )
         table.channels = table.live().record.channels
         city = places(table)[0][0]
-        assert (await run(table, "p8", "mafia spectate")).content == t("ru", "error.spectators_after")
+        assert (await run(table, "p8", "mafia spectate")).content == t(
+            "ru", "error.spectators_after"
+        )
         await run(table, "host", "host end")
         await table.drain()
         watcher = table.member("p8").user.id
@@ -199,24 +239,36 @@ async def test_the_end_while_the_spectators_role_is_being_made_locks_the_channel
             if item.kind == "create_role" and item.target.get("key") == SPECTATORS_KEY:
                 made.set()
 
-        async def looked(game_id: int | None = None, limit: int = 100, *, lane: str | None = None) -> list[OutboxItem]:
-            if lane == "provision" and held.hits and not made.is_set() and any(
-                    item.kind == "edit_channel" for item in await pending(game_id, 1000)):
+        async def looked(
+            game_id: int | None = None, limit: int = 100, *, lane: str | None = None
+        ) -> list[OutboxItem]:
+            if (
+                lane == "provision"
+                and held.hits
+                and not made.is_set()
+                and any(item.kind == "edit_channel" for item in await pending(game_id, 1000))
+            ):
                 held.release()
                 await made.wait()
             return await pending(game_id, limit, lane=lane)
 
         storage.pending_outbox, storage.outbox_sent = looked, marked  # type: ignore[method-assign]
         held = table.fake.hang("POST", r"/guilds/\d+/roles", count=1)
-        assert (await run(table, "p8", "mafia spectate")).content == t("ru", "spectate.started", game=game)
+        assert (await run(table, "p8", "mafia spectate")).content == t(
+            "ru", "spectate.started", game=game
+        )
         await table.fake.wait_until(lambda: held.hits or None, 5.0, "the role was not being made")
         ended = await run(table, "host", "host end")
         assert ended.content == t("ru", "host.ended_reply")
         held.release()
         await table.drain()
-        async with table.bot.storage.transaction() as db, db.execute(
+        async with (
+            table.bot.storage.transaction() as db,
+            db.execute(
                 "SELECT kind, state, last_error FROM outbox WHERE game_id = ? AND state != 'sent'",
-                (game,)) as cursor:
+                (game,),
+            ) as cursor,
+        ):
             assert [tuple(row) async for row in cursor] == []
         for player in players:
             assert not table.fake.permissions_for(table.guild_id, city, player) & SEND
@@ -226,8 +278,11 @@ async def test_the_end_while_the_spectators_role_is_being_made_locks_the_channel
 
 def spectators_role(table: Table, game_id: int) -> int:
     """The id of the game's spectator role on Discord."""
-    return next(r.id for r in table.fake.state.guild(table.guild_id).roles.values()
-                if r.name == t("ru", "game_role.spectators", game=game_id))
+    return next(
+        r.id
+        for r in table.fake.state.guild(table.guild_id).roles.values()
+        if r.name == t("ru", "game_role.spectators", game=game_id)
+    )
 
 
 async def test_a_spectator_seated_by_host_replace_stops_watching_and_holds_only_his_city_role():
@@ -237,7 +292,9 @@ async def test_a_spectator_seated_by_host_replace_stops_watching_and_holds_only_
         table.channels = table.live().record.channels
         game_id = table.live().id
         watcher = table.member("p8").user.id
-        assert (await run(table, "p8", "mafia spectate")).content == t("ru", "spectate.started", game=game_id)
+        assert (await run(table, "p8", "mafia spectate")).content == t(
+            "ru", "spectate.started", game=game_id
+        )
         await table.drain()
         spectators = spectators_role(table, game_id)
         assert spectators in table.fake.state.guild(table.guild_id).members[watcher].roles
@@ -250,15 +307,22 @@ async def test_a_spectator_seated_by_host_replace_stops_watching_and_holds_only_
         assert table.game.city_of(str(watcher)) == "Верона"
         # one game role: the city's living residents' (the spectators' is taken back)
         living = int(table.channels["roles"]["cities"]["Верона"]["living"])
-        game_roles = {spectators, living, *(int(r) for r in [table.channels["roles"].get("dead")] if r)}
+        game_roles = {
+            spectators,
+            living,
+            *(int(r) for r in [table.channels["roles"].get("dead")] if r),
+        }
         held = set(table.fake.state.guild(table.guild_id).members[watcher].roles) & game_roles
         assert held == {living}
         assert f"/guilds/{table.guild_id}/members/{watcher}/roles/{spectators}" in [
-            c.path for c in table.fake.calls("DELETE")]
+            c.path for c in table.fake.calls("DELETE")
+        ]
         city = places(table)[0][0]
         assert table.fake.permissions_for(table.guild_id, city, watcher) & SEND  # a resident writes
         # a player now: he may not watch again
-        assert (await run(table, "p8", "mafia spectate")).content == t("ru", "error.spectate_player")
+        assert (await run(table, "p8", "mafia spectate")).content == t(
+            "ru", "error.spectate_player"
+        )
 
 
 async def test_a_co_host_does_not_watch_and_a_spectator_is_not_made_co_host():
@@ -274,7 +338,9 @@ async def test_a_co_host_does_not_watch_and_a_spectator_is_not_made_co_host():
         assert (await run(table, "p8", "mafia spectate")).content == t("ru", "error.spectate_host")
         await assert_unchanged(table, before)
 
-        assert (await run(table, "p9", "mafia spectate")).content == t("ru", "spectate.started", game=game_id)
+        assert (await run(table, "p9", "mafia spectate")).content == t(
+            "ru", "spectate.started", game=game_id
+        )
         await table.drain()
         before = await snapshot(table)
         refused = await run(table, "host", "host cohost add", {"member": watcher})
@@ -295,13 +361,18 @@ async def test_a_spectator_who_leaves_the_server_no_longer_watches():
         await table.new_game(players=PLAYERS[:8], cities="Верона", maniac=False)
         game_id = table.live().id
         watcher = table.member("p8").user.id
-        assert (await run(table, "p8", "mafia spectate")).content == t("ru", "spectate.started", game=game_id)
+        assert (await run(table, "p8", "mafia spectate")).content == t(
+            "ru", "spectate.started", game=game_id
+        )
         await table.drain()
         calls = len(table.fake.calls())
         table.fake.remove_member(table.guild_id, watcher)
-        await table.fake.wait_until(lambda: table.live().record.channels["watching"] == [] or None, 5.0,
-                                    "he still watches")
+        await table.fake.wait_until(
+            lambda: table.live().record.channels["watching"] == [] or None, 5.0, "he still watches"
+        )
         await table.drain()
         # nothing to take back on Discord: his roles went with him (a call for him would be refused)
-        assert [f"{c.method} {c.path}" for c in table.fake.calls()[calls:] if str(watcher) in c.path] == []
+        assert [
+            f"{c.method} {c.path}" for c in table.fake.calls()[calls:] if str(watcher) in c.path
+        ] == []
         assert (await table.bot.storage.game(game_id)).channels["watching"] == []

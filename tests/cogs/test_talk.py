@@ -26,8 +26,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def posts(table: Table, channel_id: int) -> list:
     """The bot's POSTs of new messages to a channel, oldest first (the REST record)."""
-    return [c for c in table.fake.calls("POST", "/channels/{channel_id}/messages")
-            if c.params.get("channel_id") == str(channel_id) and c.status < 300]
+    return [
+        c
+        for c in table.fake.calls("POST", "/channels/{channel_id}/messages")
+        if c.params.get("channel_id") == str(channel_id) and c.status < 300
+    ]
 
 
 def message_of(table: Table, call) -> object:
@@ -48,14 +51,18 @@ async def test_a_game_the_way_communities_play_it(language: str) -> None:
         cmd = lambda path: command(language, path)  # noqa: E731
         if language == "en":
             await accepted_setting(table)
-        live = await table.new_game(cities="Верона, Падуя" if language == "ru" else "Verona, Padua", maniac=False)
+        live = await table.new_game(
+            cities="Верона, Падуя" if language == "ru" else "Verona, Padua", maniac=False
+        )
         game = table.game
         home, other = game.cities
         roles = live.record.channels["roles"]["cities"]
 
         # the day opens pinging each city's living role in its own channel, and nobody else
         for city in (home, other):
-            opening = [c for c in posts(table, table.city_channel(city)) if "☀️" in c.json["content"]][-1]
+            opening = [
+                c for c in posts(table, table.city_channel(city)) if "☀️" in c.json["content"]
+            ][-1]
             role = str(roles[city]["living"])
             assert opening.json["allowed_mentions"] == {"parse": [], "roles": [role]}
             assert opening.json["content"].startswith(f"<@&{role}>")
@@ -85,7 +92,9 @@ async def test_a_game_the_way_communities_play_it(language: str) -> None:
         assert cmd("vote") in told and cmd("nominate") not in told and say("stage.voting") in told
 
         # votes: two for the foreigner, one for each local; the ballot shows who, in vote order
-        for who, whom in zip(nominators[:2] + [voter, nominators[2]], [foreign, foreign, *locals_], strict=True):
+        for who, whom in zip(
+            nominators[:2] + [voter, nominators[2]], [foreign, foreign, *locals_], strict=True
+        ):
             await accepted(table, who, "vote", {"player": table.pid(whom)})
         await table.drain()
         ballot = ballot_message(table, home).content
@@ -98,9 +107,19 @@ async def test_a_game_the_way_communities_play_it(language: str) -> None:
         await accepted(table, "host", "host next")
         await table.drain()
         text = "\n".join(table.channel_messages(table.city_channel(home)))
-        assert say("tally.skipped", player=f"<@{table.pid(foreign)}>", votes=2, total=4, voters=pair) in text
-        assert say("tally.row", player=f"<@{table.pid(locals_[0])}>", votes=1,
-                   voters=f"<@{table.pid(voter)}>") in text
+        assert (
+            say("tally.skipped", player=f"<@{table.pid(foreign)}>", votes=2, total=4, voters=pair)
+            in text
+        )
+        assert (
+            say(
+                "tally.row",
+                player=f"<@{table.pid(locals_[0])}>",
+                votes=1,
+                voters=f"<@{table.pid(voter)}>",
+            )
+            in text
+        )
         assert not table.game.is_alive(table.pid(locals_[0]))  # the earliest last vote of the tie
         dead = await answer(table, locals_[0], "help")
         assert say("help.dead") in dead
@@ -111,7 +130,9 @@ async def test_a_game_the_way_communities_play_it(language: str) -> None:
         assert night.json["allowed_mentions"]["roles"] == [str(roles[home]["living"])]
         room = [m for m in table.channel_messages(table.mafia_channel(home))]
         assert any(cmd("kill") in m and cmd("pass") in m for m in room)
-        mafioso = [p for p in table.game.alive(home) if table.game.status_of(p) is Status.MAFIOSO][0]
+        mafioso = [p for p in table.game.alive(home) if table.game.status_of(p) is Status.MAFIOSO][
+            0
+        ]
         told = await answer(table, table.name(mafioso), "help")
         assert cmd("kill") in told and say("status.mafioso") in told
 
@@ -120,17 +141,24 @@ async def test_a_game_the_way_communities_play_it(language: str) -> None:
         assert say("notify.off") in await answer(table, quiet, "mafia notify", {"state": "off"})
         await table.drain()
         twin = table.live().record.channels["roles"]["cities"][home]["quiet"]
-        made = [c for c in table.fake.calls("POST", "/guilds/{guild_id}/roles")
-                if c.json.get("name") == say("game_role.quiet", game=live.id, city=home)]
+        made = [
+            c
+            for c in table.fake.calls("POST", "/guilds/{guild_id}/roles")
+            if c.json.get("name") == say("game_role.quiet", game=live.id, city=home)
+        ]
         assert len(made) == 1 and not made[0].json["mentionable"]
         member = table.fake.state.member(table.guild_id, int(table.pid(quiet)))
         twin_id = int(made[0].response["id"])
         assert twin_id in member.roles and int(roles[home]["living"]) not in member.roles
         assert isinstance(twin, str)  # the provisioning key, resolved by the outbox
-        assert table.fake.permissions_for(table.guild_id, table.city_channel(home), int(table.pid(quiet))) & (1 << 11)
+        assert table.fake.permissions_for(
+            table.guild_id, table.city_channel(home), int(table.pid(quiet))
+        ) & (1 << 11)
         await accepted(table, "host", "host next")
         await table.drain()
-        morning = [c for c in posts(table, table.city_channel(home)) if "☀️" in c.json["content"]][-1]
+        morning = [c for c in posts(table, table.city_channel(home)) if "☀️" in c.json["content"]][
+            -1
+        ]
         assert int(table.pid(quiet)) not in message_of(table, morning).pinged
         assert message_of(table, morning).pinged  # the others still are
 
@@ -160,12 +188,16 @@ async def test_the_host_can_turn_the_games_pings_off() -> None:
 async def test_a_one_city_game_says_nothing_of_touring() -> None:
     async with bot_table(players=8) as table:
         await table.new_game(cities="Верона", maniac=False)
-        await accepted(table, table.name(table.game.alive()[0]), "nominate", {"player": table.game.alive()[1]})
+        await accepted(
+            table, table.name(table.game.alive()[0]), "nominate", {"player": table.game.alive()[1]}
+        )
         await accepted(table, "host", "host next")
         await accepted(table, "host", "host next")
         await table.drain()
-        said = "\n".join(table.channel_messages(table.city_channel("Верона"))
-                         + table.channel_messages(table.mafia_channel("Верона")))
+        said = "\n".join(
+            table.channel_messages(table.city_channel("Верона"))
+            + table.channel_messages(table.mafia_channel("Верона"))
+        )
         assert "гастрол" not in said.casefold()
 
 
@@ -186,20 +218,34 @@ def test_the_rules_ship_in_the_wheel(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(tmp_path)],
-                           capture_output=True, text=True, timeout=300)
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stderr[-2000:]
     wheel = next(tmp_path.glob("prokurator-*.whl"))
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(tmp_path / "site")
     for language in ("ru", "en"):
-        shipped = (tmp_path / "site" / "bot" / "texts" / f"rules.{language}.md").read_text(encoding="utf-8")
+        shipped = (tmp_path / "site" / "bot" / "texts" / f"rules.{language}.md").read_text(
+            encoding="utf-8"
+        )
         assert shipped == rules_text(language)
     # the bot's own code path, run from the installed copy
     probe = subprocess.run(
-        [sys.executable, "-c", "import cogs.help as h, bot; print(bot.__file__); print(len(h.rule_sections('en')))"],
-        cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"},
-        capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-c",
+            "import cogs.help as h, bot; print(bot.__file__); print(len(h.rule_sections('en')))",
+        ],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert probe.returncode == 0, probe.stderr[-2000:]
     where, count = probe.stdout.split()
     assert where.startswith(str(tmp_path / "site")) and int(count) == len(rule_sections("en"))
@@ -218,13 +264,17 @@ async def test_a_reminder_pings_the_living_of_each_city_in_its_own_channel() -> 
         roles = live.record.channels["roles"]["cities"]
 
         def reminded() -> bool:
-            return all(any("⏳" in c.json["content"] for c in posts(table, table.city_channel(city)))
-                       for city in table.game.cities)
+            return all(
+                any("⏳" in c.json["content"] for c in posts(table, table.city_channel(city)))
+                for city in table.game.cities
+            )
 
         await table.fake.wait_until(reminded, 10.0, "no reminder was posted")
         await table.drain()
         for city in table.game.cities:
-            reminder = [c for c in posts(table, table.city_channel(city)) if "⏳" in c.json["content"]]
+            reminder = [
+                c for c in posts(table, table.city_channel(city)) if "⏳" in c.json["content"]
+            ]
             assert len(reminder) == 1
             role = str(roles[city]["living"])
             assert reminder[0].json["allowed_mentions"] == {"parse": [], "roles": [role]}

@@ -36,8 +36,11 @@ async def transcript_state(table: Table, game_id: int, state: str, timeout: floa
 
 
 def archive_channel(table: Table, name: str = "архив-игр") -> int:
-    found = [c for c in table.fake.state.guild_channels(table.guild_id)
-             if c.name == name and c.type == ChannelType.GUILD_TEXT]
+    found = [
+        c
+        for c in table.fake.state.guild_channels(table.guild_id)
+        if c.name == name and c.type == ChannelType.GUILD_TEXT
+    ]
     assert len(found) == 1, [c.name for c in table.fake.state.guild_channels(table.guild_id)]
     return found[0].id
 
@@ -73,19 +76,28 @@ async def test_a_finished_games_channels_become_one_transcript_and_its_roles_go(
         text = transcript_text(table, archive, game_id)
         assert text.startswith(t("ru", "transcript.title", game=game_id))
         assert "=== #Верона ===" in text and "=== #Падуя ===" in text
-        assert "Доброе утро, Верона 👨\u200d👩\u200d👧" in text, "a player's message, every character kept"
+        assert "Доброе утро, Верона 👨\u200d👩\u200d👧" in text, (
+            "a player's message, every character kept"
+        )
         assert "=== #мафия-Верона ===" in text, "the mafia rooms were revealed at the end"
         assert f"=== #{t('ru', 'channel.log')} ===" in text
         assert t("ru", "log.deal", seed=channels["seed"]) in text, "the host's log is there"
         assert t("ru", "transcript.no_content_intent") not in text
         made = [int(ids[k]) for ids in channels["cities"].values() for k in ("text", "mafia")]
         made += [int(channels[k]) for k in ("voice", "dead", "log", "category")]
-        assert all(table.fake.state.channels[c].deleted for c in made), "the game's channels are gone"
+        assert all(table.fake.state.channels[c].deleted for c in made), (
+            "the game's channels are gone"
+        )
         roles = table.fake.state.guild(table.guild_id).roles
-        game_roles = [channels["roles"]["dead"], *(r["living"] for r in channels["roles"]["cities"].values())]
+        game_roles = [
+            channels["roles"]["dead"],
+            *(r["living"] for r in channels["roles"]["cities"].values()),
+        ]
         assert not [r for r in game_roles if int(r) in roles], "the game's roles are gone"
         everyone = table.fake.permissions_for(table.guild_id, archive, table.member("p0").user.id)
-        assert everyone & (1 << 10) and not everyone & (1 << 11), "everyone reads the archive, nobody writes"
+        assert everyone & (1 << 10) and not everyone & (1 << 11), (
+            "everyone reads the archive, nobody writes"
+        )
 
         shown = await run(table, "p1", "mafia game", {"number": game_id})
         link = f"https://discord.com/channels/{table.guild_id}/{archive}/{row['message_id']}"
@@ -118,7 +130,10 @@ async def test_a_transcript_begun_as_the_games_messages_lane_goes_idle_still_del
         await transcript_state(table, game_id, "done")
         await table.drain()
         assert idled == [game_id]
-        assert all(table.fake.state.channels[int(channels[k])].deleted for k in ("log", "dead", "voice", "category"))
+        assert all(
+            table.fake.state.channels[int(channels[k])].deleted
+            for k in ("log", "dead", "voice", "category")
+        )
 
 
 async def test_a_transcript_tells_no_more_than_the_game_did():
@@ -132,7 +147,9 @@ async def test_a_transcript_tells_no_more_than_the_game_did():
         assert "мафия-" not in text and f"#{t('ru', 'channel.log')}" not in text
         assert t("ru", "transcript.no_content_intent") in text
         assert "Доброе утро" not in text and t("ru", "transcript.unreadable_message") in text
-        assert t("ru", "summary.title") in text or t("ru", "host.ended") in text, "the bot's own posts are there"
+        assert t("ru", "summary.title") in text or t("ru", "host.ended") in text, (
+            "the bot's own posts are there"
+        )
 
 
 async def test_a_channel_a_human_deleted_is_named_in_the_transcript_in_the_servers_language():
@@ -144,7 +161,9 @@ async def test_a_channel_a_human_deleted_is_named_in_the_transcript_in_the_serve
         await run(table, "host", "host end", locale="en-US")
         dead = int(live.record.channels["dead"])
         reading = table.fake.hang("GET", rf"/channels/{dead}/messages", count=1)
-        await table.fake.wait_until(lambda: reading.hits or None, 30.0, "the dead's channel was not read")
+        await table.fake.wait_until(
+            lambda: reading.hits or None, 30.0, "the dead's channel was not read"
+        )
         table.fake.delete_channel(dead)  # by a human, just then
         reading.release()
         await transcript_state(table, live.id, "done")
@@ -159,14 +178,22 @@ async def test_a_refused_transcript_keeps_the_channels_and_tells_the_host_in_rus
     async with bot_table(players=8, refusals=True) as table:
         quick_edits(table)
         live = await table.new_game(cities="Верона, Падуя", archive_after="1s")
-        refusal = table.fake.fail("POST", r"/guilds/\d+/channels", status=403, code=50013,
-                                  message="Missing Permissions", count=None)
+        refusal = table.fake.fail(
+            "POST",
+            r"/guilds/\d+/channels",
+            status=403,
+            code=50013,
+            message="Missing Permissions",
+            count=None,
+        )
         await run(table, "host", "host end")
         row = await transcript_state(table, live.id, "failed")
         assert refusal.hits >= 1
         await table.drain()
         log_channel = int(live.record.channels["log"])
-        said = t("ru", "transcript.failed", game=live.id, reason=t("ru", "failure.channel_permissions"))
+        said = t(
+            "ru", "transcript.failed", game=live.id, reason=t("ru", "failure.channel_permissions")
+        )
         assert said in table.channel_messages(log_channel)
         assert "Missing" not in said
         assert not table.fake.state.channels[log_channel].deleted, "nothing is deleted"
@@ -247,10 +274,14 @@ async def test_parts_posted_before_a_restart_are_not_posted_again():
             await fake.wait_until(lambda: part_one.hits or None, 30.0, "no part was posted")
             part_two = fake.hang("POST", route, count=1)  # never answered: the process stops
             part_one.release()
-            await fake.wait_until(lambda: part_two.hits or None, 30.0, "the second part was not sent")
+            await fake.wait_until(
+                lambda: part_two.hits or None, 30.0, "the second part was not sent"
+            )
         fake.forget_nonces()  # the restart came after Discord's nonce memory
         verona = live.record.channels["cities"]["Верона"]["text"]
-        gate = fake.hang("GET", rf"/channels/{verona}/messages", count=1)  # the transcript's first page
+        gate = fake.hang(
+            "GET", rf"/channels/{verona}/messages", count=1
+        )  # the transcript's first page
         async with bot_on(fake, world, config) as second:
             second.bot.get_cog("SeasonCog").part_bytes = 2000
             gate.release()
@@ -259,7 +290,11 @@ async def test_parts_posted_before_a_restart_are_not_posted_again():
             posts = [m for m in fake.messages(archive) if m.attachments]
             assert len(posts) >= 3, [m.content for m in fake.messages(archive)]
             assert [m.content for m in posts] == [
-                t("ru", "transcript.posted", game=live.id, part=n, parts=len(posts)) for n in range(1, len(posts) + 1)
+                t("ru", "transcript.posted", game=live.id, part=n, parts=len(posts))
+                for n in range(1, len(posts) + 1)
             ], "each part once, in order"
             text = transcript_text(second, archive, live.id)
-            assert text.startswith(t("ru", "transcript.title", game=live.id)) and "=== #Падуя ===" in text
+            assert (
+                text.startswith(t("ru", "transcript.title", game=live.id))
+                and "=== #Падуя ===" in text
+            )

@@ -98,9 +98,15 @@ def change(key: str, old: Any = None, new: Any = None) -> dict[str, Any]:
     return item
 
 
-def changes_between(before: dict[str, Any], after: dict[str, Any], keys: Iterable[str]) -> list[dict[str, Any]]:
+def changes_between(
+    before: dict[str, Any], after: dict[str, Any], keys: Iterable[str]
+) -> list[dict[str, Any]]:
     """The changes of ``keys`` whose values differ between two payloads."""
-    return [change(key, before.get(key), after.get(key)) for key in keys if before.get(key) != after.get(key)]
+    return [
+        change(key, before.get(key), after.get(key))
+        for key in keys
+        if before.get(key) != after.get(key)
+    ]
 
 
 def overwrite_options(overwrite: Overwrite, role_name: str | None) -> dict[str, str]:

@@ -105,7 +105,9 @@ def build_client_view(world: World, user_id: int, guild_id: int) -> ClientView:
     readable: set[int] = set()
     for channel in state.guild_channels(guild_id):
         view.channels.append(world.channel_seen_by(channel, user_id))
-        if _reads(world, guild_id, channel.id, user_id) and state.can_view(guild_id, channel, user_id):
+        if _reads(world, guild_id, channel.id, user_id) and state.can_view(
+            guild_id, channel, user_id
+        ):
             readable.add(channel.id)
     for thread in state.guild_threads(guild_id):
         if state.can_view(guild_id, thread, user_id):
@@ -118,7 +120,11 @@ def build_client_view(world: World, user_id: int, guild_id: int) -> ClientView:
         for role_id in member.roles:
             holders.setdefault(role_id, []).append(str(member.id))
     for role in sorted(guild.roles.values(), key=lambda r: r.position):
-        members = [str(m.id) for m in guild.members.values()] if role.is_everyone else holders.get(role.id, [])
+        members = (
+            [str(m.id) for m in guild.members.values()]
+            if role.is_everyone
+            else holders.get(role.id, [])
+        )
         view.roles.append({**role.to_payload(), "members": members})
     if view.can_read_audit_log:
         view.audit_log = [entry.to_payload() for entry in world.audit_log.of_guild(guild_id)]
@@ -136,4 +142,6 @@ def build_client_view(world: World, user_id: int, guild_id: int) -> ClientView:
 
 def _reads(world: World, guild_id: int, channel_id: int, user_id: int) -> bool:
     permissions = world.state.permissions_for(guild_id, channel_id, user_id)
-    return bool(permissions & Permission.VIEW_CHANNEL and permissions & Permission.READ_MESSAGE_HISTORY)
+    return bool(
+        permissions & Permission.VIEW_CHANNEL and permissions & Permission.READ_MESSAGE_HISTORY
+    )

@@ -69,7 +69,10 @@ def tidy_errors(errors: dict[str, Any]) -> dict[str, Any]:
     node's own errors are kept: they are about the whole value (too many items, too long)."""
     if "_errors" in errors:
         return {"_errors": errors["_errors"]}
-    return {key: tidy_errors(value) if isinstance(value, dict) else value for key, value in errors.items()}
+    return {
+        key: tidy_errors(value) if isinstance(value, dict) else value
+        for key, value in errors.items()
+    }
 
 
 def field_error(code: str, message: str) -> dict[str, Any]:

@@ -96,7 +96,9 @@ class GatewayLogEntry:
 class GatewaySession:
     """A gateway session created by IDENTIFY; it survives its connection for RESUME."""
 
-    def __init__(self, session_id: str, intents: int, shard: tuple[int, int] | None, buffer_size: int) -> None:
+    def __init__(
+        self, session_id: str, intents: int, shard: tuple[int, int] | None, buffer_size: int
+    ) -> None:
         self.session_id = session_id
         self.intents = intents
         self.shard = shard
@@ -245,7 +247,9 @@ class GatewayClose:
 class Gateway:
     """Serves ``/gateway`` and routes dispatches to sessions."""
 
-    def __init__(self, fake: FakeDiscord, *, heartbeat_interval_ms: int = 41250, buffer_size: int = 5000) -> None:
+    def __init__(
+        self, fake: FakeDiscord, *, heartbeat_interval_ms: int = 41250, buffer_size: int = 5000
+    ) -> None:
         self._fake = fake
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.buffer_size = buffer_size
@@ -412,7 +416,9 @@ class Gateway:
             user_ids = data.get("user_ids")
             not_found: list[str] = []
             if user_ids is not None:
-                wanted = [int(uid) for uid in (user_ids if isinstance(user_ids, list) else [user_ids])]
+                wanted = [
+                    int(uid) for uid in (user_ids if isinstance(user_ids, list) else [user_ids])
+                ]
                 members = [guild.members[uid] for uid in wanted if uid in guild.members]
                 not_found = [str(uid) for uid in wanted if uid not in guild.members]
             else:
@@ -472,13 +478,17 @@ class Gateway:
                 session.dispatch(name, payload)
         self._fake.notify()
 
-    def dispatch_message(self, name: str, payload: dict[str, Any], *, guild_id: int | None, author_id: int | None) -> None:
+    def dispatch_message(
+        self, name: str, payload: dict[str, Any], *, guild_id: int | None, author_id: int | None
+    ) -> None:
         """MESSAGE_CREATE/UPDATE with Discord's MESSAGE_CONTENT rules applied per session."""
         intent = INTENT_GUILD_MESSAGES if guild_id is not None else INTENT_DIRECT_MESSAGES
         bot_id = self._fake.state.bot_user.id
 
         def for_session(session: GatewaySession) -> dict[str, Any]:
-            mentioned = any(str(user.get("id")) == str(bot_id) for user in payload.get("mentions", []))
+            mentioned = any(
+                str(user.get("id")) == str(bot_id) for user in payload.get("mentions", [])
+            )
             if (
                 guild_id is None
                 or author_id == bot_id
@@ -504,7 +514,10 @@ class Gateway:
     def events(self, name: str | None = None) -> list[GatewayEvent]:
         """Events dispatched to any session (still in the replay buffers), oldest first."""
         found = [
-            event for session in self.sessions.values() for event in session.events if name is None or event.name == name
+            event
+            for session in self.sessions.values()
+            for event in session.events
+            if name is None or event.name == name
         ]
         return sorted(found, key=lambda event: event.time)
 
@@ -522,7 +535,9 @@ class Gateway:
                 self._log("forget", session.session_id, "drop")
             self.sessions.clear()
         for connection in list(self.connections):
-            self._log("drop", connection.session.session_id if connection.session else None, str(code))
+            self._log(
+                "drop", connection.session.session_id if connection.session else None, str(code)
+            )
             await connection.close(code, "Dropped by the fake.")
 
     def request_reconnect(self) -> None:

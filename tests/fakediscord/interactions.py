@@ -127,7 +127,10 @@ class InteractionResult:
     @property
     def deferred(self) -> bool:
         """Whether the bot first answered with a deferral (type 5 or 6)."""
-        return self.callback_type in (CALLBACK_DEFERRED_CHANNEL_MESSAGE, CALLBACK_DEFERRED_UPDATE_MESSAGE)
+        return self.callback_type in (
+            CALLBACK_DEFERRED_CHANNEL_MESSAGE,
+            CALLBACK_DEFERRED_UPDATE_MESSAGE,
+        )
 
     @property
     def original(self) -> Message | None:
@@ -213,7 +216,9 @@ class InteractionResult:
     async def wait_callback(self, timeout: float = 5.0) -> Callback:
         """Waits for the bot's accepted initial response."""
         return await self.fake.wait_until(
-            lambda: self.callback, timeout, f"no callback for interaction {self.id} ({self.describe()})"
+            lambda: self.callback,
+            timeout,
+            f"no callback for interaction {self.id} ({self.describe()})",
         )
 
     async def wait_answered(self, timeout: float = 5.0) -> None:
@@ -243,7 +248,9 @@ class InteractionResult:
             return original if original is not None and not original.loading else None
 
         return await self.fake.wait_until(
-            finished, timeout, f"the original answer of interaction {self.id} never finished ({self.describe()})"
+            finished,
+            timeout,
+            f"the original answer of interaction {self.id} never finished ({self.describe()})",
         )
 
     async def wait_followups(self, count: int = 1, timeout: float = 5.0) -> list[Message]:
@@ -258,7 +265,8 @@ class InteractionResult:
         """What happened so far, for failure messages."""
         parts = [f"type {self.type}", f"{len(self.attempts)} callback attempt(s)"]
         parts.extend(
-            f"callback type {a.type} -> {a.status}" + (f" (code {a.error_code})" if a.error_code else "")
+            f"callback type {a.type} -> {a.status}"
+            + (f" (code {a.error_code})" if a.error_code else "")
             for a in self.attempts
         )
         return ", ".join(parts)
@@ -299,19 +307,29 @@ class InteractionBuilder:
         if guild_id is not None:
             guild = state.guild(guild_id)
             member = state.member(guild_id, user_id)
-            channel = state.channel(channel_id) if channel_id is not None else self.default_channel(guild_id)
+            channel = (
+                state.channel(channel_id)
+                if channel_id is not None
+                else self.default_channel(guild_id)
+            )
             if channel.guild_id != guild_id:
                 raise ValueError(f"channel {channel.id} is not in guild {guild_id}")
             member_permissions = state.permissions_for(guild_id, channel.id, user_id)
             payload.update(
                 {
                     "guild_id": str(guild_id),
-                    "guild": {"id": str(guild_id), "locale": guild_locale or guild.preferred_locale, "features": []},
+                    "guild": {
+                        "id": str(guild_id),
+                        "locale": guild_locale or guild.preferred_locale,
+                        "features": [],
+                    },
                     "guild_locale": guild_locale or guild.preferred_locale,
                     "channel_id": str(channel.id),
                     "channel": {**channel.to_payload(), "permissions": str(member_permissions)},
                     "member": member.to_payload(permissions=member_permissions),
-                    "app_permissions": str(state.permissions_for(guild_id, channel.id, state.bot_user.id)),
+                    "app_permissions": str(
+                        state.permissions_for(guild_id, channel.id, state.bot_user.id)
+                    ),
                     "authorizing_integration_owners": {"0": str(guild_id)},
                     "context": 0,
                     "attachment_size_limit": upload_limit(guild.premium_tier),
@@ -346,7 +364,9 @@ class InteractionBuilder:
 
     # application commands -----------------------------------------------------------------
 
-    def find_command(self, guild_id: int | None, name: str, command_type: int) -> ApplicationCommand | None:
+    def find_command(
+        self, guild_id: int | None, name: str, command_type: int
+    ) -> ApplicationCommand | None:
         """The registered command (guild commands first, then global ones)."""
         tables: list[dict[int, ApplicationCommand]] = []
         if guild_id is not None:
@@ -379,12 +399,19 @@ class InteractionBuilder:
             schema = list(registered.data.get("options") or [])
             for part in parts[1:]:
                 spec = next(
-                    (o for o in schema if o.get("name") == part and o.get("type") in (OPTION_SUB_COMMAND, OPTION_SUB_COMMAND_GROUP)),
+                    (
+                        o
+                        for o in schema
+                        if o.get("name") == part
+                        and o.get("type") in (OPTION_SUB_COMMAND, OPTION_SUB_COMMAND_GROUP)
+                    ),
                     None,
                 )
                 if spec is None:
                     names = [o.get("name") for o in schema]
-                    raise ValueError(f"/{' '.join(parts[: parts.index(part)])} has no subcommand {part!r} (it has {names})")
+                    raise ValueError(
+                        f"/{' '.join(parts[: parts.index(part)])} has no subcommand {part!r} (it has {names})"
+                    )
                 wrappers.append((part, int(spec["type"])))
                 schema = list(spec.get("options") or [])
             if any(o.get("type") in (OPTION_SUB_COMMAND, OPTION_SUB_COMMAND_GROUP) for o in schema):
@@ -431,12 +458,21 @@ class InteractionBuilder:
             else:
                 option_type = infer_option_type(value)
             if name == focused:
-                options.append({"name": name, "type": option_type, "value": value if option_type != OPTION_STRING else str(value), "focused": True})
+                options.append(
+                    {
+                        "name": name,
+                        "type": option_type,
+                        "value": value if option_type != OPTION_STRING else str(value),
+                        "focused": True,
+                    }
+                )
                 continue
             converted = self._convert(payload, option_type, name, value, spec, resolved)
             options.append({"name": name, "type": option_type, "value": converted})
         if focused is not None and focused not in given:
-            raise ValueError(f"the focused option {focused!r} needs a value (what the user typed so far)")
+            raise ValueError(
+                f"the focused option {focused!r} needs a value (what the user typed so far)"
+            )
         if by_name is not None and focused is None:
             missing = [n for n, o in by_name.items() if o.get("required") and n not in given]
             if missing:
@@ -480,14 +516,24 @@ class InteractionBuilder:
             channel = state.channel(value.id if isinstance(value, Channel) else int(value))
             allowed = spec.get("channel_types")
             if allowed and channel.type not in allowed:
-                raise ValueError(f"option {name!r} takes channels of types {allowed}, not {channel.type}")
-            permissions = state.permissions_for(guild_id, channel.id, user_id) if guild_id is not None else 0
-            resolved.setdefault("channels", {})[str(channel.id)] = {**channel.to_payload(), "permissions": str(permissions)}
+                raise ValueError(
+                    f"option {name!r} takes channels of types {allowed}, not {channel.type}"
+                )
+            permissions = (
+                state.permissions_for(guild_id, channel.id, user_id) if guild_id is not None else 0
+            )
+            resolved.setdefault("channels", {})[str(channel.id)] = {
+                **channel.to_payload(),
+                "permissions": str(permissions),
+            }
             converted = str(channel.id)
         elif option_type == OPTION_ROLE:
             converted = str(self._resolve_role(guild_id, value, resolved))
         elif option_type == OPTION_MENTIONABLE:
-            if isinstance(value, Role) or (guild_id is not None and int(getattr(value, "id", value)) in state.guild(guild_id).roles):
+            if isinstance(value, Role) or (
+                guild_id is not None
+                and int(getattr(value, "id", value)) in state.guild(guild_id).roles
+            ):
                 converted = str(self._resolve_role(guild_id, value, resolved))
             else:
                 converted = str(self._resolve_user(guild_id, payload, value, resolved))
@@ -499,7 +545,9 @@ class InteractionBuilder:
             raise ValueError(f"option {name!r} has unsupported type {option_type}")
         choices = spec.get("choices")
         if choices and converted not in [choice.get("value") for choice in choices]:
-            raise ValueError(f"option {name!r} must be one of {[c.get('value') for c in choices]}, not {converted!r}")
+            raise ValueError(
+                f"option {name!r} must be one of {[c.get('value') for c in choices]}, not {converted!r}"
+            )
         if option_type in (OPTION_INTEGER, OPTION_NUMBER):
             if "min_value" in spec and converted < spec["min_value"]:
                 raise ValueError(f"option {name!r} is below {spec['min_value']}")
@@ -508,7 +556,11 @@ class InteractionBuilder:
         return converted
 
     def _resolve_user(
-        self, guild_id: int | None, payload: dict[str, Any], value: Any, resolved: dict[str, dict[str, Any]]
+        self,
+        guild_id: int | None,
+        payload: dict[str, Any],
+        value: Any,
+        resolved: dict[str, dict[str, Any]],
     ) -> int:
         state = self.fake.state
         user_id = value.id if isinstance(value, User | Member) else int(value)
@@ -518,10 +570,14 @@ class InteractionBuilder:
             member = state.guild(guild_id).members.get(user.id)
             if member is not None:
                 permissions = state.permissions_for(guild_id, int(payload["channel_id"]), user.id)
-                resolved.setdefault("members", {})[str(user.id)] = member.to_payload(with_user=False, permissions=permissions)
+                resolved.setdefault("members", {})[str(user.id)] = member.to_payload(
+                    with_user=False, permissions=permissions
+                )
         return user.id
 
-    def _resolve_role(self, guild_id: int | None, value: Any, resolved: dict[str, dict[str, Any]]) -> int:
+    def _resolve_role(
+        self, guild_id: int | None, value: Any, resolved: dict[str, dict[str, Any]]
+    ) -> int:
         if guild_id is None:
             raise ValueError("roles only exist in guilds")
         role = self.fake.state.role(guild_id, value.id if isinstance(value, Role) else int(value))
@@ -533,9 +589,13 @@ class InteractionBuilder:
             return value
         if not isinstance(value, Upload):
             raise ValueError(f"an attachment option takes an Upload, not {value!r}")
-        return self.fake.make_attachment(channel_id, value.filename, value.data, content_type=value.content_type, ephemeral=True)
+        return self.fake.make_attachment(
+            channel_id, value.filename, value.data, content_type=value.content_type, ephemeral=True
+        )
 
-    def context_menu_data(self, payload: dict[str, Any], name: str, target: User | Member | Message) -> dict[str, Any]:
+    def context_menu_data(
+        self, payload: dict[str, Any], name: str, target: User | Member | Message
+    ) -> dict[str, Any]:
         """``data`` of a user (type 2) or message (type 3) context-menu command."""
         guild_id = int(payload["guild_id"]) if payload.get("guild_id") else None
         resolved: dict[str, dict[str, Any]] = {}
@@ -561,12 +621,18 @@ class InteractionBuilder:
     # components and modals ------------------------------------------------------------
 
     def component_data(
-        self, payload: dict[str, Any], message: Message, custom_id: str, values: Sequence[Any] | None
+        self,
+        payload: dict[str, Any],
+        message: Message,
+        custom_id: str,
+        values: Sequence[Any] | None,
     ) -> dict[str, Any]:
         """``data`` of a button click (``values`` None) or a select (``values`` a list)."""
         component = message.find_component(custom_id)
         if component is None:
-            raise ValueError(f"message {message.id} has no component {custom_id!r} (it has {message.custom_ids()})")
+            raise ValueError(
+                f"message {message.id} has no component {custom_id!r} (it has {message.custom_ids()})"
+            )
         if component.get("disabled"):
             raise ValueError(f"component {custom_id!r} is disabled")
         component_type = int(component["type"])
@@ -587,7 +653,9 @@ class InteractionBuilder:
             allowed = [str(option.get("value")) for option in component.get("options") or []]
             for value in values:
                 if str(value) not in allowed:
-                    raise ValueError(f"select {custom_id!r} has no option {value!r} (it has {allowed})")
+                    raise ValueError(
+                        f"select {custom_id!r} has no option {value!r} (it has {allowed})"
+                    )
             data["values"] = [str(value) for value in values]
             return data
         resolved: dict[str, dict[str, Any]] = {}
@@ -599,14 +667,20 @@ class InteractionBuilder:
             elif component_type == COMPONENT_ROLE_SELECT:
                 chosen.append(str(self._resolve_role(guild_id, value, resolved)))
             elif component_type == COMPONENT_CHANNEL_SELECT:
-                chosen.append(str(self._convert(payload, OPTION_CHANNEL, custom_id, value, {}, resolved)))
+                chosen.append(
+                    str(self._convert(payload, OPTION_CHANNEL, custom_id, value, {}, resolved))
+                )
             else:
-                chosen.append(str(self._convert(payload, OPTION_MENTIONABLE, custom_id, value, {}, resolved)))
+                chosen.append(
+                    str(self._convert(payload, OPTION_MENTIONABLE, custom_id, value, {}, resolved))
+                )
         data["values"] = chosen
         data["resolved"] = resolved
         return data
 
-    def modal_data(self, modal: dict[str, Any], values: Mapping[str, str | Sequence[str]]) -> dict[str, Any]:
+    def modal_data(
+        self, modal: dict[str, Any], values: Mapping[str, str | Sequence[str]]
+    ) -> dict[str, Any]:
         """``data`` of a modal submission filling the modal's inputs with ``values`` by custom id."""
         known: set[str] = set()
 
@@ -623,28 +697,48 @@ class InteractionBuilder:
                 if component.get("required", True) and not text:
                     raise ValueError(f"text input {custom_id!r} is required")
                 if "max_length" in component and len(text) > int(component["max_length"]):
-                    raise ValueError(f"text input {custom_id!r} is longer than {component['max_length']}")
+                    raise ValueError(
+                        f"text input {custom_id!r} is longer than {component['max_length']}"
+                    )
                 if text and "min_length" in component and len(text) < int(component["min_length"]):
-                    raise ValueError(f"text input {custom_id!r} is shorter than {component['min_length']}")
-                return {"type": component_type, "id": component.get("id", 0), "custom_id": custom_id, "value": text}
+                    raise ValueError(
+                        f"text input {custom_id!r} is shorter than {component['min_length']}"
+                    )
+                return {
+                    "type": component_type,
+                    "id": component.get("id", 0),
+                    "custom_id": custom_id,
+                    "value": text,
+                }
             chosen = values.get(str(custom_id), [])
             if isinstance(chosen, str):
                 chosen = [chosen]
-            return {"type": component_type, "id": component.get("id", 0), "custom_id": custom_id, "values": list(chosen)}
+            return {
+                "type": component_type,
+                "id": component.get("id", 0),
+                "custom_id": custom_id,
+                "values": list(chosen),
+            }
 
         rows: list[dict[str, Any]] = []
         for component in modal.get("components") or []:
             component_type = int(component.get("type", 0))
             if component_type == 1:
-                children = [a for a in (answer(child) for child in component.get("components") or []) if a]
+                children = [
+                    a for a in (answer(child) for child in component.get("components") or []) if a
+                ]
                 rows.append({"type": 1, "id": component.get("id", 0), "components": children})
             elif component_type == COMPONENT_LABEL and isinstance(component.get("component"), dict):
                 inner = answer(component["component"])
                 if inner is not None:
-                    rows.append({"type": COMPONENT_LABEL, "id": component.get("id", 0), "component": inner})
+                    rows.append(
+                        {"type": COMPONENT_LABEL, "id": component.get("id", 0), "component": inner}
+                    )
         unknown_ids = set(values) - known
         if unknown_ids:
-            raise ValueError(f"the modal has no input(s) {sorted(unknown_ids)} (it has {sorted(known)})")
+            raise ValueError(
+                f"the modal has no input(s) {sorted(unknown_ids)} (it has {sorted(known)})"
+            )
         return {"custom_id": modal["custom_id"], "components": rows}
 
 
@@ -666,4 +760,6 @@ def infer_option_type(value: Any) -> int:
         return OPTION_ROLE
     if isinstance(value, Upload | Attachment):
         return OPTION_ATTACHMENT
-    raise ValueError(f"cannot tell the option type of {value!r}; register the command or pass a model object")
+    raise ValueError(
+        f"cannot tell the option type of {value!r}; register the command or pass a model object"
+    )

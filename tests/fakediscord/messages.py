@@ -126,7 +126,16 @@ def parse_message_input(body: Any, parts: list[MultipartPart]) -> MessageInput:
     if body is None:
         body = {}
     if not isinstance(body, dict):
-        raise invalid_form_body({"_errors": [{"code": "DICT_TYPE_CONVERT", "message": "Only dictionaries may be used in a DictType"}]})
+        raise invalid_form_body(
+            {
+                "_errors": [
+                    {
+                        "code": "DICT_TYPE_CONVERT",
+                        "message": "Only dictionaries may be used in a DictType",
+                    }
+                ]
+            }
+        )
     fields = {
         key: body[key]
         for key in (
@@ -159,7 +168,13 @@ def parse_message_input(body: Any, parts: list[MultipartPart]) -> MessageInput:
         for entry in body.get("attachments") or []:
             if not isinstance(entry, dict) or not str(entry.get("id", "")).isdigit():
                 raise invalid_form_body(
-                    {"attachments": {str(len(attachment_ids)): {"id": field_error("BASE_TYPE_REQUIRED", "This field is required")}}}
+                    {
+                        "attachments": {
+                            str(len(attachment_ids)): {
+                                "id": field_error("BASE_TYPE_REQUIRED", "This field is required")
+                            }
+                        }
+                    }
                 )
             attachment_ids.append(entry.get("id"))
             raw_id = int(str(entry.get("id")))
@@ -219,7 +234,11 @@ def number_components(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for component in every:
         for key, value in _COMPONENT_DEFAULTS.get(component.get("type"), {}).items():
             component.setdefault(key, value)
-    taken = {int(c["id"]) for c in every if isinstance(c.get("id"), int) and not isinstance(c.get("id"), bool) and c["id"]}
+    taken = {
+        int(c["id"])
+        for c in every
+        if isinstance(c.get("id"), int) and not isinstance(c.get("id"), bool) and c["id"]
+    }
     next_id = 1
     for component in every:
         if component.get("id"):
@@ -256,9 +275,19 @@ def validate_message(
     """Raises Discord's 400 for a message that Discord would refuse."""
     errors: dict[str, Any] = {}
     if len(content) > MAX_CONTENT:
-        errors.update(nest(["content"], field_error("BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CONTENT} or fewer in length.")))
+        errors.update(
+            nest(
+                ["content"],
+                field_error("BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CONTENT} or fewer in length."),
+            )
+        )
     if len(embeds) > MAX_EMBEDS:
-        errors.update(nest(["embeds"], field_error("BASE_TYPE_MAX_LENGTH", f"Must be {MAX_EMBEDS} or fewer in length.")))
+        errors.update(
+            nest(
+                ["embeds"],
+                field_error("BASE_TYPE_MAX_LENGTH", f"Must be {MAX_EMBEDS} or fewer in length."),
+            )
+        )
     else:
         errors.update(_embed_errors(embeds))
     if flags & MESSAGE_FLAG_COMPONENTS_V2:
@@ -266,7 +295,10 @@ def validate_message(
             errors.update(
                 nest(
                     ["content" if content else "embeds"],
-                    field_error("MESSAGE_CANNOT_USE_LEGACY_FIELDS_WITH_COMPONENTS_V2", "The 'content' and 'embeds' fields cannot be used when using MessageFlags.IS_COMPONENTS_V2"),
+                    field_error(
+                        "MESSAGE_CANNOT_USE_LEGACY_FIELDS_WITH_COMPONENTS_V2",
+                        "The 'content' and 'embeds' fields cannot be used when using MessageFlags.IS_COMPONENTS_V2",
+                    ),
                 )
             )
         errors.update(_v2_component_errors(components))
@@ -274,7 +306,12 @@ def validate_message(
         errors.update(_legacy_component_errors(components))
     errors.update(_allowed_mentions_errors(allowed_mentions))
     if attachment_count > MAX_FILES:
-        errors.update(nest(["attachments"], field_error("BASE_TYPE_MAX_LENGTH", f"Must be {MAX_FILES} or fewer in length.")))
+        errors.update(
+            nest(
+                ["attachments"],
+                field_error("BASE_TYPE_MAX_LENGTH", f"Must be {MAX_FILES} or fewer in length."),
+            )
+        )
     if errors:
         raise invalid_form_body(errors)
     if not (content or embeds or components or attachment_count or has_sticker_or_poll):
@@ -290,12 +327,18 @@ def check_attachments(data: MessageInput, existing_ids: set[int] | None) -> None
     for index, raw in enumerate(data.attachment_ids):
         attachment_id = int(str(raw))
         if attachment_id in seen:
-            errors[str(index)] = {"id": field_error("ATTACHMENT_DUPLICATE_ID", "Attachment ids must be unique")}
-        elif attachment_id not in uploads and (existing_ids is None or attachment_id not in existing_ids):
+            errors[str(index)] = {
+                "id": field_error("ATTACHMENT_DUPLICATE_ID", "Attachment ids must be unique")
+            }
+        elif attachment_id not in uploads and (
+            existing_ids is None or attachment_id not in existing_ids
+        ):
             errors[str(index)] = {"id": field_error("ATTACHMENT_NOT_FOUND", "Unknown attachment")}
         seen.add(attachment_id)
     if data.uploaded_parts > MAX_FILES:
-        errors["_errors"] = [{"code": "BASE_TYPE_MAX_LENGTH", "message": f"Must be {MAX_FILES} or fewer in length."}]
+        errors["_errors"] = [
+            {"code": "BASE_TYPE_MAX_LENGTH", "message": f"Must be {MAX_FILES} or fewer in length."}
+        ]
     if errors:
         raise invalid_form_body({"attachments": errors})
 
@@ -369,7 +412,16 @@ def _embed_errors(embeds: list[dict[str, Any]]) -> dict[str, Any]:
             errors[str(index)] = embed_errors
     if total > MAX_EMBED_TOTAL:
         # The whole list is too big: Discord says so about the list, not about one embed.
-        return {"embeds": {"_errors": [{"code": "MAX_EMBED_SIZE_EXCEEDED", "message": f"Embed size exceeds maximum size of {MAX_EMBED_TOTAL}"}]}}
+        return {
+            "embeds": {
+                "_errors": [
+                    {
+                        "code": "MAX_EMBED_SIZE_EXCEEDED",
+                        "message": f"Embed size exceeds maximum size of {MAX_EMBED_TOTAL}",
+                    }
+                ]
+            }
+        }
     return {"embeds": errors} if errors else {}
 
 
@@ -380,7 +432,9 @@ def _legacy_component_errors(components: list[dict[str, Any]]) -> dict[str, Any]
     ids = _IdRegister()
     for row_index, row in enumerate(components):
         if not isinstance(row, dict) or row.get("type") != COMPONENT_ACTION_ROW:
-            errors[str(row_index)] = field_error("UNION_TYPE_CHOICES", 'Value of field "type" must be one of (1,).')
+            errors[str(row_index)] = field_error(
+                "UNION_TYPE_CHOICES", 'Value of field "type" must be one of (1,).'
+            )
             continue
         row_errors = ids.component_id(row)
         if row_errors:
@@ -392,20 +446,29 @@ def _legacy_component_errors(components: list[dict[str, Any]]) -> dict[str, Any]
             continue
         if selects and len(children) > 1:
             errors.setdefault(str(row_index), {})["components"] = field_error(
-                "COMPONENT_LAYOUT_WIDTH_EXCEEDED", "The specified component exceeds the maximum width"
+                "COMPONENT_LAYOUT_WIDTH_EXCEEDED",
+                "The specified component exceeds the maximum width",
             )
             continue
         for child_index, child in enumerate(children):
             child_errors = _interactive_errors(child, ids)
             if child_errors:
-                errors.setdefault(str(row_index), {}).setdefault("components", {})[str(child_index)] = child_errors
+                errors.setdefault(str(row_index), {}).setdefault("components", {})[
+                    str(child_index)
+                ] = child_errors
     return {"components": errors} if errors else {}
 
 
 def _v2_component_errors(components: list[dict[str, Any]]) -> dict[str, Any]:
     every = walk_components(components)
     if len(every) > MAX_V2_COMPONENTS:
-        return nest(["components"], field_error("COMPONENT_MAX_TOTAL_COMPONENTS_EXCEEDED", f"The maximum number of components is {MAX_V2_COMPONENTS}."))
+        return nest(
+            ["components"],
+            field_error(
+                "COMPONENT_MAX_TOTAL_COMPONENTS_EXCEEDED",
+                f"The maximum number of components is {MAX_V2_COMPONENTS}.",
+            ),
+        )
     ids = _IdRegister()
     for component in every:
         if component.get("type") in SELECT_TYPES | {COMPONENT_BUTTON}:
@@ -431,7 +494,9 @@ class _IdRegister:
         if not isinstance(value, int) or isinstance(value, bool) or not value:
             return {}
         if value in self.component_ids:
-            return {"id": field_error("COMPONENT_ID_DUPLICATED", "Component id cannot be duplicated")}
+            return {
+                "id": field_error("COMPONENT_ID_DUPLICATED", "Component id cannot be duplicated")
+            }
         self.component_ids.add(value)
         return {}
 
@@ -442,7 +507,12 @@ def _interactive_errors(component: Any, ids: _IdRegister) -> dict[str, Any]:
         return field_error("DICT_TYPE_CONVERT", "Only dictionaries may be used in a DictType")
     kind = component.get("type")
     if kind not in SELECT_TYPES and kind != COMPONENT_BUTTON:
-        return {"type": field_error("COMPONENT_TYPE_INVALID", "Only buttons and select menus may be placed in an action row")}
+        return {
+            "type": field_error(
+                "COMPONENT_TYPE_INVALID",
+                "Only buttons and select menus may be placed in an action row",
+            )
+        }
     one: dict[str, Any] = ids.component_id(component)
     custom_id = component.get("custom_id")
     style = component.get("style")
@@ -452,19 +522,28 @@ def _interactive_errors(component: Any, ids: _IdRegister) -> dict[str, Any]:
             one["label"] = _length_error(MAX_BUTTON_LABEL)
         if style == BUTTON_STYLE_LINK:
             if not component.get("url"):
-                one["url"] = field_error("BUTTON_COMPONENT_URL_REQUIRED", "A link button requires a url")
+                one["url"] = field_error(
+                    "BUTTON_COMPONENT_URL_REQUIRED", "A link button requires a url"
+                )
             if custom_id is not None:
-                one["custom_id"] = field_error("BUTTON_COMPONENT_CUSTOM_ID_FORBIDDEN", "A link button cannot have a custom_id")
+                one["custom_id"] = field_error(
+                    "BUTTON_COMPONENT_CUSTOM_ID_FORBIDDEN", "A link button cannot have a custom_id"
+                )
             return one
         if style == BUTTON_STYLE_PREMIUM:
             if not component.get("sku_id"):
                 one["sku_id"] = field_error("BASE_TYPE_REQUIRED", "This field is required")
             for key in ("custom_id", "label", "url", "emoji"):
                 if component.get(key) is not None:
-                    one[key] = field_error("BUTTON_COMPONENT_PREMIUM_FIELD_FORBIDDEN", f"A premium button cannot have {key}")
+                    one[key] = field_error(
+                        "BUTTON_COMPONENT_PREMIUM_FIELD_FORBIDDEN",
+                        f"A premium button cannot have {key}",
+                    )
             return one
         if component.get("url") is not None:
-            one["url"] = field_error("BUTTON_COMPONENT_URL_FORBIDDEN", "Only link buttons can have a url")
+            one["url"] = field_error(
+                "BUTTON_COMPONENT_URL_FORBIDDEN", "Only link buttons can have a url"
+            )
     else:
         placeholder = component.get("placeholder")
         if placeholder is not None and len(str(placeholder)) > MAX_PLACEHOLDER:
@@ -472,19 +551,32 @@ def _interactive_errors(component: Any, ids: _IdRegister) -> dict[str, Any]:
         low = component.get("min_values", 1)
         high = component.get("max_values", 1)
         if isinstance(low, int) and not 0 <= low <= MAX_SELECT_VALUES:
-            one["min_values"] = field_error("NUMBER_TYPE_MAX" if low > 0 else "NUMBER_TYPE_MIN", f"int value should be between 0 and {MAX_SELECT_VALUES}.")
+            one["min_values"] = field_error(
+                "NUMBER_TYPE_MAX" if low > 0 else "NUMBER_TYPE_MIN",
+                f"int value should be between 0 and {MAX_SELECT_VALUES}.",
+            )
         if isinstance(high, int) and not 1 <= high <= MAX_SELECT_VALUES:
-            one["max_values"] = field_error("NUMBER_TYPE_MAX" if high > 1 else "NUMBER_TYPE_MIN", f"int value should be between 1 and {MAX_SELECT_VALUES}.")
+            one["max_values"] = field_error(
+                "NUMBER_TYPE_MAX" if high > 1 else "NUMBER_TYPE_MIN",
+                f"int value should be between 1 and {MAX_SELECT_VALUES}.",
+            )
         elif isinstance(low, int) and isinstance(high, int) and low > high:
-            one["min_values"] = field_error("SELECT_COMPONENT_MIN_VALUES_TOO_LARGE", "min_values cannot be greater than max_values")
+            one["min_values"] = field_error(
+                "SELECT_COMPONENT_MIN_VALUES_TOO_LARGE",
+                "min_values cannot be greater than max_values",
+            )
         if kind == COMPONENT_STRING_SELECT:
-            one.update(_option_errors(component.get("options"), high if isinstance(high, int) else 1))
+            one.update(
+                _option_errors(component.get("options"), high if isinstance(high, int) else 1)
+            )
     if custom_id is None or custom_id == "":
         one["custom_id"] = field_error("BASE_TYPE_REQUIRED", "This field is required")
     elif len(str(custom_id)) > MAX_CUSTOM_ID:
         one["custom_id"] = _length_error(MAX_CUSTOM_ID, 1)
     elif str(custom_id) in ids.custom_ids:
-        one["custom_id"] = field_error("COMPONENT_CUSTOM_ID_DUPLICATED", "Component custom id cannot be duplicated")
+        one["custom_id"] = field_error(
+            "COMPONENT_CUSTOM_ID_DUPLICATED", "Component custom id cannot be duplicated"
+        )
     if custom_id:
         ids.custom_ids.add(str(custom_id))
     return one
@@ -499,7 +591,9 @@ def _option_errors(options: Any, max_values: int) -> dict[str, Any]:
     for index, option in enumerate(options):
         one: dict[str, Any] = {}
         if not isinstance(option, dict):
-            errors[str(index)] = field_error("DICT_TYPE_CONVERT", "Only dictionaries may be used in a DictType")
+            errors[str(index)] = field_error(
+                "DICT_TYPE_CONVERT", "Only dictionaries may be used in a DictType"
+            )
             continue
         for key in ("label", "value"):
             text = option.get(key)
@@ -510,7 +604,9 @@ def _option_errors(options: Any, max_values: int) -> dict[str, Any]:
             one["description"] = _length_error(MAX_OPTION_TEXT)
         value = str(option.get("value"))
         if "value" not in one and value in values:
-            one["value"] = field_error("SELECT_COMPONENT_OPTION_VALUE_DUPLICATED", "Select option values must be unique")
+            one["value"] = field_error(
+                "SELECT_COMPONENT_OPTION_VALUE_DUPLICATED", "Select option values must be unique"
+            )
         values.add(value)
         defaults += bool(option.get("default"))
         if one:
@@ -518,7 +614,12 @@ def _option_errors(options: Any, max_values: int) -> dict[str, Any]:
     if errors:
         return {"options": errors}
     if defaults > max_values:
-        return {"options": field_error("SELECT_COMPONENT_TOO_MANY_DEFAULT_VALUES", "The number of default options exceeds max_values")}
+        return {
+            "options": field_error(
+                "SELECT_COMPONENT_TOO_MANY_DEFAULT_VALUES",
+                "The number of default options exceeds max_values",
+            )
+        }
     return {}
 
 

@@ -63,7 +63,9 @@ MESSAGEABLE_TYPES = frozenset(
 """Channels that accept ``POST /channels/{id}/messages``."""
 VOICE_TYPES = frozenset({ChannelType.GUILD_VOICE, ChannelType.GUILD_STAGE_VOICE})
 """Channels a member can be connected to."""
-THREAD_TYPES = frozenset({ChannelType.ANNOUNCEMENT_THREAD, ChannelType.PUBLIC_THREAD, ChannelType.PRIVATE_THREAD})
+THREAD_TYPES = frozenset(
+    {ChannelType.ANNOUNCEMENT_THREAD, ChannelType.PUBLIC_THREAD, ChannelType.PRIVATE_THREAD}
+)
 """Threads: they live in a parent channel and take its permissions."""
 
 MESSAGE_FLAG_EPHEMERAL = 1 << 6
@@ -144,7 +146,11 @@ class Role:
             "id": str(self.id),
             "name": self.name,
             "color": self.color,
-            "colors": {"primary_color": self.color, "secondary_color": None, "tertiary_color": None},
+            "colors": {
+                "primary_color": self.color,
+                "secondary_color": None,
+                "tertiary_color": None,
+            },
             "hoist": self.hoist,
             "icon": None,
             "unicode_emoji": None,
@@ -190,7 +196,9 @@ class Member:
         """Nick, else global name, else username."""
         return self.nick or self.user.display_name
 
-    def to_payload(self, *, with_user: bool = True, permissions: int | None = None) -> dict[str, Any]:
+    def to_payload(
+        self, *, with_user: bool = True, permissions: int | None = None
+    ) -> dict[str, Any]:
         """Discord's guild member object (``permissions`` only inside interactions)."""
         payload: dict[str, Any] = {
             "nick": self.nick,
@@ -502,7 +510,9 @@ class Message:
             if "custom_id" in component
         ]
 
-    def to_payload(self, *, member: Member | None = None, users: dict[int, User] | None = None) -> dict[str, Any]:
+    def to_payload(
+        self, *, member: Member | None = None, users: dict[int, User] | None = None
+    ) -> dict[str, Any]:
         """Discord's message object. ``users`` resolves ``<@id>`` mentions."""
         mentions: list[dict[str, Any]] = []
         if users is not None:
@@ -622,7 +632,9 @@ class Guild:
             "verification_level": 0,
             "default_message_notifications": 1,
             "explicit_content_filter": 0,
-            "roles": [role.to_payload() for role in sorted(self.roles.values(), key=lambda r: r.position)],
+            "roles": [
+                role.to_payload() for role in sorted(self.roles.values(), key=lambda r: r.position)
+            ],
             "emojis": [],
             "stickers": [],
             "features": [],
@@ -683,7 +695,13 @@ class ApplicationCommand:
         }
         # Discord echoes the command in its own normalised form: absent lists get their defaults,
         # a permission set comes back as a string.
-        payload.update({key: value for key, value in self.data.items() if value is not None or key in _NULLABLE_COMMAND_FIELDS})
+        payload.update(
+            {
+                key: value
+                for key, value in self.data.items()
+                if value is not None or key in _NULLABLE_COMMAND_FIELDS
+            }
+        )
         if payload.get("default_member_permissions") is not None:
             payload["default_member_permissions"] = str(payload["default_member_permissions"])
         payload["id"] = str(self.id)

@@ -26,15 +26,27 @@ _USER = re.compile(r"<@!?(\d+)>")
 _ROLE = re.compile(r"<@&(\d+)>")
 
 
-def pinged(state: FakeState, channel: Channel, author_id: int, content: str, allowed: Any) -> frozenset[int]:
+def pinged(
+    state: FakeState, channel: Channel, author_id: int, content: str, allowed: Any
+) -> frozenset[int]:
     """The user ids a new message by ``author_id`` in ``channel`` notifies."""
     if channel.guild_id is None:
         return frozenset(int(m) for m in _USER.findall(content))
     guild = state.guild(channel.guild_id)
-    parse = {"users", "roles", "everyone"} if not isinstance(allowed, dict) else set(allowed.get("parse") or [])
-    users = {int(u) for u in (allowed or {}).get("users") or []} if isinstance(allowed, dict) else set()
-    roles = {int(r) for r in (allowed or {}).get("roles") or []} if isinstance(allowed, dict) else set()
-    mentions_all = bool(state.permissions_for(guild.id, channel.id, author_id) & Permission.MENTION_EVERYONE)
+    parse = (
+        {"users", "roles", "everyone"}
+        if not isinstance(allowed, dict)
+        else set(allowed.get("parse") or [])
+    )
+    users = (
+        {int(u) for u in (allowed or {}).get("users") or []} if isinstance(allowed, dict) else set()
+    )
+    roles = (
+        {int(r) for r in (allowed or {}).get("roles") or []} if isinstance(allowed, dict) else set()
+    )
+    mentions_all = bool(
+        state.permissions_for(guild.id, channel.id, author_id) & Permission.MENTION_EVERYONE
+    )
     wanted: set[int] = set()
     for user in (int(u) for u in _USER.findall(content)):
         if "users" in parse or user in users:
@@ -44,9 +56,15 @@ def pinged(state: FakeState, channel: Channel, author_id: int, content: str, all
         if role is None or not ("roles" in parse or role_id in roles):
             continue
         if role.mentionable or mentions_all:
-            wanted.update(member_id for member_id, member in guild.members.items() if role_id in member.roles)
+            wanted.update(
+                member_id for member_id, member in guild.members.items() if role_id in member.roles
+            )
     if ("@everyone" in content or "@here" in content) and "everyone" in parse and mentions_all:
         wanted.update(guild.members)
     wanted.discard(author_id)
-    return frozenset(user for user in wanted if user in guild.members
-                     and state.permissions_for(guild.id, channel.id, user) & Permission.VIEW_CHANNEL)
+    return frozenset(
+        user
+        for user in wanted
+        if user in guild.members
+        and state.permissions_for(guild.id, channel.id, user) & Permission.VIEW_CHANNEL
+    )

@@ -26,7 +26,10 @@ def fake_discord_answers_follow_the_spec() -> Iterator[None]:
     found = RESPONSE_FINDINGS[start:]
     if found:
         shown = "\n".join(found[:20])
-        pytest.fail(f"the fake Discord answered {len(found)} time(s) against the spec:\n{shown}", pytrace=False)
+        pytest.fail(
+            f"the fake Discord answered {len(found)} time(s) against the spec:\n{shown}",
+            pytrace=False,
+        )
 
 
 _FIGURES = ("checked", "seconds", "responses_checked", "response_seconds")
@@ -56,7 +59,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if spec is None:
         terminalreporter.write_line(spec_status())
         return
-    checked, seconds, answers, answer_seconds = (getattr(spec, name) + _workers[name] for name in _FIGURES)
+    checked, seconds, answers, answer_seconds = (
+        getattr(spec, name) + _workers[name] for name in _FIGURES
+    )
     if checked:
         each = seconds / checked * 1e6
         line = (

@@ -209,7 +209,9 @@ class RecordFile:
                         self.files_dir.mkdir(parents=True, exist_ok=True)
                         for part in uploads:
                             suffix = Path(part.filename or "").suffix
-                            (self.files_dir / f"{number}-{part.name}{suffix}").write_bytes(part.data)
+                            (self.files_dir / f"{number}-{part.name}{suffix}").write_bytes(
+                                part.data
+                            )
                 finally:
                     fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
         return number
@@ -225,7 +227,12 @@ def record_entry(record: CallRecord) -> dict[str, Any]:
         "json": record.json,
         "multipart": bool(record.parts),
         "parts": [
-            {"name": part.name, "filename": part.filename, "content_type": part.content_type, "size": len(part.data)}
+            {
+                "name": part.name,
+                "filename": part.filename,
+                "content_type": part.content_type,
+                "size": len(part.data),
+            }
             for part in record.parts
         ],
         "status": record.status,

@@ -13,9 +13,38 @@ if TYPE_CHECKING:
 
 VALID_LOCALES = frozenset(
     {
-        "id", "da", "de", "en-GB", "en-US", "es-ES", "es-419", "fr", "hr", "it", "lt", "hu", "nl", "no",
-        "pl", "pt-BR", "ro", "fi", "sv-SE", "vi", "tr", "cs", "el", "bg", "ru", "uk", "hi", "th", "zh-CN",
-        "ja", "zh-TW", "ko",
+        "id",
+        "da",
+        "de",
+        "en-GB",
+        "en-US",
+        "es-ES",
+        "es-419",
+        "fr",
+        "hr",
+        "it",
+        "lt",
+        "hu",
+        "nl",
+        "no",
+        "pl",
+        "pt-BR",
+        "ro",
+        "fi",
+        "sv-SE",
+        "vi",
+        "tr",
+        "cs",
+        "el",
+        "bg",
+        "ru",
+        "uk",
+        "hi",
+        "th",
+        "zh-CN",
+        "ja",
+        "zh-TW",
+        "ko",
     }
 )
 """Locales Discord accepts in ``*_localizations`` (and sends as ``locale``)."""
@@ -47,18 +76,30 @@ def command_errors(command: dict[str, Any]) -> dict[str, Any]:
     description = command.get("description") or ""
     if command_type == 1:
         if not is_valid_slash_name(name):
-            errors["name"] = field_error("APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid")
+            errors["name"] = field_error(
+                "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid"
+            )
         if not 1 <= len(description) <= 100:
-            errors["description"] = field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
+            errors["description"] = field_error(
+                "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
+            )
     else:
         if not 1 <= len(name) <= 32:
-            errors["name"] = field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 32 in length.")
+            errors["name"] = field_error(
+                "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 32 in length."
+            )
         if description:
-            errors["description"] = field_error("APPLICATION_COMMAND_CONTEXT_MENU_DESCRIPTION", "Context menu commands cannot have description")
+            errors["description"] = field_error(
+                "APPLICATION_COMMAND_CONTEXT_MENU_DESCRIPTION",
+                "Context menu commands cannot have description",
+            )
     errors.update(_localization_errors(command, slash=command_type == 1))
     options = command.get("options") or []
     if options and command_type != 1:
-        errors["options"] = field_error("APPLICATION_COMMAND_OPTIONS_FOR_CONTEXT_MENU", "Context menu commands cannot have options")
+        errors["options"] = field_error(
+            "APPLICATION_COMMAND_OPTIONS_FOR_CONTEXT_MENU",
+            "Context menu commands cannot have options",
+        )
     elif options:
         option_errors = _options_errors(options, depth=0)
         if option_errors:
@@ -73,18 +114,29 @@ def _localization_errors(item: dict[str, Any], *, slash: bool) -> dict[str, Any]
         if localizations is None:
             continue
         if not isinstance(localizations, dict):
-            errors[key] = field_error("DICT_TYPE_CONVERT", "Only dictionaries may be used in a DictType")
+            errors[key] = field_error(
+                "DICT_TYPE_CONVERT", "Only dictionaries may be used in a DictType"
+            )
             continue
         bad: dict[str, Any] = {}
         for locale, value in localizations.items():
             if locale not in VALID_LOCALES:
-                bad[locale] = field_error("BASE_TYPE_CHOICES", f"Value must be one of ({', '.join(repr(locale) for locale in sorted(VALID_LOCALES))}).")
+                bad[locale] = field_error(
+                    "BASE_TYPE_CHOICES",
+                    f"Value must be one of ({', '.join(repr(locale) for locale in sorted(VALID_LOCALES))}).",
+                )
             elif is_name and slash and not is_valid_slash_name(str(value)):
-                bad[locale] = field_error("APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid")
+                bad[locale] = field_error(
+                    "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid"
+                )
             elif is_name and not 1 <= len(str(value)) <= 32:
-                bad[locale] = field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 32 in length.")
+                bad[locale] = field_error(
+                    "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 32 in length."
+                )
             elif not is_name and not 1 <= len(str(value)) <= 100:
-                bad[locale] = field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
+                bad[locale] = field_error(
+                    "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
+                )
         if bad:
             errors[key] = bad
     return errors
@@ -96,33 +148,52 @@ def _options_errors(options: list[dict[str, Any]], *, depth: int) -> dict[str, A
         return field_error("BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")
     seen: set[str] = set()
     optional_seen = False
-    kinds = {int(option.get("type", 0)) in (OPTION_SUB_COMMAND, OPTION_SUB_COMMAND_GROUP) for option in options}
+    kinds = {
+        int(option.get("type", 0)) in (OPTION_SUB_COMMAND, OPTION_SUB_COMMAND_GROUP)
+        for option in options
+    }
     if len(kinds) > 1:
-        return field_error("APPLICATION_COMMAND_OPTIONS_TYPE_INVALID", "Sub-command and sub-command group option types are mutually exclusive to all other types")
+        return field_error(
+            "APPLICATION_COMMAND_OPTIONS_TYPE_INVALID",
+            "Sub-command and sub-command group option types are mutually exclusive to all other types",
+        )
     for index, option in enumerate(options):
         one: dict[str, Any] = {}
         option_type = int(option.get("type", 0))
         name = str(option.get("name", ""))
         if option_type not in OPTION_TYPES:
-            one["type"] = field_error("BASE_TYPE_CHOICES", "Value must be one of (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11).")
+            one["type"] = field_error(
+                "BASE_TYPE_CHOICES", "Value must be one of (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)."
+            )
         if not is_valid_slash_name(name):
             one["name"] = field_error("APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid")
         elif name in seen:
-            one["name"] = field_error("APPLICATION_COMMAND_OPTIONS_NAME_ALREADY_EXISTS", "Option name already exists")
+            one["name"] = field_error(
+                "APPLICATION_COMMAND_OPTIONS_NAME_ALREADY_EXISTS", "Option name already exists"
+            )
         seen.add(name)
         if not 1 <= len(str(option.get("description") or "")) <= 100:
-            one["description"] = field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
+            one["description"] = field_error(
+                "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
+            )
         one.update(_localization_errors(option, slash=True))
         if option_type == OPTION_SUB_COMMAND_GROUP and depth > 0:
-            one["type"] = field_error("APPLICATION_COMMAND_OPTION_TYPE_INVALID", "Sub-command groups cannot be nested")
+            one["type"] = field_error(
+                "APPLICATION_COMMAND_OPTION_TYPE_INVALID", "Sub-command groups cannot be nested"
+            )
         if option_type == OPTION_SUB_COMMAND and depth > 1:
-            one["type"] = field_error("APPLICATION_COMMAND_OPTION_TYPE_INVALID", "Sub-commands cannot be nested this deep")
+            one["type"] = field_error(
+                "APPLICATION_COMMAND_OPTION_TYPE_INVALID", "Sub-commands cannot be nested this deep"
+            )
         children = option.get("options") or []
         if option_type in (OPTION_SUB_COMMAND, OPTION_SUB_COMMAND_GROUP):
             if option_type == OPTION_SUB_COMMAND_GROUP and any(
                 int(child.get("type", 0)) != OPTION_SUB_COMMAND for child in children
             ):
-                one["options"] = field_error("APPLICATION_COMMAND_OPTION_TYPE_INVALID", "Sub-command groups may only contain sub-commands")
+                one["options"] = field_error(
+                    "APPLICATION_COMMAND_OPTION_TYPE_INVALID",
+                    "Sub-command groups may only contain sub-commands",
+                )
             elif children:
                 nested = _options_errors(children, depth=depth + 1)
                 if nested:
@@ -130,20 +201,32 @@ def _options_errors(options: list[dict[str, Any]], *, depth: int) -> dict[str, A
         else:
             required = bool(option.get("required"))
             if required and optional_seen:
-                one["required"] = field_error("APPLICATION_COMMAND_OPTIONS_REQUIRED_INVALID", "Required options must be placed before non-required options")
+                one["required"] = field_error(
+                    "APPLICATION_COMMAND_OPTIONS_REQUIRED_INVALID",
+                    "Required options must be placed before non-required options",
+                )
             optional_seen = optional_seen or not required
             choices = option.get("choices") or []
             if len(choices) > 25:
-                one["choices"] = field_error("BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")
+                one["choices"] = field_error(
+                    "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length."
+                )
             if choices and option.get("autocomplete"):
-                one["autocomplete"] = field_error("APPLICATION_COMMAND_AUTOCOMPLETE_CHOICES", "Autocomplete cannot be set if choices are present")
+                one["autocomplete"] = field_error(
+                    "APPLICATION_COMMAND_AUTOCOMPLETE_CHOICES",
+                    "Autocomplete cannot be set if choices are present",
+                )
             for choice_index, choice in enumerate(choices):
                 choice_errors: dict[str, Any] = {}
                 if not 1 <= len(str(choice.get("name", ""))) <= 100:
-                    choice_errors["name"] = field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
+                    choice_errors["name"] = field_error(
+                        "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
+                    )
                 for locale, value in (choice.get("name_localizations") or {}).items():
                     if locale not in VALID_LOCALES or not 1 <= len(str(value)) <= 100:
-                        choice_errors.setdefault("name_localizations", {})[locale] = field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
+                        choice_errors.setdefault("name_localizations", {})[locale] = field_error(
+                            "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
+                        )
                 if choice_errors:
                     one.setdefault("choices", {})[str(choice_index)] = choice_errors
         if one:
@@ -167,7 +250,10 @@ class AppRoutes:
         router.add("GET", "/applications/@me", self.get_application)
         router.add("GET", "/gateway", self.get_gateway, auth=False)
         router.add("GET", "/gateway/bot", self.get_gateway_bot)
-        for prefix in ("/applications/{application_id}", "/applications/{application_id}/guilds/{guild_id}"):
+        for prefix in (
+            "/applications/{application_id}",
+            "/applications/{application_id}/guilds/{guild_id}",
+        ):
             router.add("GET", prefix + "/commands", self.list_commands)
             router.add("PUT", prefix + "/commands", self.bulk_overwrite_commands)
             router.add("POST", prefix + "/commands", self.create_command)
@@ -177,7 +263,13 @@ class AppRoutes:
 
     async def get_me(self, request: RestRequest) -> Any:
         """GET /users/@me."""
-        return {**self.fake.bot_user.to_payload(), "verified": True, "mfa_enabled": False, "email": None, "locale": "en-US"}
+        return {
+            **self.fake.bot_user.to_payload(),
+            "verified": True,
+            "mfa_enabled": False,
+            "email": None,
+            "locale": "en-US",
+        }
 
     async def get_user(self, request: RestRequest) -> Any:
         """GET /users/{user_id}."""
@@ -203,7 +295,9 @@ class AppRoutes:
         """POST /users/@me/channels {recipient_id}."""
         recipient = request.body().get("recipient_id")
         if recipient is None:
-            raise invalid_form_body({"recipient_id": field_error("BASE_TYPE_REQUIRED", "This field is required")})
+            raise invalid_form_body(
+                {"recipient_id": field_error("BASE_TYPE_REQUIRED", "This field is required")}
+            )
         user = self.fake.state.user(int(str(recipient)))
         return self.fake.open_dm(user.id).to_payload()
 
@@ -248,7 +342,12 @@ class AppRoutes:
         return {
             "url": self.fake.gateway_url,
             "shards": self.fake.recommended_shards,
-            "session_start_limit": {"total": 1000, "remaining": 999, "reset_after": 86_400_000, "max_concurrency": 1},
+            "session_start_limit": {
+                "total": 1000,
+                "remaining": 999,
+                "reset_after": 86_400_000,
+                "max_concurrency": 1,
+            },
         }
 
     # application commands ------------------------------------------------------------
@@ -277,16 +376,37 @@ class AppRoutes:
         table, guild_id = self._table(request)
         body = request.json if request.json is not None else []
         if not isinstance(body, list):
-            raise invalid_form_body({"_errors": [{"code": "LIST_TYPE_CONVERT", "message": "Only iterables may be used in a ListType"}]})
+            raise invalid_form_body(
+                {
+                    "_errors": [
+                        {
+                            "code": "LIST_TYPE_CONVERT",
+                            "message": "Only iterables may be used in a ListType",
+                        }
+                    ]
+                }
+            )
         if len(body) > 100:
-            raise invalid_form_body({"_errors": [{"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 100 or fewer in length."}]})
+            raise invalid_form_body(
+                {
+                    "_errors": [
+                        {
+                            "code": "BASE_TYPE_MAX_LENGTH",
+                            "message": "Must be 100 or fewer in length.",
+                        }
+                    ]
+                }
+            )
         errors: dict[str, Any] = {}
         seen: set[tuple[str, int]] = set()
         for index, command in enumerate(body):
             one = command_errors(command)
             key = (str(command.get("name")), int(command.get("type", 1)))
             if key in seen:
-                one["name"] = field_error("APPLICATION_COMMANDS_DUPLICATE_NAME", f"Application command names must be unique: {key[0]}")
+                one["name"] = field_error(
+                    "APPLICATION_COMMANDS_DUPLICATE_NAME",
+                    f"Application command names must be unique: {key[0]}",
+                )
             seen.add(key)
             if one:
                 errors[str(index)] = one
@@ -301,8 +421,14 @@ class AppRoutes:
             table[command.id] = command
         return [command.to_payload() for command in table.values()]
 
-    def _make(self, data: dict[str, Any], guild_id: int | None, previous: ApplicationCommand | None) -> ApplicationCommand:
-        clean = {key: value for key, value in data.items() if key not in ("id", "application_id", "guild_id", "version")}
+    def _make(
+        self, data: dict[str, Any], guild_id: int | None, previous: ApplicationCommand | None
+    ) -> ApplicationCommand:
+        clean = {
+            key: value
+            for key, value in data.items()
+            if key not in ("id", "application_id", "guild_id", "version")
+        }
         if previous is not None and previous.data == clean:
             return previous
         return ApplicationCommand(
@@ -326,7 +452,9 @@ class AppRoutes:
         table[command.id] = command
         return RestResponse(status=200 if previous is not None else 201, body=command.to_payload())
 
-    def _command(self, request: RestRequest) -> tuple[dict[int, ApplicationCommand], ApplicationCommand]:
+    def _command(
+        self, request: RestRequest
+    ) -> tuple[dict[int, ApplicationCommand], ApplicationCommand]:
         table, _ = self._table(request)
         command = table.get(request.snowflake("command_id"))
         if command is None:

@@ -54,7 +54,12 @@ if TYPE_CHECKING:
 
 SUPPRESS_EMBEDS = 1 << 2
 SUPPRESS_NOTIFICATIONS = 1 << 12
-CHANNEL_MESSAGE_FLAGS = SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | MESSAGE_FLAG_VOICE_MESSAGE | MESSAGE_FLAG_COMPONENTS_V2
+CHANNEL_MESSAGE_FLAGS = (
+    SUPPRESS_EMBEDS
+    | SUPPRESS_NOTIFICATIONS
+    | MESSAGE_FLAG_VOICE_MESSAGE
+    | MESSAGE_FLAG_COMPONENTS_V2
+)
 """Flags a bot may set on a message it posts in a channel."""
 
 
@@ -74,7 +79,12 @@ def normalize_embeds(embeds: Any) -> list[dict[str, Any]]:
                 one[key] = one[key].strip()
         if isinstance(one.get("fields"), list):
             one["fields"] = [
-                {**field, "name": str(field.get("name") or "").strip(), "value": str(field.get("value") or "").strip(), "inline": bool(field.get("inline", False))}
+                {
+                    **field,
+                    "name": str(field.get("name") or "").strip(),
+                    "value": str(field.get("value") or "").strip(),
+                    "inline": bool(field.get("inline", False)),
+                }
                 for field in one["fields"]
                 if isinstance(field, dict)
             ]
@@ -98,7 +108,9 @@ def compose_message(
     embeds = normalize_embeds(data.get("embeds", []))
     components = list(data.get("components", []))
     if is_voice_message(flags):
-        validate_voice_message(content=content, embeds=embeds, components=components, new_files=data.new_files)
+        validate_voice_message(
+            content=content, embeds=embeds, components=components, new_files=data.new_files
+        )
     validate_message(
         content=content,
         embeds=embeds,
@@ -109,20 +121,29 @@ def compose_message(
         allowed_mentions=data.get("allowed_mentions"),
     )
     check_attachments(data, None)
-    premium_tier = fake.state.guilds[channel.guild_id].premium_tier if channel.guild_id in fake.state.guilds else 0
+    premium_tier = (
+        fake.state.guilds[channel.guild_id].premium_tier
+        if channel.guild_id in fake.state.guilds
+        else 0
+    )
     check_file_sizes(data.new_files, upload_limit(premium_tier))
     reference = data.get("message_reference")
     if reference is not None:
         referenced = fake.state.messages.get(int(str(reference.get("message_id", 0))))
         if (referenced is None or referenced.deleted) and reference.get("fail_if_not_exists", True):
             raise invalid_form_body(
-                {"message_reference": field_error("MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message")}
+                {
+                    "message_reference": field_error(
+                        "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message"
+                    )
+                }
             )
     attachments = materialize(fake, channel.id, data, ephemeral=ephemeral_files)
     ephemeral = bool(flags & MESSAGE_FLAG_EPHEMERAL)
     return Message(
-        pinged=frozenset() if ephemeral else pinged(
-            fake.state, channel, fake.bot_user.id, content, data.get("allowed_mentions")),
+        pinged=frozenset()
+        if ephemeral
+        else pinged(fake.state, channel, fake.bot_user.id, content, data.get("allowed_mentions")),
         id=fake.state.new_id(),
         channel_id=channel.id,
         guild_id=channel.guild_id,
@@ -137,12 +158,16 @@ def compose_message(
         tts=bool(data.get("tts", False)),
         nonce=data.get("nonce"),
         message_reference=(
-            {**reference, "channel_id": str(channel.id), "type": reference.get("type", 0)} if reference else None
+            {**reference, "channel_id": str(channel.id), "type": reference.get("type", 0)}
+            if reference
+            else None
         ),
     )
 
 
-def materialize(fake: FakeDiscord, channel_id: int, data: MessageInput, *, ephemeral: bool = False) -> list[Attachment]:
+def materialize(
+    fake: FakeDiscord, channel_id: int, data: MessageInput, *, ephemeral: bool = False
+) -> list[Attachment]:
     """Stores the uploaded files of a body on the fake CDN."""
     return [
         fake.make_attachment(
@@ -162,7 +187,9 @@ def materialize(fake: FakeDiscord, channel_id: int, data: MessageInput, *, ephem
     ]
 
 
-def apply_edit(fake: FakeDiscord, message: Message, data: MessageInput, *, clear_flags: int = 0) -> Message:
+def apply_edit(
+    fake: FakeDiscord, message: Message, data: MessageInput, *, clear_flags: int = 0
+) -> Message:
     """Checks and applies an edit body to a message (fields absent from the body stay).
 
     ``clear_flags`` are removed from the message's flags by the same edit.
@@ -175,7 +202,9 @@ def apply_edit(fake: FakeDiscord, message: Message, data: MessageInput, *, clear
     flags = message.flags
     if data.has("flags"):
         given = int(data.get("flags", 0))
-        flags = (flags & ~SUPPRESS_EMBEDS) | (given & (SUPPRESS_EMBEDS | MESSAGE_FLAG_COMPONENTS_V2))
+        flags = (flags & ~SUPPRESS_EMBEDS) | (
+            given & (SUPPRESS_EMBEDS | MESSAGE_FLAG_COMPONENTS_V2)
+        )
     flags &= ~clear_flags
     if data.kept_attachment_ids is not None:
         kept = [a for a in message.attachments if a.id in set(data.kept_attachment_ids)]
@@ -210,7 +239,16 @@ def _stored(payload: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
-_CHANNEL_KEYS = ("name", "topic", "nsfw", "bitrate", "user_limit", "rate_limit_per_user", "position", "parent_id")
+_CHANNEL_KEYS = (
+    "name",
+    "topic",
+    "nsfw",
+    "bitrate",
+    "user_limit",
+    "rate_limit_per_user",
+    "position",
+    "parent_id",
+)
 
 
 def _existing(channel: Channel, overwrite: Overwrite) -> Overwrite | None:
@@ -238,7 +276,9 @@ class ChannelRoutes:
         router.add("PATCH", "/channels/{channel_id}", self.edit_channel)
         router.add("DELETE", "/channels/{channel_id}", self.delete_channel)
         router.add("PUT", "/channels/{channel_id}/permissions/{overwrite_id}", self.put_overwrite)
-        router.add("DELETE", "/channels/{channel_id}/permissions/{overwrite_id}", self.delete_overwrite)
+        router.add(
+            "DELETE", "/channels/{channel_id}/permissions/{overwrite_id}", self.delete_overwrite
+        )
         router.add("POST", "/channels/{channel_id}/typing", self.typing)
         router.add("GET", "/channels/{channel_id}/messages", self.list_messages)
         router.add("POST", "/channels/{channel_id}/messages", self.create_message)
@@ -253,13 +293,19 @@ class ChannelRoutes:
         router.add("PATCH", "/channels/{channel_id}/messages/{message_id}", self.edit_message)
         router.add("DELETE", "/channels/{channel_id}/messages/{message_id}", self.delete_message)
         router.add("POST", "/channels/{channel_id}/threads", self.start_thread)
-        router.add("POST", "/channels/{channel_id}/messages/{message_id}/threads", self.start_thread_from_message)
+        router.add(
+            "POST",
+            "/channels/{channel_id}/messages/{message_id}/threads",
+            self.start_thread_from_message,
+        )
         router.add("GET", "/channels/{channel_id}/thread-members", self.list_thread_members)
         router.add("GET", "/channels/{channel_id}/thread-members/{user_id}", self.get_thread_member)
         router.add("PUT", "/channels/{channel_id}/thread-members/@me", self.join_thread)
         router.add("DELETE", "/channels/{channel_id}/thread-members/@me", self.leave_thread)
         router.add("PUT", "/channels/{channel_id}/thread-members/{user_id}", self.add_thread_member)
-        router.add("DELETE", "/channels/{channel_id}/thread-members/{user_id}", self.remove_thread_member)
+        router.add(
+            "DELETE", "/channels/{channel_id}/thread-members/{user_id}", self.remove_thread_member
+        )
 
     # helpers ------------------------------------------------------------------------
 
@@ -303,7 +349,9 @@ class ChannelRoutes:
         overwrites = None
         if "permission_overwrites" in body:
             self._need(permissions, Permission.MANAGE_ROLES)
-            overwrites = self.fake.guild_routes.parse_overwrites(channel.guild_id, body.get("permission_overwrites") or [])
+            overwrites = self.fake.guild_routes.parse_overwrites(
+                channel.guild_id, body.get("permission_overwrites") or []
+            )
             self.fake.state.check_overwrite_grants(
                 channel.guild_id,
                 channel,
@@ -316,17 +364,33 @@ class ChannelRoutes:
             parent_id = int(str(raw_parent)) if raw_parent is not None else None
             if parent_id is not None:
                 parent = self.fake.state.channels.get(parent_id)
-                if parent is None or parent.type != ChannelType.GUILD_CATEGORY or parent.guild_id != channel.guild_id:
-                    raise invalid_form_body({"parent_id": field_error("CHANNEL_PARENT_INVALID_TYPE", "Not a category")})
+                if (
+                    parent is None
+                    or parent.type != ChannelType.GUILD_CATEGORY
+                    or parent.guild_id != channel.guild_id
+                ):
+                    raise invalid_form_body(
+                        {"parent_id": field_error("CHANNEL_PARENT_INVALID_TYPE", "Not a category")}
+                    )
                 if parent_id != channel.parent_id:
-                    check_room(self.fake, channel.guild_id, parent_id, new_channel=False, moving=channel.id)
+                    check_room(
+                        self.fake, channel.guild_id, parent_id, new_channel=False, moving=channel.id
+                    )
                 if body.get("lock_permissions"):
-                    overwrites = [Overwrite(o.id, o.type, o.allow, o.deny) for o in parent.overwrites]
+                    overwrites = [
+                        Overwrite(o.id, o.type, o.allow, o.deny) for o in parent.overwrites
+                    ]
         name = body.get("name")
         if name is not None:
             name = str(name)
             if not 1 <= len(name) <= 100:
-                raise invalid_form_body({"name": field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")})
+                raise invalid_form_body(
+                    {
+                        "name": field_error(
+                            "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
+                        )
+                    }
+                )
             if channel.type in (ChannelType.GUILD_TEXT, ChannelType.GUILD_ANNOUNCEMENT):
                 name = normalize_text_channel_name(name)
         before = channel.to_payload()
@@ -347,12 +411,16 @@ class ChannelRoutes:
         reason = request.record.audit_reason
         changed = audit.changes_between(before, after, _CHANNEL_KEYS)
         if changed:
-            self.fake.audit(channel.guild_id, audit.CHANNEL_UPDATE, channel.id, reason=reason, changes=changed)
+            self.fake.audit(
+                channel.guild_id, audit.CHANNEL_UPDATE, channel.id, reason=reason, changes=changed
+            )
         if overwrites is not None:
             self._audit_overwrites(channel, overwrites_before, list(updated.overwrites), reason)
         return after
 
-    def _audit_overwrites(self, channel: Channel, before: list[Overwrite], after: list[Overwrite], reason: str | None) -> None:
+    def _audit_overwrites(
+        self, channel: Channel, before: list[Overwrite], after: list[Overwrite], reason: str | None
+    ) -> None:
         """One entry per overwrite created, changed or removed, as Discord logs them."""
         assert channel.guild_id is not None
         guild = self.fake.state.guild(channel.guild_id)
@@ -360,7 +428,11 @@ class ChannelRoutes:
         new = {(o.type, o.id): o for o in after}
         for key in [*old, *(k for k in new if k not in old)]:
             previous, current = old.get(key), new.get(key)
-            if previous is not None and current is not None and (previous.allow, previous.deny) == (current.allow, current.deny):
+            if (
+                previous is not None
+                and current is not None
+                and (previous.allow, previous.deny) == (current.allow, current.deny)
+            ):
                 continue
             action = (
                 audit.CHANNEL_OVERWRITE_CREATE
@@ -388,7 +460,9 @@ class ChannelRoutes:
             return channel.to_payload()
         self._need(permissions, Permission.MANAGE_CHANNELS)
         gone = self.fake.delete_channel(channel.id).to_payload()
-        keys = ("name", "type", "permission_overwrites") if not channel.is_thread else ("name", "type")
+        keys = (
+            ("name", "type", "permission_overwrites") if not channel.is_thread else ("name", "type")
+        )
         self.fake.audit(
             channel.guild_id,
             audit.THREAD_DELETE if channel.is_thread else audit.CHANNEL_DELETE,
@@ -406,7 +480,9 @@ class ChannelRoutes:
         self._need(permissions, Permission.MANAGE_ROLES)
         body = request.body()
         if body.get("type") is None:
-            raise invalid_form_body({"type": field_error("BASE_TYPE_REQUIRED", "This field is required")})
+            raise invalid_form_body(
+                {"type": field_error("BASE_TYPE_REQUIRED", "This field is required")}
+            )
         overwrite = Overwrite.from_payload({**body, "id": request.params["overwrite_id"]})
         guild = self.fake.state.guild(channel.guild_id)
         if overwrite.type == OVERWRITE_ROLE and overwrite.id not in guild.roles:
@@ -418,7 +494,9 @@ class ChannelRoutes:
             channel.guild_id, channel, [(_existing(channel, overwrite), overwrite)], creating=False
         )
         self.fake.set_overwrite(channel.id, overwrite)
-        self._audit_overwrites(channel, before, list(channel.overwrites), request.record.audit_reason)
+        self._audit_overwrites(
+            channel, before, list(channel.overwrites), request.record.audit_reason
+        )
         return None
 
     async def delete_overwrite(self, request: RestRequest) -> Any:
@@ -428,7 +506,9 @@ class ChannelRoutes:
         before = list(channel.overwrites)
         self.fake.delete_overwrite(channel.id, request.snowflake("overwrite_id"))
         if channel.guild_id is not None:
-            self._audit_overwrites(channel, before, list(channel.overwrites), request.record.audit_reason)
+            self._audit_overwrites(
+                channel, before, list(channel.overwrites), request.record.audit_reason
+            )
         return None
 
     async def typing(self, request: RestRequest) -> Any:
@@ -450,7 +530,12 @@ class ChannelRoutes:
             _, permissions = self._visible_channel(request)
             # In a thread it is Send Messages in Threads that counts ("The SEND_MESSAGES
             # permission is not inherited", topics/permissions.mdx, Inherited Permissions).
-            self._need(permissions, Permission.SEND_MESSAGES_IN_THREADS if channel.is_thread else Permission.SEND_MESSAGES)
+            self._need(
+                permissions,
+                Permission.SEND_MESSAGES_IN_THREADS
+                if channel.is_thread
+                else Permission.SEND_MESSAGES,
+            )
             if data.new_files:
                 self._need(permissions, Permission.ATTACH_FILES)
             if is_voice_message(int(data.get("flags", 0))):
@@ -470,7 +555,11 @@ class ChannelRoutes:
                 if existing is not None and not existing.deleted:
                     return self.fake.message_payload(existing)
         message = compose_message(
-            self.fake, channel=channel, kind="channel", data=data, allowed_flags=CHANNEL_MESSAGE_FLAGS
+            self.fake,
+            channel=channel,
+            kind="channel",
+            data=data,
+            allowed_flags=CHANNEL_MESSAGE_FLAGS,
         )
         self.fake.add_message(message)
         if nonce is not None and data.get("enforce_nonce"):
@@ -481,11 +570,19 @@ class ChannelRoutes:
         """GET /channels/{channel_id}/messages?limit&before&after&around (newest first)."""
         channel, permissions = self._visible_channel(request)
         limit = int(request.query.get("limit", "50"))
-        if not 1 <= limit <= 100:  # "Max number of messages to return (1-100)", resources/message.mdx
-            raise invalid_form_body({"limit": field_error(
-                "NUMBER_TYPE_MAX" if limit > 100 else "NUMBER_TYPE_MIN",
-                "int value should be less than or equal to 100." if limit > 100
-                else "int value should be greater than or equal to 1.")})
+        if (
+            not 1 <= limit <= 100
+        ):  # "Max number of messages to return (1-100)", resources/message.mdx
+            raise invalid_form_body(
+                {
+                    "limit": field_error(
+                        "NUMBER_TYPE_MAX" if limit > 100 else "NUMBER_TYPE_MIN",
+                        "int value should be less than or equal to 100."
+                        if limit > 100
+                        else "int value should be greater than or equal to 1.",
+                    )
+                }
+            )
         if not permissions & Permission.READ_MESSAGE_HISTORY:
             return []  # "no messages will be returned" (resources/message.mdx)
         messages = self.fake.state.channel_messages(channel.id)
@@ -502,8 +599,10 @@ class ChannelRoutes:
             chosen = older + newer
         else:
             chosen = messages[-limit:]
-        return [self._content_for_bot(_stored(self.fake.message_payload(m)))
-                for m in sorted(chosen, key=lambda m: m.id, reverse=True)]
+        return [
+            self._content_for_bot(_stored(self.fake.message_payload(m)))
+            for m in sorted(chosen, key=lambda m: m.id, reverse=True)
+        ]
 
     def _content_for_bot(self, payload: dict[str, Any]) -> dict[str, Any]:
         """A message as the REST API gives it to a bot: without the Message Content intent enabled
@@ -511,9 +610,11 @@ class ChannelRoutes:
         content, embeds, attachments, components and poll of others' messages are empty, unless
         they mention the bot ("across Discord's APIs", events/gateway.mdx#message-content-intent)."""
         bot_id = str(self.fake.state.bot_user.id)
-        if (self.fake.state.application_flags & (1 << 18 | 1 << 19)
-                or str((payload.get("author") or {}).get("id")) == bot_id
-                or any(str(user.get("id")) == bot_id for user in payload.get("mentions", []))):
+        if (
+            self.fake.state.application_flags & (1 << 18 | 1 << 19)
+            or str((payload.get("author") or {}).get("id")) == bot_id
+            or any(str(user.get("id")) == bot_id for user in payload.get("mentions", []))
+        ):
             return payload
         for key in CONTENT_FIELDS:
             if key in payload:
@@ -524,7 +625,11 @@ class ChannelRoutes:
         """GET /channels/{channel_id}/messages/{message_id}."""
         channel, permissions = self._visible_channel(request)
         self._need(permissions, Permission.READ_MESSAGE_HISTORY)
-        return _stored(self.fake.message_payload(self.fake.state.message(channel.id, request.snowflake("message_id"))))
+        return _stored(
+            self.fake.message_payload(
+                self.fake.state.message(channel.id, request.snowflake("message_id"))
+            )
+        )
 
     async def edit_message(self, request: RestRequest) -> Any:
         """PATCH /channels/{channel_id}/messages/{message_id}: only the bot's own messages."""
@@ -561,7 +666,13 @@ class ChannelRoutes:
         self._need(permissions, Permission.MANAGE_MESSAGES)
         ids = [int(str(raw)) for raw in request.body().get("messages") or []]
         if not 2 <= len(ids) <= 100:
-            raise invalid_form_body({"messages": field_error("BASE_TYPE_BAD_LENGTH", "Must be between 2 and 100 in length.")})
+            raise invalid_form_body(
+                {
+                    "messages": field_error(
+                        "BASE_TYPE_BAD_LENGTH", "Must be between 2 and 100 in length."
+                    )
+                }
+            )
         deleted = 0
         for message_id in ids:
             message = self.fake.state.messages.get(message_id)
@@ -582,9 +693,16 @@ class ChannelRoutes:
 
     def _thread_parent(self, request: RestRequest, *, private: bool) -> Channel:
         parent, permissions = self._visible_channel(request)
-        if parent.guild_id is None or parent.is_thread or parent.type not in (ChannelType.GUILD_TEXT, ChannelType.GUILD_ANNOUNCEMENT):
+        if (
+            parent.guild_id is None
+            or parent.is_thread
+            or parent.type not in (ChannelType.GUILD_TEXT, ChannelType.GUILD_ANNOUNCEMENT)
+        ):
             raise DiscordError(400, 50024, "Cannot execute action on this channel type")
-        self._need(permissions, Permission.CREATE_PRIVATE_THREADS if private else Permission.CREATE_PUBLIC_THREADS)
+        self._need(
+            permissions,
+            Permission.CREATE_PRIVATE_THREADS if private else Permission.CREATE_PUBLIC_THREADS,
+        )
         return parent
 
     async def start_thread(self, request: RestRequest) -> Any:
@@ -595,8 +713,16 @@ class ChannelRoutes:
         parent = self._thread_parent(request, private=private)
         name = str(body.get("name") or "")
         if not 1 <= len(name) <= 100:
-            raise invalid_form_body({"name": field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")})
-        thread = self.fake.create_thread(parent.id, name, owner_id=self.fake.bot_user.id, private=private)
+            raise invalid_form_body(
+                {
+                    "name": field_error(
+                        "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
+                    )
+                }
+            )
+        thread = self.fake.create_thread(
+            parent.id, name, owner_id=self.fake.bot_user.id, private=private
+        )
         self._audit_thread(thread, request)
         return RestResponse(status=201, body=thread.to_payload())
 
@@ -609,8 +735,16 @@ class ChannelRoutes:
             raise DiscordError(400, 160004, "A thread has already been created for this message")
         name = str(request.body().get("name") or "")
         if not 1 <= len(name) <= 100:
-            raise invalid_form_body({"name": field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")})
-        thread = self.fake.create_thread(parent.id, name, owner_id=self.fake.bot_user.id, thread_id=message.id)
+            raise invalid_form_body(
+                {
+                    "name": field_error(
+                        "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
+                    )
+                }
+            )
+        thread = self.fake.create_thread(
+            parent.id, name, owner_id=self.fake.bot_user.id, thread_id=message.id
+        )
         self._audit_thread(thread, request)
         return RestResponse(status=201, body=thread.to_payload())
 
@@ -621,7 +755,10 @@ class ChannelRoutes:
             audit.THREAD_CREATE,
             thread.id,
             reason=request.record.audit_reason,
-            changes=[audit.change("name", None, thread.name), audit.change("type", None, thread.type)],
+            changes=[
+                audit.change("name", None, thread.name),
+                audit.change("type", None, thread.type),
+            ],
         )
 
     def _thread(self, request: RestRequest) -> tuple[Channel, int]:
@@ -633,7 +770,9 @@ class ChannelRoutes:
     async def list_thread_members(self, request: RestRequest) -> Any:
         """GET /channels/{channel_id}/thread-members."""
         thread, _ = self._thread(request)
-        return [self.fake.thread_member_payload(thread, user_id) for user_id in thread.thread_members]
+        return [
+            self.fake.thread_member_payload(thread, user_id) for user_id in thread.thread_members
+        ]
 
     async def get_thread_member(self, request: RestRequest) -> Any:
         """GET /channels/{channel_id}/thread-members/{user_id}."""
@@ -670,7 +809,9 @@ class ChannelRoutes:
         """DELETE /channels/{channel_id}/thread-members/{user_id}: "Requires the MANAGE_THREADS
         permission, or the creator of the thread if it is a PRIVATE_THREAD"."""
         thread, permissions = self._thread(request)
-        is_owner = thread.type == ChannelType.PRIVATE_THREAD and thread.owner_id == self.fake.bot_user.id
+        is_owner = (
+            thread.type == ChannelType.PRIVATE_THREAD and thread.owner_id == self.fake.bot_user.id
+        )
         if not is_owner:
             self._need(permissions, Permission.MANAGE_THREADS)
         self.fake.remove_thread_member(thread.id, request.snowflake("user_id"))
@@ -688,7 +829,10 @@ class ChannelRoutes:
         limit = max(1, min(int(request.query.get("limit", "50")), 50))
         pinned = list(reversed(self._pinned(channel)))[:limit]
         return {
-            "items": [{"pinned_at": iso_timestamp(), "message": self.fake.message_payload(m)} for m in pinned],
+            "items": [
+                {"pinned_at": iso_timestamp(), "message": self.fake.message_payload(m)}
+                for m in pinned
+            ],
             "has_more": False,
         }
 

@@ -50,8 +50,14 @@ def normalize_text_channel_name(name: str) -> str:
     return re.sub(r"-{2,}", "-", collapsed)
 
 
-def check_room(fake: FakeDiscord, guild_id: int, parent_id: int | None, *, new_channel: bool,
-               moving: int | None = None) -> None:
+def check_room(
+    fake: FakeDiscord,
+    guild_id: int,
+    parent_id: int | None,
+    *,
+    new_channel: bool,
+    moving: int | None = None,
+) -> None:
     """Refuse a channel the guild (or its category) has no room for, as Discord does: a new one
     past :data:`MAX_CHANNELS` (threads are not counted), one more in a full category (a new
     channel, or ``moving`` one from elsewhere) past :data:`MAX_CATEGORY_CHANNELS`."""
@@ -62,8 +68,14 @@ def check_room(fake: FakeDiscord, guild_id: int, parent_id: int | None, *, new_c
         return
     inside = [c for c in channels if c.parent_id == parent_id and c.id != moving]
     if len(inside) >= MAX_CATEGORY_CHANNELS:
-        raise invalid_form_body({"parent_id": field_error(
-            "CHANNEL_PARENT_MAX_CHANNELS", f"Maximum number of channels in category reached ({MAX_CATEGORY_CHANNELS})")})
+        raise invalid_form_body(
+            {
+                "parent_id": field_error(
+                    "CHANNEL_PARENT_MAX_CHANNELS",
+                    f"Maximum number of channels in category reached ({MAX_CATEGORY_CHANNELS})",
+                )
+            }
+        )
 
 
 class GuildRoutes:
@@ -91,8 +103,14 @@ class GuildRoutes:
         router.add("PATCH", "/guilds/{guild_id}/members/@me", self.edit_own_member)
         router.add("PATCH", "/guilds/{guild_id}/members/{user_id}", self.edit_member)
         router.add("DELETE", "/guilds/{guild_id}/members/{user_id}", self.kick_member)
-        router.add("PUT", "/guilds/{guild_id}/members/{user_id}/roles/{role_id}", self.add_member_role)
-        router.add("DELETE", "/guilds/{guild_id}/members/{user_id}/roles/{role_id}", self.remove_member_role)
+        router.add(
+            "PUT", "/guilds/{guild_id}/members/{user_id}/roles/{role_id}", self.add_member_role
+        )
+        router.add(
+            "DELETE",
+            "/guilds/{guild_id}/members/{user_id}/roles/{role_id}",
+            self.remove_member_role,
+        )
 
     # helpers ------------------------------------------------------------------------
 
@@ -122,7 +140,11 @@ class GuildRoutes:
         """Checks a ``permission_overwrites`` list: targets must exist, types must be 0 or 1."""
         if not isinstance(raw, list):
             raise invalid_form_body(
-                {"permission_overwrites": field_error("LIST_TYPE_CONVERT", "Only iterables may be used in a ListType")}
+                {
+                    "permission_overwrites": field_error(
+                        "LIST_TYPE_CONVERT", "Only iterables may be used in a ListType"
+                    )
+                }
             )
         guild = self.fake.state.guild(guild_id)
         overwrites: list[Overwrite] = []
@@ -131,7 +153,11 @@ class GuildRoutes:
                 overwrite = Overwrite.from_payload(entry)
             except (KeyError, TypeError, ValueError):
                 raise invalid_form_body(
-                    {"permission_overwrites": {str(index): field_error("BASE_TYPE_REQUIRED", "This field is required")}}
+                    {
+                        "permission_overwrites": {
+                            str(index): field_error("BASE_TYPE_REQUIRED", "This field is required")
+                        }
+                    }
                 ) from None
             if overwrite.type == OVERWRITE_ROLE and overwrite.id not in guild.roles:
                 raise unknown("Role")
@@ -139,7 +165,15 @@ class GuildRoutes:
                 raise unknown("Member")
             if overwrite.type not in (OVERWRITE_ROLE, OVERWRITE_MEMBER):
                 raise invalid_form_body(
-                    {"permission_overwrites": {str(index): {"type": field_error("BASE_TYPE_CHOICES", "Value must be one of (0, 1).")}}}
+                    {
+                        "permission_overwrites": {
+                            str(index): {
+                                "type": field_error(
+                                    "BASE_TYPE_CHOICES", "Value must be one of (0, 1)."
+                                )
+                            }
+                        }
+                    }
                 )
             overwrites.append(overwrite)
         return overwrites
@@ -176,7 +210,11 @@ class GuildRoutes:
         user_ids = {e.user_id for e in entries if e.user_id is not None}
         return {
             "audit_log_entries": [entry.to_payload() for entry in entries],
-            "users": [self.fake.state.users[user_id].to_payload() for user_id in sorted(user_ids) if user_id in self.fake.state.users],
+            "users": [
+                self.fake.state.users[user_id].to_payload()
+                for user_id in sorted(user_ids)
+                if user_id in self.fake.state.users
+            ],
             "integrations": [],
             "webhooks": [],
             "guild_scheduled_events": [],
@@ -204,19 +242,44 @@ class GuildRoutes:
         self._bot_can(guild_id, Permission.MANAGE_CHANNELS)
         name = str(body.get("name") or "")
         if not 1 <= len(name) <= 100:
-            raise invalid_form_body({"name": field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")})
+            raise invalid_form_body(
+                {
+                    "name": field_error(
+                        "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
+                    )
+                }
+            )
         channel_type = int(body.get("type") or 0)
         if channel_type not in _CREATABLE_TYPES:
-            raise invalid_form_body({"type": field_error("BASE_TYPE_CHOICES", "Value must be one of (0, 2, 4, 5, 13, 15).")})
+            raise invalid_form_body(
+                {
+                    "type": field_error(
+                        "BASE_TYPE_CHOICES", "Value must be one of (0, 2, 4, 5, 13, 15)."
+                    )
+                }
+            )
         if channel_type in (ChannelType.GUILD_TEXT, ChannelType.GUILD_ANNOUNCEMENT):
             name = normalize_text_channel_name(name)
         parent_id = int(str(body["parent_id"])) if body.get("parent_id") is not None else None
         if parent_id is not None:
             parent = self.fake.state.channels.get(parent_id)
-            if parent is None or parent.deleted or parent.guild_id != guild_id or parent.type != ChannelType.GUILD_CATEGORY:
-                raise invalid_form_body({"parent_id": field_error("CHANNEL_PARENT_INVALID_TYPE", "Not a category")})
+            if (
+                parent is None
+                or parent.deleted
+                or parent.guild_id != guild_id
+                or parent.type != ChannelType.GUILD_CATEGORY
+            ):
+                raise invalid_form_body(
+                    {"parent_id": field_error("CHANNEL_PARENT_INVALID_TYPE", "Not a category")}
+                )
             if channel_type == ChannelType.GUILD_CATEGORY:
-                raise invalid_form_body({"parent_id": field_error("CHANNEL_PARENT_INVALID_TYPE", "Categories cannot have subcategories")})
+                raise invalid_form_body(
+                    {
+                        "parent_id": field_error(
+                            "CHANNEL_PARENT_INVALID_TYPE", "Categories cannot have subcategories"
+                        )
+                    }
+                )
         check_room(self.fake, guild_id, parent_id, new_channel=True)
         overwrites = self.parse_overwrites(guild_id, body.get("permission_overwrites") or [])
         if overwrites:
@@ -226,7 +289,9 @@ class GuildRoutes:
             )
         topic = body.get("topic")
         if topic is not None and len(str(topic)) > 1024:
-            raise invalid_form_body({"topic": field_error("BASE_TYPE_MAX_LENGTH", "Must be 1024 or fewer in length.")})
+            raise invalid_form_body(
+                {"topic": field_error("BASE_TYPE_MAX_LENGTH", "Must be 1024 or fewer in length.")}
+            )
         channel = self.fake.create_channel(
             guild_id,
             name,
@@ -241,13 +306,27 @@ class GuildRoutes:
             rate_limit_per_user=int(body.get("rate_limit_per_user") or 0),
         )
         created = channel.to_payload()
-        keys = ["name", "type", "topic", "nsfw", "rate_limit_per_user", "bitrate", "user_limit", "parent_id", "permission_overwrites"]
+        keys = [
+            "name",
+            "type",
+            "topic",
+            "nsfw",
+            "rate_limit_per_user",
+            "bitrate",
+            "user_limit",
+            "parent_id",
+            "permission_overwrites",
+        ]
         self.fake.audit(
             guild_id,
             audit.CHANNEL_CREATE,
             channel.id,
             reason=request.record.audit_reason,
-            changes=[audit.change(key, None, created[key]) for key in keys if created.get(key) is not None],
+            changes=[
+                audit.change(key, None, created[key])
+                for key in keys
+                if created.get(key) is not None
+            ],
         )
         return RestResponse(status=201, body=created)
 
@@ -278,7 +357,13 @@ class GuildRoutes:
             )
             moved = audit.changes_between(before, channel.to_payload(), ("position", "parent_id"))
             if moved:
-                self.fake.audit(guild_id, audit.CHANNEL_UPDATE, channel.id, reason=request.record.audit_reason, changes=moved)
+                self.fake.audit(
+                    guild_id,
+                    audit.CHANNEL_UPDATE,
+                    channel.id,
+                    reason=request.record.audit_reason,
+                    changes=moved,
+                )
         return None
 
     # roles --------------------------------------------------------------------------
@@ -286,11 +371,15 @@ class GuildRoutes:
     async def get_roles(self, request: RestRequest) -> Any:
         """GET /guilds/{guild_id}/roles."""
         guild = self.fake.state.guild(request.snowflake("guild_id"))
-        return [role.to_payload() for role in sorted(guild.roles.values(), key=lambda r: r.position)]
+        return [
+            role.to_payload() for role in sorted(guild.roles.values(), key=lambda r: r.position)
+        ]
 
     async def get_role(self, request: RestRequest) -> Any:
         """GET /guilds/{guild_id}/roles/{role_id}."""
-        return self.fake.state.role(request.snowflake("guild_id"), request.snowflake("role_id")).to_payload()
+        return self.fake.state.role(
+            request.snowflake("guild_id"), request.snowflake("role_id")
+        ).to_payload()
 
     async def create_role(self, request: RestRequest) -> Any:
         """POST /guilds/{guild_id}/roles."""
@@ -335,7 +424,9 @@ class GuildRoutes:
                 raise missing_permissions()
             self.fake.update_role(guild_id, role_id, position=position)
         guild = self.fake.state.guild(guild_id)
-        return [role.to_payload() for role in sorted(guild.roles.values(), key=lambda r: r.position)]
+        return [
+            role.to_payload() for role in sorted(guild.roles.values(), key=lambda r: r.position)
+        ]
 
     async def edit_role(self, request: RestRequest) -> Any:
         """PATCH /guilds/{guild_id}/roles/{role_id}: the role must be below the bot's highest role."""
@@ -347,7 +438,9 @@ class GuildRoutes:
         body = request.body()
         permissions = int(str(body["permissions"])) if body.get("permissions") is not None else None
         if permissions is not None:
-            self.fake.state.check_role_grant(guild_id, self.fake.state.role(guild_id, role_id).permissions, permissions)
+            self.fake.state.check_role_grant(
+                guild_id, self.fake.state.role(guild_id, role_id).permissions, permissions
+            )
         colors = body.get("colors") or {}
         color = body.get("color", colors.get("primary_color"))
         before = self.fake.state.role(guild_id, role_id).to_payload()
@@ -363,7 +456,13 @@ class GuildRoutes:
         after = role.to_payload()
         changed = audit.changes_between(before, after, _ROLE_KEYS)
         if changed:
-            self.fake.audit(guild_id, audit.ROLE_UPDATE, role_id, reason=request.record.audit_reason, changes=changed)
+            self.fake.audit(
+                guild_id,
+                audit.ROLE_UPDATE,
+                role_id,
+                reason=request.record.audit_reason,
+                changes=changed,
+            )
         return after
 
     async def delete_role(self, request: RestRequest) -> Any:
@@ -400,7 +499,9 @@ class GuildRoutes:
         """GET /guilds/{guild_id}/members/search?query&limit (prefix of username, global name or nick)."""
         guild = self.fake.state.guild(request.snowflake("guild_id"))
         if "query" not in request.query:
-            raise invalid_form_body({"query": field_error("BASE_TYPE_REQUIRED", "This field is required")})
+            raise invalid_form_body(
+                {"query": field_error("BASE_TYPE_REQUIRED", "This field is required")}
+            )
         query = request.query["query"].lower()
         limit = max(1, min(int(request.query.get("limit", "1")), 1000))
         found = [
@@ -414,7 +515,9 @@ class GuildRoutes:
 
     async def get_member(self, request: RestRequest) -> Any:
         """GET /guilds/{guild_id}/members/{user_id}."""
-        return self.fake.state.member(request.snowflake("guild_id"), request.snowflake("user_id")).to_payload()
+        return self.fake.state.member(
+            request.snowflake("guild_id"), request.snowflake("user_id")
+        ).to_payload()
 
     async def edit_own_member(self, request: RestRequest) -> Any:
         """PATCH /guilds/{guild_id}/members/@me {nick}."""
@@ -449,7 +552,9 @@ class GuildRoutes:
                 raise missing_permissions()
             nick = body.get("nick")
             if nick is not None and len(str(nick)) > 32:
-                raise invalid_form_body({"nick": field_error("BASE_TYPE_MAX_LENGTH", "Must be 32 or fewer in length.")})
+                raise invalid_form_body(
+                    {"nick": field_error("BASE_TYPE_MAX_LENGTH", "Must be 32 or fewer in length.")}
+                )
         roles = None
         if "roles" in body:
             self._bot_can(guild_id, Permission.MANAGE_ROLES)
@@ -459,7 +564,10 @@ class GuildRoutes:
                 if role.managed:
                     raise DiscordError(400, 50028, "Invalid Role")
                 self._check_role_below_bot(guild_id, role_id)
-        for key, permission in (("mute", Permission.MUTE_MEMBERS), ("deaf", Permission.DEAFEN_MEMBERS)):
+        for key, permission in (
+            ("mute", Permission.MUTE_MEMBERS),
+            ("deaf", Permission.DEAFEN_MEMBERS),
+        ):
             if body.get(key) is not None:
                 self._bot_can(guild_id, permission)
                 if in_voice is None:
@@ -475,11 +583,20 @@ class GuildRoutes:
                     until = datetime.datetime.fromisoformat(str(timeout))
                 except ValueError:
                     raise invalid_form_body(
-                        {"communication_disabled_until": field_error("DATE_TIME_TYPE_PARSE", "Could not parse the time.")}
+                        {
+                            "communication_disabled_until": field_error(
+                                "DATE_TIME_TYPE_PARSE", "Could not parse the time."
+                            )
+                        }
                     ) from None
                 if until - datetime.datetime.now(tz=datetime.UTC) > datetime.timedelta(days=28):
                     raise invalid_form_body(
-                        {"communication_disabled_until": field_error("COMMUNICATION_DISABLED_UNTIL_TOO_LONG", "Timeouts can last 28 days at most.")}
+                        {
+                            "communication_disabled_until": field_error(
+                                "COMMUNICATION_DISABLED_UNTIL_TOO_LONG",
+                                "Timeouts can last 28 days at most.",
+                            )
+                        }
                     )
         move_to: Any = UNSET
         if "channel_id" in body:
@@ -491,7 +608,9 @@ class GuildRoutes:
             if move_to is not None:
                 target = state.channel(move_to)
                 if target.type not in VOICE_TYPES or target.guild_id != guild_id:
-                    raise invalid_form_body({"channel_id": field_error("CHANNEL_TYPE_INVALID", "Not a voice channel")})
+                    raise invalid_form_body(
+                        {"channel_id": field_error("CHANNEL_TYPE_INVALID", "Not a voice channel")}
+                    )
                 self._bot_can(guild_id, Permission.CONNECT, move_to)
         before = member.to_payload(with_user=False)
         roles_before = list(member.roles)
@@ -505,28 +624,48 @@ class GuildRoutes:
             timed_out_until=timeout,
         )
         reason = request.record.audit_reason
-        changed = audit.changes_between(before, updated.to_payload(with_user=False), ("nick", "mute", "deaf", "communication_disabled_until"))
+        changed = audit.changes_between(
+            before,
+            updated.to_payload(with_user=False),
+            ("nick", "mute", "deaf", "communication_disabled_until"),
+        )
         if changed:
             self.fake.audit(guild_id, audit.MEMBER_UPDATE, user_id, reason=reason, changes=changed)
         if roles is not None:
             self._audit_roles(guild_id, user_id, roles_before, updated.roles, reason)
         if move_to is not UNSET and in_voice is not None:
             self.fake.set_voice_state(
-                guild_id, user_id, move_to, self_mute=in_voice.self_mute, self_deaf=in_voice.self_deaf
+                guild_id,
+                user_id,
+                move_to,
+                self_mute=in_voice.self_mute,
+                self_deaf=in_voice.self_deaf,
             )
             if move_to is None:
-                self.fake.audit(guild_id, audit.MEMBER_DISCONNECT, None, reason=reason, options={"count": "1"})
+                self.fake.audit(
+                    guild_id, audit.MEMBER_DISCONNECT, None, reason=reason, options={"count": "1"}
+                )
             else:
                 self.fake.audit(
-                    guild_id, audit.MEMBER_MOVE, None, reason=reason, options={"channel_id": str(move_to), "count": "1"}
+                    guild_id,
+                    audit.MEMBER_MOVE,
+                    None,
+                    reason=reason,
+                    options={"channel_id": str(move_to), "count": "1"},
                 )
         return updated.to_payload()
 
-    def _audit_roles(self, guild_id: int, user_id: int, before: list[int], after: list[int], reason: str | None) -> None:
+    def _audit_roles(
+        self, guild_id: int, user_id: int, before: list[int], after: list[int], reason: str | None
+    ) -> None:
         guild = self.fake.state.guild(guild_id)
 
         def named(role_ids: list[int]) -> list[dict[str, str]]:
-            return [{"id": str(role_id), "name": guild.roles[role_id].name} for role_id in role_ids if role_id in guild.roles]
+            return [
+                {"id": str(role_id), "name": guild.roles[role_id].name}
+                for role_id in role_ids
+                if role_id in guild.roles
+            ]
 
         added = [role_id for role_id in after if role_id not in before]
         removed = [role_id for role_id in before if role_id not in after]
@@ -536,7 +675,9 @@ class GuildRoutes:
         if removed:
             changes.append(audit.change("$remove", None, named(removed)))
         if changes:
-            self.fake.audit(guild_id, audit.MEMBER_ROLE_UPDATE, user_id, reason=reason, changes=changes)
+            self.fake.audit(
+                guild_id, audit.MEMBER_ROLE_UPDATE, user_id, reason=reason, changes=changes
+            )
 
     async def kick_member(self, request: RestRequest) -> Any:
         """DELETE /guilds/{guild_id}/members/{user_id}."""

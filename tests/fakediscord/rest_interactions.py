@@ -46,7 +46,11 @@ MAX_CHOICE_TEXT = 100
 
 _VALID_CALLBACKS = {
     CALLBACK_PONG: {INTERACTION_PING},
-    CALLBACK_CHANNEL_MESSAGE: {INTERACTION_APPLICATION_COMMAND, INTERACTION_MESSAGE_COMPONENT, INTERACTION_MODAL_SUBMIT},
+    CALLBACK_CHANNEL_MESSAGE: {
+        INTERACTION_APPLICATION_COMMAND,
+        INTERACTION_MESSAGE_COMPONENT,
+        INTERACTION_MODAL_SUBMIT,
+    },
     CALLBACK_DEFERRED_CHANNEL_MESSAGE: {
         INTERACTION_APPLICATION_COMMAND,
         INTERACTION_MESSAGE_COMPONENT,
@@ -59,7 +63,9 @@ _VALID_CALLBACKS = {
 }
 
 
-def interaction_metadata(fake: FakeDiscord, result: InteractionResult, *, nested: bool = False) -> dict[str, Any]:
+def interaction_metadata(
+    fake: FakeDiscord, result: InteractionResult, *, nested: bool = False
+) -> dict[str, Any]:
     """A message's ``interaction_metadata``: who did what; a modal's submission names the
     interaction that opened the modal (``triggering_interaction_metadata``)."""
     metadata: dict[str, Any] = {
@@ -76,9 +82,10 @@ def interaction_metadata(fake: FakeDiscord, result: InteractionResult, *, nested
     if result.original_message_id is not None:
         metadata["original_response_message_id"] = str(result.original_message_id)
     if result.type == INTERACTION_MODAL_SUBMIT and not nested and result.triggered_by is not None:
-        metadata["triggering_interaction_metadata"] = interaction_metadata(fake, result.triggered_by, nested=True)
+        metadata["triggering_interaction_metadata"] = interaction_metadata(
+            fake, result.triggered_by, nested=True
+        )
     return metadata
-
 
 
 @contextlib.contextmanager
@@ -93,6 +100,7 @@ def _under_data() -> Iterator[None]:
             error.errors = {"data": error.errors}
         raise
 
+
 class InteractionRoutes:
     """``/interactions/...`` and ``/webhooks/{application_id}/{interaction_token}/...``."""
 
@@ -101,7 +109,12 @@ class InteractionRoutes:
 
     def register(self, router: Router) -> None:
         """Adds these routes to the router (no bot token needed, as on Discord)."""
-        router.add("POST", "/interactions/{interaction_id}/{interaction_token}/callback", self.callback, auth=False)
+        router.add(
+            "POST",
+            "/interactions/{interaction_id}/{interaction_token}/callback",
+            self.callback,
+            auth=False,
+        )
         base = "/webhooks/{application_id}/{interaction_token}"
         router.add("POST", base, self.followup, auth=False)
         for suffix in ("/messages/@original", "/messages/{message_id}"):
@@ -134,7 +147,9 @@ class InteractionRoutes:
         attempt.status = response.status
         return response
 
-    def _acknowledge(self, request: RestRequest, result: InteractionResult, attempt: Callback) -> RestResponse:
+    def _acknowledge(
+        self, request: RestRequest, result: InteractionResult, attempt: Callback
+    ) -> RestResponse:
         fake = self.fake
         if result.callback is not None:
             raise DiscordError(400, 40060, "Interaction has already been acknowledged.")
@@ -142,10 +157,17 @@ class InteractionRoutes:
             raise unknown("interaction")
         if result.type not in _VALID_CALLBACKS.get(attempt.type, set()):
             raise invalid_form_body(
-                {"type": field_error("INTERACTION_RESPONSE_TYPE_INVALID", f"Interaction response type {attempt.type} is not valid for interaction type {result.type}")}
+                {
+                    "type": field_error(
+                        "INTERACTION_RESPONSE_TYPE_INVALID",
+                        f"Interaction response type {attempt.type} is not valid for interaction type {result.type}",
+                    )
+                }
             )
         channel = fake.state.channel(result.channel_id)
-        source = fake.state.messages.get(result.source_message_id) if result.source_message_id else None
+        source = (
+            fake.state.messages.get(result.source_message_id) if result.source_message_id else None
+        )
         resource_message: Message | None = None
         if attempt.type == CALLBACK_CHANNEL_MESSAGE:
             with _under_data():
@@ -173,7 +195,11 @@ class InteractionRoutes:
         elif attempt.type in (CALLBACK_DEFERRED_UPDATE_MESSAGE, CALLBACK_UPDATE_MESSAGE):
             if source is None:
                 raise invalid_form_body(
-                    {"type": field_error("INTERACTION_RESPONSE_TYPE_INVALID", "There is no message to update")}
+                    {
+                        "type": field_error(
+                            "INTERACTION_RESPONSE_TYPE_INVALID", "There is no message to update"
+                        )
+                    }
                 )
             if attempt.type == CALLBACK_UPDATE_MESSAGE:
                 with _under_data():
@@ -202,7 +228,10 @@ class InteractionRoutes:
         body: dict[str, Any] = {"interaction": interaction}
         # Discord's resource carries the message of a new or updated message only (the spec's
         # InteractionCallbackResponse knows no resource for deferrals, choices or modals).
-        if attempt.type in (CALLBACK_CHANNEL_MESSAGE, CALLBACK_UPDATE_MESSAGE) and "message" in resource:
+        if (
+            attempt.type in (CALLBACK_CHANNEL_MESSAGE, CALLBACK_UPDATE_MESSAGE)
+            and "message" in resource
+        ):
             body["resource"] = resource
         return RestResponse(status=200, body=body)
 
@@ -224,26 +253,45 @@ class InteractionRoutes:
         each name 1-100 characters and a string value up to 100 (application-commands.mdx, choice)."""
         choices = data.get("choices")
         if not isinstance(choices, list):
-            raise invalid_form_body({"data": {"choices": field_error("BASE_TYPE_REQUIRED", "This field is required")}})
+            raise invalid_form_body(
+                {"data": {"choices": field_error("BASE_TYPE_REQUIRED", "This field is required")}}
+            )
         if len(choices) > MAX_CHOICES:
-            raise invalid_form_body({"data": {"choices": field_error("BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CHOICES} or fewer in length.")}})
+            raise invalid_form_body(
+                {
+                    "data": {
+                        "choices": field_error(
+                            "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CHOICES} or fewer in length."
+                        )
+                    }
+                }
+            )
         errors: dict[str, Any] = {}
         for index, choice in enumerate(choices):
             one: dict[str, Any] = {}
             if not isinstance(choice, dict):
-                errors[str(index)] = field_error("DICT_TYPE_CONVERT", "Only dictionaries may be used in a DictType")
+                errors[str(index)] = field_error(
+                    "DICT_TYPE_CONVERT", "Only dictionaries may be used in a DictType"
+                )
                 continue
             if not 1 <= len(str(choice.get("name", ""))) <= MAX_CHOICE_TEXT:
-                one["name"] = field_error("BASE_TYPE_BAD_LENGTH", f"Must be between 1 and {MAX_CHOICE_TEXT} in length.")
+                one["name"] = field_error(
+                    "BASE_TYPE_BAD_LENGTH", f"Must be between 1 and {MAX_CHOICE_TEXT} in length."
+                )
             value = choice.get("value")
             if value is None:
                 one["value"] = field_error("BASE_TYPE_REQUIRED", "This field is required")
             elif isinstance(value, str) and len(value) > MAX_CHOICE_TEXT:
-                one["value"] = field_error("BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CHOICE_TEXT} or fewer in length.")
+                one["value"] = field_error(
+                    "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CHOICE_TEXT} or fewer in length."
+                )
             localized = choice.get("name_localizations") or {}
             if isinstance(localized, dict):
                 bad = {
-                    locale: field_error("BASE_TYPE_BAD_LENGTH", f"Must be between 1 and {MAX_CHOICE_TEXT} in length.")
+                    locale: field_error(
+                        "BASE_TYPE_BAD_LENGTH",
+                        f"Must be between 1 and {MAX_CHOICE_TEXT} in length.",
+                    )
                     for locale, text in localized.items()
                     if not 1 <= len(str(text)) <= MAX_CHOICE_TEXT
                 }
@@ -263,11 +311,17 @@ class InteractionRoutes:
         if not custom_id:
             errors["custom_id"] = field_error("BASE_TYPE_REQUIRED", "This field is required")
         elif len(str(custom_id)) > 100:
-            errors["custom_id"] = field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
+            errors["custom_id"] = field_error(
+                "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
+            )
         if not 1 <= len(str(data.get("title") or "")) <= 45:
-            errors["title"] = field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 45 in length.")
+            errors["title"] = field_error(
+                "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 45 in length."
+            )
         if not 1 <= len(data.get("components") or []) <= 5:
-            errors["components"] = field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 5 in length.")
+            errors["components"] = field_error(
+                "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 5 in length."
+            )
         if errors:
             raise invalid_form_body({"data": errors})
 
@@ -304,7 +358,11 @@ class InteractionRoutes:
         result = self._result(request)
         data = parse_message_input(request.json, request.parts)
         original = result.original
-        if original is not None and original.loading and result.callback_type == CALLBACK_DEFERRED_CHANNEL_MESSAGE:
+        if (
+            original is not None
+            and original.loading
+            and result.callback_type == CALLBACK_DEFERRED_CHANNEL_MESSAGE
+        ):
             message = self._finish_loading(original, data)
         else:
             channel = fake.state.channel(result.channel_id)

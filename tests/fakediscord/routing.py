@@ -40,7 +40,14 @@ class RestRequest:
             return {}
         if not isinstance(self.json, dict):
             raise invalid_form_body(
-                {"_errors": [{"code": "DICT_TYPE_CONVERT", "message": "Only dictionaries may be used in a DictType"}]}
+                {
+                    "_errors": [
+                        {
+                            "code": "DICT_TYPE_CONVERT",
+                            "message": "Only dictionaries may be used in a DictType",
+                        }
+                    ]
+                }
             )
         return self.json
 
@@ -81,7 +88,14 @@ class Router:
 
     def add(self, method: str, template: str, handler: Handler, *, auth: bool = True) -> None:
         """Serves ``method template`` with ``handler`` (``auth=False`` for webhook-token routes)."""
-        regex = "^" + _PLACEHOLDER.sub(lambda m: f"(?P<{m.group(1)}>[^/]+)", re.escape(template).replace(r"\{", "{").replace(r"\}", "}")) + "$"
+        regex = (
+            "^"
+            + _PLACEHOLDER.sub(
+                lambda m: f"(?P<{m.group(1)}>[^/]+)",
+                re.escape(template).replace(r"\{", "{").replace(r"\}", "}"),
+            )
+            + "$"
+        )
         route = Route(
             method=method,
             template=template,

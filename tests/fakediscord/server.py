@@ -75,7 +75,10 @@ class FakeDiscord(World):
     ) -> None:
         self.token = token
         """The bot token the fake accepts (REST ``Authorization: Bot <token>`` and IDENTIFY)."""
-        super().__init__(DiscordState(bot_name=bot_name, application_name=bot_name), Gateway(self, heartbeat_interval_ms=heartbeat_interval_ms))
+        super().__init__(
+            DiscordState(bot_name=bot_name, application_name=bot_name),
+            Gateway(self, heartbeat_interval_ms=heartbeat_interval_ms),
+        )
         self.recorder = Recorder()
         self.faults = FaultInjector()
         self.rate_limits = RateLimits(rate_limit, rate_limit_window)
@@ -95,11 +98,21 @@ class FakeDiscord(World):
         self.channel_routes = ChannelRoutes(self)
         self.event_routes = EventRoutes(self)
         """Guild scheduled events (``mark_interested`` plays a member's "Interested")."""
-        for routes in (AppRoutes(self), self.guild_routes, self.channel_routes, self.event_routes,
-                       InteractionRoutes(self)):
+        for routes in (
+            AppRoutes(self),
+            self.guild_routes,
+            self.channel_routes,
+            self.event_routes,
+            InteractionRoutes(self),
+        ):
             routes.register(self.router)
         self._cdn_router = Router()
-        self._cdn_router.add("GET", "/attachments/{channel_id}/{attachment_id}/{filename}", self._serve_attachment, auth=False)
+        self._cdn_router.add(
+            "GET",
+            "/attachments/{channel_id}/{attachment_id}/{filename}",
+            self._serve_attachment,
+            auth=False,
+        )
         self._runner: web.AppRunner | None = None
         self._change = asyncio.Event()
         self.answered = 0
@@ -186,7 +199,9 @@ class FakeDiscord(World):
                 deadline = min(ceiling, loop.time() + timeout)
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise TimeoutError(message or f"condition not met ({timeout} s without the bot doing anything)")
+                raise TimeoutError(
+                    message or f"condition not met ({timeout} s without the bot doing anything)"
+                )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(change.wait(), min(remaining, 0.02))
 
@@ -234,11 +249,15 @@ class FakeDiscord(World):
 
         def found() -> Message | None:
             messages = [
-                m for m in self.messages(channel_id, dm_user_id=dm_user_id) if where is None or where(m)
+                m
+                for m in self.messages(channel_id, dm_user_id=dm_user_id)
+                if where is None or where(m)
             ]
             return messages[count - 1] if len(messages) >= count else None
 
-        return await self.wait_until(found, timeout, f"no message in channel {channel_id} / DM {dm_user_id}")
+        return await self.wait_until(
+            found, timeout, f"no message in channel {channel_id} / DM {dm_user_id}"
+        )
 
     # recording and faults --------------------------------------------------------------
 
@@ -254,11 +273,15 @@ class FakeDiscord(World):
         """REST calls so far matching the filters (see :meth:`Recorder.find`)."""
         return self.recorder.find(method, route, path=path, status=status, since=since)
 
-    def last_call(self, method: str | None = None, route: str | None = None, *, path: str | None = None) -> CallRecord:
+    def last_call(
+        self, method: str | None = None, route: str | None = None, *, path: str | None = None
+    ) -> CallRecord:
         """The latest matching REST call (AssertionError listing all calls if there is none)."""
         found = self.calls(method, route, path=path)
         if not found:
-            raise AssertionError(f"no call {method} {route or path}; calls:\n{self.recorder.describe()}")
+            raise AssertionError(
+                f"no call {method} {route or path}; calls:\n{self.recorder.describe()}"
+            )
         return found[-1]
 
     def fail(
@@ -296,16 +319,29 @@ class FakeDiscord(World):
             )
         )
 
-    def delay(self, method: str | None, path_regex: str, seconds: float, count: int | None = None) -> Fault:
+    def delay(
+        self, method: str | None, path_regex: str, seconds: float, count: int | None = None
+    ) -> Fault:
         """Adds ``seconds`` of latency to matching calls."""
         return self.faults.add(
-            Fault(kind="delay", method=method.upper() if method else None, pattern=compile_path(path_regex), count=count, seconds=seconds)
+            Fault(
+                kind="delay",
+                method=method.upper() if method else None,
+                pattern=compile_path(path_regex),
+                count=count,
+                seconds=seconds,
+            )
         )
 
     def hang(self, method: str | None, path_regex: str, count: int | None = 1) -> Fault:
         """Holds matching calls without answering until ``fault.release()`` or the fake closes."""
         return self.faults.add(
-            Fault(kind="hang", method=method.upper() if method else None, pattern=compile_path(path_regex), count=count)
+            Fault(
+                kind="hang",
+                method=method.upper() if method else None,
+                pattern=compile_path(path_regex),
+                count=count,
+            )
         )
 
     def forget_nonces(self) -> None:
@@ -361,15 +397,23 @@ class FakeDiscord(World):
         session = self.gateway.interaction_session(result.guild_id)
         if session is None:
             raise RuntimeError("no bot session on the fake gateway to deliver the interaction to")
-        self.gateway.dispatch("INTERACTION_CREATE", result.payload, guild_id=result.guild_id, only=session)
+        self.gateway.dispatch(
+            "INTERACTION_CREATE", result.payload, guild_id=result.guild_id, only=session
+        )
 
-    async def resend(self, result: InteractionResult, *, wait: bool = False, timeout: float = 1.0) -> InteractionResult:
+    async def resend(
+        self, result: InteractionResult, *, wait: bool = False, timeout: float = 1.0
+    ) -> InteractionResult:
         """Delivers the same interaction (same id and token) again, as a flaky network might."""
         result.deliveries += 1
         attempts_before = len(result.attempts)
         self._deliver(result)
         if wait:
-            await self.wait_until(lambda: len(result.attempts) > attempts_before, timeout, "the bot did not answer the re-sent interaction")
+            await self.wait_until(
+                lambda: len(result.attempts) > attempts_before,
+                timeout,
+                "the bot did not answer the re-sent interaction",
+            )
         return result
 
     async def slash(
@@ -432,7 +476,9 @@ class FakeDiscord(World):
             guild_locale=guild_locale,
             interaction_id=None,
         )
-        payload["data"] = self.builder.command_data(payload, command, {**(options or {}), focused: value}, focused=focused)
+        payload["data"] = self.builder.command_data(
+            payload, command, {**(options or {}), focused: value}, focused=focused
+        )
         return await self.send_interaction(payload, wait=wait, timeout=timeout)
 
     async def context_menu(
@@ -485,7 +531,9 @@ class FakeDiscord(World):
         timeout: float = 5.0,
     ) -> InteractionResult:
         """A user picks ``values`` in the select menu ``custom_id`` (option values, or users/roles/channels)."""
-        return await self._component(message, custom_id, user_id, list(values), locale, wait, timeout)
+        return await self._component(
+            message, custom_id, user_id, list(values), locale, wait, timeout
+        )
 
     async def _component(
         self,
@@ -526,7 +574,9 @@ class FakeDiscord(World):
         """Submits the modal the bot opened in answer to ``source``, filling inputs by custom id."""
         modal = source.modal
         if modal is None:
-            raise ValueError(f"interaction {source.id} was not answered with a modal ({source.describe()})")
+            raise ValueError(
+                f"interaction {source.id} was not answered with a modal ({source.describe()})"
+            )
         payload = self.builder.envelope(
             INTERACTION_MODAL_SUBMIT,
             guild_id=source.guild_id,
@@ -550,7 +600,9 @@ class FakeDiscord(World):
     async def _handle_cdn(self, request: web.Request) -> web.StreamResponse:
         return await self._handle(request, request.path, self._cdn_router, rate_limited=False)
 
-    async def _handle(self, request: web.Request, path: str, router: Router, *, rate_limited: bool) -> web.StreamResponse:
+    async def _handle(
+        self, request: web.Request, path: str, router: Router, *, rate_limited: bool
+    ) -> web.StreamResponse:
         started = time.monotonic()
         route, params, other_method = router.resolve(request.method, path)
         record = CallRecord(
@@ -570,15 +622,25 @@ class FakeDiscord(World):
         try:
             record.json, record.parts = await self._read_body(request)
             self.notify()
-            status, body, extra = await self._serve(request, record, route, other_method, rate_limited, operation)
+            status, body, extra = await self._serve(
+                request, record, route, other_method, rate_limited, operation
+            )
         except DiscordError as error:
             status, body, extra = error.status, error.body(), {}
         headers.update(extra)
-        if operation and self.spec is not None and self.check_responses and (record.fault is None or record.fault.startswith("delay")):
+        if (
+            operation
+            and self.spec is not None
+            and self.check_responses
+            and (record.fault is None or record.fault.startswith("delay"))
+        ):
             record.response_violations = self.spec.check_response(
                 operation[0], status, body if not isinstance(body, bytes) else None
             )
-            RESPONSE_FINDINGS.extend(f"{record.method} {record.path} -> {status}: {v}" for v in record.response_violations)
+            RESPONSE_FINDINGS.extend(
+                f"{record.method} {record.path} -> {status}: {v}"
+                for v in record.response_violations
+            )
         record.status = status
         record.response = body if not isinstance(body, bytes) else None
         record.duration = time.monotonic() - started
@@ -654,7 +716,13 @@ class FakeDiscord(World):
         if spec is not None and not operation_found:
             # The fake serves it, Discord does not: answer as Discord would, and say so.
             record.violations.append(
-                Violation("route", (), "route", "UNKNOWN_ROUTE", f"{record.method} {route.template} is not in the spec")
+                Violation(
+                    "route",
+                    (),
+                    "route",
+                    "UNKNOWN_ROUTE",
+                    f"{record.method} {route.template} is not in the spec",
+                )
             )
             raise DiscordError(404, 0, "404: Not Found")
         if route.auth and request.headers.get(hdrs.AUTHORIZATION) != f"Bot {self.token}":
@@ -674,22 +742,45 @@ class FakeDiscord(World):
         if rate_limited and route.auth:
             over_global = self.global_limit.hit(route.template)
             if over_global is not None:  # not a fault: a refusal the bot brought on itself
-                body = {"message": "You are being rate limited.", "code": 0,
-                        "retry_after": round(over_global, 3), "global": True}
-                return 429, body, {"Retry-After": str(max(1, math.ceil(over_global))),
-                                   "X-RateLimit-Global": "true", "X-RateLimit-Scope": "global"}
+                body = {
+                    "message": "You are being rate limited.",
+                    "code": 0,
+                    "retry_after": round(over_global, 3),
+                    "global": True,
+                }
+                return (
+                    429,
+                    body,
+                    {
+                        "Retry-After": str(max(1, math.ceil(over_global))),
+                        "X-RateLimit-Global": "true",
+                        "X-RateLimit-Scope": "global",
+                    },
+                )
         if rate_limited:
             major = "+".join(
                 record.params[key]
-                for key in ("channel_id", "guild_id", "application_id", "interaction_token", "interaction_id")
+                for key in (
+                    "channel_id",
+                    "guild_id",
+                    "application_id",
+                    "interaction_token",
+                    "interaction_id",
+                )
                 if key in record.params
             )
             headers, over = self.rate_limits.hit(f"{record.method} {route.template}", major)
             if over is not None:
                 record.fault = "rate limited"
-                body = {"message": "You are being rate limited.", "code": 0, "retry_after": round(over, 3),
-                        "global": False}
-                headers.update({"Retry-After": str(max(1, math.ceil(over))), "X-RateLimit-Scope": "user"})
+                body = {
+                    "message": "You are being rate limited.",
+                    "code": 0,
+                    "retry_after": round(over, 3),
+                    "global": False,
+                }
+                headers.update(
+                    {"Retry-After": str(max(1, math.ceil(over))), "X-RateLimit-Scope": "user"}
+                )
                 return 429, body, headers
         if spec is not None:
             checked = spec.check_request(

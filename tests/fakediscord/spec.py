@@ -179,7 +179,10 @@ class Violation:
     @property
     def pattern(self) -> str:
         """The field with list indices replaced by ``*``, for counting alike violations."""
-        parts = ["*" if isinstance(part, int) or str(part).isdigit() else str(part) for part in self.field]
+        parts = [
+            "*" if isinstance(part, int) or str(part).isdigit() else str(part)
+            for part in self.field
+        ]
         return ".".join(parts) or "<root>"
 
     def __str__(self) -> str:
@@ -193,7 +196,9 @@ def errors_tree(violations: Iterable[Violation]) -> dict[str, Any]:
         node = tree
         for part in violation.field:
             node = node.setdefault(str(part), {})
-        node.setdefault("_errors", []).append({"code": violation.code, "message": violation.message})
+        node.setdefault("_errors", []).append(
+            {"code": violation.code, "message": violation.message}
+        )
     return tree
 
 
@@ -298,7 +303,10 @@ class OpenApiSpec:
         if isinstance(inner, dict) and "_errors" in inner.get("properties", {}):
             inner["properties"]["_errors"]["items"] = {
                 "type": "object",
-                "properties": {"code": {"type": ["integer", "string"]}, "message": {"type": "string"}},
+                "properties": {
+                    "code": {"type": ["integer", "string"]},
+                    "message": {"type": "string"},
+                },
                 "required": ["code", "message"],
             }
             self.patched.append("/components/schemas/InnerErrors/properties/_errors/items")
@@ -308,10 +316,14 @@ class OpenApiSpec:
         self._validator_class = self._make_validator_class()
         self._routes: list[_Route] = []
         for template, item in self.document.get("paths", {}).items():
-            regex = "^" + _PLACEHOLDER.sub(
-                lambda m: f"(?P<{m.group(1)}>[^/]+)",
-                re.escape(template).replace(r"\{", "{").replace(r"\}", "}"),
-            ) + "$"
+            regex = (
+                "^"
+                + _PLACEHOLDER.sub(
+                    lambda m: f"(?P<{m.group(1)}>[^/]+)",
+                    re.escape(template).replace(r"\{", "{").replace(r"\}", "}"),
+                )
+                + "$"
+            )
             literal = sum(1 for segment in template.split("/") if segment and "{" not in segment)
             for method in item:
                 if method == "parameters":
@@ -351,7 +363,9 @@ class OpenApiSpec:
         original_any_of = base.VALIDATORS["anyOf"]
         dispatch_tables: dict[int, _Dispatch | None] = {}
 
-        def snowflake_type(validator: Any, types: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        def snowflake_type(
+            validator: Any, types: Any, instance: Any, schema: Any
+        ) -> Iterator[ValidationError]:
             if (
                 isinstance(instance, int)
                 and not isinstance(instance, bool)
@@ -383,7 +397,9 @@ class OpenApiSpec:
             return None
 
         def fast(original: Any) -> Any:
-            def keyword(validator: Any, branches: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+            def keyword(
+                validator: Any, branches: Any, instance: Any, schema: Any
+            ) -> Iterator[ValidationError]:
                 index = pick(branches, instance) if isinstance(branches, list) else None
                 if index is None:
                     yield from original(validator, branches, instance, schema)
@@ -395,7 +411,9 @@ class OpenApiSpec:
         original_ref = base.VALIDATORS["$ref"]
         targets: dict[str, Any] = {}
 
-        def local_ref(validator: Any, ref: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        def local_ref(
+            validator: Any, ref: Any, instance: Any, schema: Any
+        ) -> Iterator[ValidationError]:
             # Every $ref of the spec points into the spec itself: resolve it once by its pointer
             # (referencing would walk the pointer again on every use).
             target = targets.get(ref)
@@ -422,10 +440,19 @@ class OpenApiSpec:
         null_index: int | None = None
         others: list[tuple[int, list[Any] | None]] = []
         consts = [self._deref(raw) for raw in branches]
-        if all(isinstance(branch, dict) and "const" in branch and set(branch) <= {"const", "title", "description"} for branch in consts):
+        if all(
+            isinstance(branch, dict)
+            and "const" in branch
+            and set(branch) <= {"const", "title", "description"}
+            for branch in consts
+        ):
             values = [branch["const"] for branch in consts]
-            if all(isinstance(v, (int, str)) and not isinstance(v, bool) for v in values) and len(set(values)) == len(values):
-                return _Dispatch({}, None, None, {value: index for index, value in enumerate(values)})
+            if all(isinstance(v, (int, str)) and not isinstance(v, bool) for v in values) and len(
+                set(values)
+            ) == len(values):
+                return _Dispatch(
+                    {}, None, None, {value: index for index, value in enumerate(values)}
+                )
         for index, raw in enumerate(branches):
             branch = self._deref(raw)
             if not isinstance(branch, dict):
@@ -491,18 +518,27 @@ class OpenApiSpec:
         spec_op = item[route.method.lower()]
         path_params: dict[str, Any] = {}
         query_params: dict[str, tuple[dict[str, Any], Any]] = {}
-        for owner_pointer, parameters in ((item_pointer, item.get("parameters") or []), (route.pointer, spec_op.get("parameters") or [])):
+        for owner_pointer, parameters in (
+            (item_pointer, item.get("parameters") or []),
+            (route.pointer, spec_op.get("parameters") or []),
+        ):
             for index, parameter in enumerate(parameters):
                 parameter = self._deref(parameter)
                 schema_pointer = f"{owner_pointer}/parameters/{index}/schema"
                 if parameter.get("in") == "path":
                     path_params[parameter["name"]] = self._validator(schema_pointer)
                 elif parameter.get("in") == "query":
-                    query_params[parameter["name"]] = (self._deref(parameter.get("schema") or {}), self._validator(schema_pointer))
+                    query_params[parameter["name"]] = (
+                        self._deref(parameter.get("schema") or {}),
+                        self._validator(schema_pointer),
+                    )
         bodies: dict[str, Any] = {}
         request_body = spec_op.get("requestBody")
         if request_body is not None:
-            for content_type, kind in (("application/json", "json"), ("multipart/form-data", "multipart")):
+            for content_type, kind in (
+                ("application/json", "json"),
+                ("multipart/form-data", "multipart"),
+            ):
                 if content_type in (request_body.get("content") or {}):
                     bodies[kind] = self._validator(
                         f"{route.pointer}/requestBody/content/{_escape_pointer(content_type)}/schema"
@@ -517,7 +553,9 @@ class OpenApiSpec:
             if "$ref" in answer:
                 schema_pointer = answer["$ref"].lstrip("#") + "/content/application~1json/schema"
             else:
-                schema_pointer = f"{route.pointer}/responses/{status}/content/application~1json/schema"
+                schema_pointer = (
+                    f"{route.pointer}/responses/{status}/content/application~1json/schema"
+                )
             responses[status] = self._validator(schema_pointer)
         operation = Operation(
             method=route.method,
@@ -532,7 +570,9 @@ class OpenApiSpec:
         return operation
 
     def _deref(self, node: Any) -> Any:
-        while isinstance(node, dict) and set(node) == {"$ref"} and str(node["$ref"]).startswith("#/"):
+        while (
+            isinstance(node, dict) and set(node) == {"$ref"} and str(node["$ref"]).startswith("#/")
+        ):
             node = _resolve_pointer(self.document, node["$ref"][1:])
         return node
 
@@ -556,7 +596,13 @@ class OpenApiSpec:
         result = CheckResult(operation=operation, route_known=path_known)
         if operation is None:
             result.violations.append(
-                Violation("route", (), "route", "UNKNOWN_ROUTE", f"{method.upper()} {path} is not in the spec")
+                Violation(
+                    "route",
+                    (),
+                    "route",
+                    "UNKNOWN_ROUTE",
+                    f"{method.upper()} {path} is not in the spec",
+                )
             )
         else:
             for name, validator in operation.path_params.items():
@@ -577,7 +623,9 @@ class OpenApiSpec:
                 if validator is not None:
                     instance = body
                     if multipart:
-                        instance = dict(body) if isinstance(body, dict) else ({} if body is None else body)
+                        instance = (
+                            dict(body) if isinstance(body, dict) else ({} if body is None else body)
+                        )
                         if isinstance(instance, dict):
                             for name in part_names:
                                 if name != "payload_json":
@@ -616,17 +664,35 @@ class OpenApiSpec:
         validator = operation.responses[key]
         if validator is None:
             if body is not None:
-                return [Violation("response", (), "content", "UNEXPECTED_BODY", f"{status} has no body in the spec")]
+                return [
+                    Violation(
+                        "response",
+                        (),
+                        "content",
+                        "UNEXPECTED_BODY",
+                        f"{status} has no body in the spec",
+                    )
+                ]
             return []
         if body is None:
-            return [Violation("response", (), "content", "MISSING_BODY", f"{status} has a JSON body in the spec")]
+            return [
+                Violation(
+                    "response",
+                    (),
+                    "content",
+                    "MISSING_BODY",
+                    f"{status} has a JSON body in the spec",
+                )
+            ]
         return _check(validator, body, "response", ())
 
 
 # --- jsonschema errors → Discord's ------------------------------------------------------
 
 
-def _check(validator: Any, instance: Any, location: str, prefix: tuple[str | int, ...]) -> list[Violation]:
+def _check(
+    validator: Any, instance: Any, location: str, prefix: tuple[str | int, ...]
+) -> list[Violation]:
     if validator.is_valid(instance):
         return []
     violations: list[Violation] = []
@@ -645,13 +711,22 @@ def _leaves(error: ValidationError) -> list[ValidationError]:
         branches: dict[Any, list[ValidationError]] = {}
         for sub in error.context:
             branches.setdefault(sub.relative_schema_path[0], []).append(sub)
-        meant = [errors for errors in branches.values() if not any(_rules_out_branch(sub) for sub in errors)]
+        meant = [
+            errors
+            for errors in branches.values()
+            if not any(_rules_out_branch(sub) for sub in errors)
+        ]
         if not meant:
             return [error]
         # Of the branches left, the one meant is the one whose fields have the right types
         # (a choice with a string value is the string choice, whatever else is wrong with it).
-        ranked = sorted(meant, key=lambda errors: (sum(_type_miss(sub) for sub in errors), len(errors)))
-        if len(ranked) == 1 or (sum(map(_type_miss, ranked[0])), len(ranked[0])) < (sum(map(_type_miss, ranked[1])), len(ranked[1])):
+        ranked = sorted(
+            meant, key=lambda errors: (sum(_type_miss(sub) for sub in errors), len(errors))
+        )
+        if len(ranked) == 1 or (sum(map(_type_miss, ranked[0])), len(ranked[0])) < (
+            sum(map(_type_miss, ranked[1])),
+            len(ranked[1]),
+        ):
             return [leaf for sub in ranked[0] for leaf in _leaves(sub)]
         best = jsonschema.exceptions.best_match([sub for errors in meant for sub in errors])
         return _leaves(best) if best is not None else [error]
@@ -706,10 +781,16 @@ def _translate(error: ValidationError, location: str, prefix: tuple[str | int, .
         code, message = "NUMBER_TYPE_MIN", f"int value should be greater than or equal to {value}."
     elif rule in ("enum", "const"):
         choices = value if rule == "enum" else [value]
-        code, message = "BASE_TYPE_CHOICES", f"Value must be one of ({', '.join(repr(c) for c in choices)})."
+        code, message = (
+            "BASE_TYPE_CHOICES",
+            f"Value must be one of ({', '.join(repr(c) for c in choices)}).",
+        )
     elif rule == "pattern":
         if schema.get("format") == "snowflake":
-            code, message = "NUMBER_TYPE_COERCE", f'Value "{_type_name(instance)}" is not snowflake.'
+            code, message = (
+                "NUMBER_TYPE_COERCE",
+                f'Value "{_type_name(instance)}" is not snowflake.',
+            )
         else:
             code, message = "STRING_TYPE_REGEX", "String value did not match validation regex."
     elif rule == "type":
@@ -717,15 +798,28 @@ def _translate(error: ValidationError, location: str, prefix: tuple[str | int, .
     elif rule == "uniqueItems":
         code, message = "LIST_ITEM_VALUE_DUPLICATE", "Duplicate value in list."
     elif rule in ("oneOf", "anyOf"):
-        consts = [branch.get("const") for branch in value if isinstance(branch, dict) and "const" in branch]
+        consts = [
+            branch.get("const")
+            for branch in value
+            if isinstance(branch, dict) and "const" in branch
+        ]
         if consts and len(consts) == len(value):
-            code, message = "BASE_TYPE_CHOICES", f"Value must be one of ({', '.join(repr(c) for c in consts)})."
+            code, message = (
+                "BASE_TYPE_CHOICES",
+                f"Value must be one of ({', '.join(repr(c) for c in consts)}).",
+            )
         else:
             kinds = _discriminators(value, error)
             if kinds:
-                code, message = "UNION_TYPE_CHOICES", f'Value of field "type" must be one of ({", ".join(kinds)}).'
+                code, message = (
+                    "UNION_TYPE_CHOICES",
+                    f'Value of field "type" must be one of ({", ".join(kinds)}).',
+                )
             else:
-                code, message = "UNION_TYPE_CHOICES", "Value did not match any of the allowed forms."
+                code, message = (
+                    "UNION_TYPE_CHOICES",
+                    "Value did not match any of the allowed forms.",
+                )
     elif rule == "additionalProperties":
         code, message = "UNKNOWN_FIELD", error.message
     return Violation(location, field_path, rule, code, message)

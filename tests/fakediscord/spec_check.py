@@ -38,12 +38,19 @@ def main(argv: list[str] | None = None) -> int:
     """Runs the check; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("record", type=Path, help="a FAKEDISCORD_RECORD file (JSON lines)")
-    parser.add_argument("--spec", type=Path, help="the OpenAPI file (default: as the fake finds it)")
+    parser.add_argument(
+        "--spec", type=Path, help="the OpenAPI file (default: as the fake finds it)"
+    )
     parser.add_argument("--no-responses", action="store_true", help="check requests only")
-    parser.add_argument("--skip-tests", metavar="PREFIX", action="append", default=[],
-                        help="leave out calls made by tests whose id starts with PREFIX (e.g. the "
-                             "fake's own tests, which send wrong requests on purpose: "
-                             "tests/fakediscord/)")
+    parser.add_argument(
+        "--skip-tests",
+        metavar="PREFIX",
+        action="append",
+        default=[],
+        help="leave out calls made by tests whose id starts with PREFIX (e.g. the "
+        "fake's own tests, which send wrong requests on purpose: "
+        "tests/fakediscord/)",
+    )
     args = parser.parse_args(argv)
     spec = OpenApiSpec.load(args.spec) if args.spec else default_spec()
     if spec is None:
@@ -75,38 +82,83 @@ def main(argv: list[str] | None = None) -> int:
                 multipart=bool(entry.get("multipart") or entry.get("parts")),
                 part_names=[str(part.get("name")) for part in entry.get("parts") or []],
             )
-            route = result.operation.template if result.operation else str(entry.get("route") or entry["path"])
+            route = (
+                result.operation.template
+                if result.operation
+                else str(entry.get("route") or entry["path"])
+            )
             if result.violations:
                 refused += 1
             for violation in result.violations:
-                key = ("request", method, route, violation.location, violation.pattern, violation.rule, violation.code)
+                key = (
+                    "request",
+                    method,
+                    route,
+                    violation.location,
+                    violation.pattern,
+                    violation.rule,
+                    violation.code,
+                )
                 requests[key] += 1
                 _remember(tests, key, entry)
             status = int(entry.get("status") or 0)
             fault = entry.get("fault")
-            if not args.no_responses and result.operation is not None and status and (not fault or str(fault).startswith("delay")):
-                for violation in spec.check_response(result.operation, status, entry.get("response")):
-                    key = ("answer", method, route, str(status), violation.pattern, violation.rule, violation.code)
+            if (
+                not args.no_responses
+                and result.operation is not None
+                and status
+                and (not fault or str(fault).startswith("delay"))
+            ):
+                for violation in spec.check_response(
+                    result.operation, status, entry.get("response")
+                ):
+                    key = (
+                        "answer",
+                        method,
+                        route,
+                        str(status),
+                        violation.pattern,
+                        violation.rule,
+                        violation.code,
+                    )
                     answers[key] += 1
                     _remember(tests, key, entry)
             if 400 <= status < 500 and not result.violations and not fault:
                 body = entry.get("response") if isinstance(entry.get("response"), dict) else {}
-                key = ("refusal", method, route, str(status), str(body.get("code")), _first_error(body), "")
+                key = (
+                    "refusal",
+                    method,
+                    route,
+                    str(status),
+                    str(body.get("code")),
+                    _first_error(body),
+                    "",
+                )
                 refusals[key] += 1
                 _remember(tests, key, entry)
     print(f"{total} requests in {args.record}; the spec refuses {refused}.")
     _table("Requests the spec refuses (method route, where, field, rule, code):", requests, tests)
     if not args.no_responses:
         _table("Answers of the fake that disagree with the spec:", answers, tests)
-    _table("Other 4xx answers (the fake's own rules; method route, status, code, first error):", refusals, tests)
+    _table(
+        "Other 4xx answers (the fake's own rules; method route, status, code, first error):",
+        refusals,
+        tests,
+    )
     if spec.checked:
-        print(f"Cost of the check: {spec.seconds / spec.checked * 1e6:.0f} µs per request ({spec.checked} requests).")
+        print(
+            f"Cost of the check: {spec.seconds / spec.checked * 1e6:.0f} µs per request ({spec.checked} requests)."
+        )
     if spec.responses_checked:
-        print(f"Cost of the answer check: {spec.response_seconds / spec.responses_checked * 1e6:.0f} µs per answer.")
+        print(
+            f"Cost of the answer check: {spec.response_seconds / spec.responses_checked * 1e6:.0f} µs per answer."
+        )
     return 1 if refused else 0
 
 
-def _remember(tests: dict[tuple[str, ...], list[str]], key: tuple[str, ...], entry: dict[str, Any]) -> None:
+def _remember(
+    tests: dict[tuple[str, ...], list[str]], key: tuple[str, ...], entry: dict[str, Any]
+) -> None:
     name = _test_name(entry)
     if name not in tests[key] and len(tests[key]) < _MAX_TESTS:
         tests[key].append(name)
@@ -129,7 +181,9 @@ def _first_error(body: dict[str, Any]) -> str:
     return str(body.get("message") or "")
 
 
-def _table(title: str, counts: Counter[tuple[str, ...]], tests: dict[tuple[str, ...], list[str]]) -> None:
+def _table(
+    title: str, counts: Counter[tuple[str, ...]], tests: dict[tuple[str, ...], list[str]]
+) -> None:
     print()
     print(title)
     if not counts:

@@ -36,7 +36,9 @@ class DiscordState:
     with Discord's codes, so REST handlers can use them directly.
     """
 
-    def __init__(self, *, bot_name: str = "Prokurator", application_name: str = "Prokurator") -> None:
+    def __init__(
+        self, *, bot_name: str = "Prokurator", application_name: str = "Prokurator"
+    ) -> None:
         self.snowflakes = SnowflakeGenerator()
         self.users: dict[int, User] = {}
         self.guilds: dict[int, Guild] = {}
@@ -55,7 +57,9 @@ class DiscordState:
         an unverified bot with both privileged intents switched on."""
         self.owner = User(id=self.snowflakes.next(), username="app_owner", global_name="App Owner")
         self.users[self.owner.id] = self.owner
-        self.bot_user = User(id=self.application_id, username=bot_name.lower(), global_name=bot_name, bot=True)
+        self.bot_user = User(
+            id=self.application_id, username=bot_name.lower(), global_name=bot_name, bot=True
+        )
         self.users[self.bot_user.id] = self.bot_user
 
     # lookups -----------------------------------------------------------------
@@ -104,14 +108,23 @@ class DiscordState:
     def message(self, channel_id: int, message_id: int) -> Message:
         """A visible (not deleted, not ephemeral) message of the channel, or a 404 10008."""
         message = self.messages.get(message_id)
-        if message is None or message.deleted or message.channel_id != channel_id or message.ephemeral:
+        if (
+            message is None
+            or message.deleted
+            or message.channel_id != channel_id
+            or message.ephemeral
+        ):
             raise unknown("Message")
         return message
 
     def guild_channels(self, guild_id: int) -> list[Channel]:
         """The guild's live channels, in creation order."""
         guild = self.guild(guild_id)
-        return [self.channels[channel_id] for channel_id in guild.channel_ids if not self.channels[channel_id].deleted]
+        return [
+            self.channels[channel_id]
+            for channel_id in guild.channel_ids
+            if not self.channels[channel_id].deleted
+        ]
 
     def find_channel(self, guild_id: int, name: str, type: int | None = None) -> Channel | None:
         """The first live channel of the guild with this name (and type, if given)."""
@@ -144,7 +157,11 @@ class DiscordState:
         return base_permissions(
             is_owner=guild.owner_id == user_id,
             everyone_permissions=guild.everyone.permissions,
-            role_permissions=[guild.roles[role_id].permissions for role_id in member.roles if role_id in guild.roles],
+            role_permissions=[
+                guild.roles[role_id].permissions
+                for role_id in member.roles
+                if role_id in guild.roles
+            ],
         )
 
     def permissions_for(self, guild_id: int, channel_id: int | None, user_id: int) -> int:
@@ -213,7 +230,11 @@ class DiscordState:
     def guild_threads(self, guild_id: int) -> list[Channel]:
         """The guild's live threads, in creation order."""
         guild = self.guild(guild_id)
-        return [self.channels[thread_id] for thread_id in guild.thread_ids if not self.channels[thread_id].deleted]
+        return [
+            self.channels[thread_id]
+            for thread_id in guild.thread_ids
+            if not self.channels[thread_id].deleted
+        ]
 
     def check_overwrite_grants(
         self,
@@ -277,7 +298,9 @@ class DiscordState:
         """Position of the member's highest role (0 for @everyone only)."""
         guild = self.guild(guild_id)
         member = self.member(guild_id, user_id)
-        positions = [guild.roles[role_id].position for role_id in member.roles if role_id in guild.roles]
+        positions = [
+            guild.roles[role_id].position for role_id in member.roles if role_id in guild.roles
+        ]
         return max(positions, default=0)
 
     def bot_role(self, guild_id: int) -> Role | None:

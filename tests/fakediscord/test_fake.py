@@ -52,6 +52,8 @@ async def no_leftover_tasks() -> AsyncIterator[None]:
         await asyncio.wait(leftovers, timeout=1.0)
     still_running = [task for task in leftovers if not task.done()]
     assert not still_running, still_running
+
+
 RUSSIAN = {
     "mafia": "мафия",
     "Mafia games": "Игры в мафию",
@@ -64,7 +66,10 @@ class RussianTranslator(app_commands.Translator):
     """Translates the few strings of the test bot into Russian."""
 
     async def translate(
-        self, string: locale_str, locale: discord.Locale, context: app_commands.TranslationContextTypes
+        self,
+        string: locale_str,
+        locale: discord.Locale,
+        context: app_commands.TranslationContextTypes,
     ) -> str | None:
         if locale is discord.Locale.russian:
             return RUSSIAN.get(string.message)
@@ -78,21 +83,32 @@ class VoteView(discord.ui.View):
         super().__init__(timeout=None)
 
     @discord.ui.button(label="Yes", custom_id="vote:yes", style=discord.ButtonStyle.success)
-    async def yes(self, interaction: discord.Interaction, button: discord.ui.Button[VoteView]) -> None:
-        await interaction.response.edit_message(content=f"{interaction.user.name} voted yes", view=None)
+    async def yes(
+        self, interaction: discord.Interaction, button: discord.ui.Button[VoteView]
+    ) -> None:
+        await interaction.response.edit_message(
+            content=f"{interaction.user.name} voted yes", view=None
+        )
 
     @discord.ui.select(
         custom_id="vote:pick",
-        options=[discord.SelectOption(label="Alice", value="alice"), discord.SelectOption(label="Boris", value="boris")],
+        options=[
+            discord.SelectOption(label="Alice", value="alice"),
+            discord.SelectOption(label="Boris", value="boris"),
+        ],
     )
-    async def pick(self, interaction: discord.Interaction, select: discord.ui.Select[VoteView]) -> None:
+    async def pick(
+        self, interaction: discord.Interaction, select: discord.ui.Select[VoteView]
+    ) -> None:
         await interaction.response.send_message(f"picked {select.values[0]}", ephemeral=True)
 
 
 class NameModal(discord.ui.Modal, title="Your name"):
     """A one-field modal."""
 
-    name: discord.ui.TextInput[NameModal] = discord.ui.TextInput(label="Name", custom_id="modal:name")
+    name: discord.ui.TextInput[NameModal] = discord.ui.TextInput(
+        label="Name", custom_id="modal:name"
+    )
 
     async def on_submit(self, interaction: discord.Interaction) -> None:
         await interaction.response.send_message(f"hello {self.name.value}")
@@ -150,8 +166,14 @@ class MiniBot(commands.Bot):
             await interaction.response.send_message(f"joined {city}")
 
         @join.autocomplete("city")
-        async def join_city(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-            return [app_commands.Choice(name=c, value=c) for c in CITIES if c.lower().startswith(current.lower())]
+        async def join_city(
+            interaction: discord.Interaction, current: str
+        ) -> list[app_commands.Choice[str]]:
+            return [
+                app_commands.Choice(name=c, value=c)
+                for c in CITIES
+                if c.lower().startswith(current.lower())
+            ]
 
         tree.add_command(mafia)
 
@@ -181,13 +203,17 @@ class MiniBot(commands.Bot):
             first = discord.File(io.BytesIO(b"role:doctor"), filename="card.txt")
             await interaction.response.send_message("your card", file=first, ephemeral=True)
             second = discord.File(io.BytesIO(b"role:sheriff"), filename="card2.txt")
-            await interaction.edit_original_response(content="your card (updated)", attachments=[second])
+            await interaction.edit_original_response(
+                content="your card (updated)", attachments=[second]
+            )
             extra = await interaction.followup.send("extra", wait=True)
             await extra.edit(content="extra, edited")
 
         @tree.command(name="broken", description="Answers with an invalid embed")
         async def broken(interaction: discord.Interaction) -> None:
-            await interaction.response.send_message(embed=discord.Embed(title="Votes").add_field(name="x", value=""))
+            await interaction.response.send_message(
+                embed=discord.Embed(title="Votes").add_field(name="x", value="")
+            )
 
         @tree.command(name="sleepy", description="Answers too late")
         async def sleepy(interaction: discord.Interaction) -> None:
@@ -227,12 +253,22 @@ async def test_login_identify_and_guild_cache(fake_guild: StandardGuild, bot: Mi
     assert guild is not None and guild.name == "Mafia Club"
     assert guild.owner_id == fake_guild.owner.id
     assert guild.preferred_locale is discord.Locale.russian
-    assert {m.name for m in guild.members} == {"prokurator", "host", "alice", "boris", "vera", "gleb", "dasha"}
+    assert {m.name for m in guild.members} == {
+        "prokurator",
+        "host",
+        "alice",
+        "boris",
+        "vera",
+        "gleb",
+        "dasha",
+    }
     assert guild.chunked
     assert fake.gateway.count("identify") == 1
     identify = next(d for _, op, d in fake.gateway.received if op == 2)
     assert identify["intents"] & (1 << 1), "the members intent was asked for"
-    assert any(op == 8 for _, op, _ in fake.gateway.received), "discord.py chunked the members with op 8"
+    assert any(op == 8 for _, op, _ in fake.gateway.received), (
+        "discord.py chunked the members with op 8"
+    )
     assert isinstance(guild.get_channel(fake_guild.text_channel.id), discord.TextChannel)
     assert isinstance(guild.get_channel(fake_guild.voice_channel.id), discord.VoiceChannel)
     assert guild.me.top_role.name == "Prokurator"
@@ -251,11 +287,23 @@ async def test_wrong_token_is_refused(fake_discord: FakeDiscord) -> None:
     assert fake_discord.last_call("GET", "/users/@me").status == 401
 
 
-async def test_sync_sends_localized_commands_and_gets_ids(fake_guild: StandardGuild, bot: MiniBot) -> None:
+async def test_sync_sends_localized_commands_and_gets_ids(
+    fake_guild: StandardGuild, bot: MiniBot
+) -> None:
     fake = fake_guild.fake
     put = fake.last_call("PUT", "/applications/{application_id}/guilds/{guild_id}/commands")
     by_name = {command["name"]: command for command in put.json}
-    assert set(by_name) == {"ping", "mafia", "slow", "vote", "form", "upload", "card", "broken", "sleepy"}
+    assert set(by_name) == {
+        "ping",
+        "mafia",
+        "slow",
+        "vote",
+        "form",
+        "upload",
+        "card",
+        "broken",
+        "sleepy",
+    }
     assert by_name["mafia"]["name_localizations"] == {"ru": "мафия"}
     assert by_name["mafia"]["description_localizations"] == {"ru": "Игры в мафию"}
     new = next(o for o in by_name["mafia"]["options"] if o["name"] == "new")
@@ -266,7 +314,9 @@ async def test_sync_sends_localized_commands_and_gets_ids(fake_guild: StandardGu
     assert {c.name for c in fetched} == set(by_name)
 
 
-async def test_invalid_command_names_are_refused_like_discord(fake_guild: StandardGuild, bot: MiniBot) -> None:
+async def test_invalid_command_names_are_refused_like_discord(
+    fake_guild: StandardGuild, bot: MiniBot
+) -> None:
     route = Route(
         "PUT",
         "/applications/{application_id}/guilds/{guild_id}/commands",
@@ -292,12 +342,16 @@ async def test_slash_command_answer(fake_guild: StandardGuild, bot: MiniBot) -> 
     assert not result.ephemeral
     message = result.original
     assert message is not None and message.channel_id == fake_guild.text_channel.id
-    assert message.interaction_metadata is not None and message.interaction_metadata["user"]["id"] == str(alice.id)
+    assert message.interaction_metadata is not None and message.interaction_metadata["user"][
+        "id"
+    ] == str(alice.id)
     assert fake.messages(fake_guild.text_channel.id, kind="interaction") == [message]
     assert any(e.data["id"] == str(message.id) for e in fake.gateway.events("MESSAGE_CREATE"))
 
 
-async def test_subcommand_with_typed_and_resolved_options(fake_guild: StandardGuild, bot: MiniBot) -> None:
+async def test_subcommand_with_typed_and_resolved_options(
+    fake_guild: StandardGuild, bot: MiniBot
+) -> None:
     fake = fake_guild.fake
     boris = fake_guild.player("boris")
     result = await fake.slash(
@@ -315,7 +369,12 @@ async def test_subcommand_with_typed_and_resolved_options(fake_guild: StandardGu
     assert sent["options"][0]["name"] == "new" and sent["options"][0]["type"] == 1
     assert sent["resolved"]["members"][str(boris.id)]["roles"] == []
     with pytest.raises(ValueError, match="unknown option"):
-        await fake.slash(fake_guild.guild.id, boris.id, "mafia new", {"cities": 2, "host": boris, "colour": "red"})
+        await fake.slash(
+            fake_guild.guild.id,
+            boris.id,
+            "mafia new",
+            {"cities": 2, "host": boris, "colour": "red"},
+        )
     with pytest.raises(ValueError, match="above"):
         await fake.slash(fake_guild.guild.id, boris.id, "mafia new", {"cities": 9, "host": boris})
     with pytest.raises(ValueError, match="missing required"):
@@ -330,7 +389,9 @@ async def test_deferred_answer_then_followups(fake_guild: StandardGuild, bot: Mi
     assert original.content == "done slowly"
     assert original.ephemeral, "a followup after an ephemeral deferral keeps it ephemeral"
     assert not original.loading
-    assert original.edits and original.edits[0]["flags"] & (1 << 7), "it was first a loading message"
+    assert original.edits and original.edits[0]["flags"] & (1 << 7), (
+        "it was first a loading message"
+    )
     followups = await result.wait_followups(1)
     assert [m.content for m in followups] == ["one more thing"]
     assert followups[0].ephemeral and followups[0].kind == "followup"
@@ -357,10 +418,14 @@ async def test_button_click_and_select(fake_guild: StandardGuild, bot: MiniBot) 
 
 async def test_autocomplete_choices(fake_guild: StandardGuild, bot: MiniBot) -> None:
     fake = fake_guild.fake
-    result = await fake.autocomplete(fake_guild.guild.id, fake_guild.player("gleb").id, "mafia join", "city", "mi")
+    result = await fake.autocomplete(
+        fake_guild.guild.id, fake_guild.player("gleb").id, "mafia join", "city", "mi"
+    )
     assert result.callback_type == 8
     assert result.choices == [{"name": "Minsk", "value": "Minsk"}]
-    joined = await fake.slash(fake_guild.guild.id, fake_guild.player("gleb").id, "mafia join", {"city": "Minsk"})
+    joined = await fake.slash(
+        fake_guild.guild.id, fake_guild.player("gleb").id, "mafia join", {"city": "Minsk"}
+    )
     assert joined.content == "joined Minsk"
 
 
@@ -389,7 +454,9 @@ async def test_attachment_option_is_downloadable(fake_guild: StandardGuild, bot:
     assert download.status == 200
 
 
-async def test_files_in_interaction_answers_and_edits(fake_guild: StandardGuild, bot: MiniBot) -> None:
+async def test_files_in_interaction_answers_and_edits(
+    fake_guild: StandardGuild, bot: MiniBot
+) -> None:
     fake = fake_guild.fake
     result = await fake.slash(fake_guild.guild.id, fake_guild.player("gleb").id, "card")
     assert result.callback is not None and result.callback.files[0].data == b"role:doctor"
@@ -400,13 +467,19 @@ async def test_files_in_interaction_answers_and_edits(fake_guild: StandardGuild,
     assert original.content == "your card (updated)"
     assert [(a.filename, a.data) for a in original.attachments] == [("card2.txt", b"role:sheriff")]
     assert original.edits[0]["attachments"] == ["card.txt"]
-    patch = fake.last_call("PATCH", "/webhooks/{application_id}/{interaction_token}/messages/@original")
+    patch = fake.last_call(
+        "PATCH", "/webhooks/{application_id}/{interaction_token}/messages/@original"
+    )
     assert [part.name for part in patch.parts] == ["payload_json", "files[0]"]
-    edit = fake.last_call("PATCH", "/webhooks/{application_id}/{interaction_token}/messages/{message_id}")
+    edit = fake.last_call(
+        "PATCH", "/webhooks/{application_id}/{interaction_token}/messages/{message_id}"
+    )
     assert edit.params["message_id"] == str(followups[0].id)
 
 
-async def test_duplicate_delivery_is_refused_on_second_ack(fake_guild: StandardGuild, bot: MiniBot) -> None:
+async def test_duplicate_delivery_is_refused_on_second_ack(
+    fake_guild: StandardGuild, bot: MiniBot
+) -> None:
     fake = fake_guild.fake
     result = await fake.slash(fake_guild.guild.id, fake_guild.player("alice").id, "ping")
     await fake.resend(result, wait=True)
@@ -433,10 +506,14 @@ async def test_disallowed_privileged_intent_closes_with_4014(fake_discord: FakeD
             pass
 
 
-async def test_late_acknowledgement_is_unknown_interaction(fake_guild: StandardGuild, bot: MiniBot) -> None:
+async def test_late_acknowledgement_is_unknown_interaction(
+    fake_guild: StandardGuild, bot: MiniBot
+) -> None:
     fake = fake_guild.fake
     fake.interaction_ack_deadline = 0.05
-    result = await fake.slash(fake_guild.guild.id, fake_guild.player("alice").id, "sleepy", wait=False)
+    result = await fake.slash(
+        fake_guild.guild.id, fake_guild.player("alice").id, "sleepy", wait=False
+    )
     await fake.wait_until(lambda: bot.late_error is not None)
     assert bot.late_error == 10062
     assert result.callback is None and result.attempts[0].status == 404
@@ -461,19 +538,29 @@ async def test_create_channels_with_overwrites(fake_guild: StandardGuild, bot: M
             guild.me: discord.PermissionOverwrite(view_channel=True, send_messages=True),
         },
     )
-    overwrites: dict[discord.Role | discord.Member | discord.Object, discord.PermissionOverwrite] = {
+    overwrites: dict[
+        discord.Role | discord.Member | discord.Object, discord.PermissionOverwrite
+    ] = {
         guild.default_role: discord.PermissionOverwrite(view_channel=False),
         guild.me: discord.PermissionOverwrite(view_channel=True, send_messages=True),
         alice: discord.PermissionOverwrite(view_channel=True, send_messages=True),
     }
-    channel = await guild.create_text_channel("Город 1 чат", category=category, overwrites=overwrites, topic="City chat")
+    channel = await guild.create_text_channel(
+        "Город 1 чат", category=category, overwrites=overwrites, topic="City chat"
+    )
     voice = await guild.create_voice_channel("Город 1", category=category)
 
     stored = fake.channel(channel.id)
     assert stored.name == "город-1-чат", "Discord lowercases text channel names and replaces spaces"
     assert stored.parent_id == category.id and stored.topic == "City chat"
-    assert {(o.id, o.type) for o in stored.overwrites} == {(guild.id, 0), (fake.bot_user.id, 1), (alice.id, 1)}
-    assert fake.channel(voice.id).overwrites == fake.channel(category.id).overwrites, "synced with its category"
+    assert {(o.id, o.type) for o in stored.overwrites} == {
+        (guild.id, 0),
+        (fake.bot_user.id, 1),
+        (alice.id, 1),
+    }
+    assert fake.channel(voice.id).overwrites == fake.channel(category.id).overwrites, (
+        "synced with its category"
+    )
     body = fake.last_call("POST", "/guilds/{guild_id}/channels", path=r".*").json
     assert body["type"] == 2 and body["parent_id"] == category.id
 
@@ -491,11 +578,15 @@ async def test_create_channels_with_overwrites(fake_guild: StandardGuild, bot: M
     await fake.wait_until(lambda: cached.overwrites_for(alice).send_messages is False)
 
 
-async def test_fake_and_discord_py_agree_on_permissions(fake_guild: StandardGuild, bot: MiniBot) -> None:
+async def test_fake_and_discord_py_agree_on_permissions(
+    fake_guild: StandardGuild, bot: MiniBot
+) -> None:
     fake = fake_guild.fake
     gid = fake_guild.guild.id
     dead = fake.create_role(gid, "Dead", permissions=int(Permission.VIEW_CHANNEL))
-    mod = fake.create_role(gid, "Mod", permissions=int(Permission.MANAGE_MESSAGES | Permission.MUTE_MEMBERS))
+    mod = fake.create_role(
+        gid, "Mod", permissions=int(Permission.MANAGE_MESSAGES | Permission.MUTE_MEMBERS)
+    )
     admin = fake.create_role(gid, "Admin", permissions=int(Permission.ADMINISTRATOR))
     alice, boris, vera, gleb, _ = fake_guild.players
     fake.add_member_role(gid, alice.id, dead.id)
@@ -507,7 +598,9 @@ async def test_fake_and_discord_py_agree_on_permissions(fake_guild: StandardGuil
         "city",
         overwrites=[
             Overwrite(gid, 0, deny=int(Permission.VIEW_CHANNEL)),
-            Overwrite(dead.id, 0, allow=int(Permission.VIEW_CHANNEL), deny=int(Permission.SEND_MESSAGES)),
+            Overwrite(
+                dead.id, 0, allow=int(Permission.VIEW_CHANNEL), deny=int(Permission.SEND_MESSAGES)
+            ),
             Overwrite(mod.id, 0, allow=int(Permission.VIEW_CHANNEL | Permission.SEND_MESSAGES)),
             Overwrite(gleb.id, 1, allow=int(Permission.SEND_MESSAGES)),
             # the bot must view the channel, or it gets the channel obfuscated (no overwrites to compare)
@@ -517,7 +610,9 @@ async def test_fake_and_discord_py_agree_on_permissions(fake_guild: StandardGuil
     guild = bot.get_guild(gid)
     assert guild is not None
     cached = await fake.wait_until(lambda: guild.get_channel(city.id))
-    await fake.wait_until(lambda: all(len(m.roles) > 1 for m in guild.members if m.id in (alice.id, gleb.id, vera.id)))
+    await fake.wait_until(
+        lambda: all(len(m.roles) > 1 for m in guild.members if m.id in (alice.id, gleb.id, vera.id))
+    )
     assert isinstance(cached, discord.TextChannel)
     # discord.py also hides voice permissions in text channels; Discord's algorithm does not.
     voice_bits = discord.Permissions.voice().value
@@ -525,8 +620,12 @@ async def test_fake_and_discord_py_agree_on_permissions(fake_guild: StandardGuil
         theirs = cached.permissions_for(guild.get_member(member.id)).value  # type: ignore[arg-type]
         ours = fake.permissions_for(gid, city.id, member.id)
         assert ours & ~voice_bits == theirs & ~voice_bits, member.user.username
-    assert not fake.permissions_for(gid, city.id, alice.id) & Permission.SEND_MESSAGES, "dead cannot write"
-    assert fake.permissions_for(gid, city.id, gleb.id) & Permission.SEND_MESSAGES, "a member overwrite beats roles"
+    assert not fake.permissions_for(gid, city.id, alice.id) & Permission.SEND_MESSAGES, (
+        "dead cannot write"
+    )
+    assert fake.permissions_for(gid, city.id, gleb.id) & Permission.SEND_MESSAGES, (
+        "a member overwrite beats roles"
+    )
     assert fake.permissions_for(gid, city.id, vera.id) == ALL_PERMISSIONS
 
 
@@ -534,21 +633,60 @@ def test_permission_algorithm_order() -> None:
     view, send = int(Permission.VIEW_CHANNEL), int(Permission.SEND_MESSAGES)
     base = base_permissions(is_owner=False, everyone_permissions=view | send, role_permissions=[])
     assert base == view | send
-    assert base_permissions(is_owner=True, everyone_permissions=0, role_permissions=[]) == ALL_PERMISSIONS
-    assert base_permissions(is_owner=False, everyone_permissions=0, role_permissions=[int(Permission.ADMINISTRATOR)]) == ALL_PERMISSIONS
+    assert (
+        base_permissions(is_owner=True, everyone_permissions=0, role_permissions=[])
+        == ALL_PERMISSIONS
+    )
+    assert (
+        base_permissions(
+            is_owner=False, everyone_permissions=0, role_permissions=[int(Permission.ADMINISTRATOR)]
+        )
+        == ALL_PERMISSIONS
+    )
     overwrites = [
         Overwrite(1, 0, deny=send),
         Overwrite(10, 0, deny=send),
         Overwrite(11, 0, allow=send),
     ]
-    with_roles = apply_overwrites(base, guild_id=1, member_id=5, member_role_ids=[10, 11], overwrites=overwrites, is_text_channel=True)
+    with_roles = apply_overwrites(
+        base,
+        guild_id=1,
+        member_id=5,
+        member_role_ids=[10, 11],
+        overwrites=overwrites,
+        is_text_channel=True,
+    )
     assert with_roles & send, "within role overwrites, allow wins over deny"
     overwrites.append(Overwrite(5, 1, deny=send))
-    assert not apply_overwrites(base, guild_id=1, member_id=5, member_role_ids=[10, 11], overwrites=overwrites, is_text_channel=True) & send
+    assert (
+        not apply_overwrites(
+            base,
+            guild_id=1,
+            member_id=5,
+            member_role_ids=[10, 11],
+            overwrites=overwrites,
+            is_text_channel=True,
+        )
+        & send
+    )
     attach = int(Permission.ATTACH_FILES)
-    no_send = apply_overwrites(base | attach, guild_id=1, member_id=7, member_role_ids=[], overwrites=[Overwrite(1, 0, deny=send)], is_text_channel=True)
+    no_send = apply_overwrites(
+        base | attach,
+        guild_id=1,
+        member_id=7,
+        member_role_ids=[],
+        overwrites=[Overwrite(1, 0, deny=send)],
+        is_text_channel=True,
+    )
     assert no_send == view, "no SEND_MESSAGES drops ATTACH_FILES in a text channel"
-    hidden = apply_overwrites(base, guild_id=1, member_id=7, member_role_ids=[], overwrites=[Overwrite(1, 0, deny=view)], is_text_channel=True)
+    hidden = apply_overwrites(
+        base,
+        guild_id=1,
+        member_id=7,
+        member_role_ids=[],
+        overwrites=[Overwrite(1, 0, deny=view)],
+        is_text_channel=True,
+    )
     assert hidden == 0
 
 
@@ -556,7 +694,9 @@ async def test_multipart_message_keeps_file_bytes(fake_guild: StandardGuild, bot
     fake = fake_guild.fake
     channel = _text_channel(bot, fake_guild)
     data = b"\x89PNG\r\n\x1a\n" + bytes(range(200))
-    sent = await channel.send("the map", file=discord.File(io.BytesIO(data), filename="map.png", description="City map"))
+    sent = await channel.send(
+        "the map", file=discord.File(io.BytesIO(data), filename="map.png", description="City map")
+    )
     stored = fake.message(sent.id)
     assert stored.content == "the map"
     assert [a.filename for a in stored.attachments] == ["map.png"]
@@ -574,12 +714,22 @@ async def test_native_voice_message_rules(fake_guild: StandardGuild, bot: MiniBo
     fake = fake_guild.fake
     route = Route("POST", "/channels/{channel_id}/messages", channel_id=fake_guild.text_channel.id)
     waveform = base64.b64encode(bytes([10, 200, 30])).decode()
-    payload = {"flags": 1 << 13, "attachments": [{"id": 0, "filename": "voice-message.ogg", "duration_secs": 1.5, "waveform": waveform}]}
+    payload = {
+        "flags": 1 << 13,
+        "attachments": [
+            {"id": 0, "filename": "voice-message.ogg", "duration_secs": 1.5, "waveform": waveform}
+        ],
+    }
 
     def form(content_type: str) -> list[dict[str, Any]]:
         return [
             {"name": "payload_json", "value": json.dumps(payload)},
-            {"name": "files[0]", "value": b"OggS fake opus", "filename": "voice-message.ogg", "content_type": content_type},
+            {
+                "name": "files[0]",
+                "value": b"OggS fake opus",
+                "filename": "voice-message.ogg",
+                "content_type": content_type,
+            },
         ]
 
     with pytest.raises(discord.HTTPException) as caught:
@@ -603,7 +753,9 @@ async def test_missing_permissions_are_403(fake_guild: StandardGuild, bot: MiniB
     guild = bot.get_guild(fake_guild.guild.id)
     assert guild is not None
     channel = _text_channel(bot, fake_guild)
-    fake.set_bot_permissions(guild.id, int(Permission.VIEW_CHANNEL | Permission.READ_MESSAGE_HISTORY))
+    fake.set_bot_permissions(
+        guild.id, int(Permission.VIEW_CHANNEL | Permission.READ_MESSAGE_HISTORY)
+    )
     fake.update_role(guild.id, guild.id, permissions=int(Permission.VIEW_CHANNEL))
     with pytest.raises(discord.Forbidden) as caught:
         await channel.send("hello")
@@ -611,19 +763,31 @@ async def test_missing_permissions_are_403(fake_guild: StandardGuild, bot: MiniB
     with pytest.raises(discord.Forbidden) as caught:
         await guild.create_text_channel("secret")
     assert caught.value.code == 50013
-    fake.set_bot_permissions(guild.id, int(Permission.VIEW_CHANNEL | Permission.SEND_MESSAGES | Permission.MANAGE_CHANNELS))
+    fake.set_bot_permissions(
+        guild.id,
+        int(Permission.VIEW_CHANNEL | Permission.SEND_MESSAGES | Permission.MANAGE_CHANNELS),
+    )
     with pytest.raises(discord.Forbidden):
         await channel.send(file=discord.File(__file__))
     with pytest.raises(discord.Forbidden) as caught:
         await guild.create_text_channel(
-            "secret", overwrites={guild.default_role: discord.PermissionOverwrite(view_channel=False)}
+            "secret",
+            overwrites={guild.default_role: discord.PermissionOverwrite(view_channel=False)},
         )
     assert caught.value.code == 50013, "overwrites need MANAGE_ROLES"
-    hidden = fake.create_channel(guild.id, "hidden", overwrites=[Overwrite(guild.id, 0, deny=int(Permission.VIEW_CHANNEL))])
+    hidden = fake.create_channel(
+        guild.id, "hidden", overwrites=[Overwrite(guild.id, 0, deny=int(Permission.VIEW_CHANNEL))]
+    )
     with pytest.raises(discord.Forbidden) as caught:
-        await bot.http.send_message(hidden.id, params=discord.http.handle_message_parameters(content="x"))
+        await bot.http.send_message(
+            hidden.id, params=discord.http.handle_message_parameters(content="x")
+        )
     assert caught.value.code == 50001
-    assert [c.status for c in fake.calls("POST", "/channels/{channel_id}/messages")] == [403, 403, 403]
+    assert [c.status for c in fake.calls("POST", "/channels/{channel_id}/messages")] == [
+        403,
+        403,
+        403,
+    ]
 
 
 async def test_embed_limits_and_unknown_objects(fake_guild: StandardGuild, bot: MiniBot) -> None:
@@ -686,7 +850,12 @@ async def test_survives_429_then_succeeds(fake_guild: StandardGuild, bot: MiniBo
     fake.fail(None, "/channels/{channel_id}/messages", status=429, global_=True)
     await channel.send("after a global rate limit")
     assert fake.calls(status=429)[1].response_headers["X-RateLimit-Global"] == "true"
-    assert [c.status for c in fake.calls("POST", "/channels/{channel_id}/messages")] == [429, 200, 429, 200]
+    assert [c.status for c in fake.calls("POST", "/channels/{channel_id}/messages")] == [
+        429,
+        200,
+        429,
+        200,
+    ]
 
 
 async def test_survives_500_but_not_503(fake_guild: StandardGuild, bot: MiniBot) -> None:
@@ -759,7 +928,9 @@ async def test_hanging_call_and_latency(fake_guild: StandardGuild, bot: MiniBot)
 # reconnects and voice --------------------------------------------------------------------
 
 
-async def test_resume_after_drop_replays_missed_events(fake_guild: StandardGuild, bot: MiniBot) -> None:
+async def test_resume_after_drop_replays_missed_events(
+    fake_guild: StandardGuild, bot: MiniBot
+) -> None:
     fake = fake_guild.fake
     await fake.drop_gateway()
     created = fake.create_channel(fake_guild.guild.id, "made-while-away")
@@ -775,7 +946,9 @@ async def test_resume_after_drop_replays_missed_events(fake_guild: StandardGuild
     assert result.content == "pong"
 
 
-async def test_invalid_session_makes_the_client_identify_again(fake_guild: StandardGuild, bot: MiniBot) -> None:
+async def test_invalid_session_makes_the_client_identify_again(
+    fake_guild: StandardGuild, bot: MiniBot
+) -> None:
     fake = fake_guild.fake
     await fake.drop_gateway(resumable=False)
     await fake.wait_until(lambda: fake.gateway.count("identify") == 2)
@@ -812,9 +985,15 @@ async def test_bot_voice_state_op4(fake_guild: StandardGuild, bot: MiniBot) -> N
     assert server.expected == [(guild.id, voice.id, fake.bot_user.id, session.session_id)]
     assert fake.voice_requests[-1]["self_deaf"] is True
     server_update = fake.gateway.events("VOICE_SERVER_UPDATE")[-1].data
-    assert server_update == {"token": "voice-token-1", "guild_id": str(guild.id), "endpoint": "127.0.0.1:9"}
+    assert server_update == {
+        "token": "voice-token-1",
+        "guild_id": str(guild.id),
+        "endpoint": "127.0.0.1:9",
+    }
     state_update = fake.gateway.events("VOICE_STATE_UPDATE")[-1].data
-    assert state_update["session_id"] == session.session_id and state_update["channel_id"] == str(voice.id)
+    assert state_update["session_id"] == session.session_id and state_update["channel_id"] == str(
+        voice.id
+    )
     await guild.change_voice_state(channel=None)
     await fake.wait_until(lambda: guild.me.voice is None)
     assert fake.bot_user.id not in fake.guild(guild.id).voice_states
@@ -881,9 +1060,16 @@ async def test_slash_in_dms_and_context_menu(fake_guild: StandardGuild, bot: Min
     assert result.content == "pong"
     assert result.original is not None and result.original.is_dm
     assert fake.messages(dm_user_id=alice.id) == [result.original]
-    unanswered = await fake.context_menu(fake_guild.guild.id, alice.id, "Report", fake_guild.player("boris"), wait=False)
+    unanswered = await fake.context_menu(
+        fake_guild.guild.id, alice.id, "Report", fake_guild.player("boris"), wait=False
+    )
     assert unanswered.payload["data"]["type"] == 2
-    assert unanswered.payload["data"]["resolved"]["users"][str(fake_guild.player("boris").id)]["username"] == "boris"
+    assert (
+        unanswered.payload["data"]["resolved"]["users"][str(fake_guild.player("boris").id)][
+            "username"
+        ]
+        == "boris"
+    )
 
 
 async def test_guild_added_while_connected(fake_guild: StandardGuild, bot: MiniBot) -> None:
@@ -935,7 +1121,9 @@ client.run(os.environ["DISCORD_TOKEN"], log_handler=None)
 """
 
 
-async def test_bot_in_a_subprocess_survives_sigkill(fake_guild: StandardGuild, tmp_path: Any) -> None:
+async def test_bot_in_a_subprocess_survives_sigkill(
+    fake_guild: StandardGuild, tmp_path: Any
+) -> None:
     import os
     import sys
 
@@ -959,7 +1147,9 @@ async def test_bot_in_a_subprocess_survives_sigkill(fake_guild: StandardGuild, t
         await first.wait()
         await fake.wait_until(lambda: not session.connected)
         second = await asyncio.create_subprocess_exec(sys.executable, str(script), env=env)
-        await fake.wait_until(lambda: any(s.connected for s in fake.gateway.sessions.values()), timeout=20)
+        await fake.wait_until(
+            lambda: any(s.connected for s in fake.gateway.sessions.values()), timeout=20
+        )
         answer = await fake.slash(fake_guild.guild.id, alice, "ping", timeout=10)
         assert answer.content == f"pong from {second.pid}"
         assert fake.gateway.count("identify") == 2
@@ -983,7 +1173,10 @@ async def test_timed_out_member_keeps_only_reading(fake_guild: StandardGuild, bo
     await vera.timeout(datetime.timedelta(minutes=5))
     assert fake.member(guild.id, vera.id).timed_out()
     text_id = fake_guild.text_channel.id
-    assert fake.permissions_for(guild.id, text_id, vera.id) == Permission.VIEW_CHANNEL | Permission.READ_MESSAGE_HISTORY
+    assert (
+        fake.permissions_for(guild.id, text_id, vera.id)
+        == Permission.VIEW_CHANNEL | Permission.READ_MESSAGE_HISTORY
+    )
     await fake.wait_until(lambda: vera.is_timed_out())
     channel = _text_channel(bot, fake_guild)
     assert channel.permissions_for(vera).value == fake.permissions_for(guild.id, text_id, vera.id)
@@ -1014,7 +1207,10 @@ async def test_auto_sharded_client_gets_each_guild_on_its_shard(fake_guild: Stan
         for guild in client.guilds:
             assert guild.shard_id == (guild.id >> 22) % 2
     assert fake.last_call("GET", "/gateway/bot").status == 200
-    assert sorted(session.shard for session in fake.gateway.sessions.values() if session.shard) == [(0, 2), (1, 2)]
+    assert sorted(session.shard for session in fake.gateway.sessions.values() if session.shard) == [
+        (0, 2),
+        (1, 2),
+    ]
 
 
 async def test_an_enforced_nonce_gives_back_the_first_message(fake_guild):
@@ -1026,10 +1222,18 @@ async def test_an_enforced_nonce_gives_back_the_first_message(fake_guild):
     headers = {"Authorization": f"Bot {fake.token}"}
     body = {"content": "once", "nonce": "ob1", "enforce_nonce": True}
     async with aiohttp.ClientSession(headers=headers) as session:
-        first = await (await session.post(f"{fake.api_base}/channels/{channel}/messages", json=body)).json()
-        again = await (await session.post(f"{fake.api_base}/channels/{channel}/messages", json=body)).json()
-        loose = await (await session.post(f"{fake.api_base}/channels/{channel}/messages",
-                                          json={"content": "twice", "nonce": "ob1"})).json()
+        first = await (
+            await session.post(f"{fake.api_base}/channels/{channel}/messages", json=body)
+        ).json()
+        again = await (
+            await session.post(f"{fake.api_base}/channels/{channel}/messages", json=body)
+        ).json()
+        loose = await (
+            await session.post(
+                f"{fake.api_base}/channels/{channel}/messages",
+                json={"content": "twice", "nonce": "ob1"},
+            )
+        ).json()
     assert first["id"] == again["id"]
     assert loose["id"] != first["id"]
     assert [m.content for m in fake.messages(channel)] == ["once", "twice"]

@@ -120,43 +120,80 @@ async def test_path_and_query_parameters(fake_guild: StandardGuild, rest: Rest) 
     refused(status, answer, "channel_id", code="NUMBER_TYPE_COERCE")
     assert leaf(answer, "channel_id")[0]["message"] == 'Value "general" is not snowflake.'
     channel = fake_guild.text_channel.id
-    status, answer = await rest.call("GET", f"/channels/{channel}/messages", params={"limit": "500"})
+    status, answer = await rest.call(
+        "GET", f"/channels/{channel}/messages", params={"limit": "500"}
+    )
     refused(status, answer, "limit", code="NUMBER_TYPE_MAX")
-    status, answer = await rest.call("GET", f"/channels/{channel}/messages", params={"limit": "ten"})
+    status, answer = await rest.call(
+        "GET", f"/channels/{channel}/messages", params={"limit": "ten"}
+    )
     refused(status, answer, "limit", code="NUMBER_TYPE_COERCE")
-    status, answer = await rest.call("GET", f"/guilds/{fake_guild.guild.id}", params={"with_counts": "perhaps"})
+    status, answer = await rest.call(
+        "GET", f"/guilds/{fake_guild.guild.id}", params={"with_counts": "perhaps"}
+    )
     refused(status, answer, "with_counts", code="BASE_TYPE_BOOLEAN")
-    status, answer = await rest.call("GET", f"/channels/{channel}/messages", params={"limit": "100", "before": "1"})
+    status, answer = await rest.call(
+        "GET", f"/channels/{channel}/messages", params={"limit": "100", "before": "1"}
+    )
     assert status == 200 and answer == []
 
 
 @needs_spec
 async def test_json_body_constraints(fake_guild: StandardGuild, rest: Rest) -> None:
     channel = fake_guild.text_channel.id
-    status, answer = await rest.call("POST", f"/channels/{channel}/messages", {"embeds": [{"title": "t" * 257}]})
+    status, answer = await rest.call(
+        "POST", f"/channels/{channel}/messages", {"embeds": [{"title": "t" * 257}]}
+    )
     refused(status, answer, "embeds", "0", "title", code="BASE_TYPE_MAX_LENGTH")
-    status, answer = await rest.call("POST", f"/guilds/{fake_guild.guild.id}/channels", {"name": "x", "type": 3})
+    status, answer = await rest.call(
+        "POST", f"/guilds/{fake_guild.guild.id}/channels", {"name": "x", "type": 3}
+    )
     refused(status, answer, "type")
-    row = {"type": 1, "components": [{"type": 3, "custom_id": "pick", "options": [{"label": "only a label"}]}]}
+    row = {
+        "type": 1,
+        "components": [{"type": 3, "custom_id": "pick", "options": [{"label": "only a label"}]}],
+    }
     status, answer = await rest.call("POST", f"/channels/{channel}/messages", {"components": [row]})
-    refused(status, answer, "components", "0", "components", "0", "options", "0", "value", code="BASE_TYPE_REQUIRED")
-    status, answer = await rest.call("POST", f"/channels/{channel}/messages", {"components": [{"type": 99}]})
+    refused(
+        status,
+        answer,
+        "components",
+        "0",
+        "components",
+        "0",
+        "options",
+        "0",
+        "value",
+        code="BASE_TYPE_REQUIRED",
+    )
+    status, answer = await rest.call(
+        "POST", f"/channels/{channel}/messages", {"components": [{"type": 99}]}
+    )
     refused(status, answer, "components", "0", code="UNION_TYPE_CHOICES")
-    status, answer = await rest.call("POST", f"/channels/{channel}/messages", {"content": "fine", "tts": False})
+    status, answer = await rest.call(
+        "POST", f"/channels/{channel}/messages", {"content": "fine", "tts": False}
+    )
     assert status == 200 and answer["content"] == "fine"
 
 
 @needs_spec
 async def test_multipart_payload_json_is_checked(fake_guild: StandardGuild, rest: Rest) -> None:
     form = aiohttp.FormData()
-    form.add_field("payload_json", json.dumps({"content": "map", "attachments": [{"id": 0, "description": "d" * 1025}]}))
+    form.add_field(
+        "payload_json",
+        json.dumps({"content": "map", "attachments": [{"id": 0, "description": "d" * 1025}]}),
+    )
     form.add_field("files[0]", b"\x89PNG", filename="map.png", content_type="image/png")
-    status, answer = await rest.call("POST", f"/channels/{fake_guild.text_channel.id}/messages", form=form)
+    status, answer = await rest.call(
+        "POST", f"/channels/{fake_guild.text_channel.id}/messages", form=form
+    )
     refused(status, answer, "attachments", "0", "description", code="BASE_TYPE_MAX_LENGTH")
 
 
 @needs_spec
-async def test_the_documented_quirks_pass_and_nothing_else(fake_guild: StandardGuild, rest: Rest) -> None:
+async def test_the_documented_quirks_pass_and_nothing_else(
+    fake_guild: StandardGuild, rest: Rest
+) -> None:
     fake = fake_guild.fake
     gid = fake_guild.guild.id
     category = fake.create_channel(gid, "Game", ChannelType.GUILD_CATEGORY)
@@ -191,13 +228,19 @@ def test_answers_are_checked_against_the_response_schema() -> None:
     assert spec is not None
     operation, _, _ = spec.find("GET", "/channels/1")
     assert operation is not None
-    assert [(v.dotted, v.rule) for v in spec.check_response(operation, 200, {"id": "1", "type": 0})] == [("flags", "required")]
-    assert [v.rule for v in spec.check_response(operation, 200, {"id": "1", "type": "text"})] == ["oneOf"]
+    assert [
+        (v.dotted, v.rule) for v in spec.check_response(operation, 200, {"id": "1", "type": 0})
+    ] == [("flags", "required")]
+    assert [v.rule for v in spec.check_response(operation, 200, {"id": "1", "type": "text"})] == [
+        "oneOf"
+    ]
     assert spec.check_response(operation, 404, {"message": "Unknown Channel", "code": 10003}) == []
     assert [v.rule for v in spec.check_response(operation, 201, {})] == ["status"]
 
 
-def test_without_the_spec_the_check_says_it_was_skipped(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_without_the_spec_the_check_says_it_was_skipped(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("FAKEDISCORD_OPENAPI", "off")
     assert locate_spec()[0] is None
     assert "skipped" in spec_status()
@@ -212,9 +255,13 @@ async def test_without_the_spec_the_hand_written_rules_hold() -> None:
     try:
         async with aiohttp.ClientSession() as session:
             rest = Rest(fake, session)
-            status, answer = await rest.call("POST", f"/channels/{world.text_channel.id}/messages", {"content": "x" * 2001})
+            status, answer = await rest.call(
+                "POST", f"/channels/{world.text_channel.id}/messages", {"content": "x" * 2001}
+            )
             refused(status, answer, "content", code="BASE_TYPE_MAX_LENGTH")
-            status, _ = await rest.call("POST", f"/channels/{world.text_channel.id}/messages", {"content": "x" * 2000})
+            status, _ = await rest.call(
+                "POST", f"/channels/{world.text_channel.id}/messages", {"content": "x" * 2000}
+            )
             assert status == 200
     finally:
         await fake.close()
@@ -246,7 +293,12 @@ WRONG_MESSAGES: list[tuple[str, dict[str, Any], tuple[str, ...], str]] = [
         ("embeds",),
         "MAX_EMBED_SIZE_EXCEEDED",
     ),
-    ("26 fields", {"embeds": [{"fields": [_FIELD] * 26}]}, ("embeds", "0", "fields"), "BASE_TYPE_MAX_LENGTH"),
+    (
+        "26 fields",
+        {"embeds": [{"fields": [_FIELD] * 26}]},
+        ("embeds", "0", "fields"),
+        "BASE_TYPE_MAX_LENGTH",
+    ),
     (
         "field value over 1024",
         {"embeds": [{"fields": [{"name": "n", "value": "v" * 1025}]}]},
@@ -259,7 +311,12 @@ WRONG_MESSAGES: list[tuple[str, dict[str, Any], tuple[str, ...], str]] = [
         ("embeds", "0", "fields", "0", "name"),
         "BASE_TYPE_REQUIRED",
     ),
-    ("6 action rows", {"components": [_row(_button(f"b{i}")) for i in range(6)]}, ("components",), "BASE_TYPE_MAX_LENGTH"),
+    (
+        "6 action rows",
+        {"components": [_row(_button(f"b{i}")) for i in range(6)]},
+        ("components",),
+        "BASE_TYPE_MAX_LENGTH",
+    ),
     (
         "6 buttons in a row",
         {"components": [_row(*[_button(f"b{i}") for i in range(6)])]},
@@ -298,7 +355,19 @@ WRONG_MESSAGES: list[tuple[str, dict[str, Any], tuple[str, ...], str]] = [
     ),
     (
         "link button with a custom_id",
-        {"components": [_row({"type": 2, "style": 5, "label": "Docs", "url": "https://discord.com", "custom_id": "x"})]},
+        {
+            "components": [
+                _row(
+                    {
+                        "type": 2,
+                        "style": 5,
+                        "label": "Docs",
+                        "url": "https://discord.com",
+                        "custom_id": "x",
+                    }
+                )
+            ]
+        },
         ("components", "0", "components", "0", "custom_id"),
         "BUTTON_COMPONENT_CUSTOM_ID_FORBIDDEN",
     ),
@@ -322,7 +391,11 @@ WRONG_MESSAGES: list[tuple[str, dict[str, Any], tuple[str, ...], str]] = [
     ),
     (
         "option value twice",
-        {"components": [_row(_select([{"label": "a", "value": "v"}, {"label": "b", "value": "v"}]))]},
+        {
+            "components": [
+                _row(_select([{"label": "a", "value": "v"}, {"label": "b", "value": "v"}]))
+            ]
+        },
         ("components", "0", "components", "0", "options", "1", "value"),
         "SELECT_COMPONENT_OPTION_VALUE_DUPLICATED",
     ),
@@ -334,7 +407,17 @@ WRONG_MESSAGES: list[tuple[str, dict[str, Any], tuple[str, ...], str]] = [
     ),
     (
         "min_values above max_values",
-        {"components": [_row(_select([{"label": "a", "value": "a"}, {"label": "b", "value": "b"}], min_values=2, max_values=1))]},
+        {
+            "components": [
+                _row(
+                    _select(
+                        [{"label": "a", "value": "a"}, {"label": "b", "value": "b"}],
+                        min_values=2,
+                        max_values=1,
+                    )
+                )
+            ]
+        },
         ("components", "0", "components", "0", "min_values"),
         "SELECT_COMPONENT_MIN_VALUES_TOO_LARGE",
     ),
@@ -359,14 +442,20 @@ WRONG_MESSAGES: list[tuple[str, dict[str, Any], tuple[str, ...], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("body", "path", "code"), [case[1:] for case in WRONG_MESSAGES], ids=[case[0] for case in WRONG_MESSAGES])
+@pytest.mark.parametrize(
+    ("body", "path", "code"),
+    [case[1:] for case in WRONG_MESSAGES],
+    ids=[case[0] for case in WRONG_MESSAGES],
+)
 async def test_message_rules_refuse(body: dict[str, Any], path: tuple[str, ...], code: str) -> None:
     fake = FakeDiscord(openapi=None)
     world = build_standard_guild(fake)
     await fake.start()
     try:
         async with aiohttp.ClientSession() as session:
-            status, answer = await Rest(fake, session).call("POST", f"/channels/{world.text_channel.id}/messages", body)
+            status, answer = await Rest(fake, session).call(
+                "POST", f"/channels/{world.text_channel.id}/messages", body
+            )
         refused(status, answer, *path, code=code)
         assert fake.messages(world.text_channel.id) == []
     finally:
@@ -375,12 +464,31 @@ async def test_message_rules_refuse(body: dict[str, Any], path: tuple[str, ...],
 
 async def test_right_messages_pass_at_the_limits(fake_guild: StandardGuild, rest: Rest) -> None:
     channel = fake_guild.text_channel.id
-    select = _select([{"label": "l" * 100, "value": str(i), "description": "d" * 100} for i in range(25)], placeholder="p" * 150)
+    select = _select(
+        [{"label": "l" * 100, "value": str(i), "description": "d" * 100} for i in range(25)],
+        placeholder="p" * 150,
+    )
     bodies = [
         {"content": "x" * 2000, "allowed_mentions": {"parse": ["users", "roles"], "users": []}},
-        {"embeds": [{"title": "t" * 256, "description": "d" * 4096, "fields": [{"name": "n" * 256, "value": "v" * 1024}]}]},
-        {"components": [_row(*[_button(f"{row}-{i}", label="l" * 80) for i in range(5)]) for row in range(4)] + [_row(select)]},
-        {"content": "mentions", "allowed_mentions": {"users": [str(i) for i in range(1, 101)], "roles": []}},
+        {
+            "embeds": [
+                {
+                    "title": "t" * 256,
+                    "description": "d" * 4096,
+                    "fields": [{"name": "n" * 256, "value": "v" * 1024}],
+                }
+            ]
+        },
+        {
+            "components": [
+                _row(*[_button(f"{row}-{i}", label="l" * 80) for i in range(5)]) for row in range(4)
+            ]
+            + [_row(select)]
+        },
+        {
+            "content": "mentions",
+            "allowed_mentions": {"users": [str(i) for i in range(1, 101)], "roles": []},
+        },
     ]
     for body in bodies:
         status, answer = await rest.call("POST", f"/channels/{channel}/messages", body)
@@ -390,8 +498,14 @@ async def test_right_messages_pass_at_the_limits(fake_guild: StandardGuild, rest
     assert len(ids) == len(set(ids)) == 5 + 21, "Discord numbers every component of the message"
 
 
-async def test_ephemeral_is_dropped_from_a_channel_message(fake_guild: StandardGuild, rest: Rest) -> None:
-    status, answer = await rest.call("POST", f"/channels/{fake_guild.text_channel.id}/messages", {"content": "x", "flags": 1 << 6})
+async def test_ephemeral_is_dropped_from_a_channel_message(
+    fake_guild: StandardGuild, rest: Rest
+) -> None:
+    status, answer = await rest.call(
+        "POST",
+        f"/channels/{fake_guild.text_channel.id}/messages",
+        {"content": "x", "flags": 1 << 6},
+    )
     assert status == 200 and answer["flags"] == 0
     assert not fake_guild.fake.messages(fake_guild.text_channel.id)[0].ephemeral
 
@@ -401,7 +515,9 @@ async def test_eleven_files_are_refused(fake_guild: StandardGuild, rest: Rest) -
     form.add_field("payload_json", json.dumps({"content": "files"}))
     for index in range(11):
         form.add_field(f"files[{index}]", b"x", filename=f"{index}.txt", content_type="text/plain")
-    status, answer = await rest.call("POST", f"/channels/{fake_guild.text_channel.id}/messages", form=form)
+    status, answer = await rest.call(
+        "POST", f"/channels/{fake_guild.text_channel.id}/messages", form=form
+    )
     assert status == 400 and answer["code"] == 50035, answer
 
 
@@ -427,34 +543,70 @@ async def test_autocomplete_and_modal_limits(fake_guild: StandardGuild, rest: Re
     choices = [{"name": f"City {i}", "value": f"c{i}"} for i in range(26)]
     cases: list[tuple[int, dict[str, Any], tuple[str, ...]]] = [
         (INTERACTION_AUTOCOMPLETE, {"type": 8, "data": {"choices": choices}}, ("data", "choices")),
-        (INTERACTION_AUTOCOMPLETE, {"type": 8, "data": {"choices": [{"name": "n" * 101, "value": "v"}]}}, ("data", "choices", "0", "name")),
-        (INTERACTION_AUTOCOMPLETE, {"type": 8, "data": {"choices": [{"name": "n", "value": "v" * 101}]}}, ("data", "choices", "0", "value")),
+        (
+            INTERACTION_AUTOCOMPLETE,
+            {"type": 8, "data": {"choices": [{"name": "n" * 101, "value": "v"}]}},
+            ("data", "choices", "0", "name"),
+        ),
+        (
+            INTERACTION_AUTOCOMPLETE,
+            {"type": 8, "data": {"choices": [{"name": "n", "value": "v" * 101}]}},
+            ("data", "choices", "0", "value"),
+        ),
         (
             INTERACTION_APPLICATION_COMMAND,
-            {"type": 9, "data": {"custom_id": "m", "title": "t" * 46, "components": [{"type": 1, "components": [{"type": 4, "custom_id": "i", "style": 1, "label": "L"}]}]}},
+            {
+                "type": 9,
+                "data": {
+                    "custom_id": "m",
+                    "title": "t" * 46,
+                    "components": [
+                        {
+                            "type": 1,
+                            "components": [{"type": 4, "custom_id": "i", "style": 1, "label": "L"}],
+                        }
+                    ],
+                },
+            },
             ("data", "title"),
         ),
-        (INTERACTION_APPLICATION_COMMAND, {"type": 4, "data": {"content": "x" * 2001}}, ("data", "content")),
+        (
+            INTERACTION_APPLICATION_COMMAND,
+            {"type": 4, "data": {"content": "x" * 2001}},
+            ("data", "content"),
+        ),
         (INTERACTION_APPLICATION_COMMAND, {"type": 8, "data": {"choices": []}}, ("type",)),
     ]
     for kind, body, path in cases:
         result = _interaction(fake, fake_guild, kind)
-        status, answer = await rest.call("POST", f"/interactions/{result.id}/{result.token}/callback", body)
+        status, answer = await rest.call(
+            "POST", f"/interactions/{result.id}/{result.token}/callback", body
+        )
         assert status == 400 and answer["code"] == 50035, (body, answer)
         leaf(answer, *path)
         assert result.callback is None
     result = _interaction(fake, fake_guild, INTERACTION_AUTOCOMPLETE)
-    status, _ = await rest.call("POST", f"/interactions/{result.id}/{result.token}/callback", {"type": 8, "data": {"choices": choices[:25]}})
+    status, _ = await rest.call(
+        "POST",
+        f"/interactions/{result.id}/{result.token}/callback",
+        {"type": 8, "data": {"choices": choices[:25]}},
+    )
     assert status == 204 and result.callback is not None
 
 
 async def test_interaction_tokens_expire(fake_guild: StandardGuild, rest: Rest) -> None:
     fake = fake_guild.fake
     result = _interaction(fake, fake_guild, INTERACTION_APPLICATION_COMMAND)
-    status, _ = await rest.call("POST", f"/interactions/{result.id}/{result.token}/callback", {"type": 5})
+    status, _ = await rest.call(
+        "POST", f"/interactions/{result.id}/{result.token}/callback", {"type": 5}
+    )
     assert status == 204
     fake.interaction_token_lifetime = 0.0
-    status, answer = await rest.call("PATCH", f"/webhooks/{fake.application_id}/{result.token}/messages/@original", {"content": "late"})
+    status, answer = await rest.call(
+        "PATCH",
+        f"/webhooks/{fake.application_id}/{result.token}/messages/@original",
+        {"content": "late"},
+    )
     assert (status, answer["code"]) == (401, 50027)
 
 
@@ -466,17 +618,30 @@ def test_the_bot_holds_exactly_the_invite_by_default(fake_guild: StandardGuild) 
 
     fake = fake_guild.fake
     assert INVITE.value == DEFAULT_BOT_PERMISSIONS
-    assert fake.permissions_for(fake_guild.guild.id, None, fake.bot_user.id) == INVITE.value | fake.guild(fake_guild.guild.id).everyone.permissions
-    assert not fake.permissions_for(fake_guild.guild.id, None, fake.bot_user.id) & Permission.ADMINISTRATOR
+    assert (
+        fake.permissions_for(fake_guild.guild.id, None, fake.bot_user.id)
+        == INVITE.value | fake.guild(fake_guild.guild.id).everyone.permissions
+    )
+    assert (
+        not fake.permissions_for(fake_guild.guild.id, None, fake.bot_user.id)
+        & Permission.ADMINISTRATOR
+    )
 
 
-async def test_create_channel_overwrites_only_with_held_bits(fake_guild: StandardGuild, rest: Rest) -> None:
+async def test_create_channel_overwrites_only_with_held_bits(
+    fake_guild: StandardGuild, rest: Rest
+) -> None:
     fake = fake_guild.fake
     gid = fake_guild.guild.id
     assert not fake.permissions_for(gid, None, fake.bot_user.id) & Permission.MANAGE_MESSAGES
 
     def body(bits: int) -> dict[str, Any]:
-        return {"name": "room", "permission_overwrites": [{"id": str(fake_guild.players[0].id), "type": 1, "allow": str(bits), "deny": "0"}]}
+        return {
+            "name": "room",
+            "permission_overwrites": [
+                {"id": str(fake_guild.players[0].id), "type": 1, "allow": str(bits), "deny": "0"}
+            ],
+        }
 
     for bits in (int(Permission.MANAGE_MESSAGES), int(Permission.MANAGE_ROLES)):
         status, answer = await rest.call("POST", f"/guilds/{gid}/channels", body(VIEW | bits))
@@ -484,35 +649,60 @@ async def test_create_channel_overwrites_only_with_held_bits(fake_guild: Standar
     status, _ = await rest.call("POST", f"/guilds/{gid}/channels", body(VIEW | SEND))
     assert status == 201
     fake.set_bot_permissions(gid, int(Permission.ADMINISTRATOR))
-    status, _ = await rest.call("POST", f"/guilds/{gid}/channels", body(VIEW | int(Permission.MANAGE_ROLES | Permission.MANAGE_MESSAGES)))
+    status, _ = await rest.call(
+        "POST",
+        f"/guilds/{gid}/channels",
+        body(VIEW | int(Permission.MANAGE_ROLES | Permission.MANAGE_MESSAGES)),
+    )
     assert status == 201, "an administrator may set anything"
 
 
-async def test_edits_are_checked_against_the_parent_category(fake_guild: StandardGuild, rest: Rest) -> None:
+async def test_edits_are_checked_against_the_parent_category(
+    fake_guild: StandardGuild, rest: Rest
+) -> None:
     fake = fake_guild.fake
     gid = fake_guild.guild.id
     alice = fake_guild.players[0].id
-    hidden_category = fake.create_channel(gid, "Hidden", ChannelType.GUILD_CATEGORY, overwrites=[Overwrite(gid, 0, deny=VIEW)])
-    room = fake.create_channel(gid, "room", parent_id=hidden_category.id, overwrites=[Overwrite(fake.bot_user.id, 1, allow=VIEW | SEND)])
+    hidden_category = fake.create_channel(
+        gid, "Hidden", ChannelType.GUILD_CATEGORY, overwrites=[Overwrite(gid, 0, deny=VIEW)]
+    )
+    room = fake.create_channel(
+        gid,
+        "room",
+        parent_id=hidden_category.id,
+        overwrites=[Overwrite(fake.bot_user.id, 1, allow=VIEW | SEND)],
+    )
     put = f"/channels/{room.id}/permissions/{alice}"
     status, answer = await rest.call("PUT", put, {"type": 1, "allow": str(VIEW), "deny": "0"})
-    assert (status, answer["code"]) == (403, 50013), "the bot cannot view the parent category, so it holds nothing there"
+    assert (status, answer["code"]) == (403, 50013), (
+        "the bot cannot view the parent category, so it holds nothing there"
+    )
     fake.set_overwrite(hidden_category.id, Overwrite(fake.bot_user.id, 1, allow=VIEW | SEND))
     status, _ = await rest.call("PUT", put, {"type": 1, "allow": str(VIEW), "deny": str(SEND)})
     assert status == 204
-    status, answer = await rest.call("PUT", put, {"type": 1, "allow": str(VIEW | int(Permission.MANAGE_ROLES)), "deny": "0"})
+    status, answer = await rest.call(
+        "PUT", put, {"type": 1, "allow": str(VIEW | int(Permission.MANAGE_ROLES)), "deny": "0"}
+    )
     assert (status, answer["code"]) == (403, 50013), "Manage Roles is for administrators"
     # An overwrite sent back unchanged is no grant, even with bits the bot lacks.
-    fake.set_overwrite(room.id, Overwrite(fake_guild.players[1].id, 1, allow=int(Permission.MANAGE_MESSAGES)))
+    fake.set_overwrite(
+        room.id, Overwrite(fake_guild.players[1].id, 1, allow=int(Permission.MANAGE_MESSAGES))
+    )
     current = [o.to_payload() for o in fake.channel(room.id).overwrites]
     status, _ = await rest.call("PATCH", f"/channels/{room.id}", {"permission_overwrites": current})
     assert status == 200
     current[-1]["deny"] = str(int(Permission.MANAGE_WEBHOOKS))
-    status, answer = await rest.call("PATCH", f"/channels/{room.id}", {"permission_overwrites": current})
+    status, answer = await rest.call(
+        "PATCH", f"/channels/{room.id}", {"permission_overwrites": current}
+    )
     assert (status, answer["code"]) == (403, 50013)
     # A Manage Roles overwrite in the channel lifts the limits.
-    fake.set_overwrite(room.id, Overwrite(fake.bot_user.id, 1, allow=VIEW | SEND | int(Permission.MANAGE_ROLES)))
-    status, _ = await rest.call("PUT", put, {"type": 1, "allow": str(VIEW | int(Permission.MANAGE_WEBHOOKS)), "deny": "0"})
+    fake.set_overwrite(
+        room.id, Overwrite(fake.bot_user.id, 1, allow=VIEW | SEND | int(Permission.MANAGE_ROLES))
+    )
+    status, _ = await rest.call(
+        "PUT", put, {"type": 1, "allow": str(VIEW | int(Permission.MANAGE_WEBHOOKS)), "deny": "0"}
+    )
     assert status == 204
 
 
@@ -525,24 +715,40 @@ def test_voice_channels_have_a_text_chat(fake_guild: StandardGuild) -> None:
     fake.update_role(gid, gid, permissions=fake.guild(gid).everyone.permissions | sending)
     assert fake.permissions_for(gid, voice, alice) & sending == sending
     fake.set_overwrite(voice, Overwrite(alice, 1, deny=SEND))
-    assert not fake.permissions_for(gid, voice, alice) & sending, "no Send Messages: no files, embeds or mentions in its chat"
+    assert not fake.permissions_for(gid, voice, alice) & sending, (
+        "no Send Messages: no files, embeds or mentions in its chat"
+    )
     manager = fake.create_role(gid, "Stage manager", permissions=int(Permission.MANAGE_CHANNELS))
     fake.add_member_role(gid, alice, manager.id)
     fake.set_overwrite(voice, Overwrite(alice, 1, deny=int(Permission.CONNECT)))
-    assert not fake.permissions_for(gid, voice, alice) & Permission.MANAGE_CHANNELS, "no Connect: no Manage Channels"
+    assert not fake.permissions_for(gid, voice, alice) & Permission.MANAGE_CHANNELS, (
+        "no Connect: no Manage Channels"
+    )
     assert fake.permissions_for(gid, fake_guild.text_channel.id, alice) & Permission.MANAGE_CHANNELS
 
 
 async def test_role_rules(fake_guild: StandardGuild, rest: Rest) -> None:
     fake = fake_guild.fake
     gid = fake_guild.guild.id
-    status, answer = await rest.call("POST", f"/guilds/{gid}/roles", {"name": "Boss", "permissions": str(int(Permission.BAN_MEMBERS))})
+    status, answer = await rest.call(
+        "POST",
+        f"/guilds/{gid}/roles",
+        {"name": "Boss", "permissions": str(int(Permission.BAN_MEMBERS))},
+    )
     assert (status, answer["code"]) == (403, 50013), "only bits the bot holds"
-    status, role = await rest.call("POST", f"/guilds/{gid}/roles", {"name": "City", "permissions": "0"})
+    status, role = await rest.call(
+        "POST", f"/guilds/{gid}/roles", {"name": "City", "permissions": "0"}
+    )
     assert status == 200
-    status, answer = await rest.call("PATCH", f"/guilds/{gid}/roles/{role['id']}", {"permissions": str(int(Permission.KICK_MEMBERS))})
+    status, answer = await rest.call(
+        "PATCH",
+        f"/guilds/{gid}/roles/{role['id']}",
+        {"permissions": str(int(Permission.KICK_MEMBERS))},
+    )
     assert (status, answer["code"]) == (403, 50013)
-    status, _ = await rest.call("PATCH", f"/guilds/{gid}/roles/{role['id']}", {"permissions": str(VIEW)})
+    status, _ = await rest.call(
+        "PATCH", f"/guilds/{gid}/roles/{role['id']}", {"permissions": str(VIEW)}
+    )
     assert status == 200
     above = fake.create_role(gid, "Above")
     fake.update_role(gid, above.id, position=10)
@@ -557,16 +763,24 @@ async def test_role_rules(fake_guild: StandardGuild, rest: Rest) -> None:
     assert (status, answer["code"]) == (400, 30005)
 
 
-async def test_a_guild_holds_500_channels_categories_included(fake_guild: StandardGuild, rest: Rest) -> None:
+async def test_a_guild_holds_500_channels_categories_included(
+    fake_guild: StandardGuild, rest: Rest
+) -> None:
     fake = fake_guild.fake
     gid = fake_guild.guild.id
-    status, category = await rest.call("POST", f"/guilds/{gid}/channels", {"name": "game", "type": 4})
+    status, category = await rest.call(
+        "POST", f"/guilds/{gid}/channels", {"name": "game", "type": 4}
+    )
     assert status == 201
     thread_parent = fake_guild.text_channel.id
     fake.create_channel(gid, "a thread", ChannelType.PUBLIC_THREAD, parent_id=thread_parent)
     while len([c for c in fake.state.guild_channels(gid) if not c.is_thread]) < 499:
-        fake.create_channel(gid, f"filler {len(fake.state.guild_channels(gid))}", ChannelType.GUILD_CATEGORY)
-    status, last = await rest.call("POST", f"/guilds/{gid}/channels", {"name": "the 500th", "parent_id": category["id"]})
+        fake.create_channel(
+            gid, f"filler {len(fake.state.guild_channels(gid))}", ChannelType.GUILD_CATEGORY
+        )
+    status, last = await rest.call(
+        "POST", f"/guilds/{gid}/channels", {"name": "the 500th", "parent_id": category["id"]}
+    )
     assert status == 201, "the thread is not counted"
     for body in ({"name": "one too many"}, {"name": "nor a category", "type": 4}):
         status, answer = await rest.call("POST", f"/guilds/{gid}/channels", body)
@@ -585,19 +799,29 @@ async def test_a_category_holds_50_channels(fake_guild: StandardGuild, rest: Res
     other = fake.create_channel(gid, "other", ChannelType.GUILD_CATEGORY)
     for index in range(49):
         fake.create_channel(gid, f"room {index}", parent_id=full.id)
-    status, fiftieth = await rest.call("POST", f"/guilds/{gid}/channels", {"name": "fiftieth", "parent_id": str(full.id)})
+    status, fiftieth = await rest.call(
+        "POST", f"/guilds/{gid}/channels", {"name": "fiftieth", "parent_id": str(full.id)}
+    )
     assert status == 201
-    status, answer = await rest.call("POST", f"/guilds/{gid}/channels", {"name": "51st", "parent_id": str(full.id), "type": 2})
+    status, answer = await rest.call(
+        "POST", f"/guilds/{gid}/channels", {"name": "51st", "parent_id": str(full.id), "type": 2}
+    )
     assert (status, answer["code"]) == (400, 50035)
     assert answer["errors"]["parent_id"]["_errors"][0]["code"] == "CHANNEL_PARENT_MAX_CHANNELS"
     outside = fake_guild.text_channel.id
     status, answer = await rest.call("PATCH", f"/channels/{outside}", {"parent_id": str(full.id)})
     assert (status, answer["code"]) == (400, 50035), "moving one in counts as well"
-    status, answer = await rest.call("PATCH", f"/guilds/{gid}/channels", [{"id": str(outside), "parent_id": str(full.id)}])
+    status, answer = await rest.call(
+        "PATCH", f"/guilds/{gid}/channels", [{"id": str(outside), "parent_id": str(full.id)}]
+    )
     assert (status, answer["code"]) == (400, 50035)
-    status, _ = await rest.call("PATCH", f"/channels/{fiftieth['id']}", {"parent_id": str(full.id), "name": "renamed"})
+    status, _ = await rest.call(
+        "PATCH", f"/channels/{fiftieth['id']}", {"parent_id": str(full.id), "name": "renamed"}
+    )
     assert status == 200, "one already inside stays"
-    status, _ = await rest.call("PATCH", f"/channels/{fiftieth['id']}", {"parent_id": str(other.id)})
+    status, _ = await rest.call(
+        "PATCH", f"/channels/{fiftieth['id']}", {"parent_id": str(other.id)}
+    )
     assert status == 200
     status, _ = await rest.call("PATCH", f"/channels/{outside}", {"parent_id": str(full.id)})
     assert status == 200, "moved out, it left a place"
@@ -620,10 +844,14 @@ async def test_reading_a_channels_history(fake_guild: StandardGuild, rest: Rest)
     assert {m["content"] for m in page} == {""}, "no Message Content intent: others' text is empty"
     status, older = await rest.call("GET", path, params={"limit": "100", "before": page[-1]["id"]})
     assert len(older) == 20
-    fake.state.application_flags |= 1 << 19  # GATEWAY_MESSAGE_CONTENT_LIMITED: toggled in the portal
+    fake.state.application_flags |= (
+        1 << 19
+    )  # GATEWAY_MESSAGE_CONTENT_LIMITED: toggled in the portal
     status, page = await rest.call("GET", path, params={"limit": "1"})
     assert page[0]["content"] == "line 119"
-    fake.set_overwrite(channel, Overwrite(fake.bot_user.id, 1, deny=int(Permission.READ_MESSAGE_HISTORY)))
+    fake.set_overwrite(
+        channel, Overwrite(fake.bot_user.id, 1, deny=int(Permission.READ_MESSAGE_HISTORY))
+    )
     status, page = await rest.call("GET", path, params={"limit": "5"})
     assert (status, page) == (200, []), "without Read Message History, no messages"
     fake.set_overwrite(channel, Overwrite(fake.bot_user.id, 1, deny=VIEW))
@@ -641,7 +869,9 @@ async def test_a_guild_with_everyone_stripped() -> None:
         assert fake.permissions_for(gid, general.id, world.players[0].id) == 0
         assert not fake.client_view(world.players[0].id).sees(general.id)
         async with aiohttp.ClientSession() as session:
-            status, _ = await Rest(fake, session).call("POST", f"/channels/{general.id}/messages", {"content": "the bot still can"})
+            status, _ = await Rest(fake, session).call(
+                "POST", f"/channels/{general.id}/messages", {"content": "the bot still can"}
+            )
         assert status == 200
     finally:
         await fake.close()
@@ -678,7 +908,9 @@ async def test_more_than_120_sends_a_minute_close_with_4008(fake_discord: FakeDi
     assert [(c.code, c.by) for c in fake.gateway.closes] == [(4008, "server")]
 
 
-async def test_a_late_heartbeat_closes_the_connection_and_the_session_resumes(fake_discord: FakeDiscord) -> None:
+async def test_a_late_heartbeat_closes_the_connection_and_the_session_resumes(
+    fake_discord: FakeDiscord,
+) -> None:
     fake = fake_discord
     fake.gateway.heartbeat_interval_ms = 100
     fake.gateway.heartbeat_grace = 0.1
@@ -694,7 +926,9 @@ async def test_a_late_heartbeat_closes_the_connection_and_the_session_resumes(fa
         fake.gateway.heartbeat_interval_ms = 41250
         async with session.ws_connect(fake.gateway_url) as ws:
             await ws.receive_json()
-            await ws.send_json({"op": 6, "d": {"token": fake.token, "session_id": ready["session_id"], "seq": 1}})
+            await ws.send_json(
+                {"op": 6, "d": {"token": fake.token, "session_id": ready["session_id"], "seq": 1}}
+            )
             names = []
             while "RESUMED" not in names:
                 names.append((await ws.receive_json()).get("t"))
@@ -731,13 +965,27 @@ async def test_record_file_and_uploads(monkeypatch: pytest.MonkeyPatch, tmp_path
         async with aiohttp.ClientSession() as session:
             for fake, world in zip(fakes, worlds, strict=True):
                 rest = Rest(fake, session)
-                await rest.call("POST", f"/channels/{world.text_channel.id}/messages", {"content": "hello"})
+                await rest.call(
+                    "POST", f"/channels/{world.text_channel.id}/messages", {"content": "hello"}
+                )
                 form = aiohttp.FormData()
-                form.add_field("payload_json", json.dumps({"content": "voice", "attachments": [{"id": 0, "filename": "v.ogg"}]}))
-                form.add_field("files[0]", b"OggS" + bytes(20), filename="v.ogg", content_type="audio/ogg")
+                form.add_field(
+                    "payload_json",
+                    json.dumps(
+                        {"content": "voice", "attachments": [{"id": 0, "filename": "v.ogg"}]}
+                    ),
+                )
+                form.add_field(
+                    "files[0]", b"OggS" + bytes(20), filename="v.ogg", content_type="audio/ogg"
+                )
                 await rest.call("POST", f"/channels/{world.text_channel.id}/messages", form=form)
             await asyncio.gather(
-                *(Rest(fakes[i % 2], session).call("GET", f"/channels/{worlds[i % 2].text_channel.id}") for i in range(20))
+                *(
+                    Rest(fakes[i % 2], session).call(
+                        "GET", f"/channels/{worlds[i % 2].text_channel.id}"
+                    )
+                    for i in range(20)
+                )
             )
     finally:
         for fake in fakes:
@@ -748,26 +996,58 @@ async def test_record_file_and_uploads(monkeypatch: pytest.MonkeyPatch, tmp_path
     assert {"method", "path", "query", "json", "parts", "status", "response"} <= set(first)
     assert (first["method"], first["json"], first["status"]) == ("POST", {"content": "hello"}, 200)
     uploads = [number for number, line in enumerate(lines, start=1) if line["parts"]]
-    assert [lines[n - 1]["parts"][1] for n in uploads] == [{"name": "files[0]", "filename": "v.ogg", "content_type": "audio/ogg", "size": 24}] * 2
+    assert [lines[n - 1]["parts"][1] for n in uploads] == [
+        {"name": "files[0]", "filename": "v.ogg", "content_type": "audio/ogg", "size": 24}
+    ] * 2
     assert sorted(p.name for p in files.iterdir()) == sorted(f"{n}-files[0].ogg" for n in uploads)
     assert (files / f"{uploads[0]}-files[0].ogg").read_bytes() == b"OggS" + bytes(20)
 
 
 @needs_spec
-def test_spec_check_lists_what_the_spec_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_spec_check_lists_what_the_spec_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from tests.fakediscord import spec_check
 
     record = tmp_path / "calls.jsonl"
     entries = [
-        {"method": "POST", "path": "/channels/1/messages", "query": {}, "json": {"content": "ok"}, "parts": [], "status": 200, "response": None, "test": "t1"},
-        {"method": "POST", "path": "/channels/1/messages", "query": {}, "json": {"embeds": [{"title": "t" * 300}]}, "parts": [], "status": 400, "test": "t2"},
-        {"method": "GET", "path": "/channels/1/messages", "query": {"limit": "0"}, "json": None, "parts": [], "status": 400, "test": "t3"},
+        {
+            "method": "POST",
+            "path": "/channels/1/messages",
+            "query": {},
+            "json": {"content": "ok"},
+            "parts": [],
+            "status": 200,
+            "response": None,
+            "test": "t1",
+        },
+        {
+            "method": "POST",
+            "path": "/channels/1/messages",
+            "query": {},
+            "json": {"embeds": [{"title": "t" * 300}]},
+            "parts": [],
+            "status": 400,
+            "test": "t2",
+        },
+        {
+            "method": "GET",
+            "path": "/channels/1/messages",
+            "query": {"limit": "0"},
+            "json": None,
+            "parts": [],
+            "status": 400,
+            "test": "t3",
+        },
     ]
     record.write_text("".join(json.dumps(entry) + "\n" for entry in entries))
     assert spec_check.main([str(record), "--no-responses"]) == 1
     out = capsys.readouterr().out
     assert "the spec refuses 2" in out
-    assert "POST /channels/{channel_id}/messages  body embeds.*.title maxLength BASE_TYPE_MAX_LENGTH" in out
+    assert (
+        "POST /channels/{channel_id}/messages  body embeds.*.title maxLength BASE_TYPE_MAX_LENGTH"
+        in out
+    )
     assert "GET /channels/{channel_id}/messages  query limit minimum NUMBER_TYPE_MIN" in out
 
 

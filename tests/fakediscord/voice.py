@@ -739,8 +739,12 @@ class FakeSpeaker:
                 if waiting and not realtime:
                     clock.freeze()  # until the bot has read it (below)
                 packet = self._send(
-                    planned[index], frame, muted=index in muted,
-                    extension=extension, padding=padding, copies=copies,
+                    planned[index],
+                    frame,
+                    muted=index in muted,
+                    extension=extension,
+                    padding=padding,
+                    copies=copies,
                 )
                 self._count_packet()
                 if packet is not None:
@@ -766,7 +770,9 @@ class FakeSpeaker:
                 self._flush_switches()
         return sent
 
-    def _encode(self, packet: SentPacket, *, muted: bool, corrupt: bool) -> tuple[bytes, bool] | None:
+    def _encode(
+        self, packet: SentPacket, *, muted: bool, corrupt: bool
+    ) -> tuple[bytes, bool] | None:
         """The frame his client makes of a packet (DAVE-encrypted or not), or None if it cannot."""
         if muted:
             return SFU_SILENCE, False
@@ -1078,8 +1084,10 @@ class _Call:
             bot = self.bot
             if bot is not None and bot.dave:
                 await self._prepare_and_execute(
-                    bot, OP_DAVE_PREPARE_TRANSITION,
-                    {"protocol_version": 0, "transition_id": transition_id}, transition_id,
+                    bot,
+                    OP_DAVE_PREPARE_TRANSITION,
+                    {"protocol_version": 0, "transition_id": transition_id},
+                    transition_id,
                     binary=False,
                 )
             for speaker in list(self.speakers.values()):

@@ -164,7 +164,9 @@ class World:
         If a bot is already connected it gets GUILD_CREATE, as when a bot is
         added to a guild.
         """
-        owner = owner or self.create_user(f"owner_{len(self.state.guilds) + 1}", global_name="Owner")
+        owner = owner or self.create_user(
+            f"owner_{len(self.state.guilds) + 1}", global_name="Owner"
+        )
         guild_id = self.state.new_id()
         guild = Guild(
             id=guild_id,
@@ -174,7 +176,11 @@ class World:
             premium_tier=premium_tier,
         )
         guild.roles[guild_id] = Role(
-            id=guild_id, guild_id=guild_id, name="@everyone", permissions=everyone_permissions, position=0
+            id=guild_id,
+            guild_id=guild_id,
+            name="@everyone",
+            permissions=everyone_permissions,
+            position=0,
         )
         bot_role = Role(
             id=self.state.new_id(),
@@ -187,7 +193,9 @@ class World:
         )
         guild.roles[bot_role.id] = bot_role
         guild.members[owner.id] = Member(user=owner, guild_id=guild_id)
-        guild.members[self.bot_user.id] = Member(user=self.bot_user, guild_id=guild_id, roles=[bot_role.id])
+        guild.members[self.bot_user.id] = Member(
+            user=self.bot_user, guild_id=guild_id, roles=[bot_role.id]
+        )
         self.state.guilds[guild_id] = guild
         self.gateway.dispatch(
             "GUILD_CREATE",
@@ -245,7 +253,9 @@ class World:
     ) -> Role:
         """Creates a role at the bottom of the hierarchy (position 1), like Discord: GUILD_ROLE_CREATE."""
         guild = self.state.guild(guild_id)
-        shifted = [role for role in guild.roles.values() if not role.is_everyone and role.position >= 1]
+        shifted = [
+            role for role in guild.roles.values() if not role.is_everyone and role.position >= 1
+        ]
         for role in shifted:
             role.position += 1
         role = Role(
@@ -304,8 +314,10 @@ class World:
         position changed gets a GUILD_ROLE_UPDATE."""
         guild = self.state.guild(guild_id)
         moved = self.state.role(guild_id, role_id)
-        ladder = sorted((r for r in guild.roles.values() if not r.is_everyone and r.id != role_id),
-                        key=lambda r: (r.position, r.id))
+        ladder = sorted(
+            (r for r in guild.roles.values() if not r.is_everyone and r.id != role_id),
+            key=lambda r: (r.position, r.id),
+        )
         ladder.insert(max(0, min(position - 1, len(ladder))), moved)
         changed = []
         for index, role in enumerate(ladder, start=1):
@@ -368,7 +380,9 @@ class World:
         if nick is not UNSET:
             member.nick = nick or None
         if roles is not None:
-            member.roles = list(dict.fromkeys(int(role_id) for role_id in roles if int(role_id) != guild_id))
+            member.roles = list(
+                dict.fromkeys(int(role_id) for role_id in roles if int(role_id) != guild_id)
+            )
         if timed_out_until is not UNSET:
             member.communication_disabled_until = timed_out_until
         voice_changed = False
@@ -400,7 +414,9 @@ class World:
     def remove_member_role(self, guild_id: int, user_id: int, role_id: int) -> Member:
         """Takes a role from a member."""
         member = self.state.member(guild_id, user_id)
-        return self.update_member(guild_id, user_id, roles=[rid for rid in member.roles if rid != role_id])
+        return self.update_member(
+            guild_id, user_id, roles=[rid for rid in member.roles if rid != role_id]
+        )
 
     # channels ----------------------------------------------------------------------
 
@@ -534,8 +550,14 @@ class World:
         parent = self.state.channel(parent_id)
         if parent.guild_id is None:
             raise ValueError("threads live in guild channels")
-        kind = ChannelType.PRIVATE_THREAD if private else (
-            ChannelType.ANNOUNCEMENT_THREAD if parent.type == ChannelType.GUILD_ANNOUNCEMENT else ChannelType.PUBLIC_THREAD
+        kind = (
+            ChannelType.PRIVATE_THREAD
+            if private
+            else (
+                ChannelType.ANNOUNCEMENT_THREAD
+                if parent.type == ChannelType.GUILD_ANNOUNCEMENT
+                else ChannelType.PUBLIC_THREAD
+            )
         )
         thread = Channel(
             id=thread_id if thread_id is not None else self.state.new_id(),
@@ -550,7 +572,10 @@ class World:
         self.state.guild(parent.guild_id).thread_ids.append(thread.id)
         if self.state.can_view(parent.guild_id, thread, self.bot_user.id):
             self.gateway.dispatch(
-                "THREAD_CREATE", {**thread.to_payload(), "newly_created": True}, guild_id=parent.guild_id, intent=INTENT_GUILDS
+                "THREAD_CREATE",
+                {**thread.to_payload(), "newly_created": True},
+                guild_id=parent.guild_id,
+                intent=INTENT_GUILDS,
             )
         return thread
 
@@ -564,7 +589,9 @@ class World:
         saw = self.state.can_view(thread.guild_id, thread, self.bot_user.id)
         thread.thread_members.append(user_id)
         if user_id == self.bot_user.id and not saw:
-            self.gateway.dispatch("THREAD_CREATE", thread.to_payload(), guild_id=thread.guild_id, intent=INTENT_GUILDS)
+            self.gateway.dispatch(
+                "THREAD_CREATE", thread.to_payload(), guild_id=thread.guild_id, intent=INTENT_GUILDS
+            )
         self._dispatch_thread_members(thread, added=[user_id], removed=[])
 
     def remove_thread_member(self, thread_id: int, user_id: int) -> None:
@@ -577,9 +604,16 @@ class World:
 
     def thread_member_payload(self, thread: Channel, user_id: int) -> dict[str, Any]:
         """Discord's thread member object."""
-        return {"id": str(thread.id), "user_id": str(user_id), "join_timestamp": thread.created_at, "flags": 0}
+        return {
+            "id": str(thread.id),
+            "user_id": str(user_id),
+            "join_timestamp": thread.created_at,
+            "flags": 0,
+        }
 
-    def _dispatch_thread_members(self, thread: Channel, *, added: list[int], removed: list[int]) -> None:
+    def _dispatch_thread_members(
+        self, thread: Channel, *, added: list[int], removed: list[int]
+    ) -> None:
         assert thread.guild_id is not None
         payload: dict[str, Any] = {
             "id": str(thread.id),
@@ -587,17 +621,31 @@ class World:
             "member_count": min(len(thread.thread_members), 50),
         }
         if added:
-            payload["added_members"] = [self.thread_member_payload(thread, user_id) for user_id in added]
+            payload["added_members"] = [
+                self.thread_member_payload(thread, user_id) for user_id in added
+            ]
         if removed:
             payload["removed_member_ids"] = [str(user_id) for user_id in removed]
-        if self.state.can_view(thread.guild_id, thread, self.bot_user.id) or removed == [self.bot_user.id]:
-            self.gateway.dispatch("THREAD_MEMBERS_UPDATE", payload, guild_id=thread.guild_id, intent=INTENT_GUILD_MEMBERS)
+        if self.state.can_view(thread.guild_id, thread, self.bot_user.id) or removed == [
+            self.bot_user.id
+        ]:
+            self.gateway.dispatch(
+                "THREAD_MEMBERS_UPDATE",
+                payload,
+                guild_id=thread.guild_id,
+                intent=INTENT_GUILD_MEMBERS,
+            )
 
     def _dispatch_thread_delete(self, thread: Channel) -> None:
         assert thread.guild_id is not None
         self.gateway.dispatch(
             "THREAD_DELETE",
-            {"id": str(thread.id), "guild_id": str(thread.guild_id), "parent_id": str(thread.parent_id), "type": thread.type},
+            {
+                "id": str(thread.id),
+                "guild_id": str(thread.guild_id),
+                "parent_id": str(thread.parent_id),
+                "type": thread.type,
+            },
             guild_id=thread.guild_id,
             intent=INTENT_GUILDS,
         )
@@ -605,7 +653,9 @@ class World:
     def set_overwrite(self, channel_id: int, overwrite: Overwrite) -> Channel:
         """Adds or replaces the overwrite for one role or member: CHANNEL_UPDATE."""
         channel = self.state.channel(channel_id)
-        others = [o for o in channel.overwrites if not (o.id == overwrite.id and o.type == overwrite.type)]
+        others = [
+            o for o in channel.overwrites if not (o.id == overwrite.id and o.type == overwrite.type)
+        ]
         channel.overwrites = [*others, overwrite]
         self._dispatch_channel("CHANNEL_UPDATE", channel)
         return channel
@@ -621,7 +671,9 @@ class World:
         """The channel object a member's gateway gets: in full, or obfuscated when he cannot view it."""
         if channel.guild_id is None:
             return channel.to_payload()
-        return channel.to_payload(obfuscated=not self.state.can_view(channel.guild_id, channel, user_id))
+        return channel.to_payload(
+            obfuscated=not self.state.can_view(channel.guild_id, channel, user_id)
+        )
 
     def _dispatch_channel(self, name: str, channel: Channel) -> None:
         if channel.guild_id is None:
@@ -633,7 +685,10 @@ class World:
             visible = self.state.can_view(channel.guild_id, channel, self.bot_user.id)
             self._bot_sees[channel.id] = visible
         self.gateway.dispatch(
-            name, channel.to_payload(obfuscated=not visible), guild_id=channel.guild_id, intent=INTENT_GUILDS
+            name,
+            channel.to_payload(obfuscated=not visible),
+            guild_id=channel.guild_id,
+            intent=INTENT_GUILDS,
         )
         if name != "CHANNEL_DELETE":
             self.refresh_bot_view(channel.guild_id)
@@ -652,11 +707,16 @@ class World:
             if visible != before:
                 self._bot_sees[channel.id] = visible
                 self.gateway.dispatch(
-                    "CHANNEL_UPDATE", channel.to_payload(obfuscated=not visible), guild_id=guild_id, intent=INTENT_GUILDS
+                    "CHANNEL_UPDATE",
+                    channel.to_payload(obfuscated=not visible),
+                    guild_id=guild_id,
+                    intent=INTENT_GUILDS,
                 )
 
     def _bot_channel(self, channel: Channel) -> dict[str, Any]:
-        visible = channel.guild_id is None or self.state.can_view(channel.guild_id, channel, self.bot_user.id)
+        visible = channel.guild_id is None or self.state.can_view(
+            channel.guild_id, channel, self.bot_user.id
+        )
         self._bot_sees[channel.id] = visible
         return channel.to_payload(obfuscated=not visible)
 
@@ -690,7 +750,9 @@ class World:
     ) -> Attachment:
         """Stores a file on the fake CDN and returns its attachment."""
         if not self.base_url:
-            raise RuntimeError("start the fake before creating attachments (their URLs need its port)")
+            raise RuntimeError(
+                "start the fake before creating attachments (their URLs need its port)"
+            )
         attachment_id = self.state.new_id()
         effective_type = content_type
         if effective_type is None or effective_type == "application/octet-stream":
@@ -761,7 +823,9 @@ class World:
         channel = self.state.channel(channel_id)
         author = self.state.user(author_id)
         attachments = [
-            self.make_attachment(channel_id, upload.filename, upload.data, content_type=upload.content_type)
+            self.make_attachment(
+                channel_id, upload.filename, upload.data, content_type=upload.content_type
+            )
             for upload in files
         ]
         message = Message(
@@ -822,10 +886,15 @@ class World:
     def set_pinned(self, message: Message, pinned: bool) -> None:
         """Pins or unpins a message: CHANNEL_PINS_UPDATE."""
         message.pinned = pinned
-        payload: dict[str, Any] = {"channel_id": str(message.channel_id), "last_pin_timestamp": iso_timestamp()}
+        payload: dict[str, Any] = {
+            "channel_id": str(message.channel_id),
+            "last_pin_timestamp": iso_timestamp(),
+        }
         if message.guild_id is not None:
             payload["guild_id"] = str(message.guild_id)
-        self.gateway.dispatch("CHANNEL_PINS_UPDATE", payload, guild_id=message.guild_id, intent=INTENT_GUILDS)
+        self.gateway.dispatch(
+            "CHANNEL_PINS_UPDATE", payload, guild_id=message.guild_id, intent=INTENT_GUILDS
+        )
 
     def messages(
         self,
@@ -931,7 +1000,9 @@ class World:
             }
             if member is not None:
                 payload["member"] = member.to_payload()
-        self.gateway.dispatch("VOICE_STATE_UPDATE", payload, guild_id=guild.id, intent=INTENT_GUILD_VOICE_STATES)
+        self.gateway.dispatch(
+            "VOICE_STATE_UPDATE", payload, guild_id=guild.id, intent=INTENT_GUILD_VOICE_STATES
+        )
         if user_id == self.bot_user.id:
             self.refresh_bot_view(guild.id)
 
@@ -952,7 +1023,9 @@ class World:
             bool(data.get("self_deaf")),
         )
         if channel_id is not None and self.voice_server is not None:
-            token = self.voice_server.expect(guild.id, channel_id, self.bot_user.id, session.session_id)
+            token = self.voice_server.expect(
+                guild.id, channel_id, self.bot_user.id, session.session_id
+            )
             self.gateway.dispatch(
                 "VOICE_SERVER_UPDATE",
                 {"token": token, "guild_id": str(guild.id), "endpoint": self.voice_server.endpoint},
@@ -974,7 +1047,9 @@ class World:
         session = self.gateway.sessions.get(voice.session_id)
         if session is None:
             raise ValueError(f"the bot's voice state names no gateway session ({voice.session_id})")
-        token = self.voice_server.expect(guild.id, voice.channel_id, self.bot_user.id, voice.session_id)
+        token = self.voice_server.expect(
+            guild.id, voice.channel_id, self.bot_user.id, voice.session_id
+        )
         self.gateway.dispatch(
             "VOICE_SERVER_UPDATE",
             {"token": token, "guild_id": str(guild.id), "endpoint": self.voice_server.endpoint},
@@ -1058,7 +1133,9 @@ class World:
         """``ws://127.0.0.1:PORT/gateway``."""
         return self.base_url.replace("http://", "ws://", 1) + "/gateway"
 
-    def guild_create_payload(self, guild_id: int, session: GatewaySession, *, joined: bool = False) -> dict[str, Any]:
+    def guild_create_payload(
+        self, guild_id: int, session: GatewaySession, *, joined: bool = False
+    ) -> dict[str, Any]:
         """GUILD_CREATE as this session gets it.
 
         As on Discord, the member list is complete only for sessions with the
@@ -1074,7 +1151,9 @@ class World:
         if session.has_intent(INTENT_GUILD_PRESENCES) and not large:
             members = list(guild.members.values())
         else:
-            members = [m for m in guild.members.values() if m.id == self.bot_user.id or m.id in in_voice]
+            members = [
+                m for m in guild.members.values() if m.id == self.bot_user.id or m.id in in_voice
+            ]
         payload = guild.to_payload()
         payload.update(
             {
@@ -1086,11 +1165,14 @@ class World:
                     for user_id, voice_state in guild.voice_states.items()
                 ],
                 "members": [member.to_payload() for member in members],
-                "channels": [self._bot_channel(channel) for channel in self.state.guild_channels(guild_id)],
+                "channels": [
+                    self._bot_channel(channel) for channel in self.state.guild_channels(guild_id)
+                ],
                 "threads": [
                     thread.to_payload()
                     for thread in self.state.guild_threads(guild_id)
-                    if not thread.archived and self.state.can_view(guild_id, thread, self.bot_user.id)
+                    if not thread.archived
+                    and self.state.can_view(guild_id, thread, self.bot_user.id)
                 ],
                 "presences": [],
                 "stage_instances": [],

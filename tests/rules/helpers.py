@@ -9,12 +9,22 @@ from rules.scenario import parse_step
 
 TWO_CITIES = {
     "Verona": {
-        "romeo": "citizen", "mercutio": "citizen", "tybalt": "mafioso",
-        "escalus": "commissar", "friar": "doctor", "sampson": "citizen", "gregory": "citizen",
+        "romeo": "citizen",
+        "mercutio": "citizen",
+        "tybalt": "mafioso",
+        "escalus": "commissar",
+        "friar": "doctor",
+        "sampson": "citizen",
+        "gregory": "citizen",
     },
     "Padua": {
-        "bianca": "citizen", "gremio": "citizen", "lucentio": "mafioso",
-        "baptista": "commissar", "tranio": "journalist", "curtis": "citizen", "grumio": "citizen",
+        "bianca": "citizen",
+        "gremio": "citizen",
+        "lucentio": "mafioso",
+        "baptista": "commissar",
+        "tranio": "journalist",
+        "curtis": "citizen",
+        "grumio": "citizen",
     },
 }
 
@@ -66,9 +76,7 @@ def pass_day(game: Game, *victims: str) -> list[Event]:
     """
     for victim in victims:
         city = game.city_of(victim)
-        nominator = next(
-            p for p in game.alive(city) if p not in game.nominators and p != victim
-        )
+        nominator = next(p for p in game.alive(city) if p not in game.nominators and p != victim)
         play(game, f"{nominator} nominate {victim}")
     play(game, "host voting")
     for victim in victims:

@@ -5,8 +5,14 @@ from rules.events import PlayerChecked
 from .helpers import make_game, of, play, refuse
 
 CITIES = {
-    "A": {"a1": "mafioso", "a2": "commissar", "a3": "citizen", "a4": "citizen", "x": "maniac",
-          "a5": "citizen"},
+    "A": {
+        "a1": "mafioso",
+        "a2": "commissar",
+        "a3": "citizen",
+        "a4": "citizen",
+        "x": "maniac",
+        "a5": "citizen",
+    },
     "B": {"b1": "mafioso", "b2": "commissar", "b3": "citizen"},
 }
 

@@ -12,8 +12,15 @@ from rules.events import (
 from .helpers import make_game, of, play
 
 CITIES = {
-    "A": {"a1": "mafioso", "a2": "commissar", "a3": "citizen", "a4": "citizen", "x": "maniac",
-          "a5": "citizen", "doc": "doctor"},
+    "A": {
+        "a1": "mafioso",
+        "a2": "commissar",
+        "a3": "citizen",
+        "a4": "citizen",
+        "x": "maniac",
+        "a5": "citizen",
+        "doc": "doctor",
+    },
     "B": {"b1": "mafioso", "b2": "commissar", "b3": "citizen", "b4": "citizen"},
 }
 
@@ -30,7 +37,10 @@ def test_order_maniac_touring_then_own_kills():
     game = night()
     play(game, "a1 kill a3", "b1 kill b3", "b1 tour a4", "x kill b4")
     assert killed(play(game, "host day")) == [
-        ("b4", Cause.MANIAC), ("a4", Cause.TOURING), ("a3", Cause.MAFIA), ("b3", Cause.MAFIA)
+        ("b4", Cause.MANIAC),
+        ("a4", Cause.TOURING),
+        ("a3", Cause.MAFIA),
+        ("b3", Cause.MAFIA),
     ]
 
 
@@ -63,21 +73,38 @@ def test_a_godfather_struck_out_at_night_stops_his_citys_kill():
 def test_a_protected_player_survives_every_night_kill():
     game = night()
     play(game, "host day", "doc protect a3")
-    play(game, "a3 nominate a5", "b3 nominate b4", "host voting", "a3 vote a5", "b3 vote b4",
-         "host night")
+    play(
+        game,
+        "a3 nominate a5",
+        "b3 nominate b4",
+        "host voting",
+        "a3 vote a5",
+        "b3 vote b4",
+        "host night",
+    )
     play(game, "a1 kill a3", "b1 tour a3", "x kill a3")
     events = play(game, "host day")
     assert game.is_alive("a3")
     assert of(events, KillPrevented) == [
-        KillPrevented("a3", Cause.MANIAC), KillPrevented("a3", Cause.TOURING),
+        KillPrevented("a3", Cause.MANIAC),
+        KillPrevented("a3", Cause.TOURING),
         KillPrevented("a3", Cause.MAFIA),
     ]
 
 
 def test_the_procurators_kill_is_not_prevented_by_the_doctor():
     game = night()
-    play(game, "host day", "doc protect a3", "a3 nominate a5", "b3 nominate b4", "host voting",
-         "a3 vote a5", "b3 vote b4", "host night")
+    play(
+        game,
+        "host day",
+        "doc protect a3",
+        "a3 nominate a5",
+        "b3 nominate b4",
+        "host voting",
+        "a3 vote a5",
+        "b3 vote b4",
+        "host night",
+    )
     events = play(game, "host kill a3")
     assert killed(events) == [("a3", Cause.PROCURATOR)]
 
@@ -87,8 +114,14 @@ def test_the_procurators_kill_is_not_prevented_by_the_doctor():
 
 TWO_MAFIOSI = {
     "V": {"v1": "mafioso", "v2": "citizen", "v3": "citizen", "v4": "commissar", "x": "maniac"},
-    "P": {"p1": "mafioso", "p2": "mafioso", "p3": "citizen", "p4": "citizen", "p5": "citizen",
-          "p6": "commissar"},
+    "P": {
+        "p1": "mafioso",
+        "p2": "mafioso",
+        "p3": "citizen",
+        "p4": "citizen",
+        "p5": "citizen",
+        "p6": "commissar",
+    },
 }
 
 
@@ -112,8 +145,17 @@ def test_a_survivor_for_a_moment_is_no_godfather_and_does_not_block_his_city():
 def test_a_recount_completed_at_dawn_waits_until_every_kill_is_done():
     cities = {
         "V": TWO_MAFIOSI["V"],
-        "P": {"p1": "mafioso", "p2": "mafioso", "p3": "mafioso", "p4": "mafioso",
-              "c1": "citizen", "c2": "citizen", "c3": "citizen", "c4": "citizen", "c5": "commissar"},
+        "P": {
+            "p1": "mafioso",
+            "p2": "mafioso",
+            "p3": "mafioso",
+            "p4": "mafioso",
+            "c1": "citizen",
+            "c2": "citizen",
+            "c3": "citizen",
+            "c4": "citizen",
+            "c5": "commissar",
+        },
     }
     game = make_game(cities, first_phase="night", touring_order=["V", "P"], maniac_idle="none")
     play(game, "p1 elect p2", "p3 elect p2")
@@ -180,8 +222,15 @@ def test_a_godfather_elected_during_the_night_counts_at_dawn():
 def test_a_godfather_who_lost_the_post_during_the_night_does_not_block():
     cities = {
         "V": TWO_MAFIOSI["V"],
-        "P": {"p1": "mafioso", "p2": "mafioso", "p3": "mafioso", "c1": "citizen", "c2": "citizen",
-              "c3": "citizen", "c4": "commissar"},
+        "P": {
+            "p1": "mafioso",
+            "p2": "mafioso",
+            "p3": "mafioso",
+            "c1": "citizen",
+            "c2": "citizen",
+            "c3": "citizen",
+            "c4": "commissar",
+        },
     }
     game = make_game(cities, first_phase="night", touring_order=["V", "P"], maniac_idle="none")
     play(game, "p1 elect p1", "p2 elect p1")

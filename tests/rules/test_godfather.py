@@ -6,8 +6,14 @@ from .helpers import make_game, of, play, refuse
 
 MAFIA3 = {
     "A": {
-        "m1": "mafioso", "m2": "mafioso", "m3": "mafioso", "c1": "commissar",
-        "h1": "citizen", "h2": "citizen", "h3": "citizen", "h4": "citizen",
+        "m1": "mafioso",
+        "m2": "mafioso",
+        "m3": "mafioso",
+        "c1": "commissar",
+        "h1": "citizen",
+        "h2": "citizen",
+        "h3": "citizen",
+        "h4": "citizen",
     },
     "B": {"n1": "mafioso", "n2": "commissar", "n3": "citizen"},
 }

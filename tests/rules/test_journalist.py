@@ -17,8 +17,14 @@ def test_same_or_different_privately():
 
 def test_a_godfather_is_a_mafioso_for_the_journalist():
     cities = {
-        "A": {"a1": "mafioso", "a2": "mafioso", "a3": "commissar", "a4": "citizen",
-              "a5": "citizen", "a6": "journalist"},
+        "A": {
+            "a1": "mafioso",
+            "a2": "mafioso",
+            "a3": "commissar",
+            "a4": "citizen",
+            "a5": "citizen",
+            "a6": "journalist",
+        },
     }
     game = make_game(cities)
     play(game, "host godfather a1")

@@ -7,8 +7,15 @@ from .helpers import make_game, of, play, refuse
 
 CITY = {
     "A": {
-        "m1": "mafioso", "m2": "mafioso", "m3": "mafioso", "c1": "commissar",
-        "h1": "citizen", "h2": "citizen", "h3": "citizen", "h4": "citizen", "h5": "citizen",
+        "m1": "mafioso",
+        "m2": "mafioso",
+        "m3": "mafioso",
+        "c1": "commissar",
+        "h1": "citizen",
+        "h2": "citizen",
+        "h3": "citizen",
+        "h4": "citizen",
+        "h5": "citizen",
     },
 }
 

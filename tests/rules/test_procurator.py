@@ -11,14 +11,19 @@ def test_the_procurator_kills_at_any_time_and_the_death_is_announced():
     events = play(game, "host kill romeo")
     killed = of(events, PlayerKilled)[0]
     assert (killed.player, killed.status.value, killed.cause, str(killed.phase)) == (
-        "romeo", "citizen", Cause.PROCURATOR, "day 1"
+        "romeo",
+        "citizen",
+        Cause.PROCURATOR,
+        "day 1",
     )
     assert killed.audience.kind.value == "everyone"
     play(game, "mercutio nominate sampson", "bianca nominate curtis", "host voting")
     play(game, "host kill mercutio", "gregory vote sampson", "grumio vote curtis", "host night")
     play(game, "host kill gregory")
     assert [str(d.phase) for d in game.deaths if d.cause is Cause.PROCURATOR] == [
-        "day 1", "day 1", "night 1"
+        "day 1",
+        "day 1",
+        "night 1",
     ]
     assert refuse(game, "host kill romeo").code == "target_not_alive"
 

@@ -40,15 +40,17 @@ def games(draw: st.DrawFn, max_cities: int, max_players: int) -> Game:
         for name in names
     }
     touring = draw(st.one_of(st.none(), st.lists(st.sampled_from(names), min_size=1, max_size=6)))
-    options = RuleOptions.from_dict({
-        "first_phase": draw(st.sampled_from(["day", "night"])),
-        "day_fallback": draw(st.sampled_from(["random", "host"])),
-        "doctor_self_protect": draw(st.booleans()),
-        "maniac_idle": draw(st.sampled_from(["random", "none"])),
-        "maniac_wins_if_survives": draw(st.booleans()),
-        "touring_order": touring,
-        "last_word_seconds": draw(st.integers(1, 180)),
-    })
+    options = RuleOptions.from_dict(
+        {
+            "first_phase": draw(st.sampled_from(["day", "night"])),
+            "day_fallback": draw(st.sampled_from(["random", "host"])),
+            "doctor_self_protect": draw(st.booleans()),
+            "maniac_idle": draw(st.sampled_from(["random", "none"])),
+            "maniac_wins_if_survives": draw(st.booleans()),
+            "touring_order": touring,
+            "last_word_seconds": draw(st.integers(1, 180)),
+        }
+    )
     roles = RoleCounts(
         doctor=draw(st.one_of(st.none(), st.booleans())),
         journalist=draw(st.one_of(st.none(), st.booleans())),
@@ -65,8 +67,14 @@ def random_command(data: st.DataObject, game: Game) -> Command:
     actor = data.draw(st.sampled_from(players))
     targets = [data.draw(st.sampled_from(players)) for _ in range(2)]
     return command_from_dict(
-        {"by": "player", "verb": verb, "actor": actor, "target": targets[0],
-         "first": targets[0], "second": targets[1]}
+        {
+            "by": "player",
+            "verb": verb,
+            "actor": actor,
+            "target": targets[0],
+            "first": targets[0],
+            "second": targets[1],
+        }
     )
 
 
@@ -129,7 +137,9 @@ def play_to_the_end(data: st.DataObject, game: Game, commands_per_phase: int) ->
     assert replayed == game
 
 
-def step(game: Game, command: Command, log: list[dict[str, object]], executions: Counter[str]) -> None:
+def step(
+    game: Game, command: Command, log: list[dict[str, object]], executions: Counter[str]
+) -> None:
     before = game.to_dict()
     actor = getattr(command, "actor", None)
     actor_alive = actor is None or game.is_alive(actor)
@@ -169,8 +179,13 @@ def test_small_random_games_end_and_keep_every_invariant(data: st.DataObject, ga
 
 #: eight large games in all, in shares of four: two processes of the suite play them at once
 @pytest.mark.parametrize("share", [1, 2])
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.data_too_large])
+@settings(
+    max_examples=4,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(data=st.data(), game=games(max_cities=6, max_players=40))
-def test_large_random_games_end_and_keep_every_invariant(share: int, data: st.DataObject, game: Game) -> None:
+def test_large_random_games_end_and_keep_every_invariant(
+    share: int, data: st.DataObject, game: Game
+) -> None:
     play_to_the_end(data, game, commands_per_phase=25)

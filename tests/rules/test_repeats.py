@@ -7,8 +7,15 @@ from .helpers import make_game, play
 
 MAFIA2 = {
     "A": {
-        "m1": "mafioso", "m2": "mafioso", "c1": "commissar", "d1": "doctor",
-        "h1": "citizen", "h2": "citizen", "h3": "citizen", "h4": "citizen", "h5": "citizen",
+        "m1": "mafioso",
+        "m2": "mafioso",
+        "c1": "commissar",
+        "d1": "doctor",
+        "h1": "citizen",
+        "h2": "citizen",
+        "h3": "citizen",
+        "h4": "citizen",
+        "h5": "citizen",
     },
     "B": {"n1": "mafioso", "n2": "commissar", "n3": "citizen", "n4": "citizen"},
 }
@@ -37,7 +44,15 @@ def test_the_same_choice_again_repeats_another_does_not():
 
 def test_a_night_choice_repeats_within_its_night_only():
     game = make_game(MAFIA2)
-    play(game, "h1 nominate h5", "n4 nominate n2", "host voting", "h2 vote h5", "n3 vote n2", "host night")
+    play(
+        game,
+        "h1 nominate h5",
+        "n4 nominate n2",
+        "host voting",
+        "h2 vote h5",
+        "n3 vote n2",
+        "host night",
+    )
     play(game, "n1 kill n3")  # a lone mafioso is Godfather: a decision
     assert repeats(game, "n1 kill n3") and not repeats(game, "n1 kill n4")
     play(game, "m1 kill h1")

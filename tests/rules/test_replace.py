@@ -10,15 +10,25 @@ from tests.rules.helpers import TWO_CITIES, kinds, make_game, of, play, refuse
 
 def test_the_newcomer_takes_everything_the_old_player_held():
     game = make_game()
-    play(game, "tybalt nominate romeo", "romeo nominate tybalt", "friar protect tybalt", "host voting",
-         "tybalt vote romeo", "romeo vote tybalt")
+    play(
+        game,
+        "tybalt nominate romeo",
+        "romeo nominate tybalt",
+        "friar protect tybalt",
+        "host voting",
+        "tybalt vote romeo",
+        "romeo vote tybalt",
+    )
     events = game.apply(Replace("tybalt", "juliet"))
     assert events == [PlayerReplaced("tybalt", "juliet", "Verona")]
     assert events[0].audience.kind.value == "everyone"  # who came and went; never his status
     assert "tybalt" not in game.players and game.status_of("juliet") is Status.MAFIOSO
     assert game.city_of("juliet") == "Verona" and game.godfather_of("Verona") == "juliet"
     assert game.residents["Verona"].index("juliet") == 2  # in the old player's seat
-    assert game.votes["Verona"]["juliet"][0] == "romeo" and game.votes["Verona"]["romeo"][0] == "juliet"
+    assert (
+        game.votes["Verona"]["juliet"][0] == "romeo"
+        and game.votes["Verona"]["romeo"][0] == "juliet"
+    )
     assert game.nominees("Verona") == ["romeo", "juliet"] and "juliet" in game.nominators
     assert game.doctor_choice == "juliet"
     # the newcomer acts; the old name is unknown now
@@ -48,8 +58,11 @@ def test_a_replacement_is_refused_for_the_dead_and_for_anyone_who_plays_or_playe
     game = make_game()
     play(game, "host kill romeo")
     before = game.to_dict()
-    for old, new, code in (("romeo", "newbie", "target_not_alive"), ("tybalt", "mercutio", "already_playing"),
-                           ("ghost", "newbie", "unknown_player")):
+    for old, new, code in (
+        ("romeo", "newbie", "target_not_alive"),
+        ("tybalt", "mercutio", "already_playing"),
+        ("ghost", "newbie", "unknown_player"),
+    ):
         try:
             game.apply(Replace(old, new))
         except Exception as error:
@@ -68,13 +81,26 @@ def test_a_replacement_is_refused_for_the_dead_and_for_anyone_who_plays_or_playe
 
 
 def test_a_scenario_names_its_newcomer_in_the_replace_step_and_plays_him_after():
-    data = {"seed": 3, "cities": TWO_CITIES, "steps": [
-        "host replace tybalt juliet", "juliet nominate romeo", "host voting", "juliet vote romeo",
-        "host night", "tybalt kill romeo"]}
+    data = {
+        "seed": 3,
+        "cities": TWO_CITIES,
+        "steps": [
+            "host replace tybalt juliet",
+            "juliet nominate romeo",
+            "host voting",
+            "juliet vote romeo",
+            "host night",
+            "tybalt kill romeo",
+        ],
+    }
     result = result_json(run_scenario(load_scenario(data)))
     assert [step["ok"] for step in result["steps"]] == [True, True, True, True, True, False]
     assert result["steps"][-1]["error"] == "unknown_player"
-    for bad in (["juliet nominate romeo"], ["host replace tybalt host"], ["host replace ghost juliet"]):
+    for bad in (
+        ["juliet nominate romeo"],
+        ["host replace tybalt host"],
+        ["host replace ghost juliet"],
+    ):
         try:
             load_scenario({"cities": TWO_CITIES, "steps": bad})
         except ScenarioError:

@@ -25,7 +25,15 @@ GOOD = {"A": {"a1": "mafioso", "a2": "commissar", "a3": "citizen"}}
         ),
         ({"A": {"a1": "mafioso", "a2": "commissar"}}, "mafia_majority"),
         (
-            {"A": {"a1": "mafioso", "a2": "mafioso", "a3": "commissar", "a4": "maniac", "a5": "citizen"}},
+            {
+                "A": {
+                    "a1": "mafioso",
+                    "a2": "mafioso",
+                    "a3": "commissar",
+                    "a4": "maniac",
+                    "a5": "citizen",
+                }
+            },
             "mafia_majority",
         ),
         (
@@ -37,8 +45,20 @@ GOOD = {"A": {"a1": "mafioso", "a2": "commissar", "a3": "citizen"}}
         ),
         (
             {
-                "A": {"a1": "mafioso", "a2": "commissar", "a3": "maniac", "a4": "citizen", "a5": "citizen"},
-                "B": {"b1": "mafioso", "b2": "commissar", "b3": "maniac", "b4": "citizen", "b5": "citizen"},
+                "A": {
+                    "a1": "mafioso",
+                    "a2": "commissar",
+                    "a3": "maniac",
+                    "a4": "citizen",
+                    "a5": "citizen",
+                },
+                "B": {
+                    "b1": "mafioso",
+                    "b2": "commissar",
+                    "b3": "maniac",
+                    "b4": "citizen",
+                    "b5": "citizen",
+                },
             },
             "too_many",
         ),

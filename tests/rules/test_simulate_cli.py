@@ -36,10 +36,18 @@ def test_rules_example_json_has_the_documented_keys(capsys):
     result = json.loads(capsys.readouterr().out)
     assert set(result) == {"steps", "deaths", "alive", "winners", "over"}
     assert result["steps"][0] == {
-        "step": "romeo nominate tybalt", "ok": True, "error": None, "reply": None
+        "step": "romeo nominate tybalt",
+        "ok": True,
+        "error": None,
+        "reply": None,
     }
-    assert {"player": "romeo", "city": "Verona", "status": "citizen", "cause": "touring",
-            "phase": "night 1"} in result["deaths"]
+    assert {
+        "player": "romeo",
+        "city": "Verona",
+        "status": "citizen",
+        "cause": "touring",
+        "phase": "night 1",
+    } in result["deaths"]
     assert result["alive"]["Verona"] == ["escalus"]
     assert result["over"] is False
 
@@ -67,12 +75,19 @@ def test_refusals_and_replies_in_json(tmp_path, capsys):
     ("text", "needle"),
     [
         ("cities: {V: {a: citizen\nsteps: [", "unparsable YAML at line"),
-        ("cities:\n  V: {a: citizen, b: mafioso, c: commissar}\nsteps:\n  - a dance b\n",
-         "step 1 (line 4): unknown verb 'dance'"),
-        ("cities:\n  V: {a: citizen, b: mafioso, c: commissar}\nsteps:\n  - host voting\n"
-         "  - a vote zed\n", "step 2 (line 5): unknown player 'zed'"),
-        ("cities:\n  V: {a: citizen, b: mafioso, c: commissar}\nsteps:\n  - a vote\n",
-         "step 1 (line 4): 'vote' takes 1 argument(s), got 0"),
+        (
+            "cities:\n  V: {a: citizen, b: mafioso, c: commissar}\nsteps:\n  - a dance b\n",
+            "step 1 (line 4): unknown verb 'dance'",
+        ),
+        (
+            "cities:\n  V: {a: citizen, b: mafioso, c: commissar}\nsteps:\n  - host voting\n"
+            "  - a vote zed\n",
+            "step 2 (line 5): unknown player 'zed'",
+        ),
+        (
+            "cities:\n  V: {a: citizen, b: mafioso, c: commissar}\nsteps:\n  - a vote\n",
+            "step 1 (line 4): 'vote' takes 1 argument(s), got 0",
+        ),
         ("cities:\n  V: {a: citizen, b: mafioso}\nsteps: []\n", "bad setup: commissar_count"),
         ("cities:\n  V: {a: citizen, b: mafioso, c: sheriff}\n", "bad setup: bad_status"),
         ("seed: seven\ncities:\n  V: {a: citizen, b: mafioso, c: commissar}\n", "'seed'"),
@@ -84,7 +99,9 @@ def test_a_bad_file_exits_non_zero_with_one_clear_line(tmp_path, text, needle):
     path.write_text(text)
     run = subprocess.run(
         [sys.executable, "-m", "bot", "simulate", str(path), "--json"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert run.returncode != 0
     assert run.stdout == ""
@@ -97,7 +114,9 @@ def test_a_bad_file_exits_non_zero_with_one_clear_line(tmp_path, text, needle):
 def test_a_missing_file_is_a_clear_error(tmp_path):
     run = subprocess.run(
         [sys.executable, "-m", "bot", "simulate", str(tmp_path / "nope.yaml")],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert run.returncode != 0 and "cannot read" in run.stderr
 
@@ -140,7 +159,7 @@ def test_the_stage_waiting_for_host_execute_is_shown(capsys):
     out = transcript_of(SCENARIOS / "fallback_host_two_cities.yaml", capsys, "--lang", "en")
     lines = out.splitlines()
     start = lines.index("  host night ... ok")
-    assert lines[start + 1:start + 7] == [
+    assert lines[start + 1 : start + 7] == [
         "     ⚖ Verona chose nobody by vote: the day waits for the Procurator (host execute PLAYER).",
         "     ⚖ Padua chose nobody by vote: the day waits for the Procurator (host execute PLAYER).",
         "== Day 1: waiting for the Procurator (host execute) ==",
@@ -148,7 +167,10 @@ def test_the_stage_waiting_for_host_execute_is_shown(capsys):
         "     † bianca (Padua, citizen): execution by Verona",
         "     ⚖ Still waiting for the Procurator (host execute): Padua.",
     ]
-    assert "  tybalt kill romeo ... refused: wrong_phase (not possible at this stage of the game)" in lines
+    assert (
+        "  tybalt kill romeo ... refused: wrong_phase (not possible at this stage of the game)"
+        in lines
+    )
 
 
 def test_a_game_left_waiting_says_so_in_the_result(tmp_path, capsys):
@@ -179,7 +201,7 @@ def test_doctor_saves_are_shown(capsys):
     lines = transcript_of(SCENARIOS / "dawn_protected_survives_all.yaml", capsys, "--lang", "en")
     lines = lines.splitlines()
     start = lines.index("  lucentio tour romeo ... ok") + 2
-    assert lines[start:start + 3] == [
+    assert lines[start : start + 3] == [
         "     🛡 romeo is protected by the doctor and survives the maniac's attack.",
         "     🛡 romeo is protected by the doctor and survives the touring mafia's attack.",
         "     🛡 romeo is protected by the doctor and survives the mafia's attack.",
@@ -258,7 +280,9 @@ def test_the_default_language_follows_the_locale(monkeypatch, capsys):
 
 
 def test_the_json_does_not_depend_on_the_language(capsys):
-    outputs = {lang: transcript_of(EXAMPLE, capsys, "--json", "--lang", lang) for lang in ("ru", "en")}
+    outputs = {
+        lang: transcript_of(EXAMPLE, capsys, "--json", "--lang", lang) for lang in ("ru", "en")
+    }
     assert outputs["ru"] == outputs["en"]
     assert json.loads(outputs["ru"])["winners"] == ["Verona:honest"]
 
@@ -271,7 +295,11 @@ def test_every_transcript_text_exists_in_both_languages():
     keys |= {f"simulate.stage.{s.value}" for s in Stage if s is not Stage.NIGHT}
     keys |= {f"simulate.cause.{c.value}" for c in Cause}
     keys |= {f"simulate.saved.{c}" for c in ("maniac", "mafia", "touring")}
-    keys |= {f"simulate.{kind}.{w.value}" for w in Winner for kind in ("decided", "decided_item", "winner")}
+    keys |= {
+        f"simulate.{kind}.{w.value}"
+        for w in Winner
+        for kind in ("decided", "decided_item", "winner")
+    }
     keys |= {"simulate.winner.maniac"} | {f"status.{s.value}" for s in Status}
     keys |= {f"simulate.reply.{r}" for r in ("same", "different", "mafia", "not_mafia")}
     for language in ("ru", "en"):
@@ -281,16 +309,24 @@ def test_every_transcript_text_exists_in_both_languages():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("cities:\n  V: {a: citizen, b: mafioso, c: commissar}\n"
-         "  V: {d: citizen, e: mafioso, f: commissar}\nsteps: []\n",
-         "duplicate key 'V' at line 3 (first at line 2)"),
-        ("cities:\n  V:\n    a: citizen\n    b: mafioso\n    c: commissar\n    a: doctor\n",
-         "duplicate key 'a' at line 6 (first at line 3)"),
-        ("seed: 1\ncities:\n  V: {a: citizen, b: mafioso, c: commissar}\nseed: 2\n",
-         "duplicate key 'seed' at line 4 (first at line 1)"),
-        ("rules: {first_phase: night, first_phase: day}\n"
-         "cities:\n  V: {a: citizen, b: mafioso, c: commissar}\n",
-         "duplicate key 'first_phase' at line 1 (first at line 1)"),
+        (
+            "cities:\n  V: {a: citizen, b: mafioso, c: commissar}\n"
+            "  V: {d: citizen, e: mafioso, f: commissar}\nsteps: []\n",
+            "duplicate key 'V' at line 3 (first at line 2)",
+        ),
+        (
+            "cities:\n  V:\n    a: citizen\n    b: mafioso\n    c: commissar\n    a: doctor\n",
+            "duplicate key 'a' at line 6 (first at line 3)",
+        ),
+        (
+            "seed: 1\ncities:\n  V: {a: citizen, b: mafioso, c: commissar}\nseed: 2\n",
+            "duplicate key 'seed' at line 4 (first at line 1)",
+        ),
+        (
+            "rules: {first_phase: night, first_phase: day}\n"
+            "cities:\n  V: {a: citizen, b: mafioso, c: commissar}\n",
+            "duplicate key 'first_phase' at line 1 (first at line 1)",
+        ),
     ],
     ids=["city", "player", "top_level", "rule_option"],
 )
@@ -313,7 +349,9 @@ def test_a_duplicate_city_is_refused_by_the_command(tmp_path):
     )
     run = subprocess.run(
         [sys.executable, "-m", "bot", "simulate", str(path), "--json"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert run.returncode == 2
     assert run.stdout == ""

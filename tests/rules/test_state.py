@@ -17,8 +17,13 @@ from rules.scenario import parse_step
 from .helpers import make_game, play
 
 STEPS = [
-    "romeo nominate tybalt", "friar protect romeo", "tranio compare romeo tybalt",
-    "host voting", "romeo vote tybalt", "mercutio vote tybalt", "bianca nominate lucentio",
+    "romeo nominate tybalt",
+    "friar protect romeo",
+    "tranio compare romeo tybalt",
+    "host voting",
+    "romeo vote tybalt",
+    "mercutio vote tybalt",
+    "bianca nominate lucentio",
 ]
 
 
@@ -35,8 +40,17 @@ def test_state_round_trips_through_json_at_every_step():
 def test_a_game_replays_exactly_from_setup_seed_and_log():
     game = make_game(seed=9)
     log = []
-    for step in ["romeo nominate tybalt", "host voting", "romeo vote tybalt", "host night",
-                 "lucentio kill bianca", "host day", "host voting", "host night", "host day"]:
+    for step in [
+        "romeo nominate tybalt",
+        "host voting",
+        "romeo vote tybalt",
+        "host night",
+        "lucentio kill bianca",
+        "host day",
+        "host voting",
+        "host night",
+        "host day",
+    ]:
         command = parse_step(step, game.players)
         game.apply(command)
         log.append(json.loads(json.dumps(command_to_dict(command))))

@@ -61,8 +61,13 @@ def test_a_judge_may_still_be_killed_by_his_own_mafia():
 
 def test_touring_proposals_go_to_the_consigliere():
     cities = dict(CITIES)
-    cities["B"] = {**CITIES["B"], "b6": "mafioso", "b7": "mafioso", "b8": "citizen",
-                   "b9": "citizen"}
+    cities["B"] = {
+        **CITIES["B"],
+        "b6": "mafioso",
+        "b7": "mafioso",
+        "b8": "citizen",
+        "b9": "citizen",
+    }
     game = make_game(cities, first_phase="night", touring_order=["B"])
     play(game, "b6 tour a3", "b7 tour c3", "b1 tour c3")
     assert killed(play(game, "host day")) == [("c3", Cause.TOURING)]
@@ -79,8 +84,17 @@ def test_the_procurator_sets_the_rotation_by_day_from_the_next_night():
         with pytest.raises(RuleError) as refused:
             game.apply(SetTouringOrder(bad))
         assert refused.value.code == code and game.to_dict() == before
-    play(game, "a3 nominate a4", "b3 nominate b4", "c3 nominate c4", "host voting",
-         "a5 vote a4", "b5 vote b4", "c5 vote c4", "host night")
+    play(
+        game,
+        "a3 nominate a4",
+        "b3 nominate b4",
+        "c3 nominate c4",
+        "host voting",
+        "a5 vote a4",
+        "b5 vote b4",
+        "c5 vote c4",
+        "host night",
+    )
     assert game.touring_city() == "C"
     play(game, "c1 tour a3")
     with pytest.raises(RuleError) as refused:

@@ -7,8 +7,13 @@ from .helpers import make_game, of, play, refuse
 
 def voting_game():
     game = make_game()
-    play(game, "romeo nominate tybalt", "mercutio nominate romeo", "bianca nominate lucentio",
-         "host voting")
+    play(
+        game,
+        "romeo nominate tybalt",
+        "mercutio nominate romeo",
+        "bianca nominate lucentio",
+        "host voting",
+    )
     return game
 
 

@@ -53,7 +53,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """The one line about the PostgreSQL half (nothing when it ran)."""
     if WHY_NOT is not None:
-        terminalreporter.write_line(f"postgresql: skipped the PostgreSQL half of the storage tests: {WHY_NOT}")
+        terminalreporter.write_line(
+            f"postgresql: skipped the PostgreSQL half of the storage tests: {WHY_NOT}"
+        )
 
 
 @pytest.fixture(scope="session")
@@ -66,7 +68,9 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 
 @pytest.fixture
-def database(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path | str:
+def database(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path | str:
     """A new, empty database: a SQLite file path, or a PostgreSQL URL (its own schema). With
     PostgreSQL the bot keeps its files in the working directory: the test's folder, then."""
     if request.param == "sqlite":
@@ -77,14 +81,18 @@ def database(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest
 
 
 @pytest.fixture
-def postgres_url(postgres_server: PostgresServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def postgres_url(
+    postgres_server: PostgresServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> str:
     """A new, empty PostgreSQL schema's URL (for what needs a server: several processes); the
     working directory is the test's folder."""
     monkeypatch.chdir(tmp_path)
     return postgres_server.new_url()
 
 
-async def raw(database: Path | str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+async def raw(
+    database: Path | str, sql: str, params: tuple[Any, ...] = ()
+) -> list[tuple[Any, ...]]:
     """Run one statement on the database behind the bot's back (``?`` parameters) and return
     its rows: what a test reads or damages directly."""
     if isinstance(database, Path):

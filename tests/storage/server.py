@@ -46,7 +46,6 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-
 def run_to_completion(coroutine: Callable[[], Coroutine[object, object, object]]) -> None:
     """Run ``coroutine()`` to its end from code that cannot await: here, or on a thread with a
     loop of its own when this thread already runs one (a fixture or a polled condition)."""
@@ -68,6 +67,7 @@ def run_to_completion(coroutine: Callable[[], Coroutine[object, object, object]]
     thread.join()
     if failure:
         raise failure[0]
+
 
 class PostgresServer:
     """One running server; :meth:`url` of a fresh schema for each user of it."""
@@ -99,24 +99,50 @@ class PostgresServer:
         """initdb and start (raises CalledProcessError with the server's words if it cannot)."""
         if self._user is not None:
             os.chown(self.folder, self._user.pw_uid, self._user.pw_gid)
-        self._run(str(self.binaries / "initdb"), "-D", str(self.data), "-U", "postgres",
-                  "--auth=trust", "--encoding=UTF8", "--no-locale", "--no-sync")
+        self._run(
+            str(self.binaries / "initdb"),
+            "-D",
+            str(self.data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "--encoding=UTF8",
+            "--no-locale",
+            "--no-sync",
+        )
         self.resume()
         self._psql_free_create()
 
     def resume(self) -> None:
         """Start the initialised server (again, after :meth:`crash`: it recovers from its WAL)."""
-        settings = [f"-p {self.port}", f"-k {self.socket_dir}", "-c listen_addresses=''",
-                    "-c max_connections=200"]
+        settings = [
+            f"-p {self.port}",
+            f"-k {self.socket_dir}",
+            "-c listen_addresses=''",
+            "-c max_connections=200",
+        ]
         if not self.durable:  # the tests: speed over surviving a power loss
             settings += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
-        self._run(str(self.binaries / "pg_ctl"), "-D", str(self.data), "-l", str(self.folder / "log"),
-                  "-w", "-t", "60", "-o", " ".join(settings), "start")
+        self._run(
+            str(self.binaries / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.folder / "log"),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            " ".join(settings),
+            "start",
+        )
 
     def crash(self) -> None:
         """Stop the server at once (``-m immediate``: every process quits without a shutdown
         checkpoint, connections cut mid-statement), keeping its files; :meth:`resume` recovers."""
-        self._run(str(self.binaries / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        self._run(
+            str(self.binaries / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"
+        )
 
     def _psql_free_create(self) -> None:
         """CREATE DATABASE through asyncpg (psql may be absent where the server is)."""
@@ -125,8 +151,9 @@ class PostgresServer:
         import asyncpg
 
         async def create() -> None:
-            connection = await asyncpg.connect(host=str(self.socket_dir), port=self.port,
-                                               user="postgres", database="postgres")
+            connection = await asyncpg.connect(
+                host=str(self.socket_dir), port=self.port, user="postgres", database="postgres"
+            )
             try:
                 await connection.execute(f"CREATE DATABASE {DATABASE}")
             finally:
@@ -157,7 +184,9 @@ class PostgresServer:
     def stop(self) -> None:
         """Stop the server (fast: connections are cut) and remove its folder."""
         with contextlib.suppress(subprocess.SubprocessError, OSError):
-            self._run(str(self.binaries / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            self._run(
+                str(self.binaries / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"
+            )
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -170,8 +199,10 @@ def running_server(*, durable: bool = False) -> Iterator[PostgresServer]:
     """
     binaries = find_binaries()
     if binaries is None:
-        raise RuntimeError("no PostgreSQL server binaries (initdb, pg_ctl, postgres) on PATH "
-                           "or in /usr/lib/postgresql/*/bin")
+        raise RuntimeError(
+            "no PostgreSQL server binaries (initdb, pg_ctl, postgres) on PATH "
+            "or in /usr/lib/postgresql/*/bin"
+        )
     server = PostgresServer(binaries, durable=durable)
     try:
         server.start()

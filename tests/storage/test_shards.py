@@ -28,7 +28,9 @@ def shard_of(guild_id: int, count: int) -> int:
     return (guild_id >> 22) % count
 
 
-async def guilds_on_every_shard(fake: FakeDiscord, count: int, players: int = 8) -> list[StandardGuild]:
+async def guilds_on_every_shard(
+    fake: FakeDiscord, count: int, players: int = 8
+) -> list[StandardGuild]:
     """Guilds (members h0.., each guild its own prefix) until every shard of ``count`` has one."""
     worlds: list[StandardGuild] = []
     covered: set[int] = set()
@@ -41,7 +43,9 @@ async def guilds_on_every_shard(fake: FakeDiscord, count: int, players: int = 8)
     return worlds
 
 
-async def test_one_process_runs_every_recommended_shard_and_each_guild_is_on_its_own(tmp_path: Path, caplog):
+async def test_one_process_runs_every_recommended_shard_and_each_guild_is_on_its_own(
+    tmp_path: Path, caplog
+):
     fake = FakeDiscord()
     fake.recommended_shards = 2
     worlds = await guilds_on_every_shard(fake, 2)
@@ -61,18 +65,35 @@ async def test_one_process_runs_every_recommended_shard_and_each_guild_is_on_its
                 world = next(w for w in worlds if shard_of(w.guild.id, 2) == shard)
                 session = fake.gateway.interaction_session(world.guild.id)
                 assert session is not None and session.shard == (shard, 2)
-                opened = await fake.slash(world.guild.id, world.owner.user.id, "mafia new", {},
-                                          channel_id=world.text_channel.id, locale="ru")
+                opened = await fake.slash(
+                    world.guild.id,
+                    world.owner.user.id,
+                    "mafia new",
+                    {},
+                    channel_id=world.text_channel.id,
+                    locale="ru",
+                )
                 assert opened.ephemeral and opened.callback_type == 4, opened.describe()
             games = {live.record.guild_id for live in bot.service.games()}
-            assert games == {next(w for w in worlds if shard_of(w.guild.id, 2) == s).guild.id for s in (0, 1)}
+            assert games == {
+                next(w for w in worlds if shard_of(w.guild.id, 2) == s).guild.id for s in (0, 1)
+            }
             # each shard's connection drops and resumes on its own, and the log names it
             with caplog.at_level(logging.INFO, logger="bot.bot"):
                 await fake.gateway.drop(code=4000, resumable=True)
-                await fake.wait_until(lambda: fake.gateway.count("resume") >= 2 or None, 20.0,
-                                      "the shards did not resume")
-                await fake.wait_until(lambda: sum("resumed its session" in r.getMessage()
-                                                  for r in caplog.records) >= 2 or None, 20.0, caplog.text)
+                await fake.wait_until(
+                    lambda: fake.gateway.count("resume") >= 2 or None,
+                    20.0,
+                    "the shards did not resume",
+                )
+                await fake.wait_until(
+                    lambda: (
+                        sum("resumed its session" in r.getMessage() for r in caplog.records) >= 2
+                        or None
+                    ),
+                    20.0,
+                    caplog.text,
+                )
             tagged = {(r.getMessage(), getattr(r, "shard", None)) for r in caplog.records}
             for shard in (0, 1):
                 assert (f"shard {shard} disconnected from the gateway", shard) in tagged
@@ -101,16 +122,30 @@ def test_shard_settings_are_parsed_and_broken_ones_refused():
             config_from_dict(data)
 
 
-@pytest.mark.parametrize(("arguments", "message"), [
-    (["--shards", "1"], "--shards: needs --shard-count"),
-    (["--shards", "2", "--shard-count", "2"], "--shards: shard 2 does not exist with --shard-count 2"),
-    (["--shards", "x", "--shard-count", "2"], "--shards: 'x' is not a shard number"),
-    (["--shard-count", "0"], "--shard-count: must be from 1 to"),
-])
-def test_mafia_bot_run_refuses_broken_shards_before_connecting(tmp_path: Path, arguments: list[str], message: str):
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--shards", "1"], "--shards: needs --shard-count"),
+        (
+            ["--shards", "2", "--shard-count", "2"],
+            "--shards: shard 2 does not exist with --shard-count 2",
+        ),
+        (["--shards", "x", "--shard-count", "2"], "--shards: 'x' is not a shard number"),
+        (["--shard-count", "0"], "--shard-count: must be from 1 to"),
+    ],
+)
+def test_mafia_bot_run_refuses_broken_shards_before_connecting(
+    tmp_path: Path, arguments: list[str], message: str
+):
     env = {**os.environ, "DISCORD_TOKEN": "unused", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "bot", "run", *arguments], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "run", *arguments],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2, done.stderr
     assert message in done.stderr
     assert not (tmp_path / "prokurator.sqlite3").exists()  # refused before anything was opened
@@ -123,18 +158,45 @@ async def test_a_process_given_shard_1_of_2_hears_only_its_guilds(tmp_path: Path
     log = tmp_path / "bot.log"
     (tmp_path / "config.yaml").write_text(
         f"database: {tmp_path / 'bot.sqlite3'}\nlog_level: INFO\n"
-        "timers: {discussion: 0, voting: 0, night: 0, reminders: []}\n")
-    env = {**os.environ, "DISCORD_TOKEN": fake.token, "DISCORD_API_BASE": fake.api_base,
-           "DISCORD_GATEWAY_URL": fake.gateway_url, "PYTHONPATH": str(ROOT)}
+        "timers: {discussion: 0, voting: 0, night: 0, reminders: []}\n"
+    )
+    env = {
+        **os.environ,
+        "DISCORD_TOKEN": fake.token,
+        "DISCORD_API_BASE": fake.api_base,
+        "DISCORD_GATEWAY_URL": fake.gateway_url,
+        "PYTHONPATH": str(ROOT),
+    }
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "bot", "run", "--config", str(tmp_path / "config.yaml"),
-             "--shards", "1", "--shard-count", "2"], env=env, cwd=ROOT, stdout=out, stderr=out)
+            [
+                sys.executable,
+                "-m",
+                "bot",
+                "run",
+                "--config",
+                str(tmp_path / "config.yaml"),
+                "--shards",
+                "1",
+                "--shard-count",
+                "2",
+            ],
+            env=env,
+            cwd=ROOT,
+            stdout=out,
+            stderr=out,
+        )
     try:
-        await fake.wait_until(lambda: fake.gateway.events("READY") or None, 30.0,
-                              f"the bot did not connect: {log.read_text(errors='replace')[-2000:]}")
-        await fake.wait_until(lambda: "ready as" in log.read_text(errors="replace") or None, 30.0,
-                              f"the bot was never ready: {log.read_text(errors='replace')[-2000:]}")
+        await fake.wait_until(
+            lambda: fake.gateway.events("READY") or None,
+            30.0,
+            f"the bot did not connect: {log.read_text(errors='replace')[-2000:]}",
+        )
+        await fake.wait_until(
+            lambda: "ready as" in log.read_text(errors="replace") or None,
+            30.0,
+            f"the bot was never ready: {log.read_text(errors='replace')[-2000:]}",
+        )
         (session,) = fake.gateway.sessions.values()
         assert session.shard == (1, 2)
         mine = {w.guild.id for w in worlds if shard_of(w.guild.id, 2) == 1}
@@ -143,8 +205,14 @@ async def test_a_process_given_shard_1_of_2_hears_only_its_guilds(tmp_path: Path
         ours = next(w for w in worlds if shard_of(w.guild.id, 2) == 1)
         theirs = next(w for w in worlds if shard_of(w.guild.id, 2) == 0)
         assert fake.gateway.interaction_session(theirs.guild.id) is None  # nobody serves shard 0
-        opened = await fake.slash(ours.guild.id, ours.owner.user.id, "mafia new", {},
-                                  channel_id=ours.text_channel.id, locale="ru")
+        opened = await fake.slash(
+            ours.guild.id,
+            ours.owner.user.id,
+            "mafia new",
+            {},
+            channel_id=ours.text_channel.id,
+            locale="ru",
+        )
         assert opened.ephemeral and opened.callback_type == 4, opened.describe()
         text = log.read_text(errors="replace")
         assert "[shard 1]" in text and "shard 1 connected to the gateway" in text
@@ -165,13 +233,19 @@ def test_log_lines_name_their_shard():
     formatter, tag = logging.Formatter(LOG_FORMAT), ShardFilter()
 
     def line(message: str, *args: object, **extra: object) -> str:
-        record = logging.LogRecord("discord.gateway", logging.INFO, __file__, 1, message, args, None)
+        record = logging.LogRecord(
+            "discord.gateway", logging.INFO, __file__, 1, message, args, None
+        )
         record.__dict__.update(extra)
         assert tag.filter(record)
         return formatter.format(record).split(None, 3)[3]
 
-    assert line("Shard ID %s has connected to Gateway (Session ID: %s).", 3, "abc") == \
-        "discord.gateway [shard 3]: Shard ID 3 has connected to Gateway (Session ID: abc)."
-    assert line("For Shard ID %s: WebSocket Event: %s", 1, "{}").startswith("discord.gateway [shard 1]:")
+    assert (
+        line("Shard ID %s has connected to Gateway (Session ID: %s).", 3, "abc")
+        == "discord.gateway [shard 3]: Shard ID 3 has connected to Gateway (Session ID: abc)."
+    )
+    assert line("For Shard ID %s: WebSocket Event: %s", 1, "{}").startswith(
+        "discord.gateway [shard 1]:"
+    )
     assert line("shard %d ready", 2, shard=2) == "discord.gateway [shard 2]: shard 2 ready"
     assert line("no shard here") == "discord.gateway: no shard here"

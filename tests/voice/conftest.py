@@ -39,7 +39,9 @@ def _run_on(tool: str | None, data: bytes) -> subprocess.CompletedProcess[str]:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "recording.opus"
         path.write_bytes(data)
-        return subprocess.run([tool, str(path)], capture_output=True, text=True, timeout=60, check=False)
+        return subprocess.run(
+            [tool, str(path)], capture_output=True, text=True, timeout=60, check=False
+        )
 
 
 def oggz_problems(data: bytes) -> list[str]:
@@ -48,7 +50,9 @@ def oggz_problems(data: bytes) -> list[str]:
     if run.returncode == 0:
         return []
     lines = [line.strip() for line in (run.stdout + run.stderr).splitlines() if line.strip()]
-    return [f"oggz-validate: {line}" for line in lines] or [f"oggz-validate exited with {run.returncode}"]
+    return [f"oggz-validate: {line}" for line in lines] or [
+        f"oggz-validate exited with {run.returncode}"
+    ]
 
 
 def decoded_problems(data: bytes, duration_secs: float) -> list[str]:

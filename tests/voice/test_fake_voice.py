@@ -284,7 +284,9 @@ async def test_a_client_without_dave_downgrades_the_call_and_its_leaving_upgrade
         connection = voice_client._connection
 
         legacy = await world.join(world.neighbour_id, dave=False)
-        await wait_until(lambda: connection.dave_protocol_version == 0 and connection.dave_downgraded)
+        await wait_until(
+            lambda: connection.dave_protocol_version == 0 and connection.dave_downgraded
+        )
         downgrade = world.server.downgrades[0]
         ops = [(m["op"], m["d"].get("transition_id")) for m in world.server.bot_messages]
         assert (23, downgrade) in ops, "the bot got op 21 and answered op 23"
@@ -325,7 +327,9 @@ async def test_a_speaker_left_alone_by_the_bot_sends_nothing_until_a_new_group_t
         async def hang_up() -> None:
             # The bot leaves while he talks: he is the sole member, reset to a pending group.
             await voice_client.disconnect(force=True)
-            await wait_until(lambda: f"sole member {world.nominee_id} is reset" in world.server.dave_log)
+            await wait_until(
+                lambda: f"sole member {world.nominee_id} is reset" in world.server.dave_log
+            )
 
         sent = await nominee.play(opus_packets()[:6], at={3: hang_up})
         assert [packet.index for packet in sent] == [0, 1, 2], "libdave has no key: nothing is sent"
@@ -350,7 +354,10 @@ async def test_a_reconnecting_client_comes_back_with_a_new_ssrc_and_counters() -
         await nominee.wait_in_group()
         second = await nominee.play(opus_packets()[5:10])
 
-        assert nominee.ssrc != old_ssrc and voice_client.speakers.ssrc_for(world.nominee_id) == nominee.ssrc
+        assert (
+            nominee.ssrc != old_ssrc
+            and voice_client.speakers.ssrc_for(world.nominee_id) == nominee.ssrc
+        )
         assert voice_client.speakers.user_for(old_ssrc) is None
         assert (first[0].sequence, first[0].timestamp) == (0, 0)
         assert (second[0].sequence, second[0].timestamp) != (5, 5 * 960), "new random counters"

@@ -66,7 +66,10 @@ async def test_a_nominee_speaks_and_his_city_gets_his_voice_only() -> None:
         await neighbour.wait_in_group()
         calling = await tb.calling_message()
         assert tb.table.fake.message(calling.id).content == ru(
-            "lastword.calling", player=mention(tb.nominee), limit="3:00", tribune=f"<#{tb.voice_channel}>"
+            "lastword.calling",
+            player=mention(tb.nominee),
+            limit="3:00",
+            tribune=f"<#{tb.voice_channel}>",
         )
         assert calling.pinged == {tb.nominee_id}, "the nominee is pinged, and nobody else"
 
@@ -77,15 +80,20 @@ async def test_a_nominee_speaks_and_his_city_gets_his_voice_only() -> None:
         before, others_before = stats.delivered, stats.unregistered + stats.unknown_ssrc
         waited = clock() - recorder.recording_started  # however long a loaded machine took
         sent, blasted = await asyncio.gather(
-            nominee.play(opus_packets()[:1000], gaps={gap_at: 3.0}, lose={100, 101},
-                         reorder=[(200, 201), (640, 642)]),
+            nominee.play(
+                opus_packets()[:1000],
+                gaps={gap_at: 3.0},
+                lose={100, 101},
+                reorder=[(200, 201), (640, 642)],
+            ),
             neighbour.play(tone_packets(TONE_HZ, 700)),
         )
         spoke = clock()
         assert len(sent) == 998
         await tb.delivered(client, before + len(sent), timeout=60)
         await tb.table.fake.wait_until(
-            lambda: stats.unregistered + stats.unknown_ssrc - others_before >= len(blasted), 60,
+            lambda: stats.unregistered + stats.unknown_ssrc - others_before >= len(blasted),
+            60,
             "the neighbour's packets never reached the bot",
         )
         progress = await tb.progress_shown()
@@ -101,7 +109,9 @@ async def test_a_nominee_speaks_and_his_city_gets_his_voice_only() -> None:
         index = messages.index(voice)
         attachment = voice.attachments[0]
         assert len(voice.attachments) == 1 and voice.content == "" and not voice.components
-        assert attachment.content_type is not None and attachment.content_type.startswith("audio/ogg")
+        assert attachment.content_type is not None and attachment.content_type.startswith(
+            "audio/ogg"
+        )
         duration = attachment.duration_secs
         assert duration is not None
         assert messages[index - 1].content == ru(
@@ -113,8 +123,9 @@ async def test_a_nominee_speaks_and_his_city_gets_his_voice_only() -> None:
         # The live line was edited while he spoke, and says how it ended.
         line = tb.table.fake.message(progress.id)
         assert any("🔴" in old["content"] and "/ 3:00" in old["content"] for old in line.edits)
-        assert line.content == ru("lastword.outcome.stopped", player=mention(tb.nominee),
-                                  length=clock_text(duration))
+        assert line.content == ru(
+            "lastword.outcome.stopped", player=mention(tb.nominee), length=clock_text(duration)
+        )
         assert line.components == []
 
         # The file holds his packets only, on his timeline: leading silence until
@@ -130,11 +141,13 @@ async def test_a_nominee_speaks_and_his_city_gets_his_voice_only() -> None:
         # the lead-in is the time from the recording's start until his first packet, to the frame
         first_sent = min(packet.sent_at for packet in sent) - recorder.recording_started
         assert first_sent >= waited
-        assert abs((lead - PRE_SKIP) / RATE - first_sent) <= FRAME / RATE, "his voice is not where he spoke"
+        assert abs((lead - PRE_SKIP) / RATE - first_sent) <= FRAME / RATE, (
+            "his voice is not where he spoke"
+        )
         expected = expected_packets(sent)
         assert len(expected) == 1000 + 150
         assert packets[: len(expected)] == expected
-        assert all(packet in SILENCE_FRAMES for packet in packets[len(expected):])
+        assert all(packet in SILENCE_FRAMES for packet in packets[len(expected) :])
         total = lead + file_samples(packets)
         assert duration == (total - PRE_SKIP) / RATE
         # 23 s of speech and pause, then the moment until Stop was pressed (on the call's clock:
@@ -145,7 +158,7 @@ async def test_a_nominee_speaks_and_his_city_gets_his_voice_only() -> None:
         assert abs(len(decoded) - duration * RATE) <= 1
         lead_in = audio_packets(ogg)[: leading_silence(audio_packets(ogg))[0]]
         reference = decode_raw(lead_in + expected)[PRE_SKIP:]
-        assert len(reference) == total - PRE_SKIP - file_samples(packets[len(expected):])
+        assert len(reference) == total - PRE_SKIP - file_samples(packets[len(expected) :])
         assert decoded[: len(reference)] == reference
 
         # The neighbour's tone is nowhere in it; the pause is where and as long as it was.
@@ -184,8 +197,9 @@ async def test_four_minutes_of_speech_are_cut_at_exactly_three() -> None:
         assert packets == expected_packets(sent)[: len(packets)]
         assert client.receiver.stats.delivered - before < len(four_minutes)
         line = tb.table.fake.message((await tb.calling_message()).id)
-        assert line.content == ru("lastword.outcome.complete", player=mention(tb.nominee),
-                                  length="3:00")
+        assert line.content == ru(
+            "lastword.outcome.complete", player=mention(tb.nominee), length="3:00"
+        )
         assert tb.used_up()
 
 
@@ -196,7 +210,10 @@ async def test_the_hosts_limit_is_the_cut() -> None:
         client = await tb.recording()
         line = await tb.calling_message()
         assert tb.table.fake.message(line.id).content == ru(
-            "lastword.calling", player=mention(tb.nominee), limit="0:02", tribune=f"<#{tb.voice_channel}>"
+            "lastword.calling",
+            player=mention(tb.nominee),
+            limit="0:02",
+            tribune=f"<#{tb.voice_channel}>",
         )
         sent = await tb.speak_fast(nominee, opus_packets()[:250], client)
         await tb.finished()
@@ -245,8 +262,11 @@ async def test_the_days_end_waits_for_the_speaker_then_executes_him() -> None:
         deaths = [m for m in messages if m.kind == "channel" and death in m.content]
         assert len(deaths) == 1
         assert messages.index(voice) < messages.index(deaths[0]), "executed after his last word"
-        posted = ru("lastword.posted", player=mention(tb.nominee),
-                    length=clock_text(voice.attachments[0].duration_secs or 0))
+        posted = ru(
+            "lastword.posted",
+            player=mention(tb.nominee),
+            length=clock_text(voice.attachments[0].duration_secs or 0),
+        )
         assert [m.content for m in messages].index(posted) == messages.index(voice) - 1
 
 
@@ -256,8 +276,10 @@ async def test_a_refused_voice_message_is_posted_once_as_an_audio_attachment() -
         bot_id = fake.bot_user.id
         channel = fake.channel(tb.city_channel)
         mine = next(o for o in channel.overwrites if o.id == bot_id)
-        fake.set_overwrite(tb.city_channel, Overwrite(bot_id, mine.type, mine.allow & ~SEND_VOICE,
-                                                      mine.deny | SEND_VOICE))
+        fake.set_overwrite(
+            tb.city_channel,
+            Overwrite(bot_id, mine.type, mine.allow & ~SEND_VOICE, mine.deny | SEND_VOICE),
+        )
         await tb.ask()
         nominee = await tb.join()
         client = await tb.recording()
@@ -267,8 +289,11 @@ async def test_a_refused_voice_message_is_posted_once_as_an_audio_attachment() -
         await tb.stop()
         await tb.finished()
 
-        refused = [c for c in fake.calls("POST", "/channels/{channel_id}/messages")
-                   if c.status == 403 and c.params.get("channel_id") == str(tb.city_channel)]
+        refused = [
+            c
+            for c in fake.calls("POST", "/channels/{channel_id}/messages")
+            if c.status == 403 and c.params.get("channel_id") == str(tb.city_channel)
+        ]
         assert len(refused) == 1, "the voice message was tried once"
         assert not tb.voice_messages()
         attached = tb.with_attachments()
@@ -276,7 +301,9 @@ async def test_a_refused_voice_message_is_posted_once_as_an_audio_attachment() -
         message = attached[0]
         assert message.content == ru("lastword.attachment", player=mention(tb.nominee))
         attachment = message.attachments[0]
-        assert attachment.content_type is not None and attachment.content_type.startswith("audio/ogg")
+        assert attachment.content_type is not None and attachment.content_type.startswith(
+            "audio/ogg"
+        )
         assert attachment.filename.endswith(".ogg")
         packets, _ = recorded_audio(attachment.data)
         assert packets[: len(sent)] == expected_packets(sent)
@@ -312,8 +339,9 @@ async def test_only_the_speaker_or_the_host_may_stop_him() -> None:
         packets, _ = recorded_audio(voice.attachments[0].data)
         assert packets[: len(sent)] == expected_packets(sent)
         line = table.fake.message((await tb.calling_message()).id)
-        assert line.content.startswith(ru("lastword.outcome.stopped", player=mention(tb.nominee),
-                                          length="")[:-3])
+        assert line.content.startswith(
+            ru("lastword.outcome.stopped", player=mention(tb.nominee), length="")[:-3]
+        )
 
 
 async def test_the_hosts_skip_stops_him_and_silence_uses_up_his_last_word() -> None:
@@ -330,7 +358,9 @@ async def test_the_hosts_skip_stops_him_and_silence_uses_up_his_last_word() -> N
         await tb.finished()
 
         line = table.fake.message((await tb.calling_message()).id)
-        assert line.content == ru("lastword.outcome.stopped", player=mention(tb.nominee), length="0:00")
+        assert line.content == ru(
+            "lastword.outcome.stopped", player=mention(tb.nominee), length="0:00"
+        )
         assert line.components == []
         assert not tb.with_attachments()
         assert tb.used_up(), "he stood at the tribune and said nothing"
@@ -342,14 +372,19 @@ async def test_the_tribune_takes_one_speaker_at_a_time_in_the_order_they_asked()
     async with tribune() as first:
         table = first.table
         second_nominator, second_nominee = first.others()[:2]
-        nominated = await table.slash(table.name(second_nominator), "nominate", {"player": second_nominee})
+        nominated = await table.slash(
+            table.name(second_nominator), "nominate", {"player": second_nominee}
+        )
         assert nominated.ephemeral, nominated.content
         await table.drain()
         second = replace(first, nominee=second_nominee, nominator=second_nominator, speakers={})
 
         # The first asks with the button on his nomination; it is his button only.
-        nomination = next(m for m in first.city_messages()
-                          if f"mafia:lastword:{first.live.id}:{first.nominee}" in str(m.components))
+        nomination = next(
+            m
+            for m in first.city_messages()
+            if f"mafia:lastword:{first.live.id}:{first.nominee}" in str(m.components)
+        )
         custom_id = f"mafia:lastword:{first.live.id}:{first.nominee}"
         foreign = await table.fake.click(nomination, custom_id, int(second.nominee))
         assert foreign.ephemeral and foreign.content == ru("error.not_your_button")

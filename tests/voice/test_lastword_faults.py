@@ -77,8 +77,12 @@ async def test_a_speaker_who_leaves_and_stays_away_gets_what_he_said_posted() ->
 
         await tb.leave(nominee)
         left_at = tb.server.clock()
-        stepped_out = ru("lastword.stepped_out", player=mention(tb.nominee), seconds=FAST.leave_grace)
-        await tb.table.fake.wait_until(lambda: tb.containing(stepped_out), 5, "nobody was told he left")
+        stepped_out = ru(
+            "lastword.stepped_out", player=mention(tb.nominee), seconds=FAST.leave_grace
+        )
+        await tb.table.fake.wait_until(
+            lambda: tb.containing(stepped_out), 5, "nobody was told he left"
+        )
         assert not tb.voice_messages(), "he has the grace to come back"
         tb.server.clock.advance(FAST.leave_grace)  # and does not
         await tb.finished()
@@ -90,8 +94,11 @@ async def test_a_speaker_who_leaves_and_stays_away_gets_what_he_said_posted() ->
         # The file ends where he left, not where the grace ran out.
         assert attachment.duration_secs is not None
         assert 5.0 <= attachment.duration_secs <= left_at - started + 0.2
-        assert await outcome_line(tb) == ru("lastword.outcome.left", player=mention(tb.nominee),
-                                            length=clock_text(attachment.duration_secs))
+        assert await outcome_line(tb) == ru(
+            "lastword.outcome.left",
+            player=mention(tb.nominee),
+            length=clock_text(attachment.duration_secs),
+        )
         assert len(tb.with_attachments()) == 1
         assert not tb.containing(technical(tb))
         assert tb.used_up()
@@ -103,7 +110,9 @@ async def test_a_nominee_who_never_comes_loses_his_last_word() -> None:
         assert asked.content == ru("lastword.queued", ahead=0)
         await tb.finished()
 
-        assert await outcome_line(tb) == ru("lastword.outcome.not_joined", player=mention(tb.nominee))
+        assert await outcome_line(tb) == ru(
+            "lastword.outcome.not_joined", player=mention(tb.nominee)
+        )
         assert (await tb.calling_message()).components == []
         assert_nothing_posted(tb)
         assert not tb.containing(technical(tb))
@@ -124,8 +133,9 @@ async def test_a_bot_that_cannot_join_the_tribune_is_technical() -> None:
 
         assert len(tb.containing(technical(tb))) == 1
         assert tb.city_messages()[-1].content == technical(tb)
-        assert not [m for m in tb.city_messages() if "mafia:stop:" in str(m.components)], \
+        assert not [m for m in tb.city_messages() if "mafia:stop:" in str(m.components)], (
             "no speaker's line without a connection"
+        )
         assert_nothing_posted(tb)
         assert not tb.used_up()
         assert tb.voice_client() is None
@@ -136,7 +146,13 @@ async def test_a_bot_that_cannot_join_the_tribune_is_technical() -> None:
 
 def connects(tb: Tribune) -> int:
     """The bot's op 4 requests to join the tribune so far."""
-    return len([r for r in tb.table.fake.voice_requests if str(r.get("channel_id")) == str(tb.voice_channel)])
+    return len(
+        [
+            r
+            for r in tb.table.fake.voice_requests
+            if str(r.get("channel_id")) == str(tb.voice_channel)
+        ]
+    )
 
 
 async def test_a_voice_server_gone_for_good_after_his_words_posts_what_he_said() -> None:
@@ -160,13 +176,18 @@ async def test_a_voice_server_gone_for_good_after_his_words_posts_what_he_said()
         assert recorded[: len(sent)] == expected_packets(sent)
         duration = voice.attachments[0].duration_secs
         assert duration is not None and duration >= 3.0
-        assert await outcome_line(tb) == ru("lastword.outcome.connection_lost_kept", player=mention(tb.nominee),
-                                            length=clock_text(duration))
+        assert await outcome_line(tb) == ru(
+            "lastword.outcome.connection_lost_kept",
+            player=mention(tb.nominee),
+            length=clock_text(duration),
+        )
         assert not tb.containing(technical(tb))
         assert tb.used_up()
 
 
-async def test_a_dropped_voice_connection_before_he_speaks_is_technical_and_he_may_speak_again() -> None:
+async def test_a_dropped_voice_connection_before_he_speaks_is_technical_and_he_may_speak_again() -> (
+    None
+):
     async with tribune() as tb:
         tb.cog.reconnect_backoff = 0.05
         await tb.ask()
@@ -213,13 +234,18 @@ async def test_frames_that_fail_dave_decryption_are_technical() -> None:
 
 async def test_dave_that_never_becomes_ready_is_technical() -> None:
     slow_dave = LastWord(join_timeout=5, dave_timeout=1, progress_every=1)
-    async with tribune(last_word=slow_dave, bad_proposal_signature=True, response_timeout=0.5) as tb:
+    async with tribune(
+        last_word=slow_dave, bad_proposal_signature=True, response_timeout=0.5
+    ) as tb:
         await tb.ask()
         # Once the bot holds the channel's MLS group, it must commit the nominee's
         # Add proposal: the proposal's signature is bad and its websocket poller dies on it.
         founded = f"{tb.table.fake.bot_user.id} founds the group"
-        await tb.table.fake.wait_until(lambda: any(founded in e for e in tb.server.dave_log), 5,
-                                       "the bot never founded the MLS group")
+        await tb.table.fake.wait_until(
+            lambda: any(founded in e for e in tb.server.dave_log),
+            5,
+            "the bot never founded the MLS group",
+        )
         await tb.join()
         await tb.finished()
 
@@ -233,7 +259,9 @@ async def test_dave_that_never_becomes_ready_is_technical() -> None:
         await tb.finished()
 
 
-async def test_a_recording_cut_by_a_restart_is_reported_once_and_not_used_up(tmp_path: Path) -> None:
+async def test_a_recording_cut_by_a_restart_is_reported_once_and_not_used_up(
+    tmp_path: Path,
+) -> None:
     server = FakeVoiceServer()
     await server.start()
     fake = FakeDiscord()
@@ -258,7 +286,9 @@ async def test_a_recording_cut_by_a_restart_is_reported_once_and_not_used_up(tmp
             worker.cancel()
             await asyncio.gather(worker, return_exceptions=True)
             parts = list(tb.folder.glob("*.part"))
-            assert len(parts) == 1 and parts[0].stat().st_size > 0, "the .part stays for the next start"
+            assert len(parts) == 1 and parts[0].stat().st_size > 0, (
+                "the .part stays for the next start"
+            )
             folder = tb.folder
             calling = await tb.calling_message()
             await table.drain()

@@ -111,7 +111,9 @@ def assert_segments_where_sent(
         first = words[index][0] / RATE
         assert abs(first - (segment[0].sent_at - started)) < TOLERANCE
         starts = [start for start, _ in words[index : index + len(segment)]]
-        assert [b - a for a, b in zip(starts, starts[1:], strict=False)] == [FRAME] * (len(segment) - 1)
+        assert [b - a for a, b in zip(starts, starts[1:], strict=False)] == [FRAME] * (
+            len(segment) - 1
+        )
         index += len(segment)
     return words
 
@@ -181,9 +183,13 @@ async def test_a_client_without_dave_coming_and_going_leaves_no_ciphertext_in_th
         async def downgraded() -> None:
             await background.settle()
             await tb.table.fake.wait_until(
-                lambda: connection.dave_protocol_version == 0
-                and server.downgrades and server.downgrades[0] in server.executed_at,
-                5, "the call never went transport-only",
+                lambda: (
+                    connection.dave_protocol_version == 0
+                    and server.downgrades
+                    and server.downgrades[0] in server.executed_at
+                ),
+                5,
+                "the call never went transport-only",
             )
 
         async def legacy_leaves() -> None:
@@ -193,12 +199,15 @@ async def test_a_client_without_dave_coming_and_going_leaves_no_ciphertext_in_th
             await background.settle()
             await tb.table.fake.wait_until(client.dave_ready, 5, "the call never came back to DAVE")
 
-        sent = await nominee.play(speech(3000), at={
-            300: background.start(legacy_joins),
-            900: downgraded,
-            1200: background.start(legacy_leaves),
-            2200: upgraded,
-        })
+        sent = await nominee.play(
+            speech(3000),
+            at={
+                300: background.start(legacy_joins),
+                900: downgraded,
+                1200: background.start(legacy_leaves),
+                2200: upgraded,
+            },
+        )
         await tb.delivered(client, len(sent), timeout=20)
         stats = client.receiver.stats
         assert stats.dave_errors == 0
@@ -240,8 +249,9 @@ async def test_epoch_changes_duplicates_and_sfu_silence_mid_speech_lose_nothing(
 
         async def epoch_is(expected: int) -> None:
             await background.settle()
-            await tb.table.fake.wait_until(lambda: session.epoch == expected, 5,
-                                           f"epoch {session.epoch}, not {expected}")
+            await tb.table.fake.wait_until(
+                lambda: session.epoch == expected, 5, f"epoch {session.epoch}, not {expected}"
+            )
 
         sent = await nominee.play(
             speech(2500),

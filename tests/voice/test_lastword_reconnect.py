@@ -90,19 +90,29 @@ async def test_a_call_moved_to_another_voice_server_mid_speech_goes_on_in_the_sa
         second = await nominee.play(speech(700, offset=500), at={0: moving(tb, nominee)})
         ogg = await posted(tb)
 
-        assert server.endpoints == [first_endpoint, server.endpoint] and len(server.connections) >= 2
-        assert tb.voice_client() is None or tb.voice_client() is client, "discord.py followed the move itself"
+        assert (
+            server.endpoints == [first_endpoint, server.endpoint] and len(server.connections) >= 2
+        )
+        assert tb.voice_client() is None or tb.voice_client() is client, (
+            "discord.py followed the move itself"
+        )
         # one reconnect for the move (a loaded machine may time out an attempt and try again)
         assert 1 <= recorder.reconnects <= len(server.connections) - 1
         assert_one_recording_of(ogg, [first, second], started)
-        gap = (second[0].sent_at - (first[-1].sent_at + 0.02))
+        gap = second[0].sent_at - (first[-1].sent_at + 0.02)
         assert gap >= AWAY
         line = tb.table.fake.message((await tb.calling_message()).id)
-        assert line.content.startswith(ru("lastword.outcome.stopped", player=mention(tb.nominee), length="")[:-3])
+        assert line.content.startswith(
+            ru("lastword.outcome.stopped", player=mention(tb.nominee), length="")[:-3]
+        )
 
 
-@pytest.mark.parametrize("code", [4015, None], ids=["voice-server-crash-4015", "tcp-connection-ends"])
-async def test_a_closed_voice_websocket_reconnects_and_the_recording_goes_on(code: int | None) -> None:
+@pytest.mark.parametrize(
+    "code", [4015, None], ids=["voice-server-crash-4015", "tcp-connection-ends"]
+)
+async def test_a_closed_voice_websocket_reconnects_and_the_recording_goes_on(
+    code: int | None,
+) -> None:
     async with tribune() as tb:
         nominee, recorder = await nominee_recorded(tb)
         started = recorder.recording_started
@@ -129,7 +139,9 @@ async def test_speaking_seconds_late_on_the_new_connection_loses_nothing() -> No
 
         first = await nominee.play(speech(300))
         # Two seconds (100 packets) arrive on an SSRC the new connection has not been told of.
-        second = await nominee.play(speech(400, offset=300), at={0: moving(tb, nominee)}, announce=False)
+        second = await nominee.play(
+            speech(400, offset=300), at={0: moving(tb, nominee)}, announce=False
+        )
         client = tb.voice_client()
         assert client is not None and client.receiver.stats.unknown_ssrc >= 100
         ogg = await posted(tb)
@@ -138,8 +150,9 @@ async def test_speaking_seconds_late_on_the_new_connection_loses_nothing() -> No
 
 
 async def test_a_nominee_who_steps_out_and_comes_back_in_time_goes_on_in_the_same_file() -> None:
-    async with tribune(last_word=LastWord(join_timeout=5, dave_timeout=5, progress_every=1,
-                                          leave_grace=20)) as tb:
+    async with tribune(
+        last_word=LastWord(join_timeout=5, dave_timeout=5, progress_every=1, leave_grace=20)
+    ) as tb:
         await tb.ask()
         nominee = await tb.join()
         client = await tb.recording()
@@ -150,7 +163,9 @@ async def test_a_nominee_who_steps_out_and_comes_back_in_time_goes_on_in_the_sam
 
         await tb.leave(nominee)
         stepped_out = ru("lastword.stepped_out", player=mention(tb.nominee), seconds=20)
-        await tb.table.fake.wait_until(lambda: tb.containing(stepped_out), 5, "nobody was told he stepped out")
+        await tb.table.fake.wait_until(
+            lambda: tb.containing(stepped_out), 5, "nobody was told he stepped out"
+        )
         tb.server.clock.advance(15.0)
         returned = await tb.join()
         back = ru("lastword.back", player=mention(tb.nominee))
@@ -164,4 +179,6 @@ async def test_a_nominee_who_steps_out_and_comes_back_in_time_goes_on_in_the_sam
         assert_one_recording_of(ogg, [first, second], started)
         assert second[0].sent_at - first[-1].sent_at > 15.0
         line = tb.table.fake.message((await tb.calling_message()).id)
-        assert line.content.startswith(ru("lastword.outcome.stopped", player=mention(tb.nominee), length="")[:-3])
+        assert line.content.startswith(
+            ru("lastword.outcome.stopped", player=mention(tb.nominee), length="")[:-3]
+        )

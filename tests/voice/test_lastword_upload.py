@@ -92,7 +92,9 @@ def files() -> dict[str, Upload]:
     return made
 
 
-async def test_each_accepted_format_is_posted_as_his_voice_message(files: dict[str, Upload]) -> None:
+async def test_each_accepted_format_is_posted_as_his_voice_message(
+    files: dict[str, Upload],
+) -> None:
     source_seconds = len(speech_pcm()) / 4 / RATE
     source_envelope = envelope(array.array("h", mono_pcm()))
     async with bot_table(players=16, config=Config(timers=NO_TIMERS)) as table:
@@ -103,7 +105,10 @@ async def test_each_accepted_format_is_posted_as_his_voice_message(files: dict[s
             channel = city_channel(table, player)
             fetched = downloads(table)
             answer = await upload(table, player, file)
-            assert answer.ephemeral and answer.content == ru("lastword.done"), (name, answer.content)
+            assert answer.ephemeral and answer.content == ru("lastword.done"), (
+                name,
+                answer.content,
+            )
             assert downloads(table) == fetched + 1
             await table.drain()
 
@@ -111,26 +116,33 @@ async def test_each_accepted_format_is_posted_as_his_voice_message(files: dict[s
             voice = posted[-1]
             assert voice.flags & VOICE_MESSAGE, name
             attachment = voice.attachments[0]
-            assert attachment.content_type is not None and attachment.content_type.startswith("audio/ogg")
+            assert attachment.content_type is not None and attachment.content_type.startswith(
+                "audio/ogg"
+            )
             duration = attachment.duration_secs
             assert duration is not None and abs(duration - source_seconds) < 0.06, name
             amplitudes = base64.b64decode(attachment.waveform or "")
             assert 0 < len(amplitudes) <= 256 and max(amplitudes) > 0
-            assert posted[-2].content == ru("lastword.posted", player=mention(player),
-                                            length=clock_text(duration))
+            assert posted[-2].content == ru(
+                "lastword.posted", player=mention(player), length=clock_text(duration)
+            )
             assert opus_head(attachment.data)[1:4:2] == (1, 48000), "mono 48 kHz, as Discord's"
             decoded = decode(attachment.data)
             assert len(decoded) == round(duration * RATE)
             # His speech, normalised: the loudness follows the source's, 100 ms by 100 ms.
             assert correlation(envelope(decoded), source_envelope) > 0.95, name
             assert player in table.game.last_words
-        assert len([m for m in table.fake.messages(kind="channel") if m.flags & VOICE_MESSAGE]) == len(files)
+        assert len(
+            [m for m in table.fake.messages(kind="channel") if m.flags & VOICE_MESSAGE]
+        ) == len(files)
 
 
 async def test_ten_minutes_are_posted_cut_at_three_with_a_fade() -> None:
     # Ten minutes of the speech, 8 kHz mono WAV (9.6 MB: under the limit).
     speech_8k = array.array("h", mono_pcm())[::6]
-    minutes = array.array("h", speech_8k.tobytes() * math.ceil(600 * 8000 / len(speech_8k)))[: 600 * 8000]
+    minutes = array.array("h", speech_8k.tobytes() * math.ceil(600 * 8000 / len(speech_8k)))[
+        : 600 * 8000
+    ]
     file = Upload("long.wav", wav_bytes(minutes.tobytes(), 8000), "audio/wav")
     async with bot_table(players=8, config=Config(timers=NO_TIMERS)) as table:
         quick_edits(table)
@@ -159,22 +171,35 @@ async def test_ten_minutes_are_posted_cut_at_three_with_a_fade() -> None:
 
 VOICE = tone(2, 12_000)
 REFUSED = {
-    "not audio": (Upload("notes.txt", b"Who killed the baker? Not me.\n" * 40, "text/plain"),
-                  "upload.upload_not_audio"),
-    "an image named .mp3": (Upload("last-word.mp3", png_bytes(), "audio/mpeg"),
-                            "upload.upload_not_audio"),
-    "a web page named .mp3": (Upload("last-word.mp3", b"<!doctype html><html><body>404</body></html>",
-                                     "audio/mpeg"), "upload.upload_not_audio"),
-    "too short": (Upload("oops.wav", wav_bytes(mono_pcm()[: 2 * 14_400], 48000), "audio/wav"),
-                  "upload.upload_too_short"),
-    "channels that cancel": (Upload("phase.wav", wav_bytes(stereo(VOICE, [-v for v in VOICE]),
-                                                           48000, 2), "audio/wav"),
-                             "upload.upload_silent"),
-    "corrupt": (Upload("speech.ogg", b"OggS" + bytes(range(256)) * 40, "audio/ogg"),
-                "upload.upload_corrupt"),
+    "not audio": (
+        Upload("notes.txt", b"Who killed the baker? Not me.\n" * 40, "text/plain"),
+        "upload.upload_not_audio",
+    ),
+    "an image named .mp3": (
+        Upload("last-word.mp3", png_bytes(), "audio/mpeg"),
+        "upload.upload_not_audio",
+    ),
+    "a web page named .mp3": (
+        Upload("last-word.mp3", b"<!doctype html><html><body>404</body></html>", "audio/mpeg"),
+        "upload.upload_not_audio",
+    ),
+    "too short": (
+        Upload("oops.wav", wav_bytes(mono_pcm()[: 2 * 14_400], 48000), "audio/wav"),
+        "upload.upload_too_short",
+    ),
+    "channels that cancel": (
+        Upload("phase.wav", wav_bytes(stereo(VOICE, [-v for v in VOICE]), 48000, 2), "audio/wav"),
+        "upload.upload_silent",
+    ),
+    "corrupt": (
+        Upload("speech.ogg", b"OggS" + bytes(range(256)) * 40, "audio/ogg"),
+        "upload.upload_corrupt",
+    ),
     "empty": (Upload("silence.mp3", b"", "audio/mpeg"), "upload.upload_empty"),
-    "unsupported": (Upload("speech.flac", b"fLaC" + bytes(4000), "audio/flac"),
-                    "upload.upload_unsupported"),
+    "unsupported": (
+        Upload("speech.flac", b"fLaC" + bytes(4000), "audio/flac"),
+        "upload.upload_unsupported",
+    ),
 }
 
 
@@ -215,7 +240,9 @@ async def test_only_a_nominee_may_upload(files: dict[str, Upload]) -> None:
         assert bystander not in table.game.last_words
 
 
-async def test_two_uploads_at_once_by_one_nominee_post_one_and_leave_no_file(files: dict[str, Upload]) -> None:
+async def test_two_uploads_at_once_by_one_nominee_post_one_and_leave_no_file(
+    files: dict[str, Upload],
+) -> None:
     """He sends his recording twice in a row (a double tap, two devices): both are in flight at
     once. Exactly one becomes his last word, the other is refused with its own answer, and no
     stored file is left behind once the recording is posted."""

@@ -333,12 +333,15 @@ async def test_an_epoch_change_mid_speech_loses_nothing() -> None:
             await background.settle()
             await wait_until(lambda: session.epoch == expected)
 
-        sent = await nominee.play(speech(2000), at={
-            200: background.start(neighbour_joins),
-            700: lambda: epoch_is(epoch + 1),
-            800: background.start(neighbour_leaves),
-            1300: lambda: epoch_is(epoch + 2),
-        })
+        sent = await nominee.play(
+            speech(2000),
+            at={
+                200: background.start(neighbour_joins),
+                700: lambda: epoch_is(epoch + 1),
+                800: background.start(neighbour_leaves),
+                1300: lambda: epoch_is(epoch + 2),
+            },
+        )
         await wait_until(lambda: stats.delivered + stats.dave_errors == len(sent))
 
         assert len(world.server.transitions_executed) >= 3, "welcome, add and remove transitions"
@@ -360,8 +363,13 @@ async def test_a_client_without_dave_joining_and_leaving_leaves_no_ciphertext() 
 
         async def downgraded() -> None:
             await background.settle()
-            await wait_until(lambda: connection.dave_protocol_version == 0 and bool(server.downgrades)
-                             and server.downgrades[0] in server.executed_at)
+            await wait_until(
+                lambda: (
+                    connection.dave_protocol_version == 0
+                    and bool(server.downgrades)
+                    and server.downgrades[0] in server.executed_at
+                )
+            )
 
         async def legacy_leaves() -> None:
             await world.leave(legacy[0])
@@ -370,12 +378,15 @@ async def test_a_client_without_dave_joining_and_leaving_leaves_no_ciphertext() 
             await background.settle()
             await wait_until(voice_client.dave_ready)
 
-        sent = await nominee.play(speech(2500), at={
-            200: background.start(legacy_joins),
-            700: downgraded,
-            1000: background.start(legacy_leaves),
-            1800: upgraded,
-        })
+        sent = await nominee.play(
+            speech(2500),
+            at={
+                200: background.start(legacy_joins),
+                700: downgraded,
+                1000: background.start(legacy_leaves),
+                1800: upgraded,
+            },
+        )
         await wait_until(lambda: stats.delivered + stats.dave_errors == len(sent))
 
         assert stats.dave_errors == 0
@@ -450,7 +461,6 @@ async def test_directory_hook_never_raises() -> None:
     assert directory.user_for(1) is None
 
 
-
 async def test_a_speaking_event_seconds_late_loses_nothing_of_the_start() -> None:
     async with voice_world() as world:
         nominee, voice_client, sink, stats = await registered(world, call_clock=True)
@@ -480,7 +490,11 @@ async def test_the_unnamed_hold_is_measured_in_seconds() -> None:
         early = await nominee.play(opus_packets()[:400], announce=False)
         await wait_until(lambda: receiver.stats.unknown_ssrc == 400)
         await nominee.announce()
-        kept = [packet for packet in early if packet.sent_at >= world.server.clock() - receiver.unnamed_hold]
+        kept = [
+            packet
+            for packet in early
+            if packet.sent_at >= world.server.clock() - receiver.unnamed_hold
+        ]
         await wait_until(lambda: len(sink.packets) == len(kept))
         assert 240 <= len(kept) <= 251
         assert sink.packets == as_written(kept)
@@ -488,8 +502,9 @@ async def test_the_unnamed_hold_is_measured_in_seconds() -> None:
 
 def test_a_streams_first_packet_goes_once_the_next_is_there_not_after_the_hold() -> None:
     buffer = _JitterBuffer(hold=0.4)
-    first, second, third = ((None, 7, sequence, 960 * sequence, b"", 0.02 * sequence)
-                            for sequence in (100, 101, 102))
+    first, second, third = (
+        (None, 7, sequence, 960 * sequence, b"", 0.02 * sequence) for sequence in (100, 101, 102)
+    )
     assert buffer.push(first) == [], "alone, it may still be overtaken"
     assert buffer.push(second) == [first, second]
     assert buffer.push(third) == [third]

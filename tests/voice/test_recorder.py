@@ -237,7 +237,9 @@ async def test_nominee_who_leaves_while_speaking_and_stays_away() -> None:
     async with voice_world() as world:
         voice_client, speaker, sink = await nominee_in_channel(world)
         voice_client.receiver.clock = world.server.clock
-        recorder, running = start_recording(world, voice_client, sink, max_seconds=60.0, leave_grace=20.0)
+        recorder, running = start_recording(
+            world, voice_client, sink, max_seconds=60.0, leave_grace=20.0
+        )
         await recording_started(world, voice_client)
 
         await speaker.play(opus_packets()[:20])
@@ -260,8 +262,9 @@ async def test_nominee_who_steps_out_and_comes_back_within_the_grace() -> None:
         voice_client, speaker, sink = await nominee_in_channel(world)
         voice_client.receiver.clock = world.server.clock
         told: list[bool] = []
-        recorder, running = start_recording(world, voice_client, sink, max_seconds=60.0, leave_grace=20.0,
-                                             on_absence=told.append)  # type: ignore[arg-type]
+        recorder, running = start_recording(
+            world, voice_client, sink, max_seconds=60.0, leave_grace=20.0, on_absence=told.append
+        )  # type: ignore[arg-type]
         await recording_started(world, voice_client)
 
         first = await speaker.play(opus_packets()[:20])
@@ -296,7 +299,9 @@ async def test_connection_drop_without_a_way_back_ends_with_what_it_holds() -> N
         result = await asyncio.wait_for(running, 5)
 
         assert result.outcome is RecordingOutcome.connection_lost
-        assert result.outcome.technical_failure and not result.technical_failure, "he spoke: it is posted"
+        assert result.outcome.technical_failure and not result.technical_failure, (
+            "he spoke: it is posted"
+        )
         assert result.packets_written == 10
 
 
@@ -309,8 +314,15 @@ async def test_reconnects_are_bounded() -> None:
             attempts.append(world.server.clock())
             raise ConnectionError("no voice server answers")
 
-        _, running = start_recording(world, voice_client, sink, max_seconds=10.0, reconnect=reconnect,
-                                     reconnect_attempts=3, reconnect_backoff=0.01)  # type: ignore[arg-type]
+        _, running = start_recording(
+            world,
+            voice_client,
+            sink,
+            max_seconds=10.0,
+            reconnect=reconnect,
+            reconnect_attempts=3,
+            reconnect_backoff=0.01,
+        )  # type: ignore[arg-type]
         await recording_started(world, voice_client)
         await world.server.drop_connection()
         result = await asyncio.wait_for(running, 5)

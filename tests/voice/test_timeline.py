@@ -70,8 +70,9 @@ def test_a_new_stream_never_overlaps_what_is_placed() -> None:
 def test_a_timestamp_jump_re_anchors_at_the_arrival_time(jump: float) -> None:
     timeline = Timeline(0.0)
     before = stream(timeline, 1, 100, seq=0, ts=480_000, at=0.0)
-    after = stream(timeline, 1, 100, seq=100, ts=480_000 + 100 * FRAME + round(jump * RATE),
-                   at=0.0, skip=100)
+    after = stream(
+        timeline, 1, 100, seq=100, ts=480_000 + 100 * FRAME + round(jump * RATE), at=0.0, skip=100
+    )
     assert positions(before + after) == [i * FRAME for i in range(200)]
     assert timeline.reanchors == 1 and timeline.streams == 1
 
@@ -150,7 +151,6 @@ def test_any_arrivals_give_placements_within_reach_of_the_arrival_clock(
             # Never further ahead of what has arrived than the tolerance allows
             # (counted from the furthest anchor: what is placed, or the clock).
             assert placed.position <= max(round(latest * RATE), end_before) + 2 * RATE
-
 
 
 def test_a_stream_begun_after_the_end_comes_back_to_the_clock() -> None:

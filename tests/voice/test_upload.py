@@ -355,8 +355,10 @@ def test_corrupt(uploads: dict[str, bytes]) -> None:
     assert refusal(m4a[: len(m4a) // 2], "cut.m4a", "audio/mp4") == "upload_corrupt"
     garbled_wav = b"RIFF\xff\xff\xff\xffWAVEfmt \x02\x00\x00\x00\x01\x00" + bytes(64)
     assert refusal(garbled_wav, "broken.wav", "audio/wav") == "upload_corrupt"
-    assert refusal(b"ID3\x04\x00\x00\x00\x00\x00\x10" + bytes(range(256)) * 4, "cut.mp3",
-                   None) == "upload_corrupt"
+    assert (
+        refusal(b"ID3\x04\x00\x00\x00\x00\x00\x10" + bytes(range(256)) * 4, "cut.mp3", None)
+        == "upload_corrupt"
+    )
 
 
 def test_shorter_than_half_a_second_is_refused() -> None:
@@ -395,7 +397,6 @@ def test_silence_is_refused_both_channels_considered() -> None:
     # One silent channel is not silence: the other is heard, in the one mono channel.
     one_sided = prepare_upload(wav_bytes(stereo(voice, [0] * len(voice)), 48000, 2), "l.wav", None)
     assert rms_db(check_prepared(one_sided)) > SILENCE_DBFS + 20
-
 
 
 def test_unsupported() -> None:

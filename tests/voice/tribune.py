@@ -185,17 +185,25 @@ class Tribune:
 
         return await self.table.fake.wait_until(started, timeout, "the recording never started")
 
-    async def delivered(self, client: ReceivingVoiceClient, total: int, timeout: float = 10.0) -> None:
+    async def delivered(
+        self, client: ReceivingVoiceClient, total: int, timeout: float = 10.0
+    ) -> None:
         """Wait until the bot has taken ``total`` packets of recorded users on this connection."""
         await self.table.fake.wait_until(
-            lambda: client.receiver.stats.delivered >= total, timeout,
+            lambda: client.receiver.stats.delivered >= total,
+            timeout,
             f"the bot took {client.receiver.stats.delivered} packets, not {total}: "
             f"{client.receiver.stats}",
         )
 
     async def speak_fast(
-        self, speaker: FakeSpeaker, packets: Sequence[bytes], client: ReceivingVoiceClient,
-        *, burst: int = 50, timeout: float = 5.0,
+        self,
+        speaker: FakeSpeaker,
+        packets: Sequence[bytes],
+        client: ReceivingVoiceClient,
+        *,
+        burst: int = 50,
+        timeout: float = 5.0,
     ) -> list[SentPacket]:
         """Send packets far faster than real time (on the call's clock, as in real time).
 
@@ -212,8 +220,10 @@ class Tribune:
             deadline = loop.time() + timeout
             while client.receiver.stats.delivered < base + len(sent) and self.is_recording():
                 if loop.time() > deadline:
-                    raise TimeoutError(f"the bot took {client.receiver.stats.delivered - base} "
-                                       f"of {len(sent)} packets")
+                    raise TimeoutError(
+                        f"the bot took {client.receiver.stats.delivered - base} "
+                        f"of {len(sent)} packets"
+                    )
                 await asyncio.sleep(0.002)
         return sent
 
@@ -224,28 +234,34 @@ class Tribune:
         """Wait until the live "recording m:ss / m:ss" line is on the speaker's message."""
         message = await self.calling_message()
         marker = ru("lastword.recording", player=f"<@{self.nominee}>", elapsed="", limit="")[:12]
-        await self.table.fake.wait_until(lambda: marker in message.content, timeout,
-                                         "the live progress line was never shown")
+        await self.table.fake.wait_until(
+            lambda: marker in message.content, timeout, "the live progress line was never shown"
+        )
         return message
 
     async def stop(self, who: str | None = None) -> InteractionResult:
         """Press Stop on the speaker's line (as the nominee unless ``who``)."""
         message = await self.calling_message()
         user = self.table.member(who).user.id if who is not None else self.nominee_id
-        return await self.table.fake.click(message, f"mafia:stop:{self.live.id}:{self.nominee}", user)
+        return await self.table.fake.click(
+            message, f"mafia:stop:{self.live.id}:{self.nominee}", user
+        )
 
     async def finished(self, timeout: float = 15.0) -> None:
         """Wait until the game's last-word worker has nothing left, then drain the outbox."""
         worker = self.cog.workers.get(self.live.id)
         if worker is not None:
-            await self.table.fake.wait_until(worker.done, timeout, "the last-word worker never finished")
+            await self.table.fake.wait_until(
+                worker.done, timeout, "the last-word worker never finished"
+            )
         await self.table.drain()
 
     async def voice_message(self, timeout: float = 10.0) -> Message:
         """Wait for the (single) native voice message in the nominee's city channel."""
         return await self.table.fake.wait_until(
             lambda: self.voice_messages()[-1] if self.voice_messages() else None,
-            timeout, "no voice message was posted",
+            timeout,
+            "no voice message was posted",
         )
 
     def used_up(self) -> bool:
@@ -257,8 +273,9 @@ def quick_edits(table: Table) -> None:
     table.bot.outbox.edit_interval = 0.05
 
 
-async def start_game(table: Table, *, last_word_seconds: int | None = None,
-                     cities: str = "Верона") -> tuple[LiveGame, str, str]:
+async def start_game(
+    table: Table, *, last_word_seconds: int | None = None, cities: str = "Верона"
+) -> tuple[LiveGame, str, str]:
     """A game (one city unless ``cities`` names more); the first living player nominates the
     second, or, with two cities or more, the first player of the first city nominates the first
     of the second (a cross-city nomination)."""
@@ -295,8 +312,9 @@ async def tribune(
         config = Config(timers=NO_TIMERS, last_word=last_word)
         async with bot_table(players=players, config=config, refusals=refusals) as table:
             table.fake.voice_server = server
-            live, nominee, nominator = await start_game(table, last_word_seconds=last_word_seconds,
-                                                        cities=cities)
+            live, nominee, nominator = await start_game(
+                table, last_word_seconds=last_word_seconds, cities=cities
+            )
             tribune = Tribune(table, server, live, nominee, nominator)
             try:
                 yield tribune
