@@ -127,7 +127,11 @@ async def snapshot(table: Table) -> Snapshot:
         record={
             "state": record.state,
             "lobby": repr(record.lobby),
-            "channels": repr(record.channels),
+            # the reconciler's own notes (``footprint``: who holds powers, stuck roles) are
+            # written by its passes whenever they run, whatever the command did
+            "channels": repr(
+                {key: value for key, value in record.channels.items() if key != "footprint"}
+            ),
             "deadline": record.deadline,
             "count": record.command_count,
         },
@@ -143,7 +147,8 @@ async def assert_unchanged(table: Table, before: Snapshot) -> None:
     await table.drain()
     after = await snapshot(table)
     assert after.state == before.state, "the rules state changed"
-    assert after.record == before.record, "the game's record changed"
+    changed = sorted(key for key in before.record if before.record[key] != after.record.get(key))
+    assert after.record == before.record, f"the game's record changed: {changed}"
     assert after.commands == before.commands, "a command row was added"
     assert after.messages == before.messages, (
         "something was posted or edited in the guild's channels"

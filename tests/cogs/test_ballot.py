@@ -89,6 +89,7 @@ async def test_the_ballot_opens_with_voting_and_follows_every_vote():
         picked = await table.fake.select(
             ballot_a, menu["custom_id"], [table.pid(second)], table.member(in_a[5]).user.id
         )
+        await picked.wait_final()  # under load the bot answers a vote "thinking…" first
         assert picked.ephemeral and picked.content == t(
             "ru", "reply.vote", target=f"<@{table.pid(second)}>"
         )
@@ -96,9 +97,10 @@ async def test_the_ballot_opens_with_voting_and_follows_every_vote():
         assert table.fake.message(ballot_a.id).content == tally(table, a)
         assert t("ru", "ballot.voters", voters=2) in table.fake.message(ballot_a.id).content
 
-        await table.fake.select(
+        moved = await table.fake.select(
             ballot_a, menu["custom_id"], [table.pid(first)], table.member(in_a[5]).user.id
         )
+        await moved.wait_final()
         await table.drain()
         assert t("ru", "ballot.row", number=1, player=f"<@{table.pid(first)}>", votes=2) in (
             table.fake.message(ballot_a.id).content
@@ -106,6 +108,7 @@ async def test_the_ballot_opens_with_voting_and_follows_every_vote():
         withdrawn = await table.fake.click(
             ballot_a, f"mafia:unvote:{live.id}", table.member(in_a[4]).user.id
         )
+        await withdrawn.wait_final()
         assert withdrawn.ephemeral and withdrawn.content == t("ru", "reply.unvote")
         await table.drain()
         assert table.fake.message(ballot_a.id).content == tally(table, a)
