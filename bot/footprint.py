@@ -1037,6 +1037,14 @@ class Reconciler:
             except Exception:
                 log.exception("game %s: could not reconcile its roles and channels", game_id)
 
+    async def _look_when_idle(self, game_id: int) -> None:
+        """Look at the game again once its changing lanes are idle: their idle hook asks, or, if
+        they went idle before the game was put on the waiting list, a pass is asked for now."""
+        self._waiting.add(game_id)
+        if not await self._busy(game_id):
+            self._waiting.discard(game_id)
+            self.request(game_id)
+
     async def _busy(self, game_id: int) -> bool:
         return (await self.bot.storage.lanes_progress(game_id, CHANGING_LANES))[1] > 0
 
@@ -1064,11 +1072,11 @@ class Reconciler:
         layout = await self._ids(live)
         if guild is None or layout is None:
             return None
-        self.passes += 1
         progress = await self.bot.storage.lanes_progress(game_id, CHANGING_LANES)
         if progress[1]:  # the game's own changes are on their way: look once they are made
-            self._waiting.add(game_id)
+            await self._look_when_idle(game_id)
             return None
+        self.passes += 1
         footprint = declared(live, live.game, layout)
         users = [seat.user for seat in footprint.seats]
         if game_id not in self._queried:  # after a restart the bot knows no member yet
@@ -1086,10 +1094,7 @@ class Reconciler:
             if await self.bot.storage.lanes_progress(game_id, CHANGING_LANES) != progress:
                 # the game changed Discord while the pass looked (a death committed meanwhile, its
                 # roles being given): what it saw is stale, and repairing it would do them twice
-                self._waiting.add(game_id)
-                if not await self._busy(game_id):
-                    self._waiting.discard(game_id)
-                    self.request(game_id)
+                await self._look_when_idle(game_id)
                 return None
         await self._write(live, footprint, seen, found, _marker(live))
         return found

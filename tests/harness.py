@@ -111,15 +111,12 @@ class Table:
         ``timeout`` seconds pass without one (or after the fake's patience), never returning
         with items still being sent."""
 
-        def idle() -> bool:
-            return not any(not task.done() for task in self.bot.outbox._workers.values())
-
-        while not idle():
-            await self.bot.outbox.drain(timeout=0.5)
-            if not idle():
-                await self.fake.wait_until(
-                    lambda: idle() or None, timeout, "the outbox never drained"
-                )
+        outbox = self.bot.outbox
+        await outbox.drain(timeout=0.5)
+        if not outbox.idle():
+            await self.fake.wait_until(
+                lambda: outbox.idle() or None, timeout, "the outbox never drained"
+            )
 
     def live(self) -> LiveGame:
         """The guild's loaded game."""

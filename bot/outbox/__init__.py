@@ -202,6 +202,10 @@ class Outbox(DiscordCalls):
         for game_id in await self.storage.games_in_state("starting"):
             self.kick(game_id, ("provision",))
 
+    def idle(self) -> bool:
+        """Whether no lane of any game has anything left to carry out."""
+        return all(task.done() for task in self._workers.values())
+
     async def drain(self, timeout: float = 10.0) -> None:
         """Wait until no worker has anything left (tests and shutdown)."""
         deadline = time.monotonic() + timeout
