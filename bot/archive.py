@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 from openskill.models import PlackettLuce
 
 from bot.storage import (
+    FINISHED,
     ArchivedDeath,
     ArchivedGame,
     ArchivedLastWord,
@@ -88,7 +89,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FINISHED = ("over", "cancelled")
 
 #: the rating model: openskill's defaults (mu 25, sigma 25/3)
 MODEL = PlackettLuce()

@@ -62,7 +62,7 @@ import discord
 
 from bot.outbox import CREATES
 from bot.service import Broken, LiveGame, NoGame
-from bot.storage import GameRecord, OutboxItem
+from bot.storage import FINISHED, GameRecord, GameState, OutboxItem
 from cogs.channels import (
     CATEGORY,
     MAX_OVERWRITES,
@@ -936,7 +936,7 @@ class Reconciler:
         if guild_id is None:
             return
         for live in self.bot.service.games():
-            if live.record.guild_id == guild_id and live.record.state == "running":
+            if live.record.guild_id == guild_id and live.record.state == GameState.RUNNING:
                 self.request(live.id)
         for game_id in sorted(self._kept.get(guild_id, ())):
             self.request(game_id)
@@ -985,14 +985,14 @@ class Reconciler:
             return
         if item.kind in ("member_role", "overwrite", "send", "edit_channel"):
             live = self.bot.service.find(item.game_id)
-            if live is not None and live.record.state == "running":
+            if live is not None and live.record.state == GameState.RUNNING:
                 self.request(item.game_id)
 
     def _committed(self, live: LiveGame) -> None:
-        if live.record.state != "running":
+        if live.record.state != GameState.RUNNING:
             self._started.pop(live.id, None)
         if (
-            live.record.state == "running"
+            live.record.state == GameState.RUNNING
             and "footprint" not in live.record.channels
             and live.game is not None
         ):
@@ -1062,7 +1062,7 @@ class Reconciler:
     async def reconcile(self, game_id: int) -> Repairs | None:
         """One pass over a game: the difference found (and repaired), None if it was not looked at."""
         live = self.bot.service.find(game_id)
-        if live is None or live.record.state != "running":
+        if live is None or live.record.state != GameState.RUNNING:
             return await self._reconcile_kept(game_id)
         if live.game is None or live.broken is not None:
             return None
@@ -1285,7 +1285,7 @@ class Reconciler:
         bot_role = self._bot_role_name(live)
 
         def change(live: LiveGame) -> list[OutboxItem]:
-            if live.record.state != "running":
+            if live.record.state != GameState.RUNNING:
                 return []
             if _marker(live) != marker:
                 self.request(live.id)
@@ -1497,7 +1497,7 @@ class Reconciler:
         """The provisioning lane is idle: what was made again takes the old ids' place in the
         record, a category's channels go back in it, and each new channel says why it is new."""
         live = self.bot.service.find(game_id)
-        if live is None or live.record.state != "running":
+        if live is None or live.record.state != GameState.RUNNING:
             return
         remaking = _state(dict(live.record.channels)).get("remaking")
         if not remaking:
@@ -1584,7 +1584,7 @@ def _of_roles(footprint: Footprint, existing: Collection[int]) -> Footprint:
 def kept_after_end(record: GameRecord) -> bool:
     """Whether a game has ended and its channels were kept at its end (not deleted)."""
     return (
-        record.state in ("over", "cancelled")
+        record.state in FINISHED
         and "roles" in record.channels
         and record.lobby.get("at_end", "keep") == "keep"
     )

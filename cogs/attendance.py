@@ -25,7 +25,7 @@ from bot.errors import UserError
 from bot.i18n import key_str
 from bot.options import duration_text, parse_duration
 from bot.service import GameBroken, LiveGame, NoGame
-from bot.storage import OutboxItem
+from bot.storage import GameState, OutboxItem
 from cogs.common import (
     InteractionAnswer,
     answer,
@@ -54,7 +54,7 @@ MOST_PINGED = 100
 
 def pending(live: LiveGame | None) -> dict[str, Any] | None:
     """The lobby's roll call under way, if any."""
-    if live is None or live.record.state != "lobby" or live.broken is not None:
+    if live is None or live.record.state != GameState.LOBBY or live.broken is not None:
         return None
     check: dict[str, Any] | None = live.record.lobby.get("attendance")
     return check
@@ -235,7 +235,7 @@ class AttendanceCog(commands.Cog):
         issued = round(self.bot.clock() * 1000)
 
         def change(live: LiveGame) -> list[OutboxItem]:
-            if live.record.state != "lobby":
+            if live.record.state != GameState.LOBBY:
                 raise UserError("error.not_lobby")
             running = pending(live)
             if running is not None:

@@ -20,6 +20,7 @@ from discord.ext import commands
 from bot.errors import UserError
 from bot.i18n import key_str, t
 from bot.service import GameBroken, LiveGame, Seen
+from bot.storage import GameState
 from cogs.limits import OPTION_LABEL, SELECT_OPTIONS, chunks, clip
 from rules import LegalAction
 
@@ -161,7 +162,7 @@ async def running_game(bot: ProkuratorBot, interaction: discord.Interaction) -> 
     live = await guild_game(bot, interaction)
     if live.broken is not None:
         raise GameBroken()
-    if live.game is None or live.record.state != "running":
+    if live.game is None or live.record.state != GameState.RUNNING:
         raise UserError("error.not_started")
     return live
 

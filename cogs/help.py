@@ -25,6 +25,7 @@ from discord.ext import commands
 from bot.errors import UserError
 from bot.i18n import LANGUAGES, key_str, t
 from bot.service import LiveGame
+from bot.storage import GameState
 from cogs import presets
 from cogs.common import answer_lines, is_host, phrase, status_text
 from cogs.limits import OPTION_LABEL, clip
@@ -165,7 +166,7 @@ def lobby_lines(live: LiveGame, user: int, host: bool) -> list[str]:
     """A lobby (or a game being started): join, wait, or set it up."""
     say = lambda key, **params: phrase(live, key, **params)  # noqa: E731
     cmd = lambda path: command(live.language, path)  # noqa: E731
-    if live.record.state == "starting":
+    if live.record.state == GameState.STARTING:
         return [say("help.starting", game=live.id)]
     if host:  # the host does not play: nothing to join
         return [

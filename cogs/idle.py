@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from bot.service import GameBroken, LiveGame, MovedOn, NoGame, Seen
-from bot.storage import OutboxItem
+from bot.storage import GameState, OutboxItem
 from cogs.common import mention, phrase
 from cogs.lobby import log_items
 from cogs.mentions import command as command_mention
@@ -199,7 +199,7 @@ class IdleWatch:
             live is None
             or live.game is None
             or live.broken is not None
-            or live.record.state != "running"
+            or live.record.state != GameState.RUNNING
         ):
             return
         limit = idle_strike(live)

@@ -21,7 +21,7 @@ from bot.errors import UserError
 from bot.footprint import quiet_items
 from bot.i18n import key_str, t
 from bot.service import GameBroken, LiveGame
-from bot.storage import GameExists, OutboxItem
+from bot.storage import GameExists, GameState, OutboxItem
 from cogs import presets, spectators
 from cogs.channels import exposure, exposure_lines, lobby_exposure
 from cogs.common import (
@@ -111,7 +111,7 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
     lines += presets.house_lines(live)
     if lobby.get("will"):
         lines.append(phrase(live, "lobby.will", count=int(lobby["will"])))
-    if live.record.state == "lobby":
+    if live.record.state == GameState.LOBBY:
         # who will see the hidden rooms or the audit log anyway: the host should know before
         after = [
             *exposure_lines(live, lobby_exposure(live), limit=300),
@@ -127,7 +127,7 @@ def lobby_payload(live: LiveGame) -> dict[str, Any]:
     )
     lines.append(phrase(live, "lobby.players", count=len(players), players=listed))
     lines.extend(after)
-    if live.record.state == "lobby":
+    if live.record.state == GameState.LOBBY:
         components: list[dict[str, Any]] = [
             {
                 "type": 1,
@@ -456,17 +456,19 @@ class LobbyCog(commands.Cog):
         user = interaction.user
         if live.broken is not None:
             raise GameBroken()
-        if live.record.state == "running" and str(user.id) in live.record.lobby.get("leaving", {}):
+        if live.record.state == GameState.RUNNING and str(user.id) in live.record.lobby.get(
+            "leaving", {}
+        ):
             await self._come_back(interaction, live)
             return
-        if live.record.state != "lobby":
+        if live.record.state != GameState.LOBBY:
             raise UserError("error.not_lobby")
         if await self.bot.storage.player_game(user.id) is not None:
             raise UserError("error.in_other_game")  # started here or in another process
 
         def change(live: LiveGame) -> list[OutboxItem]:
             # under the game's lock: the lobby may have closed while this waited
-            if live.record.state != "lobby":
+            if live.record.state != GameState.LOBBY:
                 raise UserError("error.not_lobby")
             if user.id == live.record.host_id or user.id in cohosts(live):
                 raise UserError(
@@ -500,14 +502,14 @@ class LobbyCog(commands.Cog):
         user = interaction.user
         if live.broken is not None:
             raise GameBroken()
-        if live.record.state == "running":
+        if live.record.state == GameState.RUNNING:
             await self._leave_game(interaction, live)
             return
-        if live.record.state != "lobby":
+        if live.record.state != GameState.LOBBY:
             raise UserError("error.not_lobby")
 
         def change(live: LiveGame) -> list[OutboxItem]:
-            if live.record.state != "lobby":
+            if live.record.state != GameState.LOBBY:
                 raise UserError("error.not_lobby")
             players = live.record.lobby["players"]
             if not any(p["id"] == user.id for p in players):
@@ -581,7 +583,7 @@ class LobbyCog(commands.Cog):
         if live is None or live.broken is not None:
             return
         player = str(user_id)
-        if live.record.state == "lobby":
+        if live.record.state == GameState.LOBBY:
 
             def drop(live: LiveGame) -> list[OutboxItem]:
                 players = live.record.lobby.get("players", [])
@@ -592,7 +594,7 @@ class LobbyCog(commands.Cog):
 
             await self.bot.service.update(live.id, drop)
             return
-        if live.record.state == "running" and spectators.is_spectator(live.record, user_id):
+        if live.record.state == GameState.RUNNING and spectators.is_spectator(live.record, user_id):
 
             def unwatch(live: LiveGame) -> list[OutboxItem]:
                 record = live.record
@@ -603,7 +605,7 @@ class LobbyCog(commands.Cog):
             log.info("game %s: spectator %s left the server", live.id, user_id)
             return
         game = live.game
-        if live.record.state != "running" or game is None or player not in game.players:
+        if live.record.state != GameState.RUNNING or game is None or player not in game.players:
             return
         if not game.is_alive(player) or player in live.record.lobby.get("leaving", {}):
             return
@@ -632,7 +634,7 @@ class LobbyCog(commands.Cog):
     async def _leave_button(self, interaction: discord.Interaction, parts: list[str]) -> None:
         live = await self._game_from_button(interaction, parts)
         if (
-            live.record.state != "lobby"
+            live.record.state != GameState.LOBBY
         ):  # a lobby's button, pressed late: leaving a game takes the command
             raise UserError("error.not_lobby")
         await self._leave(interaction, live)

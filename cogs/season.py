@@ -41,7 +41,7 @@ from discord.http import handle_message_parameters
 from bot.i18n import t
 from bot.permissions import BOT, READ, SILENCE
 from bot.service import LiveGame
-from bot.storage import GameRecord, OutboxItem
+from bot.storage import FINISHED, GameRecord, OutboxItem
 from cogs.channels import TEXT, end_of_game_items, missing_permissions
 from cogs.failures import failure_of, failure_text
 
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FINISHED = ("over", "cancelled")
 #: messages Discord gives in one page of a channel's history
 PAGE = 100
 #: bytes in one uploaded file (Discord's 10 MiB for a server without boosts), with room for the form

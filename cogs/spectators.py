@@ -37,7 +37,7 @@ from bot.errors import UserError
 from bot.footprint import watch_items
 from bot.i18n import t
 from bot.service import GameBroken, LiveGame
-from bot.storage import GameRecord, OutboxItem
+from bot.storage import FINISHED, GameRecord, GameState, OutboxItem
 from cogs.common import InteractionAnswer, is_host
 
 if TYPE_CHECKING:
@@ -78,11 +78,7 @@ async def watched_game(bot: ProkuratorBot, guild_id: int) -> LiveGame | None:
     if live is not None:
         return live
     record = await bot.storage.latest_game(guild_id)
-    if (
-        record is None
-        or record.state not in ("over", "cancelled")
-        or not record.channels.get("roles")
-    ):
+    if record is None or record.state not in FINISHED or not record.channels.get("roles"):
         return None
     return LiveGame(record, language=await bot.service.language(guild_id))
 
@@ -116,7 +112,7 @@ async def toggle(bot: ProkuratorBot, interaction: discord.Interaction) -> str:
 
     def change(live: LiveGame) -> list[OutboxItem]:
         # under the game's lock: it may have moved on, or he may have asked twice, meanwhile
-        if live.record.open and live.record.state != "running":
+        if live.record.open and live.record.state != GameState.RUNNING:
             raise UserError("error.spectate_not_started")
         if is_spectator(live.record, user.id) == watch:
             raise UserError("error.spectate_already" if watch else "error.spectate_not_watching")
@@ -146,7 +142,7 @@ async def _may_watch(bot: ProkuratorBot, live: LiveGame, user: discord.abc.User 
     record = live.record
     if live.broken is not None:
         raise GameBroken()
-    if record.open and (record.state != "running" or live.game is None):
+    if record.open and (record.state != GameState.RUNNING or live.game is None):
         raise UserError("error.spectate_not_started")
     mode = mode_of(record)
     if mode == "off":

@@ -17,7 +17,7 @@ from discord.ext import commands
 from bot.errors import UserError
 from bot.i18n import key_str
 from bot.service import LiveGame
-from bot.storage import OutboxItem
+from bot.storage import GameState, OutboxItem
 from cogs.common import InteractionAnswer, answer, mention, phrase, player_of, running_game
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ class WillCog(commands.Cog):
         def change(live: LiveGame) -> list[OutboxItem]:
             if (
                 live.game is None
-                or live.record.state != "running"
+                or live.record.state != GameState.RUNNING
                 or not live.game.is_alive(player)
             ):
                 raise UserError("error.will_dead")  # died (or the game ended) while this waited

@@ -52,7 +52,7 @@ from bot.outbox.calls import (
     DiscordCalls,
     NotMadeYet,
 )
-from bot.storage import LANES, OutboxItem, Storage, is_storage_failure
+from bot.storage import LANES, GameState, OutboxItem, Storage, is_storage_failure
 
 __all__ = [
     "CALL_TIMEOUT",
@@ -199,7 +199,7 @@ class Outbox(DiscordCalls):
         """Resume every game that has pending items, and every game being started (after a restart)."""
         for game_id in await self.storage.games_with_pending_outbox():
             self.kick(game_id, LANES)
-        for game_id in await self.storage.games_in_state("starting"):
+        for game_id in await self.storage.games_in_state(GameState.STARTING):
             self.kick(game_id, ("provision",))
 
     def idle(self) -> bool:

@@ -91,6 +91,7 @@ from bot.storage import (
     OPEN_STATES,
     CommitUnknown,
     GameRecord,
+    GameState,
     OutboxItem,
     is_storage_failure,
 )
@@ -238,7 +239,7 @@ class GameService(GameLoading):
         *,
         prepare: Callable[[LiveGame], list[OutboxItem]] | None = None,
         interaction_id: int | None = None,
-        from_state: str | None = None,
+        from_state: GameState | None = None,
     ) -> list[Event]:
         """Deal the game: lobby (or ``starting``) → running; returns the opening events.
 
@@ -261,7 +262,7 @@ class GameService(GameLoading):
             record = live.record
             try:
                 record.setup, record.seed = setup.to_dict(), seed
-                record.state, record.command_count = "running", 0
+                record.state, record.command_count = GameState.RUNNING, 0
                 live.game = game
                 items = prepare(live) if prepare is not None else []
                 events = game.opening_events()
@@ -315,7 +316,7 @@ class GameService(GameLoading):
             live = await self._fresh(self.live(game_id))
             if live.broken is not None:
                 raise GameBroken()
-            if live.game is None or live.record.state != "running":
+            if live.game is None or live.record.state != GameState.RUNNING:
                 raise NoGame(game_id)
             if self._seen(interaction_id):
                 log.info(
@@ -420,7 +421,7 @@ class GameService(GameLoading):
             if changed:
                 self._stage_began(live)
             if game.over:
-                record.state = "over"
+                record.state = GameState.OVER
             items = self.render(live, events) + extra_outbox
             if after is not None:
                 items += after(live, events)
@@ -524,7 +525,7 @@ class GameService(GameLoading):
             self._drop(live.id)
             return
         game = None
-        if record.state == "running" and live.broken is None:
+        if record.state == GameState.RUNNING and live.broken is None:
             try:
                 game = await self._rebuild(record)
             except Broken as why:

@@ -19,6 +19,7 @@ from bot.service.registry import (
 from bot.storage import (
     DamagedLog,
     GameRecord,
+    GameState,
     OutboxItem,
     StoredSnapshot,
 )
@@ -49,7 +50,11 @@ class GameLoading(GameRegistry):
         live = LiveGame(record, language=await self.language(record.guild_id))
         if record.damaged is not None:
             live.broken = Broken("broken.unreadable_game")
-        elif record.state == "running" and record.setup is not None and record.seed is not None:
+        elif (
+            record.state == GameState.RUNNING
+            and record.setup is not None
+            and record.seed is not None
+        ):
             try:
                 live.game = await self._rebuild(record)
             except Broken as why:

@@ -23,6 +23,7 @@ from bot.service.live import (
 )
 from bot.storage import (
     OPEN_STATES,
+    GameState,
     Storage,
 )
 
@@ -134,7 +135,7 @@ class GameRegistry:
         """The running game the user plays in, if any."""
         name = str(user_id)
         for live in self._live.values():
-            if live.record.state == "running" and live.game and name in live.game.players:
+            if live.record.state == GameState.RUNNING and live.game and name in live.game.players:
                 return live
         return None
 

@@ -82,6 +82,7 @@ from bot.storage.outbox import (
 )
 from bot.storage.records import (
     ACTIVE_STATES,
+    FINISHED,
     INSERT_OUTBOX,
     KIND_LANES,
     LANES,
@@ -100,6 +101,7 @@ from bot.storage.records import (
     DamagedLog,
     GameExists,
     GameRecord,
+    GameState,
     GuildResults,
     IntegrityError,
     LoggedCommand,
@@ -132,6 +134,7 @@ class Storage(ArchiveQueries, GuildQueries, OutboxQueries, SqliteFile):
 
 __all__ = [
     "ACTIVE_STATES",
+    "FINISHED",
     "ArchiveQueries",
     "ArchiveSource",
     "ArchivedDeath",
@@ -158,6 +161,7 @@ __all__ = [
     "LoggedCommand",
     "MIGRATION_NAME",
     "OPEN_STATES",
+    "GameState",
     "OutboxItem",
     "OutboxQueries",
     "PlayerBusy",

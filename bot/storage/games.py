@@ -22,6 +22,7 @@ from bot.storage.records import (
     DamagedLog,
     GameExists,
     GameRecord,
+    GameState,
     OutboxItem,
     PlayerBusy,
     StoredSnapshot,
@@ -64,7 +65,7 @@ class GameQueries(StorageBase):
                 game_id = int(row[0]) if row else 0
                 await self._record_interaction(db, interaction_id, game_id, now)
                 if outbox is not None:
-                    created = GameRecord(game_id, guild_id, host_id, "lobby", now, lobby)
+                    created = GameRecord(game_id, guild_id, host_id, GameState.LOBBY, now, lobby)
                     await self._insert_outbox(db, game_id, None, outbox(created), now)
         except aiosqlite.IntegrityError as error:
             if "games" in str(error) or "UNIQUE" in str(error):

@@ -9,6 +9,7 @@ import logging
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,22 @@ from bot.errors import UserError
 log = logging.getLogger(__name__)
 
 
+class GameState(StrEnum):
+    """Where a game is in its life: a lobby, being started (its channels being made), running,
+    then over (played to its end) or cancelled. Stored as its value."""
+
+    LOBBY = "lobby"
+    STARTING = "starting"
+    RUNNING = "running"
+    OVER = "over"
+    CANCELLED = "cancelled"
+
+
 #: a game in one of these states is the guild's open game (one at a time)
-OPEN_STATES = ("lobby", "starting", "running")
+OPEN_STATES = (GameState.LOBBY, GameState.STARTING, GameState.RUNNING)
+
+#: a game in one of these states has ended
+FINISHED = (GameState.OVER, GameState.CANCELLED)
 
 #: the outbox's lanes, each carried out in order on its own (see :mod:`bot.outbox`)
 LANES = ("provision", "permissions", "messages")
@@ -54,7 +69,7 @@ class PlayerBusy(UserError):
 
 
 #: the states whose players are in ``active_players``
-ACTIVE_STATES = ("starting", "running")
+ACTIVE_STATES = (GameState.STARTING, GameState.RUNNING)
 
 
 def is_postgres(database: Path | str) -> bool:
@@ -106,7 +121,7 @@ class GameRecord:
     id: int
     guild_id: int
     host_id: int
-    state: str
+    state: GameState
     created_at: float
     lobby: dict[str, Any]
     setup: dict[str, Any] | None = None
@@ -187,11 +202,19 @@ def _game(row: aiosqlite.Row) -> GameRecord:
             id=row["id"],
             guild_id=row["guild_id"],
             host_id=row["host_id"],
-            state=row["state"],
+            state=_state(row["state"]),
             created_at=row["created_at"],
             lobby={"players": []},
             damaged=str(error),
         )
+
+
+def _state(value: str) -> GameState:
+    """A damaged row's state: as stored when it is one, else cancelled (never open again)."""
+    try:
+        return GameState(value)
+    except ValueError:
+        return GameState.CANCELLED
 
 
 def _parse_game(row: aiosqlite.Row) -> GameRecord:
@@ -203,7 +226,7 @@ def _parse_game(row: aiosqlite.Row) -> GameRecord:
         id=row["id"],
         guild_id=row["guild_id"],
         host_id=row["host_id"],
-        state=row["state"],
+        state=GameState(row["state"]),
         created_at=row["created_at"],
         lobby=lobby,
         setup=json.loads(row["setup"]) if row["setup"] else None,

@@ -15,7 +15,7 @@ from bot.footprint import (
 )
 from bot.i18n import key_str
 from bot.service import LiveGame, MovedOn, Seen, command_for_deadline
-from bot.storage import DamagedLog, OutboxItem
+from bot.storage import DamagedLog, GameState, OutboxItem
 from cogs.channels import (
     exposure,
 )
@@ -343,7 +343,7 @@ class HostPlay(HostStart):
     async def _end(self, interaction: discord.Interaction, live: LiveGame) -> None:
         """End the game (confirmed): a game being started is rolled back, a running one summed up
         in its channels, which turn read-only (or are deleted)."""
-        if live.record.state == "starting":
+        if live.record.state == GameState.STARTING:
             # being started: what was made is removed (a rollback), then the game is cancelled
             provision = live.record.lobby.get("provision") or {}
             if provision.get("state") != "rollback":
@@ -358,7 +358,7 @@ class HostPlay(HostStart):
         def change(live: LiveGame) -> list[OutboxItem]:
             items: list[OutboxItem] = []
             game = live.game if live.broken is None else known
-            live.record.state = "cancelled"
+            live.record.state = GameState.CANCELLED
             live.record.deadline = None
             if live.broken is not None and live.record.channels.get("roles"):
                 for channel_id in closing_channels(live):

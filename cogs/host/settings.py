@@ -16,7 +16,7 @@ from bot.footprint import (
 from bot.i18n import key_str
 from bot.options import duration_text, parse_duration
 from bot.service import LiveGame
-from bot.storage import OutboxItem
+from bot.storage import GameState, OutboxItem
 from cogs import presets
 from cogs.common import (
     answer,
@@ -194,7 +194,7 @@ class HostSettings(HostBase):
         chosen = await self._preset(live, preset) if preset is not None else None
         strike = None if leave_strike is None else duration_or_off(leave_strike)
         archive_after = None if archive is None else duration_or_off(archive)
-        if live.record.state != "lobby":
+        if live.record.state != GameState.LOBBY:
             raise UserError("error.not_lobby")
         if cities is not None and not 1 <= len(cities) <= CITIES * (CITY_NAME + 2):
             raise UserError("error.bad_cities", count=CITIES)
@@ -222,7 +222,7 @@ class HostSettings(HostBase):
             raise UserError("error.bad_option", option="will", value=str(will)[:40])
 
         def change(live: LiveGame) -> list[OutboxItem]:
-            if live.record.state != "lobby":  # started while this waited for the lock
+            if live.record.state != GameState.LOBBY:  # started while this waited for the lock
                 raise UserError("error.not_lobby")
             if chosen is not None:
                 presets.apply_preset(live.record.lobby, chosen["settings"])
@@ -326,7 +326,7 @@ class HostSettings(HostBase):
         log.info("guild %s: preset %r saved by %s", live.record.guild_id, name, interaction.user.id)
 
         def change(live: LiveGame) -> list[OutboxItem]:
-            if live.record.state != "lobby":
+            if live.record.state != GameState.LOBBY:
                 return []
             live.record.lobby["preset"] = presets.chosen_preset(None, name, settings)
             return lobby_edit(live)
@@ -381,12 +381,12 @@ class HostSettings(HostBase):
         if not 1 <= len(order) <= CITIES * (CITY_NAME + 2):
             raise UserError("error.unknown_city", city=clip(order, 200) or "—")
         names = split_names(order)
-        if live.record.state == "running":
+        if live.record.state == GameState.RUNNING:
             await self._apply(interaction, live, SetTouringOrder(tuple(names)))
             return
 
         def change(live: LiveGame) -> list[OutboxItem]:
-            if live.record.state != "lobby":  # started while this waited for the lock
+            if live.record.state != GameState.LOBBY:  # started while this waited for the lock
                 raise UserError("error.not_lobby")
             known = lobby_cities(live)
             unknown = [name for name in names if name not in known]
@@ -432,7 +432,9 @@ class HostSettings(HostBase):
 
         def change(live: LiveGame) -> list[OutboxItem]:
             record = live.record
-            if record.state == "starting":  # the channels being made carry the co-hosts they had
+            if (
+                record.state == GameState.STARTING
+            ):  # the channels being made carry the co-hosts they had
                 raise UserError("error.already_starting")
             current = cohosts(live)
             if add:
@@ -451,7 +453,9 @@ class HostSettings(HostBase):
                 if member.id not in current:
                     raise UserError("error.not_cohost", member=who)
                 record.lobby["cohosts"] = [c for c in current if c != member.id]
-            items = cohost_items(live, member.id, add=add) if record.state == "running" else []
+            items = (
+                cohost_items(live, member.id, add=add) if record.state == GameState.RUNNING else []
+            )
             items += log_items(
                 live, phrase(live, "log.cohost_added" if add else "log.cohost_removed", member=who)
             )
@@ -474,12 +478,12 @@ class HostSettings(HostBase):
     async def kick(self, interaction: discord.Interaction, member: discord.User) -> None:
         live = await self._settings_game(interaction)
         who = mention(str(member.id))
-        if live.record.state != "lobby":
+        if live.record.state != GameState.LOBBY:
             raise UserError("error.kick_not_lobby", player=who)
 
         def change(live: LiveGame) -> list[OutboxItem]:
             record = live.record
-            if record.state != "lobby":
+            if record.state != GameState.LOBBY:
                 raise UserError("error.kick_not_lobby", player=who)
             players = record.lobby.get("players", [])
             if not any(p["id"] == member.id for p in players):

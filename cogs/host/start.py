@@ -20,7 +20,7 @@ from bot.footprint import (
 from bot.i18n import key_str, t
 from bot.outbox import CREATES
 from bot.service import GameBroken, LiveGame, NoGame
-from bot.storage import OutboxItem
+from bot.storage import GameState, OutboxItem
 from cogs.channels import (
     Layout,
     exposure,
@@ -123,9 +123,9 @@ class HostStart(HostBase):
         """Deal, store the deal and the provisioning plan (lobby → starting), wait for the plan to
         be carried out; the host's answer (None: the interaction was applied before)."""
         live = await self._host_game(interaction, running=False)
-        if live.record.state == "starting":
+        if live.record.state == GameState.STARTING:
             raise UserError("error.already_starting")
-        if live.record.state != "lobby":
+        if live.record.state != GameState.LOBBY:
             raise UserError("error.not_lobby")
         guild = interaction.guild
         assert guild is not None
@@ -176,9 +176,9 @@ class HostStart(HostBase):
 
         def begin(live: LiveGame) -> list[OutboxItem]:
             record = live.record
-            if record.state == "starting":
+            if record.state == GameState.STARTING:
                 raise UserError("error.already_starting")
-            if record.state != "lobby":
+            if record.state != GameState.LOBBY:
                 raise UserError("error.not_lobby")
             if [p["id"] for p in record.lobby.get("players", [])] != players:
                 raise UserError("error.lobby_changed")  # someone joined or left while it was dealt
@@ -186,7 +186,7 @@ class HostStart(HostBase):
             layout = layout_for(
                 live, game, guild_id=guild.id, bot_id=bot_id, quiet=quiet, attempt=attempt
             )
-            record.state, record.setup, record.seed = "starting", setup.to_dict(), seed
+            record.state, record.setup, record.seed = GameState.STARTING, setup.to_dict(), seed
             record.lobby["attempts"] = attempt
             record.lobby["provision"] = {
                 "attempt": attempt,
@@ -242,7 +242,7 @@ class HostStart(HostBase):
         except NoGame:
             return
         provision = live.record.lobby.get("provision")
-        if live.record.state != "starting" or not provision:
+        if live.record.state != GameState.STARTING or not provision:
             return
         attempt = int(provision["attempt"])
         made = await self.bot.storage.provisioned(game_id)
@@ -294,7 +294,7 @@ class HostStart(HostBase):
                 Setup.from_dict(record.setup),
                 record.seed,
                 prepare=prepare,
-                from_state="starting",
+                from_state=GameState.STARTING,
             )
         except NoGame:
             return  # finished, or rolled back, meanwhile
@@ -350,7 +350,7 @@ class HostStart(HostBase):
         except NoGame:
             return
         provision = live.record.lobby.get("provision")
-        if live.record.state != "starting" or not provision:
+        if live.record.state != GameState.STARTING or not provision:
             return
         if provision["state"] == "rollback":
             log.error(

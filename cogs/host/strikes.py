@@ -8,7 +8,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from bot.service import GameBroken, LiveGame, MovedOn, NoGame
-from bot.storage import OutboxItem
+from bot.storage import GameState, OutboxItem
 from cogs.common import (
     mention,
     phrase,
@@ -44,7 +44,7 @@ class LeaveStrikes:
         """The game's strikes to come: player → unix time."""
         if (
             live is None
-            or live.record.state != "running"
+            or live.record.state != GameState.RUNNING
             or live.game is None
             or live.broken is not None
         ):

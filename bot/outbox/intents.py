@@ -1,0 +1,400 @@
+"""What the bot means to do on Discord, one class per kind of outbox item.
+
+An :class:`~bot.storage.OutboxItem` is how an intent is stored: a ``kind``, a
+``target`` and a ``payload`` (JSON, so a stored item outlives the process that
+wrote it). Code that asks for something builds one of the classes below, whose
+fields say what that kind needs, and stores :meth:`Intent.item`; the outbox's
+calls read a stored item back with :func:`intent_of`. Both directions are exact
+(``intent_of(x.item()) == x``: tests/bot/test_intents.py), so the stored form,
+and what older processes stored, stays what it was.
+
+A ``channel`` or ``role`` is an id, or the key of something the game's
+provisioning makes (``"city:0"``, ``"role:alive"``): the outbox resolves keys
+when the item is carried out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeAlias
+
+from bot.storage.records import OutboxItem
+
+__all__ = [
+    "CreateChannel",
+    "CreateRole",
+    "DeleteChannel",
+    "DeleteRole",
+    "Edit",
+    "EditChannel",
+    "INTENTS",
+    "Intent",
+    "MemberRole",
+    "Overwrite",
+    "Picture",
+    "Ref",
+    "Send",
+    "Sweep",
+    "Transcript",
+    "Voice",
+    "intent_of",
+]
+
+#: an id on Discord, or the key of what the game's provisioning makes
+Ref: TypeAlias = int | str
+
+#: Discord's overwrite target types
+ROLE_TARGET = 0
+MEMBER_TARGET = 1
+
+
+@dataclass(frozen=True)
+class Intent:
+    """One thing to do on Discord; ``lane`` empty: the lane of its kind."""
+
+    kind: ClassVar[str]
+
+    def target(self) -> dict[str, Any]:
+        """The stored item's target."""
+        raise NotImplementedError
+
+    def payload(self) -> dict[str, Any]:
+        """The stored item's payload."""
+        raise NotImplementedError
+
+    @property
+    def lane_name(self) -> str:
+        """The lane this intent names, or ``""``."""
+        return str(getattr(self, "lane", ""))
+
+    def item(self) -> OutboxItem:
+        """The intent as the outbox stores it."""
+        return OutboxItem(self.kind, self.target(), self.payload(), lane=self.lane_name)
+
+    @classmethod
+    def read(cls, item: OutboxItem) -> Intent:
+        """The intent a stored item of this kind holds."""
+        raise NotImplementedError
+
+
+def _message_target(channel: Ref | None, user: int | None, ref: str | None) -> dict[str, Any]:
+    target: dict[str, Any] = {}
+    if channel is not None:
+        target["channel_id"] = channel
+    if user is not None:
+        target["user_id"] = user
+    if ref is not None:
+        target["ref"] = ref
+    return target
+
+
+@dataclass(frozen=True)
+class Send(Intent):
+    """A message posted in a channel, or in a member's DMs (``user``); ``ref`` names it for
+    later edits. ``message`` is Discord's message body (content, components, mentions...)."""
+
+    kind: ClassVar[str] = "send"
+    message: dict[str, Any]
+    channel: Ref | None = None
+    user: int | None = None
+    ref: str | None = None
+    lane: str = ""
+
+    def target(self) -> dict[str, Any]:
+        return _message_target(self.channel, self.user, self.ref)
+
+    def payload(self) -> dict[str, Any]:
+        return self.message
+
+    @classmethod
+    def read(cls, item: OutboxItem) -> Send:
+        t = item.target
+        return cls(item.payload, t.get("channel_id"), t.get("user_id"), t.get("ref"), item.lane)
+
+
+@dataclass(frozen=True)
+class Edit(Intent):
+    """An edit of the message posted under ``ref`` (only the newest pending one is sent)."""
+
+    kind: ClassVar[str] = "edit"
+    ref: str
+    message: dict[str, Any]
+    lane: str = ""
+
+    def target(self) -> dict[str, Any]:
+        return {"ref": self.ref}
+
+    def payload(self) -> dict[str, Any]:
+        return self.message
+
+    @classmethod
+    def read(cls, item: OutboxItem) -> Edit:
+        return cls(item.target["ref"], item.payload, item.lane)
+
+
+@dataclass(frozen=True)
+class Voice(Intent):
+    """A recorded last word posted as a voice message (``details``: the file and its caption,
+    read by the last word's handler)."""
+
+    kind: ClassVar[str] = "voice"
+    channel: Ref
+    details: dict[str, Any]
+    lane: str = ""
+
+    def target(self) -> dict[str, Any]:
+        return {"channel_id": self.channel}
+
+    def payload(self) -> dict[str, Any]:
+        return self.details
+
+    @classmethod
+    def read(cls, item: OutboxItem) -> Voice:
+        return cls(item.target["channel_id"], item.payload, item.lane)
+
+
+@dataclass(frozen=True)
+class Picture(Intent):
+    """A finished game's picture posted with its caption (drawn by the history's handler)."""
+
+    kind: ClassVar[str] = "picture"
+    channel: Ref
+    details: dict[str, Any]
+    lane: str = ""
+
+    def target(self) -> dict[str, Any]:
+        return {"channel_id": self.channel}
+
+    def payload(self) -> dict[str, Any]:
+        return self.details
+
+    @classmethod
+    def read(cls, item: OutboxItem) -> Picture:
+        return cls(item.target["channel_id"], item.payload, item.lane)
+
+
+@dataclass(frozen=True)
+class Transcript(Intent):
+    """A finished game's channels copied into the guild's archive (the season's handler)."""
+
+    kind: ClassVar[str] = "transcript"
+    guild: int
+    details: dict[str, Any]
+    lane: str = ""
+
+    def target(self) -> dict[str, Any]:
+        return {"guild_id": self.guild}
+
+    def payload(self) -> dict[str, Any]:
+        return self.details
+
+    @classmethod
+    def read(cls, item: OutboxItem) -> Transcript:
+        return cls(item.target["guild_id"], item.payload, item.lane)
+
+
+@dataclass(frozen=True)
+class Overwrite(Intent):
+    """A channel's permission overwrite for a role (``member=False``) or a member, set to
+    ``allow``/``deny`` (bit fields), or removed (``delete``)."""
+
+    kind: ClassVar[str] = "overwrite"
+    channel: Ref
+    who: Ref
+    member: bool
+    allow: int = 0
+    deny: int = 0
+    delete: bool = False
+    lane: str = ""
+
+    def target(self) -> dict[str, Any]:
+        kind = MEMBER_TARGET if self.member else ROLE_TARGET
+        return {"channel_id": self.channel, "id": self.who, "type": kind}
+
+    def payload(self) -> dict[str, Any]:
+        if self.delete:
+            return {"delete": True}
+        return {"allow": str(self.allow), "deny": str(self.deny)}
+
+    @classmethod
+    def read(cls, item: OutboxItem) -> Overwrite:
+        t, p = item.target, item.payload
+        member = int(t.get("type", MEMBER_TARGET)) == MEMBER_TARGET
+        if p.get("delete"):
+            return cls(t["channel_id"], t["id"], member, delete=True, lane=item.lane)
+        allow, deny = int(p.get("allow", 0)), int(p.get("deny", 0))
+        return cls(t["channel_id"], t["id"], member, allow, deny, lane=item.lane)
+
+
+@dataclass(frozen=True)
+class MemberRole(Intent):
+    """A game role given to (``add``) or taken from a member."""
+
+    kind: ClassVar[str] = "member_role"
+    guild: int
+    user: int
+    role: Ref
+    add: bool
+    lane: str = ""
+
+    def target(self) -> dict[str, Any]:
+        return {"guild_id": self.guild, "user_id": self.user, "role": self.role}
+
+    def payload(self) -> dict[str, Any]:
+        return {"add": self.add}
+
+    @classmethod
+    def read(cls, item: OutboxItem) -> MemberRole:
+        t = item.target
+        add = bool(item.payload.get("add", True))
+        return cls(t["guild_id"], t["user_id"], t["role"], add, item.lane)
+
+
+@dataclass(frozen=True)
+class CreateRole(Intent):
+    """A role made for the game under ``key`` (``spec``: Discord's role fields and a reason)."""
+
+    kind: ClassVar[str] = "create_role"
+    guild: int
+    key: str
+    spec: dict[str, Any]
+    lane: str = ""
+
+    def target(self) -> dict[str, Any]:
+        return {"guild_id": self.guild, "key": self.key}
+
+    def payload(self) -> dict[str, Any]:
+        return self.spec
+
+    @classmethod
+    def read(cls, item: OutboxItem) -> CreateRole:
+        return cls(item.target["guild_id"], item.target["key"], item.payload, item.lane)
+
+
+@dataclass(frozen=True)
+class CreateChannel(Intent):
+    """A channel made for the game under ``key`` (``spec``: name, type, parent, topic,
+    overwrites and a reason)."""
+
+    kind: ClassVar[str] = "create_channel"
+    guild: int
+    key: str
+    spec: dict[str, Any]
+    lane: str = ""
+
+    def target(self) -> dict[str, Any]:
+        return {"guild_id": self.guild, "key": self.key}
+
+    def payload(self) -> dict[str, Any]:
+        return self.spec
+
+    @classmethod
+    def read(cls, item: OutboxItem) -> CreateChannel:
+        return cls(item.target["guild_id"], item.target["key"], item.payload, item.lane)
+
+
+@dataclass(frozen=True)
+class DeleteRole(Intent):
+    """A game role deleted (one already gone is what was asked for)."""
+
+    kind: ClassVar[str] = "delete_role"
+    guild: int
+    role: Ref
+    lane: str = ""
+
+    def target(self) -> dict[str, Any]:
+        return {"guild_id": self.guild, "role": self.role}
+
+    def payload(self) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def read(cls, item: OutboxItem) -> DeleteRole:
+        return cls(item.target["guild_id"], item.target["role"], item.lane)
+
+
+@dataclass(frozen=True)
+class DeleteChannel(Intent):
+    """A game channel deleted (one already gone is what was asked for)."""
+
+    kind: ClassVar[str] = "delete_channel"
+    channel: Ref
+    lane: str = ""
+
+    def target(self) -> dict[str, Any]:
+        return {"channel_id": self.channel}
+
+    def payload(self) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def read(cls, item: OutboxItem) -> DeleteChannel:
+        return cls(item.target["channel_id"], item.lane)
+
+
+@dataclass(frozen=True)
+class EditChannel(Intent):
+    """A channel's fields changed (``changes``: Discord's fields; overwrites may name a role
+    by its key until it is made)."""
+
+    kind: ClassVar[str] = "edit_channel"
+    channel: Ref
+    changes: dict[str, Any]
+    lane: str = ""
+
+    def target(self) -> dict[str, Any]:
+        return {"channel_id": self.channel}
+
+    def payload(self) -> dict[str, Any]:
+        return self.changes
+
+    @classmethod
+    def read(cls, item: OutboxItem) -> EditChannel:
+        return cls(item.target["channel_id"], item.payload, item.lane)
+
+
+@dataclass(frozen=True)
+class Sweep(Intent):
+    """Duplicates of what a provisioning made removed (``plan``: the names, topics and
+    category it made; with ``rollback``, everything of those names no item made)."""
+
+    kind: ClassVar[str] = "sweep"
+    guild: int
+    plan: dict[str, Any] = field(default_factory=dict)
+    lane: str = ""
+
+    def target(self) -> dict[str, Any]:
+        return {"guild_id": self.guild}
+
+    def payload(self) -> dict[str, Any]:
+        return self.plan
+
+    @classmethod
+    def read(cls, item: OutboxItem) -> Sweep:
+        return cls(item.target["guild_id"], item.payload, item.lane)
+
+
+#: every kind of intent by its stored ``kind``
+INTENTS: dict[str, type[Intent]] = {
+    cls.kind: cls
+    for cls in (
+        Send,
+        Edit,
+        Voice,
+        Picture,
+        Transcript,
+        Overwrite,
+        MemberRole,
+        CreateRole,
+        CreateChannel,
+        DeleteRole,
+        DeleteChannel,
+        EditChannel,
+        Sweep,
+    )
+}
+
+
+def intent_of(item: OutboxItem) -> Intent:
+    """The intent a stored item holds (``KeyError``: a kind no code makes)."""
+    return INTENTS[item.kind].read(item)
