@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -140,7 +139,7 @@ class HostStart(HostBase):
             raise UserError(
                 "error.missing_permissions", permissions=permission_names(live.language, lacking)
             )
-        seed = random.SystemRandom().randrange(2**31)
+        seed = self.bot.deal_seed()
         cities = lobby_cities(live)
         setup_options = lobby.get("setup", {})
         try:
