@@ -10,7 +10,7 @@ acknowledgement or sends the first answer.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -198,6 +198,13 @@ def player_of(live: LiveGame, interaction: discord.Interaction) -> str:
     return player
 
 
+def interaction_data(interaction: discord.Interaction) -> Mapping[str, Any]:
+    """What the interaction carries (a component's ``custom_id``, a menu's ``values``), empty
+    when nothing: read by key, as discord.py types it as a union of Discord's payloads."""
+    data: Mapping[str, Any] = interaction.data or {}
+    return data
+
+
 def resolve_player(live: LiveGame, text: str) -> str:
     """A player from an option value: his id (what autocomplete sends) or his name.
 
@@ -312,6 +319,7 @@ __all__ = [
     "answer",
     "answer_lines",
     "delivered",
+    "interaction_data",
     "sent_at",
     "guild_game",
     "cohosts",
