@@ -33,6 +33,7 @@ from discord.ui import Button, DynamicItem, Item, Select
 
 from bot.collector import release_when_done
 from bot.errors import UserError
+from cogs.common import interaction_data
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
@@ -175,7 +176,7 @@ class Retired(_Routed, DynamicItem[Item[Any]], template=RETIRED):
 
     async def callback(self, interaction: discord.Interaction) -> None:
         bot: ProkuratorBot = interaction.client  # type: ignore[assignment]
-        custom_id = (interaction.data or {}).get("custom_id")
+        custom_id = interaction_data(interaction).get("custom_id")
         log.info(
             "component %r of user %s matches no form: answered as no longer active",
             custom_id,
