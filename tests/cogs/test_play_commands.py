@@ -20,18 +20,6 @@ def localised(key: str) -> dict[str, str]:
 
 
 def test_every_players_act_but_the_last_word_has_a_command_of_its_own():
-    assert [act.verb for act in OWN_COMMAND_ACTS] == [
-        "nominate",
-        "vote",
-        "unvote",
-        "protect",
-        "compare",
-        "elect",
-        "kill",
-        "tour",
-        "pass",
-        "check",
-    ]
     assert set(PLAYER_ACTS) - {act.verb for act in OWN_COMMAND_ACTS} == {"lastword"}
     assert [act_command(act).name for act in OWN_COMMAND_ACTS] == [
         act.slash[0] for act in OWN_COMMAND_ACTS
