@@ -2,7 +2,7 @@
 
 Everything outside the rules that lists roles or commands reads this table: ``/help``'s
 lines and its "wrong stage" refusals, the archive's statuses, the lobby's optional roles,
-and the tests that make sure every role and every command has its texts in each language
+the players' slash commands and their autocompletes, and the tests that make sure every role and every command has its texts in each language
 and its section in the rules. Adding a role or a command starts here (CONTRIBUTING.md).
 
 * :data:`ROLES`: each status, the side it plays for, and whether the host switches it on
