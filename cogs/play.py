@@ -165,7 +165,7 @@ class PlayCog(commands.Cog):
         """The act of the interaction's command, on the players its options name."""
         make: Callable[..., Command] = act_of(interaction).command
         await self.act(
-            interaction, lambda live, me: make(me, *(resolve_player(live, t) for t in typed))
+            interaction, lambda live, me: make(me, *(resolve_player(live, name) for name in typed))
         )
 
     async def _targets(
