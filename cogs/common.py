@@ -10,8 +10,8 @@ acknowledgement or sends the first answer.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 import discord
 from discord import app_commands
@@ -57,6 +57,11 @@ class InteractionAnswer:
             )
             return False
         return True
+
+
+def bot_of(interaction: discord.Interaction) -> ProkuratorBot:
+    """The bot an interaction came to (discord.py types it as any client: this one is ours)."""
+    return cast("ProkuratorBot", interaction.client)
 
 
 def sent_at(interaction: discord.Interaction) -> Seen:
@@ -198,6 +203,13 @@ def player_of(live: LiveGame, interaction: discord.Interaction) -> str:
     return player
 
 
+def interaction_data(interaction: discord.Interaction) -> Mapping[str, Any]:
+    """What the interaction carries (a component's ``custom_id``, a menu's ``values``), empty
+    when nothing: read by key, as discord.py types it as a union of Discord's payloads."""
+    data: Mapping[str, Any] = interaction.data or {}
+    return data
+
+
 def resolve_player(live: LiveGame, text: str) -> str:
     """A player from an option value: his id (what autocomplete sends) or his name.
 
@@ -258,7 +270,7 @@ async def delivered(
     answers Discord did not deliver before. If Discord refuses this one, it is kept for his
     next command when the interaction changed something (it was committed first), else only
     logged (:mod:`bot.notices`)."""
-    bot: ProkuratorBot = interaction.client  # type: ignore[assignment]
+    bot = bot_of(interaction)
     try:
         await send()
     except (discord.HTTPException, discord.RateLimited) as error:
@@ -309,9 +321,11 @@ def host_choices(live: LiveGame, verb: str, current: str) -> list[app_commands.C
 __all__ = [
     "MAX_CHOICES",
     "InteractionAnswer",
+    "bot_of",
     "answer",
     "answer_lines",
     "delivered",
+    "interaction_data",
     "sent_at",
     "guild_game",
     "cohosts",

@@ -26,16 +26,16 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import discord
 from discord.ui import Button, DynamicItem, Item, Select
 
 from bot.collector import release_when_done
 from bot.errors import UserError
+from cogs.common import bot_of, interaction_data
 
 if TYPE_CHECKING:
-    from bot.bot import ProkuratorBot
     from cogs.game import GameCog
 
 log = logging.getLogger(__name__)
@@ -92,8 +92,8 @@ class _Routed:
         return True
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        bot: ProkuratorBot = interaction.client  # type: ignore[assignment]
-        game_cog: GameCog | None = bot.get_cog("GameCog")  # type: ignore[assignment]
+        bot = bot_of(interaction)
+        game_cog = cast("GameCog | None", bot.get_cog("GameCog"))
         handler = game_cog.handlers.get(self.action) if game_cog is not None else None
         try:
             if handler is None:
@@ -174,8 +174,8 @@ class Retired(_Routed, DynamicItem[Item[Any]], template=RETIRED):
     action = "retired"
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        bot: ProkuratorBot = interaction.client  # type: ignore[assignment]
-        custom_id = (interaction.data or {}).get("custom_id")
+        bot = bot_of(interaction)
+        custom_id = interaction_data(interaction).get("custom_id")
         log.info(
             "component %r of user %s matches no form: answered as no longer active",
             custom_id,
