@@ -13,7 +13,7 @@ from discord import app_commands
 from bot.errors import UserError
 from bot.i18n import key_str
 from bot.service import LiveGame
-from bot.storage import GameState, OutboxItem
+from bot.storage import GameRecord, GameState, OutboxItem
 from cogs import presets
 from cogs.common import (
     answer,
@@ -174,8 +174,7 @@ class HostSetup(HostBase):
         chosen = await self._preset(live, preset) if preset is not None else None
         strike = None if leave_strike is None else duration_or_off(leave_strike)
         archive_after = None if archive is None else duration_or_off(archive)
-        if live.record.state != GameState.LOBBY:
-            raise UserError("error.not_lobby")
+        lobby_only(live.record)
         wanted = SetupChange(
             chosen,
             checked_cities(cities),
@@ -335,8 +334,7 @@ class HostSetup(HostBase):
             return
 
         def change(live: LiveGame) -> list[OutboxItem]:
-            if live.record.state != GameState.LOBBY:  # started while this waited for the lock
-                raise UserError("error.not_lobby")
+            lobby_only(live.record)  # it may have started while this waited for the lock
             known = lobby_cities(live)
             unknown = [name for name in names if name not in known]
             if not names or unknown:
@@ -347,6 +345,16 @@ class HostSetup(HostBase):
         if not await self._update(interaction, live, change):
             return  # delivered twice: done and answered the first time
         await answer(interaction, phrase(live, "host.touring", order=", ".join(names)))
+
+
+def lobby_only(record: GameRecord) -> None:
+    """Refuse to set up a game that is no longer a lobby.
+
+    Raises:
+        UserError: ``error.not_lobby``.
+    """
+    if record.state != GameState.LOBBY:
+        raise UserError("error.not_lobby")
 
 
 def given(**options: Any) -> dict[str, Any]:
@@ -413,8 +421,7 @@ class SetupChange:
     def apply(self, live: LiveGame) -> list[OutboxItem]:
         """Store the change in the lobby (refused if the game started meanwhile)."""
         lobby = live.record.lobby
-        if live.record.state != GameState.LOBBY:  # started while this waited for the lock
-            raise UserError("error.not_lobby")
+        lobby_only(live.record)  # it may have started while this waited for the lock
         if self.preset is not None:
             presets.apply_preset(lobby, self.preset["settings"])
             lobby["preset"] = self.preset
