@@ -12,6 +12,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -80,6 +81,11 @@ GONE = (10062, 10015)
 IDENTIFY_PAUSE = 5.0
 
 
+def fresh_seed() -> int:
+    """A new deal's seed, from the system's randomness (no player can guess it)."""
+    return random.SystemRandom().randrange(2**31)
+
+
 class ShardFilter(logging.Filter):
     """Gives every log record ``shard_tag``: `` [shard N]`` when the record names its shard (an
     ``extra={"shard": N}``, or discord.py's "Shard ID %s ..." lines), else nothing; the log
@@ -123,6 +129,7 @@ class ProkuratorBot(commands.AutoShardedBot):
         extensions: tuple[str, ...] = EXTENSIONS,
         storage: Storage | None = None,
         identify_pause: float = IDENTIFY_PAUSE,
+        deal_seed: Callable[[], int] = fresh_seed,
         **options: Any,
     ) -> None:
         if config.shards is not None:
@@ -130,6 +137,8 @@ class ProkuratorBot(commands.AutoShardedBot):
         if config.shard_count is not None:
             options.setdefault("shard_count", config.shard_count)
         self.identify_pause = identify_pause
+        self.deal_seed = deal_seed
+        """Where a start's deal gets its seed (the tests give one that repeats per test)."""
         super().__init__(
             command_prefix=commands.when_mentioned,
             intents=intents(),

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -121,7 +120,7 @@ class HostStart(HostBase):
         assert guild is not None
         players = [p["id"] for p in live.record.lobby.get("players", [])]
         self._check_startable(live, guild, players)
-        seed = random.SystemRandom().randrange(2**31)
+        seed = self.bot.deal_seed()
         cities = lobby_cities(live)
         setup = self._deal(live, players, cities, seed)
         game = Game.create(setup, seed)
