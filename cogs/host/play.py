@@ -4,7 +4,7 @@ the idle, skips, the end, and the confirmations they ask for."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import discord
 from discord import app_commands
@@ -14,6 +14,7 @@ from bot.footprint import (
     watch_items,
 )
 from bot.i18n import key_str
+from bot.outbox.intents import Send
 from bot.service import LiveGame, MovedOn, Seen, command_for_deadline
 from bot.storage import DamagedLog, GameState, OutboxItem
 from cogs.channels import (
@@ -34,6 +35,21 @@ from cogs.common import (
     sent_at,
 )
 from cogs.components import CancelButton, ConfirmButton
+from cogs.host.common import (
+    CONFIRM_SECONDS,
+    HOST,
+    PLAYER,
+    PLAYER_DESCRIPTION,
+    STAGE_KEY,
+    settle,
+)
+from cogs.host.start import (
+    HostStart,
+)
+from cogs.host.strikes import (
+    LeaveStrikes,
+)
+from cogs.host.welcome import replaced_items
 from cogs.idle import IdleWatch, actor_of, replayed
 from cogs.limits import clip, sections
 from cogs.lobby import lobby_edit
@@ -58,25 +74,6 @@ from rules import (
     command_from_dict,
 )
 from rules.events import PhaseStarted
-
-if TYPE_CHECKING:
-    pass
-
-from cogs.host.common import (
-    CONFIRM_SECONDS,
-    HOST,
-    PLAYER,
-    PLAYER_DESCRIPTION,
-    STAGE_KEY,
-    replaced_items,
-    settle,
-)
-from cogs.host.start import (
-    HostStart,
-)
-from cogs.host.strikes import (
-    LeaveStrikes,
-)
 
 log = logging.getLogger(__name__)
 
@@ -362,13 +359,8 @@ class HostPlay(HostStart):
             live.record.deadline = None
             if live.broken is not None and live.record.channels.get("roles"):
                 for channel_id in closing_channels(live):
-                    items.append(
-                        OutboxItem(
-                            "send",
-                            {"channel_id": channel_id},
-                            {"content": phrase(live, "host.ended"), "allowed_mentions": NO_PINGS},
-                        )
-                    )
+                    message = {"content": phrase(live, "host.ended"), "allowed_mentions": NO_PINGS}
+                    items.append(Send(message, channel=channel_id).item())
                 items.extend(closing_items(live, game))
             elif game is not None and live.record.channels:
                 parts = [
@@ -377,13 +369,8 @@ class HostPlay(HostStart):
                 ]
                 for channel_id in closing_channels(live):
                     for chunk in sections(parts):
-                        items.append(
-                            OutboxItem(
-                                "send",
-                                {"channel_id": channel_id},
-                                {"content": chunk, "allowed_mentions": NO_PINGS},
-                            )
-                        )
+                        message = {"content": chunk, "allowed_mentions": NO_PINGS}
+                        items.append(Send(message, channel=channel_id).item())
                 items.extend(closing_items(live, game))
             items.extend(lobby_edit(live))
             return items
