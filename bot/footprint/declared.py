@@ -3,7 +3,7 @@ seats (:func:`declared`)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -82,8 +82,8 @@ class Footprint:
 
 @dataclass(frozen=True)
 class _Names:
-    """The names and topics of a game's roles and channels, in its language (none without the
-    game: a footprint compared for who may do what, not made)."""
+    """The names and topics of a game's roles and channels, in its language (none without
+    ``live``: a footprint compared for who may do what, not made)."""
 
     live: LiveGame | None
 
@@ -98,6 +98,28 @@ class _Names:
         if self.live is None:
             return None
         return phrase(self.live, key, game=self.live.id, **params)[:1024]
+
+    def place(
+        self,
+        path: Path,
+        place: Target,
+        kind: int,
+        parent: Target | None,
+        overwrites: Iterable[Overwrite],
+        key: str,
+        topic: str | None = None,
+        **params: Any,
+    ) -> PlaceSpec:
+        """A channel named by the text ``key`` (and ``topic``: its topic's) with ``params``."""
+        return PlaceSpec(
+            path,
+            place,
+            kind,
+            self.name(key, **params),
+            parent,
+            tuple(overwrites),
+            self.topic(topic, **params) if topic is not None else None,
+        )
 
 
 def declared(
@@ -123,13 +145,8 @@ def declared(
     closed = layout.closed(game) if night is None else layout.quiet_nights and night
     names = _Names(live)
     places = [
-        PlaceSpec(
-            ("category",),
-            layout.category,
-            CATEGORY,
-            names.name("channel.category"),
-            None,
-            tuple(layout.base()),
+        names.place(
+            ("category",), layout.category, CATEGORY, None, layout.base(), "channel.category"
         )
     ]
     for city in layout.cities:
@@ -183,27 +200,29 @@ def _city_places(
     closed: bool,
 ) -> list[PlaceSpec]:
     """A city's channel and its mafia's room."""
-    category = layout.category
+    category, params = layout.category, {"city": city.name}
+    text = layout.city_overwrites(city.name, over=over, closed=closed)
+    mafia = layout.mafia_overwrites(game, city.name, over=over, reveal=reveal, revived=revived)
     return [
-        PlaceSpec(
+        names.place(
             ("cities", city.name, "text"),
             city.text,
             TEXT,
-            names.name("channel.city", city=city.name),
             category,
-            tuple(layout.city_overwrites(city.name, over=over, closed=closed)),
-            names.topic("channel.topic.city", city=city.name),
+            text,
+            "channel.city",
+            "channel.topic.city",
+            **params,
         ),
-        PlaceSpec(
+        names.place(
             ("cities", city.name, "mafia"),
             city.mafia,
             TEXT,
-            names.name("channel.mafia", city=city.name),
             category,
-            tuple(
-                layout.mafia_overwrites(game, city.name, over=over, reveal=reveal, revived=revived)
-            ),
-            names.topic("channel.topic.mafia", city=city.name),
+            mafia,
+            "channel.mafia",
+            "channel.topic.mafia",
+            **params,
         ),
     ]
 
@@ -212,31 +231,31 @@ def _common_places(layout: Layout, names: _Names, *, over: bool, reveal: bool) -
     """The channels every city shares: the tribune, the dead's channel, the host's log."""
     category = layout.category
     return [
-        PlaceSpec(
+        names.place(
             ("voice",),
             layout.voice,
             VOICE_CHANNEL,
-            names.name("channel.voice"),
             category,
-            tuple(layout.voice_overwrites(over=over)),
+            layout.voice_overwrites(over=over),
+            "channel.voice",
         ),
-        PlaceSpec(
+        names.place(
             ("dead",),
             layout.dead,
             TEXT,
-            names.name("channel.dead"),
             category,
-            tuple(layout.dead_overwrites(over=over)),
-            names.topic("channel.topic.dead"),
+            layout.dead_overwrites(over=over),
+            "channel.dead",
+            "channel.topic.dead",
         ),
-        PlaceSpec(
+        names.place(
             ("log",),
             layout.log,
             TEXT,
-            names.name("channel.log"),
             category,
-            tuple(layout.log_overwrites(over=over, reveal=reveal)),
-            names.topic("channel.topic.log"),
+            layout.log_overwrites(over=over, reveal=reveal),
+            "channel.log",
+            "channel.topic.log",
         ),
     ]
 
