@@ -170,6 +170,11 @@ class StorageBase:
                 raise
             await self._db.commit()
 
+    async def _commit(self, game_id: int, write: _GroupedWrite) -> None:
+        """Commit one write of a game (SQLite: in the next group commit, every game's writes
+        sharing the one writer)."""
+        await self._grouped(write)
+
     async def _grouped(self, write: _GroupedWrite) -> None:
         """Commit a write in the next group commit and return once it is committed: at once
         when nothing else writes, else with what queued meanwhile.

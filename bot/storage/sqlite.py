@@ -236,43 +236,35 @@ class SqliteFile(StorageBase):
             connection = await aiosqlite.connect(str(path), isolation_level="DEFERRED")
         except (sqlite3.Error, OSError) as error:
             raise StorageError(f"{path}: cannot open the database: {error}") from error
-        storage: Storage | None = None
+        storage = cast("Storage", cls(connection))  # cls is Storage, or a subclass of it
         try:
-            connection.row_factory = aiosqlite.Row
-            await connection.execute("PRAGMA journal_mode=WAL")
-            await connection.execute(f"PRAGMA synchronous={synchronous}")
-            await connection.execute("PRAGMA foreign_keys=ON")
-            await connection.execute("PRAGMA busy_timeout=5000")
-            await connection.execute("PRAGMA wal_autocheckpoint=0")
-            await connection.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
-            async with connection.execute("PRAGMA quick_check") as cursor:
-                verdict = [row[0] for row in await cursor.fetchall()]
-            if verdict != ["ok"]:
-                raise StorageError(f"{path}: the database is damaged: {'; '.join(verdict[:3])}")
-            storage = cast("Storage", cls(connection))  # cls is Storage, or a subclass of it
+            await _configure(connection, str(path), synchronous)
             await storage._migrate()
             if str(path) != ":memory:":  # a database in memory is the writer's alone
                 storage._reader = await storage._open_reader(str(path))
                 storage._group = GroupWriter(str(path), synchronous)
                 storage._group.open()
         except BaseException as error:
-            with contextlib.suppress(Exception):
-                await connection.close()  # its thread would keep the process from exiting
-            if storage is not None and storage._reader is not None:
-                with contextlib.suppress(Exception):
-                    await storage._reader.close()
-            if storage is not None and storage._group is not None:
-                storage._group.close()
+            await storage._abandon()
             if isinstance(error, sqlite3.Error):
                 raise StorageError(
                     f"{path}: the database is damaged or not a database: {error}"
                 ) from error
             raise
-        assert storage is not None
         storage._checkpointer = asyncio.create_task(
             storage._checkpoint_every(str(path), CHECKPOINT_SECONDS), name="sqlite-checkpoint"
         )
         return storage
+
+    async def _abandon(self) -> None:
+        """Close what an open that failed had opened, quietly (the first error is the one told)."""
+        with contextlib.suppress(Exception):
+            await self._db.close()  # its thread would keep the process from exiting
+        if self._reader is not None:
+            with contextlib.suppress(Exception):
+                await self._reader.close()
+        if self._group is not None:
+            self._group.close()
 
     @staticmethod
     async def _open_reader(path: str) -> aiosqlite.Connection:
@@ -320,11 +312,38 @@ class SqliteFile(StorageBase):
         holds more than :data:`RESTART_FRAMES` frames, once more under the writers' lock, so
         that it is copied to its end. Returns the frames in the WAL and those copied, as the
         last pass left them."""
-        async with connection.execute("PRAGMA wal_checkpoint(PASSIVE)") as cursor:
-            _, frames, copied = await cursor.fetchone()
+        frames, copied = await _checkpoint_pass(connection)
         if frames <= RESTART_FRAMES:
             return frames, copied
         # under the writers' lock: no commit of this process appends meanwhile
-        async with self._lock, connection.execute("PRAGMA wal_checkpoint(PASSIVE)") as cursor:
-            _, frames, copied = await cursor.fetchone()
-        return frames, copied
+        async with self._lock:
+            return await _checkpoint_pass(connection)
+
+
+async def _configure(connection: aiosqlite.Connection, path: str, synchronous: str) -> None:
+    """The writer's pragmas (WAL, ``synchronous``, no automatic checkpoint), then a quick check.
+
+    Raises:
+        StorageError: the check finds the file damaged.
+    """
+    connection.row_factory = aiosqlite.Row
+    await connection.execute("PRAGMA journal_mode=WAL")
+    await connection.execute(f"PRAGMA synchronous={synchronous}")
+    await connection.execute("PRAGMA foreign_keys=ON")
+    await connection.execute("PRAGMA busy_timeout=5000")
+    await connection.execute("PRAGMA wal_autocheckpoint=0")
+    await connection.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
+    async with connection.execute("PRAGMA quick_check") as cursor:
+        verdict = [row[0] for row in await cursor.fetchall()]
+    if verdict != ["ok"]:
+        raise StorageError(f"{path}: the database is damaged: {'; '.join(verdict[:3])}")
+
+
+async def _checkpoint_pass(connection: aiosqlite.Connection) -> tuple[int, int]:
+    """One ``PASSIVE`` checkpoint: the frames in the WAL and those copied."""
+    async with connection.execute("PRAGMA wal_checkpoint(PASSIVE)") as cursor:
+        row = await cursor.fetchone()
+    if row is None:  # the pragma answers one row whatever the journal mode
+        raise StorageError("PRAGMA wal_checkpoint returned no row")
+    _, frames, copied = row
+    return int(frames), int(copied)
