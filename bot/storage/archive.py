@@ -12,6 +12,7 @@ from bot.storage.games import (
     GameQueries,
 )
 from bot.storage.records import (
+    FINISHED,
     SIDE_OF,
     ArchivedDeath,
     ArchivedGame,
@@ -30,6 +31,7 @@ from bot.storage.records import (
     _archived_player,
     _dumps,
     _player_stats,
+    sql_states,
 )
 
 
@@ -43,7 +45,8 @@ class ArchiveQueries(GameQueries):
             "SELECT g.id, b.game_id IS NOT NULL AS backfill FROM games g "
             "LEFT JOIN archive a ON a.game_id = g.id "
             "LEFT JOIN archive_backfill b ON b.game_id = g.id "
-            "WHERE g.state IN ('over', 'cancelled') AND g.setup IS NOT NULL AND g.seed IS NOT NULL "
+            f"WHERE g.state IN ({sql_states(FINISHED)}) AND g.setup IS NOT NULL "
+            "AND g.seed IS NOT NULL "
             f"AND a.game_id IS NULL{self._owned('g.')} ORDER BY g.id"
         )
         return [(int(row[0]), bool(row[1])) for row in rows]
@@ -178,7 +181,7 @@ class ArchiveQueries(GameQueries):
         async with self.transaction() as db:
             for table in ("player_stats", "player_status_stats", "side_ratings"):
                 await db.execute(f"DELETE FROM {table} {where}", params)
-            archive_where = "WHERE ended = 'over'" + (
+            archive_where = f"WHERE ended = '{GameState.OVER.value}'" + (
                 " AND guild_id = ?" if guild_id is not None else ""
             )
             async with db.execute(

@@ -31,6 +31,7 @@ from bot.storage.records import (
     _game_row,
     _outbox_rows,
     checksum,
+    sql_states,
 )
 
 
@@ -58,7 +59,7 @@ class GameQueries(StorageBase):
             async with self.transaction() as db:
                 async with db.execute(
                     "INSERT INTO games (guild_id, host_id, state, created_at, lobby) "
-                    "VALUES (?, ?, 'lobby', ?, ?) RETURNING id",
+                    f"VALUES (?, ?, '{GameState.LOBBY.value}', ?, ?) RETURNING id",
                     (guild_id, host_id, now, _dumps(lobby)),
                 ) as cursor:
                     row = await cursor.fetchone()
@@ -83,7 +84,7 @@ class GameQueries(StorageBase):
     async def open_game(self, guild_id: int) -> GameRecord | None:
         """The guild's open (lobby, starting or running) game, if any."""
         row = await self._fetchone(
-            "SELECT * FROM games WHERE guild_id = ? AND state IN ('lobby', 'starting', 'running')",
+            f"SELECT * FROM games WHERE guild_id = ? AND state IN ({sql_states(OPEN_STATES)})",
             (guild_id,),
         )
         return _game(row) if row else None
@@ -98,7 +99,8 @@ class GameQueries(StorageBase):
     async def open_games(self) -> list[GameRecord]:
         """Every lobby, game being started and running game (of this process's shards), oldest first."""
         rows = await self._fetchall(
-            f"SELECT * FROM games WHERE state IN ('lobby', 'starting', 'running'){self._owned()} ORDER BY id"
+            f"SELECT * FROM games WHERE state IN ({sql_states(OPEN_STATES)}){self._owned()} "
+            "ORDER BY id"
         )
         return [_game(row) for row in rows]
 

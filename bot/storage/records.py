@@ -37,6 +37,12 @@ OPEN_STATES = (GameState.LOBBY, GameState.STARTING, GameState.RUNNING)
 #: a game in one of these states has ended
 FINISHED = (GameState.OVER, GameState.CANCELLED)
 
+
+def sql_states(states: Iterable[GameState]) -> str:
+    """States as the items of an SQL list: ``'lobby', 'starting', 'running'``."""
+    return ", ".join(f"'{state.value}'" for state in states)
+
+
 #: the outbox's lanes, each carried out in order on its own (see :mod:`bot.outbox`)
 LANES = ("provision", "permissions", "messages")
 
@@ -404,7 +410,7 @@ class ArchivedGame:
     @property
     def over(self) -> bool:
         """Played to the end (not ended by the host)."""
-        return self.ended == "over"
+        return self.ended == GameState.OVER
 
 
 @dataclass(frozen=True)
