@@ -384,6 +384,20 @@ class ArchivedPlayer:
     checks: int
     hits: int
 
+    @property
+    def figures(self) -> tuple[int, ...]:
+        """What the player did, as the archive and the statistics store it: won, survived,
+        executed, votes, votes for a mafioso, checks, hits."""
+        return (
+            self.won,
+            self.survived,
+            self.executed,
+            self.votes,
+            self.votes_mafia,
+            self.checks,
+            self.hits,
+        )
+
 
 @dataclass(frozen=True)
 class ArchivedGame:
