@@ -9,7 +9,7 @@ trees and compare::
     python tests/fakediscord/compare.py /tmp/before.jsonl /tmp/after.jsonl
 
 Each test's calls that change something are compared as a multiset of method, route, status and
-body, with snowflakes, nonces and timestamps replaced by placeholders. Left out, as timing: their
+body, with snowflakes, nonces, timestamps and the times in custom ids replaced by placeholders. Left out, as timing: their
 order, the reads (a reconciler pass, a lookup whose cache lagged) and the edits of a message (a
 burst of edits is sent as its newest). The suite's deals repeat per test
 (``tests.harness.repeatable_seeds``), so the texts compare too. A test that ran on one side only is listed, not
@@ -35,6 +35,8 @@ NONCE = re.compile(r"\bob\d+\b")
 TIMESTAMP = re.compile(
     r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(\+00:00|Z)?|(?<=<t:)\d+(?=(:[a-zA-Z])?>)"
 )
+#: a time in milliseconds inside a custom id (a confirmation's: when it was asked)
+MILLIS = re.compile(r"(?<=:)\d{13}(?=:|$)")
 #: edits of a message: how many are sent is timing (a burst is coalesced into the newest)
 EDITS = ("/messages/{message_id}", "/messages/@original")
 
@@ -50,21 +52,36 @@ def normalised(value: Any) -> Any:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 10**14:
         return "#"
     if isinstance(value, str):
-        return TIMESTAMP.sub("T", NONCE.sub("ob#", SNOWFLAKE.sub("#", value)))
+        value = MILLIS.sub("ms", SNOWFLAKE.sub("#", value))
+        return TIMESTAMP.sub("T", NONCE.sub("ob#", value))
     return value
 
 
+#: an interaction's token in the paths of its answer: the callback, or the edit of a deferral
+ANSWER_PATH = re.compile(
+    r"^/(?:interactions/\d+|webhooks/\d+)/([^/]+)/(?:callback|messages/@original)$"
+)
+
+
 def calls_by_test(lines: Iterable[str]) -> dict[str, Counter[Call]]:
-    """Each test's changing calls, normalised, counted."""
+    """Each test's changing calls, normalised, counted. An interaction's answer counts once, as
+    what it finally said: answered at once, or deferred and then edited, is timing."""
     found: dict[str, Counter[Call]] = defaultdict(Counter)
+    answers: dict[tuple[str, str], Any] = {}
     for line in lines:
         if not line.strip():
             continue
         entry = json.loads(line)
+        test = str(entry.get("test") or "?").removesuffix(" (call)").removesuffix(" (setup)")
+        answer = ANSWER_PATH.match(str(entry["path"]))
+        if answer is not None and entry["method"] in ("POST", "PATCH"):
+            said = _said(entry)
+            if said is not None:
+                answers[(test, answer.group(1))] = said
+            continue
         route = SNOWFLAKE.sub("#", str(entry.get("route") or entry["path"]))
         if entry["method"] == "GET" or (entry["method"] == "PATCH" and route.endswith(EDITS)):
             continue
-        test = str(entry.get("test") or "?").removesuffix(" (call)").removesuffix(" (setup)")
         body = normalised(entry.get("json"))
         parts = [(p["name"], p["content_type"]) for p in entry.get("parts", [])]
         call = (
@@ -74,7 +91,21 @@ def calls_by_test(lines: Iterable[str]) -> dict[str, Counter[Call]]:
             json.dumps([body, parts], sort_keys=True, ensure_ascii=False),
         )
         found[test][call] += 1
+    for (test, _), said in answers.items():
+        found[test][("ANSWER", "", 200, json.dumps(said, sort_keys=True, ensure_ascii=False))] += 1
     return found
+
+
+def _said(entry: dict[str, Any]) -> Any:
+    """What an answer's call says, normalised; None for a bare deferral or a refused call."""
+    if int(entry["status"]) >= 300:
+        return None
+    body = entry.get("json") or {}
+    data = body.get("data", {}) if "type" in body else body
+    if body.get("type") in (5, 6) or not isinstance(data, dict):
+        return None
+    kept = {key: data[key] for key in ("content", "components", "embeds") if data.get(key)}
+    return normalised(kept) if kept else None
 
 
 def differences(before: dict[str, Counter[Call]], after: dict[str, Counter[Call]]) -> list[str]:
