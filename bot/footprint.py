@@ -60,10 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from bot.outbox import CREATES
-from bot.service import Broken, LiveGame, NoGame
-from bot.storage import FINISHED, GameRecord, GameState, OutboxItem
-from cogs.channels import (
+from bot.channels import (
     CATEGORY,
     MAX_OVERWRITES,
     MEMBER,
@@ -77,8 +74,10 @@ from cogs.channels import (
     permission_names,
     resolved,
 )
-from cogs.common import mention, phrase
-from cogs.votes import NO_PINGS
+from bot.i18n import NO_PINGS, mention, phrase
+from bot.outbox import CREATES
+from bot.service import Broken, LiveGame, NoGame
+from bot.storage import FINISHED, GameRecord, GameState, OutboxItem
 from rules import Game
 
 if TYPE_CHECKING:

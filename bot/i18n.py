@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     import discord
     from discord import app_commands
 
+    from bot.service import LiveGame
+
 log = logging.getLogger(__name__)
 
 LANGUAGES = ("ru", "en")
@@ -121,6 +123,20 @@ def t(language: str, key: str, /, **params: Any) -> str:
         log.error("missing text %r in %r", key, language)
         language, entry = DEFAULT, catalogue(DEFAULT).get(key, key)
     return _form(language, entry, params).format_map(_Missing(params, language))
+
+
+def phrase(live: LiveGame, key: str, **params: Any) -> str:
+    """A text in the game's language."""
+    return t(live.language, key, **params)
+
+
+def mention(player: str) -> str:
+    """A mention of the player (rendered as his name; announcements never ping)."""
+    return f"<@{player}>" if player.isdigit() else player
+
+
+#: a message's ``allowed_mentions`` that pings nobody
+NO_PINGS: dict[str, Any] = {"parse": []}
 
 
 def has(key: str) -> bool:

@@ -22,7 +22,8 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.i18n import key_str
+from bot.i18n import NO_PINGS, key_str, mention, phrase
+from bot.limits import CONTENT, listing
 from bot.options import duration_text, parse_duration
 from bot.service import GameBroken, LiveGame, NoGame
 from bot.storage import GameState, OutboxItem
@@ -31,13 +32,9 @@ from cogs.common import (
     answer,
     join_group,
     leave_group,
-    mention,
-    phrase,
     require_host,
 )
-from cogs.limits import CONTENT, listing
 from cogs.lobby import lobby_edit
-from cogs.render import NO_PINGS
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands
 
+from bot.i18n import phrase
 from bot.service import LiveGame
 from bot.storage import OutboxItem
-from cogs.common import phrase
 from cogs.components import ITEMS
 from cogs.mentions import command
 from cogs.render import deadline_text, render, with_ping

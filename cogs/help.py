@@ -23,12 +23,12 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.i18n import LANGUAGES, key_str, t
+from bot.i18n import LANGUAGES, key_str, phrase, t
+from bot.limits import OPTION_LABEL, clip
 from bot.service import LiveGame
 from bot.storage import GameState
 from cogs import presets
-from cogs.common import answer_lines, is_host, phrase, status_text
-from cogs.limits import OPTION_LABEL, clip
+from cogs.common import answer_lines, is_host, status_text
 from cogs.mentions import command
 from cogs.render import deadline_text, moment_text
 from cogs.will import will_limit

@@ -33,12 +33,11 @@ from discord.http import handle_message_parameters
 from bot.archive import Archiver
 from bot.errors import UserError
 from bot.export import ExportError, export_scenario
-from bot.i18n import key_str, t
+from bot.i18n import key_str, mention, t
+from bot.limits import chunks, sections
 from bot.picture import UPLOAD_LIMIT, render_png
 from bot.service import LiveGame
 from bot.storage import ArchivedGame, GameRecord, GuildResults, OutboxItem, PlayerStats
-from cogs.common import mention
-from cogs.limits import chunks, sections
 from cogs.render import closing_channels
 from cogs.season import transcript_link
 from rules.table import ROLES

@@ -20,12 +20,11 @@ import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from bot.i18n import NO_PINGS, mention, phrase
 from bot.service import GameBroken, LiveGame, MovedOn, NoGame, Seen
 from bot.storage import GameState, OutboxItem
-from cogs.common import mention, phrase
 from cogs.lobby import log_items
 from cogs.mentions import command as command_mention
-from cogs.render import NO_PINGS
 from rules import (
     CastVote,
     Command,

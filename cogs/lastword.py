@@ -52,16 +52,16 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.i18n import key_str
+from bot.i18n import NO_PINGS, key_str, mention, phrase
+from bot.limits import CITIES
 from bot.service import LiveGame, NoGame
 from bot.storage import OutboxItem
 from bot.voice.receiver import ReceivingVoiceClient
 from bot.voice.recorder import OggSink, Recorder, RecordingOutcome
 from bot.voice.upload import PreparedAudio, UploadError, prepare_upload
 from bot.voice.voice_message import post_audio_attachment, post_voice_message
-from cogs.common import mention, phrase, player_of, require_host, running_game
-from cogs.limits import CITIES
-from cogs.render import NO_PINGS, pings_on
+from cogs.common import player_of, require_host, running_game
+from cogs.render import pings_on
 from rules import RequestLastWord, RuleError
 
 if TYPE_CHECKING:

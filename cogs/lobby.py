@@ -17,13 +17,14 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.channels import exposure, exposure_lines, lobby_exposure
 from bot.errors import UserError
 from bot.footprint import quiet_items
-from bot.i18n import key_str, t
+from bot.i18n import NO_PINGS, key_str, mention, phrase, t
+from bot.limits import CONTENT, listing
 from bot.service import GameBroken, LiveGame
 from bot.storage import GameExists, GameState, OutboxItem
 from cogs import presets, spectators
-from cogs.channels import exposure, exposure_lines, lobby_exposure
 from cogs.common import (
     InteractionAnswer,
     answer,
@@ -31,15 +32,12 @@ from cogs.common import (
     cohosts,
     guild_game,
     is_host,
-    mention,
-    phrase,
     player_of,
     running_game,
     status_text,
 )
-from cogs.limits import CONTENT, listing
 from cogs.mentions import command
-from cogs.render import NO_PINGS, deadline_text, moment_text, winner_text
+from cogs.render import deadline_text, moment_text, winner_text
 from rules.table import ROLES
 
 if TYPE_CHECKING:

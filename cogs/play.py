@@ -16,13 +16,11 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.i18n import key_str
+from bot.i18n import key_str, mention, phrase
 from bot.service import LiveGame, Seen
 from cogs.common import (
     InteractionAnswer,
     answer,
-    mention,
-    phrase,
     player_of,
     resolve_player,
     running_game,

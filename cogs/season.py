@@ -38,11 +38,11 @@ import discord
 from discord.ext import commands
 from discord.http import handle_message_parameters
 
+from bot.channels import TEXT, end_of_game_items, missing_permissions
 from bot.i18n import t
 from bot.permissions import BOT, READ, SILENCE
 from bot.service import LiveGame
 from bot.storage import FINISHED, GameRecord, OutboxItem
-from cogs.channels import TEXT, end_of_game_items, missing_permissions
 from cogs.failures import failure_of, failure_text
 
 if TYPE_CHECKING:

@@ -15,17 +15,18 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.channels import (
+    exposure_lines,
+)
 from bot.errors import UserError
 from bot.footprint import (
     replacement_items,
 )
-from bot.i18n import key_str
+from bot.i18n import NO_PINGS, key_str, mention, phrase
+from bot.limits import CITIES, CITY_NAME, clip
 from bot.options import parse_duration
 from bot.service import GameBroken, JustBegan, LiveGame, Seen
 from bot.storage import OutboxItem
-from cogs.channels import (
-    exposure_lines,
-)
 from cogs.common import (
     InteractionAnswer,
     answer,
@@ -33,17 +34,13 @@ from cogs.common import (
     guild_game,
     host_choices,
     is_host,
-    mention,
-    phrase,
     require_host,
     running_game,
     status_text,
 )
-from cogs.limits import CITIES, CITY_NAME, clip
 from cogs.lobby import log_items
 from cogs.mentions import command
 from cogs.render import (
-    NO_PINGS,
     ballot_payload,
     ballot_ref,
     deadline_text,

@@ -13,7 +13,8 @@ from bot.errors import UserError
 from bot.footprint import (
     cohost_items,
 )
-from bot.i18n import key_str
+from bot.i18n import key_str, mention, phrase
+from bot.limits import CITIES, CITY_NAME, clip
 from bot.options import duration_text, parse_duration
 from bot.service import LiveGame
 from bot.storage import GameState, OutboxItem
@@ -21,12 +22,9 @@ from cogs import presets
 from cogs.common import (
     answer,
     cohosts,
-    mention,
-    phrase,
     plays_in,
 )
 from cogs.idle import MOST_DAYS
-from cogs.limits import CITIES, CITY_NAME, clip
 from cogs.lobby import lobby_cities, lobby_edit, lobby_payload, log_items
 from cogs.mentions import command
 from cogs.presets import NAME_LENGTH as PRESET_NAME

@@ -12,16 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from bot.errors import UserError
-from bot.footprint import (
-    provision_plan,
-    rollback_plan,
-)
-from bot.i18n import key_str, t
-from bot.outbox import CREATES
-from bot.service import GameBroken, LiveGame, NoGame
-from bot.storage import GameState, OutboxItem
-from cogs.channels import (
+from bot.channels import (
     Layout,
     exposure,
     exposure_lines,
@@ -31,18 +22,24 @@ from cogs.channels import (
     permission_names,
     resolved,
 )
+from bot.errors import UserError
+from bot.footprint import (
+    provision_plan,
+    rollback_plan,
+)
+from bot.i18n import NO_PINGS, key_str, mention, phrase, t
+from bot.limits import chunks
+from bot.outbox import CREATES
+from bot.service import GameBroken, LiveGame, NoGame
+from bot.storage import GameState, OutboxItem
 from cogs.common import (
-    mention,
-    phrase,
     shown_name,
     status_text,
 )
 from cogs.failures import Failure, failure_of, reason_failure, start_refused_text
-from cogs.limits import chunks
 from cogs.lobby import lobby_cities, lobby_edit, log_items
 from cogs.mentions import command
 from cogs.render import (
-    NO_PINGS,
     pings_on,
 )
 from cogs.room import check_room

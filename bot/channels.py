@@ -42,7 +42,8 @@ from typing import Any
 
 import discord
 
-from bot.i18n import t
+from bot.i18n import mention, phrase, t
+from bot.limits import listing
 from bot.permissions import (
     BOT,
     EVERYONE_DENY,
@@ -60,8 +61,6 @@ from bot.permissions import (
 )
 from bot.service import LiveGame
 from bot.storage import OutboxItem
-from cogs.common import mention, phrase
-from cogs.limits import listing
 from rules import Game, Stage, Status
 
 log = logging.getLogger(__name__)
