@@ -5,8 +5,8 @@ Every button and menu the bot posts carries its meaning in its custom id
 posted before a restart keeps working after it. Each form below is a
 ``DynamicItem`` registered with ``bot.add_dynamic_items``: discord.py matches
 the id against its template, and the item's callback hands the interaction,
-with the id's fields, to the handler the owning cog registered with
-:meth:`cogs.game.GameCog.register` (the last word's buttons stay in
+with the id's fields, to the handler the owning cog declared in its hooks
+(``components`` of :class:`bot.wiring.Hooks`) (the last word's buttons stay in
 ``cogs/lastword.py``). A refusal raised by a handler gets the same localised,
 private answer as a slash command's.
 
@@ -36,7 +36,6 @@ from bot.errors import UserError
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
-    from cogs.game import GameCog
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +92,7 @@ class _Routed:
 
     async def callback(self, interaction: discord.Interaction) -> None:
         bot: ProkuratorBot = interaction.client  # type: ignore[assignment]
-        game_cog: GameCog | None = bot.get_cog("GameCog")  # type: ignore[assignment]
-        handler = game_cog.handlers.get(self.action) if game_cog is not None else None
+        handler = bot.wired.components.get(self.action)
         try:
             if handler is None:
                 raise UserError("error.stale_button")

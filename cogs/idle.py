@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from bot.i18n import NO_PINGS, mention, phrase
 from bot.service import GameBroken, LiveGame, MovedOn, NoGame, Seen
 from bot.storage import GameState, OutboxItem
+from bot.wiring import Hooks
 from cogs.lobby import log_items
 from cogs.mentions import command as command_mention
 from rules import (
@@ -160,9 +161,9 @@ class IdleWatch:
         self.bot = bot
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def attach(self) -> None:
-        self.bot.service.listeners.append(self.day_ended)
-        self.bot.service.restorers.append(self.restore)
+    def hooks(self) -> Hooks:
+        """After each command, a day that ended is checked; a game loaded at start, its night."""
+        return Hooks(listeners=[self.day_ended], restorers=[self.restore])
 
     async def detach(self) -> None:
         if self.day_ended in self.bot.service.listeners:

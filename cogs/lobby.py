@@ -24,6 +24,7 @@ from bot.i18n import NO_PINGS, key_str, mention, phrase, t
 from bot.limits import CONTENT, listing
 from bot.service import GameBroken, LiveGame
 from bot.storage import GameExists, GameState, OutboxItem
+from bot.wiring import Hooks
 from cogs import presets, spectators
 from cogs.common import (
     InteractionAnswer,
@@ -42,7 +43,6 @@ from rules.table import ROLES
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
-    from cogs.game import GameCog
 
 log = logging.getLogger(__name__)
 
@@ -316,10 +316,16 @@ class LobbyCog(commands.Cog):
 
     def __init__(self, bot: ProkuratorBot) -> None:
         self.bot = bot
-        game_cog: GameCog = bot.get_cog("GameCog")  # type: ignore[assignment]
-        game_cog.register("join", self._join_button)
-        game_cog.register("leave", self._leave_button)
-        game_cog.register("role", self._role_button)
+
+    def hooks(self) -> Hooks:
+        """The lobby's Join and Leave buttons, and "My status" under each city's welcome."""
+        return Hooks(
+            components={
+                "join": self._join_button,
+                "leave": self._leave_button,
+                "role": self._role_button,
+            }
+        )
 
     async def _may_host(self, interaction: discord.Interaction) -> bool:
         assert interaction.guild_id is not None
