@@ -74,14 +74,18 @@ def bot_chain(node: ast.expr) -> list[str] | None:
     return None
 
 
+def assigned(node: ast.AST) -> list[ast.expr]:
+    """What a statement assigns to (augmented and annotated assignments too)."""
+    if isinstance(node, ast.Assign):
+        return list(node.targets)
+    if isinstance(node, ast.AugAssign | ast.AnnAssign):
+        return [node.target]
+    return []
+
+
 def changes_the_bot(node: ast.AST) -> str | None:
     """What a statement or call of a cog changes on the bot or its parts, or None."""
-    targets: list[ast.expr] = []
-    if isinstance(node, ast.Assign):
-        targets = list(node.targets)
-    elif isinstance(node, ast.AugAssign | ast.AnnAssign):
-        targets = [node.target]
-    for target in targets:
+    for target in assigned(node):
         chain = bot_chain(target)
         if chain is not None and chain and (len(chain) == 1 or PARTS & set(chain)):
             return "assigns bot." + ".".join(chain)
@@ -126,12 +130,7 @@ def assigns_another_module(tree: ast.Module) -> list[str]:
     bound = imported_names(tree)
     found = []
     for statement in module_level(tree):
-        targets: list[ast.expr] = []
-        if isinstance(statement, ast.Assign):
-            targets = list(statement.targets)
-        elif isinstance(statement, ast.AugAssign | ast.AnnAssign):
-            targets = [statement.target]
-        for target in targets:
+        for target in assigned(statement):
             root = target
             while isinstance(root, ast.Attribute | ast.Subscript):
                 root = root.value
