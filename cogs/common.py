@@ -18,10 +18,10 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.i18n import key_str, t
+from bot.i18n import key_str, mention, phrase
+from bot.limits import OPTION_LABEL, SELECT_OPTIONS, chunks, clip
 from bot.service import GameBroken, LiveGame, Seen
 from bot.storage import GameState
-from cogs.limits import OPTION_LABEL, SELECT_OPTIONS, chunks, clip
 from rules import LegalAction
 
 if TYPE_CHECKING:
@@ -92,16 +92,6 @@ def shown_name(live: LiveGame, player: str) -> str:
     """A player's display name, escaped for a text (:func:`shown`); a label or a menu option,
     which Discord never renders as markdown, takes :func:`name_of`."""
     return shown(name_of(live, player))
-
-
-def mention(player: str) -> str:
-    """A mention of the player (rendered as his name; announcements never ping)."""
-    return f"<@{player}>" if player.isdigit() else player
-
-
-def phrase(live: LiveGame, key: str, **params: Any) -> str:
-    """A text in the game's language."""
-    return t(live.language, key, **params)
 
 
 def status_text(live: LiveGame, status: str) -> str:

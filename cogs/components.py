@@ -5,8 +5,8 @@ Every button and menu the bot posts carries its meaning in its custom id
 posted before a restart keeps working after it. Each form below is a
 ``DynamicItem`` registered with ``bot.add_dynamic_items``: discord.py matches
 the id against its template, and the item's callback hands the interaction,
-with the id's fields, to the handler the owning cog registered with
-:meth:`cogs.game.GameCog.register` (the last word's buttons stay in
+with the id's fields, to the handler the owning cog declared in its hooks
+(``components`` of :class:`bot.wiring.Hooks`) (the last word's buttons stay in
 ``cogs/lastword.py``). A refusal raised by a handler gets the same localised,
 private answer as a slash command's.
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import discord
 from discord.ui import Button, DynamicItem, Item, Select
@@ -36,7 +36,7 @@ from bot.errors import UserError
 from cogs.common import bot_of, interaction_data
 
 if TYPE_CHECKING:
-    from cogs.game import GameCog
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +93,7 @@ class _Routed:
 
     async def callback(self, interaction: discord.Interaction) -> None:
         bot = bot_of(interaction)
-        game_cog = cast("GameCog | None", bot.get_cog("GameCog"))
-        handler = game_cog.handlers.get(self.action) if game_cog is not None else None
+        handler = bot.wired.components.get(self.action)
         try:
             if handler is None:
                 raise UserError("error.stale_button")

@@ -23,12 +23,13 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.i18n import LANGUAGES, key_str, t
+from bot.i18n import LANGUAGES, key_str, phrase, t
+from bot.limits import OPTION_LABEL, clip
 from bot.service import LiveGame
 from bot.storage import GameState
+from bot.wiring import Hooks
 from cogs import presets
-from cogs.common import answer_lines, interaction_data, is_host, phrase, status_text
-from cogs.limits import OPTION_LABEL, clip
+from cogs.common import answer_lines, interaction_data, is_host, status_text
 from cogs.mentions import command
 from cogs.render import deadline_text, moment_text
 from cogs.will import will_limit
@@ -268,7 +269,10 @@ class HelpCog(commands.Cog):
 
     def __init__(self, bot: ProkuratorBot) -> None:
         self.bot = bot
-        bot.explain_refusal = self.explain
+
+    def hooks(self) -> Hooks:
+        """Its words for a refusal for the wrong stage."""
+        return Hooks(explain_refusal=self.explain)
 
     async def explain(self, interaction: discord.Interaction, error: RuleError) -> str | None:
         """A better text for a rules' refusal than its catalogue entry, where there is one."""

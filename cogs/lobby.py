@@ -17,14 +17,15 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.channels import exposure
 from bot.errors import UserError
 from bot.footprint import quiet_items
-from bot.i18n import key_str, t
+from bot.i18n import NO_PINGS, key_str, mention, phrase, t
 from bot.outbox.intents import Send
 from bot.service import GameBroken, LiveGame
 from bot.storage import GameExists, GameState, OutboxItem
+from bot.wiring import Hooks
 from cogs import spectators
-from cogs.channels import exposure
 from cogs.common import (
     InteractionAnswer,
     answer,
@@ -32,19 +33,16 @@ from cogs.common import (
     cohosts,
     guild_game,
     is_host,
-    mention,
-    phrase,
     player_of,
     running_game,
     status_text,
 )
 from cogs.lobby_message import lobby_cities, lobby_edit, lobby_payload, lobby_post
 from cogs.mentions import command
-from cogs.render import NO_PINGS, deadline_text, moment_text, winner_text
+from cogs.render import deadline_text, moment_text, winner_text
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
-    from cogs.game import GameCog
 
 log = logging.getLogger(__name__)
 
@@ -204,10 +202,16 @@ class LobbyCog(commands.Cog):
 
     def __init__(self, bot: ProkuratorBot) -> None:
         self.bot = bot
-        game_cog: GameCog = bot.get_cog("GameCog")  # type: ignore[assignment]
-        game_cog.register("join", self._join_button)
-        game_cog.register("leave", self._leave_button)
-        game_cog.register("role", self._role_button)
+
+    def hooks(self) -> Hooks:
+        """The lobby's Join and Leave buttons, and "My status" under each city's welcome."""
+        return Hooks(
+            components={
+                "join": self._join_button,
+                "leave": self._leave_button,
+                "role": self._role_button,
+            }
+        )
 
     async def _may_host(self, interaction: discord.Interaction) -> bool:
         assert interaction.guild_id is not None

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.channels import exposure_lines, lobby_exposure
+from bot.i18n import NO_PINGS
+from bot.limits import CONTENT, listing
 from bot.outbox.intents import Edit, Send
 from bot.service import LiveGame
 from bot.storage import GameState, OutboxItem
 from cogs import presets, spectators
-from cogs.channels import exposure_lines, lobby_exposure
 from cogs.common import cohosts, mention, phrase, status_text
-from cogs.limits import CONTENT, listing
-from cogs.render import NO_PINGS
 from rules.table import SWITCHABLE
 
 #: the button styles of Discord's message components (success: green, danger: red)

@@ -18,14 +18,13 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.i18n import key_str, t
+from bot.i18n import key_str, mention, phrase, t
 from bot.service import LiveGame, Seen
+from bot.wiring import Hooks
 from cogs.common import (
     InteractionAnswer,
     answer,
     interaction_data,
-    mention,
-    phrase,
     player_of,
     resolve_player,
     running_game,
@@ -46,7 +45,6 @@ from rules.table import OWN_COMMAND_ACTS, Act
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
-    from cogs.game import GameCog
 
 log = logging.getLogger(__name__)
 
@@ -95,9 +93,10 @@ class PlayCog(commands.Cog):
 
     def __init__(self, bot: ProkuratorBot) -> None:
         self.bot = bot
-        game_cog: GameCog = bot.get_cog("GameCog")  # type: ignore[assignment]
-        game_cog.register("vote", self._vote_select)
-        game_cog.register("unvote", self._unvote_button)
+
+    def hooks(self) -> Hooks:
+        """The ballot's menu and its "take my vote back" button."""
+        return Hooks(components={"vote": self._vote_select, "unvote": self._unvote_button})
 
     async def act(
         self,

@@ -14,15 +14,15 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from bot.channels import end_of_game_items
 from bot.footprint import death_items, end_items, quiet_night_items
+from bot.i18n import NO_PINGS, mention, phrase
+from bot.limits import CONTENT, sections
 from bot.service import LiveGame
 from bot.storage import OutboxItem
-from cogs.channels import end_of_game_items
-from cogs.common import mention, phrase, status_text
-from cogs.limits import CONTENT, sections
+from cogs.common import status_text
 from cogs.mentions import command
 from cogs.votes import (
-    NO_PINGS,
     ballot_payload,
     ballot_ref,
     deadline_text,

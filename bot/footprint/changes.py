@@ -8,13 +8,13 @@ from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
+from bot.channels import MEMBER, ROLE, Layout, Overwrite, Target, layout_of
 from bot.footprint.declared import SPECTATORS_KEY, Footprint, declared, seated
 from bot.footprint.making import create_role_item
+from bot.i18n import phrase
 from bot.outbox import intents
 from bot.service import LiveGame
 from bot.storage import OutboxItem
-from cogs.channels import MEMBER, ROLE, Layout, Overwrite, Target, layout_of
-from cogs.common import phrase
 from rules import Game
 
 

@@ -7,8 +7,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bot.service import LiveGame
-from cogs.channels import (
+from bot.channels import (
     CATEGORY,
     MEMBER,
     ROLE,
@@ -19,7 +18,8 @@ from cogs.channels import (
     Overwrite,
     Target,
 )
-from cogs.common import phrase
+from bot.i18n import phrase
+from bot.service import LiveGame
 from rules import Game
 
 #: the provisioning key of a game's spectators' role (made when a first member asks to watch)

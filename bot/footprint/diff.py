@@ -10,8 +10,8 @@ from typing import Any
 
 import discord
 
+from bot.channels import ROLE
 from bot.footprint.declared import Footprint, Path, PlaceSpec, RoleSpec
-from cogs.channels import ROLE
 
 #: server permissions that see through the game's overwrites or hand out its roles
 POWERS = discord.Permissions(administrator=True, manage_roles=True)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from bot.channels import MAX_OVERWRITES, VOICE_CHANNEL, Layout, Overwrite, Target
 from bot.footprint.declared import Footprint, PlaceSpec, RoleSpec, declared
+from bot.i18n import phrase
 from bot.outbox.intents import (
     CreateChannel,
     CreateRole,
@@ -16,8 +18,6 @@ from bot.outbox.intents import (
 )
 from bot.service import LiveGame
 from bot.storage import OutboxItem
-from cogs.channels import MAX_OVERWRITES, VOICE_CHANNEL, Layout, Overwrite, Target
-from cogs.common import phrase
 from rules import Game
 
 

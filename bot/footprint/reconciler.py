@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import discord
 
+from bot.channels import Layout, resolved
 from bot.footprint.declared import Footprint, declared, of_roles
 from bot.footprint.diff import Observed, Repairs, confirmed, observe, powers_of, repairs
 from bot.footprint.record import kept_after_end, marker, note_pass, noted_standins, notes
@@ -19,7 +20,6 @@ from bot.footprint.repair import kept_items, notices, remade_items, repair_items
 from bot.outbox import CREATES
 from bot.service import Broken, LiveGame, NoGame
 from bot.storage import GameRecord, GameState, OutboxItem
-from cogs.channels import Layout, resolved
 from rules import Game
 
 if TYPE_CHECKING:

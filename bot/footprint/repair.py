@@ -7,16 +7,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from bot.channels import Overwrite, Target, permission_names
 from bot.footprint.declared import Footprint, PlaceSpec, RoleSpec
 from bot.footprint.diff import Repairs
 from bot.footprint.making import create_channel_item, create_role_item
 from bot.footprint.record import children, notes, put
+from bot.i18n import NO_PINGS, mention, phrase
 from bot.outbox import intents
 from bot.service import LiveGame
 from bot.storage import OutboxItem
-from cogs.channels import Overwrite, Target, permission_names
-from cogs.common import mention, phrase
-from cogs.votes import NO_PINGS
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,8 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.i18n import key_str
+from bot.i18n import NO_PINGS, key_str, phrase
+from bot.limits import CITIES, CITY_NAME, clip
 from bot.options import parse_duration
 from bot.outbox.intents import Edit, Send
 from bot.service import GameBroken, JustBegan, LiveGame, Seen
@@ -28,13 +29,10 @@ from cogs.common import (
     guild_game,
     host_choices,
     is_host,
-    phrase,
     require_host,
     running_game,
 )
-from cogs.limits import CITIES, CITY_NAME, clip
 from cogs.render import (
-    NO_PINGS,
     ballot_payload,
     ballot_ref,
     deadline_text,

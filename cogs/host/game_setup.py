@@ -12,6 +12,7 @@ from discord import app_commands
 
 from bot.errors import UserError
 from bot.i18n import key_str
+from bot.limits import CITIES, CITY_NAME, clip
 from bot.service import LiveGame
 from bot.storage import GameRecord, GameState, OutboxItem
 from cogs import presets
@@ -29,7 +30,6 @@ from cogs.host.common import (
     split_names,
 )
 from cogs.idle import MOST_DAYS
-from cogs.limits import CITIES, CITY_NAME, clip
 from cogs.lobby import lobby_cities, lobby_edit, lobby_payload
 from cogs.presets import NAME_LENGTH as PRESET_NAME
 from cogs.spectators import MODES as SPECTATOR_MODES

@@ -9,25 +9,24 @@ from typing import Any
 import discord
 from discord import app_commands
 
+from bot.channels import (
+    exposure,
+)
 from bot.errors import UserError
 from bot.footprint import (
     watch_items,
 )
-from bot.i18n import key_str
+from bot.i18n import NO_PINGS, key_str, mention, phrase
+from bot.limits import clip, sections
 from bot.outbox.intents import Send
 from bot.service import LiveGame, MovedOn, Seen, command_for_deadline
 from bot.storage import DamagedLog, GameState, OutboxItem
-from cogs.channels import (
-    exposure,
-)
 from cogs.common import (
     InteractionAnswer,
     answer,
     answer_lines,
     cohosts,
     is_host,
-    mention,
-    phrase,
     plays_in,
     require_host,
     resolve_player,
@@ -51,10 +50,8 @@ from cogs.host.strikes import (
 )
 from cogs.host.welcome import replaced_items
 from cogs.idle import IdleWatch, actor_of, replayed
-from cogs.limits import clip, sections
 from cogs.lobby import lobby_edit
 from cogs.render import (
-    NO_PINGS,
     closing_channels,
     closing_items,
     phase_text,

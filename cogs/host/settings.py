@@ -12,7 +12,7 @@ from bot.errors import UserError
 from bot.footprint import (
     cohost_items,
 )
-from bot.i18n import key_str
+from bot.i18n import key_str, mention, phrase
 from bot.options import duration_text, parse_duration
 from bot.outbox.intents import Send
 from bot.service import LiveGame
@@ -20,8 +20,6 @@ from bot.storage import GameState, OutboxItem
 from cogs.common import (
     answer,
     cohosts,
-    mention,
-    phrase,
     plays_in,
 )
 from cogs.host.common import (

@@ -12,17 +12,7 @@ from typing import Any
 
 import discord
 
-from bot.errors import UserError
-from bot.footprint import (
-    provision_plan,
-    rollback_plan,
-)
-from bot.i18n import key_str, t
-from bot.outbox import CREATES
-from bot.outbox.intents import Send, Sweep
-from bot.service import GameBroken, LiveGame, NoGame
-from bot.storage import GameRecord, GameState, OutboxItem
-from cogs.channels import (
+from bot.channels import (
     Layout,
     exposure,
     exposure_lines,
@@ -32,10 +22,16 @@ from cogs.channels import (
     permission_names,
     resolved,
 )
-from cogs.common import (
-    mention,
-    phrase,
+from bot.errors import UserError
+from bot.footprint import (
+    provision_plan,
+    rollback_plan,
 )
+from bot.i18n import NO_PINGS, key_str, mention, phrase, t
+from bot.outbox import CREATES
+from bot.outbox.intents import Send, Sweep
+from bot.service import GameBroken, LiveGame, NoGame
+from bot.storage import GameRecord, GameState, OutboxItem
 from cogs.failures import Failure, failure_of, reason_failure, start_refused_text
 from cogs.host.common import (
     HOST,
@@ -46,9 +42,6 @@ from cogs.host.common import (
 )
 from cogs.host.welcome import welcome_items
 from cogs.lobby import lobby_cities, lobby_edit, log_items
-from cogs.render import (
-    NO_PINGS,
-)
 from cogs.room import check_room
 from cogs.spectators import mode_of as spectator_mode
 from rules import (

@@ -7,13 +7,10 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
+from bot.i18n import mention, phrase
 from bot.service import GameBroken, LiveGame, MovedOn, NoGame
 from bot.storage import GameState, OutboxItem
 from bot.timers import GameTasks
-from cogs.common import (
-    mention,
-    phrase,
-)
 from cogs.lobby import log_items
 from rules import (
     ProcuratorKill,

@@ -6,22 +6,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.channels import (
+    exposure_lines,
+)
 from bot.footprint import (
     replacement_items,
 )
+from bot.limits import chunks
 from bot.outbox.intents import Send
 from bot.service import LiveGame
 from bot.storage import OutboxItem
-from cogs.channels import (
-    exposure_lines,
-)
 from cogs.common import (
     mention,
     phrase,
     shown_name,
     status_text,
 )
-from cogs.limits import chunks
 from cogs.lobby import lobby_edit, log_items
 from cogs.mentions import command
 from cogs.render import (
