@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     import discord
 
     from bot.bot import ProkuratorBot
-    from bot.footprint import Reconciler
     from bot.outbox import FailureHook, Handler, IdleHook
     from bot.service import Listener, LiveGame, Observer, Renderer
     from bot.timers import ReminderRenderer
@@ -117,18 +116,6 @@ class Declares(Protocol):
 def declared(cogs: Iterable[object]) -> list[Hooks]:
     """The hooks of every cog that declares some, in the cogs' order."""
     return [cog.hooks() for cog in cogs if isinstance(cog, Declares)]
-
-
-def reconciler_hooks(reconciler: Reconciler) -> Hooks:
-    """The footprint's reconciler's hooks: the gateway's events about its games' roles, channels
-    and members, the outbox's idle lanes and refusals, and every commit (what its ``install``
-    appended itself; the composition puts them in their place among the others instead)."""
-    return Hooks(
-        gateway=list(reconciler.listeners.items()),
-        idle_hooks=[reconciler._idle],
-        failure_hooks=[reconciler._failed],
-        after_commit=[reconciler._committed],
-    )
 
 
 def wire(bot: ProkuratorBot, hooks: Hooks) -> None:

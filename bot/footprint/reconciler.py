@@ -20,6 +20,7 @@ from bot.footprint.repair import kept_items, notices, remade_items, repair_items
 from bot.outbox import CREATES
 from bot.service import Broken, LiveGame, NoGame
 from bot.storage import GameRecord, GameState, OutboxItem
+from bot.wiring import Hooks
 from rules import Game
 
 if TYPE_CHECKING:
@@ -79,13 +80,16 @@ class Reconciler:
             "on_guild_available": self._guild_available,
         }
 
-    def install(self) -> None:
-        """Listen to the gateway, the outbox and the game service."""
-        for name, listener in self.listeners.items():
-            self.bot.add_listener(listener, name)
-        self.bot.outbox.idle_hooks.append(self._idle)
-        self.bot.outbox.failure_hooks.append(self._failed)
-        self.bot.service.after_commit.append(self._committed)
+    def hooks(self) -> Hooks:
+        """What it listens to, for the composition to install (:func:`bot.wiring.wire`): the
+        gateway's events about its games' roles, channels and members, the outbox's idle lanes
+        and refusals, and every commit."""
+        return Hooks(
+            gateway=list(self.listeners.items()),
+            idle_hooks=[self._idle],
+            failure_hooks=[self._failed],
+            after_commit=[self._committed],
+        )
 
     async def close(self) -> None:
         """Stop listening and stop every pass."""

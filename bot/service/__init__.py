@@ -195,9 +195,9 @@ class GameService(GameAdmission):
             Expired: Discord no longer accepts the interaction; nothing changed.
         """
         lock = self.lock(game_id)
-        await self._answer_first(answer, lock)
+        await self._answer_first(answer, lock, interaction_id)
         async with lock:
-            await self._answer_first(answer, None)
+            await self._answer_first(answer, None, interaction_id)
             if self._seen(interaction_id):
                 return False
             live = await self._fresh(self.live(game_id))
@@ -306,9 +306,9 @@ class GameService(GameAdmission):
             Expired: Discord no longer accepts the interaction; nothing changes.
         """
         lock = self.lock(game_id)
-        await self._answer_first(answer, lock)
+        await self._answer_first(answer, lock, interaction_id)
         async with lock:
-            await self._answer_first(answer, None)
+            await self._answer_first(answer, None, interaction_id)
             live = await self._fresh(self.live(game_id))
             not_applied = self._not_applied(live, command, source, interaction_id, seen)
             if not_applied is not None:

@@ -76,13 +76,17 @@ class GameAdmission(GameLoading):
             return Applied([], deferred=True)
         return None
 
-    async def _answer_first(self, answer: Answer | None, lock: asyncio.Lock | None) -> None:
-        """Acknowledge the interaction now if it is old, or (``lock`` given) must wait for it.
+    async def _answer_first(
+        self, answer: Answer | None, lock: asyncio.Lock | None, interaction_id: int | None = None
+    ) -> None:
+        """Acknowledge the interaction now if it is old, or (``lock`` given) must wait for it;
+        never one this process applied already (Discord delivered it twice: the first delivery
+        was acknowledged, and a second acknowledgement is refused).
 
         Raises:
             Expired: Discord refused the acknowledgement.
         """
-        if answer is None or answer.deferred:
+        if answer is None or answer.deferred or self._seen(interaction_id):
             return
         waits = lock is not None and lock.locked()
         if not waits and self.wall() - answer.sent_at <= DEFER_AFTER:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from bot.footprint import (
     Reconciler,
 )
-from bot.wiring import Hooks, reconciler_hooks
+from bot.wiring import Hooks
 from cogs.idle import IdleWatch
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class HostCog(HostSettings, HostPlay):
                     after_commit=[self.strikes.arm],
                     restorers=[self.strikes.restore],
                 ),
-                reconciler_hooks(self.footprint),
+                self.footprint.hooks(),
                 self.idle_watch.hooks(),
             ]
         )
