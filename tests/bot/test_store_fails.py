@@ -32,6 +32,7 @@ from rules import (
 )
 from tests.storage.plugin import WHY_NOT
 from tests.storage.server import PostgresServer, running_server
+from tests.waits import last_verb, stored_commands
 
 CITIES = {"A": [f"a{i}" for i in range(6)], "B": [f"b{i}" for i in range(6)]}
 TIMERS = Timers(600, 300, 600, ())
@@ -233,7 +234,7 @@ async def test_a_day_end_that_waited_for_a_last_word_is_taken_over_by_the_timer_
         assert live.game.stage.value == "voting"
         await free(storage)
         await until(lambda: live.game.stage.value != "voting", 30.0, "the day never ended")
-        rows = await storage.commands(live.id)
+        rows = await stored_commands(storage, live.id, last_verb("night"))
         assert [(r.command["verb"], r.source) for r in rows][-1] == ("night", "timer")
         assert (await stored_game(storage, live.id)).to_dict() == live.game.to_dict()
     finally:

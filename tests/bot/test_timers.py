@@ -9,6 +9,7 @@ from bot.service import GameService
 from bot.storage import OutboxItem, Storage
 from bot.timers import PhaseTimers
 from rules import deal
+from tests.waits import last_verb, stored_commands
 
 CITIES = {"A": [f"a{i}" for i in range(6)], "B": [f"b{i}" for i in range(6)]}
 
@@ -44,17 +45,6 @@ async def until(predicate, timeout=60.0):
         await asyncio.sleep(0.01)
 
 
-async def stored(service, game_id):
-    """The game's stored commands, once the timer's has been committed (the game's stage moves
-    in memory before its commit ends)."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + 60.0
-    while not (rows := await service.storage.commands(game_id)):
-        assert loop.time() < end, "no command stored"
-        await asyncio.sleep(0.01)
-    return [(r.command["verb"], r.source) for r in rows]
-
-
 async def test_the_deadline_moves_the_game_on_like_the_host(tmp_path):
     clock = Clock()
     service, runner, reminders = await setup(
@@ -73,7 +63,8 @@ async def test_the_deadline_moves_the_game_on_like_the_host(tmp_path):
     clock.now += 60
     runner.arm(live)
     await until(lambda: live.game.stage.value == "voting")
-    assert await stored(service, live.id) == [("voting", "timer")]
+    rows = await stored_commands(service.storage, live.id, last_verb("voting"))
+    assert [(r.command["verb"], r.source) for r in rows] == [("voting", "timer")]
     assert live.record.deadline == clock.now + 300
     await runner.close()
     await service.storage.close()

@@ -21,6 +21,7 @@ from tests.cogs.scenes import (
 )
 from tests.fakediscord import FakeDiscord, build_standard_guild
 from tests.harness import Table, bot_on, bot_table
+from tests.waits import last_verb, stored_commands
 
 NOW = 1_800_000_000.0
 TIMED = Timers(discussion=600, voting=300, night=600, execution=120, reminders=())
@@ -342,7 +343,7 @@ async def test_a_day_waiting_for_an_absent_host_executes_by_lot_when_its_wait_is
         )
         dead = alive - set(table.game.alive())
         assert len(dead) == 1
-        commands = await table.bot.storage.commands(table.live().id)
+        commands = await stored_commands(table.bot.storage, table.live().id, last_verb("lot"))
         assert (
             commands[-1].command == {"by": "host", "verb": "lot"} and commands[-1].source == "timer"
         )
