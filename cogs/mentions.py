@@ -16,11 +16,12 @@ application and one tree. Without an id
 from __future__ import annotations
 
 from bot.i18n import t
+from rules.table import HOST_ACTS, HOST_TOOLS, PLAYER_ACTS
 
 #: top-level command (its default name) → the id Discord gave it
 COMMAND_IDS: dict[str, int] = {}
-#: ``{cmd_...}`` fields any text may use, by the command they name
-PLACEHOLDERS = {
+#: ``{cmd_...}`` fields of the commands ``rules/table.py`` does not declare
+OTHER_COMMANDS = {
     "cmd_help": "help",
     "cmd_rules": "rules",
     "cmd_status": "mafia status",
@@ -29,42 +30,34 @@ PLACEHOLDERS = {
     "cmd_join": "mafia join",
     "cmd_leave": "mafia leave",
     "cmd_notify": "mafia notify",
-    "cmd_nominate": "nominate",
-    "cmd_vote": "vote",
-    "cmd_unvote": "unvote",
-    "cmd_protect": "protect",
-    "cmd_compare": "compare",
-    "cmd_elect": "elect",
-    "cmd_kill": "kill",
-    "cmd_tour": "tour",
-    "cmd_pass": "pass",
-    "cmd_check": "check",
-    "cmd_lastword": "lastword speak",
     "cmd_upload": "lastword upload",
     "cmd_setup": "host setup",
     "cmd_start": "host start",
-    "cmd_next": "host next",
-    "cmd_end": "host end",
-    "cmd_execute": "host execute",
-    "cmd_touring": "host touring",
     "cmd_history": "mafia history",
     "cmd_game": "mafia game",
-    "cmd_godfather": "host godfather",
     "cmd_hostrole": "admin hostrole",
-    "cmd_replace": "host replace",
-    "cmd_hostkill": "host kill",
-    "cmd_timer": "host timer",
-    "cmd_pause": "host pause",
-    "cmd_resume": "host resume",
-    "cmd_extend": "host extend",
-    "cmd_judge": "host judge",
-    "cmd_idle": "host idle",
-    "cmd_skip": "host skip",
     "cmd_spectate": "mafia spectate",
     "cmd_will": "will write",
     "cmd_preset_save": "host preset save",
     "cmd_preset_delete": "host preset delete",
 }
+
+
+def table_fields() -> dict[str, str]:
+    """The ``{cmd_...}`` fields of the commands the table declares: a player's act by its verb
+    (``cmd_vote``, its main slash command), a host's command by its last word (``cmd_next``),
+    prefixed ``host`` where a player's act has that word (``cmd_hostkill``)."""
+    fields = {f"cmd_{act.verb}": act.slash[0] for act in PLAYER_ACTS.values()}
+    hosts = [path for act in HOST_ACTS.values() for path in act.slash] + list(HOST_TOOLS)
+    for path in hosts:
+        word = path.split()[-1]
+        field = f"cmd_{word}" if fields.get(f"cmd_{word}", path) == path else f"cmd_host{word}"
+        fields[field] = path
+    return fields
+
+
+#: ``{cmd_...}`` fields any text may use, by the command they name
+PLACEHOLDERS = {**table_fields(), **OTHER_COMMANDS}
 
 
 def set_command_ids(ids: dict[str, int]) -> None:
