@@ -1,6 +1,7 @@
 """Every role and every command the table declares (rules/table.py) has its texts in each
 language and its place in the rules; help's tables are the table's."""
 
+import discord
 import pytest
 
 from bot.i18n import LANGUAGES, catalogue, t
@@ -73,3 +74,17 @@ def test_helps_tables_are_the_tables():
     assert help_cog.HOST_ALWAYS == HOST_TOOLS
     assert STAGE_OF["nominate"] == "discussion" and STAGE_OF["lastword upload"] == "day"
     assert "host next" not in STAGE_OF and "host kill" not in STAGE_OF
+
+
+def test_host_setup_switches_exactly_the_roles_the_table_says_it_does():
+    """A role the table marks switchable is an on/off option of ``/host setup`` (named after its
+    status), and no status is an option there that the table does not mark."""
+    from cogs.host.game_setup import HostSetup
+    from rules.model import Status
+    from rules.table import SWITCHABLE
+
+    options = {p.name: p for p in HostSetup.setup.parameters}
+    statuses = {status.value for status in Status}
+    switched = {name for name, p in options.items() if name in statuses}
+    assert switched == {status.value for status in SWITCHABLE}
+    assert all(options[name].type is discord.AppCommandOptionType.boolean for name in switched)
