@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any, cast
 import discord
 from discord.ext import commands
 from discord.http import handle_message_parameters
-from discord.types.channel import ChannelType
 
 from bot.i18n import t
 from bot.outbox.intents import Send, Transcript
@@ -49,6 +48,8 @@ from cogs.channels import TEXT, end_of_game_items, missing_permissions
 from cogs.failures import failure_of, failure_text
 
 if TYPE_CHECKING:
+    from discord.types.channel import ChannelType
+
     from bot.bot import ProkuratorBot
 
 log = logging.getLogger(__name__)
@@ -380,7 +381,7 @@ class SeasonCog(commands.Cog):
                 ]
                 made = await self.bot.http.create_channel(
                     guild_id,
-                    cast(ChannelType, TEXT),  # discord.py takes a channel type as a literal
+                    cast("ChannelType", TEXT),  # discord.py takes a channel type as a literal
                     name=t(language, "channel.archive"),
                     topic=topic,
                     permission_overwrites=overwrites,
