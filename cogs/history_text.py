@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from babel.numbers import format_decimal, format_percent
 
@@ -289,46 +290,49 @@ def top_lines(
     if not boards["rating"]:  # every player of a finished game is rated
         return [say("top.none")]
     lines = [say("top.title"), say("top.by_wins")]
-    for place, row in enumerate(boards["wins"], 1):
-        lines.append(
-            say(
-                "top.wins_row",
-                place=place,
-                player=mention(row.player),
-                wins=say("stats.n_wins", count=row.wins),
-                games=say("stats.n_games", count=row.games),
-            )
-        )
-    if not boards["wins"]:
-        lines.append(say("top.wins_none"))
+    lines += _board(
+        say,
+        "top.wins_row",
+        boards["wins"],
+        lambda row: {
+            "wins": say("stats.n_wins", count=row.wins),
+            "games": say("stats.n_games", count=row.games),
+        },
+    ) or [say("top.wins_none")]
     lines.append(say("top.by_rate", count=min_games))
-    for place, row in enumerate(boards["win_rate"], 1):
-        lines.append(
-            say(
-                "top.rate_row",
-                place=place,
-                player=mention(row.player),
-                rate=percent_text(language, row.wins, row.games),
-                wins=row.wins,
-                games=row.games,
-            )
-        )
-    if not boards["win_rate"]:
-        lines.append(say("top.rate_none"))
+    lines += _board(
+        say,
+        "top.rate_row",
+        boards["win_rate"],
+        lambda row: {
+            "rate": percent_text(language, row.wins, row.games),
+            "wins": row.wins,
+            "games": row.games,
+        },
+    ) or [say("top.rate_none")]
     lines.append(say("top.by_rating"))
-    for place, row in enumerate(boards["rating"], 1):
-        lines.append(
-            say(
-                "top.rating_row",
-                place=place,
-                player=mention(row.player),
-                rating=format_decimal(round(row.rating, 1), locale=language),
-                games=say("stats.n_games", count=row.games),
-            )
-        )
+    lines += _board(
+        say,
+        "top.rating_row",
+        boards["rating"],
+        lambda row: {
+            "rating": format_decimal(round(row.rating, 1), locale=language),
+            "games": say("stats.n_games", count=row.games),
+        },
+    )
     if results is not None and results.by_side:
         lines.extend(results_lines(language, results))
     return lines
+
+
+def _board(
+    say: Say, key: str, rows: list[PlayerStats], fields: Callable[[PlayerStats], dict[str, Any]]
+) -> list[str]:
+    """A leaderboard's rows: each player's place, his mention and the board's ``fields``."""
+    return [
+        say(key, place=place, player=mention(row.player), **fields(row))
+        for place, row in enumerate(rows, 1)
+    ]
 
 
 def results_lines(language: str, results: GuildResults) -> list[str]:

@@ -354,13 +354,13 @@ class LastWordCog(commands.Cog):
 
     async def _connect(self, live: LiveGame, *, fresh: bool = False) -> ReceivingVoiceClient:
         """The bot in the game's tribune (``fresh``: a new connection, the dropped one given up)."""
-        join = tribune.rejoin if fresh else tribune.join
-        return await join(
+        return await tribune.join(
             self.bot,
             live.record.guild_id,
             int(live.record.channels["voice"]),
             clock=self.clock,
             timeout=float(self.bot.config.last_word.dave_timeout),
+            fresh=fresh,
         )
 
     async def _record(self, live: LiveGame, request: Request) -> None:

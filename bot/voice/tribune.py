@@ -16,7 +16,7 @@ import discord
 
 from bot.voice.receiver import ReceivingVoiceClient
 
-__all__ = ["join", "leave", "rejoin"]
+__all__ = ["join", "leave"]
 
 
 async def leave(client: discord.Client, guild_id: int) -> None:
@@ -35,12 +35,16 @@ async def join(
     *,
     clock: Callable[[], float],
     timeout: float,
+    fresh: bool = False,
 ) -> ReceivingVoiceClient:
-    """The bot in the tribune ``channel_id``: the connection it has there, or a new one.
+    """The bot in the tribune ``channel_id``: the connection it has there, or a new one
+    (``fresh``: a new one in any case, the dropped one given up first).
 
     Raises:
         ConnectionError: the tribune is gone.
     """
+    if fresh:
+        await _give_up(client, guild_id)
     guild = client.get_guild(guild_id)
     channel = guild.get_channel(channel_id) if guild else None
     if guild is None or not isinstance(channel, discord.VoiceChannel):
@@ -59,19 +63,11 @@ async def join(
     return made
 
 
-async def rejoin(
-    client: discord.Client,
-    guild_id: int,
-    channel_id: int,
-    *,
-    clock: Callable[[], float],
-    timeout: float,
-) -> ReceivingVoiceClient:
-    """A fresh connection to the tribune, the dropped one given up first."""
+async def _give_up(client: discord.Client, guild_id: int) -> None:
+    """The dropped connection given up (its receiver abandoned), or any other one left."""
     guild = client.get_guild(guild_id)
     old = guild.voice_client if guild is not None else None
     if isinstance(old, ReceivingVoiceClient):
         await old.abandon()
     elif guild is not None:
         await leave(client, guild.id)
-    return await join(client, guild_id, channel_id, clock=clock, timeout=timeout)
