@@ -72,8 +72,9 @@ with warnings.catch_warnings():
 from bot.voice import opuslib, upload  # noqa: E402
 from bot.voice.ogg import OggOpusWriter  # noqa: E402
 from bot.voice.receiver import SpeakerDirectory, VoiceReceiver  # noqa: E402
-from bot.voice.recorder import OGG_START, OggSink, _TimelineSink  # noqa: E402
+from bot.voice.recorder import _TimelineSink  # noqa: E402
 from bot.voice.rtp import RTPHeader, build_rtpsize_packet, decrypt_rtpsize  # noqa: E402
+from bot.voice.sink import OGG_START, OggSink  # noqa: E402
 from bot.voice.timeline import Timeline  # noqa: E402
 from bot.voice.upload import prepare_upload  # noqa: E402
 from bot.voice.waveform import WaveformBuilder, to_base64  # noqa: E402

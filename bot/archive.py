@@ -167,42 +167,50 @@ def replay_log(
         if isinstance(command, RequestLastWord):
             found.last_words.append((seq, command.actor, str(phase)))
         for event in events:
-            if isinstance(event, ev.VoteCast):
-                standing[event.city][event.voter] = event.candidate
-            elif isinstance(event, ev.VoteWithdrawn):
-                standing[event.city].pop(event.voter, None)
-            elif isinstance(event, ev.PlayerKilled):
-                # the dead lose their standing vote (the rules drop it without an event)
-                standing[event.city].pop(event.player, None)
-                found.deaths.append(
-                    ArchivedDeath(
-                        event.player,
-                        event.city,
-                        event.status.value,
-                        event.cause.value,
-                        str(event.phase),
-                        event.by_city,
-                    )
-                )
-            elif isinstance(event, ev.VotesTallied):
-                counted = standing[event.city]
-                if len(counted) != event.voters:
-                    log.error(
-                        "replay: %s counted %d voters, the events gave %d",
-                        event.city,
-                        event.voters,
-                        len(counted),
-                    )
-                found.votes.extend(
-                    ArchivedVote(phase.number, event.city, voter, candidate)
-                    for voter, candidate in counted.items()
-                )
-            elif isinstance(event, ev.PhaseStarted) and event.stage is Stage.DISCUSSION:
-                for votes in standing.values():
-                    votes.clear()
-            elif isinstance(event, ev.PlayerChecked):
-                found.checks.setdefault(event.commissar, []).append(event.is_mafia)
+            _collect(found, standing, phase, event)
     return game, found
+
+
+def _collect(
+    found: _Replay, standing: dict[str, dict[str, str]], phase: Phase, event: ev.Event
+) -> None:
+    """Take what the archive keeps from one event of a replay: ``standing`` is each city's
+    votes as they stand (voter to candidate), counted when the city tallies them."""
+    if isinstance(event, ev.VoteCast):
+        standing[event.city][event.voter] = event.candidate
+    elif isinstance(event, ev.VoteWithdrawn):
+        standing[event.city].pop(event.voter, None)
+    elif isinstance(event, ev.PlayerKilled):
+        # the dead lose their standing vote (the rules drop it without an event)
+        standing[event.city].pop(event.player, None)
+        found.deaths.append(
+            ArchivedDeath(
+                event.player,
+                event.city,
+                event.status.value,
+                event.cause.value,
+                str(event.phase),
+                event.by_city,
+            )
+        )
+    elif isinstance(event, ev.VotesTallied):
+        counted = standing[event.city]
+        if len(counted) != event.voters:
+            log.error(
+                "replay: %s counted %d voters, the events gave %d",
+                event.city,
+                event.voters,
+                len(counted),
+            )
+        found.votes.extend(
+            ArchivedVote(phase.number, event.city, voter, candidate)
+            for voter, candidate in counted.items()
+        )
+    elif isinstance(event, ev.PhaseStarted) and event.stage is Stage.DISCUSSION:
+        for votes in standing.values():
+            votes.clear()
+    elif isinstance(event, ev.PlayerChecked):
+        found.checks.setdefault(event.commissar, []).append(event.is_mafia)
 
 
 def build_archive(source: ArchiveSource, *, ended_at: float | None = None) -> ArchivedGame:
@@ -221,7 +229,32 @@ def build_archive(source: ArchiveSource, *, ended_at: float | None = None) -> Ar
     )
     names = {str(p["id"]): str(p.get("name") or p["id"]) for p in record.lobby.get("players", [])}
     winners = game.winners()
-    status_of = {name: game.status_of(name).value for name in game.players}
+    ended = ended_at
+    if ended is None:
+        ended = source.log[-1].created_at if source.log else record.created_at
+    return ArchivedGame(
+        game_id=record.id,
+        guild_id=record.guild_id,
+        host_id=record.host_id,
+        ended=record.state,
+        created_at=record.created_at,
+        ended_at=ended,
+        seed=record.seed,
+        setup=record.setup,
+        names=names,
+        log=found.log,
+        winners=winners,
+        last_phase=str(game.phase),
+        cities=list(game.cities),
+        deaths=found.deaths,
+        votes=found.votes,
+        last_words=_last_words(found, source),
+        players=_players(game, found, names, winners),
+    )
+
+
+def _last_words(found: _Replay, source: ArchiveSource) -> list[ArchivedLastWord]:
+    """The last words a replay found, each with the ``voice`` item that posts its recording."""
     voice = {seq: (item_id, payload) for item_id, seq, payload in source.voice if seq is not None}
     last_words = []
     for seq, player, phase in found.last_words:
@@ -237,6 +270,14 @@ def build_archive(source: ArchiveSource, *, ended_at: float | None = None) -> Ar
                 float(duration) if isinstance(duration, int | float) else None,
             )
         )
+    return last_words
+
+
+def _players(
+    game: Game, found: _Replay, names: dict[str, str], winners: list[str]
+) -> list[ArchivedPlayer]:
+    """Each resident's line of the archive: status, side, result and what they did."""
+    status_of = {name: game.status_of(name).value for name in game.players}
     counted: dict[str, int] = {}
     for_mafia: dict[str, int] = {}
     for vote in found.votes:
@@ -265,28 +306,7 @@ def build_archive(source: ArchiveSource, *, ended_at: float | None = None) -> Ar
                     hits=sum(checks),
                 )
             )
-    ended = ended_at
-    if ended is None:
-        ended = source.log[-1].created_at if source.log else record.created_at
-    return ArchivedGame(
-        game_id=record.id,
-        guild_id=record.guild_id,
-        host_id=record.host_id,
-        ended=record.state,
-        created_at=record.created_at,
-        ended_at=ended,
-        seed=record.seed,
-        setup=record.setup,
-        names=names,
-        log=found.log,
-        winners=winners,
-        last_phase=str(game.phase),
-        cities=list(game.cities),
-        deaths=found.deaths,
-        votes=found.votes,
-        last_words=last_words,
-        players=players,
-    )
+    return players
 
 
 def replay(archived: ArchivedGame) -> Game:

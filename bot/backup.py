@@ -21,6 +21,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.storage.records import OPEN_STATES, sql_states
+
 #: how long the backup waits for a lock the bot holds (it needs none but a read in WAL mode)
 BUSY_MS = 5000
 
@@ -61,7 +63,8 @@ def backup(database: Path, out: Path) -> Backup:
                 if verdict != ["ok"]:
                     raise BackupError(f"the copy does not check out: {'; '.join(verdict[:3])}")
                 games, open_games = copy.execute(
-                    "SELECT COUNT(*), COUNT(*) FILTER (WHERE state IN ('lobby', 'starting', 'running')) "
+                    "SELECT COUNT(*), COUNT(*) FILTER "
+                    f"(WHERE state IN ({sql_states(OPEN_STATES)})) "
                     "FROM games"
                 ).fetchone()
         _flush(partial)

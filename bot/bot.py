@@ -12,8 +12,9 @@ import asyncio
 import hashlib
 import json
 import logging
+import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import discord
@@ -35,7 +36,7 @@ from bot.service import Clock, Expired, GameService, NoGame
 from bot.storage import GameExists, Storage, is_storage_failure
 from bot.timers import PhaseTimers
 from bot.translator import CatalogueTranslator
-from cogs.mentions import set_command_ids
+from bot.wiring import Hooks, declared, wire
 from rules import RuleError
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,11 @@ GONE = (10062, 10015)
 IDENTIFY_PAUSE = 5.0
 
 
+def fresh_seed() -> int:
+    """A new deal's seed, from the system's randomness (no player can guess it)."""
+    return random.SystemRandom().randrange(2**31)
+
+
 class ShardFilter(logging.Filter):
     """Gives every log record ``shard_tag``: `` [shard N]`` when the record names its shard (an
     ``extra={"shard": N}``, or discord.py's "Shard ID %s ..." lines), else nothing; the log
@@ -106,6 +112,20 @@ class ShardFilter(logging.Filter):
 LOG_FORMAT = "%(asctime)s %(levelname)-7s %(name)s%(shard_tag)s: %(message)s"
 
 
+class ProkuratorTree(app_commands.CommandTree["ProkuratorBot"]):
+    """The bot's command tree: its interaction check and its errors are the bot's."""
+
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        """See :meth:`ProkuratorBot.check_command`."""
+        return await self.client.check_command(interaction)
+
+    async def on_error(
+        self, interaction: discord.Interaction, error: app_commands.AppCommandError, /
+    ) -> None:
+        """See :meth:`ProkuratorBot.on_app_command_error`."""
+        await self.client.on_app_command_error(interaction, error)
+
+
 class ProkuratorBot(commands.AutoShardedBot):
     """The bot process: one instance hosts every game of the guilds of its shards."""
 
@@ -123,6 +143,7 @@ class ProkuratorBot(commands.AutoShardedBot):
         extensions: tuple[str, ...] = EXTENSIONS,
         storage: Storage | None = None,
         identify_pause: float = IDENTIFY_PAUSE,
+        deal_seed: Callable[[], int] = fresh_seed,
         **options: Any,
     ) -> None:
         if config.shards is not None:
@@ -130,6 +151,8 @@ class ProkuratorBot(commands.AutoShardedBot):
         if config.shard_count is not None:
             options.setdefault("shard_count", config.shard_count)
         self.identify_pause = identify_pause
+        self.deal_seed = deal_seed
+        """Where a start's deal gets its seed (the tests give one that repeats per test)."""
         super().__init__(
             command_prefix=commands.when_mentioned,
             intents=intents(),
@@ -139,28 +162,29 @@ class ProkuratorBot(commands.AutoShardedBot):
             # guild's member list at startup takes minutes with many guilds (op 8 is rate
             # limited) and starves the heartbeat
             chunk_guilds_at_startup=False,
+            tree_cls=ProkuratorTree,
             **options,
         )
         self.config = config
         self.clock = clock
         # every REST call but the interaction endpoints keeps under Discord's global limit
         self.pacer = Pacer(share(config.rest_per_second, self.shard_ids, self.shard_count))
-        self.http.request = pace(self.http.request, self.pacer)  # type: ignore[method-assign]
+        # discord.py has no hook around its REST calls: its own method is wrapped, which its
+        # stubs type as a method (not assignable) returning a Coroutine (pace's is Awaitable)
+        self.http.request = pace(self.http.request, self.pacer)  # type: ignore[method-assign,assignment]
         self.extensions_to_load = extensions
         self._opened_storage = storage
-        self.tree.on_error = self.on_app_command_error
-        self.tree.interaction_check = self.check_command  # type: ignore[method-assign]
         self.limit = CommandLimit(config.fairness)
         """Each member's commands per game (:mod:`bot.fairness`)."""
         self._charged: dict[int, tuple[int, int]] = {}
         """Interactions counted against a member's share, until they are done: id → (game, member)."""
-        self.explain_refusal: (
-            Callable[[discord.Interaction, RuleError], Awaitable[str | None]] | None
-        ) = None
-        """Words a refusal of the rules better than its catalogue entry (cogs.help sets it)."""
+        self.wired = Hooks()
+        """What the bot and its cogs plugged in (:func:`bot.wiring.wire` sets it at start)."""
 
     async def setup_hook(self) -> None:
-        """Open storage, load the cogs, restore unfinished games, sync the commands."""
+        """Open storage, build the game service, the outbox, the notices and the timers, load
+        the cogs and wire what each declares (:mod:`bot.wiring`), restore unfinished games,
+        sync the commands."""
         if self.application_id is not None:  # logged in: the application is known
             log.info("invite link: %s", invite_url(self.application_id))
         warm_up()
@@ -187,11 +211,11 @@ class ProkuratorBot(commands.AutoShardedBot):
         self.timers = PhaseTimers(
             self.service, reminders=self.config.timers.reminders, clock=self.clock
         )
-        self.service.after_commit.append(lambda live: self.outbox.kick(live.id))
-        self.service.after_commit.append(self.timers.arm)
         await self.tree.set_translator(CatalogueTranslator())
         for extension in self.extensions_to_load:
             await self.load_extension(extension)
+        # the bot's own hooks, then each cog's in the order they were loaded (bot.wiring.wire)
+        wire(self, Hooks.joined([self.hooks(), *declared(self.cogs.values())]))
         began = time.perf_counter()
         restored = await self.service.restore()
         await self.outbox.start()
@@ -203,6 +227,11 @@ class ProkuratorBot(commands.AutoShardedBot):
             armed,
         )
         await self.sync_commands()
+
+    def hooks(self) -> Hooks:
+        """The bot's own hooks: after every commit, carry out its outbox items, then arm its
+        deadline."""
+        return Hooks(after_commit=[lambda live: self.outbox.kick(live.id), self.timers.arm])
 
     async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
         """Wait :attr:`identify_pause` before each shard's IDENTIFY but the first (Discord's
@@ -239,19 +268,23 @@ class ProkuratorBot(commands.AutoShardedBot):
 
     async def sync_commands(self) -> None:
         """Sync the global command tree when it changed since the last sync; keep the ids
-        Discord gave the commands, for the texts' clickable mentions (:mod:`cogs.mentions`)."""
+        Discord gave the commands, for the texts' clickable mentions (told to the wired
+        ``command_ids``)."""
         translator = self.tree.translator
+        assert translator is not None  # set in setup_hook
         payload = [
             await command.get_translated_payload(self.tree, translator)
             for command in self.tree.get_commands()
-        ]  # type: ignore[arg-type]
+        ]
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
         key = f"commands:{self.application_id}"
         ids_key = f"command_ids:{self.application_id}"
         if await self.storage.meta(key) == digest:
             stored = await self.storage.meta(ids_key)
             if stored is not None:
-                set_command_ids({name: int(value) for name, value in json.loads(stored).items()})
+                self._tell_command_ids(
+                    {name: int(value) for name, value in json.loads(stored).items()}
+                )
                 log.info("slash commands unchanged; not synced")
                 return
             synced = await self.tree.fetch_commands()  # synced before their ids were kept
@@ -260,8 +293,12 @@ class ProkuratorBot(commands.AutoShardedBot):
         ids = {command.name: command.id for command in synced}
         await self.storage.set_meta(ids_key, json.dumps(ids, sort_keys=True))
         await self.storage.set_meta(key, digest)
-        set_command_ids(ids)
+        self._tell_command_ids(ids)
         log.info("synced %d slash commands", len(synced))
+
+    def _tell_command_ids(self, ids: dict[str, int]) -> None:
+        for told in self.wired.command_ids:
+            told(ids)
 
     async def close(self) -> None:
         """Stop timers and the outbox, close storage, then disconnect."""
@@ -353,21 +390,28 @@ class ProkuratorBot(commands.AutoShardedBot):
             )
             return
         language = await self.language_for(interaction)
+        text = await self._refusal_text(interaction, original, language)
+        await reply(interaction, text)
+
+    async def _refusal_text(
+        self, interaction: discord.Interaction, original: BaseException, language: str
+    ) -> str:
+        """The user's message for an error (logged as what it is)."""
         if isinstance(original, TooFast):
-            text = t(language, original.key, **original.params)
-        elif isinstance(original, OptionRefused):
+            return t(language, original.key, **original.params)
+        if isinstance(original, OptionRefused):
             key = original.params.get("option_key")
             option = t(language, key) if key else original.params.get("option")
-            text = t(language, original.key, **{**original.params, "option": option})
-        elif isinstance(original, RuleError):
-            better = (
-                await self.explain_refusal(interaction, original) if self.explain_refusal else None
-            )
+            return t(language, original.key, **{**original.params, "option": option})
+        if isinstance(original, RuleError):
+            explain = self.wired.explain_refusal
+            better = await explain(interaction, original) if explain else None
             text = better or t(language, f"error.{original.code}", **original.params)
             log.info(
                 "refused %s by %s: %s", _command_name(interaction), interaction.user.id, original
             )
-        elif isinstance(original, UserError):
+            return text
+        if isinstance(original, UserError):
             text = t(language, original.key, **original.params)
             log.info(
                 "refused %s by %s: %s",
@@ -375,32 +419,31 @@ class ProkuratorBot(commands.AutoShardedBot):
                 interaction.user.id,
                 original.key,
             )
-        elif isinstance(original, NoGame):
-            text = t(language, "error.no_game")
-        elif isinstance(original, GameExists):
-            text = t(language, "error.game_exists")
-        elif isinstance(original, app_commands.CheckFailure):
-            text = t(language, "error.not_allowed")
-        elif is_storage_failure(original):  # a read before any change: nothing was applied
+            return text
+        if isinstance(original, NoGame):
+            return t(language, "error.no_game")
+        if isinstance(original, GameExists):
+            return t(language, "error.game_exists")
+        if isinstance(original, app_commands.CheckFailure):
+            return t(language, "error.not_allowed")
+        if is_storage_failure(original):  # a read before any change: nothing was applied
             log.warning(
                 "%s by %s: the database failed (%r); refused as not stored",
                 _command_name(interaction),
                 interaction.user.id,
                 original,
             )
-            text = t(language, "error.not_stored")
-        else:
-            log.error(
-                "unexpected error in %s (guild %s, channel %s, user %s, options %s)",
-                _command_name(interaction),
-                interaction.guild_id,
-                interaction.channel_id,
-                interaction.user.id,
-                _options(interaction),
-                exc_info=original,
-            )
-            text = t(language, "error.unexpected")
-        await reply(interaction, text)
+            return t(language, "error.not_stored")
+        log.error(
+            "unexpected error in %s (guild %s, channel %s, user %s, options %s)",
+            _command_name(interaction),
+            interaction.guild_id,
+            interaction.channel_id,
+            interaction.user.id,
+            _options(interaction),
+            exc_info=original,
+        )
+        return t(language, "error.unexpected")
 
 
 def _command_name(interaction: discord.Interaction) -> str:

@@ -54,6 +54,8 @@ class LazyCallbackResponse(EAGER):
             resource, self._resource_data = self._resource_data, None
             message, activity = resource.get("message"), resource.get("activity_instance")
             if message is not None:
+                # discord.py's own call, as it makes it: its state proxy and the interaction's
+                # channel are what its stubs do not admit (its source ignores both too)
                 self._resource = interactions.InteractionMessage(
                     state=interactions._InteractionMessageState(self._parent, self._state),  # type: ignore[arg-type]
                     channel=self._parent.channel,  # type: ignore[arg-type]
@@ -71,4 +73,5 @@ class LazyCallbackResponse(EAGER):
 def parse_answers_lazily(lazy: bool = True) -> None:
     """Have discord.py's answers keep the echoed message unparsed (``lazy``) or parse it at
     once, as it does itself (``False``)."""
+    # replacing the class where discord.py looks it up, which its stubs declare a fixed class
     interactions.InteractionCallbackResponse = LazyCallbackResponse if lazy else EAGER  # type: ignore[misc,assignment]

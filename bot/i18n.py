@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     import discord
     from discord import app_commands
 
+    from bot.service import LiveGame
+
 log = logging.getLogger(__name__)
 
 LANGUAGES = ("ru", "en")
@@ -78,7 +80,7 @@ def plural_category(language: str, number: float) -> str:
 def _form(language: str, entry: Entry, params: dict[str, Any]) -> str:
     if isinstance(entry, str):
         return entry
-    value = params.get(entry.get("by", "count"))
+    value: Any = params.get(entry.get("by", "count"))
     try:
         number = float(value) if not isinstance(value, bool) else None
     except (TypeError, ValueError):
@@ -89,14 +91,21 @@ def _form(language: str, entry: Entry, params: dict[str, Any]) -> str:
     return entry.get(plural_category(language, number), entry["other"])
 
 
-#: fills a field that no caller gave, from its name and the language (None: left as is);
-#: :mod:`cogs.mentions` installs one that turns ``{cmd_vote}`` into the command's mention
 def no_fallback(language: str, name: str) -> str | None:
     """Leave an unfilled field as it is."""
     return None
 
 
+#: fills a field that no caller gave, from the language and its name (None: left as is); the
+#: bot's composition installs one that turns ``{cmd_vote}`` into the command's mention
+#: (:func:`use_fallback`, from :func:`bot.wiring.wire`)
 fallback: Callable[[str, str], str | None] = no_fallback
+
+
+def use_fallback(fill: Callable[[str, str], str | None]) -> None:
+    """Fill the fields no caller gave with ``fill`` from now on."""
+    global fallback
+    fallback = fill
 
 
 class _Missing(dict[str, Any]):
@@ -121,6 +130,20 @@ def t(language: str, key: str, /, **params: Any) -> str:
         log.error("missing text %r in %r", key, language)
         language, entry = DEFAULT, catalogue(DEFAULT).get(key, key)
     return _form(language, entry, params).format_map(_Missing(params, language))
+
+
+def phrase(live: LiveGame, key: str, **params: Any) -> str:
+    """A text in the game's language."""
+    return t(live.language, key, **params)
+
+
+def mention(player: str) -> str:
+    """A mention of the player (rendered as his name; announcements never ping)."""
+    return f"<@{player}>" if player.isdigit() else player
+
+
+#: a message's ``allowed_mentions`` that pings nobody
+NO_PINGS: dict[str, Any] = {"parse": []}
 
 
 def has(key: str) -> bool:

@@ -23,8 +23,8 @@ import logging
 import discord
 
 from bot.i18n import t
+from bot.limits import CONTENT, clip
 from bot.storage import Storage, is_storage_failure
-from cogs.limits import CONTENT, clip
 
 log = logging.getLogger(__name__)
 

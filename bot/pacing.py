@@ -23,6 +23,7 @@ ahead of time, so it is written here.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -109,5 +110,5 @@ def pace(request: Callable[..., Awaitable[Any]], pacer: Pacer) -> Callable[..., 
         await pacer.place()
         return await request(route, **options)
 
-    paced.__wrapped__ = request  # type: ignore[attr-defined]
+    functools.update_wrapper(paced, request, assigned=(), updated=())  # __wrapped__ alone
     return paced

@@ -37,6 +37,7 @@ from typing import Any
 
 from bot.config import shown_database
 from bot.storage import CommitUnknown, IntegrityError, Storage, StorageError
+from bot.storage.base import _GroupedWrite
 
 #: the advisory lock key migrations hold (any constant number; "PROK" in ASCII)
 MIGRATION_LOCK = 0x50524F4B
@@ -253,6 +254,13 @@ class PostgresStorage(Storage):
             ) as error:
                 # the server went while COMMIT was on its way: committed or not, nobody here knows
                 raise CommitUnknown(f"the connection broke during COMMIT: {error!r}") from error
+
+    async def _commit(self, game_id: int, write: _GroupedWrite) -> None:
+        """Commit one write in a transaction of its own: different games' run at once (no group
+        to wait for)."""
+        async with self.transaction(game_id) as db:
+            await self._write_alone(db, write)
+        self._lanes_stored(write)
 
     async def _fetchone(self, sql: str, params: Iterable[Any] = ()) -> Any:
         async with self._pool.acquire() as raw:

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from bot.service import (
@@ -47,7 +48,38 @@ BACKOFF_MAX = 60.0
 ReminderRenderer = Callable[[LiveGame, int], list[OutboxItem]]
 
 
-class PhaseTimers:
+class GameTasks(ABC):
+    """One sleeping task per game, woken by every change of its record, all stopped by
+    :meth:`close` (the phase timers; the host's strikes, ``cogs.host.LeaveStrikes``). The
+    subclass's constructor makes ``_tasks``, ``_wake`` and ``_closed``; its ``_run`` is the
+    game's task."""
+
+    _tasks: dict[int, asyncio.Task[None]]
+    _wake: dict[int, asyncio.Event]
+    _closed: bool
+
+    def _wake_game(self, game_id: int, *, start: bool, name: str) -> None:
+        """Wake the game's task; with ``start``, start one (named ``name``) if none runs."""
+        self._wake.setdefault(game_id, asyncio.Event()).set()
+        task = self._tasks.get(game_id)
+        if start and (task is None or task.done()):
+            self._tasks[game_id] = asyncio.create_task(self._run(game_id), name=name)
+
+    @abstractmethod
+    async def _run(self, game_id: int) -> None:
+        """The game's task: sleep until its next moment or a wake-up, act, until nothing is left."""
+
+    async def close(self) -> None:
+        """Stop every task (what they wait for stays stored: deadlines, strikes)."""
+        self._closed = True
+        for task in self._tasks.values():
+            task.cancel()
+        for task in self._tasks.values():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+class PhaseTimers(GameTasks):
     """One sleeping task per game with a deadline."""
 
     def __init__(
@@ -71,26 +103,14 @@ class PhaseTimers:
         """(Re)consider a game's deadline; called after every commit."""
         if self._closed:
             return
-        game_id = live.id
-        self._wake.setdefault(game_id, asyncio.Event()).set()
-        task = self._tasks.get(game_id)
-        if (task is None or task.done()) and live.record.deadline is not None:
-            self._tasks[game_id] = asyncio.create_task(self._run(game_id), name=f"timer-{game_id}")
+        start = live.record.deadline is not None
+        self._wake_game(live.id, start=start, name=f"timer-{live.id}")
 
     def arm_all(self) -> int:
         """Arm every loaded game (after a restart); returns how many have a deadline."""
         for live in self.service.games():
             self.arm(live)
         return sum(1 for task in self._tasks.values() if not task.done())
-
-    async def close(self) -> None:
-        """Stop every timer task (deadlines stay stored)."""
-        self._closed = True
-        for task in self._tasks.values():
-            task.cancel()
-        for task in self._tasks.values():
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
 
     def _due_reminders(self, live: LiveGame) -> list[int]:
         record = live.record

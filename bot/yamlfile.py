@@ -18,7 +18,7 @@ more by the pure-Python loader, whose message is the one given.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from yaml.constructor import ConstructorError
@@ -61,9 +61,14 @@ class _RefuseDuplicates(yaml.constructor.SafeConstructor):
         return mapping
 
 
-class _StrictLoader(
-    _RefuseDuplicates, yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
-):  # type: ignore[misc]
+if TYPE_CHECKING:
+    # the stubs declare CSafeLoader whether or not libyaml is there; both loaders read alike
+    _FastSafeLoader = yaml.CSafeLoader
+else:
+    _FastSafeLoader = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+
+
+class _StrictLoader(_RefuseDuplicates, _FastSafeLoader):
     """libyaml's safe loader (PyYAML's own where libyaml is missing), refusing duplicate keys."""
 
 

@@ -22,27 +22,24 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.i18n import key_str
+from bot.i18n import NO_PINGS, key_str, mention, phrase
+from bot.limits import CONTENT, listing
 from bot.options import duration_text, parse_duration
 from bot.outbox.intents import Edit, Send
 from bot.service import GameBroken, LiveGame, NoGame
 from bot.storage import GameState, OutboxItem
+from bot.wiring import Hooks
 from cogs.common import (
     InteractionAnswer,
     answer,
     join_group,
     leave_group,
-    mention,
-    phrase,
     require_host,
 )
-from cogs.limits import CONTENT, listing
 from cogs.lobby import lobby_edit
-from cogs.render import NO_PINGS
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
-    from cogs.game import GameCog
 
 log = logging.getLogger(__name__)
 
@@ -104,9 +101,10 @@ class AttendanceCog(commands.Cog):
         self._closed = False
         self._moved: list[app_commands.Command[Any, ..., Any]] = []
         self._restore: asyncio.Task[None] | None = None
-        game_cog: GameCog = bot.get_cog("GameCog")  # type: ignore[assignment]
-        game_cog.register("here", self._here)
-        bot.service.after_commit.append(self.arm)
+
+    def hooks(self) -> Hooks:
+        """The attendance button; after every commit, the check's deadline armed."""
+        return Hooks(components={"here": self._here}, after_commit=[self.arm])
 
     async def cog_load(self) -> None:
         """Join the ``/host`` group; look at the games loaded at start once the bot is ready."""

@@ -10,18 +10,18 @@ acknowledgement or sends the first answer.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.i18n import key_str, t
+from bot.i18n import key_str, mention, phrase
+from bot.limits import OPTION_LABEL, SELECT_OPTIONS, chunks, clip
 from bot.service import GameBroken, LiveGame, Seen
 from bot.storage import GameState
-from cogs.limits import OPTION_LABEL, SELECT_OPTIONS, chunks, clip
 from rules import LegalAction
 
 if TYPE_CHECKING:
@@ -59,6 +59,11 @@ class InteractionAnswer:
         return True
 
 
+def bot_of(interaction: discord.Interaction) -> ProkuratorBot:
+    """The bot an interaction came to (discord.py types it as any client: this one is ours)."""
+    return cast("ProkuratorBot", interaction.client)
+
+
 def sent_at(interaction: discord.Interaction) -> Seen:
     """What the sender of a slash command saw: the game as it was when Discord created it."""
     return Seen(at=interaction.created_at.timestamp())
@@ -87,16 +92,6 @@ def shown_name(live: LiveGame, player: str) -> str:
     """A player's display name, escaped for a text (:func:`shown`); a label or a menu option,
     which Discord never renders as markdown, takes :func:`name_of`."""
     return shown(name_of(live, player))
-
-
-def mention(player: str) -> str:
-    """A mention of the player (rendered as his name; announcements never ping)."""
-    return f"<@{player}>" if player.isdigit() else player
-
-
-def phrase(live: LiveGame, key: str, **params: Any) -> str:
-    """A text in the game's language."""
-    return t(live.language, key, **params)
 
 
 def status_text(live: LiveGame, status: str) -> str:
@@ -198,6 +193,13 @@ def player_of(live: LiveGame, interaction: discord.Interaction) -> str:
     return player
 
 
+def interaction_data(interaction: discord.Interaction) -> Mapping[str, Any]:
+    """What the interaction carries (a component's ``custom_id``, a menu's ``values``), empty
+    when nothing: read by key, as discord.py types it as a union of Discord's payloads."""
+    data: Mapping[str, Any] = interaction.data or {}
+    return data
+
+
 def resolve_player(live: LiveGame, text: str) -> str:
     """A player from an option value: his id (what autocomplete sends) or his name.
 
@@ -258,7 +260,7 @@ async def delivered(
     answers Discord did not deliver before. If Discord refuses this one, it is kept for his
     next command when the interaction changed something (it was committed first), else only
     logged (:mod:`bot.notices`)."""
-    bot: ProkuratorBot = interaction.client  # type: ignore[assignment]
+    bot = bot_of(interaction)
     try:
         await send()
     except (discord.HTTPException, discord.RateLimited) as error:
@@ -309,9 +311,11 @@ def host_choices(live: LiveGame, verb: str, current: str) -> list[app_commands.C
 __all__ = [
     "MAX_CHOICES",
     "InteractionAnswer",
+    "bot_of",
     "answer",
     "answer_lines",
     "delivered",
+    "interaction_data",
     "sent_at",
     "guild_game",
     "cohosts",

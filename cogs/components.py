@@ -5,8 +5,8 @@ Every button and menu the bot posts carries its meaning in its custom id
 posted before a restart keeps working after it. Each form below is a
 ``DynamicItem`` registered with ``bot.add_dynamic_items``: discord.py matches
 the id against its template, and the item's callback hands the interaction,
-with the id's fields, to the handler the owning cog registered with
-:meth:`cogs.game.GameCog.register` (the last word's buttons stay in
+with the id's fields, to the handler the owning cog declared in its hooks
+(``components`` of :class:`bot.wiring.Hooks`) (the last word's buttons stay in
 ``cogs/lastword.py``). A refusal raised by a handler gets the same localised,
 private answer as a slash command's.
 
@@ -33,10 +33,10 @@ from discord.ui import Button, DynamicItem, Item, Select
 
 from bot.collector import release_when_done
 from bot.errors import UserError
+from cogs.common import bot_of, interaction_data
 
 if TYPE_CHECKING:
-    from bot.bot import ProkuratorBot
-    from cogs.game import GameCog
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +92,8 @@ class _Routed:
         return True
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        bot: ProkuratorBot = interaction.client  # type: ignore[assignment]
-        game_cog: GameCog | None = bot.get_cog("GameCog")  # type: ignore[assignment]
-        handler = game_cog.handlers.get(self.action) if game_cog is not None else None
+        bot = bot_of(interaction)
+        handler = bot.wired.components.get(self.action)
         try:
             if handler is None:
                 raise UserError("error.stale_button")
@@ -174,8 +173,8 @@ class Retired(_Routed, DynamicItem[Item[Any]], template=RETIRED):
     action = "retired"
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        bot: ProkuratorBot = interaction.client  # type: ignore[assignment]
-        custom_id = (interaction.data or {}).get("custom_id")
+        bot = bot_of(interaction)
+        custom_id = interaction_data(interaction).get("custom_id")
         log.info(
             "component %r of user %s matches no form: answered as no longer active",
             custom_id,

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+from bot.channels import end_of_game_items
 from bot.footprint import end_items
+from bot.i18n import NO_PINGS, phrase
 from bot.outbox.intents import Send
 from bot.service import LiveGame
 from bot.storage import OutboxItem
-from cogs.channels import end_of_game_items
-from cogs.common import phrase
-from cogs.votes import NO_PINGS
 from rules import Game
 
 

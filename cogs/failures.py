@@ -24,8 +24,8 @@ from typing import Any
 
 import discord
 
+from bot.channels import permission_names
 from bot.i18n import t
-from cogs.channels import permission_names
 
 MAX_CHANNELS = 500
 """Channels a guild may have, categories included (Discord's cap, error 30013)."""

@@ -2,24 +2,25 @@
 
 Buttons and select menus carry persistent custom ids (``mafia:<action>:<game>:...``),
 parsed by discord.py's ``DynamicItem`` router (:mod:`cogs.components`, registered
-here), so they keep working after a restart. Other cogs register a handler per
-action.
+here), so they keep working after a restart. Each cog declares the handler of its
+actions in its hooks (:class:`bot.wiring.Hooks`); this one declares the renderer, the
+votes' observer, the reminders and the commands' mentions in texts.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-import discord
 from discord.ext import commands
 
+from bot.i18n import phrase
+from bot.outbox.intents import Send
 from bot.service import LiveGame
 from bot.storage import OutboxItem
-from cogs.common import phrase
+from bot.wiring import Hooks
 from cogs.components import ITEMS
-from cogs.mentions import command
+from cogs.mentions import command, command_field, set_command_ids
 from cogs.render import deadline_text, render, with_ping
 from cogs.votes import observe, restorer
 from rules import Stage
@@ -28,8 +29,6 @@ if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
 
 log = logging.getLogger(__name__)
-
-ComponentHandler = Callable[[discord.Interaction, list[str]], Awaitable[None]]
 
 
 def reminder_items(live: LiveGame, offset: int) -> list[OutboxItem]:
@@ -43,42 +42,41 @@ def reminder_items(live: LiveGame, offset: int) -> list[OutboxItem]:
     if game.stage is Stage.EXECUTION:  # the host is awaited: remind him alone
         if log_channel is None:
             return []
-        return [
-            OutboxItem(
-                "send",
-                {"channel_id": log_channel},
-                {
-                    "content": phrase(
-                        live,
-                        "log.execution_soon",
-                        minutes=minutes,
-                        deadline=deadline_text(live),
-                        execute=command(live.language, "host execute"),
-                    ),
-                    "allowed_mentions": {"parse": []},
-                },
-            )
-        ]
+        content = phrase(
+            live,
+            "log.execution_soon",
+            minutes=minutes,
+            deadline=deadline_text(live),
+            execute=command(live.language, "host execute"),
+        )
+        return [Send({"content": content, "allowed_mentions": {"parse": []}}, log_channel).item()]
     text = phrase(
         live, f"reminder.{game.stage.value}", minutes=minutes, deadline=deadline_text(live)
     )
     return [
-        OutboxItem("send", {"channel_id": ids["text"]}, with_ping(live, city, {"content": text}))
+        Send(with_ping(live, city, {"content": text}), ids["text"]).item()
         for city, ids in live.record.channels.get("cities", {}).items()
         if game.alive(city)
     ]
 
 
 class GameCog(commands.Cog):
-    """Installs the renderer and the persistent components; holds their handlers."""
+    """Routes the persistent components; declares the renderer and what goes with it."""
 
     def __init__(self, bot: ProkuratorBot) -> None:
         self.bot = bot
-        self.handlers: dict[str, ComponentHandler] = {}
-        bot.service.render = render
-        bot.service.observers.append(observe)
-        bot.service.restorers.append(restorer(bot.storage))
-        bot.timers.render_reminder = reminder_items
+
+    def hooks(self) -> Hooks:
+        """The renderer, the votes' observer and its restorer, the reminders, and the
+        commands' mentions in texts (their ids once synced)."""
+        return Hooks(
+            render=render,
+            observers=[observe],
+            restorers=[restorer(self.bot.storage)],
+            render_reminder=reminder_items,
+            text_fallback=command_field,
+            command_ids=[set_command_ids],
+        )
 
     async def cog_load(self) -> None:
         """Route the ``mafia:`` components through discord.py's dynamic items."""
@@ -87,11 +85,6 @@ class GameCog(commands.Cog):
     async def cog_unload(self) -> None:
         """Stop routing them."""
         self.bot.remove_dynamic_items(*ITEMS)
-
-    def register(self, action: str, handler: ComponentHandler) -> None:
-        """Handle components whose custom id is ``mafia:<action>:...``; the handler gets the
-        id's fields (:data:`cogs.components.FORMS`)."""
-        self.handlers[action] = handler
 
 
 async def setup(bot: ProkuratorBot) -> None:

@@ -16,19 +16,20 @@ from __future__ import annotations
 
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.i18n import LANGUAGES, key_str, t
+from bot.i18n import LANGUAGES, key_str, phrase, t
+from bot.limits import OPTION_LABEL, clip
 from bot.service import LiveGame
 from bot.storage import GameState
+from bot.wiring import Hooks
 from cogs import presets
-from cogs.common import answer_lines, is_host, phrase, status_text
-from cogs.limits import OPTION_LABEL, clip
+from cogs.common import answer_lines, interaction_data, is_host, status_text
 from cogs.mentions import command
 from cogs.render import deadline_text, moment_text
 from cogs.will import will_limit
@@ -74,7 +75,8 @@ def rule_sections(language: str) -> list[tuple[str, str]]:
     """The rules split at their ``##`` headings: ``(title, text)``, the introduction first
     (titled by the ``#`` heading)."""
     sections: list[tuple[str, str]] = []
-    title, lines = "", []
+    title = ""
+    lines: list[str] = []
     for line in rules_text(language).splitlines():
         if line.startswith("# ") and not sections and not lines:
             title = line[2:].strip()
@@ -164,8 +166,13 @@ def host_lines(live: LiveGame) -> list[str]:
 
 def lobby_lines(live: LiveGame, user: int, host: bool) -> list[str]:
     """A lobby (or a game being started): join, wait, or set it up."""
-    say = lambda key, **params: phrase(live, key, **params)  # noqa: E731
-    cmd = lambda path: command(live.language, path)  # noqa: E731
+
+    def say(key: str, **params: Any) -> str:
+        return phrase(live, key, **params)
+
+    def cmd(path: str) -> str:
+        return command(live.language, path)
+
     if live.record.state == GameState.STARTING:
         return [say("help.starting", game=live.id)]
     if host:  # the host does not play: nothing to join
@@ -252,7 +259,7 @@ def component_path(interaction: discord.Interaction) -> str:
     action (``mafia:vote:...`` → ``vote``)."""
     if interaction.command is not None:
         return interaction.command.qualified_name
-    custom_id = str((interaction.data or {}).get("custom_id", ""))
+    custom_id = str(interaction_data(interaction).get("custom_id", ""))
     parts = custom_id.split(":")
     return parts[1] if len(parts) > 1 and parts[0] == "mafia" else ""
 
@@ -262,7 +269,10 @@ class HelpCog(commands.Cog):
 
     def __init__(self, bot: ProkuratorBot) -> None:
         self.bot = bot
-        bot.explain_refusal = self.explain
+
+    def hooks(self) -> Hooks:
+        """Its words for a refusal for the wrong stage."""
+        return Hooks(explain_refusal=self.explain)
 
     async def explain(self, interaction: discord.Interaction, error: RuleError) -> str | None:
         """A better text for a rules' refusal than its catalogue entry, where there is one."""

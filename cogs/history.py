@@ -31,12 +31,13 @@ from discord.http import handle_message_parameters
 from bot.archive import Archiver
 from bot.errors import UserError
 from bot.export import ExportError, export_scenario
-from bot.i18n import key_str, t
+from bot.i18n import key_str, mention, t
+from bot.limits import chunks, sections
 from bot.outbox.intents import Picture
 from bot.picture import UPLOAD_LIMIT, render_png
 from bot.service import LiveGame
 from bot.storage import ArchivedGame, GameRecord, OutboxItem
-from cogs.common import mention
+from bot.wiring import Hooks
 from cogs.history_text import (
     phase_words,
     stats_lines,
@@ -45,7 +46,6 @@ from cogs.history_text import (
     top_lines,
     winner_words,
 )
-from cogs.limits import chunks, sections
 from cogs.render import closing_channels
 from cogs.season import transcript_link
 
@@ -107,11 +107,17 @@ class HistoryCog(commands.Cog):
             on_archived=lambda archived: bot.outbox.kick(archived.game_id),
             clock=bot.clock,
         )
-        bot.service.after_commit.append(self.archiver.game_ended)
-        bot.outbox.handlers["picture"] = self.post_picture
         bot.add_dynamic_items(HistoryPage)
         self._moved: list[app_commands.Command[Any, ..., Any]] = []
         self._sweep: asyncio.Task[int] | None = None
+
+    def hooks(self) -> Hooks:
+        """After every commit, the archiver (a game that ended is archived); the outbox's
+        ``picture`` items."""
+        return Hooks(
+            after_commit=[self.archiver.game_ended],
+            outbox_handlers={"picture": self.post_picture},
+        )
 
     async def cog_load(self) -> None:
         """Join the ``/mafia`` group; archive at start what ended unarchived."""

@@ -13,9 +13,8 @@ from typing import Any
 
 from babel.numbers import format_decimal, format_percent
 
-from bot.i18n import t
+from bot.i18n import mention, t
 from bot.storage import ArchivedGame, GuildResults, PlayerStats
-from cogs.common import mention
 from rules.table import ROLES
 
 #: a summary names every player and every vote up to this many players; above, it counts

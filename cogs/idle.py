@@ -20,13 +20,13 @@ import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from bot.i18n import NO_PINGS, mention, phrase
 from bot.outbox.intents import Send
 from bot.service import GameBroken, LiveGame, MovedOn, NoGame, Seen
 from bot.storage import GameState, OutboxItem
-from cogs.common import mention, phrase
+from bot.wiring import Hooks
 from cogs.lobby import log_items
 from cogs.mentions import command as command_mention
-from cogs.render import NO_PINGS
 from rules import (
     CastVote,
     Command,
@@ -158,9 +158,9 @@ class IdleWatch:
         self.bot = bot
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def attach(self) -> None:
-        self.bot.service.listeners.append(self.day_ended)
-        self.bot.service.restorers.append(self.restore)
+    def hooks(self) -> Hooks:
+        """After each command, a day that ended is checked; a game loaded at start, its night."""
+        return Hooks(listeners=[self.day_ended], restorers=[self.restore])
 
     async def detach(self) -> None:
         if self.day_ended in self.bot.service.listeners:

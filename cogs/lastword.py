@@ -52,7 +52,8 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.i18n import key_str
+from bot.i18n import key_str, mention, phrase
+from bot.limits import CITIES
 from bot.outbox.intents import Edit, Send
 from bot.service import LiveGame, NoGame
 from bot.storage import OutboxItem
@@ -61,8 +62,8 @@ from bot.voice.ogg import RecordingInfo
 from bot.voice.receiver import ReceivingVoiceClient
 from bot.voice.recorder import OggSink, Recorder, RecordingOutcome, RecordingResult
 from bot.voice.upload import PreparedAudio, UploadError, prepare_upload
-from cogs.common import mention, phrase, player_of, require_host, running_game
-from cogs.limits import CITIES
+from bot.wiring import Hooks
+from cogs.common import player_of, require_host, running_game
 from cogs.render import pings_on
 from cogs.speech import (
     announce_items,
@@ -80,7 +81,6 @@ from rules import RequestLastWord, RuleError
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
-    from cogs.game import GameCog
 
 log = logging.getLogger(__name__)
 
@@ -120,10 +120,13 @@ class LastWordCog(commands.Cog):
         """Stamps received audio and times recordings (tests drive a simulated one)."""
         self.reconnect_backoff = 1.0
         """Seconds times the attempt number between failed voice reconnects while recording."""
-        game_cog: GameCog = bot.get_cog("GameCog")  # type: ignore[assignment]
-        game_cog.register("lastword", self._lastword_button)
-        game_cog.register("stop", self._stop_button)
-        bot.outbox.handlers["voice"] = self.post_recording
+
+    def hooks(self) -> Hooks:
+        """The last word's and the Stop buttons; the outbox's ``voice`` items (recordings)."""
+        return Hooks(
+            components={"lastword": self._lastword_button, "stop": self._stop_button},
+            outbox_handlers={"voice": self.post_recording},
+        )
 
     async def cog_load(self) -> None:
         """Report recordings a previous process was stopped in the middle of, and drop them."""

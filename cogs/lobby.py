@@ -17,13 +17,15 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.channels import exposure
 from bot.errors import UserError
 from bot.footprint import quiet_items
-from bot.i18n import key_str, t
+from bot.i18n import NO_PINGS, key_str, mention, phrase, t
+from bot.outbox.intents import Send
 from bot.service import GameBroken, LiveGame
 from bot.storage import GameExists, GameState, OutboxItem
-from cogs import presets, spectators
-from cogs.channels import exposure, exposure_lines, lobby_exposure
+from bot.wiring import Hooks
+from cogs import spectators
 from cogs.common import (
     InteractionAnswer,
     answer,
@@ -31,125 +33,20 @@ from cogs.common import (
     cohosts,
     guild_game,
     is_host,
-    mention,
-    phrase,
     player_of,
     running_game,
     status_text,
 )
-from cogs.limits import CONTENT, listing
+from cogs.lobby_message import lobby_cities, lobby_edit, lobby_payload, lobby_post
 from cogs.mentions import command
-from cogs.render import NO_PINGS, deadline_text, moment_text, winner_text
-from rules.table import ROLES
+from cogs.render import deadline_text, moment_text, winner_text
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
-    from cogs.game import GameCog
 
 log = logging.getLogger(__name__)
 
 MAX_PLAYERS = 200
-
-
-def default_cities(live: LiveGame, players: int) -> list[str]:
-    """City names for a lobby whose host named none: one city per 8 players, 1 to 6."""
-    count = max(1, min(6, players // 8))
-    return phrase(live, "lobby.default_cities").split(",")[:count]
-
-
-def lobby_cities(live: LiveGame) -> list[str]:
-    """The cities the game will have."""
-    setup = live.record.lobby.get("setup", {})
-    cities: list[str] = setup.get("cities") or default_cities(
-        live, len(live.record.lobby["players"])
-    )
-    return cities
-
-
-def lobby_payload(live: LiveGame) -> dict[str, Any]:
-    """The lobby message: host, cities, roles, players, Join and Leave buttons."""
-    lobby = live.record.lobby
-    players = lobby.get("players", [])
-    setup = lobby.get("setup", {})
-    lines = [
-        phrase(live, "lobby.title", game=live.id),
-        phrase(live, "lobby.host", host=mention(str(live.record.host_id))),
-        phrase(live, "lobby.cities", cities=", ".join(lobby_cities(live))),
-    ]
-    if cohosts(live):
-        lines.insert(
-            2,
-            phrase(
-                live, "lobby.cohosts", cohosts=", ".join(mention(str(c)) for c in cohosts(live))
-            ),
-        )
-    roles = []
-    if setup.get("mafiosi"):
-        roles.append(phrase(live, "lobby.mafiosi", count=setup["mafiosi"]))
-    chosen = [
-        row.status.value
-        for row in ROLES
-        if row.switchable and setup.get(row.status.value) is not None
-    ]
-    for key, wanted in (("with", True), ("without", False)):
-        statuses = [status_text(live, status) for status in chosen if bool(setup[status]) is wanted]
-        if statuses:
-            roles.append(phrase(live, f"lobby.{key}", statuses=", ".join(statuses)))
-    preset = presets.lobby_line(live)
-    if preset is not None:
-        lines.append(preset)
-    lines.append(
-        phrase(live, "lobby.roles", roles="; ".join(roles) or phrase(live, "lobby.roles_default"))
-    )
-    lines.append(
-        phrase(
-            live,
-            "lobby.spectators",
-            mode=phrase(live, f"lobby.spectators_{spectators.mode_of(live.record)}"),
-        )
-    )
-    lines += presets.house_lines(live)
-    if lobby.get("will"):
-        lines.append(phrase(live, "lobby.will", count=int(lobby["will"])))
-    if live.record.state == GameState.LOBBY:
-        # who will see the hidden rooms or the audit log anyway: the host should know before
-        after = [
-            *exposure_lines(live, lobby_exposure(live), limit=300),
-            phrase(live, "lobby.howto"),
-        ]
-    else:
-        after = [phrase(live, f"lobby.state_{live.record.state}")]
-    # one message edited in place: the players that fit, then how many more
-    frame = phrase(live, "lobby.players", count=len(players), players="")
-    budget = CONTENT - len(frame) - sum(len(line) + 1 for line in lines + after) - 1
-    listed = listing(live.language, [mention(str(p["id"])) for p in players], budget) or phrase(
-        live, "lobby.nobody"
-    )
-    lines.append(phrase(live, "lobby.players", count=len(players), players=listed))
-    lines.extend(after)
-    if live.record.state == GameState.LOBBY:
-        components: list[dict[str, Any]] = [
-            {
-                "type": 1,
-                "components": [
-                    {
-                        "type": 2,
-                        "style": 3,
-                        "custom_id": f"mafia:join:{live.id}",
-                        "label": phrase(live, "lobby.join"),
-                    },
-                    {
-                        "type": 2,
-                        "style": 4,
-                        "custom_id": f"mafia:leave:{live.id}",
-                        "label": phrase(live, "lobby.leave"),
-                    },
-                ],
-            }
-        ]
-    else:
-        components = []
-    return {"content": "\n".join(lines), "components": components, "allowed_mentions": NO_PINGS}
 
 
 async def may_host(bot: ProkuratorBot, member: discord.abc.User, guild_id: int) -> bool:
@@ -183,9 +80,7 @@ def log_items(live: LiveGame, line: str) -> list[OutboxItem]:
     channel = live.record.channels.get("log")
     if channel is None:
         return []
-    return [
-        OutboxItem("send", {"channel_id": channel}, {"content": line, "allowed_mentions": NO_PINGS})
-    ]
+    return [Send({"content": line, "allowed_mentions": NO_PINGS}, channel=channel).item()]
 
 
 def leave_strike(live: LiveGame, default: int) -> int:
@@ -223,17 +118,6 @@ def mark_leaving(
     )
     line = phrase(live, f"log.left_{reason}", player=mention(player), then=then)
     return log_items(live, line)
-
-
-def lobby_edit(live: LiveGame) -> list[OutboxItem]:
-    """Refresh the lobby message."""
-    return [OutboxItem("edit", {"ref": "lobby"}, lobby_payload(live))]
-
-
-def lobby_post(live: LiveGame) -> list[OutboxItem]:
-    """Post the lobby message in the channel it was opened from, remembered as ``lobby``."""
-    channel = live.record.lobby["channel_id"]
-    return [OutboxItem("send", {"channel_id": channel, "ref": "lobby"}, lobby_payload(live))]
 
 
 def status_lines(live: LiveGame, viewer: str | None) -> list[str]:
@@ -318,10 +202,16 @@ class LobbyCog(commands.Cog):
 
     def __init__(self, bot: ProkuratorBot) -> None:
         self.bot = bot
-        game_cog: GameCog = bot.get_cog("GameCog")  # type: ignore[assignment]
-        game_cog.register("join", self._join_button)
-        game_cog.register("leave", self._leave_button)
-        game_cog.register("role", self._role_button)
+
+    def hooks(self) -> Hooks:
+        """The lobby's Join and Leave buttons, and "My status" under each city's welcome."""
+        return Hooks(
+            components={
+                "join": self._join_button,
+                "leave": self._leave_button,
+                "role": self._role_button,
+            }
+        )
 
     async def _may_host(self, interaction: discord.Interaction) -> bool:
         assert interaction.guild_id is not None
@@ -655,6 +545,7 @@ __all__ = [
     "LobbyCog",
     "is_host",
     "leave_strike",
+    "lobby_cities",
     "lobby_edit",
     "log_items",
     "mark_leaving",

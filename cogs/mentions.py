@@ -5,15 +5,16 @@ shows it to him: ``</голосовать:ID>`` in a Russian guild, ``</vote:ID>
 English one (``</мафия я:ID>`` for a subcommand). The ids are what Discord gave
 the global commands when the bot synced its tree; the bot syncs only when the
 tree changed, so they are stored (``bot.bot.ProkuratorBot.sync_commands``) and
-set here at start. Renderers only get a game, not the bot, so the ids live in
-this module: one bot process has one application and one tree. Without an id
+set here at start (:func:`set_command_ids`: a hook :class:`cogs.game.GameCog` declares,
+with :func:`command_field`, the texts' fallback for ``{cmd_...}`` fields). Renderers only
+get a game, not the bot, so the ids live in this module: one bot process has one
+application and one tree. Without an id
 (before the first sync, in a test without one) a command is written as code,
 ``/голосовать``, which still names it as the client shows it.
 """
 
 from __future__ import annotations
 
-from bot import i18n
 from bot.i18n import t
 
 #: top-level command (its default name) → the id Discord gave it
@@ -95,6 +96,3 @@ def command_field(language: str, name: str) -> str | None:
     """A ``{cmd_...}`` field no caller filled: the command's mention."""
     path = PLACEHOLDERS.get(name)
     return command(language, path) if path is not None else None
-
-
-i18n.fallback = command_field

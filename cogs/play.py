@@ -2,27 +2,29 @@
 
 Every command is answered privately; what is public is announced by the
 renderer from the rules' events. Player options autocomplete only the legal
-targets, from the rules' ``legal_actions``.
+targets, from the rules' ``legal_actions``. The commands are the table's
+(:data:`rules.table.OWN_COMMAND_ACTS`): one per act, made by :func:`act_command`,
+whose texts are the catalogue's; a new act is a row of the table and its texts.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Concatenate
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.i18n import key_str
+from bot.i18n import key_str, mention, phrase, t
 from bot.service import LiveGame, Seen
+from bot.wiring import Hooks
 from cogs.common import (
     InteractionAnswer,
     answer,
-    mention,
-    phrase,
+    interaction_data,
     player_of,
     resolve_player,
     running_game,
@@ -30,33 +32,33 @@ from cogs.common import (
 )
 from rules import (
     CastVote,
-    Check,
     Command,
-    Compare,
     Elect,
     Event,
-    Kill,
     Nominate,
     Pass,
     Protect,
-    Tour,
     Unvote,
 )
 from rules import events as ev
+from rules.table import OWN_COMMAND_ACTS, Act
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
-    from cogs.game import GameCog
 
 log = logging.getLogger(__name__)
 
-PLAYER = key_str("player", "opt.player.name")
 PLAYER_DESCRIPTION = key_str("The player", "opt.player.description")
+#: the language of a command's default name and description (the others localise them)
+ENGLISH = "en"
 
 
 def reply_text(live: LiveGame, command: Command, events: list[Event]) -> str:
     """The private answer to an accepted command (with the secret answer, if any)."""
-    say = lambda key, **params: phrase(live, key, **params)  # noqa: E731
+
+    def say(key: str, **params: Any) -> str:
+        return phrase(live, key, **params)
+
     for event in events:
         if isinstance(event, ev.PlayerChecked):
             return say(
@@ -91,9 +93,10 @@ class PlayCog(commands.Cog):
 
     def __init__(self, bot: ProkuratorBot) -> None:
         self.bot = bot
-        game_cog: GameCog = bot.get_cog("GameCog")  # type: ignore[assignment]
-        game_cog.register("vote", self._vote_select)
-        game_cog.register("unvote", self._unvote_button)
+
+    def hooks(self) -> Hooks:
+        """The ballot's menu and its "take my vote back" button."""
+        return Hooks(components={"vote": self._vote_select, "unvote": self._unvote_button})
 
     async def act(
         self,
@@ -143,159 +146,32 @@ class PlayCog(commands.Cog):
             return []
         return target_choices(live, str(interaction.user.id), verb, current)
 
-    # ------------------------------------------------------------------ day
+    # ------------------------------------------------------------------ the acts' commands
 
-    @app_commands.command(
-        name=key_str("nominate", "cmd.nominate.name"),
-        description=key_str("Nominate a player for execution", "cmd.nominate.description"),
-    )
-    @app_commands.rename(player=PLAYER)
-    @app_commands.describe(player=PLAYER_DESCRIPTION)
-    @app_commands.guild_only()
-    async def nominate(self, interaction: discord.Interaction, player: str) -> None:
-        await self.act(interaction, lambda live, me: Nominate(me, resolve_player(live, player)))
+    async def _send(self, interaction: discord.Interaction) -> None:
+        """``/unvote``, ``/pass``: an act without a target."""
+        await self._send_act(interaction)
 
-    @nominate.autocomplete("player")
-    async def _nominate_targets(
-        self, interaction: discord.Interaction, current: str
-    ) -> list[app_commands.Choice[str]]:
-        return await self._choices(interaction, "nominate", current)
+    async def _send_on(self, interaction: discord.Interaction, player: str) -> None:
+        """``/nominate``, ``/vote``, ``/kill``...: an act on one player."""
+        await self._send_act(interaction, player)
 
-    @app_commands.command(
-        name=key_str("vote", "cmd.vote.name"),
-        description=key_str("Vote for a nominee of your city", "cmd.vote.description"),
-    )
-    @app_commands.rename(player=PLAYER)
-    @app_commands.describe(player=PLAYER_DESCRIPTION)
-    @app_commands.guild_only()
-    async def vote(self, interaction: discord.Interaction, player: str) -> None:
-        await self.act(interaction, lambda live, me: CastVote(me, resolve_player(live, player)))
+    async def _send_on_two(self, interaction: discord.Interaction, first: str, second: str) -> None:
+        """``/compare``: an act on two players."""
+        await self._send_act(interaction, first, second)
 
-    @vote.autocomplete("player")
-    async def _vote_targets(
-        self, interaction: discord.Interaction, current: str
-    ) -> list[app_commands.Choice[str]]:
-        return await self._choices(interaction, "vote", current)
-
-    @app_commands.command(
-        name=key_str("unvote", "cmd.unvote.name"),
-        description=key_str("Cancel your vote", "cmd.unvote.description"),
-    )
-    @app_commands.guild_only()
-    async def unvote(self, interaction: discord.Interaction) -> None:
-        await self.act(interaction, lambda live, me: Unvote(me))
-
-    @app_commands.command(
-        name=key_str("protect", "cmd.protect.name"),
-        description=key_str("Doctor: protect a player tonight", "cmd.protect.description"),
-    )
-    @app_commands.rename(player=PLAYER)
-    @app_commands.describe(player=PLAYER_DESCRIPTION)
-    @app_commands.guild_only()
-    async def protect(self, interaction: discord.Interaction, player: str) -> None:
-        await self.act(interaction, lambda live, me: Protect(me, resolve_player(live, player)))
-
-    @protect.autocomplete("player")
-    async def _protect_targets(
-        self, interaction: discord.Interaction, current: str
-    ) -> list[app_commands.Choice[str]]:
-        return await self._choices(interaction, "protect", current)
-
-    @app_commands.command(
-        name=key_str("compare", "cmd.compare.name"),
-        description=key_str("Journalist: compare two players' statuses", "cmd.compare.description"),
-    )
-    @app_commands.rename(
-        first=key_str("first", "opt.first.name"), second=key_str("second", "opt.second.name")
-    )
-    @app_commands.describe(first=PLAYER_DESCRIPTION, second=PLAYER_DESCRIPTION)
-    @app_commands.guild_only()
-    async def compare(self, interaction: discord.Interaction, first: str, second: str) -> None:
+    async def _send_act(self, interaction: discord.Interaction, *typed: str) -> None:
+        """The act of the interaction's command, on the players its options name."""
+        make: Callable[..., Command] = act_of(interaction).command
         await self.act(
-            interaction,
-            lambda live, me: Compare(me, resolve_player(live, first), resolve_player(live, second)),
+            interaction, lambda live, me: make(me, *(resolve_player(live, name) for name in typed))
         )
 
-    @compare.autocomplete("first")
-    @compare.autocomplete("second")
-    async def _compare_targets(
+    async def _targets(
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
-        return await self._choices(interaction, "compare", current)
-
-    # ------------------------------------------------------------------ mafia and night
-
-    @app_commands.command(
-        name=key_str("elect", "cmd.elect.name"),
-        description=key_str("Mafia: vote for your Godfather", "cmd.elect.description"),
-    )
-    @app_commands.rename(player=PLAYER)
-    @app_commands.describe(player=PLAYER_DESCRIPTION)
-    @app_commands.guild_only()
-    async def elect(self, interaction: discord.Interaction, player: str) -> None:
-        await self.act(interaction, lambda live, me: Elect(me, resolve_player(live, player)))
-
-    @elect.autocomplete("player")
-    async def _elect_targets(
-        self, interaction: discord.Interaction, current: str
-    ) -> list[app_commands.Choice[str]]:
-        return await self._choices(interaction, "elect", current)
-
-    @app_commands.command(
-        name=key_str("kill", "cmd.kill.name"),
-        description=key_str("Night: the mafia's or the maniac's victim", "cmd.kill.description"),
-    )
-    @app_commands.rename(player=PLAYER)
-    @app_commands.describe(player=PLAYER_DESCRIPTION)
-    @app_commands.guild_only()
-    async def kill(self, interaction: discord.Interaction, player: str) -> None:
-        await self.act(interaction, lambda live, me: Kill(me, resolve_player(live, player)))
-
-    @kill.autocomplete("player")
-    async def _kill_targets(
-        self, interaction: discord.Interaction, current: str
-    ) -> list[app_commands.Choice[str]]:
-        return await self._choices(interaction, "kill", current)
-
-    @app_commands.command(
-        name=key_str("tour", "cmd.tour.name"),
-        description=key_str("Night: the touring kill in another city", "cmd.tour.description"),
-    )
-    @app_commands.rename(player=PLAYER)
-    @app_commands.describe(player=PLAYER_DESCRIPTION)
-    @app_commands.guild_only()
-    async def tour(self, interaction: discord.Interaction, player: str) -> None:
-        await self.act(interaction, lambda live, me: Tour(me, resolve_player(live, player)))
-
-    @tour.autocomplete("player")
-    async def _tour_targets(
-        self, interaction: discord.Interaction, current: str
-    ) -> list[app_commands.Choice[str]]:
-        return await self._choices(interaction, "tour", current)
-
-    @app_commands.command(
-        name=key_str("pass", "cmd.pass.name"),
-        description=key_str("Godfather: no kill tonight", "cmd.pass.description"),
-    )
-    @app_commands.guild_only()
-    async def pass_(self, interaction: discord.Interaction) -> None:
-        await self.act(interaction, lambda live, me: Pass(me))
-
-    @app_commands.command(
-        name=key_str("check", "cmd.check.name"),
-        description=key_str("Commissar: check a resident of your city", "cmd.check.description"),
-    )
-    @app_commands.rename(player=PLAYER)
-    @app_commands.describe(player=PLAYER_DESCRIPTION)
-    @app_commands.guild_only()
-    async def check(self, interaction: discord.Interaction, player: str) -> None:
-        await self.act(interaction, lambda live, me: Check(me, resolve_player(live, player)))
-
-    @check.autocomplete("player")
-    async def _check_targets(
-        self, interaction: discord.Interaction, current: str
-    ) -> list[app_commands.Choice[str]]:
-        return await self._choices(interaction, "check", current)
+        """Autocomplete of an act's option: its legal targets."""
+        return await self._choices(interaction, act_of(interaction).verb, current)
 
     # ------------------------------------------------------------------ the ballot
 
@@ -326,7 +202,7 @@ class PlayCog(commands.Cog):
 
     async def _vote_select(self, interaction: discord.Interaction, parts: list[str]) -> None:
         _, seen = await self._ballot(interaction, parts)
-        values = (interaction.data or {}).get("values", [])
+        values = interaction_data(interaction).get("values", [])
         if not values:
             raise UserError("error.no_such_player", name="")
         candidate = str(values[0])
@@ -337,6 +213,53 @@ class PlayCog(commands.Cog):
     async def _unvote_button(self, interaction: discord.Interaction, parts: list[str]) -> None:
         _, seen = await self._ballot(interaction, parts)
         await self.act(interaction, lambda live, me: Unvote(me), seen=seen)
+
+
+#: a command's targets → the options that name them
+OPTION_OF_TARGET = {"target": "player"}
+#: an act's options → the callback that takes them
+CALLBACKS: dict[
+    tuple[str, ...],
+    Callable[Concatenate[PlayCog, discord.Interaction, ...], Coroutine[Any, Any, None]],
+] = {
+    (): PlayCog._send,
+    ("player",): PlayCog._send_on,
+    ("first", "second"): PlayCog._send_on_two,
+}
+
+
+def act_command(act: Act) -> app_commands.Command[PlayCog, ..., None]:
+    """The slash command of a player's act (:data:`~rules.table.OWN_COMMAND_ACTS`): named
+    after it, described by the catalogue's ``cmd.<name>.*``, its targets as options that
+    autocomplete offers from the legal targets; in a guild only."""
+    name = act.slash[0]
+    options = tuple(OPTION_OF_TARGET.get(target, target) for target in act.targets)
+    command: app_commands.Command[PlayCog, ..., None] = app_commands.Command(
+        name=key_str(name, f"cmd.{name}.name"),
+        description=key_str(t(ENGLISH, f"cmd.{name}.description"), f"cmd.{name}.description"),
+        callback=CALLBACKS[options],
+    )
+    if options:
+        app_commands.rename(**{o: key_str(o, f"opt.{o}.name") for o in options})(command)
+        app_commands.describe(**{o: PLAYER_DESCRIPTION for o in options})(command)
+    for option in options:
+        command.autocomplete(option)(PlayCog._targets)
+    return app_commands.guild_only()(command)
+
+
+#: slash command (default name) → the act it sends
+ACT_OF_COMMAND = {act.slash[0]: act for act in OWN_COMMAND_ACTS}
+# the acts' commands, in the table's order, before the cog's own (none today)
+PlayCog.__cog_app_commands__ = [
+    *(act_command(act) for act in OWN_COMMAND_ACTS),
+    *PlayCog.__cog_app_commands__,
+]
+
+
+def act_of(interaction: discord.Interaction) -> Act:
+    """The act whose command the interaction runs (or autocompletes)."""
+    assert interaction.command is not None
+    return ACT_OF_COMMAND[interaction.command.name]
 
 
 async def setup(bot: ProkuratorBot) -> None:

@@ -15,9 +15,8 @@ import copy
 from typing import Any
 
 from bot.errors import UserError
-from bot.i18n import LANGUAGES, t
+from bot.i18n import LANGUAGES, phrase, t
 from bot.service import LiveGame
-from cogs.common import phrase
 from rules import RuleOptions
 
 #: the roles a preset may set (``lobby.setup``; the cities are the game's own)

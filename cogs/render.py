@@ -15,15 +15,15 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.footprint import death_items, quiet_night_items
+from bot.i18n import NO_PINGS, mention, phrase
+from bot.limits import CONTENT, sections
 from bot.outbox.intents import Edit, Send
 from bot.service import LiveGame
 from bot.storage import OutboxItem
-from cogs.common import mention, phrase, status_text
+from cogs.common import status_text
 from cogs.ending import closing_channels, closing_items
-from cogs.limits import CONTENT, sections
 from cogs.mentions import command
 from cogs.votes import (
-    NO_PINGS,
     ballot_payload,
     ballot_ref,
     deadline_text,

@@ -27,15 +27,14 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.i18n import key_str, t
+from bot.i18n import NO_PINGS, key_str, t
+from bot.limits import CONTENT
 from bot.options import parse_duration
 from bot.outbox.intents import Send
 from bot.service import LiveGame
 from bot.storage import GameExists, OutboxItem
 from cogs.common import answer, join_group, leave_group
-from cogs.limits import CONTENT
 from cogs.lobby import lobby_post, may_host, new_lobby
-from cogs.render import NO_PINGS
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot

@@ -39,12 +39,13 @@ import discord
 from discord.ext import commands
 from discord.http import handle_message_parameters
 
+from bot.channels import TEXT, end_of_game_items, missing_permissions
 from bot.i18n import t
 from bot.outbox.intents import Send, Transcript
 from bot.permissions import BOT, READ, SILENCE
 from bot.service import LiveGame
 from bot.storage import FINISHED, GameRecord, OutboxItem
-from cogs.channels import TEXT, end_of_game_items, missing_permissions
+from bot.wiring import Hooks
 from cogs.failures import failure_of, failure_text
 
 if TYPE_CHECKING:
@@ -160,10 +161,16 @@ class SeasonCog(commands.Cog):
         """Games whose transcript item is in the outbox (the lane's idle hook looks only at them)."""
         self.part_bytes = PART_BYTES
         """Bytes in one file of a transcript."""
-        bot.outbox.handlers["transcript"] = self.post_transcript
-        bot.outbox.idle_hooks.append(self._lane_idle)
-        bot.outbox.failure_hooks.append(self._refused)
-        bot.service.after_commit.append(self.game_ended)
+
+    def hooks(self) -> Hooks:
+        """The outbox's ``transcript`` items, its idle lanes and refusals; after every commit,
+        a game that ended is scheduled."""
+        return Hooks(
+            outbox_handlers={"transcript": self.post_transcript},
+            idle_hooks=[self._lane_idle],
+            failure_hooks=[self._refused],
+            after_commit=[self.game_ended],
+        )
 
     async def cog_load(self) -> None:
         """Start the keeper (it first schedules games that ended unscheduled)."""

@@ -18,13 +18,12 @@ from typing import Any
 import discord
 from discord.http import HTTPClient
 
+from bot.i18n import NO_PINGS, mention, phrase
 from bot.outbox.intents import Send, Voice
 from bot.service import GameService, LiveGame
 from bot.storage import OutboxItem
 from bot.voice.recorder import RecordingOutcome, RecordingResult
 from bot.voice.voice_message import post_audio_attachment, post_voice_message
-from cogs.common import mention, phrase
-from cogs.render import NO_PINGS
 from rules import RequestLastWord, RuleError
 
 log = logging.getLogger(__name__)

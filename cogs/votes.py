@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bot.i18n import NO_PINGS, mention, phrase
+from bot.limits import CONTENT, OPTION_LABEL, PLACEHOLDER, SELECT_OPTIONS, clip, listing
 from bot.service import LiveGame
-from cogs.common import mention, name_of, phrase
-from cogs.limits import CONTENT, OPTION_LABEL, PLACEHOLDER, SELECT_OPTIONS, clip, listing
+from cogs.common import name_of
 from cogs.mentions import command
 from rules import Event, Stage
 from rules import events as ev
@@ -29,7 +30,6 @@ from rules import events as ev
 if TYPE_CHECKING:
     from bot.storage import Storage
 
-NO_PINGS: dict[str, Any] = {"parse": []}
 #: the summary names every voter up to this many players; above, it gives counts
 VOTERS_NAMED_UP_TO = 60
 

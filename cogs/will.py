@@ -15,10 +15,10 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.i18n import key_str
+from bot.i18n import key_str, mention, phrase
 from bot.service import LiveGame
 from bot.storage import GameState, OutboxItem
-from cogs.common import InteractionAnswer, answer, mention, phrase, player_of, running_game
+from cogs.common import InteractionAnswer, answer, player_of, running_game
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot

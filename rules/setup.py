@@ -103,24 +103,7 @@ def deal(
     options = options or RuleOptions()
     rng = random.Random(f"{seed}:deal")
     total = sum(len(players) for players in cities.values())
-    if isinstance(roles.mafiosi, Mapping):
-        for name in roles.mafiosi:
-            if name not in cities:
-                raise RuleError("unknown_city", city=name)
-    plans: dict[str, list[Status]] = {}
-    for name, players in cities.items():
-        if isinstance(roles.mafiosi, Mapping):
-            mafiosi = roles.mafiosi.get(name, default_mafiosi(len(players)))
-        elif roles.mafiosi is not None:
-            mafiosi = roles.mafiosi
-        else:
-            mafiosi = default_mafiosi(len(players))
-        honest = len(players) - mafiosi
-        if mafiosi < 1 or honest <= mafiosi or honest < 1:
-            raise RuleError("too_few_players", city=name, players=len(players), mafiosi=mafiosi)
-        plans[name] = (
-            [Status.MAFIOSO] * mafiosi + [Status.COMMISSAR] + [Status.CITIZEN] * (honest - 1)
-        )
+    plans = _city_plans(cities, roles.mafiosi)
     wanted = {
         Status.DOCTOR: roles.doctor if roles.doctor is not None else total >= 6,
         Status.JOURNALIST: roles.journalist if roles.journalist is not None else total >= 8,
@@ -142,6 +125,37 @@ def deal(
     setup = Setup(tuple(dealt), options)
     validate_setup(setup)
     return setup
+
+
+def _city_plans(
+    cities: Mapping[str, Sequence[str]], counts: int | Mapping[str, int] | None
+) -> dict[str, list[Status]]:
+    """Each city's statuses before the one-per-game roles and the shuffle: its mafiosi
+    (``counts``, see :class:`RoleCounts`), a commissar and citizens.
+
+    Raises:
+        RuleError: ``unknown_city`` for a count naming no city, ``too_few_players`` for a
+            city that cannot be sound with its count.
+    """
+    if isinstance(counts, Mapping):
+        for name in counts:
+            if name not in cities:
+                raise RuleError("unknown_city", city=name)
+    plans: dict[str, list[Status]] = {}
+    for name, players in cities.items():
+        if isinstance(counts, Mapping):
+            mafiosi = counts.get(name, default_mafiosi(len(players)))
+        elif counts is not None:
+            mafiosi = counts
+        else:
+            mafiosi = default_mafiosi(len(players))
+        honest = len(players) - mafiosi
+        if mafiosi < 1 or honest <= mafiosi or honest < 1:
+            raise RuleError("too_few_players", city=name, players=len(players), mafiosi=mafiosi)
+        plans[name] = (
+            [Status.MAFIOSO] * mafiosi + [Status.COMMISSAR] + [Status.CITIZEN] * (honest - 1)
+        )
+    return plans
 
 
 def _can_take(plan: list[Status], status: Status) -> bool:

@@ -2,7 +2,7 @@
 
 Everything outside the rules that lists roles or commands reads this table: ``/help``'s
 lines and its "wrong stage" refusals, the archive's statuses, the lobby's optional roles,
-and the tests that make sure every role and every command has its texts in each language
+the players' slash commands and their autocompletes, and the tests that make sure every role and every command has its texts in each language
 and its section in the rules. Adding a role or a command starts here (CONTRIBUTING.md).
 
 * :data:`ROLES`: each status, the side it plays for, and whether the host switches it on
@@ -12,11 +12,13 @@ and its section in the rules. Adding a role or a command starts here (CONTRIBUTI
   send it (the statuses; none named: every living player, or the host).
 * :data:`HOST_TOOLS`: the host's commands that move no rule (timers, pauses, the end):
   offered to him whenever his game runs.
+* :data:`OWN_COMMAND_ACTS`: the players' acts sent by a slash command of their own, named after
+  the verb, whose options are the act's targets (``cogs/play.py`` makes one per row).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from rules.commands import (
     AppointGodfather,
@@ -80,6 +82,11 @@ class Act:
         """Whether the host sends it."""
         return issubclass(self.command, HostCommand)
 
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The command's fields after its actor: whom it is sent about, in order."""
+        return tuple(field.name for field in fields(self.command) if field.name != "actor")
+
 
 ROLES: tuple[Role, ...] = (
     Role(Status.CITIZEN, "honest"),
@@ -135,6 +142,12 @@ HOST_TOOLS: tuple[str, ...] = (
 PLAYER_ACTS: dict[str, Act] = {act.verb: act for act in ACTS if not act.by_host}
 #: a host's verb → the act
 HOST_ACTS: dict[str, Act] = {act.verb: act for act in ACTS if act.by_host}
+#: the players' acts sent by one slash command of their own, named after the verb
+OWN_COMMAND_ACTS: tuple[Act, ...] = tuple(
+    act for act in ACTS if not act.by_host and act.slash == (act.verb,)
+)
+#: the statuses the host's setup deals or leaves out (an option of ``/host setup`` each)
+SWITCHABLE: tuple[Status, ...] = tuple(row.status for row in ROLES if row.switchable)
 
 
 def role(status: Status | str) -> Role:

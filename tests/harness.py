@@ -12,6 +12,9 @@ is the player id the rules know (the Discord user id as text) and
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
+import random
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
@@ -215,6 +218,7 @@ async def bot_on(
     global limit, :data:`SUITE_REST_PER_SECOND`, and unless it sets ``call_timeout``, the suite's
     :data:`SUITE_CALL_TIMEOUT`; its outbox edits a message at most every :data:`SUITE_EDIT_INTERVAL`."""
     options: dict[str, Any] = {"clock": clock} if clock is not None else {}
+    options["deal_seed"] = repeatable_seeds()
     options.update(bot_options)
     if config.call_timeout == Config.call_timeout:  # not set by the test
         config = replace(config, call_timeout=SUITE_CALL_TIMEOUT)
@@ -226,6 +230,14 @@ async def bot_on(
     async with running_client(fake, bot):
         bot.outbox.edit_interval = SUITE_EDIT_INTERVAL
         yield Table(fake, world, bot, config)
+
+
+def repeatable_seeds() -> Callable[[], int]:
+    """Deal seeds that repeat from run to run of the same test (and differ between tests), so a
+    test plays the same deal each time and its REST traffic can be compared between two trees
+    (tests/fakediscord/compare.py)."""
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
+    return functools.partial(random.Random(test).randrange, 2**31)
 
 
 @contextlib.asynccontextmanager

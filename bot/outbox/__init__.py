@@ -40,7 +40,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from typing import Any
 
 import aiohttp
@@ -84,7 +84,7 @@ NONCE_TRUST = 60.0
 POSTS = frozenset({"send", "voice"})
 
 
-Handler = Callable[[OutboxItem], Awaitable[int | None]]
+Handler = Callable[[OutboxItem], Coroutine[Any, Any, int | None]]
 Adopter = Callable[[OutboxItem], Awaitable[int | None]]
 FailureHook = Callable[[OutboxItem, BaseException], Awaitable[None]]
 IdleHook = Callable[[int, str], Awaitable[None]]
@@ -325,48 +325,65 @@ class Outbox(DiscordCalls):
                     result = await self._timed(handler(item), HANDLER_TIMEOUT)
             except Exception as error:
                 if is_transient(error):
-                    log.warning(
-                        "outbox item %s (%s) of game %s: %s; retrying in %.1f s",
-                        item.id,
-                        item.kind,
-                        item.game_id,
-                        repr(error),
-                        delay,
-                    )
-                    # a lost answer to a create may hide a success: look before making it again
-                    # (only a 429 says for sure that nothing was done)
-                    refused = isinstance(error, discord.HTTPException) and error.status == 429
-                    doubt = doubt or (item.kind in CREATES and not refused)
-                    with contextlib.suppress(Exception):  # only a count: never worth stopping for
-                        await self.storage.outbox_retry(item, repr(error))
-                    await asyncio.sleep(delay)
+                    doubt = await self._retry_later(item, error, doubt, delay)
                     delay = min(delay * 2, BACKOFF_MAX)
                     continue
-                log.error(
-                    "outbox item %s (%s) of game %s refused by Discord: %s",
-                    item.id,
-                    item.kind,
-                    item.game_id,
-                    error,
-                )
-                await self._mark_failed(item, repr(error))
-                for hook in list(self.failure_hooks):
-                    try:
-                        await hook(item, error)
-                    except Exception:
-                        log.exception("reporting a failed outbox item")
+                await self._refused(item, error)
                 return False
-            ref = item.target.get("ref") if item.kind == "send" else None
-            channel = item.target.get("channel_id")
-            remembered = (str(ref), int(channel)) if ref and channel and result else None
-            if remembered is not None and result is not None:
-                self._refs[(item.game_id, remembered[0])] = (remembered[1], result)
-            key = item.target.get("key")
-            if key and result is not None:
-                self._ids.setdefault(item.game_id, {})[str(key)] = result
-            await self._mark(item, result, remembered)
+            await self._done(item, result)
             return True
         return False
+
+    async def _retry_later(
+        self, item: OutboxItem, error: BaseException, doubt: bool, delay: float
+    ) -> bool:
+        """Log a transient failure, count it, wait ``delay`` seconds; whether the next try
+        must first look for what this one may have made."""
+        log.warning(
+            "outbox item %s (%s) of game %s: %s; retrying in %.1f s",
+            item.id,
+            item.kind,
+            item.game_id,
+            repr(error),
+            delay,
+        )
+        # a lost answer to a create may hide a success: look before making it again
+        # (only a 429 says for sure that nothing was done)
+        refused = isinstance(error, discord.HTTPException) and error.status == 429
+        doubt = doubt or (item.kind in CREATES and not refused)
+        with contextlib.suppress(Exception):  # only a count: never worth stopping for
+            await self.storage.outbox_retry(item, repr(error))
+        await asyncio.sleep(delay)
+        return doubt
+
+    async def _refused(self, item: OutboxItem, error: BaseException) -> None:
+        """Discord refused the item for good: mark it failed, then tell the failure hooks."""
+        log.error(
+            "outbox item %s (%s) of game %s refused by Discord: %s",
+            item.id,
+            item.kind,
+            item.game_id,
+            error,
+        )
+        await self._mark_failed(item, repr(error))
+        for hook in list(self.failure_hooks):
+            try:
+                await hook(item, error)
+            except Exception:
+                log.exception("reporting a failed outbox item")
+
+    async def _done(self, item: OutboxItem, result: int | None) -> None:
+        """Discord accepted the item: remember what it made (a message by its ref, a role or
+        channel by its key) and mark it done."""
+        ref = item.target.get("ref") if item.kind == "send" else None
+        channel = item.target.get("channel_id")
+        remembered = (str(ref), int(channel)) if ref and channel and result else None
+        if remembered is not None and result is not None:
+            self._refs[(item.game_id, remembered[0])] = (remembered[1], result)
+        key = item.target.get("key")
+        if key and result is not None:
+            self._ids.setdefault(item.game_id, {})[str(key)] = result
+        await self._mark(item, result, remembered)
 
     async def _creates_over(self, until: float) -> None:
         """A rollback's sweep left by an earlier process, which gave up creates: one of them may be

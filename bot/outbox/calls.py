@@ -9,13 +9,17 @@ import datetime
 import logging
 import time
 from collections.abc import Coroutine, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import discord
 from discord.http import Route
 from discord.utils import time_snowflake
 
+from bot.outbox.intents import DeleteChannel, DeleteRole, EditChannel, MemberRole, Overwrite
 from bot.storage import OutboxItem, Storage
+
+if TYPE_CHECKING:
+    from discord.types.channel import ChannelType
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +185,8 @@ class DiscordCalls:
         for _ in range(HISTORY_PAGES):
             page = await self._timed(self.http.logs_from(channel_id, 100, after=cursor))
             for message in page:
-                found[int(message["id"])] = message
+                # discord.py types the page as its Message TypedDict; it is read as plain JSON
+                found[int(message["id"])] = cast("dict[str, Any]", message)
             if len(page) < 100:
                 break
             cursor = max(int(message["id"]) for message in page)
@@ -217,10 +222,10 @@ class DiscordCalls:
         )
 
     async def _overwrite(self, item: OutboxItem) -> int | None:
-        target = item.target
-        channel_id = await self._resolve(item.game_id, target["channel_id"])
-        target_id = await self._resolve(item.game_id, target["id"])
-        if item.payload.get("delete"):
+        overwrite = Overwrite.read(item)
+        channel_id = await self._resolve(item.game_id, overwrite.channel)
+        target_id = await self._resolve(item.game_id, overwrite.who)
+        if overwrite.delete:
             # an overwrite already gone is what was asked for
             with contextlib.suppress(discord.NotFound):
                 await self._timed(self.http.delete_channel_permissions(channel_id, target_id))
@@ -229,18 +234,18 @@ class DiscordCalls:
                 self.http.edit_channel_permissions(
                     channel_id,
                     target_id,
-                    str(item.payload.get("allow", "0")),
-                    str(item.payload.get("deny", "0")),
-                    int(target.get("type", 1)),
+                    str(overwrite.allow),
+                    str(overwrite.deny),
+                    1 if overwrite.member else 0,
                 )
             )
         return None
 
     async def _member_role(self, item: OutboxItem) -> int | None:
-        target = item.target
-        guild_id, user_id = int(target["guild_id"]), int(target["user_id"])
-        role_id = await self._resolve(item.game_id, target["role"])
-        call = self.http.add_role if item.payload.get("add", True) else self.http.remove_role
+        change = MemberRole.read(item)
+        guild_id, user_id = int(change.guild), int(change.user)
+        role_id = await self._resolve(item.game_id, change.role)
+        call = self.http.add_role if change.add else self.http.remove_role
         try:
             await self._timed(call(guild_id, user_id, role_id))
         except discord.NotFound as error:
@@ -296,7 +301,8 @@ class DiscordCalls:
         data = await self._timed(
             self.http.create_channel(
                 int(item.target["guild_id"]),
-                int(payload["type"]),
+                # Discord's channel types as discord.py spells them (Literals); stored as an int
+                cast("ChannelType", int(payload["type"])),
                 reason=payload.get("reason"),
                 **options,
             )
@@ -328,16 +334,17 @@ class DiscordCalls:
         return next((channel_id for channel_id in matching if channel_id not in taken), None)
 
     async def _delete_channel(self, item: OutboxItem) -> int | None:
-        channel_id = await self._resolve(item.game_id, item.target["channel_id"])
+        channel_id = await self._resolve(item.game_id, DeleteChannel.read(item).channel)
         # a channel already gone is what was asked for
         with contextlib.suppress(discord.NotFound):
             await self._timed(self.http.delete_channel(channel_id))
         return None
 
     async def _delete_role(self, item: OutboxItem) -> int | None:
-        role_id = await self._resolve(item.game_id, item.target["role"])
+        deletion = DeleteRole.read(item)
+        role_id = await self._resolve(item.game_id, deletion.role)
         with contextlib.suppress(discord.NotFound):
-            await self._timed(self.http.delete_role(int(item.target["guild_id"]), role_id))
+            await self._timed(self.http.delete_role(int(deletion.guild), role_id))
         return None
 
     async def _sweep(self, item: OutboxItem) -> int | None:
@@ -386,8 +393,9 @@ class DiscordCalls:
         return None
 
     async def _edit_channel(self, item: OutboxItem) -> int | None:
-        channel_id = await self._resolve(item.game_id, item.target["channel_id"])
-        payload = dict(item.payload)
+        edit = EditChannel.read(item)
+        channel_id = await self._resolve(item.game_id, edit.channel)
+        payload = dict(edit.changes)
         if "permission_overwrites" in payload:
             # a role made mid-game (a quiet twin, the spectators') is named by its key until made
             overwrites = []

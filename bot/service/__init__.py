@@ -50,7 +50,6 @@ is back, the game goes on from its log.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -58,6 +57,7 @@ from typing import Any
 import aiosqlite
 
 from bot.errors import UserError
+from bot.service.admission import GameAdmission
 from bot.service.live import (
     DEFER_AFTER,
     RECENT_INTERACTIONS,
@@ -84,9 +84,6 @@ from bot.service.live import (
     rules_version,
     timer_mark,
 )
-from bot.service.loading import (
-    GameLoading,
-)
 from bot.storage import (
     OPEN_STATES,
     CommitUnknown,
@@ -97,7 +94,6 @@ from bot.storage import (
 )
 from rules import (
     Command,
-    EndDay,
     Event,
     Game,
     RuleError,
@@ -136,7 +132,7 @@ __all__ = [
 ]
 
 
-class GameService(GameLoading):
+class GameService(GameAdmission):
     """Hosts every game of the process; see the module docstring."""
 
     async def create(
@@ -199,9 +195,9 @@ class GameService(GameLoading):
             Expired: Discord no longer accepts the interaction; nothing changed.
         """
         lock = self.lock(game_id)
-        await self._answer_first(answer, lock)
+        await self._answer_first(answer, lock, interaction_id)
         async with lock:
-            await self._answer_first(answer, None)
+            await self._answer_first(answer, None, interaction_id)
             if self._seen(interaction_id):
                 return False
             live = await self._fresh(self.live(game_id))
@@ -310,93 +306,18 @@ class GameService(GameLoading):
             Expired: Discord no longer accepts the interaction; nothing changes.
         """
         lock = self.lock(game_id)
-        await self._answer_first(answer, lock)
+        await self._answer_first(answer, lock, interaction_id)
         async with lock:
-            await self._answer_first(answer, None)
+            await self._answer_first(answer, None, interaction_id)
             live = await self._fresh(self.live(game_id))
-            if live.broken is not None:
-                raise GameBroken()
-            if live.game is None or live.record.state != GameState.RUNNING:
-                raise NoGame(game_id)
-            if self._seen(interaction_id):
-                log.info(
-                    "game %s: interaction %s delivered again; applied once", game_id, interaction_id
-                )
-                return Applied([], duplicate=True)
-            self._check_seen(live, seen, command)
-            if source == "player" and live.game.repeats(command):
-                log.info(
-                    "game %s: %s repeats a standing choice; not applied again", game_id, command
-                )
-                return Applied([], repeated=True)
-            if (
-                source == "timer"
-                and live.record.lobby.get("paused")
-                and command == command_for_deadline(live.game.stage)
-            ):
-                # the host paused while this deadline waited for the lock: the clock stands
-                log.info(
-                    "game %s: the timer's %s came after the pause; not applied", game_id, command
-                )
-                raise MovedOn()
-            if isinstance(command, EndDay) and live.holds:
-                live.game.check(command)
-                live.deferred.append((command, source, live.stage_key()))
-                log.info("game %s: the day's end waits for %s", game_id, sorted(live.holds))
-                return Applied([], deferred=True)
+            not_applied = self._not_applied(live, command, source, interaction_id, seen)
+            if not_applied is not None:
+                return not_applied
             applied = await self._commit(
                 live, command, source, interaction_id, extra_outbox or [], after
             )
         await self._notify(live, applied.events)
         return applied
-
-    async def _answer_first(self, answer: Answer | None, lock: asyncio.Lock | None) -> None:
-        """Acknowledge the interaction now if it is old, or (``lock`` given) must wait for it.
-
-        Raises:
-            Expired: Discord refused the acknowledgement.
-        """
-        if answer is None or answer.deferred:
-            return
-        waits = lock is not None and lock.locked()
-        if not waits and self.wall() - answer.sent_at <= DEFER_AFTER:
-            return
-        if not await answer.defer():
-            raise Expired()
-
-    def _check_seen(self, live: LiveGame, seen: Seen | None, command: Command) -> None:
-        if seen is None:
-            return
-        current = live.stage_key()
-        since = live.record.stage_since
-        named = seen.stage is not None and seen.stage != current
-        # in whole milliseconds, as snowflakes count: a command sent in the millisecond the
-        # stage began is taken as sent after it
-        earlier = (
-            seen.at is not None and since is not None and int(seen.at * 1000) < int(since * 1000)
-        )
-        if named or earlier:
-            log.info(
-                "game %s: %s was meant for %s; the game is at %s: refused",
-                live.id,
-                command,
-                seen.stage or f"the stage before {since}",
-                current,
-            )
-            raise MovedOn()
-        by_timer = since is not None and live.record.lobby.get("timer_began") == since
-        if seen.stage is None and seen.at is not None and by_timer and current is not None:
-            assert since is not None
-            late = (int(seen.at * 1000) - int(since * 1000)) / 1000  # in whole ms, as above
-            if late < seen.settle:
-                log.info(
-                    "game %s: %s sent %.3f s after the timer began %s: refused as unseen",
-                    live.id,
-                    command,
-                    late,
-                    current,
-                )
-                raise JustBegan(current, late)
 
     async def _commit(
         self,

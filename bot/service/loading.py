@@ -8,6 +8,7 @@ import json
 import logging
 
 from bot.i18n import t
+from bot.outbox.intents import Send
 from bot.service.live import (
     Broken,
     LiveGame,
@@ -20,7 +21,6 @@ from bot.storage import (
     DamagedLog,
     GameRecord,
     GameState,
-    OutboxItem,
     StoredSnapshot,
 )
 from rules import (
@@ -80,13 +80,7 @@ class GameLoading(GameRegistry):
             text = t(live.language, "broken.notice", game=live.id, reason=why)
             await self.storage.add_outbox(
                 live.id,
-                [
-                    OutboxItem(
-                        "send",
-                        {"channel_id": int(channel)},
-                        {"content": text, "allowed_mentions": {"parse": []}},
-                    )
-                ],
+                [Send({"content": text, "allowed_mentions": {"parse": []}}, int(channel)).item()],
             )
         await self.storage.set_meta(key, why)
         self._committed(live)

@@ -62,20 +62,23 @@ whole group at once keeps every write's own order.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from bot.storage.archive import (
     ArchiveQueries,
 )
 from bot.storage.base import (
-    MIGRATION_NAME,
-    Busy,
     StorageBase,
-    migration_statements,
 )
 from bot.storage.games import (
     GameQueries,
 )
 from bot.storage.guilds import (
     GuildQueries,
+)
+from bot.storage.migrations import (
+    MIGRATION_NAME,
+    migration_statements,
 )
 from bot.storage.outbox import (
     OutboxQueries,
@@ -123,13 +126,32 @@ from bot.storage.sqlite import (
     SYNCHRONOUS,
     WAL_LIMIT_BYTES,
     WAL_LOOK_SECONDS,
+    Busy,
     GroupWriter,
     SqliteFile,
 )
 
 
 class Storage(ArchiveQueries, GuildQueries, OutboxQueries, SqliteFile):
-    """The bot's database. Open with :meth:`open`; close with :meth:`close`."""
+    """The bot's database: the queries, on a SQLite file (:class:`SqliteFile`) or a PostgreSQL
+    server (:class:`bot.postgres.PostgresStorage`). Open with :meth:`open`; close with
+    :meth:`close`."""
+
+    @classmethod
+    async def open(cls, path: Path | str, *, synchronous: str = "FULL") -> Storage:
+        """Open (creating if needed) the database, check it and apply pending migrations:
+        a SQLite file, or a PostgreSQL server when ``path`` is a ``postgresql://`` URL.
+        ``synchronous``: SQLite's, one of :data:`SYNCHRONOUS` (see the module docstring).
+
+        Raises:
+            StorageError: the file is not a usable database (damaged, truncated, zeroed,
+                unreadable), or the server cannot be reached; nothing is left open.
+        """
+        if is_postgres(path):
+            from bot.postgres import PostgresStorage
+
+            return await PostgresStorage.connect(str(path))
+        return await cls.open_file(path, synchronous=synchronous)
 
 
 __all__ = [

@@ -12,6 +12,7 @@ from bot.storage.games import (
     GameQueries,
 )
 from bot.storage.records import (
+    FINISHED,
     SIDE_OF,
     ArchivedDeath,
     ArchivedGame,
@@ -20,14 +21,17 @@ from bot.storage.records import (
     ArchivedSummary,
     ArchivedVote,
     ArchiveSource,
+    GameState,
     GuildResults,
     LoggedCommand,
     OutboxItem,
     PlayerStats,
     RateGame,
+    Statements,
     _archived_player,
     _dumps,
     _player_stats,
+    sql_states,
 )
 
 
@@ -41,7 +45,8 @@ class ArchiveQueries(GameQueries):
             "SELECT g.id, b.game_id IS NOT NULL AS backfill FROM games g "
             "LEFT JOIN archive a ON a.game_id = g.id "
             "LEFT JOIN archive_backfill b ON b.game_id = g.id "
-            "WHERE g.state IN ('over', 'cancelled') AND g.setup IS NOT NULL AND g.seed IS NOT NULL "
+            f"WHERE g.state IN ({sql_states(FINISHED)}) AND g.setup IS NOT NULL "
+            "AND g.seed IS NOT NULL "
             f"AND a.game_id IS NULL{self._owned('g.')} ORDER BY g.id"
         )
         return [(int(row[0]), bool(row[1])) for row in rows]
@@ -98,72 +103,10 @@ class ArchiveQueries(GameQueries):
                         "DELETE FROM archive_backfill WHERE game_id = ?", (game.game_id,)
                     )
                     return False
-            await db.execute(
-                "INSERT INTO archive (game_id, guild_id, host_id, ended, created_at, ended_at, seed, "
-                "setup, names, log, winners, last_phase, players, cities) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    game.game_id,
-                    game.guild_id,
-                    game.host_id,
-                    game.ended,
-                    game.created_at,
-                    game.ended_at,
-                    game.seed,
-                    _dumps(game.setup),
-                    _dumps(game.names),
-                    _dumps([[command, source] for command, source in game.log]),
-                    _dumps(game.winners),
-                    game.last_phase,
-                    len(game.players),
-                    _dumps(game.cities),
-                ),
-            )
-            await db.executemany(
-                "INSERT INTO archive_deaths (game_id, ordinal, player, city, status, cause, phase, by_city) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (game.game_id, index, d.player, d.city, d.status, d.cause, d.phase, d.by_city)
-                    for index, d in enumerate(game.deaths)
-                ],
-            )
-            await db.executemany(
-                "INSERT INTO archive_votes (game_id, day, city, voter, candidate) VALUES (?, ?, ?, ?, ?)",
-                [(game.game_id, v.day, v.city, v.voter, v.candidate) for v in game.votes],
-            )
-            await db.executemany(
-                "INSERT INTO archive_last_words (game_id, seq, player, phase, outbox_id, path, duration) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (game.game_id, w.seq, w.player, w.phase, w.outbox_id, w.path, w.duration)
-                    for w in game.last_words
-                ],
-            )
-            await db.executemany(
-                "INSERT INTO archive_players (game_id, guild_id, player, name, city, status, side, won, "
-                "survived, executed, votes, votes_mafia, checks, hits) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        game.game_id,
-                        game.guild_id,
-                        p.player,
-                        p.name,
-                        p.city,
-                        p.status,
-                        p.side,
-                        p.won,
-                        p.survived,
-                        p.executed,
-                        p.votes,
-                        p.votes_mafia,
-                        p.checks,
-                        p.hits,
-                    )
-                    for p in game.players
-                ],
-            )
-            if game.ended == "over":
+            await db.execute(INSERT_ARCHIVE, _archive_row(game))
+            for sql, rows in _archive_details(game):
+                await db.executemany(sql, rows)
+            if game.ended == GameState.OVER:
                 await self._count_game(db, game.guild_id, game.players, rate)
             await self._insert_outbox(db, game.game_id, None, outbox, time.time())
             await db.execute("DELETE FROM archive_backfill WHERE game_id = ?", (game.game_id,))
@@ -204,13 +147,7 @@ class ArchiveQueries(GameQueries):
                     guild_id,
                     p.player,
                     p.name,
-                    p.won,
-                    p.survived,
-                    p.executed,
-                    p.votes,
-                    p.votes_mafia,
-                    p.checks,
-                    p.hits,
+                    *p.figures,
                     new_ratings[p.player][0],
                     new_ratings[p.player][1],
                     new_ratings[p.player][0] - 3 * new_ratings[p.player][1],
@@ -238,7 +175,7 @@ class ArchiveQueries(GameQueries):
         async with self.transaction() as db:
             for table in ("player_stats", "player_status_stats", "side_ratings"):
                 await db.execute(f"DELETE FROM {table} {where}", params)
-            archive_where = "WHERE ended = 'over'" + (
+            archive_where = f"WHERE ended = '{GameState.OVER.value}'" + (
                 " AND guild_id = ?" if guild_id is not None else ""
             )
             async with db.execute(
@@ -383,3 +320,76 @@ class ArchiveQueries(GameQueries):
             seats, won = by_side.get(side, (0, 0))
             by_side[side] = (seats + games, won + wins)
         return GuildResults(by_status=by_status, by_side=by_side)
+
+
+#: a finished game's row in the archive
+INSERT_ARCHIVE = (
+    "INSERT INTO archive (game_id, guild_id, host_id, ended, created_at, ended_at, seed, "
+    "setup, names, log, winners, last_phase, players, cities) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _archive_row(game: ArchivedGame) -> tuple[object, ...]:
+    """The archive's row of ``game`` (:data:`INSERT_ARCHIVE`)."""
+    return (
+        game.game_id,
+        game.guild_id,
+        game.host_id,
+        game.ended,
+        game.created_at,
+        game.ended_at,
+        game.seed,
+        _dumps(game.setup),
+        _dumps(game.names),
+        _dumps([[command, source] for command, source in game.log]),
+        _dumps(game.winners),
+        game.last_phase,
+        len(game.players),
+        _dumps(game.cities),
+    )
+
+
+def _archive_details(game: ArchivedGame) -> Statements:
+    """The rows of ``game``'s deaths, votes, last words and players, each table's with its
+    statement."""
+    return [
+        (
+            "INSERT INTO archive_deaths (game_id, ordinal, player, city, status, cause, phase, by_city) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (game.game_id, index, d.player, d.city, d.status, d.cause, d.phase, d.by_city)
+                for index, d in enumerate(game.deaths)
+            ],
+        ),
+        (
+            "INSERT INTO archive_votes (game_id, day, city, voter, candidate) VALUES (?, ?, ?, ?, ?)",
+            [(game.game_id, v.day, v.city, v.voter, v.candidate) for v in game.votes],
+        ),
+        (
+            "INSERT INTO archive_last_words (game_id, seq, player, phase, outbox_id, path, duration) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (game.game_id, w.seq, w.player, w.phase, w.outbox_id, w.path, w.duration)
+                for w in game.last_words
+            ],
+        ),
+        (
+            "INSERT INTO archive_players (game_id, guild_id, player, name, city, status, side, won, "
+            "survived, executed, votes, votes_mafia, checks, hits) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    game.game_id,
+                    game.guild_id,
+                    p.player,
+                    p.name,
+                    p.city,
+                    p.status,
+                    p.side,
+                    *p.figures,
+                )
+                for p in game.players
+            ],
+        ),
+    ]

@@ -1,21 +1,21 @@
-"""The connection, its transactions and group commits, the migrations: what every query stands
-on, for both databases."""
+"""What every query stands on, for both databases: the interface of a connection (its
+transactions and reads, one write committed), the shards a process serves, the outbox's new
+lanes, and the migrations applied through :mod:`bot.storage.migrations`. SQLite's side of it is
+:mod:`bot.storage.sqlite`, PostgreSQL's :mod:`bot.postgres`."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import re
-import time
-from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aiosqlite
 
+from bot.storage.migrations import apply_migrations
 from bot.storage.records import (
     INSERT_OUTBOX,
     OutboxItem,
@@ -23,36 +23,7 @@ from bot.storage.records import (
     _outbox_rows,
 )
 
-if TYPE_CHECKING:
-    from bot.storage.sqlite import GroupWriter
-
-
 log = logging.getLogger(__name__)
-
-MIGRATION_NAME = re.compile(r"^V(\d+)__[\w-]+\.sql$")
-
-
-def migration_statements(sql: str, dialect: str) -> list[str]:
-    """The statements of a migration file that ``dialect`` (sqlite, postgresql) runs."""
-    chosen = []
-    for statement in sql.split(";"):
-        if not statement.strip():
-            continue
-        marked = re.findall(r"^\s*--\s*(sqlite|postgresql) only\s*$", statement, re.MULTILINE)
-        if marked and dialect not in marked:
-            continue
-        chosen.append(statement)
-    return chosen
-
-
-def _migrations() -> list[tuple[int, str, str]]:
-    folder = resources.files("bot") / "migrations"
-    found = []
-    for entry in folder.iterdir():
-        match = MIGRATION_NAME.match(entry.name)
-        if match:
-            found.append((int(match.group(1)), entry.name, entry.read_text(encoding="utf-8")))
-    return sorted(found)
 
 
 @dataclass
@@ -70,33 +41,18 @@ class _GroupedWrite:
     """Set once its transaction ended, whatever became of the caller."""
 
 
-def _settle(write: _GroupedWrite, error: BaseException | None) -> None:
-    write.over.set()
-    if write.done.done():
-        return
-    if error is None:
-        write.done.set_result(None)
-    else:
-        write.done.set_exception(error)
+class StorageBase(ABC):
+    """The connection and what every query stands on (:class:`bot.storage.Storage` joins the
+    queries and a database's side of it)."""
 
-
-class Busy(Exception):
-    """Another connection (another process) holds the database's write lock."""
-
-
-class StorageBase:
-    """The connection and what every query stands on (:class:`bot.storage.Storage` joins the queries)."""
-
-    dialect = "sqlite"
+    #: the database's name in the migration files' ``-- <dialect> only`` marks
+    dialect: str
     #: the first statement of the migrations' transaction: it keeps other processes out
-    begin_migrations = "BEGIN IMMEDIATE"
+    begin_migrations: str
 
     def __init__(self, connection: Any) -> None:
         self._db = connection
-        self._reader: aiosqlite.Connection | None = None
-        """The read-only connection (None: reads share the writer's, under the lock)."""
         self._lock = asyncio.Lock()
-        self._checkpointer: asyncio.Task[None] | None = None
         self._closed = False
         self._guilds: dict[int, tuple[str | None, int | None]] = {}
         self._new_lanes: dict[int, set[str]] = {}
@@ -104,12 +60,6 @@ class StorageBase:
         """game id -> the players this process stored in ``active_players`` for it."""
         self._shard_sql = ""
         """A condition on ``guild_id`` choosing the games of this process's shards ('' : all)."""
-        self._queued: list[_GroupedWrite] = []
-        self._writer: asyncio.Task[None] | None = None
-        self._group: GroupWriter | None = None
-        """The group commit's connection (None: a database in memory, one write at a time)."""
-        self.group_commits = 0
-        """How many group commits were made (each holds one or more queued writes)."""
 
     def set_shards(self, shard_ids: Iterable[int] | None, shard_count: int | None) -> None:
         """Serve only the guilds of these shards (Discord: shard = (guild_id >> 22) % count):
@@ -136,124 +86,36 @@ class StorageBase:
         """Whether :meth:`close` was called."""
         return self._closed
 
+    @abstractmethod
     async def close(self) -> None:
-        """Stop the checkpoints, write the WAL back, close the connection (once)."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._writer is not None and not self._writer.done():
-            await asyncio.wait([self._writer])  # what callers wait for is committed first
-        if self._checkpointer is not None:
-            self._checkpointer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._checkpointer
-        if self._reader is not None:
-            with contextlib.suppress(aiosqlite.Error):
-                await self._reader.close()
-        if self._group is not None:
-            self._group.close()
-        with contextlib.suppress(aiosqlite.Error):
-            await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        await self._db.close()
+        """Close the database's connections (once)."""
 
-    @asynccontextmanager
-    async def transaction(self, game_id: int | None = None) -> AsyncIterator[aiosqlite.Connection]:
-        """One write transaction (begun by its first write); rolled back if the block raises.
+    @abstractmethod
+    def transaction(
+        self, game_id: int | None = None
+    ) -> AbstractAsyncContextManager[aiosqlite.Connection]:
+        """One write transaction, committed when the block ends, rolled back if it raises; it
+        yields aiosqlite's connection or one that is used the same way.
 
         ``game_id``: the game it writes (PostgreSQL runs transactions of different games at
         once, and one game's one at a time; SQLite runs every one in turn)."""
-        async with self._lock:
-            try:
-                yield self._db
-            except BaseException:
-                await self._db.rollback()
-                raise
-            await self._db.commit()
 
-    async def _grouped(self, write: _GroupedWrite) -> None:
-        """Commit a write in the next group commit and return once it is committed: at once
-        when nothing else writes, else with what queued meanwhile.
+    @abstractmethod
+    async def _commit(self, game_id: int, write: _GroupedWrite) -> None:
+        """Commit one write of a game (and tell the outbox the lanes it stored items in).
 
         Raises:
-            sqlite3.Error: its own transaction failed (it was tried alone: see the module
-                docstring); nothing of it is stored.
+            sqlite3.Error: nothing of it is stored (the refusal of a constraint included).
         """
-        if self._group is None:  # a database in memory: no second connection to group on
-            async with self.transaction() as db:
-                await self._write_alone(db, write)
-            self._lanes_stored(write)
-            return
-        if self._group.inline and not self._lock.locked() and not self._queued:
-            # nothing else writes: commit here, without a turn of the loop (see GroupWriter)
-            left = self._settle_group([write], *self._group.write([write.statements]))
-            if not left:
-                return write.done.result()
-            # another process writes: wait in the queue, on the thread
-        self._queued.append(write)
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.create_task(self._write_groups(), name="sqlite-group-commit")
-        try:
-            # not shielded: a shield would cost the caller one more turn of the loop
-            await write.done
-        except asyncio.CancelledError:
-            # the commit goes on without the caller: let it end first, so whoever reloads the
-            # game after this cancellation reads the log as it stays
-            await write.over.wait()
-            raise
 
-    async def _write_groups(self) -> None:
-        """Commit what is queued, group by group, until nothing is."""
-        assert self._group is not None
-        loop = asyncio.get_running_loop()
-        while self._queued:
-            async with self._lock:
-                group, self._queued = self._queued, []
-                if self._group.inline:
-                    group = self._settle_group(
-                        group, *self._group.write([w.statements for w in group])
-                    )
-                    if not group:
-                        continue
-                    # another process writes: what it kept out waits for it on the thread
-                statements = [write.statements for write in group]
-                ended: asyncio.Future[None] = loop.create_future()
+    @abstractmethod
+    async def _fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        """The rows a read returns (it sees what was committed)."""
 
-                def finished(
-                    outcomes: list[BaseException | None],
-                    commits: int,
-                    group: list[_GroupedWrite] = group,
-                    ended: asyncio.Future[None] = ended,
-                ) -> None:
-                    self._settle_group(group, outcomes, commits)
-                    if not ended.done():
-                        ended.set_result(None)
-
-                self._group.submit(statements, loop, finished)
-                # the lock is held until the thread is done, even if this task is cancelled
-                cancelled = False
-                while not ended.done():
-                    try:
-                        await asyncio.wait([ended])
-                    except asyncio.CancelledError:
-                        cancelled = True
-                if cancelled:
-                    raise asyncio.CancelledError
-
-    def _settle_group(
-        self, group: list[_GroupedWrite], outcomes: list[BaseException | None], commits: int
-    ) -> list[_GroupedWrite]:
-        """Tell each write of a group its outcome (and the outbox the lanes committed to); the
-        writes not tried (:class:`Busy`), to be tried again."""
-        self.group_commits += commits
-        left = []
-        for write, outcome in zip(group, outcomes, strict=True):
-            if isinstance(outcome, Busy):
-                left.append(write)
-                continue
-            if outcome is None:
-                self._lanes_stored(write)
-            _settle(write, outcome)
-        return left
+    async def _fetchone(self, sql: str, params: Iterable[Any] = ()) -> Any:
+        """The first row a read returns, or None."""
+        rows = await self._fetchall(sql, params)
+        return rows[0] if rows else None
 
     @staticmethod
     async def _write_alone(db: Any, write: _GroupedWrite) -> None:
@@ -266,54 +128,9 @@ class StorageBase:
         for game_id, lanes in write.lanes:
             self._new_lanes.setdefault(game_id, set()).update(lanes)
 
-    async def _fetchone(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
-        rows = await self._fetchall(sql, params)
-        return rows[0] if rows else None
-
-    async def _fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
-        # one trip to the reader's thread (a cursor's execute, fetch and close are three, each
-        # waiting for a turn of a busy event loop)
-        if self._reader is not None:
-            return list(await self._reader.execute_fetchall(sql, tuple(params)))
-        async with self._lock:
-            return list(await self._db.execute_fetchall(sql, tuple(params)))
-
-    async def _migrate(self) -> None:
-        # A migration may rebuild a table others refer to (SQLite's way to change a constraint):
-        # foreign keys are off meanwhile (a pragma that cannot change inside a transaction) and
-        # checked once it is done.
-        await self._db.execute("PRAGMA foreign_keys=OFF")
-        try:
-            await self._apply_migrations()
-        finally:
-            await self._db.execute("PRAGMA foreign_keys=ON")
-        async with self._db.execute("PRAGMA foreign_key_check") as cursor:
-            broken = await cursor.fetchall()
-        if broken:
-            raise aiosqlite.IntegrityError(
-                f"foreign keys broken by a migration: {list(map(tuple, broken))}"
-            )
-
     async def _apply_migrations(self) -> None:
         async with self.transaction() as db:
-            await db.execute(self.begin_migrations)
-            await db.execute(
-                self._ddl(
-                    "CREATE TABLE IF NOT EXISTS schema_migrations "
-                    "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
-                )
-            )
-            async with db.execute("SELECT version FROM schema_migrations") as cursor:
-                done = {row[0] for row in await cursor.fetchall()}
-            for version, name, sql in _migrations():
-                if version in done:
-                    continue
-                for statement in migration_statements(sql, self.dialect):
-                    await db.execute(self._ddl(statement))
-                await db.execute(
-                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                    (version, name, time.time()),
-                )
+            await apply_migrations(db, self.dialect, self.begin_migrations, self._ddl)
 
     def _ddl(self, statement: str) -> str:
         """A migration statement as this database spells it (SQLite: as written)."""

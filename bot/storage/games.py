@@ -31,6 +31,7 @@ from bot.storage.records import (
     _game_row,
     _outbox_rows,
     checksum,
+    sql_states,
 )
 
 
@@ -58,7 +59,7 @@ class GameQueries(StorageBase):
             async with self.transaction() as db:
                 async with db.execute(
                     "INSERT INTO games (guild_id, host_id, state, created_at, lobby) "
-                    "VALUES (?, ?, 'lobby', ?, ?) RETURNING id",
+                    f"VALUES (?, ?, '{GameState.LOBBY.value}', ?, ?) RETURNING id",
                     (guild_id, host_id, now, _dumps(lobby)),
                 ) as cursor:
                     row = await cursor.fetchone()
@@ -83,7 +84,7 @@ class GameQueries(StorageBase):
     async def open_game(self, guild_id: int) -> GameRecord | None:
         """The guild's open (lobby, starting or running) game, if any."""
         row = await self._fetchone(
-            "SELECT * FROM games WHERE guild_id = ? AND state IN ('lobby', 'starting', 'running')",
+            f"SELECT * FROM games WHERE guild_id = ? AND state IN ({sql_states(OPEN_STATES)})",
             (guild_id,),
         )
         return _game(row) if row else None
@@ -98,7 +99,8 @@ class GameQueries(StorageBase):
     async def open_games(self) -> list[GameRecord]:
         """Every lobby, game being started and running game (of this process's shards), oldest first."""
         rows = await self._fetchall(
-            f"SELECT * FROM games WHERE state IN ('lobby', 'starting', 'running'){self._owned()} ORDER BY id"
+            f"SELECT * FROM games WHERE state IN ({sql_states(OPEN_STATES)}){self._owned()} "
+            "ORDER BY id"
         )
         return [_game(row) for row in rows]
 
@@ -271,29 +273,21 @@ class GameQueries(StorageBase):
             write.statements.append((INSERT_OUTBOX, rows))
             write.lanes.append((record.id, {row[3] for row in rows}))
         if snapshot is not None:
-            text = _dumps(snapshot)
-            write.statements.append(
-                (
-                    "INSERT INTO snapshots (game_id, seq, state, checksum, rules_version) "
-                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (game_id, seq) DO UPDATE SET "
-                    "state = excluded.state, checksum = excluded.checksum, "
-                    "rules_version = excluded.rules_version",
-                    [(record.id, seq, text, checksum(text), rules_version)],
-                )
-            )
-        if self.dialect == "sqlite" and not (record_changed and record.state not in OPEN_STATES):
-            await self._grouped(write)
-            return seq
-        # PostgreSQL runs different games' transactions at once (no group to wait for); a game
-        # that ends frees its players in active_players, a read and write of its own
-        active = None
+            write.statements.append(_snapshot_statement(record.id, seq, snapshot, rules_version))
+        if record_changed and record.state not in OPEN_STATES:
+            await self._end_with(record, write)
+        else:
+            await self._commit(record.id, write)
+        return seq
+
+    async def _end_with(self, record: GameRecord, write: _GroupedWrite) -> None:
+        """Commit the write that ends a game: it frees the game's players in
+        ``active_players``, a read and write of its own, so not in a group."""
         async with self.transaction(record.id) as db:
             await self._write_alone(db, write)
-            if record_changed and record.state not in OPEN_STATES:
-                active = await self._sync_active(db, record)
+            active = await self._sync_active(db, record)
         self._remember_active(record, active)
         self._lanes_stored(write)
-        return seq
 
     async def commands(
         self, game_id: int, after: int = 0, upto: int | None = None
@@ -381,3 +375,17 @@ class GameQueries(StorageBase):
         """The seq of the game's last stored command (0 when none)."""
         row = await self._fetchone("SELECT MAX(seq) FROM commands WHERE game_id = ?", (game_id,))
         return int(row[0]) if row and row[0] is not None else 0
+
+
+def _snapshot_statement(
+    game_id: int, seq: int, snapshot: dict[str, Any], rules_version: str | None
+) -> tuple[str, list[tuple[Any, ...]]]:
+    """The statement storing a game's state after command ``seq`` (replacing one stored there)."""
+    text = _dumps(snapshot)
+    return (
+        "INSERT INTO snapshots (game_id, seq, state, checksum, rules_version) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (game_id, seq) DO UPDATE SET "
+        "state = excluded.state, checksum = excluded.checksum, "
+        "rules_version = excluded.rules_version",
+        [(game_id, seq, text, checksum(text), rules_version)],
+    )

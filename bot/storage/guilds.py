@@ -13,8 +13,10 @@ from bot.storage.base import (
     StorageBase,
 )
 from bot.storage.records import (
+    FINISHED,
     OutboxItem,
     _dumps,
+    sql_states,
 )
 
 log = logging.getLogger(__name__)
@@ -155,7 +157,7 @@ class GuildQueries(StorageBase):
         ended while no process scheduled them (a crash after the end, or before this version)."""
         rows = await self._fetchall(
             "SELECT g.id FROM games g LEFT JOIN transcripts s ON s.game_id = g.id "
-            "WHERE g.state IN ('over', 'cancelled') AND g.channels LIKE '%\"roles\"%' "
+            f"WHERE g.state IN ({sql_states(FINISHED)}) AND g.channels LIKE '%\"roles\"%' "
             f"AND s.game_id IS NULL{self._owned('g.')} ORDER BY g.id"
         )
         return [int(row[0]) for row in rows]
@@ -165,7 +167,8 @@ class GuildQueries(StorageBase):
         posted or being posted (a game whose channels were deleted at its end is among them)."""
         rows = await self._fetchall(
             "SELECT g.id FROM games g LEFT JOIN transcripts s ON s.game_id = g.id "
-            "WHERE g.guild_id = ? AND g.state IN ('over', 'cancelled') AND g.channels LIKE '%\"roles\"%' "
+            f"WHERE g.guild_id = ? AND g.state IN ({sql_states(FINISHED)}) "
+            "AND g.channels LIKE '%\"roles\"%' "
             "AND (s.state IS NULL OR s.state NOT IN ('posting', 'done')) ORDER BY g.id",
             (guild_id,),
         )

@@ -28,7 +28,8 @@ class OutboxQueries(StorageBase):
         self, game_id: int | None = None, limit: int = 100, *, lane: str | None = None
     ) -> list[OutboxItem]:
         """Pending items, oldest first; of one game (and one lane) if given."""
-        where, params = ["state = 'pending'"], []
+        where: list[str] = ["state = 'pending'"]
+        params: list[object] = []
         if game_id is not None:
             where.append("game_id = ?")
             params.append(game_id)
@@ -96,11 +97,7 @@ class OutboxQueries(StorageBase):
                     [(item.game_id, ref[0], ref[1], result_id)],
                 )
             )
-        if self.dialect == "sqlite":
-            await self._grouped(write)
-            return
-        async with self.transaction(item.game_id) as db:  # PostgreSQL: beside other games'
-            await self._write_alone(db, write)
+        await self._commit(item.game_id, write)
 
     async def outbox_superseded(self, items: list[OutboxItem]) -> None:
         """Mark edits that a later edit of the same message replaces as done (nothing was sent)."""

@@ -37,6 +37,12 @@ OPEN_STATES = (GameState.LOBBY, GameState.STARTING, GameState.RUNNING)
 #: a game in one of these states has ended
 FINISHED = (GameState.OVER, GameState.CANCELLED)
 
+
+def sql_states(states: Iterable[GameState]) -> str:
+    """States as the items of an SQL list: ``'lobby', 'starting', 'running'``."""
+    return ", ".join(f"'{state.value}'" for state in states)
+
+
 #: the outbox's lanes, each carried out in order on its own (see :mod:`bot.outbox`)
 LANES = ("provision", "permissions", "messages")
 
@@ -378,6 +384,20 @@ class ArchivedPlayer:
     checks: int
     hits: int
 
+    @property
+    def figures(self) -> tuple[int, ...]:
+        """What the player did, as the archive and the statistics store it: won, survived,
+        executed, votes, votes for a mafioso, checks, hits."""
+        return (
+            self.won,
+            self.survived,
+            self.executed,
+            self.votes,
+            self.votes_mafia,
+            self.checks,
+            self.hits,
+        )
+
 
 @dataclass(frozen=True)
 class ArchivedGame:
@@ -404,7 +424,7 @@ class ArchivedGame:
     @property
     def over(self) -> bool:
         """Played to the end (not ended by the host)."""
-        return self.ended == "over"
+        return self.ended == GameState.OVER
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
-"""SQLite: the group commit's connection (:class:`GroupWriter`), the WAL's bounds, and the
-opening and checkpointing of the file (:class:`SqliteFile`). The module docstring of
-:mod:`bot.storage` says why the WAL is checkpointed as it is."""
+"""SQLite: the group commit's connection (:class:`GroupWriter`), the WAL's bounds, and the file
+(:class:`SqliteFile`): its opening, transactions, group commits, reads, migrations (foreign keys
+off meanwhile) and checkpoints. The module docstring of :mod:`bot.storage` says why writes are
+grouped and the WAL checkpointed as they are."""
 
 from __future__ import annotations
 
@@ -8,22 +9,16 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import aiosqlite
 
-from bot.storage.base import (
-    Busy,
-    StorageBase,
-)
-from bot.storage.records import (
-    Statements,
-    StorageError,
-    is_postgres,
-)
+from bot.storage.base import StorageBase, _GroupedWrite
+from bot.storage.records import Statements, StorageError
 
 if TYPE_CHECKING:
     from bot.storage import Storage
@@ -49,6 +44,20 @@ SYNCHRONOUS = ("FULL", "NORMAL")
 
 #: SQLite's result code for a lock held by another connection (the low byte of extended codes)
 SQLITE_BUSY = 5
+
+
+def _settle(write: _GroupedWrite, error: BaseException | None) -> None:
+    write.over.set()
+    if write.done.done():
+        return
+    if error is None:
+        write.done.set_result(None)
+    else:
+        write.done.set_exception(error)
+
+
+class Busy(Exception):
+    """Another connection (another process) holds the database's write lock."""
 
 
 class GroupWriter:
@@ -209,22 +218,33 @@ class GroupWriter:
 
 
 class SqliteFile(StorageBase):
-    """The SQLite file: opened, read and checkpointed."""
+    """The SQLite file: opened, written (one transaction at a time, hot writes in group
+    commits), read on a connection of its own, and checkpointed."""
+
+    dialect = "sqlite"
+    begin_migrations = "BEGIN IMMEDIATE"
+
+    def __init__(self, connection: Any) -> None:
+        super().__init__(connection)
+        self._reader: aiosqlite.Connection | None = None
+        """The read-only connection (None: reads share the writer's, under the lock)."""
+        self._checkpointer: asyncio.Task[None] | None = None
+        self._queued: list[_GroupedWrite] = []
+        self._writer: asyncio.Task[None] | None = None
+        self._group: GroupWriter | None = None
+        """The group commit's connection (None: a database in memory, one write at a time)."""
+        self.group_commits = 0
+        """How many group commits were made (each holds one or more queued writes)."""
 
     @classmethod
-    async def open(cls, path: Path | str, *, synchronous: str = "FULL") -> Storage:
-        """Open (creating if needed) the database, check it and apply pending migrations:
-        a SQLite file, or a PostgreSQL server when ``path`` is a ``postgresql://`` URL.
+    async def open_file(cls, path: Path | str, *, synchronous: str = "FULL") -> Storage:
+        """Open (creating if needed) a SQLite file, check it and apply pending migrations.
         ``synchronous``: SQLite's, one of :data:`SYNCHRONOUS` (see the module docstring).
 
         Raises:
             StorageError: the file is not a usable database (damaged, truncated, zeroed,
-                unreadable), or the server cannot be reached; nothing is left open.
+                unreadable); nothing is left open.
         """
-        if is_postgres(path):
-            from bot.postgres import PostgresStorage
-
-            return await PostgresStorage.connect(str(path))
         synchronous = synchronous.upper()
         if synchronous not in SYNCHRONOUS:
             raise StorageError(
@@ -236,43 +256,35 @@ class SqliteFile(StorageBase):
             connection = await aiosqlite.connect(str(path), isolation_level="DEFERRED")
         except (sqlite3.Error, OSError) as error:
             raise StorageError(f"{path}: cannot open the database: {error}") from error
-        storage: Storage | None = None
+        storage = cast("Storage", cls(connection))  # cls is Storage, or a subclass of it
         try:
-            connection.row_factory = aiosqlite.Row
-            await connection.execute("PRAGMA journal_mode=WAL")
-            await connection.execute(f"PRAGMA synchronous={synchronous}")
-            await connection.execute("PRAGMA foreign_keys=ON")
-            await connection.execute("PRAGMA busy_timeout=5000")
-            await connection.execute("PRAGMA wal_autocheckpoint=0")
-            await connection.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
-            async with connection.execute("PRAGMA quick_check") as cursor:
-                verdict = [row[0] for row in await cursor.fetchall()]
-            if verdict != ["ok"]:
-                raise StorageError(f"{path}: the database is damaged: {'; '.join(verdict[:3])}")
-            storage = cast("Storage", cls(connection))  # cls is Storage, or a subclass of it
+            await _configure(connection, str(path), synchronous)
             await storage._migrate()
             if str(path) != ":memory:":  # a database in memory is the writer's alone
                 storage._reader = await storage._open_reader(str(path))
                 storage._group = GroupWriter(str(path), synchronous)
                 storage._group.open()
         except BaseException as error:
-            with contextlib.suppress(Exception):
-                await connection.close()  # its thread would keep the process from exiting
-            if storage is not None and storage._reader is not None:
-                with contextlib.suppress(Exception):
-                    await storage._reader.close()
-            if storage is not None and storage._group is not None:
-                storage._group.close()
+            await storage._abandon()
             if isinstance(error, sqlite3.Error):
                 raise StorageError(
                     f"{path}: the database is damaged or not a database: {error}"
                 ) from error
             raise
-        assert storage is not None
         storage._checkpointer = asyncio.create_task(
             storage._checkpoint_every(str(path), CHECKPOINT_SECONDS), name="sqlite-checkpoint"
         )
         return storage
+
+    async def _abandon(self) -> None:
+        """Close what an open that failed had opened, quietly (the first error is the one told)."""
+        with contextlib.suppress(Exception):
+            await self._db.close()  # its thread would keep the process from exiting
+        if self._reader is not None:
+            with contextlib.suppress(Exception):
+                await self._reader.close()
+        if self._group is not None:
+            self._group.close()
 
     @staticmethod
     async def _open_reader(path: str) -> aiosqlite.Connection:
@@ -287,6 +299,154 @@ class SqliteFile(StorageBase):
                 await reader.close()
             raise
         return reader
+
+    async def close(self) -> None:
+        """Stop the checkpoints, write the WAL back, close the connection (once)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._writer is not None and not self._writer.done():
+            await asyncio.wait([self._writer])  # what callers wait for is committed first
+        if self._checkpointer is not None:
+            self._checkpointer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._checkpointer
+        if self._reader is not None:
+            with contextlib.suppress(aiosqlite.Error):
+                await self._reader.close()
+        if self._group is not None:
+            self._group.close()
+        with contextlib.suppress(aiosqlite.Error):
+            await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        await self._db.close()
+
+    @asynccontextmanager
+    async def transaction(self, game_id: int | None = None) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction (begun by its first write); rolled back if the block raises.
+
+        ``game_id``: the game it writes (PostgreSQL runs transactions of different games at
+        once, and one game's one at a time; SQLite runs every one in turn)."""
+        async with self._lock:
+            try:
+                yield self._db
+            except BaseException:
+                await self._db.rollback()
+                raise
+            await self._db.commit()
+
+    async def _commit(self, game_id: int, write: _GroupedWrite) -> None:
+        """Commit one write of a game (SQLite: in the next group commit, every game's writes
+        sharing the one writer)."""
+        await self._grouped(write)
+
+    async def _grouped(self, write: _GroupedWrite) -> None:
+        """Commit a write in the next group commit and return once it is committed: at once
+        when nothing else writes, else with what queued meanwhile.
+
+        Raises:
+            sqlite3.Error: its own transaction failed (it was tried alone: see the module
+                docstring); nothing of it is stored.
+        """
+        if self._group is None:  # a database in memory: no second connection to group on
+            async with self.transaction() as db:
+                await self._write_alone(db, write)
+            self._lanes_stored(write)
+            return
+        if self._group.inline and not self._lock.locked() and not self._queued:
+            # nothing else writes: commit here, without a turn of the loop (see GroupWriter)
+            left = self._settle_group([write], *self._group.write([write.statements]))
+            if not left:
+                return write.done.result()
+            # another process writes: wait in the queue, on the thread
+        self._queued.append(write)
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_groups(), name="sqlite-group-commit")
+        try:
+            # not shielded: a shield would cost the caller one more turn of the loop
+            await write.done
+        except asyncio.CancelledError:
+            # the commit goes on without the caller: let it end first, so whoever reloads the
+            # game after this cancellation reads the log as it stays
+            await write.over.wait()
+            raise
+
+    async def _write_groups(self) -> None:
+        """Commit what is queued, group by group, until nothing is."""
+        assert self._group is not None
+        loop = asyncio.get_running_loop()
+        while self._queued:
+            async with self._lock:
+                group, self._queued = self._queued, []
+                if self._group.inline:
+                    group = self._settle_group(
+                        group, *self._group.write([w.statements for w in group])
+                    )
+                    if not group:
+                        continue
+                    # another process writes: what it kept out waits for it on the thread
+                statements = [write.statements for write in group]
+                ended: asyncio.Future[None] = loop.create_future()
+
+                def finished(
+                    outcomes: list[BaseException | None],
+                    commits: int,
+                    group: list[_GroupedWrite] = group,
+                    ended: asyncio.Future[None] = ended,
+                ) -> None:
+                    self._settle_group(group, outcomes, commits)
+                    if not ended.done():
+                        ended.set_result(None)
+
+                self._group.submit(statements, loop, finished)
+                # the lock is held until the thread is done, even if this task is cancelled
+                cancelled = False
+                while not ended.done():
+                    try:
+                        await asyncio.wait([ended])
+                    except asyncio.CancelledError:
+                        cancelled = True
+                if cancelled:
+                    raise asyncio.CancelledError
+
+    def _settle_group(
+        self, group: list[_GroupedWrite], outcomes: list[BaseException | None], commits: int
+    ) -> list[_GroupedWrite]:
+        """Tell each write of a group its outcome (and the outbox the lanes committed to); the
+        writes not tried (:class:`Busy`), to be tried again."""
+        self.group_commits += commits
+        left = []
+        for write, outcome in zip(group, outcomes, strict=True):
+            if isinstance(outcome, Busy):
+                left.append(write)
+                continue
+            if outcome is None:
+                self._lanes_stored(write)
+            _settle(write, outcome)
+        return left
+
+    async def _fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
+        # one trip to the reader's thread (a cursor's execute, fetch and close are three, each
+        # waiting for a turn of a busy event loop)
+        if self._reader is not None:
+            return list(await self._reader.execute_fetchall(sql, tuple(params)))
+        async with self._lock:
+            return list(await self._db.execute_fetchall(sql, tuple(params)))
+
+    async def _migrate(self) -> None:
+        # A migration may rebuild a table others refer to (SQLite's way to change a constraint):
+        # foreign keys are off meanwhile (a pragma that cannot change inside a transaction) and
+        # checked once it is done.
+        await self._db.execute("PRAGMA foreign_keys=OFF")
+        try:
+            await self._apply_migrations()
+        finally:
+            await self._db.execute("PRAGMA foreign_keys=ON")
+        async with self._db.execute("PRAGMA foreign_key_check") as cursor:
+            broken = await cursor.fetchall()
+        if broken:
+            raise aiosqlite.IntegrityError(
+                f"foreign keys broken by a migration: {list(map(tuple, broken))}"
+            )
 
     async def _checkpoint_every(self, path: str, seconds: float) -> None:
         """Move the WAL into the database now and then, on a connection of its own, and keep
@@ -320,11 +480,38 @@ class SqliteFile(StorageBase):
         holds more than :data:`RESTART_FRAMES` frames, once more under the writers' lock, so
         that it is copied to its end. Returns the frames in the WAL and those copied, as the
         last pass left them."""
-        async with connection.execute("PRAGMA wal_checkpoint(PASSIVE)") as cursor:
-            _, frames, copied = await cursor.fetchone()
+        frames, copied = await _checkpoint_pass(connection)
         if frames <= RESTART_FRAMES:
             return frames, copied
         # under the writers' lock: no commit of this process appends meanwhile
-        async with self._lock, connection.execute("PRAGMA wal_checkpoint(PASSIVE)") as cursor:
-            _, frames, copied = await cursor.fetchone()
-        return frames, copied
+        async with self._lock:
+            return await _checkpoint_pass(connection)
+
+
+async def _configure(connection: aiosqlite.Connection, path: str, synchronous: str) -> None:
+    """The writer's pragmas (WAL, ``synchronous``, no automatic checkpoint), then a quick check.
+
+    Raises:
+        StorageError: the check finds the file damaged.
+    """
+    connection.row_factory = aiosqlite.Row
+    await connection.execute("PRAGMA journal_mode=WAL")
+    await connection.execute(f"PRAGMA synchronous={synchronous}")
+    await connection.execute("PRAGMA foreign_keys=ON")
+    await connection.execute("PRAGMA busy_timeout=5000")
+    await connection.execute("PRAGMA wal_autocheckpoint=0")
+    await connection.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
+    async with connection.execute("PRAGMA quick_check") as cursor:
+        verdict = [row[0] for row in await cursor.fetchall()]
+    if verdict != ["ok"]:
+        raise StorageError(f"{path}: the database is damaged: {'; '.join(verdict[:3])}")
+
+
+async def _checkpoint_pass(connection: aiosqlite.Connection) -> tuple[int, int]:
+    """One ``PASSIVE`` checkpoint: the frames in the WAL and those copied."""
+    async with connection.execute("PRAGMA wal_checkpoint(PASSIVE)") as cursor:
+        row = await cursor.fetchone()
+    if row is None:  # the pragma answers one row whatever the journal mode
+        raise StorageError("PRAGMA wal_checkpoint returned no row")
+    _, frames, copied = row
+    return int(frames), int(copied)

@@ -131,6 +131,12 @@ def opus_packet_samples(packet: bytes) -> int:
         if second < 0 or first > _MAX_FRAME_BYTES or second > _MAX_FRAME_BYTES:
             raise InvalidOpusPacket("code 2 frame lengths do not fit the packet")
         return 2 * frame_samples
+    return _code3_samples(packet, frame_samples)
+
+
+def _code3_samples(packet: bytes, frame_samples: int) -> int:
+    """The duration of a code 3 packet (any number of frames, §3.2.5), checked."""
+    size = len(packet)
     if size < 2:
         raise InvalidOpusPacket("code 3 packet without frame count")
     count_byte = packet[1]
@@ -140,14 +146,7 @@ def opus_packet_samples(packet: bytes) -> int:
     offset = 2
     padding = 0
     if count_byte & 0x40:
-        while True:
-            if offset >= size:
-                raise InvalidOpusPacket("padding length cut short")
-            chunk = packet[offset]
-            offset += 1
-            padding += 254 if chunk == 255 else chunk
-            if chunk != 255:
-                break
+        offset, padding = _padding(packet, offset)
     if count_byte & 0x80:
         total = 0
         for _ in range(frames - 1):
@@ -164,6 +163,20 @@ def opus_packet_samples(packet: bytes) -> int:
         if data < 0 or data % frames or data // frames > _MAX_FRAME_BYTES:
             raise InvalidOpusPacket("code 3 CBR frames do not fit the packet")
     return frames * frame_samples
+
+
+def _padding(packet: bytes, offset: int) -> tuple[int, int]:
+    """Read a code 3 packet's padding length from ``offset``: where its frames start, and how
+    many bytes of padding end it."""
+    padding = 0
+    while True:
+        if offset >= len(packet):
+            raise InvalidOpusPacket("padding length cut short")
+        chunk = packet[offset]
+        offset += 1
+        padding += 254 if chunk == 255 else chunk
+        if chunk != 255:
+            return offset, padding
 
 
 def opus_head(channels: int, pre_skip: int, input_rate: int = SAMPLE_RATE) -> bytes:
@@ -192,6 +205,18 @@ def _unwrap(raw: int, ref_raw: int, ref_ext: int, bits: int) -> int:
     """Place ``raw`` (a ``bits``-bit counter) nearest to the reference on an unbounded line."""
     half = 1 << (bits - 1)
     return ref_ext + ((raw - ref_raw + half) % (1 << bits)) - half
+
+
+def _check_options(max_seconds: float, channels: int, pre_skip: int, reorder_window: int) -> None:
+    """Refuse a writer's option out of range (``ValueError``)."""
+    if max_seconds <= 0:
+        raise ValueError("max_seconds must be positive")
+    if channels not in (1, 2):
+        raise ValueError("channels must be 1 or 2")
+    if not 0 <= pre_skip <= 0xFFFF:
+        raise ValueError("pre_skip must fit 16 bits")
+    if reorder_window < 0:
+        raise ValueError("reorder_window must not be negative")
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,14 +281,7 @@ class OggOpusWriter:
         Raises:
             ValueError: a parameter out of range.
         """
-        if max_seconds <= 0:
-            raise ValueError("max_seconds must be positive")
-        if channels not in (1, 2):
-            raise ValueError("channels must be 1 or 2")
-        if not 0 <= pre_skip <= 0xFFFF:
-            raise ValueError("pre_skip must fit 16 bits")
-        if reorder_window < 0:
-            raise ValueError("reorder_window must not be negative")
+        _check_options(max_seconds, channels, pre_skip, reorder_window)
         self._sink = sink
         self._serial = serial & 0xFFFFFFFF
         self._pre_skip = pre_skip
@@ -284,6 +302,16 @@ class OggOpusWriter:
         self._full = False
         self._closed = False
 
+        self._start_order(start_timestamp)
+
+        self._packet_count = 0
+        self._voice_packets = 0
+        self._dropped = 0
+        self._write_headers(channels, vendor)
+
+    def _start_order(self, start_timestamp: int | None) -> None:
+        """Nothing held for reordering yet; the timeline starts at ``start_timestamp`` (None:
+        at the first packet)."""
         self._pending: list[tuple[int, int, int, bytes]] = []
         self._pending_sequences: set[int] = set()
         self._seq_ref: tuple[int, int] | None = None
@@ -294,11 +322,9 @@ class OggOpusWriter:
             self._ts_ref = (start_timestamp & 0xFFFFFFFF, 0)
             self._t0 = 0
 
-        self._packet_count = 0
-        self._voice_packets = 0
-        self._dropped = 0
-
-        self._write_page(_FLAG_BOS, 0, _lacing(19), [opus_head(channels, pre_skip)])
+    def _write_headers(self, channels: int, vendor: str) -> None:
+        """The two header pages: OpusHead alone on the first, OpusTags on the second."""
+        self._write_page(_FLAG_BOS, 0, _lacing(19), [opus_head(channels, self._pre_skip)])
         tags = opus_tags(vendor)
         self._write_page(0, 0, _lacing(len(tags)), [tags])
 

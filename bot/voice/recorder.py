@@ -43,15 +43,16 @@ as ``connection_lost``, with what it holds so far.
 from __future__ import annotations
 
 import asyncio
-import enum
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
-from typing import Any, BinaryIO, Protocol
+from dataclasses import replace
+from typing import Any
 
-from .ogg import InvalidOpusPacket, OggOpusWriter, RecordingInfo, opus_packet_samples
+from .ogg import InvalidOpusPacket, opus_packet_samples
+from .outcome import RecordingOutcome, RecordingResult
 from .receiver import ReceivedPacket, ReceivingVoiceClient, UserStats, VoiceReceiver
+from .sink import OggSink, RecordingSink
 from .timeline import Timeline
 
 __all__ = [
@@ -73,130 +74,6 @@ Reconnect = Callable[[], Awaitable[ReceivingVoiceClient]]
 """Gives a freshly connected voice client in the same channel (the old one is done with)."""
 #: discord.py's close code after a VOICE_SERVER_UPDATE (it reconnects by itself then).
 _CLOSE_SERVER_MOVED = 4014
-
-
-class RecordingSink(Protocol):
-    """Where a recording's packets go, already placed on its timeline."""
-
-    def write(self, sequence: int, position: int, opus: bytes) -> bool:
-        """Take one packet: an ever-growing sequence number, its position in samples.
-
-        Returns False once the sink holds ``max_seconds`` of audio (the
-        recording is then complete).
-        """
-
-
-#: Where the recording's start sits on an Ogg writer's RTP clock: past the
-#: pre-skip (312 samples) and a whole 2.5 ms frame more, because the writer
-#: fills gaps in whole frames rounded down. Audio thus plays at most 3.5 ms
-#: after its place on the recording's timeline and never before it, and
-#: silence filled up to the end of recording always reaches the limit.
-OGG_START: int = 480
-
-
-class OggSink:
-    """A :class:`RecordingSink` writing an Ogg Opus file, 48 kHz mono like Discord's voice messages.
-
-    Discord's clients send stereo Opus; the file announces one output channel
-    (RFC 7845 allows packets of either kind in a stream, the decoder mixes
-    them down), so the received packets are kept bit for bit. The writer is
-    made at the first packet: :meth:`close` returns None when none came.
-    """
-
-    def __init__(self, handle: BinaryIO, max_seconds: float) -> None:
-        self.handle = handle
-        self.max_seconds = max_seconds
-        self.writer: OggOpusWriter | None = None
-
-    def write(self, sequence: int, position: int, opus: bytes) -> bool:
-        """Feed the packet to the writer; False once the file is full."""
-        if self.writer is None:
-            self.writer = OggOpusWriter(
-                self.handle, max_seconds=self.max_seconds, start_timestamp=0, channels=1
-            )
-        return self.writer.feed(sequence & 0xFFFF, (OGG_START + position) & 0xFFFFFFFF, opus)
-
-    def close(self, end_position: int | None) -> RecordingInfo | None:
-        """Finish the file, with silence up to ``end_position`` (samples); None if empty."""
-        if self.writer is None:
-            return None
-        end = None if end_position is None else (OGG_START + end_position) & 0xFFFFFFFF
-        return self.writer.close(end_timestamp=end)
-
-
-class RecordingOutcome(enum.Enum):
-    """How a last-word recording ended."""
-
-    complete = "complete"
-    """The time limit was reached."""
-    stopped = "stopped"
-    """:meth:`Recorder.stop` was called (the nominee or the host ended it)."""
-    left = "left"
-    """The nominee left the voice channel while recording."""
-    not_joined = "not_joined"
-    """The nominee did not come into the voice channel in time."""
-    connection_lost = "connection_lost"
-    """The bot's voice connection dropped and every reconnect failed."""
-    no_audio = "no_audio"
-    """No decryptable audio of the nominee arrived at all."""
-    dave_failed = "dave_failed"
-    """End-to-end encryption never became ready, or none of his frames decrypted."""
-
-    @property
-    def technical_failure(self) -> bool:
-        """True when the bot, not the player, is to blame: do not spend his last word
-        (unless the recording holds audio, see :attr:`RecordingResult.technical_failure`)."""
-        return self in _TECHNICAL
-
-
-_TECHNICAL = frozenset(
-    {RecordingOutcome.connection_lost, RecordingOutcome.no_audio, RecordingOutcome.dave_failed}
-)
-
-
-@dataclass(frozen=True, slots=True)
-class RecordingResult:
-    """The outcome of a recording and what it was based on."""
-
-    outcome: RecordingOutcome
-    detail: str
-    """A sentence for the log: why it ended."""
-    audio_seconds: float
-    """Timeline position of the end of the last packet written (lead-in included)."""
-    lead_in_seconds: float
-    """Silence from the start of recording to the nominee's first packet."""
-    end_position: int | None
-    """Where the recording ended on its timeline, in samples (for the sink's
-    close: trailing silence up to it, at most ``max_seconds``); None when no
-    packet was written."""
-    packets_written: int
-    stats: UserStats
-    """The receiver's counters for the nominee, at the end."""
-    unknown_ssrc_packets: int
-    """Packets on SSRCs no SPEAKING event named, during the recording."""
-    waited_seconds: float
-    """From run() to the start of recording (join and DAVE)."""
-    recorded_seconds: float
-    """Wall-clock length of the recording phase."""
-    streams: int = 0
-    """RTP streams the nominee's audio came in: one, plus one per reconnect."""
-    reanchors: int = 0
-    """Times his RTP time jumped away from the arrival clock and was re-anchored."""
-    reconnects: int = 0
-    """Times the bot's voice connection dropped and came back while recording."""
-    absences: int = 0
-    """Times the nominee stepped out of the voice channel and came back in time."""
-
-    @property
-    def technical_failure(self) -> bool:
-        """Nothing to post, and the bot to blame: his last word is not used up.
-
-        A connection lost for good after he had spoken is not: what he said is
-        posted, as when he stops.
-        """
-        if self.outcome is RecordingOutcome.connection_lost:
-            return self.packets_written == 0
-        return self.outcome.technical_failure
 
 
 def _packet_samples(packet: bytes) -> int:
@@ -407,34 +284,51 @@ class Recorder:
         self._unknown = -receiver.stats.unknown_ssrc
         self._sessions = -self.voice_client.voice_sessions
         stats = receiver.register(self.user_id, timeline)
-        next_progress = self.recording_started + self.progress_interval
-        ended_at: float | None = None
         try:
-            while True:
-                now = self.clock()
-                elapsed = now - self.recording_started
-                if not self.voice_client.link_alive():
-                    ended = await self._reconnect(timeline, stats)
-                else:
-                    ended = await self._check_recording(timeline, stats, elapsed, now)
-                if ended is not None:
-                    outcome, detail = ended
-                    if outcome is RecordingOutcome.left:
-                        ended_at = self.away_since
-                    break
-                if self.on_progress is not None and now >= next_progress:
-                    # Once per interval, never a backlog of them after a stall.
-                    while next_progress <= now:
-                        next_progress += self.progress_interval
-                    audio = timeline.audio_end / SAMPLE_RATE
-                    await self._report_progress(min(self.max_seconds, max(elapsed, audio)))
-                await self._sleep()
+            outcome, detail, ended_at = await self._record_until_ended(timeline, stats)
         finally:
             receiver = self.voice_client.receiver
             receiver.unregister(self.user_id)
             self._unknown += receiver.stats.unknown_ssrc
             self._sessions += self.voice_client.voice_sessions
             self.reconnects = self._sessions
+        return self._result(timeline, stats, outcome, detail, ended_at, began)
+
+    async def _record_until_ended(
+        self, timeline: _TimelineSink, stats: UserStats
+    ) -> tuple[RecordingOutcome, str, float | None]:
+        """Record until an outcome ends it: the outcome, its detail, and when the nominee
+        stepped out if his leaving ended it."""
+        next_progress = self.recording_started + self.progress_interval
+        while True:
+            now = self.clock()
+            elapsed = now - self.recording_started
+            if not self.voice_client.link_alive():
+                ended = await self._reconnect(timeline, stats)
+            else:
+                ended = await self._check_recording(timeline, stats, elapsed, now)
+            if ended is not None:
+                outcome, detail = ended
+                left = outcome is RecordingOutcome.left
+                return outcome, detail, self.away_since if left else None
+            if self.on_progress is not None and now >= next_progress:
+                # Once per interval, never a backlog of them after a stall.
+                while next_progress <= now:
+                    next_progress += self.progress_interval
+                audio = timeline.audio_end / SAMPLE_RATE
+                await self._report_progress(min(self.max_seconds, max(elapsed, audio)))
+            await self._sleep()
+
+    def _result(
+        self,
+        timeline: _TimelineSink,
+        stats: UserStats,
+        outcome: RecordingOutcome,
+        detail: str,
+        ended_at: float | None,
+        began: float,
+    ) -> RecordingResult:
+        """What a recording that ended says of itself (and tells the log)."""
         finished = self.clock()
         recorded = (finished if ended_at is None else ended_at) - self.recording_started
         audio_end = timeline.audio_end / SAMPLE_RATE

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 from bot.footprint import (
     Reconciler,
 )
+from bot.wiring import Hooks
 from cogs.idle import IdleWatch
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
-    from cogs.game import GameCog
 
 from cogs.host.common import (
     HOST,
@@ -41,19 +41,28 @@ class HostCog(HostSettings, HostPlay):
         """The /host start waiting for each game's provisioning, to answer it."""
         self.start_wait = START_WAIT
         self.token_lifetime = TOKEN_LIFETIME
-        bot.outbox.idle_hooks.append(self._provision_idle)
-        bot.outbox.failure_hooks.append(self._provision_failed)
-        game_cog: GameCog = bot.get_cog("GameCog")  # type: ignore[assignment]
-        game_cog.register("confirm", self._confirmed)
-        game_cog.register("cancel", self._cancelled)
         self.strikes = LeaveStrikes(bot)
-        bot.service.after_commit.append(self.strikes.arm)
-        bot.service.restorers.append(self.strikes.restore)
         self.footprint = Reconciler(bot)
         """Keeps each running game's roles and channels what they should be."""
-        self.footprint.install()
         self.idle_watch = IdleWatch(bot)
-        self.idle_watch.attach()
+
+    def hooks(self) -> Hooks:
+        """In this order: the start's provisioning (the outbox's idle lanes and refusals), the
+        confirm and cancel buttons, the leave strikes, the footprint's reconciler, the idle
+        watch."""
+        return Hooks.joined(
+            [
+                Hooks(
+                    idle_hooks=[self._provision_idle],
+                    failure_hooks=[self._provision_failed],
+                    components={"confirm": self._confirmed, "cancel": self._cancelled},
+                    after_commit=[self.strikes.arm],
+                    restorers=[self.strikes.restore],
+                ),
+                self.footprint.hooks(),
+                self.idle_watch.hooks(),
+            ]
+        )
 
     async def cog_unload(self) -> None:
         """Stop listening to the outbox."""

@@ -1,5 +1,5 @@
-"""What the host's commands share: durations, city names, seats, the timers' and replacements'
-announcements, the groups ``/host``, ``/host cohost`` and ``/host preset``, and
+"""What the host's commands share: durations, city names, seats, the timers' announcements, the
+groups ``/host``, ``/host cohost`` and ``/host preset``, and
 :class:`HostBase`, the commands' way to a host's game."""
 
 from __future__ import annotations
@@ -16,16 +16,12 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.footprint import (
-    replacement_items,
-)
-from bot.i18n import key_str
+from bot.i18n import NO_PINGS, key_str, phrase
+from bot.limits import CITIES, CITY_NAME, clip
 from bot.options import parse_duration
+from bot.outbox.intents import Edit, Send
 from bot.service import GameBroken, JustBegan, LiveGame, Seen
 from bot.storage import OutboxItem
-from cogs.channels import (
-    exposure_lines,
-)
 from cogs.common import (
     InteractionAnswer,
     answer,
@@ -33,17 +29,10 @@ from cogs.common import (
     guild_game,
     host_choices,
     is_host,
-    mention,
-    phrase,
     require_host,
     running_game,
-    status_text,
 )
-from cogs.limits import CITIES, CITY_NAME, clip
-from cogs.lobby import log_items
-from cogs.mentions import command
 from cogs.render import (
-    NO_PINGS,
     ballot_payload,
     ballot_ref,
     deadline_text,
@@ -53,7 +42,6 @@ from cogs.render import (
 from rules import (
     Command,
     Stage,
-    Status,
 )
 
 if TYPE_CHECKING:
@@ -70,9 +58,6 @@ START_WAIT = 840.0
 #: how long Discord accepts edits of an interaction's answer ("interaction tokens are valid for 15
 #: minutes"), and the margin kept from its end: a start that ends later says so in the host's log
 TOKEN_LIFETIME, TOKEN_MARGIN = 900.0, 30.0
-
-#: characters of residents' mentions in one welcome message
-RESIDENTS_LIMIT = 1500
 
 #: what each kind of provisioning intent needs, to name when Discord refuses it
 NEEDS = {
@@ -181,119 +166,12 @@ def deadline_changed_items(
         if not game.alive(city):
             continue
         items.append(
-            OutboxItem(
-                "send", {"channel_id": ids["text"]}, {"content": line, "allowed_mentions": NO_PINGS}
-            )
+            Send({"content": line, "allowed_mentions": NO_PINGS}, channel=ids["text"]).item()
         )
         if game.stage is Stage.VOTING:
             items.append(
-                OutboxItem(
-                    "edit", {"ref": ballot_ref(city, game.phase.number)}, ballot_payload(live, city)
-                )
+                Edit(ballot_ref(city, game.phase.number), ballot_payload(live, city)).item()
             )
-    return items
-
-
-#: the lane of the newcomer's pings: after his roles and overwrites (that lane's items go in
-#: order), so that he can see the channels when he is pinged in them (Discord pings only those
-#: who can)
-AFTER_ACCESS = "permissions"
-
-
-def replaced_items(
-    live: LiveGame, old: str, new: str, *, name: str, quiet: bool, exposed: list[str] | None = None
-) -> list[OutboxItem]:
-    """After ``/host replace``: the lobby knows the newcomer (and that the old player left), the
-    roles and the mafia room's overwrite move to him, and he is told where to look, pinged alone:
-    his status behind "My status" (privately), a mafioso's room greeting him. The host's log
-    names the status; nobody else learns it."""
-    game = live.game
-    assert game is not None
-    record = live.record
-    players = record.lobby.setdefault("players", [])
-    for entry in players:
-        if str(entry["id"]) == old:
-            entry["replaced_by"] = int(new)
-    players.append(
-        {
-            "id": int(new),
-            "name": name,
-            "replaces": int(old),
-            **({"exposed": exposed} if exposed else {}),
-        }
-    )
-    record.lobby.get("leaving", {}).pop(old, None)
-    items = replacement_items(live, game, old, new, quiet=quiet)
-    city = game.city_of(new)
-    ids = record.channels.get("cities", {}).get(city, {})
-    only_him = {"parse": [], "users": [new]}
-    if ids.get("text") is not None:
-        items.append(
-            OutboxItem(
-                "send",
-                {"channel_id": ids["text"]},
-                {
-                    "content": phrase(
-                        live,
-                        "replace.welcome",
-                        player=mention(new),
-                        old=mention(old),
-                        me=command(live.language, "mafia me"),
-                    ),
-                    "allowed_mentions": only_him,
-                    "components": [
-                        {
-                            "type": 1,
-                            "components": [
-                                {
-                                    "type": 2,
-                                    "style": 1,
-                                    "custom_id": f"mafia:role:{live.id}",
-                                    "label": phrase(live, "welcome.role"),
-                                }
-                            ],
-                        }
-                    ],
-                },
-                lane=AFTER_ACCESS,
-            )
-        )
-    if game.status_of(new) is Status.MAFIOSO and ids.get("mafia") is not None:
-        godfather = game.godfather_of(city)
-        items.append(
-            OutboxItem(
-                "send",
-                {"channel_id": ids["mafia"]},
-                {
-                    "content": phrase(
-                        live,
-                        "replace.mafia",
-                        player=mention(new),
-                        old=mention(old),
-                        godfather=mention(godfather)
-                        if godfather
-                        else phrase(live, "role.no_godfather"),
-                    ),
-                    "allowed_mentions": only_him,
-                },
-                lane=AFTER_ACCESS,
-            )
-        )
-    items += log_items(
-        live,
-        phrase(
-            live,
-            "log.replaced",
-            old=mention(old),
-            new=mention(new),
-            city=city,
-            status=status_text(live, game.status_of(new).value),
-        ),
-    )
-    for line in exposure_lines(
-        live, {new: exposed} if exposed else {}
-    ):  # he sees more than his seat
-        items += log_items(live, line)
     return items
 
 

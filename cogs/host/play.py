@@ -4,29 +4,29 @@ the idle, skips, the end, and the confirmations they ask for."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import discord
 from discord import app_commands
 
+from bot.channels import (
+    exposure,
+)
 from bot.errors import UserError
 from bot.footprint import (
     watch_items,
 )
-from bot.i18n import key_str
+from bot.i18n import NO_PINGS, key_str, mention, phrase
+from bot.limits import clip, sections
+from bot.outbox.intents import Send
 from bot.service import LiveGame, MovedOn, Seen, command_for_deadline
 from bot.storage import DamagedLog, GameState, OutboxItem
-from cogs.channels import (
-    exposure,
-)
 from cogs.common import (
     InteractionAnswer,
     answer,
     answer_lines,
     cohosts,
     is_host,
-    mention,
-    phrase,
     plays_in,
     require_host,
     resolve_player,
@@ -34,11 +34,24 @@ from cogs.common import (
     sent_at,
 )
 from cogs.components import CancelButton, ConfirmButton
+from cogs.host.common import (
+    CONFIRM_SECONDS,
+    HOST,
+    PLAYER,
+    PLAYER_DESCRIPTION,
+    STAGE_KEY,
+    settle,
+)
+from cogs.host.start import (
+    HostStart,
+)
+from cogs.host.strikes import (
+    LeaveStrikes,
+)
+from cogs.host.welcome import replaced_items
 from cogs.idle import IdleWatch, actor_of, replayed
-from cogs.limits import clip, sections
 from cogs.lobby import lobby_edit
 from cogs.render import (
-    NO_PINGS,
     closing_channels,
     closing_items,
     phase_text,
@@ -58,25 +71,6 @@ from rules import (
     command_from_dict,
 )
 from rules.events import PhaseStarted
-
-if TYPE_CHECKING:
-    pass
-
-from cogs.host.common import (
-    CONFIRM_SECONDS,
-    HOST,
-    PLAYER,
-    PLAYER_DESCRIPTION,
-    STAGE_KEY,
-    replaced_items,
-    settle,
-)
-from cogs.host.start import (
-    HostStart,
-)
-from cogs.host.strikes import (
-    LeaveStrikes,
-)
 
 log = logging.getLogger(__name__)
 
@@ -362,13 +356,8 @@ class HostPlay(HostStart):
             live.record.deadline = None
             if live.broken is not None and live.record.channels.get("roles"):
                 for channel_id in closing_channels(live):
-                    items.append(
-                        OutboxItem(
-                            "send",
-                            {"channel_id": channel_id},
-                            {"content": phrase(live, "host.ended"), "allowed_mentions": NO_PINGS},
-                        )
-                    )
+                    message = {"content": phrase(live, "host.ended"), "allowed_mentions": NO_PINGS}
+                    items.append(Send(message, channel=channel_id).item())
                 items.extend(closing_items(live, game))
             elif game is not None and live.record.channels:
                 parts = [
@@ -377,13 +366,8 @@ class HostPlay(HostStart):
                 ]
                 for channel_id in closing_channels(live):
                     for chunk in sections(parts):
-                        items.append(
-                            OutboxItem(
-                                "send",
-                                {"channel_id": channel_id},
-                                {"content": chunk, "allowed_mentions": NO_PINGS},
-                            )
-                        )
+                        message = {"content": chunk, "allowed_mentions": NO_PINGS}
+                        items.append(Send(message, channel=channel_id).item())
                 items.extend(closing_items(live, game))
             items.extend(lobby_edit(live))
             return items

@@ -6,22 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import discord
 
-from bot.errors import UserError
-from bot.footprint import (
-    provision_plan,
-    rollback_plan,
-)
-from bot.i18n import key_str, t
-from bot.outbox import CREATES
-from bot.service import GameBroken, LiveGame, NoGame
-from bot.storage import GameState, OutboxItem
-from cogs.channels import (
+from bot.channels import (
     Layout,
     exposure,
     exposure_lines,
@@ -31,20 +22,26 @@ from cogs.channels import (
     permission_names,
     resolved,
 )
-from cogs.common import (
-    mention,
-    phrase,
-    shown_name,
-    status_text,
+from bot.errors import UserError
+from bot.footprint import (
+    provision_plan,
+    rollback_plan,
 )
+from bot.i18n import NO_PINGS, key_str, mention, phrase, t
+from bot.outbox import CREATES
+from bot.outbox.intents import Send, Sweep
+from bot.service import GameBroken, LiveGame, NoGame
+from bot.storage import GameRecord, GameState, OutboxItem
 from cogs.failures import Failure, failure_of, reason_failure, start_refused_text
-from cogs.limits import chunks
-from cogs.lobby import lobby_cities, lobby_edit, log_items
-from cogs.mentions import command
-from cogs.render import (
-    NO_PINGS,
-    pings_on,
+from cogs.host.common import (
+    HOST,
+    NEEDS,
+    TOKEN_MARGIN,
+    HostBase,
+    seat_players,
 )
+from cogs.host.welcome import welcome_items
+from cogs.lobby import lobby_cities, lobby_edit, log_items
 from cogs.room import check_room
 from cogs.spectators import mode_of as spectator_mode
 from rules import (
@@ -54,18 +51,6 @@ from rules import (
     RuleOptions,
     Setup,
     deal,
-)
-
-if TYPE_CHECKING:
-    pass
-
-from cogs.host.common import (
-    HOST,
-    NEEDS,
-    RESIDENTS_LIMIT,
-    TOKEN_MARGIN,
-    HostBase,
-    seat_players,
 )
 
 log = logging.getLogger(__name__)
@@ -123,14 +108,53 @@ class HostStart(HostBase):
         """Deal, store the deal and the provisioning plan (lobby → starting), wait for the plan to
         be carried out; the host's answer (None: the interaction was applied before)."""
         live = await self._host_game(interaction, running=False)
-        if live.record.state == GameState.STARTING:
-            raise UserError("error.already_starting")
-        if live.record.state != GameState.LOBBY:
-            raise UserError("error.not_lobby")
+        refuse_unless_lobby(live.record)
         guild = interaction.guild
         assert guild is not None
-        lobby = live.record.lobby
-        players = [p["id"] for p in lobby.get("players", [])]
+        players = [p["id"] for p in live.record.lobby.get("players", [])]
+        self._check_startable(live, guild, players)
+        seed = self.bot.deal_seed()
+        cities = lobby_cities(live)
+        setup = self._deal(live, players, cities, seed)
+        game = Game.create(setup, seed)
+        quiet = {str(user) for user in await self.bot.service.quiet_players(players)}
+        check_room(guild, game, quiet, spectators=spectator_mode(live.record) != "off")
+        start = Start(
+            players,
+            seed,
+            setup,
+            game,
+            quiet,
+            exposed=self._exposure(guild, live),
+            guild_id=guild.id,
+            bot_id=self.bot.user.id if self.bot.user else 0,
+            # how to answer the interaction when the start ends after this waiter (or process)
+            answer={
+                "application_id": interaction.application_id,
+                "token": interaction.token,
+                "at": interaction.created_at.timestamp(),
+            },
+        )
+        if not await self.bot.service.update(live.id, start.begin, interaction_id=interaction.id):
+            return None
+        # registered before anything yields to the loop: the provisioning cannot have ended yet
+        waiter: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._waiters[live.id] = waiter
+        log.info("game %s: starting, %d players in %s", live.id, len(players), cities)
+        try:
+            return await asyncio.wait_for(asyncio.shield(waiter), self.start_wait)
+        except TimeoutError:
+            return phrase(live, "host.still_starting")
+        finally:
+            if self._waiters.get(live.id) is waiter:
+                del self._waiters[live.id]
+
+    def _check_startable(self, live: LiveGame, guild: discord.Guild, players: list[int]) -> None:
+        """Refuse a start with a player seated in another game, or the bot lacking permissions.
+
+        Raises:
+            UserError: ``error.player_in_other_game`` or ``error.missing_permissions``.
+        """
         for player in players:
             other = self.bot.service.game_of_player(player)
             if other is not None and other.id != live.id:
@@ -140,14 +164,20 @@ class HostStart(HostBase):
             raise UserError(
                 "error.missing_permissions", permissions=permission_names(live.language, lacking)
             )
-        seed = random.SystemRandom().randrange(2**31)
-        cities = lobby_cities(live)
+
+    def _deal(self, live: LiveGame, players: list[int], cities: list[str], seed: int) -> Setup:
+        """The lobby's players seated and dealt their statuses under the lobby's rules.
+
+        Raises:
+            UserError: ``error.cannot_deal`` saying why the rules refuse the deal.
+        """
+        lobby = live.record.lobby
         setup_options = lobby.get("setup", {})
         try:
             options = RuleOptions.from_dict(
                 {**self.bot.config.rules.to_dict(), **lobby.get("rules", {})}
             )
-            setup = deal(
+            return deal(
                 seat_players(players, cities, seed),
                 seed,
                 RoleCounts(
@@ -162,54 +192,6 @@ class HostStart(HostBase):
             raise UserError(
                 "error.cannot_deal", reason=phrase(live, f"error.{error.code}", **error.params)
             ) from None
-        game = Game.create(setup, seed)
-        quiet = {str(user) for user in await self.bot.service.quiet_players(players)}
-        check_room(guild, game, quiet, spectators=spectator_mode(live.record) != "off")
-        exposed = self._exposure(guild, live)
-        bot_id = self.bot.user.id if self.bot.user else 0
-        # how to answer the interaction when the start ends after this waiter (or this process)
-        answer = {
-            "application_id": interaction.application_id,
-            "token": interaction.token,
-            "at": interaction.created_at.timestamp(),
-        }
-
-        def begin(live: LiveGame) -> list[OutboxItem]:
-            record = live.record
-            if record.state == GameState.STARTING:
-                raise UserError("error.already_starting")
-            if record.state != GameState.LOBBY:
-                raise UserError("error.not_lobby")
-            if [p["id"] for p in record.lobby.get("players", [])] != players:
-                raise UserError("error.lobby_changed")  # someone joined or left while it was dealt
-            attempt = int(record.lobby.get("attempts", 0)) + 1
-            layout = layout_for(
-                live, game, guild_id=guild.id, bot_id=bot_id, quiet=quiet, attempt=attempt
-            )
-            record.state, record.setup, record.seed = GameState.STARTING, setup.to_dict(), seed
-            record.lobby["attempts"] = attempt
-            record.lobby["provision"] = {
-                "attempt": attempt,
-                "state": "creating",
-                "layout": layout.to_channels(),
-                "exposed": exposed,
-                "answer": answer,
-            }
-            return provision_plan(live, game, layout) + lobby_edit(live)
-
-        if not await self.bot.service.update(live.id, begin, interaction_id=interaction.id):
-            return None
-        # registered before anything yields to the loop: the provisioning cannot have ended yet
-        waiter: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._waiters[live.id] = waiter
-        log.info("game %s: starting, %d players in %s", live.id, len(players), cities)
-        try:
-            return await asyncio.wait_for(asyncio.shield(waiter), self.start_wait)
-        except TimeoutError:
-            return phrase(live, "host.still_starting")
-        finally:
-            if self._waiters.get(live.id) is waiter:
-                del self._waiters[live.id]
 
     def _exposure(self, guild: discord.Guild, live: LiveGame) -> dict[str, list[str]]:
         """The players whose server permissions show them hidden rooms or the audit log: as the
@@ -268,7 +250,7 @@ class HostStart(HostBase):
         def prepare(live: LiveGame) -> list[OutboxItem]:
             live.record.channels = layout.to_channels()
             live.record.lobby.pop("provision", None)
-            items = self._welcome(live)
+            items = welcome_items(live)
             # nobody waits (a long start, or one resumed after a restart): the host's log says
             # what the interaction's answer can no longer say
             lines = (
@@ -279,13 +261,8 @@ class HostStart(HostBase):
                 else []
             )
             if lines:
-                items.append(
-                    OutboxItem(
-                        "send",
-                        {"channel_id": layout.log},
-                        {"content": "\n".join(lines)[:2000], "allowed_mentions": NO_PINGS},
-                    )
-                )
+                message = {"content": "\n".join(lines)[:2000], "allowed_mentions": NO_PINGS}
+                items.append(Send(message, channel=layout.log).item())
             return items
 
         try:
@@ -393,9 +370,8 @@ class HostStart(HostBase):
             provision = live.record.lobby["provision"]
             provision.update(state="rollback", reason=reason, target=target)
             sweep = (
-                OutboxItem(
-                    "sweep",
-                    plans[-1].target,
+                Sweep(
+                    Sweep.read(plans[-1]).guild,
                     {
                         **plans[-1].payload,
                         "category": None,
@@ -403,7 +379,7 @@ class HostStart(HostBase):
                         "creates_until": creates_until,
                     },
                     lane="provision",
-                )
+                ).item()
                 if plans
                 else None
             )
@@ -445,13 +421,8 @@ class HostStart(HostBase):
             items = lobby_edit(live)
             channel = record.lobby.get("channel_id")
             if target == "lobby" and not waiting and channel:  # resumed after a restart: say it
-                items.append(
-                    OutboxItem(
-                        "send",
-                        {"channel_id": int(channel)},
-                        {"content": text, "allowed_mentions": NO_PINGS},
-                    )
-                )
+                message = {"content": text, "allowed_mentions": NO_PINGS}
+                items.append(Send(message, channel=int(channel)).item())
             return items
 
         await self.bot.service.update(live.id, change)
@@ -463,89 +434,60 @@ class HostStart(HostBase):
     def _failure_text(self, live: LiveGame, reason: dict[str, Any]) -> str:
         return start_refused_text(live.language, reason_failure(reason))
 
-    def _welcome(self, live: LiveGame) -> list[OutboxItem]:
-        """The first messages: residents per city (pinging the city's role) with a "my status"
-        button, the mafia its own, the deal in the log."""
-        game = live.game
-        assert game is not None
-        channels = live.record.channels
-        roles = channels.get("roles", {}).get("cities", {})
-        items: list[OutboxItem] = []
-        role_button = [
-            {
-                "type": 1,
-                "components": [
-                    {
-                        "type": 2,
-                        "style": 1,
-                        "custom_id": f"mafia:role:{live.id}",
-                        "label": phrase(live, "welcome.role"),
-                    }
-                ],
-            }
-        ]
-        for city in game.cities:
-            # the residents that fit beside the text, the rest in messages of their own
-            residents = chunks(
-                [", ".join(mention(p) for p in game.residents[city])], RESIDENTS_LIMIT
-            )
-            text = phrase(
-                live,
-                "welcome.city",
-                city=city,
-                players=residents[0] if residents else "—",
-                me=command(live.language, "mafia me"),
-                help=command(live.language, "help"),
-                rules=command(live.language, "rules"),
-            )
-            if len(game.cities) > 1:
-                text += "\n" + phrase(
-                    live, "welcome.touring", touring=", ".join(game.touring_order)
-                )
-            living = roles.get(city, {}).get("living")
-            mentions: dict[str, Any] = NO_PINGS
-            if living is not None and pings_on(live):
-                text = f"<@&{living}>\n{text}"
-                mentions = {"parse": [], "roles": [str(living)]}
-            parts = [text, *residents[1:]]
-            for index, part in enumerate(parts):
-                payload: dict[str, Any] = {
-                    "content": part,
-                    "allowed_mentions": mentions if index == 0 else NO_PINGS,
-                }
-                if index == len(parts) - 1:
-                    payload["components"] = role_button
-                items.append(
-                    OutboxItem("send", {"channel_id": channels["cities"][city]["text"]}, payload)
-                )
-            for part in chunks(
-                [", ".join(mention(p) for p in game.living_mafiosi(city))], RESIDENTS_LIMIT
-            ):
-                items.append(
-                    OutboxItem(
-                        "send",
-                        {"channel_id": channels["cities"][city]["mafia"]},
-                        {
-                            "content": phrase(live, "welcome.mafia", city=city, players=part),
-                            "allowed_mentions": NO_PINGS,
-                        },
-                    )
-                )
-        deal_lines = [phrase(live, "log.deal", seed=game.seed)]
-        for city in game.cities:
-            deal_lines.append(phrase(live, "summary.city", city=city))
-            for player in game.residents[city]:
-                deal_lines.append(
-                    f"• {mention(player)} ({shown_name(live, player)}) — "
-                    f"{status_text(live, game.status_of(player).value)}"
-                )
-        for chunk in chunks(deal_lines):
-            items.append(
-                OutboxItem(
-                    "send",
-                    {"channel_id": channels["log"]},
-                    {"content": chunk, "allowed_mentions": NO_PINGS},
-                )
-            )
-        items.extend(lobby_edit(live))
-        return items
+
+def refuse_unless_lobby(record: GameRecord) -> None:
+    """Refuse to start a game that is not a lobby.
+
+    Raises:
+        UserError: ``error.already_starting`` or ``error.not_lobby``.
+    """
+    if record.state == GameState.STARTING:
+        raise UserError("error.already_starting")
+    if record.state != GameState.LOBBY:
+        raise UserError("error.not_lobby")
+
+
+@dataclass(frozen=True)
+class Start:
+    """A start dealt outside the game's lock, stored under it by :meth:`begin`."""
+
+    players: list[int]
+    seed: int
+    setup: Setup
+    game: Game
+    quiet: set[str]
+    exposed: dict[str, list[str]]
+    guild_id: int
+    bot_id: int
+    answer: dict[str, Any]
+
+    def begin(self, live: LiveGame) -> list[OutboxItem]:
+        """The lobby becomes a game being started: the deal, this attempt's layout and the
+        provisioning plan, stored in one commit (refused if the lobby changed meanwhile)."""
+        record = live.record
+        refuse_unless_lobby(record)
+        if [p["id"] for p in record.lobby.get("players", [])] != self.players:
+            raise UserError("error.lobby_changed")  # someone joined or left while it was dealt
+        attempt = int(record.lobby.get("attempts", 0)) + 1
+        layout = layout_for(
+            live,
+            self.game,
+            guild_id=self.guild_id,
+            bot_id=self.bot_id,
+            quiet=self.quiet,
+            attempt=attempt,
+        )
+        record.state, record.setup, record.seed = (
+            GameState.STARTING,
+            self.setup.to_dict(),
+            self.seed,
+        )
+        record.lobby["attempts"] = attempt
+        record.lobby["provision"] = {
+            "attempt": attempt,
+            "state": "creating",
+            "layout": layout.to_channels(),
+            "exposed": self.exposed,
+            "answer": self.answer,
+        }
+        return provision_plan(live, self.game, layout) + lobby_edit(live)

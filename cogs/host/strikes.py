@@ -7,12 +7,10 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
+from bot.i18n import mention, phrase
 from bot.service import GameBroken, LiveGame, MovedOn, NoGame
 from bot.storage import GameState, OutboxItem
-from cogs.common import (
-    mention,
-    phrase,
-)
+from bot.timers import GameTasks
 from cogs.lobby import log_items
 from rules import (
     ProcuratorKill,
@@ -26,7 +24,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class LeaveStrikes:
+class LeaveStrikes(GameTasks):
     """The Procurator's strike of players who left the game or the server (``leave_strike``):
     each game's pending strikes are stored in its record (``lobby.leaving``: player → when), so
     a restart re-arms them; one task per game sleeps until the earliest and is woken by every
@@ -59,25 +57,11 @@ class LeaveStrikes:
         """(Re)consider a game's strikes; called after every commit."""
         if self._closed or not self.pending(live):
             return
-        self._wake.setdefault(live.id, asyncio.Event()).set()
-        task = self._tasks.get(live.id)
-        if task is None or task.done():
-            self._tasks[live.id] = asyncio.create_task(
-                self._run(live.id), name=f"strikes-{live.id}"
-            )
+        self._wake_game(live.id, start=True, name=f"strikes-{live.id}")
 
     async def restore(self, live: LiveGame) -> None:
         """A game loaded at start: arm what it had pending."""
         self.arm(live)
-
-    async def close(self) -> None:
-        """Stop every task (the strikes stay stored)."""
-        self._closed = True
-        for task in self._tasks.values():
-            task.cancel()
-        for task in self._tasks.values():
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
 
     async def _run(self, game_id: int) -> None:
         wake = self._wake.setdefault(game_id, asyncio.Event())

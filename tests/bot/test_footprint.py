@@ -3,6 +3,7 @@ order, what the reconciler repairs, how member overwrites stand in for a role ab
 
 from __future__ import annotations
 
+from bot.channels import CityPlaces, Layout
 from bot.footprint import (
     SPECTATORS_KEY,
     Observed,
@@ -13,7 +14,6 @@ from bot.footprint import (
     repairs,
 )
 from bot.permissions import LISTEN, READ, SILENCE, TRIBUNE_SILENCE, WRITE
-from cogs.channels import CityPlaces, Layout
 from rules import ProcuratorKill
 from tests.rules.helpers import make_game
 

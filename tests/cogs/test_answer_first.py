@@ -17,7 +17,7 @@ import time
 import discord
 
 from bot.i18n import t
-from tests.cogs.scenes import accepted, assert_unchanged, quick_edits, snapshot
+from tests.cogs.scenes import accepted, assert_unchanged, deliver_again, quick_edits, snapshot
 from tests.fakediscord.interactions import (
     CALLBACK_CHANNEL_MESSAGE,
     CALLBACK_DEFERRED_CHANNEL_MESSAGE,
@@ -133,3 +133,23 @@ async def test_a_young_command_with_the_lock_free_is_answered_in_one_callback():
         vote = await table.slash(voter, "vote", {"player": table.pid(nominee)})
         assert vote.callback_type == CALLBACK_CHANNEL_MESSAGE and len(vote.attempts) == 1
         assert vote.content == t("ru", "reply.vote", target=f"<@{table.pid(nominee)}>")
+
+
+async def test_an_old_interaction_delivered_twice_is_acknowledged_once():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        voter, nominee = await voting_game(table)
+        rows = len(await table.bot.storage.commands(table.live().id))
+        vote = await table.fake.slash(
+            table.guild_id,
+            table.member(voter).user.id,
+            "vote",
+            {"player": table.pid(nominee)},
+            locale="ru",
+            interaction_id=sent_ago(2.0),
+        )
+        await vote.wait_original()
+        await deliver_again(table, vote)  # older still: it would be acknowledged first again
+        await table.drain()
+        assert [attempt.type for attempt in vote.attempts] == [CALLBACK_DEFERRED_CHANNEL_MESSAGE]
+        assert len(await table.bot.storage.commands(table.live().id)) == rows + 1

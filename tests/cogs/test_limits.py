@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.i18n import t
-from cogs.limits import CONTENT, chunks, clip, listing
+from bot.limits import CONTENT, chunks, clip, listing
 from cogs.mentions import command
 from tests.cogs.scenes import ballot_message, quick_edits, run
 from tests.harness import bot_table

@@ -14,7 +14,7 @@ import pytest
 import pytest_asyncio
 
 from bot.i18n import t
-from cogs.limits import CITIES, CITY_NAME
+from bot.limits import CITIES, CITY_NAME
 from tests.cogs.scenes import another_guild, assert_unchanged, snapshot
 from tests.fakediscord import InteractionResult
 from tests.fakediscord.interactions import INTERACTION_APPLICATION_COMMAND

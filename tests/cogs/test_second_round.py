@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from bot.i18n import t
+from bot.limits import sections
 from bot.service import LiveGame
-from cogs.limits import sections
 from cogs.mentions import command
 from tests.cogs.scenes import accepted, ballot_message, lobby_message, quick_edits, run
 from tests.harness import Table, bot_table

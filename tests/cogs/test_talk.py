@@ -81,7 +81,8 @@ async def test_a_game_the_way_communities_play_it(language: str) -> None:
 
         # nominations: a resident of the other city and two of this one
         foreign = table.name(game.alive(other)[0])
-        locals_ = [n for n in residents if n != voter][:2]
+        # citizens: the one executed below must not take the night's roles with him
+        locals_ = [n for n in citizens if n != voter][:2]
         nominators = [n for n in residents if n not in locals_ and n != voter][:3]
         for nominator, nominee in zip(nominators, [foreign, *locals_], strict=True):
             await accepted(table, nominator, "nominate", {"player": table.pid(nominee)})

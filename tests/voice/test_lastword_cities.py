@@ -3,8 +3,7 @@ posted, in the city voting on him and in his own city."""
 
 from __future__ import annotations
 
-from bot.i18n import t
-from cogs.common import mention
+from bot.i18n import mention, t
 from tests.voice.test_lastword import opus_packets
 from tests.voice.tribune import VOICE_MESSAGE, tribune
 

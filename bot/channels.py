@@ -42,7 +42,9 @@ from typing import Any
 
 import discord
 
-from bot.i18n import t
+from bot.i18n import mention, phrase, t
+from bot.limits import listing
+from bot.outbox.intents import DeleteChannel, DeleteRole
 from bot.permissions import (
     BOT,
     EVERYONE_DENY,
@@ -60,8 +62,6 @@ from bot.permissions import (
 )
 from bot.service import LiveGame
 from bot.storage import OutboxItem
-from cogs.common import mention, phrase
-from cogs.limits import listing
 from rules import Game, Stage, Status
 
 log = logging.getLogger(__name__)
@@ -409,14 +409,11 @@ def end_of_game_items(channels: dict[str, Any], game: Game | None, at_end: str) 
     layout = layout_of(channels)
     if layout is None or at_end != "delete":
         return []
-    items = [
-        OutboxItem("delete_channel", {"channel_id": target}, {})
-        for target, _ in layout.channels(game)
-    ]
-    items.append(OutboxItem("delete_channel", {"channel_id": layout.category}, {}))
+    items = [DeleteChannel(target).item() for target, _ in layout.channels(game)]
+    items.append(DeleteChannel(layout.category).item())
     spectators = [layout.spectators] if layout.spectators is not None else []
     items.extend(
-        OutboxItem("delete_role", {"guild_id": layout.guild, "role": role}, {}, lane="messages")
+        DeleteRole(layout.guild, role, lane="messages").item()
         for role in layout.roles() + spectators
     )
     return items

@@ -1,0 +1,475 @@
+"""The reconciler: one task per game, woken by the gateway's events, a refused intent and the
+outbox's idle lanes, that compares the game's footprint with what Discord shows and stores what
+repairs the difference (see :mod:`bot.footprint`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import discord
+
+from bot.channels import Layout, resolved
+from bot.footprint.declared import Footprint, declared, of_roles
+from bot.footprint.diff import Observed, Repairs, confirmed, observe, powers_of, repairs
+from bot.footprint.record import kept_after_end, marker, note_pass, noted_standins, notes
+from bot.footprint.repair import kept_items, notices, remade_items, repair_items, to_log
+from bot.outbox import CREATES
+from bot.service import Broken, LiveGame, NoGame
+from bot.storage import GameRecord, GameState, OutboxItem
+from bot.wiring import Hooks
+from rules import Game
+
+if TYPE_CHECKING:
+    from bot.bot import ProkuratorBot
+
+log = logging.getLogger(__name__)
+
+#: seconds a burst of gateway events is given to end before one pass over the game
+SETTLE = 0.2
+#: the lanes that change roles, channels and overwrites (a pass waits until they are idle)
+CHANGING_LANES = ("provision", "permissions")
+#: members asked for at once (Discord's limit for a request by ids)
+QUERY_CHUNK = 100
+
+_Hook = TypeVar("_Hook")
+
+
+def _unhook(hooks: list[_Hook], hook: _Hook) -> None:
+    """Stop calling ``hook`` (if it is still called)."""
+    if hook in hooks:
+        hooks.remove(hook)
+
+
+class Reconciler:
+    """Brings each running game's footprint on Discord back to what it should be (see the module
+    docstring); one task per game, woken by events, never two passes of a game at once."""
+
+    def __init__(self, bot: ProkuratorBot) -> None:
+        self.bot = bot
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._dirty: set[int] = set()
+        self._waiting: set[int] = set()
+        """Games whose pass waits for their lanes to go idle."""
+        self._queried: set[int] = set()
+        self._refused: dict[tuple[int, str], str] = {}
+        """Discord's code for each making again it refused: (game, key) → code."""
+        self._kept: dict[int, set[int]] = {}
+        """Guild → its finished games whose channels are kept (their lock is kept true too)."""
+        self._finished: dict[int, Game | None] = {}
+        """Each kept finished game as its log makes it (None: its log does not replay)."""
+        self._started: dict[int, tuple[dict[str, list[str]], set[int]]] = {}
+        """Who held powers when a game started (its first commit seen running), and the members
+        the bot knew of then, until a pass notes it in the record."""
+        self._closed = False
+        self.passes = 0
+        """Passes made (for tests and benchmarks: a pass that found nothing counts too)."""
+        self.listeners: dict[str, Callable[..., Coroutine[Any, Any, None]]] = {
+            "on_guild_channel_delete": self._channel_event,
+            "on_guild_channel_create": self._channel_event,
+            "on_guild_channel_update": self._channel_update,
+            "on_guild_role_delete": self._role_event,
+            "on_guild_role_create": self._role_event,
+            "on_guild_role_update": self._role_update,
+            "on_member_join": self._member_event,
+            "on_member_remove": self._member_event,
+            "on_member_update": self._member_update,
+            "on_guild_available": self._guild_available,
+        }
+
+    def hooks(self) -> Hooks:
+        """What it listens to, for the composition to install (:func:`bot.wiring.wire`): the
+        gateway's events about its games' roles, channels and members, the outbox's idle lanes
+        and refusals, and every commit."""
+        return Hooks(
+            gateway=list(self.listeners.items()),
+            idle_hooks=[self._idle],
+            failure_hooks=[self._failed],
+            after_commit=[self._committed],
+        )
+
+    async def close(self) -> None:
+        """Stop listening and stop every pass."""
+        self._closed = True
+        for name, listener in self.listeners.items():
+            self.bot.remove_listener(listener, name)
+        _unhook(self.bot.outbox.idle_hooks, self._idle)
+        _unhook(self.bot.outbox.failure_hooks, self._failed)
+        _unhook(self.bot.service.after_commit, self._committed)
+        for task in self._tasks.values():
+            task.cancel()
+        for task in self._tasks.values():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    # ------------------------------------------------------------------ what wakes it
+
+    def request(self, game_id: int) -> None:
+        """Look at a game again soon."""
+        if self._closed:
+            return
+        self._dirty.add(game_id)
+        task = self._tasks.get(game_id)
+        if task is None or task.done():
+            self._tasks[game_id] = asyncio.create_task(
+                self._run(game_id), name=f"footprint-{game_id}"
+            )
+
+    def _guild(self, guild_id: int | None) -> None:
+        if guild_id is None:
+            return
+        for live in self.bot.service.games():
+            if live.record.guild_id == guild_id and live.record.state == GameState.RUNNING:
+                self.request(live.id)
+        for game_id in sorted(self._kept.get(guild_id, ())):
+            self.request(game_id)
+
+    async def _channel_event(self, channel: discord.abc.GuildChannel) -> None:
+        self._guild(channel.guild.id)
+
+    async def _channel_update(
+        self, before: discord.abc.GuildChannel, after: discord.abc.GuildChannel
+    ) -> None:
+        if before.overwrites != after.overwrites or before.category_id != after.category_id:
+            self._guild(after.guild.id)
+
+    async def _role_event(self, role: discord.Role) -> None:
+        self._guild(role.guild.id)
+
+    async def _role_update(self, before: discord.Role, after: discord.Role) -> None:
+        if before.position != after.position or before.permissions != after.permissions:
+            self._guild(after.guild.id)
+
+    async def _member_event(self, member: discord.Member) -> None:
+        self._guild(member.guild.id)
+
+    async def _member_update(self, before: discord.Member, after: discord.Member) -> None:
+        if before.roles != after.roles:
+            self._guild(after.guild.id)
+
+    async def _guild_available(self, guild: discord.Guild) -> None:
+        try:
+            kept = await self.bot.storage.kept_finished(guild.id)
+        except Exception:
+            log.exception(
+                "guild %s: could not read which finished games keep their channels", guild.id
+            )
+            kept = []
+        if kept:
+            self._kept.setdefault(guild.id, set()).update(kept)
+        self._guild(guild.id)
+
+    async def _failed(self, item: OutboxItem, error: BaseException) -> None:
+        if item.kind in CREATES and str(item.target.get("key", "")).startswith("again"):
+            # a role or channel made again that Discord refused: said to the host when the lane
+            # is idle, and not tried again in this game (its cap reached, a permission taken)
+            code = getattr(error, "code", None) or getattr(error, "status", None) or "—"
+            self._refused[(item.game_id, str(item.target["key"]))] = str(code)
+            return
+        if item.kind in ("member_role", "overwrite", "send", "edit_channel"):
+            live = self.bot.service.find(item.game_id)
+            if live is not None and live.record.state == GameState.RUNNING:
+                self.request(item.game_id)
+
+    def _committed(self, live: LiveGame) -> None:
+        if live.record.state != GameState.RUNNING:
+            self._started.pop(live.id, None)
+        if (
+            live.record.state == GameState.RUNNING
+            and "footprint" not in live.record.channels
+            and live.game is not None
+        ):
+            # a game just started: who holds powers now is what a later grant is compared with,
+            # taken here and not at the first pass (which waits for the lanes: a grant meanwhile
+            # would be taken for one held at the start)
+            guild = self.bot.get_guild(live.record.guild_id)
+            if guild is not None and live.id not in self._started:
+                self._started[live.id] = (
+                    {str(user): kinds for user, kinds in powers_of(guild).items()},
+                    {member.id for member in guild.members},
+                )
+            self.request(live.id)
+        elif kept_after_end(live.record) and live.id not in self._kept.get(
+            live.record.guild_id, set()
+        ):
+            self._kept.setdefault(live.record.guild_id, set()).add(live.id)
+            self.request(live.id)  # a game just ended: once its lock is on, it is kept so
+
+    async def _idle(self, game_id: int, lane: str) -> None:
+        if lane == "provision":
+            await self._remade(game_id)
+        if game_id in self._waiting and lane in ("provision", "permissions"):
+            self._waiting.discard(game_id)
+            self.request(game_id)
+
+    # ------------------------------------------------------------------ a pass
+
+    async def _run(self, game_id: int) -> None:
+        while game_id in self._dirty and not self._closed:
+            await asyncio.sleep(SETTLE)  # the rest of a burst of events
+            self._dirty.discard(game_id)
+            if await self._busy(game_id):
+                self._waiting.add(game_id)
+                if await self._busy(game_id):
+                    return  # the idle hook asks again
+                self._waiting.discard(game_id)
+            try:
+                await self.reconcile(game_id)
+            except NoGame:
+                return
+            except Exception:
+                log.exception("game %s: could not reconcile its roles and channels", game_id)
+
+    async def _look_when_idle(self, game_id: int) -> None:
+        """Look at the game again once its changing lanes are idle: their idle hook asks, or, if
+        they went idle before the game was put on the waiting list, a pass is asked for now."""
+        self._waiting.add(game_id)
+        if not await self._busy(game_id):
+            self._waiting.discard(game_id)
+            self.request(game_id)
+
+    async def _busy(self, game_id: int) -> bool:
+        return (await self.bot.storage.lanes_progress(game_id, CHANGING_LANES))[1] > 0
+
+    async def _ids(self, live: LiveGame) -> Layout | None:
+        """The game's layout with every id resolved (None: something is still being made)."""
+        channels = live.record.channels
+        if "roles" not in channels:
+            return None
+        layout = Layout.from_channels(channels)
+        try:
+            return resolved(layout, await self.bot.storage.provisioned(live.id))
+        except KeyError:
+            return None
+
+    async def reconcile(self, game_id: int) -> Repairs | None:
+        """One pass over a game: the difference found (and repaired), None if it was not looked at."""
+        live = self.bot.service.find(game_id)
+        if live is None or live.record.state != GameState.RUNNING:
+            return await self._reconcile_kept(game_id)
+        if live.game is None or live.broken is not None:
+            return None
+        if notes(dict(live.record.channels)).get("remaking"):
+            return None
+        guild = self.bot.get_guild(live.record.guild_id)
+        layout = await self._ids(live)
+        if guild is None or layout is None:
+            return None
+        progress = await self.bot.storage.lanes_progress(game_id, CHANGING_LANES)
+        if progress[1]:  # the game's own changes are on their way: look once they are made
+            await self._look_when_idle(game_id)
+            return None
+        self.passes += 1
+        footprint = declared(live, live.game, layout)
+        users = [seat.user for seat in footprint.seats]
+        if game_id not in self._queried:  # after a restart the bot knows no member yet
+            self._queried.add(game_id)
+            await _query(guild, users)
+        seen = observe(guild, [int(place.id) for place in footprint.places], users)
+        given_up = {tuple(path) for path in notes(dict(live.record.channels)).get("given_up", [])}
+        found = repairs(footprint, seen, given_up)
+        if found:
+            found = await confirmed(self.bot.http, guild, footprint, seen, found, given_up)
+            if await self.bot.storage.lanes_progress(game_id, CHANGING_LANES) != progress:
+                # the game changed Discord while the pass looked (a death committed meanwhile, its
+                # roles being given): what it saw is stale, and repairing it would do them twice
+                await self._look_when_idle(game_id)
+                return None
+        await self._write(live, footprint, seen, found, marker(live))
+        return found
+
+    async def _reconcile_kept(self, game_id: int) -> Repairs | None:
+        """One pass over a finished game whose channels are kept: the footprint of the game over
+        (the end's lock, the spectators' role where it reads) is put back, every overwrite of a
+        game role or @everyone and who holds which game role; nothing is made again (what a
+        person deletes of a finished game stays deleted, as its transcript would delete it)."""
+        record = await self.bot.storage.game(game_id)
+        if record is None or not await self._still_kept(record):
+            return None
+        guild = self.bot.get_guild(record.guild_id)
+        live = LiveGame(record, language=await self.bot.service.language(record.guild_id))
+        layout = await self._ids(live)
+        if guild is None or layout is None:
+            return None
+        self.passes += 1
+        game = await self._finished_game(record)
+        footprint = declared(
+            live, game, layout, over=True, reveal=bool(record.lobby.get("reveal", True))
+        )
+        users = [seat.user for seat in footprint.seats]
+        seen = observe(guild, [int(place.id) for place in footprint.places], users)
+        footprint = of_roles(footprint, seen.roles.keys() | {footprint.guild})
+        everything = {role.path for role in footprint.roles} | {
+            place.path for place in footprint.places
+        }
+        found = repairs(footprint, seen, everything)
+        if found:
+            found = await confirmed(self.bot.http, guild, footprint, seen, found, everything)
+        if found and await self._store_kept(record, kept_items(footprint, found)):
+            log.warning(
+                "game %s (over): footprint repaired: %d role(s) given, %d taken, "
+                "%d overwrite(s) put back",
+                game_id,
+                len(found.adds),
+                len(found.removals),
+                len(found.overwrites),
+            )
+        return found
+
+    async def _finished_game(self, record: GameRecord) -> Game | None:
+        """A kept finished game as its log makes it (None: its log does not replay); a finished
+        game changes no more, so it is replayed once."""
+        if record.id not in self._finished:
+            try:
+                self._finished[record.id] = (
+                    await self.bot.service.finished_game(record)
+                    if record.setup and record.seed is not None
+                    else None
+                )
+            except Broken:
+                self._finished[record.id] = None
+        return self._finished[record.id]
+
+    async def _store_kept(self, record: GameRecord, items: list[OutboxItem]) -> bool:
+        """Store a finished game's repairs, unless its record changed since the pass read it
+        (then it is looked at again); whether they were stored."""
+        storage = self.bot.storage
+        async with self.bot.service.lock(record.id):
+            now = await storage.game(record.id)
+            if now is None or now.channels != record.channels or not await self._still_kept(now):
+                self.request(record.id)  # someone began or stopped watching meanwhile: look again
+                return False
+            await storage.add_outbox(record.id, items)
+        self.bot.outbox.kick(record.id)
+        return True
+
+    async def _still_kept(self, record: GameRecord) -> bool:
+        """Whether a finished game's channels are still kept (no transcript replaces them); a game
+        no longer kept is forgotten."""
+        transcript = await self.bot.storage.transcript(record.id)
+        if kept_after_end(record) and (
+            transcript is None or transcript["state"] not in ("posting", "done")
+        ):
+            return True
+        self._kept.get(record.guild_id, set()).discard(record.id)
+        self._finished.pop(record.id, None)
+        return False
+
+    # ------------------------------------------------------------------ what a pass stores
+
+    async def _write(
+        self, live: LiveGame, footprint: Footprint, seen: Observed, found: Repairs, looked: str
+    ) -> None:
+        """Store what the pass decided: its intents, the host's notices, the reconciler's notes
+        (nothing if the game changed since the pass looked, ``looked`` being its :func:`marker`
+        then: a death meanwhile, say; then the game is looked at again)."""
+        before = notes(dict(live.record.channels))
+        known_stuck = set(before.get("stuck", []))
+        new_stuck = [role for role in found.stuck if role not in known_stuck]
+        powers = {str(user): kinds for user, kinds in seen.powers.items()}
+        gained = self._gained(live, before.get("powers"), powers)
+        old_standins = noted_standins(before)
+        if (
+            not found
+            and not new_stuck
+            and not gained
+            and before.get("powers") == powers
+            and old_standins == found.standins
+            and set(found.stuck) == known_stuck
+        ):
+            return
+        bot_role = self._bot_role_name(live)
+
+        def change(live: LiveGame) -> list[OutboxItem]:
+            if live.record.state != GameState.RUNNING:
+                return []
+            if marker(live) != looked:
+                self.request(live.id)
+                return []
+            state = notes(live.record.channels)
+            items = repair_items(live, footprint, found, old_standins)
+            note_pass(state, found.stuck, powers, found.standins)
+            channels = live.record.channels
+            for line in notices(live, footprint, new_stuck, gained, bot_role):
+                items += to_log(channels, line[:2000])
+            return items
+
+        await self.bot.service.update(live.id, change)
+        stored = self.bot.service.find(live.id)
+        if stored is None or "powers" in notes(dict(stored.record.channels)):
+            self._started.pop(live.id, None)  # noted in the record from now on
+        if found or new_stuck or gained:
+            _log_repaired(live.id, found, gained)
+
+    def _gained(
+        self, live: LiveGame, noted: dict[str, list[str]] | None, powers: dict[str, list[str]]
+    ) -> dict[str, list[str]]:
+        """Who gained :data:`~bot.footprint.diff.POWERS` since they were ``noted`` (or since the
+        game started), the game's host and co-hosts left out: member → the powers gained."""
+        if noted is None and live.id in self._started:
+            # a member the bot did not know of at the start (met since, or queried by this pass)
+            # is taken to hold then what he holds now
+            held, known = self._started[live.id]
+            noted = {
+                **{user: kinds for user, kinds in powers.items() if int(user) not in known},
+                **held,
+            }
+        if noted is None:
+            return {}
+        gained = {
+            user: [kind for kind in kinds if kind not in noted.get(user, [])]
+            for user, kinds in powers.items()
+        }
+        staff = self._staff(live)
+        return {user: kinds for user, kinds in gained.items() if kinds and int(user) not in staff}
+
+    def _staff(self, live: LiveGame) -> set[int]:
+        return {live.record.host_id, *(int(c) for c in live.record.channels.get("cohosts", []))}
+
+    def _bot_role_name(self, live: LiveGame) -> str:
+        guild = self.bot.get_guild(live.record.guild_id)
+        me = guild.me if guild is not None else None
+        return me.top_role.name if me is not None else "—"
+
+    async def _remade(self, game_id: int) -> None:
+        """The provisioning lane is idle: what was made again takes the old ids' place in the
+        record, a category's channels go back in it, and each new channel says why it is new
+        (:func:`~bot.footprint.repair.remade_items`)."""
+        live = self.bot.service.find(game_id)
+        if live is None or live.record.state != GameState.RUNNING:
+            return
+        remaking = notes(dict(live.record.channels)).get("remaking")
+        if not remaking:
+            return
+        made = await self.bot.storage.provisioned(game_id)
+        await self.bot.service.update(game_id, lambda live: remade_items(live, made, self._refused))
+        self.request(game_id)
+
+
+async def _query(guild: discord.Guild, users: list[int]) -> None:
+    """Ask the gateway for these members (the bot's cache knows none after a restart)."""
+    for start in range(0, len(users), QUERY_CHUNK):
+        with contextlib.suppress(Exception):
+            await guild.query_members(
+                user_ids=users[start : start + QUERY_CHUNK], limit=QUERY_CHUNK, cache=True
+            )
+
+
+def _log_repaired(game_id: int, found: Repairs, gained: dict[str, list[str]]) -> None:
+    log.warning(
+        "game %s: footprint repaired: %d role(s) and %d channel(s) made again, %d role(s) given, "
+        "%d taken, %d overwrite(s) put back, roles above the bot %s, members standing in %s, "
+        "powers gained %s",
+        game_id,
+        len(found.lost_roles),
+        len(found.lost_places),
+        len(found.adds),
+        len(found.removals),
+        len(found.overwrites),
+        list(found.stuck),
+        sorted(found.standins),
+        gained,
+    )

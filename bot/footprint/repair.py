@@ -1,0 +1,208 @@
+"""The intents that repair a difference a pass found: roles given and taken, overwrites put
+back, member overwrites standing in for roles the bot cannot move, lost roles and channels made
+again (and what takes their place once made), and what the host is told in his log."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bot.channels import Overwrite, Target, permission_names
+from bot.footprint.declared import Footprint, PlaceSpec, RoleSpec
+from bot.footprint.diff import Repairs
+from bot.footprint.making import create_channel_item, create_role_item
+from bot.footprint.record import children, notes, put
+from bot.i18n import NO_PINGS, mention, phrase
+from bot.outbox import intents
+from bot.service import LiveGame
+from bot.storage import OutboxItem
+
+log = logging.getLogger(__name__)
+
+#: the standing-in member overwrites noted in the record: member → channel → (allow, deny)
+Standins = dict[int, dict[int, tuple[int, int]]]
+
+
+def repair_items(
+    live: LiveGame, footprint: Footprint, found: Repairs, old_standins: Standins
+) -> list[OutboxItem]:
+    """What puts the difference right, in the permissions lane: roles given, then taken,
+    overwrites put back, member overwrites put or dropped (``old_standins``: those put before).
+    A lost role or channel is made again instead (:func:`remake_items`)."""
+    if found.lost_roles or found.lost_places:
+        return remake_items(live, footprint, found)
+    guild, lane = footprint.guild, "permissions"
+    items = [intents.MemberRole(guild, u, r, True, lane=lane).item() for u, r in found.adds]
+    items += [intents.MemberRole(guild, u, r, False, lane=lane).item() for u, r in found.removals]
+    items += [
+        intents.Overwrite(channel, role, False, allow, deny, lane=lane).item()
+        for channel, role, allow, deny in found.overwrites
+    ]
+    items += [
+        intents.Overwrite(channel, user, True, allow, deny, lane=lane).item()
+        for user, chans in found.standins.items()
+        for channel, (allow, deny) in chans.items()
+        if old_standins.get(user, {}).get(channel) != (allow, deny)
+    ]
+    items += [
+        intents.Overwrite(channel, user, True, delete=True, lane=lane).item()
+        for user, chans in old_standins.items()
+        for channel in chans
+        if channel not in found.standins.get(user, {})
+    ]
+    return items
+
+
+def kept_items(footprint: Footprint, found: Repairs) -> list[OutboxItem]:
+    """What puts a finished game's difference right, in the permissions lane: roles taken, then
+    given, overwrites put back."""
+    guild, lane = footprint.guild, "permissions"
+    items = [
+        intents.MemberRole(guild, user, role, add, lane=lane).item()
+        for add, pairs in ((False, found.removals), (True, found.adds))
+        for user, role in pairs
+    ]
+    items += [
+        intents.Overwrite(channel, role, False, allow, deny, lane=lane).item()
+        for channel, role, allow, deny in found.overwrites
+    ]
+    return items
+
+
+def remake_items(live: LiveGame, footprint: Footprint, found: Repairs) -> list[OutboxItem]:
+    """Make lost roles and channels again under fresh keys (the record keeps the old ids until
+    they are made: :func:`remade_items` swaps them and says so in the new channels)."""
+    state = notes(live.record.channels)
+    serial = int(state.get("serial", 0)) + 1
+    state["serial"] = serial
+    reason = phrase(live, "channel.category", game=live.id)
+    keys: dict[Target, str] = {}
+    remaking: list[dict[str, Any]] = []
+    lost: list[tuple[RoleSpec | PlaceSpec, str]] = [(role, "role") for role in found.lost_roles]
+    lost += [(place, "channel") for place in found.lost_places]
+    for spec, kind in lost:
+        key = f"again{serial}:{'/'.join(spec.path)}"
+        keys[spec.id] = key
+        remaking.append({"key": key, "path": list(spec.path), "kind": kind, "name": spec.name})
+    items = [create_role_item(footprint, role, reason, keys[role.id]) for role in found.lost_roles]
+    items += [_channel_again(footprint, place, reason, keys) for place in found.lost_places]
+    lost_places = {place.id for place in found.lost_places}
+    for role in found.lost_roles:
+        items += _role_again(footprint, role, keys[role.id], lost_places)
+    state["remaking"] = remaking
+    return items
+
+
+def _channel_again(
+    footprint: Footprint, place: PlaceSpec, reason: str, keys: dict[Target, str]
+) -> OutboxItem:
+    """A lost channel made again under its fresh key, its overwrites and parent naming what is
+    made again with it by their fresh keys."""
+    overwrites = [
+        Overwrite(keys.get(o.target, o.target), o.allow, o.deny, o.type) for o in place.overwrites
+    ]
+    parent = keys.get(place.parent, place.parent) if place.parent is not None else None
+    return create_channel_item(footprint, place, reason, keys[place.id], overwrites, parent)
+
+
+def _role_again(
+    footprint: Footprint, role: RoleSpec, key: str, lost: set[Target]
+) -> list[OutboxItem]:
+    """A role made again (under ``key``): its overwrites on the channels that are not made again
+    too, then given to whoever should hold it, in the provisioning lane after its making."""
+    items = []
+    for place in footprint.places:
+        if place.id in lost:
+            continue
+        found = place.role_overwrite(role.id)
+        if found is not None:
+            change = intents.Overwrite(
+                place.id, key, False, found.allow, found.deny, lane="provision"
+            )
+            items.append(change.item())
+    items += [
+        intents.MemberRole(footprint.guild, seat.user, key, True, lane="provision").item()
+        for seat in footprint.seats
+        if seat.role == role.id
+    ]
+    return items
+
+
+def remade_items(
+    live: LiveGame, made: dict[str, int], refused: dict[tuple[int, str], str]
+) -> list[OutboxItem]:
+    """What was made again (``made``: provisioning key → id) takes the old ids' place in the
+    record, a category's channels go back in it, and each new channel says why it is new; what
+    Discord refused (``refused``: its code) is given up and the host told."""
+    channels = live.record.channels
+    state = notes(channels)
+    items: list[OutboxItem] = []
+    for entry in state.pop("remaking", []):
+        new = made.get(entry["key"])
+        if new is None:
+            code = refused.pop((live.id, entry["key"]), "—")
+            items += _not_made(live, state, entry, code)
+            continue
+        path = tuple(entry["path"])
+        put(channels, path, new)
+        if entry["kind"] == "channel" and path != ("category",):
+            text = phrase(live, "footprint.channel_again")
+            message = {"content": text, "allowed_mentions": NO_PINGS}
+            items.append(intents.Send(message, channel=new).item())
+        elif path == ("category",):
+            items += [
+                intents.EditChannel(place, {"parent_id": new}, lane="permissions").item()
+                for place in children(channels)
+            ]
+    return items
+
+
+def _not_made(
+    live: LiveGame, state: dict[str, Any], entry: dict[str, Any], code: str
+) -> list[OutboxItem]:
+    """A role or channel Discord refused to make again: given up, and the host told."""
+    log.error("game %s: %s was not made again (Discord: %s)", live.id, entry["key"], code)
+    state.setdefault("given_up", []).append(entry["path"])
+    text = phrase(
+        live, f"footprint.not_made.{entry['kind']}", name=entry.get("name", "—"), code=code
+    )
+    return to_log(live.record.channels, text)
+
+
+def notices(
+    live: LiveGame,
+    footprint: Footprint,
+    new_stuck: list[int],
+    gained: dict[str, list[str]],
+    bot_role: str,
+) -> list[str]:
+    """What the host is told: each game role newly above the bot's (``bot_role``), each member
+    who gained :data:`~bot.footprint.diff.POWERS`."""
+    lines = [
+        phrase(live, "footprint.role_above", role=role_name(footprint, role), bot_role=bot_role)
+        for role in new_stuck
+    ]
+    lines += [
+        phrase(
+            live,
+            "footprint.powers",
+            member=mention(user),
+            permissions=permission_names(live.language, kinds),
+        )
+        for user, kinds in gained.items()
+    ]
+    return lines
+
+
+def role_name(footprint: Footprint, role: int) -> str:
+    """A game role's name as the footprint declares it (its id if it declares none)."""
+    return next((spec.name for spec in footprint.roles if int(spec.id) == role), str(role))
+
+
+def to_log(channels: dict[str, Any], content: str) -> list[OutboxItem]:
+    """A text posted in the host's log (nothing while the log is not made)."""
+    log_channel = channels.get("log")
+    if log_channel is None or not str(log_channel).isdigit():
+        return []
+    message = {"content": content, "allowed_mentions": NO_PINGS}
+    return [intents.Send(message, channel=int(log_channel)).item()]

@@ -1,0 +1,129 @@
+"""What a command meets before it is applied: its interaction acknowledged first where
+Discord needs it, the stage its sender saw, and the cases :meth:`bot.service.GameService.apply`
+answers without applying it (see :mod:`bot.service`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from bot.service.live import (
+    DEFER_AFTER,
+    Answer,
+    Applied,
+    Expired,
+    GameBroken,
+    JustBegan,
+    LiveGame,
+    MovedOn,
+    NoGame,
+    Seen,
+    command_for_deadline,
+)
+from bot.service.loading import GameLoading
+from bot.storage import GameState
+from rules import Command, EndDay
+
+log = logging.getLogger("bot.service")
+
+
+class GameAdmission(GameLoading):
+    """The game service's checks of a command before its commit."""
+
+    def _not_applied(
+        self,
+        live: LiveGame,
+        command: Command,
+        source: str,
+        interaction_id: int | None,
+        seen: Seen | None,
+    ) -> Applied | None:
+        """What :meth:`apply` answers for a command it does not apply (delivered again,
+        repeating a standing choice, a day's end waiting for a hold), or None: apply it.
+
+        Raises:
+            GameBroken: the game is broken.
+            NoGame: the game is not running.
+            MovedOn: see :meth:`apply`.
+            RuleError: the rules refuse a day's end that would wait.
+        """
+        game_id = live.id
+        if live.broken is not None:
+            raise GameBroken()
+        if live.game is None or live.record.state != GameState.RUNNING:
+            raise NoGame(game_id)
+        if self._seen(interaction_id):
+            log.info(
+                "game %s: interaction %s delivered again; applied once", game_id, interaction_id
+            )
+            return Applied([], duplicate=True)
+        self._check_seen(live, seen, command)
+        if source == "player" and live.game.repeats(command):
+            log.info("game %s: %s repeats a standing choice; not applied again", game_id, command)
+            return Applied([], repeated=True)
+        if (
+            source == "timer"
+            and live.record.lobby.get("paused")
+            and command == command_for_deadline(live.game.stage)
+        ):
+            # the host paused while this deadline waited for the lock: the clock stands
+            log.info("game %s: the timer's %s came after the pause; not applied", game_id, command)
+            raise MovedOn()
+        if isinstance(command, EndDay) and live.holds:
+            live.game.check(command)
+            live.deferred.append((command, source, live.stage_key()))
+            log.info("game %s: the day's end waits for %s", game_id, sorted(live.holds))
+            return Applied([], deferred=True)
+        return None
+
+    async def _answer_first(
+        self, answer: Answer | None, lock: asyncio.Lock | None, interaction_id: int | None = None
+    ) -> None:
+        """Acknowledge the interaction now if it is old, or (``lock`` given) must wait for it;
+        never one this process applied already (Discord delivered it twice: the first delivery
+        was acknowledged, and a second acknowledgement is refused).
+
+        Raises:
+            Expired: Discord refused the acknowledgement.
+        """
+        if answer is None or answer.deferred or self._seen(interaction_id):
+            return
+        waits = lock is not None and lock.locked()
+        if not waits and self.wall() - answer.sent_at <= DEFER_AFTER:
+            return
+        if not await answer.defer():
+            raise Expired()
+
+    def _check_seen(self, live: LiveGame, seen: Seen | None, command: Command) -> None:
+        if seen is None:
+            return
+        current = live.stage_key()
+        since = live.record.stage_since
+        named = seen.stage is not None and seen.stage != current
+        # in whole milliseconds, as snowflakes count: a command sent in the millisecond the
+        # stage began is taken as sent after it
+        earlier = (
+            seen.at is not None and since is not None and int(seen.at * 1000) < int(since * 1000)
+        )
+        if named or earlier:
+            log.info(
+                "game %s: %s was meant for %s; the game is at %s: refused",
+                live.id,
+                command,
+                seen.stage or f"the stage before {since}",
+                current,
+            )
+            raise MovedOn()
+        by_timer = since is not None and live.record.lobby.get("timer_began") == since
+        if seen.stage is None and seen.at is not None and by_timer and current is not None:
+            assert since is not None
+            late = (int(seen.at * 1000) - int(since * 1000)) / 1000  # in whole ms, as above
+            if late < seen.settle:
+                log.info(
+                    "game %s: %s sent %.3f s after the timer began %s: refused as unseen",
+                    live.id,
+                    command,
+                    late,
+                    current,
+                )
+                raise JustBegan(current, late)
