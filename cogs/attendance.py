@@ -25,6 +25,7 @@ from bot.errors import UserError
 from bot.i18n import NO_PINGS, key_str, mention, phrase
 from bot.limits import CONTENT, listing
 from bot.options import duration_text, parse_duration
+from bot.outbox.intents import Edit, Send
 from bot.service import GameBroken, LiveGame, NoGame
 from bot.storage import GameState, OutboxItem
 from bot.wiring import Hooks
@@ -184,21 +185,10 @@ class AttendanceCog(commands.Cog):
                 text = phrase(live, "attendance.all_here")
             log.info("game %s: roll call over; %s dropped", live.id, dropped or "nobody")
             channel = live.record.lobby.get("channel_id")
-            items = lobby_edit(live) + [
-                OutboxItem(
-                    "edit",
-                    {"ref": f"attendance:{round_}"},
-                    {**ask_payload(live, check), "components": [], "allowed_mentions": NO_PINGS},
-                )
-            ]
+            closed = {**ask_payload(live, check), "components": [], "allowed_mentions": NO_PINGS}
+            items = lobby_edit(live) + [Edit(f"attendance:{round_}", closed).item()]
             if channel is not None:
-                items.append(
-                    OutboxItem(
-                        "send",
-                        {"channel_id": channel},
-                        {"content": text, "allowed_mentions": NO_PINGS},
-                    )
-                )
+                items.append(Send({"content": text, "allowed_mentions": NO_PINGS}, channel).item())
             return items
 
         await self.bot.service.update(game_id, change)
@@ -253,13 +243,7 @@ class AttendanceCog(commands.Cog):
             channel = live.record.lobby.get("channel_id")
             if channel is None:
                 return []
-            return [
-                OutboxItem(
-                    "send",
-                    {"channel_id": channel, "ref": f"attendance:{issued}"},
-                    ask_payload(live, check),
-                )
-            ]
+            return [Send(ask_payload(live, check), channel, ref=f"attendance:{issued}").item()]
 
         if not await self.bot.service.update(
             live.id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)

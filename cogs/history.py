@@ -20,12 +20,10 @@ import asyncio
 import io
 import logging
 import re
-from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import discord
-from babel.numbers import format_decimal, format_percent
 from discord import app_commands
 from discord.ext import commands
 from discord.http import handle_message_parameters
@@ -35,13 +33,21 @@ from bot.errors import UserError
 from bot.export import ExportError, export_scenario
 from bot.i18n import key_str, mention, t
 from bot.limits import chunks, sections
+from bot.outbox.intents import Picture
 from bot.picture import UPLOAD_LIMIT, render_png
 from bot.service import LiveGame
-from bot.storage import ArchivedGame, GameRecord, GuildResults, OutboxItem, PlayerStats
+from bot.storage import ArchivedGame, GameRecord, OutboxItem
 from bot.wiring import Hooks
+from cogs.history_text import (
+    phase_words,
+    stats_lines,
+    summary_lines,
+    summary_parts,
+    top_lines,
+    winner_words,
+)
 from cogs.render import closing_channels
 from cogs.season import transcript_link
-from rules.table import ROLES
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
@@ -51,12 +57,8 @@ log = logging.getLogger(__name__)
 PAGE = 10
 TOP = 10
 MIN_GAMES = 5
-#: a summary names every player and every vote up to this many players; above, it counts
-ROSTER_UP_TO = 60
 #: messages one ``/mafia game`` answer may take
 MAX_MESSAGES = 4
-STATUSES = tuple(row.status.value for row in ROLES)
-SIDES = tuple(dict.fromkeys(row.side for row in ROLES))
 
 
 class HistoryPage(
@@ -92,10 +94,6 @@ class HistoryPage(
             await cog.show_history(interaction, self.page, edit=True)
         except Exception as error:  # the same answers as for slash commands
             await interaction.client.handle_error(interaction, error)
-
-
-def _percent(language: str, part: int, whole: int) -> str:
-    return format_percent(part / whole if whole else 0, locale=language)
 
 
 class HistoryCog(commands.Cog):
@@ -152,15 +150,9 @@ class HistoryCog(commands.Cog):
         language = await self.bot.service.language(record.guild_id)
         caption = t(language, "history.picture", game=archived.game_id)
         return [
-            OutboxItem(
-                "picture",
-                {"channel_id": channel},
-                {
-                    "game_id": archived.game_id,
-                    "language": language,
-                    "content": caption,
-                },
-            )
+            Picture(
+                channel, {"game_id": archived.game_id, "language": language, "content": caption}
+            ).item()
             for channel in closing_channels(LiveGame(record))
         ]
 
@@ -242,10 +234,12 @@ class HistoryCog(commands.Cog):
         lines = [say("history.title")]
         for row in rows:
             if row.ended == "over":
-                winners = ", ".join(_winner(say, w) for w in row.winners) or say("winners.none")
+                winners = ", ".join(winner_words(say, w) for w in row.winners) or say(
+                    "winners.none"
+                )
                 result = say("history.won", winners=winners)
             else:
-                result = say("history.stopped", phase=_phase(say, row.last_phase))
+                result = say("history.stopped", phase=phase_words(say, row.last_phase))
             lines.append(
                 say(
                     "history.row",
@@ -412,329 +406,6 @@ class HistoryCog(commands.Cog):
         await interaction.response.send_message(
             "\n".join(lines), ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
         )
-
-
-# ---------------------------------------------------------------------- texts
-
-
-def _phase(say: Callable[..., str], phase: str) -> str:
-    kind, number = phase.split()
-    return say(f"phase_name.{kind}", number=number)
-
-
-def _winner(say: Callable[..., str], winner: str) -> str:
-    if winner == "maniac":
-        return say("winner.maniac")
-    city, side = winner.rsplit(":", 1)
-    return say(f"winner.{side}", city=city)
-
-
-def _length(seconds: float | None) -> str:
-    whole = int(seconds or 0)
-    return f"{whole // 60}:{whole % 60:02d}"
-
-
-def summary_lines(language: str, archived: ArchivedGame) -> list[str]:
-    """A finished game in words: who hosted, the result, every city's people and fates, the last
-    words and each day's votes (for a big game, counts instead of the roll)."""
-    return [line for part in summary_parts(language, archived) for line in part]
-
-
-def summary_parts(language: str, archived: ArchivedGame) -> list[list[str]]:
-    """:func:`summary_lines` in two parts: the game and its people, then each day's votes."""
-    say = partial(t, language)
-    lines = [
-        say(
-            "archive.title",
-            game=archived.game_id,
-            host=mention(str(archived.host_id)),
-            when=f"<t:{int(archived.ended_at)}:f>",
-        )
-    ]
-    if archived.over:
-        winners = ", ".join(_winner(say, w) for w in archived.winners) or say("winners.none")
-        lines.append(say("archive.over", phase=_phase(say, archived.last_phase), winners=winners))
-    else:
-        lines.append(say("archive.cancelled", phase=_phase(say, archived.last_phase)))
-    lines.append(say("archive.seed", seed=archived.seed))
-    deaths = {d.player: d for d in archived.deaths}
-    small = len(archived.players) <= ROSTER_UP_TO
-    for city in archived.cities:
-        residents = [p for p in archived.players if p.city == city]
-        result = (
-            "honest"
-            if f"{city}:honest" in archived.winners
-            else "mafia"
-            if f"{city}:mafia" in archived.winners
-            else "undecided"
-        )
-        alive = sum(p.survived for p in residents)
-        lines.append(
-            say(
-                "archive.city",
-                city=city,
-                result=say(f"picture.city.{result}"),
-                alive=alive,
-                total=len(residents),
-            )
-        )
-        if not small:
-            continue
-        for player in residents:
-            death = deaths.get(player.player)
-            fate = (
-                say("archive.alive")
-                if death is None
-                else say(
-                    "archive.died",
-                    cause=say(f"cause_short.{death.cause}"),
-                    phase=_phase(say, death.phase),
-                )
-            )
-            lines.append(
-                say(
-                    "archive.row",
-                    player=mention(player.player),
-                    status=say(f"status.{player.status}"),
-                    fate=fate,
-                )
-            )
-    if archived.last_words:
-        lines.append(say("archive.last_words"))
-        for word in archived.last_words:
-            where = ""
-            if word.channel_id and word.message_id:
-                where = f" https://discord.com/channels/{archived.guild_id}/{word.channel_id}/{word.message_id}"
-            recording = (
-                say("archive.recording", length=_length(word.duration))
-                if word.outbox_id
-                else say("archive.silence")
-            )
-            lines.append(
-                say(
-                    "archive.last_word",
-                    player=mention(word.player),
-                    phase=_phase(say, word.phase),
-                    recording=recording,
-                )
-                + where
-            )
-    votes: list[str] = []
-    if small and archived.votes:
-        votes.append(say("archive.votes"))
-        days: dict[tuple[int, str], dict[str, list[str]]] = {}
-        for vote in archived.votes:
-            days.setdefault((vote.day, vote.city), {}).setdefault(vote.candidate, []).append(
-                vote.voter
-            )
-        for (day, city), tally in days.items():
-            rows = "; ".join(
-                say(
-                    "archive.vote_row",
-                    candidate=mention(candidate),
-                    count=len(voters),
-                    voters=", ".join(mention(v) for v in voters),
-                )
-                for candidate, voters in sorted(tally.items(), key=lambda row: -len(row[1]))
-            )
-            votes.append(say("archive.vote_day", day=day, city=city, rows=rows))
-    return [lines, votes]
-
-
-def stats_lines(language: str, who: str, found: PlayerStats | None) -> list[str]:
-    """A player's figures in words."""
-    say = partial(t, language)
-    if found is None or found.games == 0:
-        return [say("stats.none", player=who)]
-    percent = partial(_percent, language)
-    lines = [
-        say("stats.title", player=who),
-        say(
-            "stats.games",
-            games=say("stats.played", count=found.games),
-            wins=say("stats.won", count=found.wins),
-            rate=percent(found.wins, found.games),
-        ),
-    ]
-    sides: dict[str, list[int]] = {}
-    for status, (games, wins) in found.by_status.items():
-        side = "mafia" if status == "mafioso" else "maniac" if status == "maniac" else "honest"
-        entry = sides.setdefault(side, [0, 0])
-        entry[0] += games
-        entry[1] += wins
-    lines.append(
-        say(
-            "stats.sides",
-            rows="; ".join(
-                say(
-                    f"stats.side.{side}",
-                    games=say("stats.n_games", count=sides[side][0]),
-                    wins=say("stats.n_wins", count=sides[side][1]),
-                )
-                for side in SIDES
-                if side in sides
-            ),
-        )
-    )
-    lines.append(
-        say(
-            "stats.statuses",
-            rows="; ".join(
-                say(
-                    "stats.status_row",
-                    status=say(f"status.{status}"),
-                    games=say("stats.n_games", count=found.by_status[status][0]),
-                    wins=say("stats.n_wins", count=found.by_status[status][1]),
-                )
-                for status in STATUSES
-                if status in found.by_status
-            ),
-        )
-    )
-    lines.append(
-        say(
-            "stats.survival",
-            survived=found.survived,
-            games=found.games,
-            rate=percent(found.survived, found.games),
-        )
-    )
-    lines.append(say("stats.executed", count=found.executed))
-    if found.votes:
-        lines.append(
-            say(
-                "stats.votes",
-                votes=say("stats.n_votes", count=found.votes),
-                mafia=found.votes_mafia,
-                rate=percent(found.votes_mafia, found.votes),
-            )
-        )
-    else:
-        lines.append(say("stats.no_votes"))
-    if found.checks:
-        lines.append(
-            say(
-                "stats.checks",
-                checks=say("stats.n_checks", count=found.checks),
-                hits=found.hits,
-                rate=percent(found.hits, found.checks),
-            )
-        )
-    lines.append(
-        say(
-            "stats.rating",
-            rating=format_decimal(round(found.rating, 1), locale=language),
-            mu=format_decimal(round(found.mu, 1), locale=language),
-            sigma=format_decimal(round(found.sigma, 1), locale=language),
-        )
-    )
-    return lines
-
-
-def top_lines(
-    language: str,
-    boards: dict[str, list[PlayerStats]],
-    min_games: int,
-    results: GuildResults | None = None,
-) -> list[str]:
-    """The three leaderboards in words, then how the sides and statuses fare on the server."""
-    say = partial(t, language)
-    if not boards["rating"]:  # every player of a finished game is rated
-        return [say("top.none")]
-    lines = [say("top.title"), say("top.by_wins")]
-    for place, row in enumerate(boards["wins"], 1):
-        lines.append(
-            say(
-                "top.wins_row",
-                place=place,
-                player=mention(row.player),
-                wins=say("stats.n_wins", count=row.wins),
-                games=say("stats.n_games", count=row.games),
-            )
-        )
-    if not boards["wins"]:
-        lines.append(say("top.wins_none"))
-    lines.append(say("top.by_rate", count=min_games))
-    for place, row in enumerate(boards["win_rate"], 1):
-        lines.append(
-            say(
-                "top.rate_row",
-                place=place,
-                player=mention(row.player),
-                rate=_percent(language, row.wins, row.games),
-                wins=row.wins,
-                games=row.games,
-            )
-        )
-    if not boards["win_rate"]:
-        lines.append(say("top.rate_none"))
-    lines.append(say("top.by_rating"))
-    for place, row in enumerate(boards["rating"], 1):
-        lines.append(
-            say(
-                "top.rating_row",
-                place=place,
-                player=mention(row.player),
-                rating=format_decimal(round(row.rating, 1), locale=language),
-                games=say("stats.n_games", count=row.games),
-            )
-        )
-    if results is not None and results.by_side:
-        lines.extend(results_lines(language, results))
-    return lines
-
-
-def results_lines(language: str, results: GuildResults) -> list[str]:
-    """How often each side and each status won on the server, and the status that wins most."""
-    say = partial(t, language)
-
-    def row(what: str, seats: int, wins: int) -> str:
-        return say(
-            "top.result_row",
-            what=what,
-            rate=_percent(language, wins, seats),
-            wins=wins,
-            seats=seats,
-        )
-
-    lines = [say("top.results")]
-    lines.append(
-        say(
-            "top.sides",
-            rows="; ".join(
-                row(say(f"top.side.{side}"), *results.by_side[side])
-                for side in SIDES
-                if side in results.by_side
-            ),
-        )
-    )
-    statuses = [status for status in STATUSES if status in results.by_status]
-    lines.append(
-        say(
-            "top.statuses",
-            rows="; ".join(
-                row(say(f"status.{status}"), *results.by_status[status]) for status in statuses
-            ),
-        )
-    )
-    # the highest share of seats that won; of equal shares, the one played more
-    best = max(
-        statuses,
-        key=lambda status: (
-            results.by_status[status][1] / results.by_status[status][0],
-            results.by_status[status][0],
-        ),
-    )
-    seats, wins = results.by_status[best]
-    if wins:
-        lines.append(
-            say(
-                "top.best_status",
-                status=say(f"status.{best}"),
-                rate=_percent(language, wins, seats),
-            )
-        )
-    return lines
 
 
 async def setup(bot: ProkuratorBot) -> None:

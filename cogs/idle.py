@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from bot.i18n import NO_PINGS, mention, phrase
+from bot.outbox.intents import Send
 from bot.service import GameBroken, LiveGame, MovedOn, NoGame, Seen
 from bot.storage import GameState, OutboxItem
 from bot.wiring import Hooks
@@ -145,11 +146,7 @@ def warning_items(live: LiveGame, streaks: dict[str, int], limit: int) -> list[O
             )
         lines.append(phrase(live, "idle.what_to_do", help=command_mention(live.language, "help")))
         items.append(
-            OutboxItem(
-                "send",
-                {"channel_id": channel},
-                {"content": "\n".join(lines), "allowed_mentions": NO_PINGS},
-            )
+            Send({"content": "\n".join(lines), "allowed_mentions": NO_PINGS}, channel).item()
         )
     return items
 
@@ -231,7 +228,7 @@ class IdleWatch:
         for player in struck:
             await self._strike(game_id, player, streaks[player], stage)
 
-    async def _strike(self, game_id: int, player: str, count: int, stage: str) -> None:
+    async def _strike(self, game_id: int, player: str, count: int, stage: str | None) -> None:
         def after(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
             line = phrase(
                 live,
@@ -245,11 +242,7 @@ class IdleWatch:
             )
             if channel.get("text") is not None:
                 items.append(
-                    OutboxItem(
-                        "send",
-                        {"channel_id": channel["text"]},
-                        {"content": line, "allowed_mentions": NO_PINGS},
-                    )
+                    Send({"content": line, "allowed_mentions": NO_PINGS}, channel["text"]).item()
                 )
             return items
 

@@ -45,24 +45,38 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.i18n import NO_PINGS, key_str, mention, phrase
+from bot.i18n import key_str, mention, phrase
 from bot.limits import CITIES
+from bot.outbox.intents import Edit, Send
 from bot.service import LiveGame, NoGame
 from bot.storage import OutboxItem
+from bot.voice import tribune
+from bot.voice.ogg import RecordingInfo
 from bot.voice.receiver import ReceivingVoiceClient
-from bot.voice.recorder import OggSink, Recorder, RecordingOutcome
+from bot.voice.recorder import OggSink, Recorder, RecordingOutcome, RecordingResult
 from bot.voice.upload import PreparedAudio, UploadError, prepare_upload
-from bot.voice.voice_message import post_audio_attachment, post_voice_message
 from bot.wiring import Hooks
 from cogs.common import player_of, require_host, running_game
 from cogs.render import pings_on
+from cogs.speech import (
+    announce_items,
+    city_channels,
+    clock_text,
+    closed_message,
+    has_spoken,
+    line_refs,
+    outcome_message,
+    post_voice,
+    progress_message,
+    publish,
+)
 from rules import RequestLastWord, RuleError
 
 if TYPE_CHECKING:
@@ -73,28 +87,12 @@ log = logging.getLogger(__name__)
 MIB = 1024 * 1024
 
 
-def clock_text(seconds: float) -> str:
-    """``83.4`` → ``1:23``."""
-    whole = int(seconds)
-    return f"{whole // 60}:{whole % 60:02d}"
-
-
 @dataclass
 class Request:
     """A nominee waiting for the tribune."""
 
     game_id: int
     player: str
-
-
-def _refs(first: str, count: int) -> list[str]:
-    """The message names of one last word's line in each of ``count`` channels."""
-    return [first] + [f"{first}:{n}" for n in range(1, count)]
-
-
-def _has_spoken(live: LiveGame, player: str) -> bool:
-    """Whether the rules have the player's last word of today (it is committed)."""
-    return live.game is not None and player in live.game.last_words
 
 
 class LastWordCog(commands.Cog):
@@ -161,23 +159,10 @@ class LastWordCog(commands.Cog):
                 "last word of %s in game %s was interrupted by a restart; dropped", player, game_id
             )
             (self.folder / f"{game_id}-{player}-{token}.ogg").unlink(missing_ok=True)
-            for ref in _refs(
-                f"lastword:{player}:{token}", CITIES
-            ):  # one line per city it was told in
-                await self._post_now(
-                    live,
-                    OutboxItem(
-                        "edit",
-                        {"ref": ref},
-                        {
-                            "content": phrase(
-                                live, "lastword.outcome.interrupted", player=mention(player)
-                            ),
-                            "components": [],
-                            "allowed_mentions": NO_PINGS,
-                        },
-                    ),
-                )
+            line = phrase(live, "lastword.outcome.interrupted", player=mention(player))
+            # one line per city it was told in
+            for ref in line_refs(f"lastword:{player}:{token}", CITIES):
+                await self._post_now(live, Edit(ref, closed_message(line)).item())
             await self._announce(
                 live, phrase(live, "lastword.interrupted", player=mention(player)), player
             )
@@ -249,7 +234,9 @@ class LastWordCog(commands.Cog):
                 file.content_type,
                 max_seconds=game.options.last_word_seconds,
             )
-            text = await self._publish(
+            text = await publish(
+                self.bot.service,
+                self.folder,
                 live,
                 player,
                 secrets.token_hex(4),
@@ -366,44 +353,18 @@ class LastWordCog(commands.Cog):
 
     async def _disconnect(self, guild_id: int) -> None:
         """Leave the tribune (a failed connection is dropped, the next one starts afresh)."""
-        guild = self.bot.get_guild(guild_id)
-        voice = guild.voice_client if guild is not None else None
-        if voice is not None:
-            with contextlib.suppress(Exception):
-                await voice.disconnect(force=True)
+        await tribune.leave(self.bot, guild_id)
 
-    async def _reconnect(self, live: LiveGame) -> ReceivingVoiceClient:
-        """A fresh connection to the tribune, the dropped one given up first."""
-        guild = self.bot.get_guild(live.record.guild_id)
-        old = guild.voice_client if guild is not None else None
-        if isinstance(old, ReceivingVoiceClient):
-            await old.abandon()
-        elif guild is not None:
-            await self._disconnect(guild.id)
-        return await self._connect(live)
-
-    async def _connect(self, live: LiveGame) -> ReceivingVoiceClient:
-        guild = self.bot.get_guild(live.record.guild_id)
-        channel = guild.get_channel(int(live.record.channels["voice"])) if guild else None
-        if guild is None or not isinstance(channel, discord.VoiceChannel):
-            raise ConnectionError("the tribune voice channel is gone")
-        voice = guild.voice_client
-        if (
-            isinstance(voice, ReceivingVoiceClient)
-            and voice.channel == channel
-            and voice.link_alive()
-        ):
-            voice.receiver.clock = self.clock
-            return voice
-        if voice is not None:
-            await self._disconnect(guild.id)
-        timeout = float(self.bot.config.last_word.dave_timeout)
-        client = await channel.connect(
-            cls=ReceivingVoiceClient, timeout=timeout, reconnect=False, self_mute=True
+    async def _connect(self, live: LiveGame, *, fresh: bool = False) -> ReceivingVoiceClient:
+        """The bot in the game's tribune (``fresh``: a new connection, the dropped one given up)."""
+        return await tribune.join(
+            self.bot,
+            live.record.guild_id,
+            int(live.record.channels["voice"]),
+            clock=self.clock,
+            timeout=float(self.bot.config.last_word.dave_timeout),
+            fresh=fresh,
         )
-        assert isinstance(client, ReceivingVoiceClient)
-        client.receiver.clock = self.clock
-        return client
 
     async def _record(self, live: LiveGame, request: Request) -> None:
         game = live.game
@@ -433,7 +394,6 @@ class LastWordCog(commands.Cog):
     async def _record_held(self, live: LiveGame, player: str, limit: int) -> None:
         """Join, record and post one last word while the day's end waits."""
         token = secrets.token_hex(4)
-        ref = f"lastword:{player}:{token}"
         try:
             voice = await self._connect(live)
         except Exception as error:
@@ -443,27 +403,84 @@ class LastWordCog(commands.Cog):
                 live, phrase(live, "lastword.technical", player=mention(player)), player
             )
             return
-        config = self.bot.config.last_word
+        channels = city_channels(live, player)
+        refs = line_refs(f"lastword:{player}:{token}", len(channels))
+        # The .part exists before the line naming him: a restart finds every line to correct.
+        part = self.folder / f"{live.id}-{player}-{token}.ogg.part"
+        result, info = await self._take(live, player, limit, voice, part, channels, refs)
+        duration = info.duration_secs if info is not None else 0.0
+        log.info(
+            "game %s: last word of %s: %s (%s), %.1f s, %d reconnects, %d absences",
+            live.id,
+            player,
+            result.outcome.value,
+            result.detail,
+            duration,
+            result.reconnects,
+            result.absences,
+        )
+        final = outcome_message(live, player, result, duration)
+        for each in refs:
+            await self._post_now(live, Edit(each, final).item())
+        await self._keep(live, player, token, part, result, info)
 
-        channels = self._city_channels(live, player)
-        refs = _refs(ref, len(channels))
+    async def _take(
+        self,
+        live: LiveGame,
+        player: str,
+        limit: int,
+        voice: ReceivingVoiceClient,
+        part: Path,
+        channels: list[int],
+        refs: list[str],
+    ) -> tuple[RecordingResult, RecordingInfo | None]:
+        """Call him and record him into ``part``, written to the disk when it ends; the file is
+        removed if the recording fails, kept if the process is going down."""
+        handle = part.open("wb")
+        sink = OggSink(handle, float(limit))
+        recorder = self._recorder(live, player, limit, voice, sink, refs)
+        self.recording[live.id] = (player, recorder)
+        try:
+            try:
+                await self._call(live, player, limit, channels, refs)
+                result = await recorder.run()
+                info = sink.close(result.end_position)
+                handle.flush()
+                os.fsync(handle.fileno())
+            finally:
+                self.recording.pop(live.id, None)
+                handle.close()
+        except asyncio.CancelledError:
+            # The process is going down: the .part tells the next start that
+            # this last word was interrupted (it is not used up).
+            raise
+        except BaseException:
+            part.unlink(missing_ok=True)
+            raise
+        return result, info
+
+    def _recorder(
+        self,
+        live: LiveGame,
+        player: str,
+        limit: int,
+        voice: ReceivingVoiceClient,
+        sink: OggSink,
+        refs: list[str],
+    ) -> Recorder:
+        """The recorder of his last word: its clock on his lines, his absences told, the
+        tribune joined again when the bot's connection drops."""
+        config = self.bot.config.last_word
 
         async def progress(elapsed: float) -> None:
             # awaited by the recorder: stored before any later edit of the same line
             for each in refs:
                 await self._post_now(
                     live,
-                    OutboxItem(
-                        "edit",
-                        {"ref": each},
-                        self._progress_payload(live, player, elapsed, limit, recording=True),
-                    ),
+                    Edit(
+                        each, progress_message(live, player, elapsed, limit, recording=True)
+                    ).item(),
                 )
-
-        # The .part exists before the line naming him: a restart finds every line to correct.
-        part = self.folder / f"{live.id}-{player}-{token}.ogg.part"
-        handle = part.open("wb")
-        sink = OggSink(handle, float(limit))
 
         async def absence(away: bool) -> None:
             key = "lastword.stepped_out" if away else "lastword.back"
@@ -472,9 +489,9 @@ class LastWordCog(commands.Cog):
             )
 
         async def reconnect() -> ReceivingVoiceClient:
-            return await self._reconnect(live)
+            return await self._connect(live, fresh=True)
 
-        recorder = Recorder(
+        return Recorder(
             voice,
             int(player),
             sink,
@@ -490,56 +507,31 @@ class LastWordCog(commands.Cog):
             reconnect_attempts=config.reconnect_attempts,
             reconnect_backoff=self.reconnect_backoff,
         )
-        self.recording[live.id] = (player, recorder)
-        try:
-            try:
-                # he is called where his city and the cities voting on him can hear, pinged
-                calling = self._progress_payload(live, player, 0.0, limit, recording=False)
-                if pings_on(live) and await self.bot.service.wants_pings(int(player)):
-                    calling["allowed_mentions"] = {"parse": [], "users": [player]}
-                for channel, each in zip(channels, refs, strict=True):
-                    await self._post_now(
-                        live, OutboxItem("send", {"channel_id": channel, "ref": each}, calling)
-                    )
-                result = await recorder.run()
-                info = sink.close(result.end_position)
-                handle.flush()
-                os.fsync(handle.fileno())
-            finally:
-                self.recording.pop(live.id, None)
-                handle.close()
-        except asyncio.CancelledError:
-            # The process is going down: the .part tells the next start that
-            # this last word was interrupted (it is not used up).
-            raise
-        except BaseException:
-            part.unlink(missing_ok=True)
-            raise
-        outcome = result.outcome
-        duration = info.duration_secs if info is not None else 0.0
-        log.info(
-            "game %s: last word of %s: %s (%s), %.1f s, %d reconnects, %d absences",
-            live.id,
-            player,
-            outcome.value,
-            result.detail,
-            duration,
-            result.reconnects,
-            result.absences,
-        )
-        key = f"lastword.outcome.{outcome.value}"
-        if outcome is RecordingOutcome.connection_lost and not result.technical_failure:
-            key = "lastword.outcome.connection_lost_kept"  # what he said is posted
-        final = {
-            "content": phrase(live, key, player=mention(player), length=clock_text(duration)),
-            "components": [],
-            "allowed_mentions": NO_PINGS,
-        }
-        for each in refs:
-            await self._post_now(live, OutboxItem("edit", {"ref": each}, final))
+
+    async def _call(
+        self, live: LiveGame, player: str, limit: int, channels: list[int], refs: list[str]
+    ) -> None:
+        """He is called where his city and the cities voting on him can hear, pinged."""
+        calling = progress_message(live, player, 0.0, limit, recording=False)
+        if pings_on(live) and await self.bot.service.wants_pings(int(player)):
+            calling["allowed_mentions"] = {"parse": [], "users": [player]}
+        for channel, each in zip(channels, refs, strict=True):
+            await self._post_now(live, Send(calling, channel, ref=each).item())
+
+    async def _keep(
+        self,
+        live: LiveGame,
+        player: str,
+        token: str,
+        part: Path,
+        result: RecordingResult,
+        info: RecordingInfo | None,
+    ) -> None:
+        """What becomes of a finished recording: posted as his last word; nothing said, his
+        last word given in silence; a technical failure, his last word kept for another try."""
         if result.technical_failure:
             part.unlink(missing_ok=True)
-            if outcome is not RecordingOutcome.no_audio:
+            if result.outcome is not RecordingOutcome.no_audio:
                 await self._disconnect(live.record.guild_id)
             await self._announce(
                 live, phrase(live, "lastword.technical", player=mention(player)), player
@@ -551,8 +543,16 @@ class LastWordCog(commands.Cog):
                 await self.bot.service.apply(live.id, RequestLastWord(player), source="player")
             return
         try:
-            await self._publish(
-                live, player, token, part.read_bytes(), info.duration_secs, info.waveform
+            audio = part.read_bytes()
+            await publish(
+                self.bot.service,
+                self.folder,
+                live,
+                player,
+                token,
+                audio,
+                info.duration_secs,
+                info.waveform,
             )
         except (RuleError, NoGame) as error:
             part.unlink(missing_ok=True)
@@ -565,144 +565,16 @@ class LastWordCog(commands.Cog):
             return
         except BaseException as error:
             # Cancelled before the commit: the .part stays for the next start to report.
-            if not isinstance(error, asyncio.CancelledError) or _has_spoken(live, player):
+            if not isinstance(error, asyncio.CancelledError) or has_spoken(live, player):
                 part.unlink(missing_ok=True)
             raise
         part.unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ posting
 
-    async def _publish(
-        self,
-        live: LiveGame,
-        player: str,
-        token: str,
-        audio: bytes,
-        duration: float,
-        waveform: str,
-        *,
-        interaction_id: int | None = None,
-    ) -> str:
-        """Store the file, then commit the last word with the items that post it."""
-        path = self.folder / f"{live.id}-{player}-{token}.ogg"
-        with path.open("wb") as handle:
-            handle.write(audio)
-            handle.flush()
-            os.fsync(handle.fileno())
-        items = []
-        for channel in self._city_channels(live, player):
-            items.append(
-                OutboxItem(
-                    "send",
-                    {"channel_id": channel},
-                    {
-                        "content": phrase(
-                            live,
-                            "lastword.posted",
-                            player=mention(player),
-                            length=clock_text(duration),
-                        ),
-                        "allowed_mentions": NO_PINGS,
-                    },
-                )
-            )
-            items.append(
-                OutboxItem(
-                    "voice",
-                    {"channel_id": channel},
-                    {
-                        "path": str(path),
-                        "duration": duration,
-                        "waveform": waveform,
-                        "fallback": phrase(live, "lastword.attachment", player=mention(player)),
-                        "keep": channel != self._city_channels(live, player)[-1],
-                    },
-                )
-            )
-        try:
-            await self.bot.service.apply(
-                live.id,
-                RequestLastWord(player),
-                source="player",
-                interaction_id=interaction_id,
-                extra_outbox=items,
-            )
-        except RuleError:
-            path.unlink(missing_ok=True)  # refused before anything was stored: nothing refers to it
-            raise
-        except BaseException:
-            if not _has_spoken(live, player):  # committed, then interrupted: the outbox posts it
-                path.unlink(missing_ok=True)
-            raise
-        return phrase(live, "lastword.done")
-
     async def post_recording(self, item: OutboxItem) -> int | None:
         """The outbox handler of ``voice`` items: a voice message, else a plain attachment."""
-        path = Path(item.payload["path"])
-        if not path.exists():
-            log.error("recording %s of outbox item %s is missing; nothing to post", path, item.id)
-            return None
-        audio = path.read_bytes()
-        channel = int(item.target["channel_id"])
-        nonce = f"ob{item.id}"
-        try:
-            message = await post_voice_message(
-                self.bot.http,
-                channel,
-                audio,
-                float(item.payload["duration"]),
-                str(item.payload["waveform"]),
-                nonce=nonce,
-            )
-        except discord.HTTPException as error:
-            if error.status not in (400, 403):
-                raise
-            log.info("voice message refused (%s); posting the recording as an attachment", error)
-            message = await post_audio_attachment(
-                self.bot.http, channel, audio, str(item.payload.get("fallback") or ""), nonce=nonce
-            )
-        if not item.payload.get("keep"):  # the last city's post: the file is done with
-            path.unlink(missing_ok=True)
-        return int(message["id"])
-
-    def _city_channels(self, live: LiveGame, player: str) -> list[int]:
-        """Where a last word is called and posted: the cities voting on him (those that
-        nominated him today), then his own city."""
-        game = live.game
-        assert game is not None
-        voting = [city for city in game.cities if player in game.nominees(city)]
-        cities = list(dict.fromkeys([*voting, game.city_of(player)]))
-        return [int(live.record.channels["cities"][city]["text"]) for city in cities]
-
-    def _progress_payload(
-        self, live: LiveGame, player: str, elapsed: float, limit: int, *, recording: bool
-    ) -> dict[str, Any]:
-        key = "lastword.recording" if recording else "lastword.calling"
-        content = phrase(
-            live,
-            key,
-            player=mention(player),
-            elapsed=clock_text(elapsed),
-            limit=clock_text(limit),
-            tribune=f"<#{live.record.channels.get('voice')}>",
-        )
-        return {
-            "content": content,
-            "allowed_mentions": NO_PINGS,
-            "components": [
-                {
-                    "type": 1,
-                    "components": [
-                        {
-                            "type": 2,
-                            "style": 4,
-                            "custom_id": f"mafia:stop:{live.id}:{player}",
-                            "label": phrase(live, "lastword.stop"),
-                        }
-                    ],
-                }
-            ],
-        }
+        return await post_voice(self.bot.http, item)
 
     async def _post_now(self, live: LiveGame, item: OutboxItem) -> None:
         await self.bot.storage.add_outbox(live.id, [item])
@@ -710,15 +582,8 @@ class LastWordCog(commands.Cog):
 
     async def _announce(self, live: LiveGame, text: str, player: str) -> None:
         """A line where his last word is called: his city's channel and the cities voting on him."""
-        if live.game is None or not live.record.channels or player not in live.game.players:
-            return
-        for channel in self._city_channels(live, player):
-            await self._post_now(
-                live,
-                OutboxItem(
-                    "send", {"channel_id": channel}, {"content": text, "allowed_mentions": NO_PINGS}
-                ),
-            )
+        for item in announce_items(live, text, player):
+            await self._post_now(live, item)
 
 
 async def setup(bot: ProkuratorBot) -> None:

@@ -14,13 +14,14 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from bot.channels import end_of_game_items
-from bot.footprint import death_items, end_items, quiet_night_items
+from bot.footprint import death_items, quiet_night_items
 from bot.i18n import NO_PINGS, mention, phrase
 from bot.limits import CONTENT, sections
+from bot.outbox.intents import Edit, Send
 from bot.service import LiveGame
 from bot.storage import OutboxItem
 from cogs.common import status_text
+from cogs.ending import closing_channels, closing_items
 from cogs.mentions import command
 from cogs.votes import (
     ballot_payload,
@@ -159,7 +160,7 @@ class Announcer:
                         "content": f"<@{host}>\n{chunk}",
                         "allowed_mentions": {"parse": [], "users": [host]},
                     }
-                items.append(OutboxItem("send", {"channel_id": channel_id}, payload))
+                items.append(Send(payload, channel_id).item())
         return items + self.extra
 
 
@@ -284,13 +285,8 @@ def _voting(scene: _Scene, event: ev.PhaseStarted) -> None:
         if game.alive(city):
             text = out.cities().get(city, {}).get("text")
             if text is not None:
-                out.extra.append(
-                    OutboxItem(
-                        "send",
-                        {"channel_id": text, "ref": ballot_ref(city, event.phase.number)},
-                        ballot_payload(scene.live, city),
-                    )
-                )
+                ref = ballot_ref(city, event.phase.number)
+                out.extra.append(Send(ballot_payload(scene.live, city), text, ref=ref).item())
 
 
 def _night(scene: _Scene, event: ev.PhaseStarted) -> None:
@@ -332,9 +328,7 @@ def _nominated(scene: _Scene, event: ev.Nominated) -> None:
         return
     say = scene.say  # its own message: it carries the nominee's "Last word" button
     scene.out.extra.append(
-        OutboxItem(
-            "send",
-            {"channel_id": channel},
+        Send(
             {
                 "content": say(
                     "nominated",
@@ -356,18 +350,14 @@ def _nominated(scene: _Scene, event: ev.Nominated) -> None:
                     }
                 ],
             },
-        )
+            channel,
+        ).item()
     )
 
 
 def _ballot_changed(scene: _Scene, event: ev.VoteCast | ev.VoteWithdrawn) -> None:
-    scene.out.extra.append(
-        OutboxItem(
-            "edit",
-            {"ref": ballot_ref(event.city, scene.game.phase.number)},
-            ballot_payload(scene.live, event.city),
-        )
-    )
+    ref = ballot_ref(event.city, scene.game.phase.number)
+    scene.out.extra.append(Edit(ref, ballot_payload(scene.live, event.city)).item())
 
 
 def _last_word_requested(scene: _Scene, event: ev.LastWordRequested) -> None:
@@ -383,13 +373,8 @@ def _tallied(scene: _Scene, event: ev.VotesTallied) -> None:
     out = scene.out
     for line in tally_lines(scene.live, event, out.executed):
         out.city(event.city, line)
-    out.extra.append(
-        OutboxItem(
-            "edit",
-            {"ref": ballot_ref(event.city, scene.game.phase.number)},
-            ballot_payload(scene.live, event.city, closed=event),
-        )
-    )
+    ref = ballot_ref(event.city, scene.game.phase.number)
+    out.extra.append(Edit(ref, ballot_payload(scene.live, event.city, closed=event)).item())
 
 
 def _awaiting_host(scene: _Scene, event: ev.ExecutionAwaitingHost) -> None:
@@ -515,42 +500,6 @@ def _private_line(scene: _Scene, event: Event) -> str | None:
     if isinstance(event, ev.MafiaKillBlocked):
         return say("log.blocked", city=event.city)
     return None
-
-
-def closing_items(live: LiveGame, game: Game | None) -> list[OutboxItem]:
-    """The channels' end (deleted, or locked and with ``reveal`` the mafia rooms and the log
-    opened to the players), and the word that they are open, said in the lane of the lock
-    (:func:`bot.footprint.end_items`) after the rooms' edits: once they are."""
-    at_end = live.record.lobby.get("at_end", "keep")
-    reveal = bool(live.record.lobby.get("reveal", True))
-    channels = live.record.channels
-    if at_end == "delete":
-        return end_of_game_items(channels, game, at_end)
-    items, lane = end_items(channels, game, reveal=reveal)
-    if not items or not reveal or channels.get("log") is None:
-        return items
-    rooms = [
-        f"<#{ids['mafia']}>" for ids in channels.get("cities", {}).values() if ids.get("mafia")
-    ]
-    line = phrase(live, "game_over.revealed", rooms=", ".join(rooms), log=f"<#{channels['log']}>")
-    return items + [
-        OutboxItem(
-            "send",
-            {"channel_id": channel_id},
-            {"content": line, "allowed_mentions": NO_PINGS},
-            lane=lane,
-        )
-        for channel_id in closing_channels(live)
-    ]
-
-
-def closing_channels(live: LiveGame) -> list[int]:
-    """Where a game's end and summary are told: its city channels, or, when they are deleted at the
-    end, the channel where its lobby was opened."""
-    if live.record.lobby.get("at_end", "keep") == "delete":
-        channel = live.record.lobby.get("channel_id")
-        return [int(channel)] if channel else []
-    return [int(ids["text"]) for ids in live.record.channels.get("cities", {}).values()]
 
 
 def winner_text(live: LiveGame, winner: str) -> str:

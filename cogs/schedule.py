@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import datetime
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import discord
 from discord import app_commands
@@ -30,6 +30,7 @@ from bot.errors import UserError
 from bot.i18n import NO_PINGS, key_str, t
 from bot.limits import CONTENT
 from bot.options import parse_duration
+from bot.outbox.intents import Send
 from bot.service import LiveGame
 from bot.storage import GameExists, OutboxItem
 from cogs.common import answer, join_group, leave_group
@@ -69,18 +70,8 @@ def ping_items(live: LiveGame, title: str, interested: list[int]) -> list[Outbox
     if channel is None:
         return []
     if not interested:
-        return [
-            OutboxItem(
-                "send",
-                {"channel_id": channel},
-                {
-                    "content": t(
-                        live.language, "schedule.opened_nobody", title=title, game=live.id
-                    ),
-                    "allowed_mentions": NO_PINGS,
-                },
-            )
-        ]
+        nobody = t(live.language, "schedule.opened_nobody", title=title, game=live.id)
+        return [Send({"content": nobody, "allowed_mentions": NO_PINGS}, channel).item()]
     frame = len(t(live.language, "schedule.opened", title=title, game=live.id, players=""))
     batches: list[list[int]] = [[]]
     room = CONTENT - frame
@@ -92,9 +83,7 @@ def ping_items(live: LiveGame, title: str, interested: list[int]) -> list[Outbox
         batches[-1].append(user)
         room -= len(mention) + 1
     return [
-        OutboxItem(
-            "send",
-            {"channel_id": channel},
+        Send(
             {
                 "content": t(
                     live.language,
@@ -105,7 +94,8 @@ def ping_items(live: LiveGame, title: str, interested: list[int]) -> list[Outbox
                 ),
                 "allowed_mentions": {"parse": [], "users": [str(user) for user in batch]},
             },
-        )
+            channel,
+        ).item()
         for batch in batches
     ]
 
@@ -164,7 +154,9 @@ class ScheduleCog(commands.Cog):
             page = await self.bot.http.get_scheduled_event_users(
                 guild_id, event_id, PAGE, False, after=after
             )
-            ids = [int(row["user_id"]) for row in page]
+            # Discord's answer has each user's id (its spec's ``user_id``), discord.py's type not
+            rows = cast(list[dict[str, Any]], page)
+            ids = [int(row["user_id"]) for row in rows]
             users.extend(ids)
             if len(ids) < PAGE:
                 break
@@ -279,6 +271,41 @@ class ScheduleCog(commands.Cog):
         )
         if schedule is None:
             raise UserError("error.schedule_full", count=MOST_WAITING)
+        event_id = await self._make_event(interaction, guild_id, language, schedule, name, starts)
+        await self.bot.storage.set_schedule(schedule, "scheduled", event_id=event_id)
+        log.info(
+            "guild %s: game scheduled by %s for %s (event %s)",
+            guild_id,
+            interaction.user.id,
+            starts,
+            event_id,
+        )
+        self.wake()
+        await answer(
+            interaction,
+            t(
+                language,
+                "schedule.made",
+                title=name,
+                when=f"<t:{int(starts)}:F>",
+                link=event_link(guild_id, event_id),
+            ),
+        )
+
+    async def _make_event(
+        self,
+        interaction: discord.Interaction,
+        guild_id: int,
+        language: str,
+        schedule: int,
+        name: str,
+        starts: float,
+    ) -> int:
+        """The scheduled game's event made on Discord (its id); refused, the game is dropped.
+
+        Raises:
+            UserError: Discord refused the event.
+        """
         channel = getattr(interaction.channel, "name", None)
         try:
             event = await self.bot.http.create_guild_scheduled_event(
@@ -302,26 +329,7 @@ class ScheduleCog(commands.Cog):
             await self.bot.storage.drop_schedule(schedule)
             log.warning("guild %s: Discord refused the scheduled event: %s", guild_id, error)
             raise UserError("error.schedule_refused") from None
-        event_id = int(event["id"])
-        await self.bot.storage.set_schedule(schedule, "scheduled", event_id=event_id)
-        log.info(
-            "guild %s: game scheduled by %s for %s (event %s)",
-            guild_id,
-            interaction.user.id,
-            starts,
-            event_id,
-        )
-        self.wake()
-        await answer(
-            interaction,
-            t(
-                language,
-                "schedule.made",
-                title=name,
-                when=f"<t:{int(starts)}:F>",
-                link=event_link(guild_id, event_id),
-            ),
-        )
+        return int(event["id"])
 
 
 async def setup(bot: ProkuratorBot) -> None:

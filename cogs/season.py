@@ -32,7 +32,8 @@ import contextlib
 import datetime
 import io
 import logging
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, cast
 
 import discord
 from discord.ext import commands
@@ -40,6 +41,7 @@ from discord.http import handle_message_parameters
 
 from bot.channels import TEXT, end_of_game_items, missing_permissions
 from bot.i18n import t
+from bot.outbox.intents import Send, Transcript
 from bot.permissions import BOT, READ, SILENCE
 from bot.service import LiveGame
 from bot.storage import FINISHED, GameRecord, OutboxItem
@@ -47,6 +49,8 @@ from bot.wiring import Hooks
 from cogs.failures import failure_of, failure_text
 
 if TYPE_CHECKING:
+    from discord.types.channel import ChannelType
+
     from bot.bot import ProkuratorBot
 
 log = logging.getLogger(__name__)
@@ -259,16 +263,15 @@ class SeasonCog(commands.Cog):
         if record is None or not wants_transcript(record):
             return
         language = await self.bot.service.language(record.guild_id)
-        item = OutboxItem(
-            "transcript",
-            {"guild_id": record.guild_id},
+        item = Transcript(
+            record.guild_id,
             {
                 "game": game_id,
                 "language": language,
                 "channels": transcript_channels(record, language),
             },
             lane="messages",
-        )
+        ).item()
         if await self.bot.storage.begin_transcript(game_id, [item]):
             # only now: an idle hook of the lane while the state was still due would have taken
             # the game off the list for good (its transcript posted, its channels never deleted);
@@ -342,7 +345,11 @@ class SeasonCog(commands.Cog):
         messages: list[dict[str, Any]] = []
         before: int | None = None
         while True:
-            page = await self.bot.http.logs_from(channel_id, PAGE, before=before)
+            # read as plain JSON (:func:`message_lines`), not as discord.py's typed messages
+            page = cast(
+                list[dict[str, Any]],
+                await self.bot.http.logs_from(channel_id, PAGE, before=before),
+            )
             messages += page
             if len(page) < PAGE:
                 break
@@ -381,7 +388,7 @@ class SeasonCog(commands.Cog):
                 ]
                 made = await self.bot.http.create_channel(
                     guild_id,
-                    TEXT,
+                    cast("ChannelType", TEXT),  # discord.py takes a channel type as a literal
                     name=t(language, "channel.archive"),
                     topic=topic,
                     permission_overwrites=overwrites,
@@ -409,7 +416,7 @@ class SeasonCog(commands.Cog):
         if record is None or channel is None:
             return
         deletes = [
-            OutboxItem(item.kind, item.target, item.payload, lane="messages")
+            replace(item, lane="messages")
             for item in end_of_game_items(record.channels, None, "delete")
         ]
         self._posting.discard(game_id)
@@ -432,21 +439,18 @@ class SeasonCog(commands.Cog):
         record = await self.bot.storage.game(item.game_id)
         notice: list[OutboxItem] = []
         if record is not None and record.channels.get("log") is not None:
+            text = t(
+                language,
+                "transcript.failed",
+                game=item.game_id,
+                reason=failure_text(language, failure),
+            )
             notice.append(
-                OutboxItem(
-                    "send",
-                    {"channel_id": int(record.channels["log"])},
-                    {
-                        "content": t(
-                            language,
-                            "transcript.failed",
-                            game=item.game_id,
-                            reason=failure_text(language, failure),
-                        ),
-                        "allowed_mentions": {"parse": []},
-                    },
+                Send(
+                    {"content": text, "allowed_mentions": {"parse": []}},
+                    int(record.channels["log"]),
                     lane="messages",
-                )
+                ).item()
             )
         self._posting.discard(item.game_id)
         await self.bot.storage.transcript_failed(item.game_id, failure.to_dict(), notice)
