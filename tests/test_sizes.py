@@ -1,0 +1,56 @@
+"""Rooms of a size one can hold (issue 21): no product file over 600 lines, no function over 60.
+
+A function's lines run from its ``def`` to its last line (decorators not counted); nested functions
+count on their own and within their parent."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PRODUCT = ("bot", "cogs", "rules")
+MAX_FILE_LINES = 600
+MAX_FUNCTION_LINES = 60
+
+
+def product_files() -> list[Path]:
+    """Every Python file of the product."""
+    return sorted(path for top in PRODUCT for path in (ROOT / top).rglob("*.py"))
+
+
+def long_functions(path: Path, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """``file:line name (n lines)`` of each function of ``path`` longer than ``limit``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > limit:
+                where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+                found.append(f"{where}:{node.lineno} {node.name} ({length} lines)")
+    return found
+
+
+def test_the_product_is_where_the_test_looks() -> None:
+    assert len(product_files()) > 50
+
+
+def test_no_product_file_is_over_600_lines() -> None:
+    big = []
+    for path in product_files():
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MAX_FILE_LINES:
+            big.append(f"{path.relative_to(ROOT)} ({lines} lines)")
+    assert big == []
+
+
+def test_no_function_is_over_60_lines() -> None:
+    assert [line for path in product_files() for line in long_functions(path)] == []
+
+
+def test_the_check_sees_a_long_function(tmp_path: Path) -> None:
+    body = "\n".join(f"    x{n} = {n}" for n in range(MAX_FUNCTION_LINES))
+    sample = tmp_path / "sample.py"
+    sample.write_text(f"def long():\n{body}\n\n\ndef short():\n    return 1\n")
+    assert long_functions(sample) != [] and len(long_functions(sample)) == 1
