@@ -16,6 +16,7 @@ from typing import Any
 import aiosqlite
 
 from bot.errors import UserError
+from bot.storage.shapes import Channels, Lobby
 
 log = logging.getLogger(__name__)
 
@@ -129,10 +130,10 @@ class GameRecord:
     host_id: int
     state: GameState
     created_at: float
-    lobby: dict[str, Any]
+    lobby: Lobby
     setup: dict[str, Any] | None = None
     seed: int | None = None
-    channels: dict[str, Any] = field(default_factory=dict)
+    channels: Channels = field(default_factory=lambda: Channels())
     deadline: float | None = None
     deadline_stage: str | None = None
     reminders_sent: list[int] = field(default_factory=list)
