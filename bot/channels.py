@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import discord
 
@@ -62,6 +62,7 @@ from bot.permissions import (
 )
 from bot.service import LiveGame
 from bot.storage import OutboxItem
+from bot.storage.shapes import Channels
 from rules import Game, Stage, Status
 
 log = logging.getLogger(__name__)
@@ -260,9 +261,10 @@ class Layout:
 
     # ------------------------------------------------------------------ stored form
 
-    def to_channels(self) -> dict[str, Any]:
-        """The record's ``channels``: what the cogs need to find the game on Discord."""
-        return {
+    def to_channels(self) -> Channels:
+        """The record's ``channels``: what the cogs need to find the game on Discord (ids once
+        :func:`resolved`; a plan's keys before)."""
+        stored = {
             "guild_id": self.guild,
             "bot_id": self.bot,
             "host_id": self.host,
@@ -287,9 +289,10 @@ class Layout:
             **({"spectators": self.spectators} if self.spectators is not None else {}),
             **({"quiet_nights": True} if self.quiet_nights else {}),
         }
+        return cast(Channels, stored)
 
     @classmethod
-    def from_channels(cls, channels: dict[str, Any]) -> Layout:
+    def from_channels(cls, channels: Channels) -> Layout:
         """The layout of a running game from its record's ``channels``."""
         roles = channels["roles"]
         return cls(
@@ -393,7 +396,7 @@ def resolved(layout: Layout, ids: dict[str, int]) -> Layout:
 # ------------------------------------------------------------------ during and after the game
 
 
-def layout_of(channels: dict[str, Any]) -> Layout | None:
+def layout_of(channels: Channels) -> Layout | None:
     """The layout of a game's record ``channels`` (None before the game has game roles)."""
     if "roles" not in channels:
         if channels:
@@ -402,7 +405,7 @@ def layout_of(channels: dict[str, Any]) -> Layout | None:
     return Layout.from_channels(channels)
 
 
-def end_of_game_items(channels: dict[str, Any], game: Game | None, at_end: str) -> list[OutboxItem]:
+def end_of_game_items(channels: Channels, game: Game | None, at_end: str) -> list[OutboxItem]:
     """At the end, with ``at_end`` ``delete``: delete the game's channels and roles (after the last
     messages said in them). Channels kept (``keep``) are locked as the footprint of the game over
     says (``bot.footprint.end_items``): nothing here."""

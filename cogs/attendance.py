@@ -28,6 +28,7 @@ from bot.options import duration_text, parse_duration
 from bot.outbox.intents import Edit, Send
 from bot.service import GameBroken, LiveGame, NoGame
 from bot.storage import GameState, OutboxItem
+from bot.storage.shapes import Attendance
 from bot.wiring import Hooks
 from cogs.common import (
     InteractionAnswer,
@@ -50,15 +51,14 @@ SHORTEST, LONGEST = 10, 900
 MOST_PINGED = 100
 
 
-def pending(live: LiveGame | None) -> dict[str, Any] | None:
+def pending(live: LiveGame | None) -> Attendance | None:
     """The lobby's roll call under way, if any."""
     if live is None or live.record.state != GameState.LOBBY or live.broken is not None:
         return None
-    check: dict[str, Any] | None = live.record.lobby.get("attendance")
-    return check
+    return live.record.lobby.get("attendance")
 
 
-def ask_payload(live: LiveGame, check: dict[str, Any]) -> dict[str, Any]:
+def ask_payload(live: LiveGame, check: Attendance) -> dict[str, Any]:
     """The roll call's message: who is asked (pinged, as many as fit), the deadline, the button."""
     button = phrase(live, "attendance.button")
     deadline = f"<t:{int(check['until'])}:T>"
@@ -233,7 +233,7 @@ class AttendanceCog(commands.Cog):
             asked = [int(p["id"]) for p in live.record.lobby.get("players", [])]
             if not asked:
                 raise UserError("error.attendance_empty")
-            check = {
+            check: Attendance = {
                 "round": issued,
                 "until": issued / 1000 + seconds,
                 "asked": asked,

@@ -237,12 +237,12 @@ class IdleWatch:
                 days=phrase(live, "idle.days", count=count),
             )
             items = log_items(live, line)
-            channel = live.record.channels.get("cities", {}).get(
-                live.game.city_of(player) if live.game else "", {}
+            places = live.record.channels.get("cities", {}).get(
+                live.game.city_of(player) if live.game else ""
             )
-            if channel.get("text") is not None:
+            if places is not None:
                 items.append(
-                    Send({"content": line, "allowed_mentions": NO_PINGS}, channel["text"]).item()
+                    Send({"content": line, "allowed_mentions": NO_PINGS}, places["text"]).item()
                 )
             return items
 

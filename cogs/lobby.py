@@ -11,7 +11,7 @@ refused rather than left out of the deal.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
@@ -24,6 +24,7 @@ from bot.i18n import NO_PINGS, key_str, mention, phrase, t
 from bot.outbox.intents import Send
 from bot.service import GameBroken, LiveGame
 from bot.storage import GameExists, GameState, OutboxItem
+from bot.storage.shapes import Lobby
 from bot.wiring import Hooks
 from cogs import spectators
 from cogs.common import (
@@ -61,7 +62,7 @@ async def may_host(bot: ProkuratorBot, member: discord.abc.User, guild_id: int) 
     return name is not None and any(role.name == name for role in roles)
 
 
-def new_lobby(bot: ProkuratorBot, channel_id: int | None) -> dict[str, Any]:
+def new_lobby(bot: ProkuratorBot, channel_id: int | None) -> Lobby:
     """A fresh lobby's record, posted in ``channel_id``."""
     config = bot.config
     return {
@@ -185,7 +186,8 @@ def role_lines(live: LiveGame, player: str) -> list[str]:
                 godfather=mention(godfather) if godfather else phrase(live, "role.no_godfather"),
             )
         )
-        room = live.record.channels.get("cities", {}).get(city, {}).get("mafia")
+        places = live.record.channels.get("cities", {}).get(city)
+        room = places["mafia"] if places is not None else None
         if room is not None and game.is_alive(player):
             lines.append(phrase(live, "role.room", room=f"<#{room}>"))
     return lines

@@ -17,6 +17,7 @@ from typing import Any
 from bot.errors import UserError
 from bot.i18n import LANGUAGES, phrase, t
 from bot.service import LiveGame
+from bot.storage.shapes import Lobby, as_json
 from rules import RuleOptions
 
 #: the roles a preset may set (``lobby.setup``; the cities are the game's own)
@@ -62,7 +63,7 @@ BUILTIN: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 
-def settings_of(lobby: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def settings_of(lobby: Lobby) -> dict[str, dict[str, Any]]:
     """What a preset holds of a lobby's settings: its roles, rule options and house rules."""
     setup = lobby.get("setup", {})
     rules = lobby.get("rules", {})
@@ -73,7 +74,9 @@ def settings_of(lobby: dict[str, Any]) -> dict[str, dict[str, Any]]:
             for key, value in rules.items()
             if key not in GAME_RULES and value is not None
         },
-        "house": {key: lobby[key] for key in HOUSE_KEYS if lobby.get(key) is not None},
+        "house": {
+            key: as_json(lobby)[key] for key in HOUSE_KEYS if as_json(lobby).get(key) is not None
+        },
     }
 
 
@@ -95,7 +98,7 @@ def checked(settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {"setup": setup, "rules": rules, "house": house}
 
 
-def apply_preset(lobby: dict[str, Any], settings: dict[str, dict[str, Any]]) -> None:
+def apply_preset(lobby: Lobby, settings: dict[str, dict[str, Any]]) -> None:
     """Set a lobby's roles, rule options and house rules to a preset's (the rest to defaults)."""
     setup = lobby.setdefault("setup", {})
     for key in SETUP_KEYS:
@@ -105,9 +108,10 @@ def apply_preset(lobby: dict[str, Any], settings: dict[str, dict[str, Any]]) -> 
     for key in [key for key in rules if key not in GAME_RULES]:
         del rules[key]
     rules.update(copy.deepcopy(settings["rules"]))
+    stored = as_json(lobby)
     for key in HOUSE_KEYS:
-        lobby.pop(key, None)
-    lobby.update(copy.deepcopy(settings["house"]))
+        stored.pop(key, None)
+    stored.update(copy.deepcopy(settings["house"]))
 
 
 def builtin_name(language: str, key: str) -> str:
@@ -142,7 +146,7 @@ def chosen_preset(
     key: str | None, name: str, settings: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:
     """What a lobby stores of the preset it was set from."""
-    lobby: dict[str, Any] = {}
+    lobby: Lobby = {}
     apply_preset(lobby, settings)
     return {"key": key, "name": name, "settings": settings_of(lobby)}
 

@@ -20,6 +20,7 @@ from bot.limits import CONTENT, sections
 from bot.outbox.intents import Edit, Send
 from bot.service import LiveGame
 from bot.storage import OutboxItem
+from bot.storage.shapes import Channels, CityChannels
 from cogs.common import status_text
 from cogs.ending import closing_channels, closing_items
 from cogs.mentions import command
@@ -77,7 +78,7 @@ class Announcer:
 
     def __init__(self, live: LiveGame) -> None:
         self.live = live
-        self.channels: dict[str, Any] = live.record.channels
+        self.channels: Channels = live.record.channels
         self.lines: dict[int, list[str]] = defaultdict(list)
         self.order: list[int] = []
         self.extra: list[OutboxItem] = []
@@ -93,7 +94,7 @@ class Announcer:
 
     def ping(self, city: str) -> None:
         """Ping the city's living role with what this command tells its channel."""
-        channel = self.cities().get(city, {}).get("text")
+        channel = self.text_of(city)
         if channel is not None:
             self.pinged[int(channel)] = city
 
@@ -104,19 +105,24 @@ class Announcer:
             self.order.append(channel_id)
         self.lines[channel_id].append(line)
 
-    def cities(self) -> dict[str, dict[str, int]]:
-        cities: dict[str, dict[str, int]] = self.channels.get("cities", {})
-        return cities
+    def cities(self) -> dict[str, CityChannels]:
+        return self.channels.get("cities", {})
+
+    def text_of(self, city: str) -> int | None:
+        """The city's text channel (None: the game has no channels)."""
+        places = self.cities().get(city)
+        return places["text"] if places is not None else None
 
     def city(self, name: str, line: str) -> None:
-        self.say(self.cities().get(name, {}).get("text"), line)
+        self.say(self.text_of(name), line)
 
     def everyone(self, line: str) -> None:
         for name in self.cities():
             self.city(name, line)
 
     def mafia(self, city: str, line: str) -> None:
-        self.say(self.cities().get(city, {}).get("mafia"), line)
+        places = self.cities().get(city)
+        self.say(places["mafia"] if places is not None else None, line)
 
     def log(self, line: str) -> None:
         self.say(self.channels.get("log"), line)
@@ -283,7 +289,7 @@ def _voting(scene: _Scene, event: ev.PhaseStarted) -> None:
     )
     for city in game.cities:
         if game.alive(city):
-            text = out.cities().get(city, {}).get("text")
+            text = out.text_of(city)
             if text is not None:
                 ref = ballot_ref(city, event.phase.number)
                 out.extra.append(Send(ballot_payload(scene.live, city), text, ref=ref).item())
@@ -323,7 +329,7 @@ def _night(scene: _Scene, event: ev.PhaseStarted) -> None:
 
 
 def _nominated(scene: _Scene, event: ev.Nominated) -> None:
-    channel = scene.out.cities().get(event.city, {}).get("text")
+    channel = scene.out.text_of(event.city)
     if channel is None:
         return
     say = scene.say  # its own message: it carries the nominee's "Last word" button

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import replace
-from typing import Any
 
 from bot.channels import MEMBER, ROLE, Layout, Overwrite, Target, layout_of
 from bot.footprint.declared import SPECTATORS_KEY, Footprint, declared, seated
@@ -15,6 +14,7 @@ from bot.i18n import phrase
 from bot.outbox import intents
 from bot.service import LiveGame
 from bot.storage import OutboxItem
+from bot.storage.shapes import Channels
 from rules import Game
 
 
@@ -61,7 +61,7 @@ def member_changes(before: Footprint, after: Footprint, users: Collection[int]) 
     return items
 
 
-def death_items(game: Game, channels: dict[str, Any], player: str) -> list[OutboxItem]:
+def death_items(game: Game, channels: Channels, player: str) -> list[OutboxItem]:
     """``player`` died (``game`` says so): the difference between the footprint with him alive
     and without (his city role off, his mafia room's overwrite dropped, the dead role on)."""
     layout = layout_of(channels)
@@ -72,7 +72,7 @@ def death_items(game: Game, channels: dict[str, Any], player: str) -> list[Outbo
     )
 
 
-def quiet_night_items(game: Game, channels: dict[str, Any], *, night: bool) -> list[OutboxItem]:
+def quiet_night_items(game: Game, channels: Channels, *, night: bool) -> list[OutboxItem]:
     """Quiet nights (a house rule): the night (``night``) or the day begins, and the city channels'
     role overwrites go from the footprint by day to the footprint by night (read-only to their own
     living residents), or back. Nothing without quiet nights. A quiet twin's overwrite goes in the
@@ -217,7 +217,7 @@ def made_mid_game(layout: Layout) -> bool:
 
 
 def end_items(
-    channels: dict[str, Any], game: Game | None, *, reveal: bool
+    channels: Channels, game: Game | None, *, reveal: bool
 ) -> tuple[list[OutboxItem], str]:
     """The end's lock: the difference between the footprint of the game running and of the game
     over, as one edit of each channel whose overwrites change (its whole list, one call). In the

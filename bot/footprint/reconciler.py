@@ -252,7 +252,7 @@ class Reconciler:
             return await self._reconcile_kept(game_id)
         if live.game is None or live.broken is not None:
             return None
-        if notes(dict(live.record.channels)).get("remaking"):
+        if notes(live.record.channels).get("remaking"):
             return None
         guild = self.bot.get_guild(live.record.guild_id)
         layout = await self._ids(live)
@@ -269,7 +269,7 @@ class Reconciler:
             self._queried.add(game_id)
             await _query(guild, users)
         seen = observe(guild, [int(place.id) for place in footprint.places], users)
-        given_up = {tuple(path) for path in notes(dict(live.record.channels)).get("given_up", [])}
+        given_up = {tuple(path) for path in notes(live.record.channels).get("given_up", [])}
         found = repairs(footprint, seen, given_up)
         if found:
             found = await confirmed(self.bot.http, guild, footprint, seen, found, given_up)
@@ -366,7 +366,7 @@ class Reconciler:
         """Store what the pass decided: its intents, the host's notices, the reconciler's notes
         (nothing if the game changed since the pass looked, ``looked`` being its :func:`marker`
         then: a death meanwhile, say; then the game is looked at again)."""
-        before = notes(dict(live.record.channels))
+        before = notes(live.record.channels)
         known_stuck = set(before.get("stuck", []))
         new_stuck = [role for role in found.stuck if role not in known_stuck]
         powers = {str(user): kinds for user, kinds in seen.powers.items()}
@@ -399,7 +399,7 @@ class Reconciler:
 
         await self.bot.service.update(live.id, change)
         stored = self.bot.service.find(live.id)
-        if stored is None or "powers" in notes(dict(stored.record.channels)):
+        if stored is None or "powers" in notes(stored.record.channels):
             self._started.pop(live.id, None)  # noted in the record from now on
         if found or new_stuck or gained:
             _log_repaired(live.id, found, gained)
@@ -441,7 +441,7 @@ class Reconciler:
         live = self.bot.service.find(game_id)
         if live is None or live.record.state != GameState.RUNNING:
             return
-        remaking = notes(dict(live.record.channels)).get("remaking")
+        remaking = notes(live.record.channels).get("remaking")
         if not remaking:
             return
         made = await self.bot.storage.provisioned(game_id)

@@ -9,15 +9,16 @@ from typing import Any
 from bot.footprint.declared import Path
 from bot.service import LiveGame
 from bot.storage import FINISHED, GameRecord
+from bot.storage.shapes import Channels
 
 
-def notes(channels: dict[str, Any]) -> dict[str, Any]:
+def notes(channels: Channels) -> dict[str, Any]:
     """The reconciler's own part of a game's record."""
     state: dict[str, Any] = channels.setdefault("footprint", {})
     return state
 
 
-def put(channels: dict[str, Any], path: Path, value: Any) -> None:
+def put(channels: Channels, path: Path, value: Any) -> None:
     """Set the id the record keeps at ``path`` (a role's or channel's place in it)."""
     target: Any = channels
     for part in path[:-1]:
@@ -25,7 +26,7 @@ def put(channels: dict[str, Any], path: Path, value: Any) -> None:
     target[path[-1]] = value
 
 
-def children(channels: dict[str, Any]) -> list[int]:
+def children(channels: Channels) -> list[int]:
     """Every game channel in the game's category."""
     ids = [ids[kind] for ids in channels["cities"].values() for kind in ("text", "mafia")]
     return [int(value) for value in [*ids, channels["voice"], channels["dead"], channels["log"]]]

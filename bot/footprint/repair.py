@@ -16,6 +16,7 @@ from bot.i18n import NO_PINGS, mention, phrase
 from bot.outbox import intents
 from bot.service import LiveGame
 from bot.storage import OutboxItem
+from bot.storage.shapes import Channels
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +200,7 @@ def role_name(footprint: Footprint, role: int) -> str:
     return next((spec.name for spec in footprint.roles if int(spec.id) == role), str(role))
 
 
-def to_log(channels: dict[str, Any], content: str) -> list[OutboxItem]:
+def to_log(channels: Channels, content: str) -> list[OutboxItem]:
     """A text posted in the host's log (nothing while the log is not made)."""
     log_channel = channels.get("log")
     if log_channel is None or not str(log_channel).isdigit():

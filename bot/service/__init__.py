@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
 
 import aiosqlite
 
@@ -92,6 +91,7 @@ from bot.storage import (
     OutboxItem,
     is_storage_failure,
 )
+from bot.storage.shapes import Lobby
 from rules import (
     Command,
     Event,
@@ -139,7 +139,7 @@ class GameService(GameAdmission):
         self,
         guild_id: int,
         host_id: int,
-        lobby: dict[str, Any],
+        lobby: Lobby,
         *,
         interaction_id: int | None = None,
         outbox: Callable[[LiveGame], list[OutboxItem]] | None = None,

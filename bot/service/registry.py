@@ -167,7 +167,8 @@ class GameRegistry:
         record = live.record
         paused = record.lobby.get("paused")
         if isinstance(paused, dict):  # paused by the host: the new stage waits, its time kept
-            paused.update(stage=live.stage_key(), remaining=duration if duration > 0 else None)
+            paused["stage"] = live.stage_key()
+            paused["remaining"] = duration if duration > 0 else None
             record.deadline, record.deadline_stage, record.reminders_sent = None, None, []
             return
         record.deadline = self.clock() + duration if duration > 0 else None

@@ -33,6 +33,7 @@ from bot.storage.records import (
     checksum,
     sql_states,
 )
+from bot.storage.shapes import Lobby
 
 
 class GameQueries(StorageBase):
@@ -42,7 +43,7 @@ class GameQueries(StorageBase):
         self,
         guild_id: int,
         host_id: int,
-        lobby: dict[str, Any],
+        lobby: Lobby,
         *,
         interaction_id: int | None = None,
         outbox: Callable[[GameRecord], Iterable[OutboxItem]] | None = None,

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiosqlite
 
@@ -235,10 +235,10 @@ def _parse_game(row: aiosqlite.Row) -> GameRecord:
         host_id=row["host_id"],
         state=GameState(row["state"]),
         created_at=row["created_at"],
-        lobby=lobby,
+        lobby=cast(Lobby, lobby),  # JSON as stored: its shape is the code's (shapes.py)
         setup=json.loads(row["setup"]) if row["setup"] else None,
         seed=row["seed"],
-        channels=channels,
+        channels=cast(Channels, channels),
         deadline=row["deadline"],
         deadline_stage=row["deadline_stage"],
         reminders_sent=json.loads(row["reminders_sent"]),

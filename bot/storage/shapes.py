@@ -15,7 +15,7 @@ command that changes them.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict, cast
 
 #: an id on Discord, or the key of something a provisioning makes until it is made
 Target = int | str
@@ -35,7 +35,7 @@ class Seat(TypedDict, total=False):
 class LobbySettings(TypedDict, total=False):
     """What the host (or a preset, or the server's config) chooses before the start."""
 
-    channel_id: int
+    channel_id: int | None
     """The channel the lobby was opened in."""
     players: list[Seat]
     setup: dict[str, Any]
@@ -51,7 +51,8 @@ class LobbySettings(TypedDict, total=False):
     pings: bool
     quiet_nights: bool
     everyone_reads: bool
-    at_end: Literal["keep", "delete"]
+    at_end: str
+    """``keep`` (the channels stay, read-only) or ``delete`` (config ``channels.at_end``)."""
     archive_after: int
     spectators: str
     will: int
@@ -120,35 +121,38 @@ class Lobby(LobbySettings, GameMarks, total=False):
 class CityChannels(TypedDict):
     """A city's channels: its public text channel and its mafia's hidden room."""
 
-    text: Target
-    mafia: Target
+    text: int
+    mafia: int
 
 
 class CityRoles(TypedDict, total=False):
     """A city's game roles: its living residents', and the quiet twin when it has one."""
 
-    living: Target
+    living: int
     quiet: Target
+    """Named by its key while it is being made (it is made mid-game, for a first quiet player)."""
 
 
 class GameRoles(TypedDict):
     """The game's roles: the dead's and each city's."""
 
-    dead: Target
+    dead: int
     cities: dict[str, CityRoles]
 
 
 class Channels(TypedDict, total=False):
     """A game record's ``channels``: where the game is on Discord (``bot.channels.Layout``'s
-    stored form), and what the footprint and the season keep beside it."""
+    stored form, its ids as Discord gave them), and what the footprint and the season keep
+    beside it. A start's plan (:attr:`Provision.layout`) has the same shape with the keys of
+    what it makes in place of the ids; the spectators' role is named by its key until made."""
 
     guild_id: int
     bot_id: int
     host_id: int
-    category: Target
-    voice: Target
-    dead: Target
-    log: Target
+    category: int
+    voice: int
+    dead: int
+    log: int
     everyone_reads: bool
     cities: dict[str, CityChannels]
     roles: GameRoles
@@ -157,6 +161,12 @@ class Channels(TypedDict, total=False):
     spectators: Target
     quiet_nights: bool
     watching: list[int]
-    at_end: Literal["keep", "delete"]
+    at_end: str
     archive_after: int
     footprint: dict[str, Any]
+
+
+def as_json(lobby: Lobby) -> dict[str, Any]:
+    """The lobby as the JSON object it is stored as, for code that walks keys named in a list
+    (a preset's house rules are copied key by key), which a TypedDict cannot check."""
+    return cast(dict[str, Any], lobby)

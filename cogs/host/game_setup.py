@@ -15,6 +15,7 @@ from bot.i18n import key_str
 from bot.limits import CITIES, CITY_NAME, clip
 from bot.service import LiveGame
 from bot.storage import GameRecord, GameState, OutboxItem
+from bot.storage.shapes import as_json
 from cogs import presets
 from cogs.common import (
     answer,
@@ -431,5 +432,5 @@ class SetupChange:
             lobby.get("rules", {}).pop("touring_order", None)
         setup.update(self.roles)
         lobby.setdefault("rules", {}).update(self.rules)
-        lobby.update(self.house)
+        as_json(lobby).update(self.house)
         return lobby_edit(live)

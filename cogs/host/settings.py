@@ -235,9 +235,10 @@ class HostSettings(HostSetup):
             record = live.record
             paused = record.lobby.get("paused")
             if isinstance(paused, dict):
-                if paused.get("remaining") is None:
+                remaining = paused.get("remaining")
+                if remaining is None:
                     raise UserError("error.no_deadline")
-                paused["remaining"] = min(MAX_TIMER, float(paused["remaining"]) + seconds)
+                paused["remaining"] = min(MAX_TIMER, remaining + seconds)
             else:
                 if record.deadline is None:
                     raise UserError("error.no_deadline")

@@ -368,7 +368,11 @@ class HostStart(HostBase):
 
         def change(live: LiveGame) -> list[OutboxItem]:
             provision = live.record.lobby["provision"]
-            provision.update(state="rollback", reason=reason, target=target)
+            provision["state"], provision["reason"], provision["target"] = (
+                "rollback",
+                reason,
+                target,
+            )
             sweep = (
                 Sweep(
                     Sweep.read(plans[-1]).guild,
@@ -416,7 +420,8 @@ class HostStart(HostBase):
 
         def change(live: LiveGame) -> list[OutboxItem]:
             record = live.record
-            record.state, record.setup, record.seed, record.channels = target, None, None, {}
+            record.state, record.setup, record.seed = GameState(target), None, None
+            record.channels = {}
             record.lobby.pop("provision", None)
             items = lobby_edit(live)
             channel = record.lobby.get("channel_id")

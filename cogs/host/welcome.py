@@ -195,10 +195,10 @@ def _newcomer_greetings(live: LiveGame, game: Game, old: str, new: str) -> list[
     """The newcomer pinged alone where he now sits: his city's channel (with "My status") and,
     for a mafioso, the mafia room, naming its Godfather."""
     city = game.city_of(new)
-    ids = live.record.channels.get("cities", {}).get(city, {})
+    ids = live.record.channels.get("cities", {}).get(city)
     only_him = {"parse": [], "users": [new]}
     items: list[OutboxItem] = []
-    if ids.get("text") is not None:
+    if ids is not None:
         welcome = phrase(
             live,
             "replace.welcome",
@@ -212,7 +212,7 @@ def _newcomer_greetings(live: LiveGame, game: Game, old: str, new: str) -> list[
             "components": role_button(live),
         }
         items.append(Send(message, channel=ids["text"], lane=AFTER_ACCESS).item())
-    if game.status_of(new) is Status.MAFIOSO and ids.get("mafia") is not None:
+    if game.status_of(new) is Status.MAFIOSO and ids is not None:
         godfather = game.godfather_of(city)
         greeting = phrase(
             live,
