@@ -54,3 +54,54 @@ def test_the_check_sees_a_long_function(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text(f"def long():\n{body}\n\n\ndef short():\n    return 1\n")
     assert long_functions(sample) != [] and len(long_functions(sample)) == 1
+
+
+def typed_data_breaches(path: Path) -> list[str]:
+    """A game's state compared with a string, or an outbox item built from its kind's name
+    (``OutboxItem("send", ...)``) rather than its intent class."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            names_state = any(isinstance(s, ast.Attribute) and s.attr == "state" for s in sides)
+            literal = any(
+                isinstance(s, ast.Constant)
+                and isinstance(s.value, str)
+                or isinstance(s, (ast.Tuple, ast.List))
+                and any(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in s.elts)
+                for s in sides
+            )
+            if names_state and literal:
+                found.append(f"{path.name}:{node.lineno} a state compared with a string")
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "OutboxItem"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            found.append(f"{path.name}:{node.lineno} an outbox item built by its kind's name")
+    return found
+
+
+def test_states_are_an_enum_and_outbox_items_are_built_from_their_intents() -> None:
+    allowed = {ROOT / "bot" / "outbox" / "intents.py"}
+    breaches = [
+        line
+        for path in product_files()
+        if path not in allowed
+        for line in typed_data_breaches(path)
+    ]
+    assert breaches == []
+
+
+def test_the_typed_data_check_sees_a_breach(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        'if record.state == "running":\n    item = OutboxItem("send", {}, {})\n'
+        "if record.state is GameState.RUNNING:\n    item = Send({}, 1).item()\n"
+    )
+    assert typed_data_breaches(sample) == [
+        "sample.py:1 a state compared with a string",
+        "sample.py:2 an outbox item built by its kind's name",
+    ]
