@@ -395,7 +395,7 @@ class DiscordCalls:
     async def _edit_channel(self, item: OutboxItem) -> int | None:
         edit = EditChannel.read(item)
         channel_id = await self._resolve(item.game_id, edit.channel)
-        payload = dict(edit.changes)
+        payload = dict(edit.body)
         if "permission_overwrites" in payload:
             # a role made mid-game (a quiet twin, the spectators') is named by its key until made
             overwrites = []

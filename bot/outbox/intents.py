@@ -15,8 +15,8 @@ when the item is carried out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeAlias
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self, TypeAlias
 
 from bot.storage.records import OutboxItem
 
@@ -133,64 +133,63 @@ class Edit(Intent):
 
 
 @dataclass(frozen=True)
-class Voice(Intent):
-    """A recorded last word posted as a voice message (``details``: the file and its caption,
-    read by the last word's handler)."""
+class _InChannel(Intent):
+    """An intent about one channel, with a body its handler reads."""
 
-    kind: ClassVar[str] = "voice"
     channel: Ref
-    details: dict[str, Any]
+    body: dict[str, Any]
     lane: str = ""
 
     def target(self) -> dict[str, Any]:
         return {"channel_id": self.channel}
 
     def payload(self) -> dict[str, Any]:
-        return self.details
+        return self.body
 
     @classmethod
-    def read(cls, item: OutboxItem) -> Voice:
+    def read(cls, item: OutboxItem) -> Self:
         return cls(item.target["channel_id"], item.payload, item.lane)
 
 
 @dataclass(frozen=True)
-class Picture(Intent):
-    """A finished game's picture posted with its caption (drawn by the history's handler)."""
+class _InGuild(Intent):
+    """An intent about a whole guild, with a body its handler reads."""
 
-    kind: ClassVar[str] = "picture"
-    channel: Ref
-    details: dict[str, Any]
-    lane: str = ""
-
-    def target(self) -> dict[str, Any]:
-        return {"channel_id": self.channel}
-
-    def payload(self) -> dict[str, Any]:
-        return self.details
-
-    @classmethod
-    def read(cls, item: OutboxItem) -> Picture:
-        return cls(item.target["channel_id"], item.payload, item.lane)
-
-
-@dataclass(frozen=True)
-class Transcript(Intent):
-    """A finished game's channels copied into the guild's archive (the season's handler)."""
-
-    kind: ClassVar[str] = "transcript"
     guild: int
-    details: dict[str, Any]
+    body: dict[str, Any]
     lane: str = ""
 
     def target(self) -> dict[str, Any]:
         return {"guild_id": self.guild}
 
     def payload(self) -> dict[str, Any]:
-        return self.details
+        return self.body
 
     @classmethod
-    def read(cls, item: OutboxItem) -> Transcript:
+    def read(cls, item: OutboxItem) -> Self:
         return cls(item.target["guild_id"], item.payload, item.lane)
+
+
+@dataclass(frozen=True)
+class Voice(_InChannel):
+    """A recorded last word posted as a voice message (``body``: the file and its caption,
+    read by the last word's handler)."""
+
+    kind: ClassVar[str] = "voice"
+
+
+@dataclass(frozen=True)
+class Picture(_InChannel):
+    """A finished game's picture posted with its caption (drawn by the history's handler)."""
+
+    kind: ClassVar[str] = "picture"
+
+
+@dataclass(frozen=True)
+class Transcript(_InGuild):
+    """A finished game's channels copied into the guild's archive (the season's handler)."""
+
+    kind: ClassVar[str] = "transcript"
 
 
 @dataclass(frozen=True)
@@ -251,10 +250,9 @@ class MemberRole(Intent):
 
 
 @dataclass(frozen=True)
-class CreateRole(Intent):
-    """A role made for the game under ``key`` (``spec``: Discord's role fields and a reason)."""
+class _Made(Intent):
+    """Something the game's provisioning makes, under its key (``spec``: Discord's fields)."""
 
-    kind: ClassVar[str] = "create_role"
     guild: int
     key: str
     spec: dict[str, Any]
@@ -267,30 +265,23 @@ class CreateRole(Intent):
         return self.spec
 
     @classmethod
-    def read(cls, item: OutboxItem) -> CreateRole:
+    def read(cls, item: OutboxItem) -> Self:
         return cls(item.target["guild_id"], item.target["key"], item.payload, item.lane)
 
 
 @dataclass(frozen=True)
-class CreateChannel(Intent):
+class CreateRole(_Made):
+    """A role made for the game under ``key`` (``spec``: Discord's role fields and a reason)."""
+
+    kind: ClassVar[str] = "create_role"
+
+
+@dataclass(frozen=True)
+class CreateChannel(_Made):
     """A channel made for the game under ``key`` (``spec``: name, type, parent, topic,
     overwrites and a reason)."""
 
     kind: ClassVar[str] = "create_channel"
-    guild: int
-    key: str
-    spec: dict[str, Any]
-    lane: str = ""
-
-    def target(self) -> dict[str, Any]:
-        return {"guild_id": self.guild, "key": self.key}
-
-    def payload(self) -> dict[str, Any]:
-        return self.spec
-
-    @classmethod
-    def read(cls, item: OutboxItem) -> CreateChannel:
-        return cls(item.target["guild_id"], item.target["key"], item.payload, item.lane)
 
 
 @dataclass(frozen=True)
@@ -333,45 +324,19 @@ class DeleteChannel(Intent):
 
 
 @dataclass(frozen=True)
-class EditChannel(Intent):
-    """A channel's fields changed (``changes``: Discord's fields; overwrites may name a role
-    by its key until it is made)."""
+class EditChannel(_InChannel):
+    """A channel's fields changed (``body``: Discord's fields; overwrites may name a role by its
+    key until it is made)."""
 
     kind: ClassVar[str] = "edit_channel"
-    channel: Ref
-    changes: dict[str, Any]
-    lane: str = ""
-
-    def target(self) -> dict[str, Any]:
-        return {"channel_id": self.channel}
-
-    def payload(self) -> dict[str, Any]:
-        return self.changes
-
-    @classmethod
-    def read(cls, item: OutboxItem) -> EditChannel:
-        return cls(item.target["channel_id"], item.payload, item.lane)
 
 
 @dataclass(frozen=True)
-class Sweep(Intent):
-    """Duplicates of what a provisioning made removed (``plan``: the names, topics and
-    category it made; with ``rollback``, everything of those names no item made)."""
+class Sweep(_InGuild):
+    """Duplicates of what a provisioning made removed (``body``: the names, topics and category
+    it made; with ``rollback``, everything of those names no item made)."""
 
     kind: ClassVar[str] = "sweep"
-    guild: int
-    plan: dict[str, Any] = field(default_factory=dict)
-    lane: str = ""
-
-    def target(self) -> dict[str, Any]:
-        return {"guild_id": self.guild}
-
-    def payload(self) -> dict[str, Any]:
-        return self.plan
-
-    @classmethod
-    def read(cls, item: OutboxItem) -> Sweep:
-        return cls(item.target["guild_id"], item.payload, item.lane)
 
 
 #: every kind of intent by its stored ``kind``

@@ -21,6 +21,7 @@ from tests.cogs.scenes import accepted, assert_unchanged, deliver_again, quick_e
 from tests.fakediscord.interactions import (
     CALLBACK_CHANNEL_MESSAGE,
     CALLBACK_DEFERRED_CHANNEL_MESSAGE,
+    InteractionResult,
 )
 from tests.harness import Table, bot_table
 
@@ -74,19 +75,24 @@ async def test_a_vote_waiting_for_the_lock_is_acknowledged_first_and_counts_once
         assert len(vote.attempts) == 1, "acknowledged twice"
 
 
+async def old_vote(table: Table, voter: str, nominee: str) -> InteractionResult:
+    """A vote Discord made 2 s before the bot hears of it."""
+    return await table.fake.slash(
+        table.guild_id,
+        table.member(voter).user.id,
+        "vote",
+        {"player": table.pid(nominee)},
+        locale="ru",
+        interaction_id=sent_ago(2.0),
+    )
+
+
 async def test_an_old_interaction_is_acknowledged_before_its_commit():
     async with bot_table(players=8) as table:
         quick_edits(table)
         voter, nominee = await voting_game(table)
         rows = len(await table.bot.storage.commands(table.live().id))
-        vote = await table.fake.slash(
-            table.guild_id,
-            table.member(voter).user.id,
-            "vote",
-            {"player": table.pid(nominee)},
-            locale="ru",
-            interaction_id=sent_ago(2.0),
-        )
+        vote = await old_vote(table, voter, nominee)
         assert vote.callback_type == CALLBACK_DEFERRED_CHANNEL_MESSAGE
         answer = await vote.wait_original()
         assert answer.ephemeral and answer.content == t(
@@ -140,14 +146,7 @@ async def test_an_old_interaction_delivered_twice_is_acknowledged_once():
         quick_edits(table)
         voter, nominee = await voting_game(table)
         rows = len(await table.bot.storage.commands(table.live().id))
-        vote = await table.fake.slash(
-            table.guild_id,
-            table.member(voter).user.id,
-            "vote",
-            {"player": table.pid(nominee)},
-            locale="ru",
-            interaction_id=sent_ago(2.0),
-        )
+        vote = await old_vote(table, voter, nominee)
         await vote.wait_original()
         await deliver_again(table, vote)  # older still: it would be acknowledged first again
         await table.drain()
