@@ -262,8 +262,14 @@ class Reconciler:
         if progress[1]:  # the game's own changes are on their way: look once they are made
             await self._look_when_idle(game_id)
             return None
+        if self.bot.service.lock(game_id).locked():
+            # a command is being applied: the game in memory is ahead of what is stored, and of
+            # the outbox items that carry it out; what the pass declared now would be done twice
+            self.request(game_id)
+            return None
         self.passes += 1
-        footprint = declared(live, live.game, layout)
+        # read together, with no await between: the game as it stands between two commands
+        footprint, looked = declared(live, live.game, layout), marker(live)
         users = [seat.user for seat in footprint.seats]
         if game_id not in self._queried:  # after a restart the bot knows no member yet
             self._queried.add(game_id)
@@ -278,7 +284,7 @@ class Reconciler:
                 # roles being given): what it saw is stale, and repairing it would do them twice
                 await self._look_when_idle(game_id)
                 return None
-        await self._write(live, footprint, seen, found, marker(live))
+        await self._write(live, footprint, seen, found, looked)
         return found
 
     async def _reconcile_kept(self, game_id: int) -> Repairs | None:

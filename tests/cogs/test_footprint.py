@@ -11,6 +11,7 @@ always sees his city, the host is told what he must do.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from bot.i18n import t
@@ -564,3 +565,46 @@ async def test_a_pass_while_a_death_is_being_carried_out_repairs_nothing_and_dou
         ]  # the death's own, once each
         assert may(table, table.city_channel("Верона"), victim) & VIEW
         assert not may(table, table.city_channel("Верона"), victim) & SEND
+
+
+async def test_a_pass_while_a_death_is_being_committed_repairs_nothing_and_doubles_no_call():
+    """Found under load (the 200-player start gave and took every death's roles twice): a pass
+    that read the game while a death was applied in memory and not yet stored declared the dead
+    player dead before the death's own role changes were queued, and repaired them itself. A
+    pass never reads the game while a command holds its lock; it looks again after."""
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        reconciler = host_cog(table).footprint
+        game_id = table.live().id
+        victim = citizen(table, "Верона")
+        storage = table.bot.storage
+        storing, release = asyncio.Event(), asyncio.Event()
+        append_command = storage.append_command
+
+        async def held_commit(*args: Any, **kwargs: Any) -> Any:
+            storing.set()
+            await release.wait()
+            return await append_command(*args, **kwargs)
+
+        storage.append_command = held_commit  # type: ignore[method-assign]
+        mark = len(table.fake.calls())
+        kill = asyncio.ensure_future(accepted(table, "host", "host kill", {"player": victim}))
+        await asyncio.wait_for(storing.wait(), 60)
+        assert not table.game.is_alive(victim)  # applied in memory, not stored yet
+        lock = table.bot.service.lock(game_id)
+        looked = asyncio.ensure_future(reconciler.reconcile(game_id))
+        await table.fake.wait_until(
+            lambda: looked.done() or len(lock._waiters or ()) > 0, REPAIR, "the pass never ended"
+        )
+        storage.append_command = append_command  # type: ignore[method-assign]
+        release.set()
+        await kill
+        assert await looked is None
+        await table.drain()
+        user = table.member(victim).user.id
+        changes = [
+            call
+            for call in table.fake.calls()[mark:]
+            if call.method in ("PUT", "DELETE") and f"/members/{user}/roles/" in call.path
+        ]
+        assert sorted(call.method for call in changes) == ["DELETE", "PUT"]  # the death's own
