@@ -15,7 +15,8 @@ when the item is carried out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self, TypeAlias
 
 from bot.storage.records import OutboxItem
@@ -49,32 +50,28 @@ MEMBER_TARGET = 1
 
 
 @dataclass(frozen=True)
-class Intent:
+class Intent(ABC):
     """One thing to do on Discord; ``lane`` empty: the lane of its kind."""
 
     kind: ClassVar[str]
+    lane: str = field(default="", kw_only=True)
 
+    @abstractmethod
     def target(self) -> dict[str, Any]:
         """The stored item's target."""
-        raise NotImplementedError
 
+    @abstractmethod
     def payload(self) -> dict[str, Any]:
         """The stored item's payload."""
-        raise NotImplementedError
-
-    @property
-    def lane_name(self) -> str:
-        """The lane this intent names, or ``""``."""
-        return str(getattr(self, "lane", ""))
 
     def item(self) -> OutboxItem:
         """The intent as the outbox stores it."""
-        return OutboxItem(self.kind, self.target(), self.payload(), lane=self.lane_name)
+        return OutboxItem(self.kind, self.target(), self.payload(), lane=self.lane)
 
     @classmethod
+    @abstractmethod
     def read(cls, item: OutboxItem) -> Intent:
         """The intent a stored item of this kind holds."""
-        raise NotImplementedError
 
 
 def _message_target(channel: Ref | None, user: int | None, ref: str | None) -> dict[str, Any]:
@@ -98,7 +95,6 @@ class Send(Intent):
     channel: Ref | None = None
     user: int | None = None
     ref: str | None = None
-    lane: str = ""
 
     def target(self) -> dict[str, Any]:
         return _message_target(self.channel, self.user, self.ref)
@@ -109,7 +105,9 @@ class Send(Intent):
     @classmethod
     def read(cls, item: OutboxItem) -> Send:
         t = item.target
-        return cls(item.payload, t.get("channel_id"), t.get("user_id"), t.get("ref"), item.lane)
+        return cls(
+            item.payload, t.get("channel_id"), t.get("user_id"), t.get("ref"), lane=item.lane
+        )
 
 
 @dataclass(frozen=True)
@@ -119,7 +117,6 @@ class Edit(Intent):
     kind: ClassVar[str] = "edit"
     ref: str
     message: dict[str, Any]
-    lane: str = ""
 
     def target(self) -> dict[str, Any]:
         return {"ref": self.ref}
@@ -129,7 +126,7 @@ class Edit(Intent):
 
     @classmethod
     def read(cls, item: OutboxItem) -> Edit:
-        return cls(item.target["ref"], item.payload, item.lane)
+        return cls(item.target["ref"], item.payload, lane=item.lane)
 
 
 @dataclass(frozen=True)
@@ -138,7 +135,6 @@ class _InChannel(Intent):
 
     channel: Ref
     body: dict[str, Any]
-    lane: str = ""
 
     def target(self) -> dict[str, Any]:
         return {"channel_id": self.channel}
@@ -148,7 +144,7 @@ class _InChannel(Intent):
 
     @classmethod
     def read(cls, item: OutboxItem) -> Self:
-        return cls(item.target["channel_id"], item.payload, item.lane)
+        return cls(item.target["channel_id"], item.payload, lane=item.lane)
 
 
 @dataclass(frozen=True)
@@ -157,7 +153,6 @@ class _InGuild(Intent):
 
     guild: int
     body: dict[str, Any]
-    lane: str = ""
 
     def target(self) -> dict[str, Any]:
         return {"guild_id": self.guild}
@@ -167,7 +162,7 @@ class _InGuild(Intent):
 
     @classmethod
     def read(cls, item: OutboxItem) -> Self:
-        return cls(item.target["guild_id"], item.payload, item.lane)
+        return cls(item.target["guild_id"], item.payload, lane=item.lane)
 
 
 @dataclass(frozen=True)
@@ -204,7 +199,6 @@ class Overwrite(Intent):
     allow: int = 0
     deny: int = 0
     delete: bool = False
-    lane: str = ""
 
     def target(self) -> dict[str, Any]:
         kind = MEMBER_TARGET if self.member else ROLE_TARGET
@@ -234,7 +228,6 @@ class MemberRole(Intent):
     user: int
     role: Ref
     add: bool
-    lane: str = ""
 
     def target(self) -> dict[str, Any]:
         return {"guild_id": self.guild, "user_id": self.user, "role": self.role}
@@ -246,7 +239,7 @@ class MemberRole(Intent):
     def read(cls, item: OutboxItem) -> MemberRole:
         t = item.target
         add = bool(item.payload.get("add", True))
-        return cls(t["guild_id"], t["user_id"], t["role"], add, item.lane)
+        return cls(t["guild_id"], t["user_id"], t["role"], add, lane=item.lane)
 
 
 @dataclass(frozen=True)
@@ -256,7 +249,6 @@ class _Made(Intent):
     guild: int
     key: str
     spec: dict[str, Any]
-    lane: str = ""
 
     def target(self) -> dict[str, Any]:
         return {"guild_id": self.guild, "key": self.key}
@@ -266,7 +258,7 @@ class _Made(Intent):
 
     @classmethod
     def read(cls, item: OutboxItem) -> Self:
-        return cls(item.target["guild_id"], item.target["key"], item.payload, item.lane)
+        return cls(item.target["guild_id"], item.target["key"], item.payload, lane=item.lane)
 
 
 @dataclass(frozen=True)
@@ -291,7 +283,6 @@ class DeleteRole(Intent):
     kind: ClassVar[str] = "delete_role"
     guild: int
     role: Ref
-    lane: str = ""
 
     def target(self) -> dict[str, Any]:
         return {"guild_id": self.guild, "role": self.role}
@@ -301,7 +292,7 @@ class DeleteRole(Intent):
 
     @classmethod
     def read(cls, item: OutboxItem) -> DeleteRole:
-        return cls(item.target["guild_id"], item.target["role"], item.lane)
+        return cls(item.target["guild_id"], item.target["role"], lane=item.lane)
 
 
 @dataclass(frozen=True)
@@ -310,7 +301,6 @@ class DeleteChannel(Intent):
 
     kind: ClassVar[str] = "delete_channel"
     channel: Ref
-    lane: str = ""
 
     def target(self) -> dict[str, Any]:
         return {"channel_id": self.channel}
@@ -320,7 +310,7 @@ class DeleteChannel(Intent):
 
     @classmethod
     def read(cls, item: OutboxItem) -> DeleteChannel:
-        return cls(item.target["channel_id"], item.lane)
+        return cls(item.target["channel_id"], lane=item.lane)
 
 
 @dataclass(frozen=True)

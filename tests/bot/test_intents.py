@@ -35,22 +35,24 @@ bodies = st.dictionaries(
 )
 
 intents = st.one_of(
-    st.builds(Send, bodies, st.one_of(st.none(), refs), st.none(), st.none(), lanes),
-    st.builds(Send, bodies, st.none(), ids, st.none(), lanes),
-    st.builds(Send, bodies, refs, st.none(), st.text(min_size=1, max_size=10), lanes),
-    st.builds(Edit, st.text(min_size=1, max_size=10), bodies, lanes),
-    st.builds(Voice, refs, bodies, lanes),
-    st.builds(Picture, refs, bodies, lanes),
-    st.builds(Transcript, ids, bodies, lanes),
-    st.builds(Overwrite, refs, refs, st.booleans(), ids, ids, st.just(False), lanes),
-    st.builds(Overwrite, refs, refs, st.booleans(), st.just(0), st.just(0), st.just(True), lanes),
-    st.builds(MemberRole, ids, ids, refs, st.booleans(), lanes),
-    st.builds(CreateRole, ids, st.text(min_size=1, max_size=10), bodies, lanes),
-    st.builds(CreateChannel, ids, st.text(min_size=1, max_size=10), bodies, lanes),
-    st.builds(DeleteRole, ids, refs, lanes),
-    st.builds(DeleteChannel, refs, lanes),
-    st.builds(EditChannel, refs, bodies, lanes),
-    st.builds(Sweep, ids, bodies, lanes),
+    st.builds(Send, bodies, st.one_of(st.none(), refs), st.none(), st.none(), lane=lanes),
+    st.builds(Send, bodies, st.none(), ids, st.none(), lane=lanes),
+    st.builds(Send, bodies, refs, st.none(), st.text(min_size=1, max_size=10), lane=lanes),
+    st.builds(Edit, st.text(min_size=1, max_size=10), bodies, lane=lanes),
+    st.builds(Voice, refs, bodies, lane=lanes),
+    st.builds(Picture, refs, bodies, lane=lanes),
+    st.builds(Transcript, ids, bodies, lane=lanes),
+    st.builds(Overwrite, refs, refs, st.booleans(), ids, ids, st.just(False), lane=lanes),
+    st.builds(
+        Overwrite, refs, refs, st.booleans(), st.just(0), st.just(0), st.just(True), lane=lanes
+    ),
+    st.builds(MemberRole, ids, ids, refs, st.booleans(), lane=lanes),
+    st.builds(CreateRole, ids, st.text(min_size=1, max_size=10), bodies, lane=lanes),
+    st.builds(CreateChannel, ids, st.text(min_size=1, max_size=10), bodies, lane=lanes),
+    st.builds(DeleteRole, ids, refs, lane=lanes),
+    st.builds(DeleteChannel, refs, lane=lanes),
+    st.builds(EditChannel, refs, bodies, lane=lanes),
+    st.builds(Sweep, ids, bodies, lane=lanes),
 )
 
 
