@@ -534,6 +534,16 @@ async def _cut_off_then_answered(*, token_gone: bool) -> None:
                 assert t("ru", "host.started") not in log_lines(second)
 
 
+def role_changes(table: Table, player: str, mark: int) -> list[Any]:
+    """The calls that gave or took a player's roles since the fake's call ``mark``."""
+    user = table.member(player).user.id
+    return [
+        call
+        for call in table.fake.calls()[mark:]
+        if call.method in ("PUT", "DELETE") and f"/members/{user}/roles/" in call.path
+    ]
+
+
 async def test_a_pass_while_a_death_is_being_carried_out_repairs_nothing_and_doubles_no_call():
     """Found under load: a pass that looked while a death's role changes were still on their way
     saw the dead player with his living role and gave and took the roles a second time. A pass
@@ -553,12 +563,7 @@ async def test_a_pass_while_a_death_is_being_carried_out_repairs_nothing_and_dou
         assert await reconciler.reconcile(game_id) is None
         held.release()
         await table.drain()
-        user = table.member(victim).user.id
-        changes = [
-            call
-            for call in table.fake.calls()[mark:]
-            if call.method in ("PUT", "DELETE") and f"/members/{user}/roles/" in call.path
-        ]
+        changes = role_changes(table, victim, mark)
         assert sorted(call.method for call in changes) == [
             "DELETE",
             "PUT",
@@ -601,10 +606,5 @@ async def test_a_pass_while_a_death_is_being_committed_repairs_nothing_and_doubl
         await kill
         assert await looked is None
         await table.drain()
-        user = table.member(victim).user.id
-        changes = [
-            call
-            for call in table.fake.calls()[mark:]
-            if call.method in ("PUT", "DELETE") and f"/members/{user}/roles/" in call.path
-        ]
+        changes = role_changes(table, victim, mark)
         assert sorted(call.method for call in changes) == ["DELETE", "PUT"]  # the death's own
