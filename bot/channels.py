@@ -137,6 +137,8 @@ class Layout:
     """The game's spectator role (made when a first member asks to watch; None until then)."""
     quiet_nights: bool = False
     """A house rule: at night the city channels are read-only to their own living residents too."""
+    absent: set[int] = field(default_factory=set)
+    """Members who left the server (a host, a co-host, a player): not named by any overwrite."""
 
     def base(self) -> list[Overwrite]:
         """What every game channel has: @everyone kept out, the bot, the host and his co-hosts in."""
@@ -288,6 +290,7 @@ class Layout:
             "cohosts": list(self.cohosts),
             **({"spectators": self.spectators} if self.spectators is not None else {}),
             **({"quiet_nights": True} if self.quiet_nights else {}),
+            **({"absent": sorted(self.absent)} if self.absent else {}),
         }
         return cast(Channels, stored)
 
@@ -319,6 +322,7 @@ class Layout:
             cohosts=[int(c) for c in channels.get("cohosts", [])],
             spectators=channels.get("spectators"),
             quiet_nights=bool(channels.get("quiet_nights", False)),
+            absent={int(member) for member in channels.get("absent", [])},
         )
 
 

@@ -38,6 +38,9 @@ class Timers:
     leave_strike: int = 0
     """How long after a player leaves the game (or the server) the Procurator strikes him out
     (0: never; the host decides)."""
+    hostless_lobby: int = 900
+    """How long a lobby whose host left the server waits for someone to take his place
+    (``/host take``) before it closes itself."""
     reminders: tuple[int, ...] = (300, 60)
 
 
@@ -299,7 +302,7 @@ _NULLABLE = ("shards", "shard_count")
 def _timers(section: Mapping[str, Any], default: Timers) -> Timers:
     _unknown("timers.", section, tuple(f.name for f in fields(Timers)))
     timers: dict[str, Any] = {}
-    for name in ("discussion", "voting", "night", "execution", "leave_strike"):
+    for name in ("discussion", "voting", "night", "execution", "leave_strike", "hostless_lobby"):
         if name in section:
             timers[name] = _check_int(f"timers.{name}", section[name], 0, 7 * 24 * 3600)
     if "reminders" in section:

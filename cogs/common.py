@@ -116,14 +116,29 @@ def cohosts(live: LiveGame) -> list[int]:
 def host_rights(
     bot: ProkuratorBot, live: LiveGame, member: discord.abc.User, host_role_id: int | None
 ) -> bool:
-    """The game's host, a co-host, or a member with the configured host role (playing or not)."""
+    """The game's host, a co-host, a member with the configured host role (playing or not), or,
+    while the host is gone from the server, a member with Manage Server."""
     if member.id == live.record.host_id or member.id in cohosts(live):
         return True
     roles = getattr(member, "roles", [])
     if host_role_id is not None and any(role.id == host_role_id for role in roles):
         return True
     name = bot.config.host_role
-    return name is not None and any(role.name == name for role in roles)
+    if name is not None and any(role.name == name for role in roles):
+        return True
+    return host_gone(live) and manages_server(member)
+
+
+def host_gone(live: LiveGame) -> bool:
+    """Whether the game's host has left the server (and nobody has taken his place yet)."""
+    return live.record.lobby.get("host_gone") is not None
+
+
+def manages_server(member: discord.abc.User) -> bool:
+    """A member with Manage Server: he may stand in for a host who left (``/host take``,
+    ``/host end``)."""
+    permissions = getattr(member, "guild_permissions", None)
+    return bool(permissions is not None and permissions.manage_guild)
 
 
 def is_host(
@@ -320,9 +335,11 @@ __all__ = [
     "guild_game",
     "cohosts",
     "host_choices",
+    "host_gone",
     "host_rights",
     "is_host",
     "key_str",
+    "manages_server",
     "mention",
     "name_of",
     "names",

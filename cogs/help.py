@@ -29,7 +29,15 @@ from bot.service import LiveGame
 from bot.storage import GameState
 from bot.wiring import Hooks
 from cogs import presets
-from cogs.common import answer_lines, interaction_data, is_host, status_text
+from cogs.common import (
+    answer_lines,
+    host_gone,
+    interaction_data,
+    is_host,
+    manages_server,
+    plays_in,
+    status_text,
+)
 from cogs.mentions import command
 from cogs.render import deadline_text, moment_text
 from cogs.will import will_limit
@@ -159,9 +167,18 @@ def host_lines(live: LiveGame) -> list[str]:
     lines.append(phrase(live, "help.host_can"))
     lines.extend(
         phrase(live, f"help.{path.replace(' ', '.')}", command=command(live.language, path))
-        for path in paths
+        for path in [*paths, "host hand"]
     )
     return lines
+
+
+def stand_in_lines(live: LiveGame, user: discord.abc.User) -> list[str]:
+    """To one who may stand in for a host who left the server (Manage Server, not playing):
+    how to take his place or end the game."""
+    if not host_gone(live) or not manages_server(user) or plays_in(live, user.id):
+        return []
+    take, end = command(live.language, "host take"), command(live.language, "host end")
+    return [phrase(live, "help.host_gone", game=live.id, take=take, end=end)]
 
 
 def lobby_lines(live: LiveGame, user: int, host: bool) -> list[str]:
@@ -186,6 +203,7 @@ def lobby_lines(live: LiveGame, user: int, host: bool) -> list[str]:
             ),
             say("help.lobby_presets", setup=cmd("host setup"), save=cmd("host preset save")),
             say("help.host.attendance", command=cmd("host attendance")),
+            say("help.host.hand", command=cmd("host hand")),
         ]
     joined = any(int(p["id"]) == user for p in live.record.lobby.get("players", []))
     if joined:
@@ -229,8 +247,9 @@ def help_lines(
             always,
         ]
     host = is_host(bot, live, user, host_role)
+    stand_in = stand_in_lines(live, user)
     if live.game is None:
-        return [*lobby_lines(live, user.id, host), onlooker if host else always]
+        return [*stand_in, *lobby_lines(live, user.id, host), onlooker if host else always]
     player = str(user.id)
     lines: list[str] = []
     if player in live.game.players:
@@ -239,7 +258,7 @@ def help_lines(
         lines.extend(host_lines(live))
     if not lines:
         lines = [phrase(live, "help.spectator", game=live.id), stage_line(live)]
-    return [*lines, always if player in live.game.players else onlooker]
+    return [*stand_in, *lines, always if player in live.game.players else onlooker]
 
 
 def wrong_stage_text(live: LiveGame, path: str) -> str | None:

@@ -248,6 +248,7 @@ async def test_a_started_bot_has_every_hook_in_the_order_of_its_cogs():
             "ProkuratorBot.hooks.<locals>.<lambda>",  # the outbox's kick
             "PhaseTimers.arm",
             "LeaveStrikes.arm",
+            "HostlessLobbies.arm",
             "Reconciler._committed",
             "AttendanceCog.arm",
             "Archiver.game_ended",
@@ -266,6 +267,7 @@ async def test_a_started_bot_has_every_hook_in_the_order_of_its_cogs():
         assert qualnames(bot.service.restorers) == [
             "restorer.<locals>.restore_times",
             "LeaveStrikes.restore",
+            "HostlessLobbies.restore",
             "IdleWatch.restore",
         ]
         assert qualnames(bot.service.observers) == ["observe"]

@@ -152,6 +152,10 @@ def declared(
     for city in layout.cities:
         places += _city_places(layout, game, city, names, over, reveal, revived, closed)
     places += _common_places(layout, names, over=over, reveal=reveal)
+    if layout.absent:  # Discord refuses overwrites that name a member who left the server
+        places = [
+            replace(place, overwrites=present(place.overwrites, layout.absent)) for place in places
+        ]
     return Footprint(
         game_id,
         layout.guild,
@@ -159,6 +163,11 @@ def declared(
         tuple(places),
         tuple(_seats(live, game, layout, revived)),
     )
+
+
+def present(overwrites: Iterable[Overwrite], absent: Collection[int]) -> tuple[Overwrite, ...]:
+    """The overwrites without those of members who left the server."""
+    return tuple(o for o in overwrites if o.type != MEMBER or int(o.target) not in absent)
 
 
 def _role_specs(layout: Layout, names: _Names) -> list[RoleSpec]:

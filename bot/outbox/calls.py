@@ -410,8 +410,39 @@ class DiscordCalls:
                     raise
                 overwrites.append({**overwrite, "id": str(target)})
             payload["permission_overwrites"] = overwrites
-        await self._timed(self.http.edit_channel(channel_id, **payload))
+        try:
+            await self._timed(self.http.edit_channel(channel_id, **payload))
+        except discord.NotFound as error:
+            # a member named by an overwrite left the server (a host, a mafioso): Discord refuses
+            # the whole list, so his overwrite goes (he has no access to keep) and the rest stands
+            if error.code != UNKNOWN_MEMBER or "permission_overwrites" not in payload:
+                raise
+            payload["permission_overwrites"] = await self._members_present(
+                channel_id, payload["permission_overwrites"]
+            )
+            await self._timed(self.http.edit_channel(channel_id, **payload))
         return None
+
+    async def _members_present(
+        self, channel_id: int, overwrites: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """The overwrites without those of members who are no longer on the channel's server."""
+        channel: dict[str, Any] = dict(await self._timed(self.http.get_channel(channel_id)))
+        guild_id = int(channel["guild_id"])
+        kept = []
+        for overwrite in overwrites:
+            if int(overwrite.get("type", 0)) == 1:
+                try:
+                    await self._timed(self.http.get_member(guild_id, int(overwrite["id"])))
+                except discord.NotFound:
+                    log.info(
+                        "channel %s: overwrite of member %s dropped: he left the server",
+                        channel_id,
+                        overwrite["id"],
+                    )
+                    continue
+            kept.append(overwrite)
+        return kept
 
 
 def _utc(seconds: float) -> datetime.datetime:

@@ -112,6 +112,8 @@ class GameMarks(TypedDict, total=False):
     idle_checked: str | None
     timer_began: float | None
     scheduled_pinged: bool
+    host_gone: float
+    """When the host left the server (unix time); gone once he is back or someone took over."""
 
 
 class Lobby(LobbySettings, GameMarks, total=False):
@@ -160,6 +162,9 @@ class Channels(TypedDict, total=False):
     cohosts: list[int]
     spectators: Target
     quiet_nights: bool
+    absent: list[int]
+    """Members named by the footprint who left the server (until they come back): no overwrite
+    names them, as Discord refuses a channel's overwrites that name a non-member."""
     watching: list[int]
     at_end: str
     archive_after: int

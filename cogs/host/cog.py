@@ -19,6 +19,7 @@ from cogs.host.common import (
     START_WAIT,
     TOKEN_LIFETIME,
 )
+from cogs.host.handover import HostHandover, HostlessLobbies
 from cogs.host.play import (
     HostPlay,
 )
@@ -30,7 +31,7 @@ from cogs.host.strikes import (
 )
 
 
-class HostCog(HostSettings, HostPlay):
+class HostCog(HostSettings, HostPlay, HostHandover):
     """The Procurator's commands."""
 
     host = HOST
@@ -42,6 +43,7 @@ class HostCog(HostSettings, HostPlay):
         self.start_wait = START_WAIT
         self.token_lifetime = TOKEN_LIFETIME
         self.strikes = LeaveStrikes(bot)
+        self.hostless = HostlessLobbies(bot)
         self.footprint = Reconciler(bot)
         """Keeps each running game's roles and channels what they should be."""
         self.idle_watch = IdleWatch(bot)
@@ -56,8 +58,8 @@ class HostCog(HostSettings, HostPlay):
                     idle_hooks=[self._provision_idle],
                     failure_hooks=[self._provision_failed],
                     components={"confirm": self._confirmed, "cancel": self._cancelled},
-                    after_commit=[self.strikes.arm],
-                    restorers=[self.strikes.restore],
+                    after_commit=[self.strikes.arm, self.hostless.arm],
+                    restorers=[self.strikes.restore, self.hostless.restore],
                 ),
                 self.footprint.hooks(),
                 self.idle_watch.hooks(),
@@ -70,10 +72,13 @@ class HostCog(HostSettings, HostPlay):
             self.bot.outbox.idle_hooks.remove(self._provision_idle)
         if self._provision_failed in self.bot.outbox.failure_hooks:
             self.bot.outbox.failure_hooks.remove(self._provision_failed)
-        if self.strikes.arm in self.bot.service.after_commit:
-            self.bot.service.after_commit.remove(self.strikes.arm)
-        if self.strikes.restore in self.bot.service.restorers:
-            self.bot.service.restorers.remove(self.strikes.restore)
+        for hook in (self.strikes.arm, self.hostless.arm):
+            if hook in self.bot.service.after_commit:
+                self.bot.service.after_commit.remove(hook)
+        for restorer in (self.strikes.restore, self.hostless.restore):
+            if restorer in self.bot.service.restorers:
+                self.bot.service.restorers.remove(restorer)
         await self.strikes.close()
+        await self.hostless.close()
         await self.footprint.close()
         await self.idle_watch.detach()
