@@ -115,6 +115,44 @@ def sections(parts: Sequence[Sequence[str]], limit: int = CONTENT) -> list[str]:
     return [chunk for part in parts for chunk in chunks(part, limit)]
 
 
+def packed(blocks: Sequence[Sequence[str]], limit: int = CONTENT) -> list[str]:
+    """Blocks of lines (each a heading and its lines: a city's roll) as messages: whole blocks
+    share a message while they fit, a block starts the next message when it does not, and only a
+    block longer than a whole message is cut, between its lines, each later piece opening with
+    the block's heading again (a reader who lands there knows whose lines they are)."""
+    result: list[str] = []
+    current = ""
+    for block in blocks:
+        text = "\n".join(block)
+        if len(text) <= limit:
+            if current and len(current) + 1 + len(text) > limit:
+                result.append(current)
+                current = ""
+            current = f"{current}\n{text}" if current else text
+            continue
+        if current:
+            result.append(current)
+        heading, rest = block[0], list(block[1:])
+        if not rest or len(heading) > limit // 2:  # nothing to repeat it over: cut as lines
+            pieces = chunks(block, limit)
+        else:
+            pieces = [f"{heading}\n{piece}" for piece in chunks(rest, limit - len(heading) - 1)]
+        result.extend(pieces[:-1])
+        current = pieces[-1]
+    if current:
+        result.append(current)
+    return result
+
+
+def block_sections(parts: Sequence[Sequence[Sequence[str]]], limit: int = CONTENT) -> list[str]:
+    """:func:`sections` of parts made of blocks (:func:`packed`): all in one message when all
+    fits in one, else each part from a message of its own, cut only between blocks."""
+    together = [block for part in parts for block in part]
+    if len("\n".join(line for block in together for line in block)) <= limit:
+        return packed(together, limit)
+    return [message for part in parts for message in packed(part, limit)]
+
+
 def listing(language: str, items: Sequence[str], budget: int, *, separator: str = ", ") -> str:
     """As many of ``items`` as fit in ``budget`` characters, then "and N more" (a CLDR plural).
 

@@ -32,7 +32,7 @@ from bot.archive import Archiver
 from bot.errors import UserError
 from bot.export import ExportError, export_scenario
 from bot.i18n import key_str, mention, t
-from bot.limits import chunks, sections
+from bot.limits import block_sections, chunks
 from bot.outbox.intents import Picture
 from bot.picture import UPLOAD_LIMIT, render_png
 from bot.service import LiveGame
@@ -295,10 +295,10 @@ class HistoryCog(commands.Cog):
         await interaction.response.defer(ephemeral=True, thinking=True)
         png = await asyncio.to_thread(partial(render_png, archived, language, votes=votes))
         summary = summary_parts(language, archived)
-        summary[0][1:1] = await transcript_link(
+        summary[0][0][1:1] = await transcript_link(
             self.bot, archived.game_id, language
         )  # under the title
-        parts = sections(summary)
+        parts = block_sections(summary)
         if len(parts) > MAX_MESSAGES:
             parts = parts[: MAX_MESSAGES - 1] + chunks(
                 [t(language, "archive.more", game=archived.game_id)]

@@ -52,19 +52,20 @@ def _length(seconds: float | None) -> str:
 def summary_lines(language: str, archived: ArchivedGame) -> list[str]:
     """A finished game in words: who hosted, the result, every city's people and fates, the last
     words and each day's votes (for a big game, counts instead of the roll)."""
-    return [line for part in summary_parts(language, archived) for line in part]
+    return [line for part in summary_parts(language, archived) for block in part for line in block]
 
 
-def summary_parts(language: str, archived: ArchivedGame) -> list[list[str]]:
-    """:func:`summary_lines` in two parts: the game and its people, then each day's votes."""
+def summary_parts(language: str, archived: ArchivedGame) -> list[list[list[str]]]:
+    """:func:`summary_lines` in two parts of blocks (:func:`bot.limits.block_sections` cuts a
+    long summary only between them): the game, each city, its last words; then each day's
+    votes."""
     say = partial(t, language)
     small = len(archived.players) <= ROSTER_UP_TO
-    lines = _result_lines(say, archived)
-    for city in archived.cities:
-        lines += _city_lines(say, archived, city, roster=small)
-    lines += _last_word_lines(say, archived)
-    votes = _vote_lines(say, archived) if small else []
-    return [lines, votes]
+    blocks = [_result_lines(say, archived)]
+    blocks += [_city_lines(say, archived, city, roster=small) for city in archived.cities]
+    blocks += [words] if (words := _last_word_lines(say, archived)) else []
+    votes = [[line] for line in _vote_lines(say, archived)] if small else []
+    return [blocks, votes]
 
 
 def _result_lines(say: Say, archived: ArchivedGame) -> list[str]:
@@ -111,7 +112,10 @@ def _city_lines(say: Say, archived: ArchivedGame, city: str, *, roster: bool) ->
     if not roster:
         return lines
     deaths = {d.player: d for d in archived.deaths}
-    for player in residents:
+    order = {d.player: n for n, d in enumerate(archived.deaths)}
+    living = [p for p in residents if p.player not in deaths]
+    dead = sorted((p for p in residents if p.player in deaths), key=lambda p: order[p.player])
+    for player in [*living, *dead]:
         death = deaths.get(player.player)
         fate = (
             say("archive.alive")

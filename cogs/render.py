@@ -16,7 +16,7 @@ from typing import Any
 
 from bot.footprint import death_items, quiet_night_items
 from bot.i18n import NO_PINGS, mention, phrase
-from bot.limits import CONTENT, sections
+from bot.limits import CONTENT, block_sections
 from bot.outbox.intents import Edit, Send
 from bot.service import LiveGame
 from bot.storage import OutboxItem
@@ -24,6 +24,7 @@ from bot.storage.shapes import Channels, CityChannels
 from cogs.common import status_text
 from cogs.ending import closing_channels, closing_items
 from cogs.mentions import command
+from cogs.summary import game_over_lines, phase_text, summary_blocks, winner_text
 from cogs.votes import (
     ballot_payload,
     ballot_ref,
@@ -71,6 +72,8 @@ PING_ROOM = 25
 #: a line of :class:`Announcer` that is no text: what follows starts a message of its own,
 #: unless everything fits in one
 SECTION = "\x00section"
+#: a channel's lines after it, up to the next, are one block: a message is cut around it
+BLOCK = "\x00block"
 
 
 class Announcer:
@@ -142,13 +145,20 @@ class Announcer:
     def messages(self, channel_id: int) -> list[str]:
         """A channel's lines as messages: its parts (cut at :data:`SECTION`) share a message
         only when all fit in one (room left for a ping)."""
-        parts: list[list[str]] = [[]]
+        parts: list[list[list[str]]] = [[]]
+        block: list[str] | None = None
         for line in self.lines[channel_id]:
             if line == SECTION:
                 parts.append([])
+                block = None
+            elif line == BLOCK:
+                block = []
+                parts[-1].append(block)
+            elif block is not None:
+                block.append(line)
             else:
-                parts[-1].append(line)
-        return sections(parts, CONTENT - PING_ROOM)
+                parts[-1].append([line])
+        return block_sections(parts, CONTENT - PING_ROOM)
 
     def items(self) -> list[OutboxItem]:
         items: list[OutboxItem] = []
@@ -180,8 +190,9 @@ __all__ = [
     "deadline_text",
     "moment_text",
     "phase_text",
+    "phase_text",
     "render",
-    "summary_lines",
+    "summary_blocks",
     "winner_text",
 ]
 
@@ -424,12 +435,15 @@ def _decided(scene: _Scene, event: ev.CityDecided) -> None:
 
 
 def _game_over(scene: _Scene, event: ev.GameOver) -> None:
-    live, game, out, say = scene.live, scene.game, scene.out, scene.say
-    winners = ", ".join(winner_text(live, w) for w in event.winners) or say("winners.none")
+    live, game, out = scene.live, scene.game, scene.out
     votes = vote_summary_lines(live)
+    blocks = summary_blocks(live, game)
+    blocks[0][:0] = game_over_lines(live, game, list(event.winners))
     for channel_id in closing_channels(live):
-        for line in [say("game_over", winners=winners), *summary_lines(live, game)]:
-            out.say(channel_id, line)
+        for block in blocks:
+            out.say(channel_id, BLOCK)
+            for line in block:
+                out.say(channel_id, line)
         if votes:  # the days' votes start a message of their own unless everything fits in one
             out.say(channel_id, SECTION)
             for line in votes:
@@ -508,38 +522,6 @@ def _private_line(scene: _Scene, event: Event) -> str | None:
     return None
 
 
-def winner_text(live: LiveGame, winner: str) -> str:
-    """``Verona:honest`` → words."""
-    if winner == "maniac":
-        return phrase(live, "winner.maniac")
-    city, side = winner.split(":", 1)
-    return phrase(live, f"winner.{side}", city=city)
-
-
-def summary_lines(live: LiveGame, game: Game) -> list[str]:
-    """The whole game: every player's status and how and when he died, by city."""
-    deaths = {death.player: death for death in game.deaths}
-    lines = [phrase(live, "summary.title")]
-    for city in game.cities:
-        lines.append(phrase(live, "summary.city", city=city))
-        for player in game.residents[city]:
-            status = status_text(live, game.status_of(player).value)
-            death = deaths.get(player)
-            if death is None:
-                fate = phrase(live, "summary.alive")
-            else:
-                fate = phrase(
-                    live,
-                    "summary.died",
-                    cause=phrase(live, f"cause_short.{death.cause.value}"),
-                    phase=phase_text(live, str(death.phase)),
-                )
-            lines.append(
-                phrase(live, "summary.row", player=mention(player), status=status, fate=fate)
-            )
-    return lines
-
-
 def moment_text(live: LiveGame) -> str:
     """Where the game is: ``day 2, voting``; at night just ``night 1`` (its only stage)."""
     game = live.game
@@ -554,9 +536,3 @@ def moment_of(live: LiveGame, phase: str, stage: str) -> str:
     return phrase(
         live, "moment.day", phase=phase_text(live, phase), stage=phrase(live, f"stage.{stage}")
     )
-
-
-def phase_text(live: LiveGame, phase: str) -> str:
-    """``day 2`` in words."""
-    kind, number = phase.split()
-    return phrase(live, f"phase_name.{kind}", number=number)

@@ -17,7 +17,7 @@ from bot.footprint import (
     watch_items,
 )
 from bot.i18n import NO_PINGS, key_str, mention, phrase
-from bot.limits import clip, sections
+from bot.limits import block_sections, clip
 from bot.outbox.intents import Send
 from bot.service import LiveGame, MovedOn, Seen, command_for_deadline
 from bot.storage import DamagedLog, GameState, OutboxItem
@@ -55,7 +55,7 @@ from cogs.render import (
     closing_channels,
     closing_items,
     phase_text,
-    summary_lines,
+    summary_blocks,
 )
 from cogs.spectators import is_spectator
 from cogs.votes import vote_summary_lines
@@ -360,12 +360,11 @@ class HostPlay(HostStart):
                     items.append(Send(message, channel=channel_id).item())
                 items.extend(closing_items(live, game))
             elif game is not None and live.record.channels:
-                parts = [
-                    [phrase(live, "host.ended"), *summary_lines(live, game)],
-                    vote_summary_lines(live),
-                ]
+                blocks = summary_blocks(live, game)
+                blocks[0][:0] = [phrase(live, "host.ended")]
+                parts = [blocks, [[line] for line in vote_summary_lines(live)]]
                 for channel_id in closing_channels(live):
-                    for chunk in sections(parts):
+                    for chunk in block_sections(parts):
                         message = {"content": chunk, "allowed_mentions": NO_PINGS}
                         items.append(Send(message, channel=channel_id).item())
                 items.extend(closing_items(live, game))

@@ -1,0 +1,91 @@
+"""A game's end in words: who won (the maniac's win a line of its own), and the roll, a block
+per city (its heading, the living in the deal's order, then the dead in the order they died,
+then whoever was replaced), so that a long summary is cut between cities
+(:func:`bot.limits.block_sections`), never inside one."""
+
+from __future__ import annotations
+
+from bot.i18n import mention, phrase
+from bot.service import LiveGame
+from cogs.common import status_text
+from rules import Game, Status
+
+
+def phase_text(live: LiveGame, phase: str) -> str:
+    """``day 2`` in words."""
+    kind, number = phase.split()
+    return phrase(live, f"phase_name.{kind}", number=number)
+
+
+def winner_text(live: LiveGame, winner: str) -> str:
+    """``Verona:honest`` → words."""
+    if winner == "maniac":
+        return phrase(live, "winner.maniac")
+    city, side = winner.split(":", 1)
+    return phrase(live, f"winner.{side}", city=city)
+
+
+def game_over_lines(live: LiveGame, game: Game, winners: list[str]) -> list[str]:
+    """The end: the winning sides, and the maniac's win in a line of its own, named."""
+    sides = [winner_text(live, w) for w in winners if w != "maniac"]
+    if sides:
+        lines = [phrase(live, "game_over", winners=", ".join(sides))]
+    elif "maniac" in winners:
+        lines = [phrase(live, "game_over.plain")]
+    else:
+        lines = [phrase(live, "game_over", winners=phrase(live, "winners.none"))]
+    if "maniac" in winners:
+        maniac = next((p for p in game.players if game.status_of(p) is Status.MANIAC), None)
+        alone = [p for p in game.players if game.is_alive(p)] == [maniac]
+        key = "game_over.maniac_alone" if alone else "game_over.maniac_survived"
+        lines.append(phrase(live, key, maniac=mention(maniac) if maniac else "—"))
+    return lines
+
+
+def replaced_by(game: Game) -> dict[str, str]:
+    """Each player who was replaced → who sits in his seat now (through a chain of them)."""
+    after = dict(game.replaced)
+    final = {}
+    for old in after:
+        seat = after[old]
+        while seat in after:
+            seat = after[seat]
+        final[old] = seat
+    return final
+
+
+def summary_blocks(live: LiveGame, game: Game) -> list[list[str]]:
+    """The roll: its title, then a block per city (see the module docstring)."""
+    deaths = {death.player: death for death in game.deaths}
+    order = {death.player: n for n, death in enumerate(game.deaths)}
+    replaced = replaced_by(game)
+    blocks = [[phrase(live, "summary.title")]]
+    for city in game.cities:
+        living = [p for p in game.residents[city] if p not in deaths]
+        dead = sorted((p for p in game.residents[city] if p in deaths), key=order.__getitem__)
+        lines = [phrase(live, "summary.city", city=city)]
+        for player in [*living, *dead]:
+            status = status_text(live, game.status_of(player).value)
+            death = deaths.get(player)
+            if death is None:
+                fate = phrase(live, "summary.alive")
+            else:
+                fate = phrase(
+                    live,
+                    "summary.died",
+                    cause=phrase(live, f"cause_short.{death.cause.value}"),
+                    phase=phase_text(live, str(death.phase)),
+                )
+            lines.append(
+                phrase(live, "summary.row", player=mention(player), status=status, fate=fate)
+            )
+        lines += [
+            phrase(live, "summary.replaced", player=mention(old), new=mention(new))
+            for old, new in game.replaced
+            if game.city_of(replaced[old]) == city
+        ]
+        blocks.append(lines)
+    return blocks
+
+
+__all__ = ["game_over_lines", "phase_text", "replaced_by", "summary_blocks", "winner_text"]
