@@ -232,6 +232,7 @@ def build_archive(source: ArchiveSource, *, ended_at: float | None = None) -> Ar
     ended = ended_at
     if ended is None:
         ended = source.log[-1].created_at if source.log else record.created_at
+    players = _players(game, found, names, winners)
     return ArchivedGame(
         game_id=record.id,
         guild_id=record.guild_id,
@@ -249,7 +250,8 @@ def build_archive(source: ArchiveSource, *, ended_at: float | None = None) -> Ar
         deaths=found.deaths,
         votes=found.votes,
         last_words=_last_words(found, source),
-        players=_players(game, found, names, winners),
+        players=[p for p in players if p.replaced_by is None],
+        replaced=[p for p in players if p.replaced_by is not None],
     )
 
 
@@ -285,28 +287,47 @@ def _players(
         if status_of.get(vote.candidate) == Status.MAFIOSO.value:
             for_mafia[vote.voter] = for_mafia.get(vote.voter, 0) + 1
     executed = {d.player for d in found.deaths if d.cause == "execution"}
-    players = []
+    seats = seat_holders(game)
+    players: list[tuple[str, str, str, str | None]] = []
     for city in game.cities:
         for name in game.residents[city]:
-            status = status_of[name]
-            checks = found.checks.get(name, [])
-            players.append(
-                ArchivedPlayer(
-                    player=name,
-                    name=names.get(name, name),
-                    city=city,
-                    status=status,
-                    side=side_of(status),
-                    won=int(won(status, city, winners)),
-                    survived=int(game.is_alive(name)),
-                    executed=int(name in executed),
-                    votes=counted.get(name, 0),
-                    votes_mafia=for_mafia.get(name, 0),
-                    checks=len(checks),
-                    hits=sum(checks),
-                )
-            )
-    return players
+            players.append((name, city, status_of[name], None))
+        players += [
+            (old, city, status_of[seat], new)
+            for old, new in game.replaced
+            if game.city_of(seat := seats[old]) == city
+        ]
+    return [
+        ArchivedPlayer(
+            player=name,
+            name=names.get(name, name),
+            city=city,
+            status=status,
+            side=side_of(status),
+            won=int(new is None and won(status, city, winners)),
+            survived=int(new is None and game.is_alive(name)),
+            executed=int(name in executed),
+            votes=counted.get(name, 0),
+            votes_mafia=for_mafia.get(name, 0),
+            checks=len(found.checks.get(name, [])),
+            hits=sum(found.checks.get(name, [])),
+            replaced_by=new,
+        )
+        for name, city, status, new in players
+    ]
+
+
+def seat_holders(game: Game) -> dict[str, str]:
+    """Each player who was replaced → who holds his seat at the end (through a chain of
+    replacements)."""
+    after = dict(game.replaced)
+    holders = {}
+    for old in after:
+        seat = after[old]
+        while seat in after:
+            seat = after[seat]
+        holders[old] = seat
+    return holders
 
 
 def replay(archived: ArchivedGame) -> Game:

@@ -134,6 +134,16 @@ def _city_lines(say: Say, archived: ArchivedGame, city: str, *, roster: bool) ->
                 fate=fate,
             )
         )
+    lines += [
+        say(
+            "archive.replaced",
+            player=mention(player.player),
+            status=say(f"status.{player.status}"),
+            new=mention(player.replaced_by or ""),
+        )
+        for player in archived.replaced
+        if player.city == city
+    ]
     return lines
 
 
@@ -189,7 +199,8 @@ def stats_lines(language: str, who: str, found: PlayerStats | None) -> list[str]
     """A player's figures in words."""
     say = partial(t, language)
     if found is None or found.games == 0:
-        return [say("stats.none", player=who)]
+        left = [say("stats.replaced", count=found.replaced)] if found and found.replaced else []
+        return [say("stats.none", player=who), *left]
     percent = partial(percent_text, language)
     return [
         say("stats.title", player=who),
@@ -208,6 +219,7 @@ def stats_lines(language: str, who: str, found: PlayerStats | None) -> list[str]
             rate=percent(found.survived, found.games),
         ),
         say("stats.executed", count=found.executed),
+        *([say("stats.replaced", count=found.replaced)] if found.replaced else []),
         *_act_lines(say, found, percent),
         say(
             "stats.rating",

@@ -5,6 +5,7 @@ then whoever was replaced), so that a long summary is cut between cities
 
 from __future__ import annotations
 
+from bot.archive import seat_holders
 from bot.i18n import mention, phrase
 from bot.service import LiveGame
 from cogs.common import status_text
@@ -42,23 +43,11 @@ def game_over_lines(live: LiveGame, game: Game, winners: list[str]) -> list[str]
     return lines
 
 
-def replaced_by(game: Game) -> dict[str, str]:
-    """Each player who was replaced → who sits in his seat now (through a chain of them)."""
-    after = dict(game.replaced)
-    final = {}
-    for old in after:
-        seat = after[old]
-        while seat in after:
-            seat = after[seat]
-        final[old] = seat
-    return final
-
-
 def summary_blocks(live: LiveGame, game: Game) -> list[list[str]]:
     """The roll: its title, then a block per city (see the module docstring)."""
     deaths = {death.player: death for death in game.deaths}
     order = {death.player: n for n, death in enumerate(game.deaths)}
-    replaced = replaced_by(game)
+    replaced = seat_holders(game)
     blocks = [[phrase(live, "summary.title")]]
     for city in game.cities:
         living = [p for p in game.residents[city] if p not in deaths]
@@ -88,4 +77,4 @@ def summary_blocks(live: LiveGame, game: Game) -> list[list[str]]:
     return blocks
 
 
-__all__ = ["game_over_lines", "phase_text", "replaced_by", "summary_blocks", "winner_text"]
+__all__ = ["game_over_lines", "phase_text", "summary_blocks", "winner_text"]

@@ -108,9 +108,22 @@ class ArchiveQueries(GameQueries):
                 await db.executemany(sql, rows)
             if game.ended == GameState.OVER:
                 await self._count_game(db, game.guild_id, game.players, rate)
+                await self._count_replaced(db, game.guild_id, game.replaced)
             await self._insert_outbox(db, game.game_id, None, outbox, time.time())
             await db.execute("DELETE FROM archive_backfill WHERE game_id = ?", (game.game_id,))
         return True
+
+    async def _count_replaced(
+        self, db: aiosqlite.Connection, guild_id: int, replaced: list[ArchivedPlayer]
+    ) -> None:
+        """Count the games these players left to a replacement (no game played, no rating)."""
+        await db.executemany(
+            "INSERT INTO player_stats (guild_id, player, name, games, wins, survived, executed, "
+            "votes, votes_mafia, checks, hits, mu, sigma, rating, replaced) "
+            "VALUES (?, ?, ?, 0, 0, 0, 0, 0, 0, 0, 0, ?, ?, ?, 1) "
+            "ON CONFLICT (guild_id, player) DO UPDATE SET replaced = player_stats.replaced + 1",
+            [(guild_id, p.player, p.name, *FRESH, FRESH[0] - 3 * FRESH[1]) for p in replaced],
+        )
 
     async def _count_game(
         self, db: aiosqlite.Connection, guild_id: int, players: list[ArchivedPlayer], rate: RateGame
@@ -186,8 +199,10 @@ class ArchiveQueries(GameQueries):
                 async with db.execute(
                     "SELECT * FROM archive_players WHERE game_id = ? ORDER BY rowid", (game_id,)
                 ) as cursor:
-                    players = [_archived_player(row) for row in await cursor.fetchall()]
+                    rows = [_archived_player(row) for row in await cursor.fetchall()]
+                players = [p for p in rows if p.replaced_by is None]
                 await self._count_game(db, guild, players, rate)
+                await self._count_replaced(db, guild, [p for p in rows if p.replaced_by])
                 counted += 1
         return counted
 
@@ -272,7 +287,8 @@ class ArchiveQueries(GameQueries):
                 )
                 for w in words
             ],
-            players=[_archived_player(p) for p in players],
+            players=[_archived_player(p) for p in players if p["replaced_by"] is None],
+            replaced=[_archived_player(p) for p in players if p["replaced_by"] is not None],
         )
 
     async def player_stats(self, guild_id: int, player: str) -> PlayerStats | None:
@@ -321,6 +337,9 @@ class ArchiveQueries(GameQueries):
             by_side[side] = (seats + games, won + wins)
         return GuildResults(by_status=by_status, by_side=by_side)
 
+
+#: a rating never counted yet: openskill's Plackett-Luce defaults (``bot.archive.MODEL``)
+FRESH = (25.0, 25.0 / 3)
 
 #: a finished game's row in the archive
 INSERT_ARCHIVE = (
@@ -376,8 +395,8 @@ def _archive_details(game: ArchivedGame) -> Statements:
         ),
         (
             "INSERT INTO archive_players (game_id, guild_id, player, name, city, status, side, won, "
-            "survived, executed, votes, votes_mafia, checks, hits) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "survived, executed, votes, votes_mafia, checks, hits, replaced_by) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     game.game_id,
@@ -388,8 +407,9 @@ def _archive_details(game: ArchivedGame) -> Statements:
                     p.status,
                     p.side,
                     *p.figures,
+                    p.replaced_by,
                 )
-                for p in game.players
+                for p in [*game.players, *game.replaced]
             ],
         ),
     ]

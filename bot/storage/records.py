@@ -384,6 +384,8 @@ class ArchivedPlayer:
     votes_mafia: int
     checks: int
     hits: int
+    replaced_by: str | None = None
+    """Who took his seat (``/host replace``): he left the game before its end."""
 
     @property
     def figures(self) -> tuple[int, ...]:
@@ -421,6 +423,9 @@ class ArchivedGame:
     votes: list[ArchivedVote]
     last_words: list[ArchivedLastWord]
     players: list[ArchivedPlayer]
+    """Who sat in each seat at the end."""
+    replaced: list[ArchivedPlayer] = field(default_factory=list)
+    """Who left a seat to a replacement (``replaced_by``), in the order of the replacements."""
 
     @property
     def over(self) -> bool:
@@ -461,6 +466,8 @@ class PlayerStats:
     rating: float
     by_status: dict[str, tuple[int, int]] = field(default_factory=dict)
     """status -> (games, wins)."""
+    replaced: int = 0
+    """Games he left to a replacement (not among ``games``: he did not play them to the end)."""
 
 
 #: the side a status plays for (every other status is honest)
@@ -499,6 +506,7 @@ def _archived_player(row: aiosqlite.Row) -> ArchivedPlayer:
         row["votes_mafia"],
         row["checks"],
         row["hits"],
+        row["replaced_by"],
     )
 
 
@@ -518,4 +526,5 @@ def _player_stats(row: aiosqlite.Row, by_status: dict[str, tuple[int, int]]) -> 
         row["sigma"],
         row["rating"],
         by_status,
+        row["replaced"],
     )

@@ -20,6 +20,7 @@ from bot.archive import Archiver, build_archive, rate_game, rebuild_stats
 from bot.cli import main
 from bot.config import Config
 from bot.export import ExportError, export_scenario, scenario_data, scenario_names
+from bot.i18n import t
 from bot.service import GameService, LiveGame
 from bot.simulate import simulate
 from bot.storage import ArchivedGame, Storage
@@ -27,6 +28,7 @@ from rules import (
     EndDay,
     EndNight,
     Nominate,
+    Replace,
     RoleCounts,
     RuleError,
     RuleOptions,
@@ -80,6 +82,7 @@ async def play_game(
     retour: float = 0.0,
     maniac: bool = False,
     end_by_host_after: int | None = None,
+    replace: tuple[int, str] | None = None,
     **rules: Any,
 ) -> LiveGame:
     """A game dealt and played through the service to its end (or ended by the host)."""
@@ -88,6 +91,8 @@ async def play_game(
     seats = {f"Город{c}": ids[c::cities] for c in range(cities)}
     setup = deal(seats, seed, RoleCounts(maniac=maniac), RuleOptions.from_dict(rules))
     await service.start(live.id, setup, seed)
+    if replace is not None:  # (the seat's index, the newcomer): /host replace before any move
+        await service.apply(live.id, Replace(ids[replace[0]], replace[1]), source="host")
     rng = random.Random(seed)
     applied = 0
     while live.game is not None and not live.game.over:
@@ -253,6 +258,39 @@ async def test_votes_are_the_ones_each_city_counted(database, tmp_path):
         (1, "B", b[2], b[1]),
     ]
     await service.storage.close()
+
+
+async def test_a_replaced_player_stays_in_the_record_as_replaced(database, tmp_path):
+    from cogs.history_text import stats_lines, summary_lines
+
+    service, archiver = await open_archive(database)
+    live = await play_game(service, seed=31, players=12, replace=(0, "2000"))
+    await archiver.settle()
+    storage = service.storage
+    archived = await storage.archived_game(live.id)
+    assert archived is not None
+    (left,) = archived.replaced
+    assert (left.player, left.replaced_by, left.won, left.survived) == ("1000", "2000", 0, 0)
+    assert "2000" in [p.player for p in archived.players]
+    assert "1000" not in [p.player for p in archived.players]
+    for language in ("ru", "en"):
+        row = t(
+            language,
+            "archive.replaced",
+            player="<@1000>",
+            status=t(language, f"status.{left.status}"),
+            new="<@2000>",
+        )
+        assert row in summary_lines(language, archived)
+    stats = await storage.player_stats(1, "1000")
+    assert stats is not None and (stats.games, stats.replaced) == (0, 1)
+    assert t("en", "stats.replaced", count=1) in stats_lines("en", "<@1000>", stats)
+    assert await rebuild_stats(storage) == 1
+    again = await storage.player_stats(1, "1000")
+    assert again is not None and (again.games, again.replaced) == (0, 1)
+    newcomer = await storage.player_stats(1, "2000")
+    assert newcomer is not None and (newcomer.games, newcomer.replaced) == (1, 0)
+    await storage.close()
 
 
 async def test_figures_and_ratings_rebuild_to_the_same_values(database, tmp_path):
