@@ -1,11 +1,11 @@
-"""The project's static checks run with the tests: ruff's lint and format everywhere, mypy --strict on rules/."""
+"""The project's static checks run with the tests: ruff's lint and format everywhere, mypy --strict
+on rules, bot and cogs. Both run through the interpreter that runs the tests (``python -m``), so
+an unactivated virtual environment checks as much as an activated one: the test extra installs
+them, and without it the checks fail rather than skip."""
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -14,15 +14,13 @@ def run(*command: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
 
 
-@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is in the test extra")
 def test_ruff_finds_nothing():
-    result = run("ruff", "check", ".")
+    result = run(sys.executable, "-m", "ruff", "check", ".")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is in the test extra")
 def test_ruff_format_leaves_every_file_as_it_is():
-    result = run("ruff", "format", "--check", ".")
+    result = run(sys.executable, "-m", "ruff", "format", "--check", ".")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
