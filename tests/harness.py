@@ -114,6 +114,11 @@ class Table:
         ``timeout`` seconds pass without one (or after the fake's patience), never returning
         with items still being sent."""
 
+        # a change seen in memory may still be committing under its game's lock, its outbox items
+        # not stored yet: first every lock is let go (the commit, its items, the outbox's kick)
+        for lock in list(self.bot.service._locks.values()):
+            async with lock:
+                pass
         outbox = self.bot.outbox
         await outbox.drain(timeout=0.5)
         if not outbox.idle():
