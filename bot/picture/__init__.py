@@ -39,10 +39,17 @@ Phones. Discord shows an image in a message at most about 400 px wide and
 embed-visualizer project's issue 30), and a phone's chat column is about as
 wide; tapped, the image opens at the phone's width. The picture is
 :data:`WIDTH` px wide, so at that width its smallest text (18 px) is 8 px and
-the names (22 px) 10 px. In the chat itself a picture taller than that box is
-shown smaller still, as every tall image is: a thumbnail to tap.
+the names (22 px) 10 px. A picture much taller than that box would be a thin
+strip in the chat (a 140-player game: 47 px wide), so its cities are set side by
+side in as many columns as make it largest in the box (:mod:`bot.picture.reflow`;
+not with the votes panel, a second grid under the first).
+
+Each city's lanes carry a dashed line with a flag at the end of the column in
+which the city was decided for good (the replay's ``CityDecided``), in the colour
+of its result.
 """
 
+from bot.picture.glyphs import marker, star
 from bot.picture.layout import (
     CityBlock,
     Column,
@@ -55,10 +62,8 @@ from bot.picture.layout import (
     phases,
 )
 from bot.picture.paint import (
-    marker,
     paint,
     render_png,
-    star,
 )
 from bot.picture.style import (
     BAR,

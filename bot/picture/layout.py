@@ -97,6 +97,8 @@ class CityBlock:
     residents: int
     lanes: tuple[Lane, ...] = ()
     counts: dict[int, dict[str, int]] = field(default_factory=dict)
+    decided: int | None = None
+    """The column in which the city was decided for good (None: never, or not known)."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,8 @@ class _Story:
     """player -> (phase, mark, the executing city)."""
     replaced: dict[str, tuple[str, str]] = field(default_factory=dict)
     """old player -> (newcomer, phase)."""
+    decided: dict[str, str] = field(default_factory=dict)
+    """city -> the phase it was decided in."""
 
     def listen(self, command: Command, source: str, phase: Phase, events: list[ev.Event]) -> None:
         for event in events:
@@ -170,6 +174,8 @@ class _Story:
                 )
             elif isinstance(event, ev.PlayerReplaced):
                 self.replaced[event.old] = (event.new, str(phase))
+            elif isinstance(event, ev.CityDecided):
+                self.decided.setdefault(event.city, str(phase))
 
 
 def _columns(say: Callable[..., str], every: list[str]) -> list[Column]:
@@ -288,7 +294,9 @@ def _lane_blocks(
                     Lane(number, city, known.status, known.side, tuple(seats), end, bool(known.won))
                 )
             lane_of.update({seat.player: lanes[-1] for seat in seats})
-        blocks.append(block(city, lanes=tuple(lanes)))
+        decided = story.decided.get(city)
+        moment = None if decided is None else at.get(decided, last)
+        blocks.append(block(city, lanes=tuple(lanes), decided=moment))
     return blocks, lane_of
 
 

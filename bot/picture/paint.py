@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import io
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 from PIL import Image, ImageDraw
 
 from bot.i18n import t
+from bot.picture.glyphs import decided_mark, legend_lines, marker, star, sun_or_moon, symbol_glyph
 from bot.picture.layout import (
     CityBlock,
     Lane,
@@ -19,6 +18,7 @@ from bot.picture.layout import (
     VoteCell,
     layout,
 )
+from bot.picture.reflow import reflow
 from bot.picture.style import (
     BAR,
     CAUSE_MARK,
@@ -35,9 +35,7 @@ from bot.picture.style import (
     LABEL,
     LANE_ROW,
     MARGIN,
-    MARK_INK,
     MARKER,
-    MOON,
     NIGHT,
     PAPER,
     RED,
@@ -46,9 +44,7 @@ from bot.picture.style import (
     RUN,
     SIDE_BAR,
     SIDE_INK,
-    STAR,
     STATUS_MAX,
-    SUN,
     WIDTH,
     face,
     fit,
@@ -56,70 +52,6 @@ from bot.picture.style import (
     wrap,
 )
 from bot.storage import ArchivedGame
-
-
-def marker(draw: ImageDraw.ImageDraw, mark: str, x: float, y: float, size: int = MARKER) -> None:
-    """The mark's marker with its top left corner at (x, y)."""
-    ink = MARK_INK.get(mark, GREY)
-    box = (x, y, x + size, y + size)
-    middle = (x + size / 2, y + size / 2)
-    diamond = [
-        (x + size / 2, y),
-        (x + size, y + size / 2),
-        (x + size / 2, y + size),
-        (x, y + size / 2),
-    ]
-    if mark == "vote":
-        draw.rectangle(box, fill=ink)
-    elif mark == "lot":  # a die: an open square with one pip
-        draw.rectangle(box, outline=ink, fill=PAPER, width=3)
-        pip = size / 7
-        draw.ellipse((middle[0] - pip, middle[1] - pip, middle[0] + pip, middle[1] + pip), fill=ink)
-    elif mark == "host":  # the execution square with the Procurator's diamond in it
-        draw.rectangle(box, fill=ink)
-        inset = size / 4
-        draw.polygon(
-            [
-                (middle[0], y + inset),
-                (x + size - inset, middle[1]),
-                (middle[0], y + size - inset),
-                (x + inset, middle[1]),
-            ],
-            fill=PAPER,
-        )
-    elif mark == "mafia":
-        draw.ellipse(box, fill=ink)
-    elif mark == "touring":
-        draw.ellipse(box, outline=ink, fill=PAPER, width=4)
-    elif mark == "maniac":
-        draw.polygon([(x + size / 2, y), (x + size, y + size), (x, y + size)], fill=ink)
-    elif mark == "idle":
-        draw.polygon(diamond, fill=PAPER, outline=ink, width=3)
-    else:
-        draw.polygon(diamond, fill=ink)
-
-
-def star(draw: ImageDraw.ImageDraw, x: float, y: float, size: int = 16) -> None:
-    """A winner's five-pointed star in the box at (x, y)."""
-    cx, cy, outer, inner = x + size / 2, y + size / 2, size / 2, size / 4.6
-    points = []
-    for k in range(10):
-        radius = outer if k % 2 == 0 else inner
-        angle = math.pi / 2 + k * math.pi / 5
-        points.append((cx + radius * math.cos(angle), cy - radius * math.sin(angle)))
-    draw.polygon(points, fill=STAR)
-
-
-def _sun_or_moon(
-    draw: ImageDraw.ImageDraw, night: bool, x: float, y: float, size: int, ground: Any
-) -> None:
-    if night:
-        draw.ellipse((x, y, x + size, y + size), fill=MOON)
-        draw.ellipse(
-            (x + size * 0.35, y - size * 0.1, x + size * 1.15, y + size * 0.7), fill=ground
-        )
-    else:
-        draw.ellipse((x, y, x + size, y + size), fill=SUN)
 
 
 @dataclass
@@ -174,14 +106,14 @@ class _Canvas:
         if days:
             for first, last, label in self.days():
                 middle = (self.x(first) + self.x(last + 1)) / 2
-                _sun_or_moon(self.draw, False, middle - 8, y + 6, 16, DAY)
+                sun_or_moon(self.draw, False, middle - 8, y + 6, 16, DAY)
                 self.draw.text((middle, y + 36), label, font=number, fill=INK, anchor="mm")
             return
         for index, column in enumerate(self.picture.columns):
             left, middle = self.x(index), self.x(index) + self.column / 2
             ground = NIGHT if column.night else DAY
             if len(column.phases) == 1:
-                _sun_or_moon(self.draw, column.night, middle - 8, y + 6, 16, ground)
+                sun_or_moon(self.draw, column.night, middle - 8, y + 6, 16, ground)
                 self.draw.text((middle, y + 36), column.label, font=number, fill=INK, anchor="mm")
             else:
                 start, end = column.label.split("–", 1)
@@ -355,75 +287,6 @@ class _Canvas:
             )
 
 
-def _legend_items(picture: Picture) -> list[tuple[str, str]]:
-    """(what is drawn, its explanation's key) for the legend."""
-    items = []
-    if any(len(column.phases) == 1 for column in picture.columns):
-        items = [("day", "picture.legend.day"), ("night", "picture.legend.night")]
-    if picture.mode == "lanes":
-        if any(lane.won for lane in picture.lanes()):
-            items.append(("star", "picture.legend.winner"))
-        items.append(("bar", "picture.legend.survived"))
-        if any(len(lane.seats) > 1 for lane in picture.lanes()):
-            items.append(("tick", "picture.legend.replaced"))
-        marks = picture.marks()
-        items.extend((mark, f"picture.mark.{mark}") for mark in marks)
-        voting = [
-            lane.end.by_city
-            for lane in picture.lanes()
-            if lane.end is not None and lane.end.by_city
-        ]
-        if voting:
-            items.append((f"city:{voting[0]}", "picture.legend.by_city"))
-    else:
-        items.extend((CAUSE_MARK[cause], f"cause_short.{cause}") for cause in CAUSES)
-    return items
-
-
-def _legend_lines(
-    picture: Picture, say: Callable[..., str]
-) -> list[list[tuple[str, str, float, float]]]:
-    """The legend's items flowed into lines of the picture's width: (symbol, text, x, the symbol's width)."""
-    small = face("small")
-    lines: list[list[tuple[str, str, float, float]]] = [[]]
-    x = float(MARGIN)
-    for symbol, key in _legend_items(picture):
-        text = say(key)
-        sign = small.getlength(symbol[5:]) + 6 if symbol.startswith("city:") else 28
-        width = sign + small.getlength(text)
-        if lines[-1] and x + width > WIDTH - MARGIN:
-            lines.append([])
-            x = MARGIN
-        lines[-1].append((symbol, fit(text, small, WIDTH - 2 * MARGIN - sign), x, sign))
-        x += width + 22
-    return lines
-
-
-def _symbol(draw: ImageDraw.ImageDraw, symbol: str, x: float, y: float) -> None:
-    if symbol in ("day", "night"):
-        draw.rectangle(
-            (x, y, x + MARKER, y + MARKER), fill=NIGHT if symbol == "night" else DAY, outline=RULE
-        )
-        _sun_or_moon(
-            draw, symbol == "night", x + 3, y + 3, MARKER - 6, NIGHT if symbol == "night" else DAY
-        )
-    elif symbol == "star":
-        star(draw, x + 1, y + 1)
-    elif symbol == "bar":
-        draw.rounded_rectangle(
-            (x - 4, y + 3, x + MARKER, y + MARKER - 3), radius=6, fill=SIDE_BAR["honest"]
-        )
-    elif symbol == "tick":
-        draw.rounded_rectangle(
-            (x - 4, y + 3, x + MARKER, y + MARKER - 3), radius=6, fill=SIDE_BAR["honest"]
-        )
-        draw.rectangle((x + 6, y - 2, x + 9, y + MARKER + 2), fill=INK)
-    elif symbol.startswith("city:"):
-        draw.text((x - 4, y + MARKER / 2), symbol[5:], font=face("small"), fill=RED, anchor="lm")
-    else:
-        marker(draw, symbol, x, y)
-
-
 def render_png(archived: ArchivedGame, language: str, *, votes: bool = False) -> bytes:
     """The game's picture as PNG bytes, texts in ``language``; ``votes`` adds the votes panel.
 
@@ -496,7 +359,7 @@ def _sheet(picture: Picture, say: Callable[..., str]) -> _Sheet:
     return _Sheet(
         wrap(picture.title, face("title"), width, 2),
         wrap(picture.verdict, face("text"), width, 6),
-        _legend_lines(picture, say),
+        legend_lines(picture, say),
         notes,
         votes_head,
         rows,
@@ -521,6 +384,9 @@ def _grid(
         if picture.mode == "lanes":
             canvas.city_row(block, y, result=result)
             cells(block, y + CITY_ROW)
+            if result and block.decided is not None:
+                ink = RESULT_INK[block.result]
+                decided_mark(draw, canvas.x(block.decided + 1) - 2, y + CITY_ROW, y + row, ink)
         else:
             canvas.city_label(block, y)
             cells(block, y)
@@ -548,7 +414,7 @@ def _legend_and_notes(canvas: _Canvas, sheet: _Sheet, y: float) -> float:
     small = face("small")
     for items in sheet.legend:
         for symbol, text, x, sign in items:
-            _symbol(canvas.draw, symbol, x, y + 4)
+            symbol_glyph(canvas.draw, symbol, x, y + 4)
             canvas.draw.text(
                 (x + sign, y + 4 + MARKER / 2), text, font=small, fill=INK, anchor="lm"
             )
@@ -590,6 +456,8 @@ def paint(picture: Picture) -> bytes:
     y = _legend_and_notes(canvas, sheet, _grid(canvas, sheet, sheet.head, cells, result=True) + 16)
     if picture.votes is not None:
         _votes_panel(canvas, sheet, y)
+    if picture.votes is None:  # the votes panel is a second grid under the first: one column
+        image = reflow(image, sheet.head, sheet.rows)
     buffer = io.BytesIO()
     image.save(buffer, "PNG", compress_level=3)
     return buffer.getvalue()

@@ -33,6 +33,7 @@ from bot.picture import (
     paint,
     render_png,
 )
+from bot.picture.reflow import columns_of, scale
 from bot.storage import ArchivedGame
 from rules import CastVote, EndDay, EndNight, Game, Nominate, ProcuratorKill, Setup, StartVoting
 from tests.archive_play import FOURTEEN, crowd_game, showcase_game, source_of
@@ -124,9 +125,15 @@ def test_ten_days_at_ten_cities_are_twenty_columns_in_one_row():
     assert [column.label for column in picture.columns][-3:] == ["9", "9", "10"]
     png = paint(picture)
     image = Image.open(io.BytesIO(png))
-    assert image.width == WIDTH and len(png) < UPLOAD_LIMIT
-    # one band: the header row is drawn once, so the image is as tall as one grid of 140 lanes
-    assert image.height < 140 * 34 + 10 * 40 + 1200
+    assert len(png) < UPLOAD_LIMIT
+    # one column would be some 5,800 px tall: 66 px wide in the chat's box; the cities go side
+    # by side instead, each column under the header row, the picture about the box's shape
+    one_column = 140 * 34 + 10 * 40 + 400
+    columns = image.width // WIDTH
+    assert image.width == columns * WIDTH and columns >= 3
+    assert image.height < one_column / columns + 1200
+    assert scale(image.width, image.height) > 2 * scale(WIDTH, one_column)
+    assert image.width * scale(image.width, image.height) > 300  # px wide in the chat, not 47
 
 
 def test_the_votes_panel_gives_each_players_vote_under_its_day():
@@ -267,3 +274,40 @@ def test_a_long_game_of_few_players_keeps_its_lanes_in_runs_of_phases():
         lane = next(lane for lane in picture.lanes() if lane.seats[-1].player == death.player)
         assert lane.end is not None and death.phase in picture.columns[lane.end.column].phases
     assert picture.votes is None and picture.votes_omitted  # a vote per day no longer fits a column
+
+
+def test_each_city_is_marked_where_it_was_decided():
+    picture = layout(showcase(), "en")
+    decided = {block.city: block.decided for block in picture.cities}
+    # the replay's CityDecided events, mapped to their columns
+    game, log = showcase_game()
+    expected = {}
+    phases = {p: i for i, c in enumerate(picture.columns) for p in c.phases}
+    replayed = Game.create(game.setup, game.seed)
+    for command, _ in log:
+        phase = str(replayed.phase)
+        for event in replayed.apply(command):
+            if type(event).__name__ == "CityDecided":
+                expected.setdefault(event.city, phases[phase])
+    assert expected and decided == {city: expected.get(city) for city in decided}
+    legend = [
+        key for _, key in __import__("bot.picture.glyphs").picture.glyphs.legend_items(picture)
+    ]
+    assert "picture.legend.decided" in legend
+
+
+def test_a_painted_decided_city_has_its_dashed_line_at_the_end_of_that_column():
+    picture = layout(showcase(), "en")
+    block = next(b for b in picture.cities if b.decided is not None)
+    image = Image.open(io.BytesIO(paint(picture))).convert("RGB")
+    x = int(20 + LABEL + GRID / len(picture.columns) * (block.decided + 1) - 2)
+    inks = {(30, 110, 60), (176, 58, 46)}
+    assert sum(image.getpixel((x, y)) in inks for y in range(image.height)) > 3 * 8
+
+
+def test_a_small_game_keeps_one_column_and_cities_split_evenly():
+    image = Image.open(io.BytesIO(render_png(showcase(), "en")))
+    assert image.width == WIDTH
+    assert columns_of([100, 300, 200, 100], 2) == [[0, 1], [2, 3]]
+    assert columns_of([50] * 5, 3) == [[0], [1, 2], [3, 4]]
+    assert columns_of([10], 3) == [[0]]
