@@ -186,6 +186,27 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_site(args: argparse.Namespace) -> int:
+    from bot.config import Config
+    from bot.site import SiteError, export_site
+    from bot.storage import Storage, StorageError, is_postgres
+
+    async def write() -> str:
+        storage = await Storage.open(args.database)
+        try:
+            return await export_site(storage, Path(args.folder), args.guild, Config().language)
+        finally:
+            await storage.close()
+
+    if not is_postgres(args.database) and not Path(args.database).exists():
+        return _fail("export-site", f"{args.database}: no such database")
+    try:
+        print(asyncio.run(write()))
+    except (StorageError, SiteError) as error:
+        return _fail("export-site", str(error))
+    return 0
+
+
 class _CliError(Exception):
     """A command line task that cannot be done; the message says why."""
 
@@ -264,6 +285,20 @@ def _backup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _site_parser(commands: Any) -> None:
+    site = commands.add_parser(
+        "export-site", help="write a server's season as static pages (index, games, leaderboard)"
+    )
+    site.add_argument("folder", help="the folder to write the pages in")
+    site.add_argument(
+        "--database", required=True, help="the bot's SQLite file or postgresql:// URL"
+    )
+    site.add_argument(
+        "--guild", type=int, help="the server (needed when the database holds several)"
+    )
+    site.set_defaults(handler=_export_site)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
@@ -308,6 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--game", required=True, type=int, help="the game's number")
     export.add_argument("--out", help="the file to write (default: standard output)")
     export.set_defaults(handler=_export)
+    _site_parser(commands)
     rebuild = commands.add_parser(
         "rebuild-stats", help="recompute every player's figures and rating from the archive"
     )

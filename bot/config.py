@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
+from zoneinfo import available_timezones
 
 from bot.pacing import GLOBAL_LIMIT
 from bot.yamlfile import YamlFileError, read_yaml
@@ -93,6 +94,8 @@ class Config:
     shard_count: int | None = None
     """How many shards the bot has in all (None: as many as Discord recommends)."""
     language: str = "ru"
+    time_zone: str = "UTC"
+    """The IANA time zone a game's page shows its times in (``Europe/Moscow``)."""
     log_level: str = "INFO"
     host_role: str | None = None
     snapshot_every: int = 50
@@ -262,6 +265,14 @@ def _language(value: Any) -> str:
     return str(value)
 
 
+def _time_zone(value: Any) -> str:
+    if not isinstance(value, str) or value not in available_timezones():
+        raise ConfigError(
+            f"time_zone: must be an IANA time zone such as Europe/Moscow or UTC, got {value!r}"
+        )
+    return value
+
+
 def _log_level(value: Any) -> str:
     level = str(value).upper()
     if level not in LOG_LEVELS:
@@ -288,6 +299,7 @@ _SCALARS: dict[str, Callable[[Any], Any]] = {
     "shards": partial(parse_shards, "shards"),
     "shard_count": lambda value: _check_int("shard_count", value, 1, MAX_SHARDS),
     "language": _language,
+    "time_zone": _time_zone,
     "log_level": _log_level,
     "host_role": _host_role,
     "snapshot_every": lambda value: _check_int("snapshot_every", value, 1),

@@ -46,6 +46,7 @@ from cogs.history_text import (
     top_lines,
     winner_words,
 )
+from cogs.pages import lost_pages
 from cogs.render import closing_channels
 from cogs.season import transcript_link
 
@@ -295,9 +296,9 @@ class HistoryCog(commands.Cog):
         await interaction.response.defer(ephemeral=True, thinking=True)
         png = await asyncio.to_thread(partial(render_png, archived, language, votes=votes))
         summary = summary_parts(language, archived)
-        summary[0][0][1:1] = await transcript_link(
-            self.bot, archived.game_id, language
-        )  # under the title
+        lost = await lost_pages(self.bot, archived.game_id, language)
+        if not lost:  # under the title, unless the message is gone (its pages come instead)
+            summary[0][0][1:1] = await transcript_link(self.bot, archived.game_id, language)
         parts = block_sections(summary)
         if len(parts) > MAX_MESSAGES:
             parts = parts[: MAX_MESSAGES - 1] + chunks(
@@ -308,13 +309,15 @@ class HistoryCog(commands.Cog):
         # the picture goes with the last message: after the whole summary, votes included
         if len(parts) == 1:
             await interaction.edit_original_response(
-                content=parts[0], attachments=[file], allowed_mentions=none
+                content=parts[0], attachments=[file, *lost], allowed_mentions=none
             )
             return
         await interaction.edit_original_response(content=parts[0], allowed_mentions=none)
         for part in parts[1:-1]:
             await interaction.followup.send(part, ephemeral=True, allowed_mentions=none)
-        await interaction.followup.send(parts[-1], file=file, ephemeral=True, allowed_mentions=none)
+        await interaction.followup.send(
+            parts[-1], files=[file, *lost], ephemeral=True, allowed_mentions=none
+        )
 
     # ------------------------------------------------------------------ /mafia export
 

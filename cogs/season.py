@@ -43,10 +43,12 @@ from bot.channels import TEXT, end_of_game_items, missing_permissions
 from bot.i18n import t
 from bot.outbox.intents import Send, Transcript
 from bot.permissions import BOT, READ, SILENCE
+from bot.readable import zone_of
 from bot.service import LiveGame
 from bot.storage import FINISHED, GameRecord, OutboxItem
 from bot.wiring import Hooks
 from cogs.failures import failure_of, failure_text
+from cogs.pages import host_name, page_files, reading_of
 
 if TYPE_CHECKING:
     from discord.types.channel import ChannelType
@@ -96,11 +98,13 @@ def transcript_channels(record: GameRecord, language: str) -> list[tuple[str, in
     return found
 
 
-def message_lines(message: dict[str, Any], language: str, *, readable: bool) -> list[str]:
-    """One message of a channel's history as lines of the transcript."""
+def message_lines(
+    message: dict[str, Any], language: str, *, readable: bool, zone: datetime.tzinfo = datetime.UTC
+) -> list[str]:
+    """One message of a channel's history as lines of the transcript (its time in ``zone``)."""
     author = message.get("author") or {}
     name = author.get("global_name") or author.get("username") or "?"
-    when = datetime.datetime.fromisoformat(str(message["timestamp"])).astimezone(datetime.UTC)
+    when = datetime.datetime.fromisoformat(str(message["timestamp"])).astimezone(zone)
     head = f"[{when:%Y-%m-%d %H:%M:%S}] {name}:"
     content = str(message.get("content") or "")
     lines = [f"{head} {content}" if content else head]
@@ -283,8 +287,9 @@ class SeasonCog(commands.Cog):
     # ------------------------------------------------------------------ the outbox's side
 
     async def post_transcript(self, item: OutboxItem) -> int | None:
-        """The outbox handler of ``transcript`` items: read every channel back, post the parts in
-        the archive channel (each with its nonce: a retry gives back what was posted)."""
+        """The outbox handler of ``transcript`` items: read every channel back, post the game's
+        page and the text's parts in the archive channel (each with its nonce: a retry gives
+        back what was posted)."""
         guild_id = int(item.target["guild_id"])
         language = str(item.payload["language"])
         game = int(item.payload["game"])
@@ -293,26 +298,16 @@ class SeasonCog(commands.Cog):
         lines = [t(language, "transcript.title", game=game)]
         if not readable:
             lines.append(t(language, "transcript.no_content_intent"))
-        for heading, channel_id in item.payload["channels"]:
-            lines += ["", f"=== #{heading} ==="]
-            try:
-                history = await self._history(int(channel_id))
-            except discord.HTTPException as error:
-                log.warning(
-                    "game %s: channel %s not read for its transcript: %s", game, channel_id, error
-                )
-                lines.append(
-                    t(
-                        language,
-                        "transcript.unread",
-                        reason=failure_text(language, failure_of(error)),
-                    )
-                )
-                continue
-            for message in history:
-                lines += message_lines(message, language, readable=readable)
+        read = await self._read_back(item, lines, readable)
+        host = await host_name(self.bot, guild_id, game)
+        reading = reading_of(self.bot.get_guild(guild_id), self.bot.config.time_zone, read, host)
+        await self.bot.storage.save_reading(game, reading.pack())
+        pages = await page_files(self.bot, game, language, reading)
         archive = await self._archive_channel(guild_id, language)
-        parts = split_parts(lines, self.part_bytes)
+        if pages is not None:  # the text twin: the game in words, then its channels, names resolved
+            head = 1 if readable else 2  # the title (and the missing intent's line)
+            body = [pages.readable.text(line) for line in lines[head:]]
+            lines = [*lines[:head], "", *pages.summary, *body]
         # a part posted by an attempt whose answer was lost (a retry, a restart) is not posted
         # twice: the bot's own recent posts there are known by their captions
         bot_id = str(self.bot.user.id) if self.bot.user else ""
@@ -321,13 +316,19 @@ class SeasonCog(commands.Cog):
             for m in await self.bot.http.logs_from(archive, PAGE)
             if str((m.get("author") or {}).get("id")) == bot_id
         }
-        first: int | None = None
+        files: list[tuple[str, str, bytes]] = []
+        if pages is not None and len(pages.html) <= self.part_bytes:
+            caption = t(language, "transcript.page", game=game)
+            files.append((caption, f"game-{game}.html", pages.html))
+        parts = split_parts(lines, self.part_bytes)
         for number, data in enumerate(parts, 1):
             name = f"game-{game}.txt" if len(parts) == 1 else f"game-{game}-part{number}.txt"
             caption = t(language, "transcript.posted", game=game, part=number, parts=len(parts))
-            if caption in posted:
-                message_id = posted[caption]
-            else:
+            files.append((caption, name, data))
+        first: int | None = None
+        for number, (caption, name, data) in enumerate(files, 1):
+            message_id = posted.get(caption)
+            if message_id is None:
                 with handle_message_parameters(
                     content=caption,
                     file=discord.File(io.BytesIO(data), filename=name),
@@ -339,6 +340,31 @@ class SeasonCog(commands.Cog):
                     )
             first = first if first is not None else message_id
         return first
+
+    async def _read_back(
+        self, item: OutboxItem, lines: list[str], readable: bool
+    ) -> list[tuple[str, list[dict[str, Any]] | None, str | None]]:
+        """Every channel of the transcript read back: its lines added to ``lines``; each
+        channel's heading, history (None: not read) and why not."""
+        language, game = str(item.payload["language"]), int(item.payload["game"])
+        zone = zone_of(self.bot.config.time_zone)
+        read: list[tuple[str, list[dict[str, Any]] | None, str | None]] = []
+        for heading, channel_id in item.payload["channels"]:
+            lines += ["", f"=== #{heading} ==="]
+            try:
+                history = await self._history(int(channel_id))
+            except discord.HTTPException as error:
+                log.warning(
+                    "game %s: channel %s not read for its transcript: %s", game, channel_id, error
+                )
+                reason = failure_text(language, failure_of(error))
+                lines.append(t(language, "transcript.unread", reason=reason))
+                read.append((heading, None, lines[-1]))
+                continue
+            read.append((heading, history, None))
+            for message in history:
+                lines += message_lines(message, language, readable=readable, zone=zone)
+        return read
 
     async def _history(self, channel_id: int) -> list[dict[str, Any]]:
         """A channel's whole history, oldest first, a page of 100 at a time."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Iterable
@@ -290,6 +291,31 @@ class ArchiveQueries(GameQueries):
             players=[_archived_player(p) for p in players if p["replaced_by"] is None],
             replaced=[_archived_player(p) for p in players if p["replaced_by"] is not None],
         )
+
+    async def save_reading(self, game_id: int, data: bytes) -> None:
+        """Store what was read of a game's channels (:class:`bot.transcript_page.Reading`,
+        packed), replacing an earlier reading."""
+        async with self.transaction() as db:
+            await db.execute(
+                "INSERT INTO transcript_pages (game_id, data) VALUES (?, ?) "
+                "ON CONFLICT (game_id) DO UPDATE SET data = excluded.data",
+                (game_id, base64.b64encode(data).decode("ascii")),
+            )
+
+    async def reading(self, game_id: int) -> bytes | None:
+        """What was read of a game's channels, packed (None: its transcript was never made)."""
+        row = await self._fetchone(
+            "SELECT data FROM transcript_pages WHERE game_id = ?", (game_id,)
+        )
+        return base64.b64decode(row["data"]) if row else None
+
+    async def archived_ids(self, guild_id: int | None = None) -> list[tuple[int, int]]:
+        """(guild, game) of every archived game (of one guild), oldest first."""
+        where, params = ("WHERE guild_id = ?", (guild_id,)) if guild_id is not None else ("", ())
+        rows = await self._fetchall(
+            f"SELECT guild_id, game_id FROM archive {where} ORDER BY seq", params
+        )
+        return [(int(row["guild_id"]), int(row["game_id"])) for row in rows]
 
     async def player_stats(self, guild_id: int, player: str) -> PlayerStats | None:
         """A player's figures in a guild, with his games and wins by status."""

@@ -48,6 +48,7 @@ def archive_channel(table: Table, name: str = "архив-игр") -> int:
 def transcript_text(table: Table, channel_id: int, game_id: int) -> str:
     posts = [m for m in table.fake.messages(channel_id) if m.attachments]
     files = [a for m in posts for a in m.attachments if a.filename.startswith(f"game-{game_id}")]
+    files = [a for a in files if a.filename.endswith(".txt")]  # the text twin, not the page
     assert files, "no transcript file"
     return "".join(a.data.decode("utf-8") for a in files)
 
