@@ -78,7 +78,7 @@ class Health:
         self.interval = min(self.interval * 2, PROBE_MAX) if flapping else self.probe_every
         log.warning(
             "the database fails (%r): what falls due waits for it and runs as soon as it is "
-            "back (a write is tried every %.1f s; logged once until then)",
+            "back (a write is tried every %g s; logged once until then)",
             error,
             self.interval,
         )
