@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
@@ -19,12 +20,15 @@ import pytest
 
 import bot.outbox
 import bot.timers
+import cogs.season
 from bot.config import Config
 from bot.service import GameService
 from bot.storage import OutboxItem, Storage
 from bot.storage.health import Health
 from rules import Nominate
 from tests.bot.test_store_fails import TIMERS, Clock, fill, free, small_pages, timed_game, until
+from tests.cogs.test_transcripts import play_and_end, quick_edits, transcript_state
+from tests.harness import bot_table
 from tests.storage.plugin import WHY_NOT
 from tests.storage.server import PostgresServer, running_server
 
@@ -202,3 +206,36 @@ async def test_a_database_that_takes_the_probe_and_refuses_the_rest_is_probed_ev
     health.close()
     assert woken == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]
     assert health.outages == 8
+
+
+async def test_a_transcript_due_in_an_outage_is_begun_as_soon_as_the_database_is_back(
+    database, monkeypatch
+):
+    """A game's transcript falls due while the database refuses to begin it: the keeper, which
+    would sleep an hour (it used to sleep until its next look, up to an hour), begins it once
+    the database is back."""
+    monkeypatch.setattr(cogs.season, "RETRY", HOUR)
+    monkeypatch.setattr(cogs.season, "LOOK_AGAIN", HOUR)
+    async with bot_table(players=8, database=database) as table:
+        quick_edits(table)
+        storage = table.bot.storage
+        storage.health.probe = None  # the test says when the database is back
+        begin = storage.begin_transcript
+        refused = asyncio.Event()
+        full = True
+
+        async def refusing(*args, **kwargs):
+            if full:
+                error = sqlite3.OperationalError("database or disk is full")
+                storage.health.failed(error)  # what the storage tells of a failed write
+                refused.set()
+                raise error
+            return await begin(*args, **kwargs)
+
+        monkeypatch.setattr(storage, "begin_transcript", refusing)
+        game_id, _ = await play_and_end(table)
+        await asyncio.wait_for(refused.wait(), 60.0)
+        assert (await storage.transcript(game_id) or {}).get("state") == "due"
+        full = False
+        storage.health.ok()  # a write succeeded: what waits is woken
+        await transcript_state(table, game_id, "done", timeout=60.0)
