@@ -44,6 +44,9 @@ SHARD_KEY = "shard"
 WHOLE_KEY = "whole"
 #: how often the PostgreSQL connection that holds the locks is looked at (seconds)
 KEEP_SECONDS = 5.0
+#: how long a PostgreSQL lock held by another is tried again before giving up (seconds): the
+#: server lets a killed process's locks go once it sees the connection end, a moment later
+HELD_GRACE = 3.0
 
 
 class Held(StorageError):
@@ -206,12 +209,26 @@ class ServerOwnership:
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as error:
             raise StorageError(f"{self.shown}: cannot connect to PostgreSQL: {error}") from error
         try:
-            await self._take_all(connection)
+            await self._take_all_within(connection, HELD_GRACE)
         except BaseException:
             with contextlib.suppress(Exception):
                 await connection.close()
             raise
         self._connection = connection
+
+    async def _take_all_within(self, connection: Any, grace: float) -> None:
+        """:meth:`_take_all`, tried again for ``grace`` seconds while another holds a lock: a
+        process killed a moment ago holds its locks until the server sees its connection end."""
+        end = time.monotonic() + grace
+        while True:
+            try:
+                await self._take_all(connection)
+                return
+            except Held:
+                await connection.execute("SELECT pg_advisory_unlock_all()")
+                if time.monotonic() >= end:
+                    raise
+                await asyncio.sleep(0.1)
 
     async def _take_all(self, connection: Any) -> None:
         schema = str(await connection.fetchval("SELECT current_schema()"))

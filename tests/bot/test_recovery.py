@@ -24,6 +24,7 @@ import cogs.season
 from bot.config import Config
 from bot.service import GameService
 from bot.storage import OutboxItem, Storage
+from bot.storage import owner as ownership
 from bot.storage.health import Health
 from rules import Nominate
 from tests.bot.test_store_fails import TIMERS, Clock, fill, free, small_pages, timed_game, until
@@ -239,3 +240,26 @@ async def test_a_transcript_due_in_an_outage_is_begun_as_soon_as_the_database_is
         full = False
         storage.health.ok()  # a write succeeded: what waits is woken
         await transcript_state(table, game_id, "done", timeout=60.0)
+
+
+async def test_a_postgresql_ownership_is_taken_again_when_the_server_comes_back(
+    own_server, monkeypatch
+):
+    """The server restarts: the connection holding the advisory lock is gone, and with it the
+    lock; it is made again and the lock taken again, so a second process is still refused."""
+    monkeypatch.setattr(ownership, "KEEP_SECONDS", 0.05)
+    monkeypatch.setattr(ownership, "HELD_GRACE", 0.0)
+    url = own_server.new_url()
+    owned = await ownership.take(url, "db", None, None)
+    assert isinstance(owned, ownership.ServerOwnership)
+    first = owned._connection
+    try:
+        await asyncio.to_thread(own_server.crash)
+        await asyncio.to_thread(own_server.resume)
+        await until(
+            lambda: owned.held and owned._connection is not first, 60.0, "never taken again"
+        )
+        with pytest.raises(ownership.Held, match="in use by another bot process"):
+            await ownership.take(url, "db", None, None)
+    finally:
+        await owned.release()
