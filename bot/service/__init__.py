@@ -384,7 +384,7 @@ class GameService(GameAdmission):
         if interaction_id is not None:
             try:
                 repeated = await self.storage.interaction_seen(interaction_id)
-            except Exception:  # noqa: BLE001 - the database answered the write: assume the index
+            except Exception:  # the database answered the write just now: trust its index
                 repeated = True
             if repeated:
                 log.info(
