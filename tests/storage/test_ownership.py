@@ -229,3 +229,34 @@ async def test_a_database_of_a_newer_version_is_refused_before_anything_is_writt
         assert result.returncode == 2
         assert len(result.stderr.splitlines()) == 1
         assert f"schema is version {newer}, newer than this version" in result.stderr
+
+
+async def test_a_second_run_beside_a_running_bot_exits_2_and_the_first_serves_on(
+    database, tmp_path
+):
+    """Two real ``mafia-bot run`` on one database (the same shard): the second stops with one line
+    naming the first's pid; the first, untouched, goes on answering."""
+    from tests.fakediscord import FakeDiscord
+    from tests.storage.test_processes import ShardProcess, lobby_of, open_game
+    from tests.storage.test_shards import guilds_on_every_shard, shard_of
+
+    fake = FakeDiscord()
+    worlds = await guilds_on_every_shard(fake, 2)
+    world = next(w for w in worlds if shard_of(w.guild.id, 2) == 0)
+    await fake.start()
+    first = ShardProcess(fake, tmp_path, str(database), 0)
+    try:
+        await first.start()
+        assert first.process is not None
+        second = await asyncio.to_thread(
+            run_bot, tmp_path, database, "--shards", "0", "--shard-count", "2"
+        )
+        assert second.returncode == 2, second.stderr
+        (line,) = second.stderr.splitlines()
+        assert f"is in use by another bot process (pid {first.process.pid} on " in line
+        assert first.process.poll() is None
+        game = await open_game(fake, world, database)
+        await lobby_of(fake, world, game)  # the first one still serves
+    finally:
+        first.stop()
+        await fake.close()
