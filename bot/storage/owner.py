@@ -200,7 +200,12 @@ class ServerOwnership:
         return self._connection is not None and not self._connection.is_closed()
 
     async def _lock(self) -> None:
-        import asyncpg
+        try:
+            import asyncpg
+        except ImportError:
+            raise StorageError(
+                'database: a postgresql:// URL needs asyncpg: pip install -e ".[postgres]"'
+            ) from None
 
         try:
             connection = await asyncpg.connect(
