@@ -86,26 +86,51 @@ def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(stream=sys.stderr, level=level, format=LOG_FORMAT)
     for handler in logging.getLogger().handlers:
         handler.addFilter(ShardFilter())
-    return asyncio.run(_serve(config, token))
+    return asyncio.run(_owned(config, token, accept_empty=args.accept_empty_database))
 
 
-async def _serve(config: Any, token: str) -> int:
+async def _owned(config: Any, token: str, *, accept_empty: bool) -> int:
+    """Own the database (a second process stops here, naming the first), check it is the one
+    meant, say which it is, then serve; the database is let go at the end."""
+    from bot.config import shown_database
+    from bot.storage import Storage, StorageError
+    from bot.storage import owner as ownership
+
+    shown = shown_database(config.database)
+    try:
+        owned = await ownership.take(config.database, shown, config.shards, config.shard_count)
+    except StorageError as error:
+        return _fail("run", str(error))
+    try:
+        empty = None if accept_empty else ownership.empty_file(config.database)
+        if empty is not None:
+            return _fail("run", empty)
+        try:
+            storage = await Storage.open(config.database, synchronous=config.sqlite_synchronous)
+        except StorageError as error:
+            return _fail("run", str(error))
+        try:
+            log.info("%s", await ownership.startup_line(config.database, shown, storage))
+        except Exception as error:  # the database fails already: serving says how
+            log.warning("database %s: cannot count its games: %r", shown, error)
+        return await _serve(config, token, storage)
+    finally:
+        if owned is not None:
+            await owned.release()
+
+
+async def _serve(config: Any, token: str, storage: Any) -> int:
     import aiohttp
     import discord
 
     from bot.bot import ProkuratorBot
     from bot.discord_endpoint import point_from_environment
-    from bot.storage import Storage, StorageError
 
     if point_from_environment():
         log.warning(
             "discord.py points at %s (DISCORD_API_BASE/DISCORD_GATEWAY_URL)",
             os.environ.get("DISCORD_API_BASE"),
         )
-    try:
-        storage = await Storage.open(config.database, synchronous=config.sqlite_synchronous)
-    except StorageError as error:
-        return _fail("run", str(error))
     bot = ProkuratorBot(config, storage=storage)
     loop = asyncio.get_running_loop()
     if sys.platform != "win32":  # asyncio has no signal handlers on Windows
@@ -299,6 +324,31 @@ def _site_parser(commands: Any) -> None:
     site.set_defaults(handler=_export_site)
 
 
+def _run_parser(commands: Any) -> None:
+    """The ``run`` subcommand's arguments."""
+    run = commands.add_parser("run", help="run the bot (token from DISCORD_TOKEN)")
+    run.add_argument("--config", help="a YAML config file (optional; see config.example.yaml)")
+    run.add_argument("--log-level", help="override the config's log_level")
+    run.add_argument(
+        "--shards",
+        help="the shards this process runs, e.g. 0-3 or 0,2 "
+        "(default: the config's shards, else all of them)",
+    )
+    run.add_argument(
+        "--shard-count",
+        type=int,
+        help="the bot's number of shards in all (needed with --shards unless the "
+        "config has shard_count)",
+    )
+    run.add_argument(
+        "--accept-empty-database",
+        action="store_true",
+        help="start a new database in an existing empty file (refused otherwise: an empty "
+        "file where the database should be is usually a restore gone wrong)",
+    )
+    run.set_defaults(handler=_run)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
@@ -316,21 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the JSON is the same in every language",
     )
     simulate.set_defaults(handler=_simulate)
-    run = commands.add_parser("run", help="run the bot (token from DISCORD_TOKEN)")
-    run.add_argument("--config", help="a YAML config file (optional; see config.example.yaml)")
-    run.add_argument("--log-level", help="override the config's log_level")
-    run.add_argument(
-        "--shards",
-        help="the shards this process runs, e.g. 0-3 or 0,2 "
-        "(default: the config's shards, else all of them)",
-    )
-    run.add_argument(
-        "--shard-count",
-        type=int,
-        help="the bot's number of shards in all (needed with --shards unless the "
-        "config has shard_count)",
-    )
-    run.set_defaults(handler=_run)
+    _run_parser(commands)
     check = commands.add_parser("check-config", help="validate a config file without connecting")
     check.add_argument("file", help="the YAML config file")
     check.set_defaults(handler=_check_config)

@@ -38,6 +38,7 @@ from typing import Any
 from bot.config import shown_database
 from bot.storage import CommitUnknown, IntegrityError, Storage, StorageError
 from bot.storage.base import _GroupedWrite
+from bot.storage.migrations import SchemaTooNew
 
 #: the advisory lock key migrations hold (any constant number; "PROK" in ASCII)
 MIGRATION_LOCK = 0x50524F4B
@@ -199,9 +200,12 @@ class PostgresStorage(Storage):
         except BaseException as error:
             with contextlib.suppress(Exception):
                 await pool.close()
+            if isinstance(error, SchemaTooNew):
+                raise StorageError(f"{shown}: {error}") from error
             if isinstance(error, asyncpg.PostgresError):
                 raise StorageError(f"{shown}: a migration failed: {error}") from error
             raise
+        storage.health.watching = True
         return storage
 
     def _ddl(self, statement: str) -> str:
@@ -212,6 +216,7 @@ class PostgresStorage(Storage):
         if self._closed:
             return
         self._closed = True
+        self.health.close()
         try:
             await asyncio.wait_for(self._pool.close(), 5)
         except (TimeoutError, OSError):
@@ -229,7 +234,18 @@ class PostgresStorage(Storage):
     @asynccontextmanager
     async def transaction(self, game_id: int | None = None) -> AsyncIterator[Any]:
         """One transaction on a connection of its own; rolled back if the block raises. One
-        game's transactions run one at a time; other games' (and those of no game) meanwhile."""
+        game's transactions run one at a time; other games' (and those of no game) meanwhile.
+        Its outcome is told to :attr:`health`."""
+        try:
+            async with self._transaction(game_id) as db:
+                yield db
+        except BaseException as error:
+            self.health.failed(error)
+            raise
+        self.health.ok()
+
+    @asynccontextmanager
+    async def _transaction(self, game_id: int | None) -> AsyncIterator[Any]:
         import asyncpg
 
         lock = self._lock_of(game_id)
@@ -263,9 +279,17 @@ class PostgresStorage(Storage):
         self._lanes_stored(write)
 
     async def _fetchone(self, sql: str, params: Iterable[Any] = ()) -> Any:
-        async with self._pool.acquire() as raw:
-            return await raw.fetchrow(numbered_parameters(sql), *tuple(params))
+        try:
+            async with self._pool.acquire() as raw:
+                return await raw.fetchrow(numbered_parameters(sql), *tuple(params))
+        except BaseException as error:
+            self.health.failed(error)
+            raise
 
     async def _fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
-        async with self._pool.acquire() as raw:
-            return list(await raw.fetch(numbered_parameters(sql), *tuple(params)))
+        try:
+            async with self._pool.acquire() as raw:
+                return list(await raw.fetch(numbered_parameters(sql), *tuple(params)))
+        except BaseException as error:
+            self.health.failed(error)
+            raise

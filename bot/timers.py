@@ -11,9 +11,11 @@ earlier is not followed by a second move; and the stage a timer begins is
 marked in the game's lobby (``timer_began``), so that a host's "next" sent
 moments after it, before he could see that stage, is refused rather than
 skipping it (``fairness.stage_settle``, :class:`bot.service.JustBegan`). A step that fails (a full disk, a
-database error) is logged and tried again after a back-off (0.5 s doubling to
-a minute, or sooner when the game's record changes): the task never dies, so
-a deadline passed while the disk was full fires once there is room.
+database error) is logged once per outage and tried again after a back-off (0.5 s doubling to
+a minute, or sooner when the game's record changes, and at once when the database is back:
+:class:`bot.storage.health.Health`): the task never dies, so a deadline passed while the disk
+was full fires within seconds of there being room. A step that acted but changed nothing (its
+command taken for a repeated one) backs off the same way: the task never spins.
 """
 
 from __future__ import annotations
@@ -79,6 +81,25 @@ class GameTasks(ABC):
                 await task
 
 
+class NoProgress(Exception):
+    """A timer's step acted, yet its game's deadline, reminders and commands are as before (the
+    command was taken for a repeated one, say): it backs off rather than spin."""
+
+
+def _progress(live: LiveGame | None) -> tuple[object, ...]:
+    """What a timer's step changes in a game when it acts."""
+    if live is None:
+        return ()
+    record = live.record
+    return (
+        record.deadline,
+        record.deadline_stage,
+        record.command_count,
+        tuple(record.reminders_sent),
+        record.state,
+    )
+
+
 class PhaseTimers(GameTasks):
     """One sleeping task per game with a deadline."""
 
@@ -98,6 +119,16 @@ class PhaseTimers(GameTasks):
         self._wake: dict[int, asyncio.Event] = {}
         self._closed = False
         self.fired: list[tuple[int, str]] = []
+        self.failures = 0
+        """Steps that failed (each followed by a back-off)."""
+        self._failing: dict[int, int] = {}
+        """Games whose last step failed → the database's outage count then (logged once)."""
+        service.storage.health.on_back(self.wake_all)
+
+    async def close(self) -> None:
+        """Stop every task, and no longer wake them when the database is back."""
+        self.service.storage.health.forget(self.wake_all)
+        await super().close()
 
     def arm(self, live: LiveGame) -> None:
         """(Re)consider a game's deadline; called after every commit."""
@@ -123,6 +154,11 @@ class PhaseTimers(GameTasks):
             if offset not in record.reminders_sent and offset < duration
         ]
 
+    def wake_all(self) -> None:
+        """Wake every game's task (the database is back: what fell due is tried at once)."""
+        for wake in self._wake.values():
+            wake.set()
+
     async def _run(self, game_id: int) -> None:
         wake = self._wake.setdefault(game_id, asyncio.Event())
         backoff = 0.0
@@ -135,23 +171,39 @@ class PhaseTimers(GameTasks):
             if live.broken is not None or live.record.deadline is None:
                 return
             delay: float | None
+            before = _progress(live)
             try:
                 delay = await self._step(live)
+                if delay is None and _progress(self.service.find(game_id)) == before:
+                    raise NoProgress()  # acted, yet nothing changed: never again at once
             except Exception as error:
                 backoff = min(backoff * 2, BACKOFF_MAX) if backoff else BACKOFF_START
-                log.warning(
-                    "game %s: the timer could not act (%r); trying again in %.1f s",
-                    game_id,
-                    error,
-                    backoff,
-                )
+                self._failed(game_id, error, backoff)
                 delay = backoff
             else:
                 backoff = 0.0
+                if self._failing.pop(game_id, None) is not None:
+                    log.info("game %s: the timer acts again", game_id)
             if delay is None:
                 continue  # it acted: look at the game again at once
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), timeout=delay)
+
+    def _failed(self, game_id: int, error: BaseException, backoff: float) -> None:
+        """Count a failed step; log it once per outage (of the database, or of this game)."""
+        self.failures += 1
+        outage = self.service.storage.health.outages
+        if self._failing.get(game_id) == outage:
+            log.debug("game %s: the timer could not act (%r) again", game_id, error)
+            return
+        self._failing[game_id] = outage
+        log.warning(
+            "game %s: the timer could not act (%r); trying again in %.1f s, at once when the "
+            "database is back (logged once until it acts)",
+            game_id,
+            error,
+            backoff,
+        )
 
     async def _step(self, live: LiveGame) -> float | None:
         """Fire the deadline or a due reminder (None: done, look again), else how long to sleep."""

@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: how soon a transcript that could not begin is tried again (sooner: when the database is back)
+RETRY = 60.0
 #: messages Discord gives in one page of a channel's history
 PAGE = 100
 #: bytes in one uploaded file (Discord's 10 MiB for a server without boosts), with room for the form
@@ -177,11 +179,14 @@ class SeasonCog(commands.Cog):
         )
 
     async def cog_load(self) -> None:
-        """Start the keeper (it first schedules games that ended unscheduled)."""
+        """Start the keeper (it first schedules games that ended unscheduled); it looks again
+        as soon as the database is back after an outage."""
+        self.bot.storage.health.on_back(self._wake.set)
         self._task = asyncio.get_running_loop().create_task(self._keep(), name="season-keeper")
 
     async def cog_unload(self) -> None:
         """Stop the keeper and the hooks (what is scheduled stays stored)."""
+        self.bot.storage.health.forget(self._wake.set)
         for hooks, hook in (
             (self.bot.outbox.idle_hooks, self._lane_idle),
             (self.bot.outbox.failure_hooks, self._refused),
@@ -235,7 +240,7 @@ class SeasonCog(commands.Cog):
             except Exception:
                 # the database (a full disk, say): what is scheduled stays stored
                 log.exception("the transcripts' keeper failed; looking again in %.0f s", delay)
-                await asyncio.sleep(delay)
+                await self.bot.storage.health.wait(delay)  # at once when the database is back
                 delay = min(delay * 2, LOOK_AGAIN)
 
     async def _look(self) -> None:
@@ -251,13 +256,15 @@ class SeasonCog(commands.Cog):
             self._wake.clear()
             due = await self.bot.storage.transcripts_due()
             now = self.bot.clock()
+            failed = False
             for game_id, at in due:
                 if at <= now:
                     try:
                         await self._begin(game_id)
-                    except Exception:  # it stays due: tried again at the next look
+                    except Exception:  # it stays due: tried again when the database is back
+                        failed = True
                         log.exception("game %s: could not begin its transcript", game_id)
-            later = [at - now for _, at in due if at > now]
+            later = [at - now for _, at in due if at > now] + ([RETRY] if failed else [])
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), min([LOOK_AGAIN, *later]))
 

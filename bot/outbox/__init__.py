@@ -140,6 +140,7 @@ class Outbox(DiscordCalls):
         """How many times each lane's pending items were given up (by a hold): a batch fetched
         before the last time is stale."""
         self._closed = False
+        storage.health.on_back(self.wake_all)
         self.handlers: dict[str, Handler] = {
             "send": self._send,
             "edit": self._edit,
@@ -174,6 +175,11 @@ class Outbox(DiscordCalls):
                 self._workers[key] = asyncio.create_task(
                     self._work(game_id, lane), name=f"outbox-{game_id}-{lane}"
                 )
+
+    def wake_all(self) -> None:
+        """Wake every lane that waits (the database is back: what it holds pending goes now)."""
+        for wake in self._wake.values():
+            wake.set()
 
     @contextlib.asynccontextmanager
     async def holding(self, game_id: int, lane: str) -> AsyncIterator[None]:
@@ -218,6 +224,7 @@ class Outbox(DiscordCalls):
     async def close(self) -> None:
         """Stop every worker; pending items stay stored for the next start."""
         self._closed = True
+        self.storage.health.forget(self.wake_all)
         for task in self._workers.values():
             task.cancel()
         for task in self._workers.values():
@@ -249,13 +256,25 @@ class Outbox(DiscordCalls):
                         log.exception("outbox idle hook failed for game %s (%s)", game_id, lane)
                 if not wake.is_set():
                     return
-            except Exception:
+            except Exception as error:
                 # the database (a full disk, say): nothing is lost, it is all still pending
-                log.exception(
-                    "outbox lane %s of game %s failed; trying again in %.1f s", lane, game_id, delay
-                )
+                self._lane_failed(game_id, lane, error, delay)
                 await self._back_off(wake, delay)
                 delay = min(delay * 2, BACKOFF_MAX)
+
+    def _lane_failed(self, game_id: int, lane: str, error: BaseException, delay: float) -> None:
+        """Log a lane's failure: the database failing is logged once for the outage (by
+        :class:`bot.storage.health.Health`), anything else with its traceback."""
+        if is_storage_failure(error) and self.storage.health.down:
+            log.debug("outbox lane %s of game %s: %r; again in %.1f s", lane, game_id, error, delay)
+            return
+        log.error(
+            "outbox lane %s of game %s failed; trying again in %.1f s",
+            lane,
+            game_id,
+            delay,
+            exc_info=error,
+        )
 
     @staticmethod
     async def _back_off(wake: asyncio.Event, delay: float) -> None:
@@ -353,7 +372,10 @@ class Outbox(DiscordCalls):
         doubt = doubt or (item.kind in CREATES and not refused)
         with contextlib.suppress(Exception):  # only a count: never worth stopping for
             await self.storage.outbox_retry(item, repr(error))
-        await asyncio.sleep(delay)
+        if is_storage_failure(error):
+            await self.storage.health.wait(delay)  # at once when the database is back
+        else:
+            await asyncio.sleep(delay)
         return doubt
 
     async def _refused(self, item: OutboxItem, error: BaseException) -> None:
@@ -427,16 +449,17 @@ class Outbox(DiscordCalls):
             try:
                 await store()
                 return
-            except Exception:
+            except Exception as error:
                 if self._closed:
                     raise
-                log.exception(
-                    "outbox item %s of game %s: could not mark it %s; again in %.1f s",
-                    item.id,
-                    item.game_id,
-                    what,
-                    delay,
-                )
+                if not (is_storage_failure(error) and self.storage.health.down):
+                    log.exception(
+                        "outbox item %s of game %s: could not mark it %s; again in %.1f s",
+                        item.id,
+                        item.game_id,
+                        what,
+                        delay,
+                    )
                 wake.clear()
                 await self._back_off(wake, delay)
                 delay = min(delay * 2, BACKOFF_MAX)

@@ -213,11 +213,9 @@ class GameService(GameAdmission):
                     cancel_lane=cancel_lane,
                     now=self.clock(),
                 )
-            except aiosqlite.IntegrityError:
-                log.info(
-                    "game %s: interaction %s was applied before; not again", game_id, interaction_id
-                )
+            except aiosqlite.IntegrityError as error:
                 before.put_back(live)
+                await self._refused_write(live, interaction_id, error)
                 return False
             except BaseException as error:
                 raise self._undo(live, before, error, "a change of its record") from error
@@ -359,11 +357,9 @@ class GameService(GameAdmission):
                 record_changed=changed or game.over or after is not None,
                 now=now,
             )
-        except aiosqlite.IntegrityError:
-            log.info(
-                "game %s: interaction %s was applied before; not again", live.id, interaction_id
-            )
+        except aiosqlite.IntegrityError as error:
             before.put_back(live)
+            await self._refused_write(live, interaction_id, error)
             return Applied([], duplicate=True)
         except BaseException as error:
             raise self._undo(live, before, error, f"command {command}") from error
@@ -372,6 +368,37 @@ class GameService(GameAdmission):
             self._drop(live.id)
         self._committed(live)
         return Applied(events, seq=seq)
+
+    async def _refused_write(
+        self, live: LiveGame, interaction_id: int | None, error: BaseException
+    ) -> None:
+        """A constraint refused a change of the game (put back already): returns if its
+        interaction was applied before (Discord delivered it twice); else the database holds
+        something this process did not write (another process wrote the game), so the game is
+        read again before its next change and the change is refused as not stored (a timer
+        backs off rather than firing again at once).
+
+        Raises:
+            NotStored: it was not a repeated interaction.
+        """
+        if interaction_id is not None:
+            try:
+                repeated = await self.storage.interaction_seen(interaction_id)
+            except Exception:  # the database answered the write just now: trust its index
+                repeated = True
+            if repeated:
+                log.info(
+                    "game %s: interaction %s was applied before; not again", live.id, interaction_id
+                )
+                return
+        live.stale = True
+        log.error(
+            "game %s: the database refused a change (%s): it holds what this process did not "
+            "write (another process on the same database?); the game is read again",
+            live.id,
+            error,
+        )
+        raise NotStored() from error
 
     def _undo(
         self, live: LiveGame, before: Before, error: BaseException, what: str

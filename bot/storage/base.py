@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from contextlib import AbstractAsyncContextManager
@@ -15,15 +16,20 @@ from typing import Any
 
 import aiosqlite
 
+from bot.storage.health import Health
 from bot.storage.migrations import apply_migrations
 from bot.storage.records import (
     INSERT_OUTBOX,
+    OPEN_STATES,
     OutboxItem,
     Statements,
     _outbox_rows,
 )
 
 log = logging.getLogger(__name__)
+
+#: the size of :meth:`StorageBase.probe`'s write (bytes): a command's with its outbox, or more
+PROBE_BYTES = 8192
 
 
 @dataclass
@@ -60,6 +66,11 @@ class StorageBase(ABC):
         """game id -> the players this process stored in ``active_players`` for it."""
         self._shard_sql = ""
         """A condition on ``guild_id`` choosing the games of this process's shards ('' : all)."""
+        self.found_version = 0
+        """The schema version the database had when it was opened (0: a new database)."""
+        self.health = Health()
+        """Whether the database takes writes; wakes what waits for it when it is back."""
+        self.health.probe = self.probe
 
     def set_shards(self, shard_ids: Iterable[int] | None, shard_count: int | None) -> None:
         """Serve only the guilds of these shards (Discord: shard = (guild_id >> 22) % count):
@@ -130,7 +141,35 @@ class StorageBase(ABC):
 
     async def _apply_migrations(self) -> None:
         async with self.transaction() as db:
-            await apply_migrations(db, self.dialect, self.begin_migrations, self._ddl)
+            found = await apply_migrations(db, self.dialect, self.begin_migrations, self._ddl)
+        self.found_version = max(found, default=0)
+
+    @property
+    def created(self) -> bool:
+        """Whether the database was new when it was opened (no migration applied before)."""
+        return self.found_version == 0
+
+    async def holdings(self) -> tuple[int, int]:
+        """How many games the database holds (every shard's), and how many of them are open."""
+        row = await self._fetchone(
+            "SELECT COUNT(*), COALESCE(SUM(CASE WHEN state IN (?, ?, ?) THEN 1 ELSE 0 END), 0) "
+            "FROM games",
+            tuple(state.value for state in OPEN_STATES),
+        )
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    async def probe(self) -> None:
+        """A write of a command's size, undone in the same transaction, to learn whether the
+        database takes writes again (a full disk, a server down); :attr:`health` hears of it
+        like any write. It needs new room as a command does: a write that fits in a page
+        already there could pass on a disk that still refuses the commands."""
+        async with self.transaction() as db:
+            await db.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                ("health_probe", f"{time.time():.3f}".ljust(PROBE_BYTES, ".")),
+            )
+            await db.execute("DELETE FROM meta WHERE key = ?", ("health_probe",))
 
     def _ddl(self, statement: str) -> str:
         """A migration statement as this database spells it (SQLite: as written)."""

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
+from bot.storage.records import StorageError
+
 MIGRATION_NAME = re.compile(r"^V(\d+)__[\w-]+\.sql$")
 
 #: the table that lists the migrations applied, as SQLite spells it
@@ -17,6 +19,13 @@ SCHEMA_MIGRATIONS = (
     "CREATE TABLE IF NOT EXISTS schema_migrations "
     "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
 )
+
+#: a row when the table of migrations exists (nothing is written to find out)
+SCHEMA_TABLE_EXISTS = {
+    "sqlite": "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
+    "postgresql": "SELECT 1 FROM information_schema.tables "
+    "WHERE table_name = 'schema_migrations' AND table_schema = current_schema()",
+}
 
 
 def migration_statements(sql: str, dialect: str) -> list[str]:
@@ -43,15 +52,43 @@ def migration_files() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
-async def apply_migrations(db: Any, dialect: str, begin: str, ddl: Callable[[str], str]) -> None:
+class SchemaTooNew(StorageError):
+    """The database was written by a newer version of the bot: its schema has migrations this
+    version does not know, so this version must not write to it (nothing was written)."""
+
+    def __init__(self, found: int, known: int) -> None:
+        super().__init__(
+            f"the database's schema is version {found}, newer than this version of the bot "
+            f"knows (up to {known}): it was written by a newer version; run that one (or a "
+            "newer), or restore a backup made with this one"
+        )
+        self.found, self.known = found, known
+
+
+async def apply_migrations(
+    db: Any, dialect: str, begin: str, ddl: Callable[[str], str]
+) -> set[int]:
     """Apply, in the caller's transaction ``db``, the migrations not applied yet: ``begin`` is
     the transaction's first statement (it keeps other processes out), ``ddl`` spells a
-    statement as the database runs it."""
+    statement as the database runs it. Returns the versions the database had before.
+
+    Raises:
+        SchemaTooNew: the database has a migration newer than any this version ships; it is
+            refused before anything is written.
+    """
     await db.execute(begin)
+    async with db.execute(SCHEMA_TABLE_EXISTS[dialect]) as cursor:
+        exists = (await cursor.fetchone()) is not None
+    done: set[int] = set()
+    if exists:
+        async with db.execute("SELECT version FROM schema_migrations") as cursor:
+            done = {int(row[0]) for row in await cursor.fetchall()}
+    files = migration_files()
+    known = max((version for version, _, _ in files), default=0)
+    if done and max(done) > known:
+        raise SchemaTooNew(max(done), known)
     await db.execute(ddl(SCHEMA_MIGRATIONS))
-    async with db.execute("SELECT version FROM schema_migrations") as cursor:
-        done = {row[0] for row in await cursor.fetchall()}
-    for version, name, sql in migration_files():
+    for version, name, sql in files:
         if version in done:
             continue
         for statement in migration_statements(sql, dialect):
@@ -60,3 +97,4 @@ async def apply_migrations(db: Any, dialect: str, begin: str, ddl: Callable[[str
             "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
             (version, name, time.time()),
         )
+    return done

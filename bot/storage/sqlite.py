@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 import aiosqlite
 
 from bot.storage.base import StorageBase, _GroupedWrite
+from bot.storage.migrations import SchemaTooNew
 from bot.storage.records import Statements, StorageError
 
 if TYPE_CHECKING:
@@ -270,7 +271,10 @@ class SqliteFile(StorageBase):
                 raise StorageError(
                     f"{path}: the database is damaged or not a database: {error}"
                 ) from error
+            if isinstance(error, SchemaTooNew):
+                raise StorageError(f"{Path(path).absolute()}: {error}") from error
             raise
+        storage.health.watching = True
         storage._checkpointer = asyncio.create_task(
             storage._checkpoint_every(str(path), CHECKPOINT_SECONDS), name="sqlite-checkpoint"
         )
@@ -305,6 +309,7 @@ class SqliteFile(StorageBase):
         if self._closed:
             return
         self._closed = True
+        self.health.close()
         if self._writer is not None and not self._writer.done():
             await asyncio.wait([self._writer])  # what callers wait for is committed first
         if self._checkpointer is not None:
@@ -329,10 +334,16 @@ class SqliteFile(StorageBase):
         async with self._lock:
             try:
                 yield self._db
-            except BaseException:
+            except BaseException as error:
+                self.health.failed(error)
                 await self._db.rollback()
                 raise
-            await self._db.commit()
+            try:
+                await self._db.commit()
+            except BaseException as error:
+                self.health.failed(error)
+                raise
+        self.health.ok()
 
     async def _commit(self, game_id: int, write: _GroupedWrite) -> None:
         """Commit one write of a game (SQLite: in the next group commit, every game's writes
@@ -421,16 +432,23 @@ class SqliteFile(StorageBase):
                 continue
             if outcome is None:
                 self._lanes_stored(write)
+                self.health.ok()
+            else:
+                self.health.failed(outcome)
             _settle(write, outcome)
         return left
 
     async def _fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
         # one trip to the reader's thread (a cursor's execute, fetch and close are three, each
         # waiting for a turn of a busy event loop)
-        if self._reader is not None:
-            return list(await self._reader.execute_fetchall(sql, tuple(params)))
-        async with self._lock:
-            return list(await self._db.execute_fetchall(sql, tuple(params)))
+        try:
+            if self._reader is not None:
+                return list(await self._reader.execute_fetchall(sql, tuple(params)))
+            async with self._lock:
+                return list(await self._db.execute_fetchall(sql, tuple(params)))
+        except BaseException as error:
+            self.health.failed(error)
+            raise
 
     async def _migrate(self) -> None:
         # A migration may rebuild a table others refer to (SQLite's way to change a constraint):
