@@ -66,17 +66,18 @@ async def test_a_second_identify_of_a_bucket_within_5_s_gets_invalid_session(
     clocked: tuple[FakeDiscord, Clock],
 ) -> None:
     fake, clock = clocked
-    async with aiohttp.ClientSession() as session:
-        async with session.ws_connect(fake.gateway_url) as first:
-            await _hello(first)
-            assert (await _identify(fake, first, [0, 2]))["t"] == "READY"
-            async with session.ws_connect(fake.gateway_url) as second:
-                await _hello(second)
-                clock.now += IDENTIFY_INTERVAL - 0.01
-                refused = await _identify(fake, second, [1, 2])
-                assert refused == {"op": 9, "d": False}
-                clock.now += 0.01
-                assert (await _identify(fake, second, [1, 2]))["t"] == "READY"
+    async with (
+        aiohttp.ClientSession() as session,
+        session.ws_connect(fake.gateway_url) as first,
+        session.ws_connect(fake.gateway_url) as second,
+    ):
+        await _hello(first)
+        await _hello(second)
+        assert (await _identify(fake, first, [0, 2]))["t"] == "READY"
+        clock.now += IDENTIFY_INTERVAL - 0.01
+        assert await _identify(fake, second, [1, 2]) == {"op": 9, "d": False}
+        clock.now += 0.01
+        assert (await _identify(fake, second, [1, 2]))["t"] == "READY"
     assert fake.gateway.limits.identifies_too_soon == 1
     assert fake.gateway.count("identify") == 2
     assert [bucket for _, bucket in fake.gateway.limits.identifies] == [0, 0]
