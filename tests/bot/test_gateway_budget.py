@@ -28,7 +28,9 @@ from bot.storage import Storage
 from tests.fakediscord import FakeDiscord, build_standard_guild
 from tests.harness import NO_TIMERS, Table, bot_on
 
-OP_VOICE_STATE, OP_REQUEST_MEMBERS = 4, 8
+OP_REQUEST_MEMBERS = 8
+#: open games at the restart of the first test (one per guild)
+GAMES = 1000
 
 
 class Minutes:
@@ -94,11 +96,11 @@ def member_requests(fake: FakeDiscord) -> list[dict[str, object]]:
 async def test_a_restart_s_member_lookups_keep_within_the_budget_and_a_voice_join_is_not_held(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """200 open games on one shard ask for their players at once, as the reconciler's first
+    """1,000 open games on one shard ask for their players at once, as the reconciler's first
     passes do after a restart: one request per guild, at most 80 in a minute; a voice join sent
     meanwhile reaches Discord at once; nothing is held, closed or rate limited."""
     caplog.set_level(logging.WARNING, logger="discord.gateway")
-    async with many_guilds(200) as (table, guild_ids):
+    async with many_guilds(GAMES, members=6) as (table, guild_ids):
         fake, bot = table.fake, table.bot
         time = Minutes()
         bot.members = MemberRequests(clock=time.clock, sleep=time.sleep)
@@ -111,7 +113,7 @@ async def test_a_restart_s_member_lookups_keep_within_the_budget_and_a_voice_joi
         await fake.wait_until(lambda: len(member_requests(fake)) >= PER_MINUTE or None)
         await fake.wait_until(lambda: time.sleepers or None)  # the budget is spent: it waits
         assert len(member_requests(fake)) == PER_MINUTE
-        assert bot.members.waiting() == 200 - PER_MINUTE
+        assert bot.members.waiting() == GAMES - PER_MINUTE
         # a last word's voice join, now: it goes out at once, not after the minute
         voice = table.world.voice_channel
         await bot.get_guild(table.guild_id).change_voice_state(channel=bot.get_channel(voice.id))
