@@ -27,7 +27,7 @@ from bot.config import Config
 from bot.errors import UserError
 from bot.fairness import CommandLimit, TooFast
 from bot.i18n import t, warm_up
-from bot.identify import IDENTIFY_INTERVAL, IdentifyTurns
+from bot.identify import TURN, IdentifyTurns
 from bot.members import MemberRequests
 from bot.notices import Notices
 from bot.options import OptionRefused, options_within_limits
@@ -79,8 +79,9 @@ CHARGED_KEPT = 10_000
 #: unknown webhook: its token expired)
 GONE = (10062, 10015)
 
-#: Discord lets each max_concurrency bucket IDENTIFY once per 5 seconds (bot.identify)
-IDENTIFY_PAUSE = IDENTIFY_INTERVAL
+#: Discord lets each max_concurrency bucket IDENTIFY once per 5 seconds: a turn is 5.5 s
+#: (bot.identify)
+IDENTIFY_PAUSE = TURN
 
 
 def fresh_seed() -> int:

@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 
 #: seconds between two IDENTIFYs of one bucket (Discord's rule)
 IDENTIFY_INTERVAL = 5.0
+#: seconds added to each turn: the way from taking a turn to Discord receiving the IDENTIFY
+#: differs between processes (a loaded host, a farther network); Discord counts on arrival
+MARGIN = 0.5
+#: seconds between two turns of one bucket
+TURN = IDENTIFY_INTERVAL + MARGIN
 #: the advisory lock of bucket ``b`` is ``IDENTIFY_LOCK + b`` ("PRID" in ASCII; the migrations'
 #: lock in bot/postgres.py is another number)
 IDENTIFY_LOCK = 0x50524944
@@ -45,7 +50,7 @@ class IdentifyTurns:
         storage: Storage | None,
         *,
         max_concurrency: int = 1,
-        interval: float = IDENTIFY_INTERVAL,
+        interval: float = TURN,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:

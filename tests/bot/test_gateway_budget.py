@@ -183,7 +183,7 @@ async def test_every_guild_is_asked_once_in_turn_and_its_members_are_cached() ->
 
 async def test_identify_turns_in_memory_are_5_s_apart_per_bucket() -> None:
     time = Minutes()
-    turns = IdentifyTurns(None, max_concurrency=2, sleep=time.sleep, clock=time.clock)
+    turns = IdentifyTurns(None, max_concurrency=2, interval=5.0, sleep=time.sleep, clock=time.clock)
     assert await turns.take(0) == 0 and await turns.take(1) == 0  # two buckets: at once
     third = asyncio.create_task(turns.take(2))  # bucket 0 again
     while not time.sleepers:
