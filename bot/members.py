@@ -11,7 +11,8 @@ through :class:`MemberRequests`:
   ids (Discord's limit), members already cached left out;
 - each shard sends at most :data:`PER_MINUTE` requests in any :data:`WINDOW` seconds, which keeps
   room within discord.py's 110 for heartbeats, presence and voice: a voice join never waits
-  behind member requests;
+  behind member requests (a request counts from when its answer came, so one discord.py sent
+  late, its loop busy at a restart, is never counted as sent earlier than it was);
 - a request Discord did not answer in time (discord.py waits 30 s) is asked once more.
 
 Requests by ``user_ids`` are not under Discord's per-guild limit of the all-member form
@@ -24,7 +25,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -54,13 +54,21 @@ class _Ask:
     attempt: int = 1
 
 
+@dataclass
+class _Sent:
+    """One request sent: when it counts from (when it was handed to discord.py, then when its
+    answer came, which is later than the moment discord.py put it on the socket)."""
+
+    at: float
+
+
 class _Lane:
-    """One shard's queue of guilds and the times of its recent sends."""
+    """One shard's queue of guilds and its recent requests."""
 
     def __init__(self) -> None:
         self.asks: dict[int, _Ask] = {}
         """Guild id → what waits for it, in the order the guilds were first asked for."""
-        self.sent: deque[float] = deque()
+        self.sent: list[_Sent] = []
         self.wake = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
 
@@ -138,9 +146,10 @@ class MemberRequests:
             if not ask.ids:  # the whole guild goes in this request: its waiters go with it
                 del lane.asks[guild_id]
                 waiters = ask.waiters
-            lane.sent.append(self.clock())
+            sent = _Sent(self.clock())
+            lane.sent.append(sent)
             self.sent += 1
-            task = asyncio.create_task(self._send(lane, ask, ids, waiters))
+            task = asyncio.create_task(self._send(lane, ask, ids, waiters, sent))
             self._running.add(task)
             task.add_done_callback(self._running.discard)
 
@@ -148,15 +157,19 @@ class MemberRequests:
         """Wait until the lane may send: fewer than ``per_window`` sends in the last window."""
         while True:
             now = self.clock()
-            while lane.sent and lane.sent[0] <= now - self.window:
-                lane.sent.popleft()
+            lane.sent = [sent for sent in lane.sent if sent.at > now - self.window]
             if len(lane.sent) < self.per_window:
                 return
             self.paused += 1
-            await self.sleep(lane.sent[0] + self.window - now)
+            await self.sleep(min(sent.at for sent in lane.sent) + self.window - now)
 
     async def _send(
-        self, lane: _Lane, ask: _Ask, ids: list[int], waiters: list[asyncio.Future[None]]
+        self,
+        lane: _Lane,
+        ask: _Ask,
+        ids: list[int],
+        waiters: list[asyncio.Future[None]],
+        sent: _Sent,
     ) -> None:
         guild, handed_on = ask.guild, False
         try:
@@ -174,6 +187,8 @@ class MemberRequests:
         except Exception as error:  # a shard closing, a guild gone: the lookup is given up
             log.info("guild %s: members not asked for: %r", guild.id, error)
         finally:
+            # counted from now: discord.py may have sent it late (its loop busy), never later
+            sent.at = max(sent.at, self.clock())
             if not handed_on:
                 _release(waiters)
 

@@ -256,6 +256,13 @@ class Reconciler:
         layout = await self._ids(live)
         if guild is None or layout is None:
             return None
+        if game_id not in self._queried:  # after a restart the bot knows no member yet
+            self._queried.add(game_id)
+            seats = declared(live, live.game, layout).seats
+            await self.bot.members.fetch(guild, [seat.user for seat in seats])
+            # batched and paced (bot.members), the lookup may have taken minutes: the pass looks
+            # at the game as it is now
+            return await self.reconcile(game_id)
         progress = await self.bot.storage.lanes_progress(game_id, CHANGING_LANES)
         if progress[1]:  # the game's own changes are on their way: look once they are made
             await self._look_when_idle(game_id)
@@ -269,9 +276,6 @@ class Reconciler:
         # read together, with no await between: the game as it stands between two commands
         footprint, looked = declared(live, live.game, layout), marker(live)
         users = [seat.user for seat in footprint.seats]
-        if game_id not in self._queried:  # after a restart the bot knows no member yet
-            self._queried.add(game_id)
-            await self.bot.members.fetch(guild, users)  # batched and paced: bot.members
         seen = observe(guild, [int(place.id) for place in footprint.places], users)
         given_up = {tuple(path) for path in notes(live.record.channels).get("given_up", [])}
         found = repairs(footprint, seen, given_up)
