@@ -336,7 +336,7 @@ class Gateway:
     async def _on_frame(self, connection: GatewayConnection, payload: dict[str, Any]) -> None:
         op = payload.get("op")
         data = payload.get("d")
-        now = self.limits.clock()
+        now = self.limits.now()
         self.received.append((now, op if isinstance(op, int) else -1, data))
         if connection.count_send(now, self.send_window) > self.send_limit:
             session_id = connection.session.session_id if connection.session else None
@@ -431,7 +431,7 @@ class Gateway:
                 guild, too_many = None, True
             if guild is None or too_many:
                 self.limits.events.append(
-                    LimitEvent("bad-member-request", str(raw_guild_id), self.limits.clock())
+                    LimitEvent("bad-member-request", str(raw_guild_id), self.limits.now())
                 )
                 continue
             retry_after = self.limits.member_request_retry_after(guild.id, data)

@@ -56,7 +56,9 @@ class GatewayLimits:
     """The gateway's limits besides the send limit, with a clock a test may replace."""
 
     clock: Callable[[], float] = time.monotonic
-    """What "now" is for the limits and the send window (seconds, monotonic)."""
+    """The limits' time (seconds, monotonic), with :attr:`offset`: :meth:`now`."""
+    offset: float = 0.0
+    """Seconds :meth:`pass_time` added to the clock."""
     max_concurrency: int = MAX_CONCURRENCY
     identify_interval: float = IDENTIFY_INTERVAL
     all_members_window: float = ALL_MEMBERS_WINDOW
@@ -67,6 +69,14 @@ class GatewayLimits:
     _bucket_last: dict[int, float] = field(default_factory=dict)
     _all_members_last: dict[int, float] = field(default_factory=dict)
 
+    def now(self) -> float:
+        """What "now" is for the limits and the send window."""
+        return self.clock() + self.offset
+
+    def pass_time(self, seconds: float) -> None:
+        """Let ``seconds`` pass for the limits at once (a test's restart that took that long)."""
+        self.offset += seconds
+
     def bucket(self, shard: tuple[int, int] | None) -> int:
         """The identify bucket of a shard (no shard: shard 0)."""
         shard_id = shard[0] if shard else 0
@@ -74,7 +84,7 @@ class GatewayLimits:
 
     def admit_identify(self, shard: tuple[int, int] | None) -> bool:
         """Whether an IDENTIFY of this shard may start a session now (and count it if so)."""
-        now = self.clock()
+        now = self.now()
         bucket = self.bucket(shard)
         last = self._bucket_last.get(bucket)
         if last is not None and now - last < self.identify_interval:
@@ -91,7 +101,7 @@ class GatewayLimits:
         an all-member request is counted)."""
         if not is_all_members(data):
             return None
-        now = self.clock()
+        now = self.now()
         last = self._all_members_last.get(guild_id)
         if last is not None and now - last < self.all_members_window:
             retry_after = self.all_members_window - (now - last)
