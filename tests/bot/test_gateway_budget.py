@@ -246,3 +246,30 @@ async def test_after_a_restart_the_reconciler_asks_for_a_game_s_players_in_one_r
         assert [str(request["guild_id"]) for request in asked] == [str(world.guild.id)]
         assert sorted(map(int, asked[0]["user_ids"])) == players  # type: ignore[call-overload]
     assert fake.gateway.rate_limited == 0 and fake.gateway.limits.members_rate_limited == 0
+
+
+async def test_shards_of_different_buckets_identify_at_once_and_none_is_refused(
+    tmp_path: Path,
+) -> None:
+    """The bot reads ``max_concurrency`` from ``GET /gateway/bot``: with 2, shards 0 and 1 are
+    two buckets and IDENTIFY together, with the production turn of 5.5 s and the fake refusing
+    any IDENTIFY of a bucket sooner than 5 s after the last."""
+    from bot.identify import TURN
+    from tests.storage.test_shards import guilds_on_every_shard
+
+    fake = FakeDiscord()
+    fake.recommended_shards = 2
+    fake.gateway.limits.max_concurrency = 2
+    worlds = await guilds_on_every_shard(fake, 2)
+    await fake.start()
+    try:
+        config = replace(Config(timers=NO_TIMERS), database=tmp_path / "bot.sqlite3")
+        async with bot_on(fake, worlds[0], config, identify_pause=TURN) as table:
+            turns = table.bot.identify_turns
+            assert turns is not None and turns.max_concurrency == 2
+            assert sorted(bucket for bucket, _ in turns.taken) == [0, 1]
+            assert turns.waited == 0
+    finally:
+        await fake.close()
+    assert fake.gateway.count("identify") == 2
+    assert fake.gateway.limits.identifies_too_soon == 0
