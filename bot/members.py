@@ -51,6 +51,8 @@ class _Ask:
     ids: dict[int, None] = field(default_factory=dict)
     """In the order asked (a dict as an ordered set)."""
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    pending: int = 0
+    """Its requests sent and not answered yet."""
     attempt: int = 1
 
 
@@ -103,7 +105,11 @@ class MemberRequests:
     async def fetch(self, guild: discord.Guild, user_ids: Iterable[int]) -> None:
         """Have these members of ``guild`` in the bot's cache: those not cached are asked for,
         with other lookups of the guild that wait; returns once Discord answered them (or did not
-        after :data:`ATTEMPTS`; never raises for Discord)."""
+        after :data:`ATTEMPTS`; never raises for Discord).
+
+        Raises:
+            asyncio.CancelledError: :meth:`close` was called meanwhile.
+        """
         wanted = [uid for uid in dict.fromkeys(user_ids) if guild.get_member(uid) is None]
         if not wanted or self._closed:
             return
@@ -142,14 +148,13 @@ class MemberRequests:
             ids = list(ask.ids)[:IDS_PER_REQUEST]
             for uid in ids:
                 del ask.ids[uid]
-            waiters: list[asyncio.Future[None]] = []
-            if not ask.ids:  # the whole guild goes in this request: its waiters go with it
+            if not ask.ids:  # the guild's last ids: it leaves the queue
                 del lane.asks[guild_id]
-                waiters = ask.waiters
+            ask.pending += 1
             sent = _Sent(self.clock())
             lane.sent.append(sent)
             self.sent += 1
-            task = asyncio.create_task(self._send(lane, ask, ids, waiters, sent))
+            task = asyncio.create_task(self._send(lane, ask, ids, sent))
             self._running.add(task)
             task.add_done_callback(self._running.discard)
 
@@ -163,15 +168,8 @@ class MemberRequests:
             self.paused += 1
             await self.sleep(min(sent.at for sent in lane.sent) + self.window - now)
 
-    async def _send(
-        self,
-        lane: _Lane,
-        ask: _Ask,
-        ids: list[int],
-        waiters: list[asyncio.Future[None]],
-        sent: _Sent,
-    ) -> None:
-        guild, handed_on = ask.guild, False
+    async def _send(self, lane: _Lane, ask: _Ask, ids: list[int], sent: _Sent) -> None:
+        guild = ask.guild
         try:
             await guild.query_members(user_ids=ids, limit=len(ids), cache=True)
         except TimeoutError:
@@ -179,9 +177,10 @@ class MemberRequests:
                 log.info("guild %s: members not answered in time; asked once more", guild.id)
                 again = lane.asks.setdefault(guild.id, _Ask(guild, attempt=ask.attempt + 1))
                 again.ids.update(dict.fromkeys(ids))
-                again.waiters.extend(waiters)
+                if again is not ask:  # who waits for these ids waits for them to be asked again
+                    again.waiters.extend(ask.waiters)
+                    ask.waiters = []
                 lane.wake.set()
-                handed_on = True
             else:
                 log.warning("guild %s: %d member(s) not answered by Discord", guild.id, len(ids))
         except Exception as error:  # a shard closing, a guild gone: the lookup is given up
@@ -189,11 +188,13 @@ class MemberRequests:
         finally:
             # counted from now: discord.py may have sent it late (its loop busy), never later
             sent.at = max(sent.at, self.clock())
-            if not handed_on:
-                _release(waiters)
+            ask.pending -= 1
+            if not ask.pending and lane.asks.get(guild.id) is not ask:  # all asked and answered
+                _release(ask.waiters, closed=self._closed)
 
     async def close(self) -> None:
-        """Stop sending; whoever waits is let go."""
+        """Stop sending; whoever waits is cancelled (the bot is closing: nothing is to go on
+        with the members it asked for)."""
         self._closed = True
         tasks = [lane.task for lane in self._lanes.values() if lane.task is not None]
         for task in [*tasks, *self._running]:
@@ -203,12 +204,16 @@ class MemberRequests:
                 await task
         for lane in self._lanes.values():
             for ask in lane.asks.values():
-                _release(ask.waiters)
+                _release(ask.waiters, closed=True)
             lane.asks.clear()
 
 
-def _release(waiters: list[asyncio.Future[None]]) -> None:
-    """Let whoever waits for these lookups go on."""
+def _release(waiters: list[asyncio.Future[None]], *, closed: bool = False) -> None:
+    """Let whoever waits for these lookups go on (``closed``: cancel them)."""
     for waiter in waiters:
-        if not waiter.done():
+        if waiter.done():
+            continue
+        if closed:
+            waiter.cancel()
+        else:
             waiter.set_result(None)

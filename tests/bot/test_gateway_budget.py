@@ -273,3 +273,52 @@ async def test_shards_of_different_buckets_identify_at_once_and_none_is_refused(
         await fake.close()
     assert fake.gateway.count("identify") == 2
     assert fake.gateway.limits.identifies_too_soon == 0
+
+
+class QuietGuild:
+    """A guild whose member requests Discord leaves unanswered ``silent`` times, then answers."""
+
+    def __init__(self, silent: int) -> None:
+        self.id, self.shard_id, self.silent = 1, 0, silent
+        self.asked: list[list[int]] = []
+        self.cached: set[int] = set()
+
+    def get_member(self, user_id: int) -> object | None:
+        return object() if user_id in self.cached else None
+
+    async def query_members(self, *, user_ids: list[int], limit: int, cache: bool) -> list[object]:
+        self.asked.append(list(user_ids))
+        assert limit == len(user_ids) <= 100 and cache
+        if len(self.asked) <= self.silent:
+            raise TimeoutError  # as discord.py's wait for the chunks ends
+        self.cached.update(user_ids)
+        return []
+
+
+async def test_a_request_discord_left_unanswered_is_asked_once_more_then_given_up() -> None:
+    answered, lost = QuietGuild(silent=1), QuietGuild(silent=5)
+    members = MemberRequests()
+    try:
+        await asyncio.wait_for(members.fetch(answered, range(150)), 10)  # type: ignore[arg-type]
+        # 150 ids: 100, then 50; the first unanswered and asked again with the ones left
+        assert [len(ids) for ids in answered.asked] == [100, 50, 100]
+        assert answered.cached == set(range(150))
+        await asyncio.wait_for(members.fetch(lost, [7]), 10)  # type: ignore[arg-type]
+        assert lost.asked == [[7], [7]] and not lost.cached  # two attempts, then given up
+    finally:
+        await members.close()
+
+
+async def test_closing_cancels_whoever_waits() -> None:
+    time = Minutes()
+    members = MemberRequests(per_window=1, clock=time.clock, sleep=time.sleep)
+    first, second = QuietGuild(silent=0), QuietGuild(silent=0)
+    second.id = 2
+    await members.fetch(first, [1])  # type: ignore[arg-type]
+    waiting = asyncio.create_task(members.fetch(second, [2]))  # type: ignore[arg-type]
+    while not time.sleepers:  # the budget of one is spent: the second waits for the minute
+        await asyncio.sleep(0)
+    await members.close()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert second.asked == []
