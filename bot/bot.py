@@ -184,9 +184,9 @@ class ProkuratorBot(commands.AutoShardedBot):
         self.wired = Hooks()
         """What the bot and its cogs plugged in (:func:`bot.wiring.wire` sets it at start)."""
         self.members = MemberRequests()
+        """Member lookups, batched per guild and paced per shard (:mod:`bot.members`)."""
         self.identify_turns: IdentifyTurns | None = None
         """Each shard's turn to IDENTIFY (:mod:`bot.identify`), made at the first."""
-        """Member lookups, batched per guild and paced per shard (:mod:`bot.members`)."""
 
     async def setup_hook(self) -> None:
         """Open storage, build the game service, the outbox, the notices and the timers, load
