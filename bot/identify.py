@@ -17,12 +17,15 @@ one process owns the database (and its shards): the turns are kept in memory.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from bot.storage import Storage
+
+log = logging.getLogger(__name__)
 
 #: seconds between two IDENTIFYs of one bucket (Discord's rule)
 IDENTIFY_INTERVAL = 5.0
@@ -82,13 +85,25 @@ class IdentifyTurns:
         bucket, waited = self.bucket(shard_id), 0.0
         async with self._local:  # this process's shards one at a time
             while True:
-                wait = await (self._claim_shared(bucket) if self.shared else self._claim(bucket))
+                wait = await (self._claim_either(bucket) if self.shared else self._claim(bucket))
                 if wait <= 0:
                     break
                 waited += wait
                 await self.sleep(wait)
         self.waited += waited
         return waited
+
+    async def _claim_either(self, bucket: int) -> float:
+        """The shared turn, or this process's own while the database does not answer (a
+        shard reconnecting during an outage still identifies: at worst Discord refuses it once
+        and it identifies again at its next turn)."""
+        try:
+            return await self._claim_shared(bucket)
+        except Exception as error:  # the database is away: the next turn tries it again
+            log.warning(
+                "identify turns: the database did not answer (%r); this process's own", error
+            )
+            return await self._claim(bucket)
 
     async def _claim(self, bucket: int) -> float:
         """Take the bucket's turn in memory: 0, or the seconds until it may be taken."""

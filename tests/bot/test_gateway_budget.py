@@ -322,3 +322,30 @@ async def test_closing_cancels_whoever_waits() -> None:
     with pytest.raises(asyncio.CancelledError):
         await waiting
     assert second.asked == []
+
+
+class AwayDatabase:
+    """A PostgreSQL storage whose server does not answer."""
+
+    dialect = "postgresql"
+
+    def transaction(self) -> object:
+        raise OSError("connection refused")
+
+
+async def test_without_its_database_a_process_keeps_its_own_turns() -> None:
+    time = Minutes()
+    turns = IdentifyTurns(
+        AwayDatabase(),  # type: ignore[arg-type]
+        interval=5.0,
+        sleep=time.sleep,
+        clock=time.clock,
+    )
+    assert turns.shared
+    assert await turns.take(0) == 0
+    second = asyncio.create_task(turns.take(1))
+    while not time.sleepers:
+        await asyncio.sleep(0)
+    await time.advance(5.0)
+    assert await second == pytest.approx(5.0)
+    assert [bucket for bucket, _ in turns.taken] == [0, 0]
