@@ -27,6 +27,8 @@ from bot.config import Config
 from bot.errors import UserError
 from bot.fairness import CommandLimit, TooFast
 from bot.i18n import t, warm_up
+from bot.identify import TURN, IdentifyTurns
+from bot.members import MemberRequests
 from bot.notices import Notices
 from bot.options import OptionRefused, options_within_limits
 from bot.outbox import Outbox
@@ -77,8 +79,9 @@ CHARGED_KEPT = 10_000
 #: unknown webhook: its token expired)
 GONE = (10062, 10015)
 
-#: Discord lets a bot IDENTIFY once per 5 seconds (with max_concurrency 1): the pause between shards
-IDENTIFY_PAUSE = 5.0
+#: Discord lets each max_concurrency bucket IDENTIFY once per 5 seconds: a turn is 5.5 s
+#: (bot.identify)
+IDENTIFY_PAUSE = TURN
 
 
 def fresh_seed() -> int:
@@ -180,6 +183,10 @@ class ProkuratorBot(commands.AutoShardedBot):
         """Interactions counted against a member's share, until they are done: id → (game, member)."""
         self.wired = Hooks()
         """What the bot and its cogs plugged in (:func:`bot.wiring.wire` sets it at start)."""
+        self.members = MemberRequests()
+        """Member lookups, batched per guild and paced per shard (:mod:`bot.members`)."""
+        self.identify_turns: IdentifyTurns | None = None
+        """Each shard's turn to IDENTIFY (:mod:`bot.identify`), made at the first."""
 
     async def setup_hook(self) -> None:
         """Open storage, build the game service, the outbox, the notices and the timers, load
@@ -234,10 +241,28 @@ class ProkuratorBot(commands.AutoShardedBot):
         return Hooks(after_commit=[lambda live: self.outbox.kick(live.id), self.timers.arm])
 
     async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
-        """Wait :attr:`identify_pause` before each shard's IDENTIFY but the first (Discord's
-        limit; a test against the local fake passes 0)."""
-        if not initial and self.identify_pause > 0:
-            await asyncio.sleep(self.identify_pause)
+        """Wait for the shard's turn to IDENTIFY: :attr:`identify_pause` after the last IDENTIFY
+        of its ``max_concurrency`` bucket, in any process sharing the database
+        (:mod:`bot.identify`; a test against the local fake passes 0)."""
+        if self.identify_turns is None:
+            concurrency = await self._max_concurrency() if self.identify_pause > 0 else 1
+            storage = getattr(self, "storage", None)
+            self.identify_turns = IdentifyTurns(
+                storage, max_concurrency=concurrency, interval=self.identify_pause
+            )
+        waited = await self.identify_turns.take(shard_id)
+        if waited:
+            log.info("shard %s waited %.1f s for its turn to identify", shard_id, waited)
+
+    async def _max_concurrency(self) -> int:
+        """Discord's ``max_concurrency`` for the bot (1 if it cannot be read)."""
+        try:
+            return int((await self.fetch_session_start_limits()).max_concurrency)
+        except (discord.HTTPException, discord.GatewayNotFound, KeyError, TypeError) as error:
+            log.warning(
+                "could not read max_concurrency (%r): identifying one shard at a time", error
+            )
+            return 1
 
     async def on_shard_connect(self, shard_id: int) -> None:
         """Log each shard's gateway connection on its own."""
@@ -302,6 +327,7 @@ class ProkuratorBot(commands.AutoShardedBot):
 
     async def close(self) -> None:
         """Stop timers and the outbox, close storage, then disconnect."""
+        await self.members.close()
         if hasattr(self, "timers"):
             await self.timers.close()
         if hasattr(self, "outbox"):

@@ -218,12 +218,15 @@ async def bot_on(
     **bot_options: Any,
 ) -> AsyncIterator[Table]:
     """The bot running against an already started fake (a second bot after a "restart", say);
-    ``bot_options`` go to :class:`ProkuratorBot` (``identify_pause=0`` for several shards).
+    ``bot_options`` go to :class:`ProkuratorBot` (its ``identify_pause`` is 0 unless given).
     Unless the config sets ``rest_per_second``, the bot (and the fake) take the suite's raised
     global limit, :data:`SUITE_REST_PER_SECOND`, and unless it sets ``call_timeout``, the suite's
     :data:`SUITE_CALL_TIMEOUT`; its outbox edits a message at most every :data:`SUITE_EDIT_INTERVAL`."""
     options: dict[str, Any] = {"clock": clock} if clock is not None else {}
     options["deal_seed"] = repeatable_seeds()
+    # no turns to IDENTIFY: one shard (a test of several passes its own), and a restart's turn
+    # read from PostgreSQL would wait out the first bot's (tests/bot/test_gateway_budget.py)
+    options["identify_pause"] = 0
     options.update(bot_options)
     if config.call_timeout == Config.call_timeout:  # not set by the test
         config = replace(config, call_timeout=SUITE_CALL_TIMEOUT)
@@ -231,6 +234,9 @@ async def bot_on(
         config = replace(config, rest_per_second=SUITE_REST_PER_SECOND)
         if fake.global_limit.limit < SUITE_REST_PER_SECOND:
             fake.global_limit = GlobalLimit(SUITE_REST_PER_SECOND)
+    if fake.gateway.history:  # a restart: it took longer than an IDENTIFY's interval, as a
+        # real one does (the fake's limit is tests/fakediscord/test_gateway_limits.py's subject)
+        fake.gateway.limits.pass_time(fake.gateway.limits.identify_interval)
     bot = ProkuratorBot(config, **options)
     async with running_client(fake, bot):
         bot.outbox.edit_interval = SUITE_EDIT_INTERVAL

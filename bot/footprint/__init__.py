@@ -76,13 +76,12 @@ from bot.footprint.making import (
     provision_plan,
     rollback_plan,
 )
-from bot.footprint.reconciler import CHANGING_LANES, QUERY_CHUNK, SETTLE, Reconciler
+from bot.footprint.reconciler import CHANGING_LANES, SETTLE, Reconciler
 from bot.footprint.record import kept_after_end
 
 __all__ = [
     "CHANGING_LANES",
     "POWERS",
-    "QUERY_CHUNK",
     "SETTLE",
     "SPECTATORS_KEY",
     "Footprint",

@@ -32,8 +32,6 @@ log = logging.getLogger(__name__)
 SETTLE = 0.2
 #: the lanes that change roles, channels and overwrites (a pass waits until they are idle)
 CHANGING_LANES = ("provision", "permissions")
-#: members asked for at once (Discord's limit for a request by ids)
-QUERY_CHUNK = 100
 
 _Hook = TypeVar("_Hook")
 
@@ -258,6 +256,13 @@ class Reconciler:
         layout = await self._ids(live)
         if guild is None or layout is None:
             return None
+        if game_id not in self._queried:  # after a restart the bot knows no member yet
+            self._queried.add(game_id)
+            seats = declared(live, live.game, layout).seats
+            await self.bot.members.fetch(guild, [seat.user for seat in seats])
+            # batched and paced (bot.members), the lookup may have taken minutes: the pass looks
+            # at the game as it is now
+            return await self.reconcile(game_id)
         progress = await self.bot.storage.lanes_progress(game_id, CHANGING_LANES)
         if progress[1]:  # the game's own changes are on their way: look once they are made
             await self._look_when_idle(game_id)
@@ -271,9 +276,6 @@ class Reconciler:
         # read together, with no await between: the game as it stands between two commands
         footprint, looked = declared(live, live.game, layout), marker(live)
         users = [seat.user for seat in footprint.seats]
-        if game_id not in self._queried:  # after a restart the bot knows no member yet
-            self._queried.add(game_id)
-            await _query(guild, users)
         seen = observe(guild, [int(place.id) for place in footprint.places], users)
         given_up = {tuple(path) for path in notes(live.record.channels).get("given_up", [])}
         found = repairs(footprint, seen, given_up)
@@ -453,15 +455,6 @@ class Reconciler:
         made = await self.bot.storage.provisioned(game_id)
         await self.bot.service.update(game_id, lambda live: remade_items(live, made, self._refused))
         self.request(game_id)
-
-
-async def _query(guild: discord.Guild, users: list[int]) -> None:
-    """Ask the gateway for these members (the bot's cache knows none after a restart)."""
-    for start in range(0, len(users), QUERY_CHUNK):
-        with contextlib.suppress(Exception):
-            await guild.query_members(
-                user_ids=users[start : start + QUERY_CHUNK], limit=QUERY_CHUNK, cache=True
-            )
 
 
 def _log_repaired(game_id: int, found: Repairs, gained: dict[str, list[str]]) -> None:

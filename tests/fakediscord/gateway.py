@@ -19,6 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
 
+from .gateway_limits import (
+    MAX_USER_IDS,
+    GatewayLimits,
+    LimitEvent,
+    member_chunks,
+    rate_limited_payload,
+    wanted_ids,
+)
+
 if TYPE_CHECKING:
     from .server import FakeDiscord
 
@@ -270,6 +279,8 @@ class Gateway:
         """Seconds a heartbeat may come after it is due before the connection is closed."""
         self.history: list[GatewayConnection] = []
         """Every connection so far, open or closed, in the order they opened."""
+        self.limits = GatewayLimits()
+        """Identify buckets and member requests (:mod:`.gateway_limits`), and the clock."""
 
     # websocket handling -----------------------------------------------------------
 
@@ -325,7 +336,7 @@ class Gateway:
     async def _on_frame(self, connection: GatewayConnection, payload: dict[str, Any]) -> None:
         op = payload.get("op")
         data = payload.get("d")
-        now = time.monotonic()
+        now = self.limits.now()
         self.received.append((now, op if isinstance(op, int) else -1, data))
         if connection.count_send(now, self.send_window) > self.send_limit:
             session_id = connection.session.session_id if connection.session else None
@@ -369,6 +380,10 @@ class Gateway:
             return
         raw_shard = data.get("shard")
         shard = (int(raw_shard[0]), int(raw_shard[1])) if raw_shard else None
+        if not self.limits.admit_identify(shard):
+            self._log("identify-too-soon", None, f"shard {shard}")
+            connection.send({"op": OP_INVALID_SESSION, "d": False})
+            return
         session = GatewaySession(secrets.token_hex(16), intents, shard, self.buffer_size)
         self.sessions[session.session_id] = session
         session.connection = connection
@@ -406,48 +421,25 @@ class Gateway:
         return not session.events or session.events[0].seq <= seq + 1
 
     def _send_member_chunks(self, session: GatewaySession, data: dict[str, Any]) -> None:
+        """Answers op 8 (:mod:`.gateway_limits`): chunks, or RATE_LIMITED, or nothing when bad."""
         guild_ids = data.get("guild_id")
         for raw_guild_id in guild_ids if isinstance(guild_ids, list) else [guild_ids]:
-            guild = self._fake.state.guilds.get(int(str(raw_guild_id)))
-            if guild is None:
+            try:
+                guild = self._fake.state.guilds.get(int(str(raw_guild_id)))
+                too_many = len(wanted_ids(data) or ()) > MAX_USER_IDS
+            except ValueError:
+                guild, too_many = None, True
+            if guild is None or too_many:
+                self.limits.events.append(
+                    LimitEvent("bad-member-request", str(raw_guild_id), self.limits.now())
+                )
                 continue
-            limit = int(data.get("limit") or 0)
-            query = data.get("query")
-            user_ids = data.get("user_ids")
-            not_found: list[str] = []
-            if user_ids is not None:
-                wanted = [
-                    int(uid) for uid in (user_ids if isinstance(user_ids, list) else [user_ids])
-                ]
-                members = [guild.members[uid] for uid in wanted if uid in guild.members]
-                not_found = [str(uid) for uid in wanted if uid not in guild.members]
-            else:
-                prefix = str(query or "").lower()
-                members = [
-                    member
-                    for member in guild.members.values()
-                    if not prefix
-                    or member.user.username.lower().startswith(prefix)
-                    or (member.nick or "").lower().startswith(prefix)
-                    or (member.user.global_name or "").lower().startswith(prefix)
-                ]
-                if limit:
-                    members = members[:limit]
-            chunks = [members[i : i + 1000] for i in range(0, len(members), 1000)] or [[]]
-            for index, chunk in enumerate(chunks):
-                payload: dict[str, Any] = {
-                    "guild_id": str(guild.id),
-                    "members": [member.to_payload() for member in chunk],
-                    "chunk_index": index,
-                    "chunk_count": len(chunks),
-                }
-                if index == 0 and not_found:
-                    payload["not_found"] = not_found
-                if data.get("nonce") is not None:
-                    payload["nonce"] = data["nonce"]
-                if data.get("presences"):
-                    payload["presences"] = []
-                session.dispatch("GUILD_MEMBERS_CHUNK", payload)
+            retry_after = self.limits.member_request_retry_after(guild.id, data)
+            if retry_after is not None:
+                session.dispatch("RATE_LIMITED", rate_limited_payload(guild.id, data, retry_after))
+                continue
+            for payload in member_chunks(guild.members, data):
+                session.dispatch("GUILD_MEMBERS_CHUNK", {"guild_id": str(guild.id), **payload})
 
     # dispatching --------------------------------------------------------------------
 

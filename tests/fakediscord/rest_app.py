@@ -346,7 +346,7 @@ class AppRoutes:
                 "total": 1000,
                 "remaining": 999,
                 "reset_after": 86_400_000,
-                "max_concurrency": 1,
+                "max_concurrency": self.fake.gateway.limits.max_concurrency,
             },
         }
 

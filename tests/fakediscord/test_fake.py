@@ -950,6 +950,9 @@ async def test_invalid_session_makes_the_client_identify_again(
     fake_guild: StandardGuild, bot: MiniBot
 ) -> None:
     fake = fake_guild.fake
+    # the identify limit (5 s a bucket) and that of a guild's member list asked for again (the
+    # client chunks the guild at each READY) are tests/fakediscord/test_gateway_limits.py's
+    fake.gateway.limits.identify_interval = fake.gateway.limits.all_members_window = 0
     await fake.drop_gateway(resumable=False)
     await fake.wait_until(lambda: fake.gateway.count("identify") == 2)
     assert fake.gateway.count("invalid-session") == 1

@@ -142,6 +142,9 @@ async def test_two_processes_on_two_shards_share_one_postgresql(tmp_path: Path, 
     first, second = (ShardProcess(fake, tmp_path, postgres_url, shard) for shard in (0, 1))
     try:
         await asyncio.gather(first.start(), second.start())
+        # started together: they took turns to IDENTIFY through the database (bot.identify)
+        assert fake.gateway.limits.identifies_too_soon == 0
+        assert "waited" in first.text() + second.text()
         # a game runs in Verona (shard 0, the first process), the wanderer in it
         game_a = await open_game(fake, verona, postgres_url)
         lobby = await lobby_of(fake, verona, game_a)

@@ -48,6 +48,7 @@ async def test_one_process_runs_every_recommended_shard_and_each_guild_is_on_its
 ):
     fake = FakeDiscord()
     fake.recommended_shards = 2
+    fake.gateway.limits.max_concurrency = 2  # both shards may IDENTIFY at once (identify_pause=0)
     worlds = await guilds_on_every_shard(fake, 2)
     await fake.start()
     try:
