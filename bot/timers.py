@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 #: after a failed step, the first wait and the longest one (seconds)
 BACKOFF_START = 0.5
 BACKOFF_MAX = 60.0
+#: how long a held game's timer sleeps before it looks again unasked (seconds)
+HELD = 600.0
 
 ReminderRenderer = Callable[[LiveGame, int], list[OutboxItem]]
 
@@ -98,6 +100,9 @@ class PhaseTimers(GameTasks):
         self._wake: dict[int, asyncio.Event] = {}
         self._closed = False
         self.fired: list[tuple[int, str]] = []
+        self.holds: list[Callable[[LiveGame], bool]] = []
+        """Each says whether a game stands still (the bot lacks a power: :mod:`bot.powers`): its
+        deadline waits, and fires once nothing holds it and the game is armed again."""
 
     def arm(self, live: LiveGame) -> None:
         """(Re)consider a game's deadline; called after every commit."""
@@ -159,6 +164,8 @@ class PhaseTimers(GameTasks):
         deadline, stage = record.deadline, record.deadline_stage
         assert deadline is not None
         now = self.clock()
+        if any(hold(live) for hold in self.holds):
+            return HELD  # armed again when it is let go
         if now >= deadline:
             await self._fire(live, deadline, stage)
             return None

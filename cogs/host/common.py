@@ -21,7 +21,7 @@ from bot.limits import CITIES, CITY_NAME, clip
 from bot.options import parse_duration
 from bot.outbox.intents import Edit, Send
 from bot.service import GameBroken, JustBegan, LiveGame, Seen
-from bot.storage import OutboxItem
+from bot.storage import GameState, OutboxItem
 from cogs.common import (
     InteractionAnswer,
     answer,
@@ -243,6 +243,7 @@ class HostBase(commands.Cog):
     ) -> None:
         """Apply the host's command and answer him; ``tell_stage``: the answer names the stage
         the game is in now (``/host next``: which stage began)."""
+        self._held_without_powers(live)
         try:
             applied = await self.bot.service.apply(
                 live.id,
@@ -273,6 +274,17 @@ class HostBase(commands.Cog):
         else:
             text = phrase(live, "host.done")
         await answer(interaction, text)
+
+    def _held_without_powers(self, live: LiveGame) -> None:
+        """Refuse an act that moves a running game while the bot lacks a server permission it
+        needs (:mod:`bot.powers`): Discord would refuse what the act makes it do.
+
+        Raises:
+            UserError: ``error.powers_lacking``, naming the permissions and the bot's role.
+        """
+        refusal = self.bot.powers.refusal(live)
+        if refusal is not None and live.record.state == GameState.RUNNING:
+            raise refusal
 
     async def _update(
         self,
