@@ -16,6 +16,7 @@ import asyncio
 from bot.channels import permission_names
 from bot.config import Config, Timers
 from bot.i18n import t
+from bot.outbox.breaker import TRIP
 from bot.service import LiveGame
 from tests.cogs.scenes import SEND, VIEW, accepted, confirmation, quick_edits, run
 from tests.fakediscord.permissions import DEFAULT_BOT_PERMISSIONS
@@ -227,3 +228,27 @@ async def test_without_manage_channels_the_host_is_told_in_the_servers_language(
         assert not may(table, city, victim) & SEND
         assert log_lines(table).count(lost) == 1
         assert table.fake.invalid.total == 0, table.fake.invalid.summary()
+
+
+async def test_a_guild_whose_refusals_repeat_is_held_by_its_breaker() -> None:
+    """Discord refuses every role change though the bot seems to hold its powers (as with a
+    role above the bot's): a few refusals open the guild's breaker, and its requests wait."""
+    async with bot_table(players=8, refusals=True) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона", maniac=False)
+        for method in ("PUT", "DELETE"):
+            table.fake.fail(
+                method,
+                r"/guilds/\d+/members/\d+/roles/\d+",
+                status=403,
+                count=None,
+                code=50013,
+                message="Missing Permissions",
+            )
+        breaker = table.bot.outbox.breaker
+        for victim in citizens(table)[:3]:
+            await accepted(table, "host", "host kill", {"player": victim})
+        await table.fake.wait_until(lambda: breaker.opened or None, WAIT, "it never opened")
+        assert breaker.is_open(table.guild_id)
+        assert table.fake.invalid.total <= TRIP + 1, table.fake.invalid.summary()
+        assert not table.bot.outbox.idle(), "what waits is still pending, not dropped"
