@@ -117,3 +117,37 @@ def test_a_test_past_the_budget_fails(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=3, errors=1)  # the one past it fails at teardown
     result.stdout.fnmatch_lines(["*ERROR*test_over*"])
     result.stdout.fnmatch_lines([f"*answered {BUDGET + 1} invalid requests*"])
+
+
+@pytest.mark.invalid_requests(20)
+async def test_the_games_calls_without_the_power_are_403_50013(
+    fake_guild: StandardGuild, session: aiohttp.ClientSession
+) -> None:
+    """What a running game asks of Discord, refused as Discord refuses it once the bot lost Manage
+    Channels, Manage Roles, or the role is above the bot's highest."""
+    fake, guild = fake_guild.fake, fake_guild.guild
+    member, channel = fake_guild.players[0], fake_guild.text_channel
+    role = fake.create_role(guild.id, "Верона")
+    everything = int(fake.state.bot_role(guild.id).permissions)  # type: ignore[union-attr]
+    member_role = f"/guilds/{guild.id}/members/{member.user.id}/roles/{role.id}"
+    overwrite = f"/channels/{channel.id}/permissions/{member.user.id}"
+    rename = {"name": "город"}
+    fake.set_bot_permissions(guild.id, everything & ~int(Permission.MANAGE_CHANNELS))
+    assert await call(session, fake_guild, "PATCH", f"/channels/{channel.id}", json=rename) == 403
+    assert await call(session, fake_guild, "DELETE", f"/channels/{channel.id}") == 403
+    fake.set_bot_permissions(guild.id, everything & ~int(Permission.MANAGE_ROLES))
+    for method, path, body in (
+        ("PUT", member_role, None),
+        ("DELETE", member_role, None),
+        ("PUT", overwrite, {"allow": "0", "deny": "2048", "type": 1}),
+        ("DELETE", overwrite, None),
+        ("PATCH", f"/guilds/{guild.id}/roles/{role.id}", rename),
+        ("DELETE", f"/guilds/{guild.id}/roles/{role.id}", None),
+    ):
+        assert await call(session, fake_guild, method, path, json=body) == 403, (method, path)
+    fake.set_bot_permissions(guild.id, everything)
+    fake.move_role(guild.id, role.id, len(guild.roles) - 1)  # dragged above the bot's role
+    assert await call(session, fake_guild, "PUT", member_role) == 403
+    assert await call(session, fake_guild, "DELETE", f"/guilds/{guild.id}/roles/{role.id}") == 403
+    assert all(c.response["code"] == 50013 for c in fake.calls() if c.status == 403)
+    assert fake.invalid.total == 10
