@@ -272,7 +272,7 @@ class HostBase(commands.Cog):
                 live, "host.began", moment=moment_text(live), deadline=deadline_text(live)
             )
         else:
-            text = phrase(live, "host.done")
+            text = self._done_text(live)
         await answer(interaction, text)
 
     def _held_without_powers(self, live: LiveGame) -> None:
@@ -285,6 +285,15 @@ class HostBase(commands.Cog):
         refusal = self.bot.powers.refusal(live)
         if refusal is not None and live.record.state == GameState.RUNNING:
             raise refusal
+
+    def _done_text(self, live: LiveGame) -> str:
+        """The answer to an act that was committed: "Done", unless the bot lost a power it needs
+        meanwhile (then Discord carries it out only once it is given back, and the host is told
+        so, never "Done")."""
+        refusal = self.bot.powers.refusal(live)
+        if refusal is None:
+            return phrase(live, "host.done")
+        return phrase(live, "host.done_held", **refusal.params)
 
     async def _update(
         self,

@@ -453,7 +453,7 @@ class HostPlay(HostStart):
         )
         if applied.duplicate and not interaction.response.is_done():
             return
-        await settle(interaction, phrase(live, "host.done"))
+        await settle(interaction, self._done_text(live))
 
     async def _cancelled(self, interaction: discord.Interaction, parts: list[str]) -> None:
         """ "No" pressed: nothing happens; the question is replaced by "cancelled". Only by one

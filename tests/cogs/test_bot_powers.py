@@ -12,6 +12,7 @@ fake (``fake.invalid``) and stay far under the budget.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from bot.channels import permission_names
 from bot.config import Config, Timers
@@ -252,3 +253,34 @@ async def test_a_guild_whose_refusals_repeat_is_held_by_its_breaker() -> None:
         assert breaker.is_open(table.guild_id)
         assert table.fake.invalid.total <= TRIP + 1, table.fake.invalid.summary()
         assert not table.bot.outbox.idle(), "what waits is still pending, not dropped"
+
+
+async def test_a_kill_committed_as_the_power_goes_is_not_answered_done() -> None:
+    """The bot loses Manage Roles between the host's "Yes" being checked and his kill being
+    committed: the answer says it waits for the power, never "Done"; the death is carried out
+    once the power is given back."""
+    async with bot_table(players=8, refusals=True) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона", maniac=False)
+        powers = table.bot.powers
+        real = powers.refusal
+        checks: list[LiveGame] = []
+
+        def not_seen_yet(live: LiveGame) -> Any:
+            checks.append(live)
+            # the checks of /host kill and of its "Yes" saw the power; the answer sees it gone
+            return None if len(checks) <= 2 else real(live)
+
+        powers.refusal = not_seen_yet  # type: ignore[method-assign]
+        await lose(table, MANAGE_ROLES)
+        victim = citizens(table)[0]
+        answer = await accepted(table, "host", "host kill", {"player": victim})
+        permissions = t("ru", "permission.manage_roles")
+        held = t("ru", "host.done_held", permissions=permissions, role=bot_role(table))
+        assert answer == held and answer != t("ru", "host.done")
+        city = table.city_channel("Верона")
+        assert may(table, city, victim) & SEND and not table.game.is_alive(victim)
+        await regain(table)
+        await table.drain()
+        assert not may(table, city, victim) & SEND
+        assert table.fake.invalid.total == 0, table.fake.invalid.summary()
