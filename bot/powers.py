@@ -8,8 +8,10 @@ discord.py's cache, which the gateway keeps (``guild.me.guild_permissions``
 and ``guild.me.top_role``; GUILD_ROLE_UPDATE, GUILD_MEMBER_UPDATE for the bot,
 GUILD_UPDATE), and while the bot lacks a power:
 
-* the game stops moving: its phase timer holds (:meth:`Powers.holds`, a hold
-  of :class:`bot.timers.PhaseTimers`), the host's acts are refused with the
+* the game stops moving: its clock stops as with the host's ``/host pause``
+  (what is left of the stage is kept, and stored), its phase timer holds
+  (:meth:`Powers.holds`, a hold of :class:`bot.timers.PhaseTimers`: a
+  deadline the host set again meanwhile waits too), the host's acts are refused with the
   reason (:meth:`Powers.refusal`), and the outbox holds every item that needs
   the power (:mod:`bot.outbox.breaker`), so Discord is not asked for what it
   will refuse;
@@ -17,7 +19,8 @@ GUILD_UPDATE), and while the bot lacks a power:
   the server's language, and the host gets it in his DMs too;
 
 and when it is given back the log says so, the held items are carried out
-(the dead lose their pen), the timer runs again and the game goes on.
+(the dead lose their pen), the clock runs again with what was left of the
+stage, and the game goes on.
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ log = logging.getLogger(__name__)
 
 #: the server permissions a running game needs the bot to hold (Discord's flag names)
 NEEDED = ("manage_channels", "manage_roles")
+
+#: who stopped a game's clock, as its record's pause says (the host's own pause says nobody)
+BY = "powers"
 
 #: the states of a game whose outbox items wait for the bot's powers (a start being made or
 #: rolled back fails instead, and is told to the host as before)
@@ -166,16 +172,40 @@ class Powers:
             if live.record.guild_id == guild.id and live.record.state == GameState.RUNNING:
                 await self._tell(live.id, now[0])
 
+    def _stop_or_go(self, live: LiveGame, *, held: bool) -> None:
+        """Stop the game's clock as the host's ``/host pause`` does, what is left of the stage
+        kept (stored: a restart keeps it stopped), or start again one the powers stopped; a
+        clock the host stopped himself is his to start again."""
+        record, now = live.record, self.bot.clock()
+        paused = record.lobby.get("paused")
+        if held and not paused and record.deadline is not None:
+            remaining = max(0.0, record.deadline - now)
+            record.lobby["paused"] = {"stage": live.stage_key(), "remaining": remaining, "by": BY}
+            record.deadline, record.deadline_stage = None, None
+        elif not held and isinstance(paused, dict) and paused.get("by") == BY:
+            del record.lobby["paused"]
+            left = paused.get("remaining")
+            if left is not None and live.stage_key() is not None:
+                record.deadline = now + float(left)
+                record.deadline_stage = live.stage_key()
+                # reminders whose moment passed while the clock stood are not sent late
+                reminders = self.bot.timers.reminders
+                record.reminders_sent = [o for o in reminders if o >= float(left)]
+
     async def _tell(self, game_id: int, lacking: tuple[str, ...]) -> None:
         """Tell the game's host what the bot lacks now, or that it is all back (once each)."""
         told = self._told.get(game_id, ())
-        if lacking == told:
+        live = self.bot.service.find(game_id)
+        paused = live.record.lobby.get("paused") if live is not None else None
+        stopped = isinstance(paused, dict) and paused.get("by") == BY  # before a restart, say
+        if lacking == told and (lacking or not stopped):
             return
         self._told[game_id] = lacking
 
         def change(live: LiveGame) -> list[OutboxItem]:
             if live.record.state != GameState.RUNNING:
                 return []
+            self._stop_or_go(live, held=bool(lacking))
             if lacking:
                 text = phrase(
                     live,

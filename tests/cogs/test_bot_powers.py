@@ -96,6 +96,33 @@ async def started(table: Table, now: list[float]) -> None:
     assert live.record.deadline == now[0] + 600
 
 
+async def goes_on(table: Table, now: list[float]) -> None:
+    """The clock runs again with what was left of the stage (all of it: it stopped at once), and
+    the stage ends when that is over."""
+    await table.fake.wait_until(
+        lambda: table.live().record.deadline or None, WAIT, "the clock never ran again"
+    )
+    assert table.live().record.deadline == now[0] + 600
+    assert "paused" not in table.live().record.lobby
+    now[0] += 601
+    table.bot.timers.arm(table.live())
+    await table.fake.wait_until(
+        lambda: table.bot.timers.fired or None, WAIT, "the game did not go on"
+    )
+    assert table.game.stage.value == "voting"
+
+
+def stopped(table: Table) -> None:
+    """The game's clock stands, all of the stage left (as the host's /host pause keeps it)."""
+    record = table.live().record
+    assert record.deadline is None
+    assert record.lobby["paused"] == {
+        "stage": table.live().stage_key(),
+        "remaining": 600.0,
+        "by": "powers",
+    }
+
+
 async def refused_while_held(table: Table, language: str, flags: list[str]) -> None:
     """Every act that moves the game is refused with the reason; nothing is committed."""
     reason = t(
@@ -153,7 +180,10 @@ async def test_without_manage_roles_the_game_holds_and_goes_on_once_it_is_given_
         )
         assert pressed.content == reason and pressed.content != t("ru", "host.done")
         await refused_while_held(table, "ru", ["manage_roles"])
-        # the timer holds past the deadline
+        # the clock stands; the host starts it again himself, yet past the deadline nothing moves
+        stopped(table)
+        assert (await run(table, "host", "host resume")).ephemeral
+        assert table.live().record.deadline == now[0] + 600
         now[0] += 601
         await held_timer(table)
         assert table.game.stage.value == "discussion" and table.bot.timers.fired == []
@@ -213,15 +243,13 @@ async def test_without_manage_channels_the_host_is_told_in_the_servers_language(
         )
         await said(table, lost)
         await refused_while_held(table, "en", ["manage_channels"])
+        stopped(table)
         now[0] += 601
-        await held_timer(table)
-        assert table.game.stage.value == "discussion"
+        table.bot.timers.arm(table.live())  # no deadline: nothing to fire
+        assert table.game.stage.value == "discussion" and table.bot.timers.fired == []
         await regain(table)
         await said(table, t(language, "powers.back"))
-        await table.fake.wait_until(
-            lambda: table.bot.timers.fired or None, WAIT, "the game did not go on"
-        )
-        assert table.game.stage.value == "voting"
+        await goes_on(table, now)
         victim = citizens(table)[0]
         await accepted(table, "host", "host kill", {"player": victim})
         await table.drain()
