@@ -12,6 +12,7 @@ fake (``fake.invalid``) and stay far under the budget.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 from bot.channels import permission_names
@@ -20,8 +21,9 @@ from bot.i18n import t
 from bot.outbox.breaker import TRIP
 from bot.service import LiveGame
 from tests.cogs.scenes import SEND, VIEW, accepted, confirmation, quick_edits, run
+from tests.cogs.test_provision import restartable
 from tests.fakediscord.permissions import DEFAULT_BOT_PERMISSIONS
-from tests.harness import Table, bot_table
+from tests.harness import Table, bot_on, bot_table
 
 MANAGE_CHANNELS, MANAGE_ROLES = 1 << 4, 1 << 28
 TIMED = Config(timers=Timers(discussion=600, voting=300, night=600, reminders=()))
@@ -312,3 +314,27 @@ async def test_a_kill_committed_as_the_power_goes_is_not_answered_done() -> None
         await table.drain()
         assert not may(table, city, victim) & SEND
         assert table.fake.invalid.total == 0, table.fake.invalid.summary()
+
+
+async def test_a_clock_the_powers_stopped_runs_again_after_a_restart_once_they_are_back() -> None:
+    now = [1_800_000_000.0]
+    async with restartable(8) as (fake, world, config):
+        config = replace(config, timers=TIMED.timers)
+        async with bot_on(fake, world, config, clock=lambda: now[0]) as first:
+            await started(first, now)
+            await lose(first, MANAGE_ROLES)
+            lost = t(
+                "ru",
+                "powers.lost",
+                permissions=t("ru", "permission.manage_roles"),
+                role=bot_role(first),
+            )
+            await said(first, lost)
+            stopped(first)
+        # given back while the bot was away: the next one sees it at once
+        fake.set_bot_permissions(world.guild.id, DEFAULT_BOT_PERMISSIONS)
+        now[0] += 3600
+        async with bot_on(fake, world, config, clock=lambda: now[0]) as second:
+            await said(second, t("ru", "powers.back"))
+            await goes_on(second, now)
+            assert log_lines(second).count(lost) == 1
