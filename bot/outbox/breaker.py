@@ -9,6 +9,7 @@ will be refused again. So a refusal is classified (:func:`refusal_of`):
 * ``gone``: 404 Unknown Channel, Member, Message, Role... (``100xx``);
 * ``cap``: 400 for a cap (30005 roles, 30013 channels, 30007/30010...), or a
   full category (50035 ``CHANNEL_PARENT_MAX_CHANNELS``);
+* ``closed``: 403 50007, a member who takes no DMs (his alone: not the guild's);
 
 and none of them is tried again blindly. Two things hold a guild's items
 (:meth:`Breaker.gate`), each lane in its order, while the others go on:
@@ -55,7 +56,7 @@ TRIP_WINDOW = 60.0
 BACKOFF_START = 60.0
 BACKOFF_MAX = 600.0
 
-MISSING_ACCESS, MISSING_PERMISSIONS = 50001, 50013
+MISSING_ACCESS, MISSING_PERMISSIONS, CANNOT_DM = 50001, 50013, 50007
 #: Discord's JSON codes of a cap reached (roles, channels, ...)
 CAP_CODES = frozenset({30001, 30003, 30005, 30007, 30010, 30013, 30015, 30016, 30018, 30033})
 FULL_CATEGORY = "CHANNEL_PARENT_MAX_CHANNELS"
@@ -89,9 +90,12 @@ def needs(item: OutboxItem) -> tuple[str, ...]:
 
 
 def refusal_of(error: BaseException) -> str | None:
-    """What a refusal means: ``power``, ``gone``, ``cap``, or None (not one Discord repeats)."""
+    """What a refusal means: ``power``, ``gone``, ``cap``, ``closed`` (a member's DMs), or None
+    (not one Discord repeats)."""
     if not isinstance(error, discord.HTTPException):
         return None
+    if error.code == CANNOT_DM:
+        return "closed"  # one member's DMs: nothing about the guild
     if error.status in (401, 403) or error.code in (MISSING_ACCESS, MISSING_PERMISSIONS):
         return "power"
     if error.status == 404 or 10001 <= error.code <= 10099:

@@ -59,6 +59,7 @@ def breaker(lacking: list[str] | None = None) -> tuple[Breaker, Clock]:
 def test_refusals_are_classified_as_discord_means_them() -> None:
     assert refusal_of(refused(403, 50013)) == "power"
     assert refusal_of(refused(403, 50001)) == "power"
+    assert refusal_of(refused(403, 50007)) == "closed", "one member's DMs, not the guild"
     for code in (10003, 10007, 10011):
         assert refusal_of(refused(404, code)) == "gone"
     assert refusal_of(refused(400, 30005)) == "cap"
@@ -105,6 +106,9 @@ async def test_repeated_refusals_open_the_guilds_breaker_for_a_growing_backoff()
     made.keeps(role, refused(403, 50013))
     assert made.is_open(GUILD) and made.opened == 1
     assert not made.keeps(role, refused(404, 10011)), "an unknown target is not counted"
+    for _ in range(TRIP):
+        made.keeps(item("send"), refused(403, 50007))  # nor a member's closed DMs
+    assert made.opened == 1
     clock.now += BACKOFF_START - 1
     assert made.is_open(GUILD)
     clock.now += 2
