@@ -34,6 +34,7 @@ from bot.options import OptionRefused, options_within_limits
 from bot.outbox import Outbox
 from bot.pacing import Pacer, pace, share
 from bot.permissions import invite_url
+from bot.powers import Powers
 from bot.service import Clock, Expired, GameService, NoGame
 from bot.storage import GameExists, Storage, is_storage_failure
 from bot.timers import PhaseTimers
@@ -137,6 +138,7 @@ class ProkuratorBot(commands.AutoShardedBot):
     outbox: Outbox
     notices: Notices
     timers: PhaseTimers
+    powers: Powers
 
     def __init__(
         self,
@@ -218,11 +220,13 @@ class ProkuratorBot(commands.AutoShardedBot):
         self.timers = PhaseTimers(
             self.service, reminders=self.config.timers.reminders, clock=self.clock
         )
+        self.powers = Powers(self)
+        self.timers.holds.append(self.powers.holds)
         await self.tree.set_translator(CatalogueTranslator())
         for extension in self.extensions_to_load:
             await self.load_extension(extension)
         # the bot's own hooks, then each cog's in the order they were loaded (bot.wiring.wire)
-        wire(self, Hooks.joined([self.hooks(), *declared(self.cogs.values())]))
+        wire(self, Hooks.joined([self.hooks(), self.powers.hooks(), *declared(self.cogs.values())]))
         began = time.perf_counter()
         restored = await self.service.restore()
         await self.outbox.start()

@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 #: after a failed step, the first wait and the longest one (seconds)
 BACKOFF_START = 0.5
 BACKOFF_MAX = 60.0
+#: how long a held game's timer sleeps before it looks again unasked (seconds)
+HELD = 600.0
 
 ReminderRenderer = Callable[[LiveGame, int], list[OutboxItem]]
 
@@ -124,6 +126,9 @@ class PhaseTimers(GameTasks):
         self._failing: dict[int, int] = {}
         """Games whose last step failed → the database's outage count then (logged once)."""
         service.storage.health.on_back(self.wake_all)
+        self.holds: list[Callable[[LiveGame], bool]] = []
+        """Each says whether a game stands still (the bot lacks a power: :mod:`bot.powers`): its
+        deadline waits, and fires once nothing holds it and the game is armed again."""
 
     async def close(self) -> None:
         """Stop every task, and no longer wake them when the database is back."""
@@ -211,6 +216,8 @@ class PhaseTimers(GameTasks):
         deadline, stage = record.deadline, record.deadline_stage
         assert deadline is not None
         now = self.clock()
+        if any(hold(live) for hold in self.holds):
+            return HELD  # armed again when it is let go
         if now >= deadline:
             await self._fire(live, deadline, stage)
             return None

@@ -247,6 +247,7 @@ async def test_a_started_bot_has_every_hook_in_the_order_of_its_cogs():
         assert qualnames(bot.service.after_commit) == [
             "ProkuratorBot.hooks.<locals>.<lambda>",  # the outbox's kick
             "PhaseTimers.arm",
+            "Powers._committed",
             "LeaveStrikes.arm",
             "HostlessLobbies.arm",
             "Reconciler._committed",

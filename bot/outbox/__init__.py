@@ -47,6 +47,7 @@ import aiohttp
 import discord
 
 from bot.config import Config
+from bot.outbox.breaker import Breaker
 from bot.outbox.calls import (
     CREATES,
     DiscordCalls,
@@ -141,6 +142,9 @@ class Outbox(DiscordCalls):
         before the last time is stale."""
         self._closed = False
         storage.health.on_back(self.wake_all)
+        self.breaker = Breaker()
+        """Holds a guild's items while the bot lacks what they need or Discord keeps refusing
+        them there (:mod:`bot.outbox.breaker`)."""
         self.handlers: dict[str, Handler] = {
             "send": self._send,
             "edit": self._edit,
@@ -321,6 +325,9 @@ class Outbox(DiscordCalls):
         while not self._closed:
             if self._given_up_since(item, fetched):
                 return False  # given up meanwhile (a retry, a wait): look again
+            await self.breaker.gate(item)  # the bot lacks what it needs there, or is refused
+            if self._given_up_since(item, fetched):
+                return False
             try:
                 result: int | None = None
                 adopted = False
@@ -347,11 +354,28 @@ class Outbox(DiscordCalls):
                     doubt = await self._retry_later(item, error, doubt, delay)
                     delay = min(delay * 2, BACKOFF_MAX)
                     continue
+                if self._kept(item, error):
+                    continue  # the gate holds it until the power is given back
                 await self._refused(item, error)
                 return False
+            self.breaker.succeeded(item)
             await self._done(item, result)
             return True
         return False
+
+    def _kept(self, item: OutboxItem, error: BaseException) -> bool:
+        """Whether a refused item stays pending: refused for a power the bot is now seen to lack
+        (:meth:`bot.outbox.breaker.Breaker.keeps`), it is carried out once that is given back."""
+        if not self.breaker.keeps(item, error):
+            return False
+        log.warning(
+            "outbox item %s (%s) of game %s waits for the bot's powers: %s",
+            item.id,
+            item.kind,
+            item.game_id,
+            error,
+        )
+        return True
 
     async def _retry_later(
         self, item: OutboxItem, error: BaseException, doubt: bool, delay: float

@@ -15,7 +15,7 @@ command that changes them.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 #: an id on Discord, or the key of something a provisioning makes until it is made
 Target = int | str
@@ -67,6 +67,9 @@ class Paused(TypedDict):
 
     stage: str | None
     remaining: float | None
+    by: NotRequired[str]
+    """Who stopped it when not the host: ``powers``, the bot lacking a permission
+    (:mod:`bot.powers`)."""
 
 
 class Provision(TypedDict, total=False):

@@ -21,7 +21,7 @@ from bot.limits import CITIES, CITY_NAME, clip
 from bot.options import parse_duration
 from bot.outbox.intents import Edit, Send
 from bot.service import GameBroken, JustBegan, LiveGame, Seen
-from bot.storage import OutboxItem
+from bot.storage import GameState, OutboxItem
 from cogs.common import (
     InteractionAnswer,
     answer,
@@ -243,6 +243,7 @@ class HostBase(commands.Cog):
     ) -> None:
         """Apply the host's command and answer him; ``tell_stage``: the answer names the stage
         the game is in now (``/host next``: which stage began)."""
+        self._held_without_powers(live)
         try:
             applied = await self.bot.service.apply(
                 live.id,
@@ -271,8 +272,28 @@ class HostBase(commands.Cog):
                 live, "host.began", moment=moment_text(live), deadline=deadline_text(live)
             )
         else:
-            text = phrase(live, "host.done")
+            text = self._done_text(live)
         await answer(interaction, text)
+
+    def _held_without_powers(self, live: LiveGame) -> None:
+        """Refuse an act that moves a running game while the bot lacks a server permission it
+        needs (:mod:`bot.powers`): Discord would refuse what the act makes it do.
+
+        Raises:
+            UserError: ``error.powers_lacking``, naming the permissions and the bot's role.
+        """
+        refusal = self.bot.powers.refusal(live)
+        if refusal is not None and live.record.state == GameState.RUNNING:
+            raise refusal
+
+    def _done_text(self, live: LiveGame) -> str:
+        """The answer to an act that was committed: "Done", unless the bot lost a power it needs
+        meanwhile (then Discord carries it out only once it is given back, and the host is told
+        so, never "Done")."""
+        refusal = self.bot.powers.refusal(live)
+        if refusal is None:
+            return phrase(live, "host.done")
+        return phrase(live, "host.done_held", **refusal.params)
 
     async def _update(
         self,

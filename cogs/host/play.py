@@ -156,7 +156,8 @@ class HostPlay(HostStart):
         live = await self._host_game(interaction)
         target = resolve_player(live, player)
         assert live.game is not None
-        live.game.check(ProcuratorKill(target))  # refused now, not after the confirmation
+        live.game.check(ProcuratorKill(target))
+        self._held_without_powers(live)  # refused now, not after the confirmation
         await self._ask(
             interaction, live, "kill", target, phrase(live, "confirm.kill", player=mention(target))
         )
@@ -240,6 +241,7 @@ class HostPlay(HostStart):
     ) -> None:
         live = await self._host_game(interaction)
         leaving = resolve_player(live, old)
+        self._held_without_powers(live)
         who = mention(str(new.id))
         if new.bot:
             raise UserError("error.replace_bad", member=who)
@@ -332,6 +334,7 @@ class HostPlay(HostStart):
     )
     async def end(self, interaction: discord.Interaction) -> None:
         live = await self._host_game(interaction, running=False)
+        self._held_without_powers(live)  # the channels could not be closed
         await self._ask(interaction, live, "end", None, phrase(live, "confirm.end"))
 
     async def _end(self, interaction: discord.Interaction, live: LiveGame) -> None:
@@ -432,6 +435,7 @@ class HostPlay(HostStart):
         await require_host(self.bot, interaction, live)
         if self.bot.service.wall() - issued > CONFIRM_SECONDS:
             raise UserError("error.confirm_expired")
+        self._held_without_powers(live)  # lost since the question was asked
         if action == "end":
             await self._end(interaction, live)
             return
@@ -448,7 +452,7 @@ class HostPlay(HostStart):
         )
         if applied.duplicate and not interaction.response.is_done():
             return
-        await settle(interaction, phrase(live, "host.done"))
+        await settle(interaction, self._done_text(live))
 
     async def _cancelled(self, interaction: discord.Interaction, parts: list[str]) -> None:
         """ "No" pressed: nothing happens; the question is replaced by "cancelled". Only by one

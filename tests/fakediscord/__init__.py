@@ -107,6 +107,9 @@ Reading it::
     last_call(method=None, route=None, *, path=None) -> CallRecord
     gateway.events(name=None), gateway.log, gateway.received, gateway.count(kind)
     voice_requests                  # every op 4 the bot sent
+    invalid                         # InvalidRequests: the 401, 403 and 429 (not shared) answers
+        # by its clock: .total, .recent(), .peak() in any 10 minutes, .summary(); the plugin
+        # fails a test past 100 (1 % of Discord's ban), @pytest.mark.invalid_requests(N) aside
 
 ``fake.state.channels`` holds threads as well (``channel.is_thread``);
 ``fake.state.guild_threads(guild_id)`` lists them.

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from .invalid import BUDGET, WINDOW, made_since, made_so_far
 from .server import RESPONSE_FINDINGS
 from .spec import default_spec, spec_status
 
@@ -30,6 +31,34 @@ def fake_discord_answers_follow_the_spec() -> Iterator[None]:
             f"the fake Discord answered {len(found)} time(s) against the spec:\n{shown}",
             pytrace=False,
         )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Declare the marker of a test with an invalid-request budget of its own."""
+    config.addinivalue_line(
+        "markers",
+        "invalid_requests(budget): the most 401/403/429 answers the test's fakes may give in "
+        f"any 10 minutes (default {BUDGET}: 1 % of Discord's ban threshold)",
+    )
+
+
+@pytest.fixture(autouse=True)
+def fake_discord_invalid_requests_in_budget(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails the test if a fake made during it answered more invalid requests (401, 403, 429 not
+    of the shared scope) in any 10 minutes of its clock than the budget: Discord bans an IP at
+    10,000, for every server the bot serves (:mod:`.invalid`)."""
+    start = made_so_far()
+    yield
+    marker = request.node.get_closest_marker("invalid_requests")
+    budget = int(marker.args[0]) if marker is not None and marker.args else BUDGET
+    for counter in made_since(start):
+        peak = counter.peak(WINDOW)
+        if peak > budget:
+            pytest.fail(
+                f"the fake Discord answered {peak} invalid requests within 10 minutes "
+                f"(budget {budget}); the commonest:\n{counter.summary()}",
+                pytrace=False,
+            )
 
 
 _FIGURES = ("checked", "seconds", "responses_checked", "response_seconds")

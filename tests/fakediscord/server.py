@@ -23,6 +23,7 @@ from .interactions import (
     InteractionBuilder,
     InteractionResult,
 )
+from .invalid import InvalidRequests
 from .models import Member, Message, User
 from .ratelimits import GlobalLimit, RateLimits
 from .recording import CallRecord, MultipartPart, Recorder, RecordFile, record_entry
@@ -80,6 +81,8 @@ class FakeDiscord(World):
             Gateway(self, heartbeat_interval_ms=heartbeat_interval_ms),
         )
         self.recorder = Recorder()
+        self.invalid = InvalidRequests()
+        """The invalid requests answered (401, 403, 429 not shared), per 10 minutes of its clock."""
         self.faults = FaultInjector()
         self.rate_limits = RateLimits(rate_limit, rate_limit_window)
         self.global_limit = GlobalLimit()
@@ -652,6 +655,8 @@ class FakeDiscord(World):
             raw = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
         record.response_headers = dict(headers)
+        if rate_limited:
+            self.invalid.note(status, headers, f"{record.method} {record.route} -> {status}")
         if self.record_file is not None and rate_limited:
             self.record_file.append(record_entry(record), record.files)
         self.answered += 1

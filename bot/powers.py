@@ -1,0 +1,237 @@
+"""The bot's own powers in each guild, as the gateway shows them, and what a game does without them.
+
+A running game needs the bot to hold Manage Roles (the game roles of the
+living and the dead, every overwrite) and Manage Channels (its channels) in
+the server (:data:`NEEDED`). An admin may take either away mid-game by
+editing the bot's role. :class:`Powers` reads what the bot holds from
+discord.py's cache, which the gateway keeps (``guild.me.guild_permissions``
+and ``guild.me.top_role``; GUILD_ROLE_UPDATE, GUILD_MEMBER_UPDATE for the bot,
+GUILD_UPDATE), and while the bot lacks a power:
+
+* the game stops moving: its clock stops as with the host's ``/host pause``
+  (what is left of the stage is kept, and stored), its phase timer holds
+  (:meth:`Powers.holds`, a hold of :class:`bot.timers.PhaseTimers`: a
+  deadline the host set again meanwhile waits too), the host's acts are refused with the
+  reason (:meth:`Powers.refusal`), and the outbox holds every item that needs
+  the power (:mod:`bot.outbox.breaker`), so Discord is not asked for what it
+  will refuse;
+* the host's log says once which permissions to give back to which role, in
+  the server's language, and the host gets it in his DMs too;
+
+and when it is given back the log says so, the held items are carried out
+(the dead lose their pen), the clock runs again with what was left of the
+stage, and the game goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+import discord
+
+from bot.channels import permission_names
+from bot.errors import UserError
+from bot.i18n import NO_PINGS, phrase
+from bot.outbox.intents import Send
+from bot.service import LiveGame
+from bot.storage import GameState, OutboxItem
+from bot.wiring import Hooks
+
+if TYPE_CHECKING:
+    from bot.bot import ProkuratorBot
+
+log = logging.getLogger(__name__)
+
+#: the server permissions a running game needs the bot to hold (Discord's flag names)
+NEEDED = ("manage_channels", "manage_roles")
+
+#: who stopped a game's clock, as its record's pause says (the host's own pause says nobody)
+BY = "powers"
+
+#: the states of a game whose outbox items wait for the bot's powers (a start being made or
+#: rolled back fails instead, and is told to the host as before)
+HELD_STATES = (GameState.RUNNING, GameState.OVER, GameState.CANCELLED)
+
+
+def lacking_in(guild: discord.Guild | None) -> list[str]:
+    """What of :data:`NEEDED` the bot lacks in ``guild`` now (nothing if it is not known)."""
+    me = guild.me if guild is not None else None
+    if me is None:
+        return []
+    held = me.guild_permissions
+    if held.administrator:
+        return []
+    return [flag for flag in NEEDED if not getattr(held, flag)]
+
+
+class Powers:
+    """Tracks the bot's powers per guild and holds each of its games while one is missing."""
+
+    def __init__(self, bot: ProkuratorBot) -> None:
+        self.bot = bot
+        self._seen: dict[int, tuple[tuple[str, ...], int]] = {}
+        """Guild → what the bot lacked there and its highest role's position, when last seen."""
+        self._told: dict[int, tuple[str, ...]] = {}
+        """Game → what its host was last told the bot lacks."""
+        self._pending: set[asyncio.Task[None]] = set()
+        self.listeners: dict[str, Any] = {
+            "on_guild_role_update": self._role_update,
+            "on_guild_role_delete": self._role_event,
+            "on_guild_role_create": self._role_event,
+            "on_member_update": self._member_update,
+            "on_guild_update": self._guild_update,
+            "on_guild_available": self._guild_event,
+        }
+        breaker = bot.outbox.breaker
+        breaker.guild_of = self.guild_of
+        breaker.lacking = self.lacking
+
+    def hooks(self) -> Hooks:
+        """The gateway's events that change the bot's powers, and every commit (a game that
+        starts while the bot lacks a power is held at once)."""
+        return Hooks(gateway=list(self.listeners.items()), after_commit=[self._committed])
+
+    # ------------------------------------------------------------------ what it knows
+
+    def lacking(self, guild_id: int) -> list[str]:
+        """What of :data:`NEEDED` the bot lacks in a guild now."""
+        return lacking_in(self.bot.get_guild(guild_id))
+
+    def guild_of(self, game_id: int) -> int | None:
+        """The guild of a game whose outbox items wait for the bot's powers (None: they do not)."""
+        live = self.bot.service.find(game_id)
+        if live is None or live.record.state not in HELD_STATES:
+            return None
+        return live.record.guild_id
+
+    def holds(self, live: LiveGame) -> bool:
+        """Whether a game stands still: it runs, and the bot lacks a power it needs."""
+        return live.record.state == GameState.RUNNING and bool(self.lacking(live.record.guild_id))
+
+    def refusal(self, live: LiveGame) -> UserError | None:
+        """Why the host may not move the game now (None: he may)."""
+        lacking = self.lacking(live.record.guild_id)
+        if not lacking:
+            return None
+        return UserError(
+            "error.powers_lacking",
+            permissions=permission_names(live.language, lacking),
+            role=self._role_name(live.record.guild_id),
+        )
+
+    def _role_name(self, guild_id: int) -> str:
+        guild = self.bot.get_guild(guild_id)
+        me = guild.me if guild is not None else None
+        return me.top_role.name if me is not None else "—"
+
+    # ------------------------------------------------------------------ what changes them
+
+    async def _role_update(self, before: discord.Role, after: discord.Role) -> None:
+        await self.check(after.guild)
+
+    async def _role_event(self, role: discord.Role) -> None:
+        await self.check(role.guild)
+
+    async def _member_update(self, before: discord.Member, after: discord.Member) -> None:
+        if self.bot.user is not None and after.id == self.bot.user.id:
+            await self.check(after.guild)
+
+    async def _guild_update(self, before: discord.Guild, after: discord.Guild) -> None:
+        await self.check(after)
+
+    async def _guild_event(self, guild: discord.Guild) -> None:
+        await self.check(guild)
+
+    def _committed(self, live: LiveGame) -> None:
+        if live.record.state == GameState.RUNNING and live.id not in self._told:
+            lacking = tuple(self.lacking(live.record.guild_id))
+            if lacking:
+                self._spawn(self._tell(live.id, lacking))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._pending.add(task)  # kept until done (the loop holds only a weak reference)
+        task.add_done_callback(self._pending.discard)
+
+    async def check(self, guild: discord.Guild) -> None:
+        """Look at the bot's powers in ``guild``: a change wakes what waits for them (the outbox,
+        the timers), and each running game's host is told what was lost or given back."""
+        me = guild.me
+        if me is None:
+            return
+        now = (tuple(lacking_in(guild)), me.top_role.position)
+        if self._seen.get(guild.id) == now:
+            return
+        self._seen[guild.id] = now
+        log.info("guild %s: the bot lacks %s (its highest role at %s)", guild.id, *now)
+        self.bot.outbox.breaker.changed(guild.id)
+        for live in self.bot.service.games():
+            if live.record.guild_id == guild.id and live.record.state == GameState.RUNNING:
+                await self._tell(live.id, now[0])
+
+    def _stop_or_go(self, live: LiveGame, *, held: bool) -> None:
+        """Stop the game's clock as the host's ``/host pause`` does, what is left of the stage
+        kept (stored: a restart keeps it stopped), or start again one the powers stopped; a
+        clock the host stopped himself is his to start again."""
+        record, now = live.record, self.bot.clock()
+        paused = record.lobby.get("paused")
+        if held and not paused and record.deadline is not None:
+            remaining = max(0.0, record.deadline - now)
+            record.lobby["paused"] = {"stage": live.stage_key(), "remaining": remaining, "by": BY}
+            record.deadline, record.deadline_stage = None, None
+        elif not held and isinstance(paused, dict) and paused.get("by") == BY:
+            del record.lobby["paused"]
+            left = paused.get("remaining")
+            if left is not None and live.stage_key() is not None:
+                record.deadline = now + float(left)
+                record.deadline_stage = live.stage_key()
+                # reminders whose moment passed while the clock stood are not sent late
+                reminders = self.bot.timers.reminders
+                record.reminders_sent = [o for o in reminders if o >= float(left)]
+
+    async def _tell(self, game_id: int, lacking: tuple[str, ...]) -> None:
+        """Tell the game's host what the bot lacks now, or that it is all back (once each)."""
+        told = self._told.get(game_id, ())
+        live = self.bot.service.find(game_id)
+        paused = live.record.lobby.get("paused") if live is not None else None
+        stopped = isinstance(paused, dict) and paused.get("by") == BY  # before a restart, say
+        if lacking == told and (lacking or not stopped):
+            return
+        self._told[game_id] = lacking
+
+        def change(live: LiveGame) -> list[OutboxItem]:
+            if live.record.state != GameState.RUNNING:
+                return []
+            self._stop_or_go(live, held=bool(lacking))
+            if lacking:
+                text = phrase(
+                    live,
+                    "powers.lost",
+                    permissions=permission_names(live.language, list(lacking)),
+                    role=self._role_name(live.record.guild_id),
+                )
+            else:
+                text = phrase(live, "powers.back")
+            return told_items(live, text)
+
+        try:
+            await self.bot.service.update(game_id, change)
+        except Exception:
+            log.exception("game %s: could not tell the host about the bot's powers", game_id)
+        live = self.bot.service.find(game_id)
+        if live is not None:
+            self.bot.timers.arm(live)  # held or let go: the timer looks again
+            self.bot.outbox.kick(game_id)
+
+
+def told_items(live: LiveGame, text: str) -> list[OutboxItem]:
+    """A text for the host: in the game's log and in his DMs."""
+    message = {"content": text[:2000], "allowed_mentions": NO_PINGS}
+    items = [Send(message, user=live.record.host_id).item()]
+    log_channel = live.record.channels.get("log")
+    if log_channel is not None and str(log_channel).isdigit():
+        items.insert(0, Send(message, channel=int(log_channel)).item())
+    return items
