@@ -35,6 +35,7 @@ import discord
 
 from bot.errors import UserError
 from bot.footprint import watch_items
+from bot.footprint.room import ROLE_CAP, no_spectators_room
 from bot.i18n import t
 from bot.service import GameBroken, LiveGame
 from bot.storage import FINISHED, GameRecord, GameState, OutboxItem
@@ -155,3 +156,6 @@ async def _may_watch(bot: ProkuratorBot, live: LiveGame, user: discord.abc.User 
         raise UserError("error.spectate_player")
     if not record.open and record.lobby.get("at_end", "keep") == "delete":
         raise UserError("error.spectate_gone")
+    if no_spectators_room(record.channels, bot.get_guild(record.guild_id)):
+        # the spectators' role cannot be made: nothing is promised that is not there
+        raise UserError("error.spectate_no_room", limit=ROLE_CAP)

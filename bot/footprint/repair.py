@@ -12,6 +12,7 @@ from bot.footprint.declared import Footprint, PlaceSpec, RoleSpec
 from bot.footprint.diff import Repairs
 from bot.footprint.making import create_channel_item, create_role_item
 from bot.footprint.record import children, notes, put
+from bot.footprint.room import CAP_CODES, Room, defer, made_again
 from bot.i18n import NO_PINGS, mention, phrase
 from bot.outbox import intents
 from bot.service import LiveGame
@@ -25,13 +26,18 @@ Standins = dict[int, dict[int, tuple[int, int]]]
 
 
 def repair_items(
-    live: LiveGame, footprint: Footprint, found: Repairs, old_standins: Standins
+    live: LiveGame,
+    footprint: Footprint,
+    found: Repairs,
+    old_standins: Standins,
+    room: Room | None = None,
 ) -> list[OutboxItem]:
     """What puts the difference right, in the permissions lane: roles given, then taken,
     overwrites put back, member overwrites put or dropped (``old_standins``: those put before).
-    A lost role or channel is made again instead (:func:`remake_items`)."""
+    A lost role or channel is made again instead (:func:`remake_items`; ``room``: what the
+    guild has room for, None if not known)."""
     if found.lost_roles or found.lost_places:
-        return remake_items(live, footprint, found)
+        return remake_items(live, footprint, found, room)
     guild, lane = footprint.guild, "permissions"
     items = [intents.MemberRole(guild, u, r, True, lane=lane).item() for u, r in found.adds]
     items += [intents.MemberRole(guild, u, r, False, lane=lane).item() for u, r in found.removals]
@@ -70,9 +76,20 @@ def kept_items(footprint: Footprint, found: Repairs) -> list[OutboxItem]:
     return items
 
 
-def remake_items(live: LiveGame, footprint: Footprint, found: Repairs) -> list[OutboxItem]:
+def remake_items(
+    live: LiveGame, footprint: Footprint, found: Repairs, room: Room | None = None
+) -> list[OutboxItem]:
     """Make lost roles and channels again under fresh keys (the record keeps the old ids until
-    they are made: :func:`remade_items` swaps them and says so in the new channels)."""
+    they are made: :func:`remade_items` swaps them and says so in the new channels). When the
+    guild has no ``room`` for all of them, none is tried: they wait until room is freed
+    (:func:`bot.footprint.room.defer`)."""
+    lacking = room.lacking(len(found.lost_roles), len(found.lost_places)) if room else None
+    if lacking is not None:
+        entries = [{"path": list(r.path), "kind": "role", "name": r.name} for r in found.lost_roles]
+        entries += [
+            {"path": list(p.path), "kind": "channel", "name": p.name} for p in found.lost_places
+        ]
+        return defer(live, entries, lacking)
     state = notes(live.record.channels)
     serial = int(state.get("serial", 0)) + 1
     state["serial"] = serial
@@ -146,6 +163,7 @@ def remade_items(
             continue
         path = tuple(entry["path"])
         put(channels, path, new)
+        items += made_again(live, entry["path"])
         if entry["kind"] == "channel" and path != ("category",):
             text = phrase(live, "footprint.channel_again")
             message = {"content": text, "allowed_mentions": NO_PINGS}
@@ -161,8 +179,11 @@ def remade_items(
 def _not_made(
     live: LiveGame, state: dict[str, Any], entry: dict[str, Any], code: str
 ) -> list[OutboxItem]:
-    """A role or channel Discord refused to make again: given up, and the host told."""
+    """A role or channel Discord refused to make again: given up, and the host told; one
+    refused for a cap waits for room instead (:func:`bot.footprint.room.defer`)."""
     log.error("game %s: %s was not made again (Discord: %s)", live.id, entry["key"], code)
+    if code in CAP_CODES:
+        return defer(live, [entry], CAP_CODES[code])
     state.setdefault("given_up", []).append(entry["path"])
     text = phrase(
         live, f"footprint.not_made.{entry['kind']}", name=entry.get("name", "—"), code=code

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from bot.footprint import (
     Reconciler,
 )
+from bot.footprint.room import RoomWatch
 from bot.wiring import Hooks
 from cogs.idle import IdleWatch
 
@@ -44,6 +45,8 @@ class HostCog(HostSettings, HostPlay):
         self.strikes = LeaveStrikes(bot)
         self.footprint = Reconciler(bot)
         """Keeps each running game's roles and channels what they should be."""
+        self.room = RoomWatch(bot, self.footprint)
+        """Keeps what the footprint makes mid-game fail-closed at Discord's caps."""
         self.idle_watch = IdleWatch(bot)
 
     def hooks(self) -> Hooks:
@@ -60,6 +63,7 @@ class HostCog(HostSettings, HostPlay):
                     restorers=[self.strikes.restore],
                 ),
                 self.footprint.hooks(),
+                self.room.hooks(),
                 self.idle_watch.hooks(),
             ]
         )
@@ -75,5 +79,6 @@ class HostCog(HostSettings, HostPlay):
         if self.strikes.restore in self.bot.service.restorers:
             self.bot.service.restorers.remove(self.strikes.restore)
         await self.strikes.close()
+        self.room.close()
         await self.footprint.close()
         await self.idle_watch.detach()
