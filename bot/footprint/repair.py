@@ -5,6 +5,7 @@ again (and what takes their place once made), and what the host is told in his l
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from bot.channels import Overwrite, Target, permission_names
@@ -39,6 +40,12 @@ def repair_items(
     if found.lost_roles or found.lost_places:
         return remake_items(live, footprint, found, room)
     guild, lane = footprint.guild, "permissions"
+    gone = _given_up_roles(live, footprint)  # Discord has no such role: nothing to give
+    found = replace(
+        found,
+        adds=tuple(add for add in found.adds if add[1] not in gone),
+        overwrites=tuple(o for o in found.overwrites if o[1] not in gone),
+    )
     items = [intents.MemberRole(guild, u, r, True, lane=lane).item() for u, r in found.adds]
     items += [intents.MemberRole(guild, u, r, False, lane=lane).item() for u, r in found.removals]
     items += [
@@ -58,6 +65,12 @@ def repair_items(
         if channel not in found.standins.get(user, {})
     ]
     return items
+
+
+def _given_up_roles(live: LiveGame, footprint: Footprint) -> set[int]:
+    """The game roles deleted and not made again (given up, or waiting for room)."""
+    given_up = notes(live.record.channels).get("given_up", [])
+    return {int(role.id) for role in footprint.roles if list(role.path) in given_up}
 
 
 def kept_items(footprint: Footprint, found: Repairs) -> list[OutboxItem]:

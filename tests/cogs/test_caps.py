@@ -20,11 +20,41 @@ from bot.footprint import declared
 from bot.footprint.room import CHANNEL_CAP, ROLE_CAP
 from bot.i18n import t
 from tests.cogs.scenes import SEND, VIEW, quick_edits, run
-from tests.cogs.test_room import fill_channels, fill_roles
 from tests.harness import Table, bot_table
 
-WAIT = 30.0
+WAIT = 60.0
 ROLES_ROUTE = r"/guilds/\d+/roles"
+
+
+async def fill_roles(table: Table, total: int) -> list[int]:
+    """Roles made by a human until the guild holds ``total``; the bot has seen them."""
+    guild = table.fake.state.guild(table.guild_id)
+    made = []
+    while len(guild.roles) < total:
+        made.append(table.fake.create_role(table.guild_id, f"role {len(guild.roles)}").id)
+    await table.fake.wait_until(
+        lambda: len(table.bot.get_guild(table.guild_id).roles) == total or None,
+        WAIT,
+        "the bot never saw the roles",
+    )
+    return made
+
+
+async def fill_channels(table: Table, total: int) -> list[int]:
+    """Channels made by a human until the guild holds ``total``; the bot has seen them."""
+
+    def count() -> int:
+        return len([c for c in table.fake.state.guild_channels(table.guild_id) if not c.is_thread])
+
+    made = []
+    while count() < total:
+        made.append(table.fake.create_channel(table.guild_id, f"chat {count()}").id)
+    await table.fake.wait_until(
+        lambda: len(table.bot.get_guild(table.guild_id).channels) == total or None,
+        WAIT,
+        "the bot never saw the channels",
+    )
+    return made
 
 
 def may(table: Table, channel_id: int, who: str | int) -> int:
@@ -218,3 +248,31 @@ async def test_a_city_channel_deleted_at_the_channel_cap_is_made_again_once_room
             if line.startswith(("⚠️", "✅")) and name in line and "Discord" not in line[:12]
         ]
         assert len(said) == 2, said  # told when it could not be made, and when it was
+
+
+async def test_a_city_role_deleted_at_the_role_cap_is_made_again_and_given_back_once_room_is_freed():
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        fillers = await fill_roles(table, ROLE_CAP)
+        old = living_role(table, "Верона")
+        live = table.live()
+        footprint = declared(live, live.game, Layout.from_channels(live.record.channels))
+        name = next(role.name for role in footprint.roles if int(role.id) == old)
+        residents = table.game.alive("Верона")
+        creates = role_creates(table)
+        table.fake.delete_role(table.guild_id, old)  # a person deletes it and fills its place
+        fillers.append(table.fake.create_role(table.guild_id, "flood").id)
+        reason = t("ru", "failure.max_roles", limit=ROLE_CAP)
+        await logged(table, t("ru", "footprint.no_room.role", name=name, reason=reason))
+        await table.drain()
+        assert role_creates(table) == creates and living_role(table, "Верона") == old
+
+        table.fake.delete_role(table.guild_id, fillers[0])  # room freed
+        await logged(table, t("ru", "footprint.room_again.role", name=name))
+        await table.drain()
+        new = living_role(table, "Верона")
+        assert new != old
+        city = table.city_channel("Верона")
+        for player in residents:
+            assert new in table.member(player).roles
+            assert may(table, city, player) & VIEW and may(table, city, player) & SEND
