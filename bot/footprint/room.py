@@ -219,6 +219,7 @@ class RoomWatch:
             gateway=[
                 ("on_guild_role_delete", self._role_deleted),
                 ("on_guild_channel_delete", self._channel_deleted),
+                ("on_guild_available", self.freed),  # after a restart: freed while away?
             ],
             failure_hooks=[self._failed],
         )
@@ -276,8 +277,10 @@ class RoomWatch:
         if item.kind != "create_role" or not made_mid_game:
             return
         live = self.bot.service.find(item.game_id)
-        if live is None or not live.record.open:
-            return
+        if live is not None and not live.record.open:
+            live = None
+        if live is None and key != SPECTATORS_KEY:
+            return  # a quiet twin is made only while the game runs
         code = str(getattr(error, "code", "") or "")
         told: dict[str, set[int]] = {}
 
@@ -288,14 +291,33 @@ class RoomWatch:
                 told["notify"], _ = revert_twin(live, key)
             return self._told(live, told, code)
 
+        source = live or await self._closed(item.game_id)
+        if source is None:
+            return
         dependents = [
             pending
             for pending in await self.bot.storage.pending_outbox(item.game_id, 1000)
-            if _names(pending, key) or _swap_of(pending, live, key)
+            if _names(pending, key) or _swap_of(pending, source, key)
         ]
         for pending in dependents:
             await self.bot.storage.outbox_failed(pending, f"{key!r} was not made")
-        await self.bot.service.update(item.game_id, change)
+        if live is not None:
+            await self.bot.service.update(item.game_id, change)
+            return
+        async with self.bot.service.lock(item.game_id):
+            # a finished game is no longer in the service: its record is changed here
+            closed = await self._closed(item.game_id)
+            if closed is None:
+                return
+            await self.bot.storage.save_game(closed.record, outbox=change(closed))
+        self.bot.outbox.kick(item.game_id)
+
+    async def _closed(self, game_id: int) -> LiveGame | None:
+        """A finished game as its stored record has it (None: none stored)."""
+        record = await self.bot.storage.game(game_id)
+        if record is None:
+            return None
+        return LiveGame(record, language=await self.bot.service.language(record.guild_id))
 
     def _told(self, live: LiveGame, told: dict[str, set[int]], code: str) -> list[OutboxItem]:
         """Each member a refused making left as he was, told privately; the host in his log."""

@@ -276,3 +276,36 @@ async def test_a_city_role_deleted_at_the_role_cap_is_made_again_and_given_back_
         for player in residents:
             assert new in table.member(player).roles
             assert may(table, city, player) & VIEW and may(table, city, player) & SEND
+
+
+async def test_spectate_after_the_end_that_discord_refuses_is_taken_back_and_told():
+    async with bot_table(players=10, refusals=True) as table:
+        quick_edits(table)
+        players = [f"p{i}" for i in range(8)]
+        await table.new_game(players=players, cities="Верона", maniac=False, spectators="after")
+        game = table.live().id
+        city = table.city_channel("Верона")
+        await run(table, "host", "host end")
+        await table.drain()
+        table.fake.fail(
+            "POST",
+            ROLES_ROUTE,
+            status=400,
+            count=1,
+            code=30005,
+            message="Maximum number of guild roles reached (250)",
+        )
+        await run(table, "p8", "mafia spectate")
+        told = t("ru", "room.refused.spectate", reason=t("ru", "failure.max_roles", limit=ROLE_CAP))
+        await table.fake.wait_until(
+            lambda: told in dms(table, "p8") or None, WAIT, "the member was not told"
+        )
+        await table.drain()
+        record = await table.bot.storage.game(game)
+        assert record is not None
+        assert record.channels.get("watching", []) == [] and not record.channels.get("spectators")
+        assert not may(table, city, "p8") & VIEW
+        again = await run(table, "p8", "mafia spectate")  # with room: he reads
+        assert again.content == t("ru", "spectate.started", game=game)
+        await table.drain()
+        assert may(table, city, "p8") & VIEW and not may(table, city, "p8") & SEND
