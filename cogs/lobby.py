@@ -20,7 +20,7 @@ from discord.ext import commands
 from bot.channels import exposure
 from bot.errors import UserError
 from bot.footprint import quiet_items
-from bot.footprint.room import ROLE_CAP, no_twin_room
+from bot.footprint.room import ROLE_CAP, no_swap_room
 from bot.i18n import NO_PINGS, key_str, mention, phrase, t
 from bot.outbox.intents import Send
 from bot.service import GameBroken, LiveGame
@@ -294,9 +294,9 @@ class LobbyCog(commands.Cog):
         if live is not None and live.game is not None:
             game = live.game
             guild = self.bot.get_guild(live.record.guild_id)
-            if not wants and no_twin_room(live, str(user.id), guild):
-                # make before break: his city role stays until a quiet twin can be made
-                text = t(language, "notify.off_no_room", limit=ROLE_CAP)
+            if no_swap_room(live, str(user.id), guild, wants_pings=wants):
+                # make before break: his role stays until the one he would move onto is there
+                text = t(language, f"notify.{state}_no_room", limit=ROLE_CAP)
                 await interaction.response.send_message(text, ephemeral=True)
                 return
             # while the game's provisioning lane has work (a twin being made), swaps follow it there,

@@ -149,25 +149,38 @@ def made_again(live: LiveGame, path: list[str]) -> list[OutboxItem]:
     return log_items(live.record.channels, text)
 
 
-def no_twin_room(live: LiveGame, player: str, guild: discord.Guild | None) -> bool:
-    """Whether ``/mafia notify off`` would need a quiet twin made (his city has none yet) and the
-    guild has no room for one more role."""
+def _waits(channels: Channels, path: list[str]) -> bool:
+    """Whether the role or channel at ``path`` was deleted and waits for room to be made."""
+    return any(entry["path"] == path for entry in waiting(channels))
+
+
+def no_swap_room(
+    live: LiveGame, player: str, guild: discord.Guild | None, *, wants_pings: bool
+) -> bool:
+    """Whether ``/mafia notify`` would move a living player onto a role that is not there: the
+    quiet twin his city has not yet (and the guild has no room for one more role), or the twin
+    or his city role deleted and waiting for room. His role then stays as it is."""
     channels = live.record.channels
     game = live.game
     if game is None or "roles" not in channels or not game.is_alive(player):
         return False
-    if player in channels.get("quiet", []):
-        return False
-    twin = channels["roles"]["cities"][game.city_of(player)].get("quiet")
-    room = room_of(guild)
-    return twin is None and room is not None and room.roles < 1
+    if (player not in channels.get("quiet", [])) == wants_pings:
+        return False  # nothing to move
+    city = game.city_of(player)
+    target = ["roles", "cities", city, "living" if wants_pings else "quiet"]
+    if not wants_pings and channels["roles"]["cities"][city].get("quiet") is None:
+        room = room_of(guild)
+        return room is not None and room.roles < 1
+    return _waits(channels, target)
 
 
 def no_spectators_room(channels: Channels, guild: discord.Guild | None) -> bool:
     """Whether the first spectator would need the spectators' role made and the guild has no room
-    for one more role."""
+    for one more role, or the role was deleted and waits for room."""
+    if channels.get("spectators") is not None:
+        return _waits(channels, ["spectators"])
     room = room_of(guild)
-    return channels.get("spectators") is None and room is not None and room.roles < 1
+    return room is not None and room.roles < 1
 
 
 def _names(item: OutboxItem, key: str) -> bool:

@@ -309,3 +309,36 @@ async def test_spectate_after_the_end_that_discord_refuses_is_taken_back_and_tol
         assert again.content == t("ru", "spectate.started", game=game)
         await table.drain()
         assert may(table, city, "p8") & VIEW and not may(table, city, "p8") & SEND
+
+
+async def test_the_spectators_role_deleted_at_the_role_cap_waits_and_nobody_is_promised_a_seat():
+    async with bot_table(players=11) as table:
+        await one_city(table)
+        assert (await run(table, "p8", "mafia spectate")).content == t(
+            "ru", "spectate.started", game=table.live().id
+        )
+        await table.drain()
+        city = table.city_channel("Верона")
+        assert may(table, city, "p8") & VIEW
+        fillers = await fill_roles(table, ROLE_CAP)
+        name = t("ru", "game_role.spectators", game=table.live().id)
+        roles = table.fake.state.guild(table.guild_id).roles.values()
+        old = next(role.id for role in roles if role.name == name)
+        table.fake.delete_role(table.guild_id, old)  # deleted, its place filled at once
+        fillers.append(table.fake.create_role(table.guild_id, "flood").id)
+        reason = t("ru", "failure.max_roles", limit=ROLE_CAP)
+        await logged(table, t("ru", "footprint.no_room.role", name=name, reason=reason))
+        await table.drain()
+        # a new member is not told the cities are open to him while the role waits
+        refused = await run(table, "p9", "mafia spectate")
+        assert refused.content == t("ru", "error.spectate_no_room", limit=ROLE_CAP)
+        assert table.member("p9").user.id not in table.live().record.channels["watching"]
+
+        table.fake.delete_role(table.guild_id, fillers[0])  # room freed
+        await logged(table, t("ru", "footprint.room_again.role", name=name))
+        await table.drain()
+        assert may(table, city, "p8") & VIEW and not may(table, city, "p8") & SEND
+        again = await run(table, "p9", "mafia spectate")
+        assert again.content == t("ru", "spectate.started", game=table.live().id)
+        await table.drain()
+        assert may(table, city, "p9") & VIEW
