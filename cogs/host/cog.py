@@ -70,6 +70,7 @@ class HostCog(HostSettings, HostPlay):
 
     async def cog_unload(self) -> None:
         """Stop listening to the outbox."""
+        self.room.close()
         if self._provision_idle in self.bot.outbox.idle_hooks:
             self.bot.outbox.idle_hooks.remove(self._provision_idle)
         if self._provision_failed in self.bot.outbox.failure_hooks:
@@ -79,6 +80,5 @@ class HostCog(HostSettings, HostPlay):
         if self.strikes.restore in self.bot.service.restorers:
             self.bot.service.restorers.remove(self.strikes.restore)
         await self.strikes.close()
-        self.room.close()
         await self.footprint.close()
         await self.idle_watch.detach()
