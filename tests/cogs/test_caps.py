@@ -342,3 +342,31 @@ async def test_the_spectators_role_deleted_at_the_role_cap_waits_and_nobody_is_p
         assert again.content == t("ru", "spectate.started", game=table.live().id)
         await table.drain()
         assert may(table, city, "p9") & VIEW
+
+
+async def test_pings_on_while_the_city_role_waits_for_room_keep_the_quiet_twin():
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        player = citizen(table, "Верона")
+        await run(table, player, "mafia notify", {"state": "off"})
+        await table.drain()
+        quiet = t("ru", "game_role.quiet", game=table.live().id, city="Верона")
+        twin = next(
+            r.id for r in table.fake.state.guild(table.guild_id).roles.values() if r.name == quiet
+        )
+        assert twin in table.member(player).roles
+        fillers = await fill_roles(table, ROLE_CAP)
+        table.fake.delete_role(table.guild_id, living_role(table, "Верона"))
+        fillers.append(table.fake.create_role(table.guild_id, "flood").id)
+        await table.fake.wait_until(
+            lambda: any(line.startswith("⚠️") for line in log_lines(table)) or None,
+            WAIT,
+            "the host was not told the city role waits for room",
+        )
+        await table.drain()
+        answer = await run(table, player, "mafia notify", {"state": "on"})
+        assert answer.content == t("ru", "notify.on_no_room", limit=ROLE_CAP)
+        await table.drain()
+        assert twin in table.member(player).roles
+        city = table.city_channel("Верона")
+        assert may(table, city, player) & VIEW and may(table, city, player) & SEND
