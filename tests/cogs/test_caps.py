@@ -370,3 +370,32 @@ async def test_pings_on_while_the_city_role_waits_for_room_keep_the_quiet_twin()
         assert twin in table.member(player).roles
         city = table.city_channel("Верона")
         assert may(table, city, player) & VIEW and may(table, city, player) & SEND
+
+
+async def test_the_end_while_the_spectators_role_is_refused_still_locks_every_channel():
+    """The first spectator asks, the role's making is under way, the end's lock is stored naming
+    it; then the guild fills up and Discord refuses the role. The lock holds all the same."""
+    async with bot_table(players=10, refusals=True) as table:
+        await one_city(table)
+        held = table.fake.hang("POST", ROLES_ROUTE, count=1)
+        await run(table, "p8", "mafia spectate")
+        await table.fake.wait_until(lambda: held.hits or None, WAIT, "the role was not asked for")
+        living = table.game.alive("Верона")
+        game = table.live().id
+        city = table.city_channel("Верона")
+        await run(table, "host", "host end")
+        await fill_roles(table, ROLE_CAP)
+        held.release()  # Discord now has no room: 30005
+        told = t("ru", "room.refused.spectate", reason=t("ru", "failure.max_roles", limit=ROLE_CAP))
+        await table.fake.wait_until(
+            lambda: told in dms(table, "p8") or None, WAIT, "the member was not told"
+        )
+        await table.drain()
+        await table.fake.wait_until(
+            lambda: not any(may(table, city, p) & SEND for p in living) or None,
+            WAIT,
+            "the living still write after the end",
+        )
+        record = await table.bot.storage.game(game)
+        assert record is not None and not record.channels.get("spectators")
+        assert not may(table, city, "p8") & VIEW
