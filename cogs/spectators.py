@@ -22,6 +22,10 @@ tribune, and the end's reveal (which opens the rooms to every player) does
 not open them to it: a spectator never reads a secret. The city channel
 carries one overwrite more, whatever the number of spectators.
 
+At Discord's cap of 250 roles a first spectator is told there is no room for the role, and
+nothing is made (``bot.footprint.room``); if Discord refuses the role anyway, whoever asked is
+told privately and no longer counted as watching.
+
 The game's record keeps who watches (``channels["watching"]``) and the role
 (``channels["spectators"]``, its key until Discord returned its id).
 """

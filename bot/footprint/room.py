@@ -10,7 +10,9 @@ reconciler making again what a person deleted. Each follows one rule: **make bef
   who turns pings off keeps his city role until the quiet twin is made; when Discord refuses
   to make it (the cap reached meanwhile), the swap is given up (its pending items marked
   failed, never sent), the record goes back to what he holds, and he and the host are told.
-  The commands count the room first (:func:`room_of`) and say so at once, making nothing.
+  The commands count the room first (:func:`room_of`) and say so at once, making nothing;
+  nor do they move anyone onto a game role that was deleted and waits for room
+  (:func:`no_swap_room`, :func:`no_spectators_room`).
 * What cannot be made for lack of room is not tried blindly: it is noted (``no_room`` in the
   reconciler's notes, and given up for its passes), the host is told once, and it is made
   again when room is freed: on the gateway's GUILD_ROLE_DELETE and CHANNEL_DELETE
