@@ -20,6 +20,7 @@ from discord.ext import commands
 from bot.channels import exposure
 from bot.errors import UserError
 from bot.footprint import quiet_items
+from bot.footprint.room import ROLE_CAP, no_swap_room
 from bot.i18n import NO_PINGS, key_str, mention, phrase, t
 from bot.outbox.intents import Send
 from bot.service import GameBroken, LiveGame
@@ -292,6 +293,12 @@ class LobbyCog(commands.Cog):
         language = await self.bot.language_for(interaction)
         if live is not None and live.game is not None:
             game = live.game
+            guild = self.bot.get_guild(live.record.guild_id)
+            if no_swap_room(live, str(user.id), guild, wants_pings=wants):
+                # make before break: his role stays until the one he would move onto is there
+                text = t(language, f"notify.{state}_no_room", limit=ROLE_CAP)
+                await interaction.response.send_message(text, ephemeral=True)
+                return
             # while the game's provisioning lane has work (a twin being made), swaps follow it there,
             # so one member's swaps never overtake each other
             busy = bool(await self.bot.storage.pending_outbox(live.id, 1, lane="provision"))

@@ -22,6 +22,10 @@ tribune, and the end's reveal (which opens the rooms to every player) does
 not open them to it: a spectator never reads a secret. The city channel
 carries one overwrite more, whatever the number of spectators.
 
+At Discord's cap of 250 roles a first spectator is told there is no room for the role, and
+nothing is made (``bot.footprint.room``); if Discord refuses the role anyway, whoever asked is
+told privately and no longer counted as watching.
+
 The game's record keeps who watches (``channels["watching"]``) and the role
 (``channels["spectators"]``, its key until Discord returned its id).
 """
@@ -35,6 +39,7 @@ import discord
 
 from bot.errors import UserError
 from bot.footprint import watch_items
+from bot.footprint.room import ROLE_CAP, no_spectators_room
 from bot.i18n import t
 from bot.service import GameBroken, LiveGame
 from bot.storage import FINISHED, GameRecord, GameState, OutboxItem
@@ -155,3 +160,6 @@ async def _may_watch(bot: ProkuratorBot, live: LiveGame, user: discord.abc.User 
         raise UserError("error.spectate_player")
     if not record.open and record.lobby.get("at_end", "keep") == "delete":
         raise UserError("error.spectate_gone")
+    if no_spectators_room(record.channels, bot.get_guild(record.guild_id)):
+        # the spectators' role cannot be made: nothing is promised that is not there
+        raise UserError("error.spectate_no_room", limit=ROLE_CAP)

@@ -263,6 +263,7 @@ async def test_a_started_bot_has_every_hook_in_the_order_of_its_cogs():
         assert qualnames(bot.outbox.failure_hooks) == [
             "HostCog._provision_failed",
             "Reconciler._failed",
+            "RoomWatch._failed",
             "SeasonCog._refused",
         ]
         assert qualnames(bot.service.restorers) == [

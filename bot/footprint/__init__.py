@@ -36,6 +36,11 @@ repairs the difference through the outbox:
 * a member who gains Administrator or Manage Roles during the game (who then
   sees the hidden rooms, or can give himself a game role) is reported in the
   host's log;
+* at Discord's caps (250 roles, 500 channels) nothing fails open
+  (:mod:`bot.footprint.room`): what is made comes before what it replaces,
+  a making Discord refuses leaves members with what they had (they and the
+  host are told), and what the guild has no room for waits, noted, until
+  a role or channel is deleted, then is made again (the host told both times);
 * after the end, while the game's channels are kept (until a transcript
   replaces them), its lock and the spectators' overwrites are put back, and
   who holds which game role; nothing of a finished game is made again.

@@ -17,6 +17,7 @@ from bot.footprint.declared import Footprint, declared, of_roles
 from bot.footprint.diff import Observed, Repairs, confirmed, observe, powers_of, repairs
 from bot.footprint.record import kept_after_end, marker, note_pass, noted_standins, notes
 from bot.footprint.repair import kept_items, notices, remade_items, repair_items, to_log
+from bot.footprint.room import room_of
 from bot.outbox import CREATES
 from bot.service import Broken, LiveGame, NoGame
 from bot.storage import GameRecord, GameState, OutboxItem
@@ -390,6 +391,7 @@ class Reconciler:
         ):
             return
         bot_role = self._bot_role_name(live)
+        room = room_of(self.bot.get_guild(live.record.guild_id))
 
         def change(live: LiveGame) -> list[OutboxItem]:
             if live.record.state != GameState.RUNNING:
@@ -398,7 +400,7 @@ class Reconciler:
                 self.request(live.id)
                 return []
             state = notes(live.record.channels)
-            items = repair_items(live, footprint, found, old_standins)
+            items = repair_items(live, footprint, found, old_standins, room)
             note_pass(state, found.stuck, powers, found.standins)
             channels = live.record.channels
             for line in notices(live, footprint, new_stuck, gained, bot_role):
@@ -411,6 +413,8 @@ class Reconciler:
             self._started.pop(live.id, None)  # noted in the record from now on
         if found or new_stuck or gained:
             _log_repaired(live.id, found, gained)
+        if found.lost_roles or found.lost_places:
+            self.request(live.id)  # what waits for room is given up now: the rest is repaired
 
     def _gained(
         self, live: LiveGame, noted: dict[str, list[str]] | None, powers: dict[str, list[str]]

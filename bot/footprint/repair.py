@@ -5,6 +5,7 @@ again (and what takes their place once made), and what the host is told in his l
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from bot.channels import Overwrite, Target, permission_names
@@ -12,6 +13,7 @@ from bot.footprint.declared import Footprint, PlaceSpec, RoleSpec
 from bot.footprint.diff import Repairs
 from bot.footprint.making import create_channel_item, create_role_item
 from bot.footprint.record import children, notes, put
+from bot.footprint.room import CAP_CODES, Room, defer, made_again
 from bot.i18n import NO_PINGS, mention, phrase
 from bot.outbox import intents
 from bot.service import LiveGame
@@ -25,14 +27,25 @@ Standins = dict[int, dict[int, tuple[int, int]]]
 
 
 def repair_items(
-    live: LiveGame, footprint: Footprint, found: Repairs, old_standins: Standins
+    live: LiveGame,
+    footprint: Footprint,
+    found: Repairs,
+    old_standins: Standins,
+    room: Room | None = None,
 ) -> list[OutboxItem]:
     """What puts the difference right, in the permissions lane: roles given, then taken,
     overwrites put back, member overwrites put or dropped (``old_standins``: those put before).
-    A lost role or channel is made again instead (:func:`remake_items`)."""
+    A lost role or channel is made again instead (:func:`remake_items`; ``room``: what the
+    guild has room for, None if not known)."""
     if found.lost_roles or found.lost_places:
-        return remake_items(live, footprint, found)
+        return remake_items(live, footprint, found, room)
     guild, lane = footprint.guild, "permissions"
+    gone = _given_up_roles(live, footprint)  # Discord has no such role: nothing to give
+    found = replace(
+        found,
+        adds=tuple(add for add in found.adds if add[1] not in gone),
+        overwrites=tuple(o for o in found.overwrites if o[1] not in gone),
+    )
     items = [intents.MemberRole(guild, u, r, True, lane=lane).item() for u, r in found.adds]
     items += [intents.MemberRole(guild, u, r, False, lane=lane).item() for u, r in found.removals]
     items += [
@@ -54,6 +67,12 @@ def repair_items(
     return items
 
 
+def _given_up_roles(live: LiveGame, footprint: Footprint) -> set[int]:
+    """The game roles deleted and not made again (given up, or waiting for room)."""
+    given_up = notes(live.record.channels).get("given_up", [])
+    return {int(role.id) for role in footprint.roles if list(role.path) in given_up}
+
+
 def kept_items(footprint: Footprint, found: Repairs) -> list[OutboxItem]:
     """What puts a finished game's difference right, in the permissions lane: roles taken, then
     given, overwrites put back."""
@@ -70,9 +89,20 @@ def kept_items(footprint: Footprint, found: Repairs) -> list[OutboxItem]:
     return items
 
 
-def remake_items(live: LiveGame, footprint: Footprint, found: Repairs) -> list[OutboxItem]:
+def remake_items(
+    live: LiveGame, footprint: Footprint, found: Repairs, room: Room | None = None
+) -> list[OutboxItem]:
     """Make lost roles and channels again under fresh keys (the record keeps the old ids until
-    they are made: :func:`remade_items` swaps them and says so in the new channels)."""
+    they are made: :func:`remade_items` swaps them and says so in the new channels). When the
+    guild has no ``room`` for all of them, none is tried: they wait until room is freed
+    (:func:`bot.footprint.room.defer`)."""
+    lacking = room.lacking(len(found.lost_roles), len(found.lost_places)) if room else None
+    if lacking is not None:
+        entries = [{"path": list(r.path), "kind": "role", "name": r.name} for r in found.lost_roles]
+        entries += [
+            {"path": list(p.path), "kind": "channel", "name": p.name} for p in found.lost_places
+        ]
+        return defer(live, entries, lacking)
     state = notes(live.record.channels)
     serial = int(state.get("serial", 0)) + 1
     state["serial"] = serial
@@ -146,6 +176,7 @@ def remade_items(
             continue
         path = tuple(entry["path"])
         put(channels, path, new)
+        items += made_again(live, entry["path"])
         if entry["kind"] == "channel" and path != ("category",):
             text = phrase(live, "footprint.channel_again")
             message = {"content": text, "allowed_mentions": NO_PINGS}
@@ -161,8 +192,11 @@ def remade_items(
 def _not_made(
     live: LiveGame, state: dict[str, Any], entry: dict[str, Any], code: str
 ) -> list[OutboxItem]:
-    """A role or channel Discord refused to make again: given up, and the host told."""
+    """A role or channel Discord refused to make again: given up, and the host told; one
+    refused for a cap waits for room instead (:func:`bot.footprint.room.defer`)."""
     log.error("game %s: %s was not made again (Discord: %s)", live.id, entry["key"], code)
+    if code in CAP_CODES:
+        return defer(live, [entry], CAP_CODES[code])
     state.setdefault("given_up", []).append(entry["path"])
     text = phrase(
         live, f"footprint.not_made.{entry['kind']}", name=entry.get("name", "—"), code=code

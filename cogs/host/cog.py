@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from bot.footprint import (
     Reconciler,
 )
+from bot.footprint.room import RoomWatch
 from bot.wiring import Hooks
 from cogs.idle import IdleWatch
 
@@ -46,6 +47,8 @@ class HostCog(HostSettings, HostPlay, HostHandover):
         self.hostless = HostlessLobbies(bot)
         self.footprint = Reconciler(bot)
         """Keeps each running game's roles and channels what they should be."""
+        self.room = RoomWatch(bot, self.footprint)
+        """Keeps what the footprint makes mid-game fail-closed at Discord's caps."""
         self.idle_watch = IdleWatch(bot)
 
     def hooks(self) -> Hooks:
@@ -62,12 +65,14 @@ class HostCog(HostSettings, HostPlay, HostHandover):
                     restorers=[self.strikes.restore, self.hostless.restore],
                 ),
                 self.footprint.hooks(),
+                self.room.hooks(),
                 self.idle_watch.hooks(),
             ]
         )
 
     async def cog_unload(self) -> None:
         """Stop listening to the outbox."""
+        self.room.close()
         if self._provision_idle in self.bot.outbox.idle_hooks:
             self.bot.outbox.idle_hooks.remove(self._provision_idle)
         if self._provision_failed in self.bot.outbox.failure_hooks:
