@@ -127,7 +127,8 @@ def wire(bot: ProkuratorBot, hooks: Hooks) -> None:
     arm the timers), then each cog's in the order the cogs were loaded (``bot.bot.EXTENSIONS``),
     then the order within each cog's ``hooks()``. After a commit that is: the outbox, the
     timers, the host's leave strikes, the footprint's reconciler, the attendance check, the
-    archiver, the season's transcripts; an idle lane: the start's provisioning, the
+    last word's (a speaker the game let go is cut short), the archiver, the season's
+    transcripts; an idle lane: the start's provisioning, the
     reconciler, the season. Call it once, before any game is loaded: loading the cogs does not
     yield to the event loop, so nothing they start runs before their hooks are in.
 

@@ -250,6 +250,7 @@ async def test_a_started_bot_has_every_hook_in_the_order_of_its_cogs():
             "LeaveStrikes.arm",
             "Reconciler._committed",
             "AttendanceCog.arm",
+            "LastWordCog._committed",
             "Archiver.game_ended",
             "SeasonCog.game_ended",
         ]
