@@ -124,11 +124,13 @@ class LastWordCog(commands.Cog):
         """Seconds times the attempt number between failed voice reconnects while recording."""
 
     def hooks(self) -> Hooks:
-        """The last word's and the Stop buttons; the outbox's ``voice`` items (recordings)."""
+        """The last word's and the Stop buttons; the outbox's ``voice`` items (recordings);
+        ``/host skip``; a speaker the game let go cut short after every commit."""
         return Hooks(
             after_commit=[self._committed],
             components={"lastword": self._lastword_button, "stop": self._stop_button},
             outbox_handlers={"voice": self.post_recording},
+            skip_last_word=self.skip,
         )
 
     def _committed(self, live: LiveGame) -> None:

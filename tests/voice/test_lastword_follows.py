@@ -175,3 +175,34 @@ async def test_the_nominee_replaced_while_he_speaks_is_cut_short() -> None:
 
         await assert_cut_short(tb, recorder, spoken, "replaced")
         assert tb.nominee not in tb.table.game.players
+
+
+async def test_the_hosts_skip_stops_the_recording_at_once_and_the_bot_leaves() -> None:
+    async with tribune() as tb:
+        recorder, spoken = await speaking(tb, 100)
+
+        skipped = await run(tb.table, "host", "host skip")
+        assert skipped.ephemeral and skipped.content == ru("lastword.skipped")
+
+        await tb.finished(timeout=10)
+        assert recorder.clock() - recorder.recording_started < 60
+        await tb.table.fake.wait_until(
+            lambda: not bot_in_voice(tb), 10, "the bot stayed in the tribune"
+        )
+        await tb.table.drain()
+        voice = await tb.voice_message()
+        duration = voice.attachments[0].duration_secs
+        assert duration is not None and spoken - 0.1 < duration < 60
+        line = ru(
+            "lastword.outcome.stopped", player=mention(tb.nominee), length=clock_text(duration)
+        )
+        assert tb.table.fake.message((await tb.calling_message()).id).content == line
+        posted = ru("lastword.posted", player=mention(tb.nominee), length=clock_text(duration))
+        assert len(tb.containing(posted)) == 1
+        assert tb.used_up(), "a skipped last word is had: what he said is it"
+
+
+async def test_skip_without_a_recording_is_refused() -> None:
+    async with tribune() as tb:
+        refused = await run(tb.table, "host", "host skip")
+        assert refused.ephemeral and refused.content == ru("error.no_recording")
