@@ -206,3 +206,24 @@ async def test_skip_without_a_recording_is_refused() -> None:
     async with tribune() as tb:
         refused = await run(tb.table, "host", "host skip")
         assert refused.ephemeral and refused.content == ru("error.no_recording")
+
+
+async def test_the_nominee_killed_before_he_comes_to_the_tribune_is_told_in_the_third_person() -> (
+    None
+):
+    async with tribune() as tb:
+        await tb.ask()
+        await tb.calling_message()  # called; the bot waits for him in the tribune
+
+        await run(tb.table, "host", "host kill", {"player": tb.nominee})
+
+        await tb.finished(timeout=10)
+        await tb.table.fake.wait_until(
+            lambda: not bot_in_voice(tb), 10, "the bot stayed in the tribune"
+        )
+        await tb.table.drain()
+        line = told(tb, "ru", "out", 0.0)
+        assert tb.table.fake.message((await tb.calling_message()).id).content == line
+        assert not tb.voice_messages() and not tb.with_attachments(), "he said nothing"
+        assert not tb.containing(t("ru", "error.not_alive")[:20])
+        assert not list(tb.folder.iterdir())
