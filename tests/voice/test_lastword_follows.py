@@ -53,7 +53,10 @@ async def test_a_voice_server_silent_after_a_move_is_given_up_within_the_bound_u
         assert tb.is_recording(), "still trying while the bound is not reached"
         server.clock.advance(GIVE_UP)
         # given up on the clock's bound: at once, not after the attempts' own timeouts
-        await tb.finished(timeout=4)
+        await tb.table.fake.wait_until(
+            lambda: not tb.is_recording(), 4, "the link was not given up at the bound"
+        )
+        await tb.finished(timeout=30)
 
         voice = await tb.voice_message()
         ogg = voice.attachments[0].data
