@@ -150,6 +150,14 @@ def cut_short_message(live: LiveGame, player: str, reason: str, duration: float)
     )
 
 
+def channels_kept(live: LiveGame) -> bool:
+    """Whether the game's channels are there to be posted in: it has some, and they are not
+    being deleted with its end (``at_end: delete``)."""
+    over = live.game is None or live.game.over or live.record.state != GameState.RUNNING
+    deleted = over and live.record.lobby.get("at_end", "keep") == "delete"
+    return bool(live.record.channels) and not deleted
+
+
 def cut_short_items(
     live: LiveGame,
     player: str,
@@ -162,11 +170,14 @@ def cut_short_items(
     """A recording the game cut short (``reason``: see :func:`interruption`): his line in
     each channel (``refs``) says why and how long what is posted lasts; what he said
     (``info``, None when nothing) follows it as a voice message, not as his last word (the
-    rules no longer give him one). The recording ``part`` becomes the posted file."""
+    rules no longer give him one). The recording ``part`` becomes the posted file. Nothing
+    where the game's channels go with its end."""
+    if not channels_kept(live):
+        return []
     duration = info.duration_secs if info is not None else 0.0
     line = cut_short_message(live, player, reason, duration)
     items = [Edit(each, line).item() for each in refs]
-    if info is not None and live.record.channels:
+    if info is not None:
         path = part.with_suffix("")  # name.ogg.part -> name.ogg
         os.replace(part, path)
         items += recording_items(
@@ -189,7 +200,7 @@ def restart_items(live: LiveGame, player: str, token: str) -> list[OutboxItem]:
 def announce_items(live: LiveGame, text: str, player: str) -> list[OutboxItem]:
     """A line where his last word is called: his city's channel and the cities voting on him
     (none once he is out of the game or its channels are gone)."""
-    if live.game is None or not live.record.channels or player not in live.game.players:
+    if not channels_kept(live) or live.game is None or player not in live.game.players:
         return []
     return [
         Send({"content": text, "allowed_mentions": NO_PINGS}, channel).item()
@@ -365,6 +376,7 @@ async def post_voice(http: HTTPClient, item: OutboxItem) -> int | None:
 __all__ = [
     "announce_items",
     "cancelled_text",
+    "channels_kept",
     "city_channels",
     "clock_text",
     "closed_message",

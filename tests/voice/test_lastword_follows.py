@@ -230,3 +230,25 @@ async def test_the_nominee_killed_before_he_comes_to_the_tribune_is_told_in_the_
         assert not tb.voice_messages() and not tb.with_attachments(), "he said nothing"
         assert not tb.containing(t("ru", "error.not_alive")[:20])
         assert not list(tb.folder.iterdir())
+
+
+async def test_the_game_ended_with_its_channels_deleted_posts_nothing_of_the_cut_recording() -> (
+    None
+):
+    async with tribune() as tb:  # at its end, every request must be one Discord accepts
+        await speaking(tb, 100)
+        tb.live.record.lobby["at_end"] = "delete"  # as the host set it up
+        calling = await tb.calling_message()
+        line = tb.table.fake.message(calling.id).content
+
+        await run(tb.table, "host", "host end")
+
+        await tb.finished(timeout=30)
+        await tb.table.fake.wait_until(
+            lambda: not bot_in_voice(tb), 10, "the bot stayed in the tribune"
+        )
+        await tb.table.drain()
+        assert tb.table.fake.state.channels[tb.city_channel].deleted
+        assert tb.table.fake.message(calling.id).content == line, "no edit of a deleted line"
+        assert not tb.voice_messages()
+        assert not list(tb.folder.iterdir()), "nothing of the recording is kept"
