@@ -408,7 +408,7 @@ class LastWordCog(commands.Cog):
         final = outcome_message(live, player, result, duration)
         for each in refs:
             await self._post_now(live, Edit(each, final).item())
-        await self._keep(live, player, token, part, result, info)
+        await self._keep(live, player, token, part, result, info, (channels, refs))
 
     async def _take(
         self,
@@ -513,9 +513,11 @@ class LastWordCog(commands.Cog):
         part: Path,
         result: RecordingResult,
         info: RecordingInfo | None,
+        lines: tuple[list[int], list[str]],
     ) -> None:
         """What becomes of a finished recording: posted as his last word; nothing said, his
-        last word given in silence; a technical failure, his last word kept for another try."""
+        last word given in silence; a technical failure, his last word kept for another try;
+        the rules refusing it now (the game moved on meanwhile), cut short after all."""
         if result.technical_failure:
             part.unlink(missing_ok=True)
             if result.outcome is not RecordingOutcome.no_audio:
@@ -542,9 +544,8 @@ class LastWordCog(commands.Cog):
                 info.waveform,
             )
         except (RuleError, NoGame):
-            part.unlink(missing_ok=True)
             reason = interruption(live, player) or "moved_on"
-            await self._announce(live, cancelled_text(live, player, reason), player)
+            await self._cut_short(live, player, part, info, *lines, reason)
             return
         except BaseException as error:
             # Cancelled before the commit: the .part stays for the next start to report.
