@@ -15,8 +15,10 @@ import pytest
 
 from bot.config import LastWord
 from bot.i18n import mention, t
+from bot.storage import OutboxItem
 from bot.voice.recorder import Recorder
 from cogs.lastword import clock_text
+from rules import ProcuratorKill
 from tests.cogs.scenes import run
 from tests.voice.test_lastword_network import speech
 from tests.voice.test_lastword_reconnect import nominee_recorded
@@ -252,3 +254,34 @@ async def test_the_game_ended_with_its_channels_deleted_posts_nothing_of_the_cut
         assert tb.table.fake.message(calling.id).content == line, "no edit of a deleted line"
         assert not tb.voice_messages()
         assert not list(tb.folder.iterdir()), "nothing of the recording is kept"
+
+
+async def test_a_kill_between_the_recordings_end_and_its_commit_cuts_it_short_after_all() -> None:
+    async with tribune() as tb:
+        _, spoken = await speaking(tb, 100)
+        storage = tb.table.bot.storage
+        add_outbox = storage.add_outbox
+        stopped = ru("lastword.outcome.stopped", player=mention(tb.nominee), length="")[:-3]
+
+        async def killing_first(game_id: int, items: list[OutboxItem]) -> None:
+            # his outcome line is stored: the Procurator strikes before the last word's commit
+            if any(stopped in str(item.payload) for item in items) and tb.nominee in (
+                tb.table.game.alive()
+            ):
+                await tb.table.bot.service.apply(game_id, ProcuratorKill(tb.nominee), source="host")
+            await add_outbox(game_id, items)
+
+        storage.add_outbox = killing_first  # type: ignore[method-assign]
+        await tb.stop()
+
+        await tb.finished(timeout=10)
+        await tb.table.drain()
+        assert not tb.table.game.is_alive(tb.nominee) and not tb.used_up()
+        voice = await tb.voice_message()
+        duration = voice.attachments[0].duration_secs
+        assert duration is not None and duration >= spoken - 0.1
+        line = told(tb, "ru", "out", duration)
+        assert tb.table.fake.message((await tb.calling_message()).id).content == line
+        assert not tb.containing(t("ru", "error.not_alive")[:20])
+        cancelled = ru("lastword.cancelled", player=mention(tb.nominee), reason="|").split("|")[0]
+        assert not tb.containing(cancelled), "no second line contradicting the first"
