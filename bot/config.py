@@ -57,6 +57,9 @@ class LastWord:
     """Seconds a nominee who steps out of the voice channel has to come back to the same last word."""
     reconnect_attempts: int = 3
     """Fresh voice connections tried in a row when the bot's own drops while recording."""
+    reconnect_give_up: int = 20
+    """Seconds after the bot's voice link drops while recording until it is given up, whatever
+    is under way (what was said is posted, ending with the last audio heard)."""
 
 
 @dataclass(frozen=True)
@@ -336,6 +339,7 @@ def _last_word(section: Mapping[str, Any], default: LastWord) -> LastWord:
         "max_upload_mib": (1, 25),
         "leave_grace": (0, 170),
         "reconnect_attempts": (0, 10),
+        "reconnect_give_up": (1, 120),
     }
     return replace(
         default,

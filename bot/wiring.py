@@ -32,6 +32,8 @@ Explainer = Callable[["discord.Interaction", "RuleError"], Awaitable[str | None]
 TextFallback = Callable[[str, str], str | None]
 #: told the ids Discord gave the synced commands (their name → id)
 CommandIds = Callable[[dict[str, int]], None]
+#: ``/host skip``: stops the last word being recorded in the interaction's game
+SkipLastWord = Callable[["discord.Interaction"], Awaitable[None]]
 #: a gateway event's listener (``bot.add_listener``)
 GatewayListener = Callable[..., Coroutine[Any, Any, None]]
 
@@ -39,7 +41,8 @@ GatewayListener = Callable[..., Coroutine[Any, Any, None]]
 @dataclass
 class Hooks:
     """What a part of the bot plugs in. Lists keep their order; a single hook (``render``,
-    ``render_reminder``, ``explain_refusal``, ``text_fallback``) comes from one part at most."""
+    ``render_reminder``, ``explain_refusal``, ``text_fallback``, ``skip_last_word``) comes from
+    one part at most."""
 
     render: Renderer | None = None
     """Turns a command's events into outbox items (``GameService.render``)."""
@@ -65,6 +68,8 @@ class Hooks:
     """Words a rules' refusal better than its catalogue entry (the bot's error handler)."""
     text_fallback: TextFallback | None = None
     """Fills the ``{cmd_...}`` fields of any text (:func:`bot.i18n.use_fallback`)."""
+    skip_last_word: SkipLastWord | None = None
+    """``/host skip``: stops the last word being recorded (:mod:`cogs.lastword`)."""
     command_ids: list[CommandIds] = field(default_factory=list)
     """Told the synced commands' ids (:meth:`bot.bot.ProkuratorBot.sync_commands`)."""
     gateway: list[tuple[str, GatewayListener]] = field(default_factory=list)
@@ -79,7 +84,13 @@ class Hooks:
         """
         whole = cls()
         for part in parts:
-            for name in ("render", "render_reminder", "explain_refusal", "text_fallback"):
+            for name in (
+                "render",
+                "render_reminder",
+                "explain_refusal",
+                "text_fallback",
+                "skip_last_word",
+            ):
                 if getattr(part, name) is not None:
                     if getattr(whole, name) is not None:
                         raise ValueError(f"two parts declare {name}")
@@ -126,11 +137,11 @@ def wire(bot: ProkuratorBot, hooks: Hooks) -> None:
     :meth:`Hooks.joined` keeps: the bot's own first (after every commit: kick the outbox, then
     arm the timers), then each cog's in the order the cogs were loaded (``bot.bot.EXTENSIONS``),
     then the order within each cog's ``hooks()``. After a commit that is: the outbox, the
-    timers, the bot's powers, the host's leave strikes, the footprint's reconciler, the
-    attendance check, the archiver, the season's transcripts; an idle lane: the start's
-    provisioning, the reconciler, the season. Call it once, before any game is loaded: loading
-    the cogs does not yield to the event loop, so nothing they start runs before their hooks
-    are in.
+    timers, the bot's powers, the host's leave strikes, the lobbies whose host left, the
+    footprint's reconciler, the attendance check, the last word's (a speaker the game let go is
+    cut short), the archiver, the season's transcripts; an idle lane: the start's provisioning,
+    the reconciler, the season. Call it once, before any game is loaded: loading the cogs does
+    not yield to the event loop, so nothing they start runs before their hooks are in.
 
     Raises:
         ValueError: a hook would replace one the outbox has (an outbox kind it handles).

@@ -16,22 +16,21 @@ loses a finished last word and never posts it twice. A technical failure
 word: the player is told to try again or to upload. ``/lastword upload``
 takes his own recording, prepared in a worker thread.
 
-The recording outlives the bot's own voice reconnects (Discord moving the
-call to another voice server, a crashed one): the bot reconnects, up to
-``last_word.reconnect_attempts`` fresh connections in a row, and the same
-file goes on, the time away as silence; if every attempt fails, what was
-said so far is posted. A nominee who steps out of the tribune has
-``last_word.leave_grace`` seconds to come back to the same last word (his
-cities are told both), the time away as silence too.
+The recording outlives the bot's own voice reconnects (up to
+``last_word.reconnect_attempts`` fresh connections, all within
+``last_word.reconnect_give_up`` seconds, the time away as silence; if the link
+does not come back, what was said is posted, ending with his last audio) and
+a nominee stepping out for up to ``last_word.leave_grace`` seconds.
 
-The file follows the recorder's timeline: the silence before his first word
-is in it and counts towards the limit, so a full recording lasts exactly
-``last_word_seconds``; a client that reconnects mid-speech (new SSRC, new
-timestamps) gives one file, with the time he was away as silence. The file
-is 48 kHz mono Ogg Opus, as Discord's clients record voice messages. Until his last word is committed the recording is a
-``.part`` file; one that a stopped or killed process leaves behind is
-reported at the next start (the line naming him says the recording was
-interrupted, his city is told he may ask again) and dropped.
+The last word follows the game: after every commit, a speaker who is out of
+it (killed, struck out, replaced), or a game that is over, stops his
+recording at once; the bot leaves the tribune, his line says why and how
+long what he said lasts, in the third person, and that is posted after it
+(not as his last word: the rules no longer give him one). The file follows
+the recorder's timeline (:mod:`bot.voice.recorder`): 48 kHz mono Ogg Opus,
+the silence before his first word in it. Until it is committed or posted
+the recording is a ``.part`` file; one a stopped process leaves behind is
+reported at the next start and dropped.
 """
 
 from __future__ import annotations
@@ -53,7 +52,6 @@ from discord.ext import commands
 
 from bot.errors import UserError
 from bot.i18n import key_str, mention, phrase
-from bot.limits import CITIES
 from bot.outbox.intents import Edit, Send
 from bot.service import LiveGame, NoGame
 from bot.storage import OutboxItem
@@ -61,21 +59,25 @@ from bot.voice import tribune
 from bot.voice.ogg import RecordingInfo
 from bot.voice.receiver import ReceivingVoiceClient
 from bot.voice.recorder import OggSink, Recorder, RecordingOutcome, RecordingResult
-from bot.voice.upload import PreparedAudio, UploadError, prepare_upload
+from bot.voice.upload import PreparedAudio
 from bot.wiring import Hooks
 from cogs.common import player_of, require_host, running_game
 from cogs.render import pings_on
 from cogs.speech import (
     announce_items,
+    cancelled_text,
     city_channels,
     clock_text,
-    closed_message,
+    cut_short_items,
     has_spoken,
+    interruption,
     line_refs,
     outcome_message,
     post_voice,
     progress_message,
     publish,
+    restart_items,
+    take_upload,
 )
 from rules import RequestLastWord, RuleError
 
@@ -122,11 +124,21 @@ class LastWordCog(commands.Cog):
         """Seconds times the attempt number between failed voice reconnects while recording."""
 
     def hooks(self) -> Hooks:
-        """The last word's and the Stop buttons; the outbox's ``voice`` items (recordings)."""
+        """The last word's and the Stop buttons; the outbox's ``voice`` items (recordings);
+        ``/host skip``; a speaker the game let go cut short after every commit."""
         return Hooks(
+            after_commit=[self._committed],
             components={"lastword": self._lastword_button, "stop": self._stop_button},
             outbox_handlers={"voice": self.post_recording},
+            skip_last_word=self.skip,
         )
+
+    def _committed(self, live: LiveGame) -> None:
+        """After every commit of a game: a last word the game no longer lets go on (the
+        speaker out of it, replaced, the game over) is cut short at once."""
+        current = self.recording.get(live.id)
+        if current is not None and interruption(live, current[0]) is not None:
+            current[1].stop(cut=True)
 
     async def cog_load(self) -> None:
         """Report recordings a previous process was stopped in the middle of, and drop them."""
@@ -159,13 +171,7 @@ class LastWordCog(commands.Cog):
                 "last word of %s in game %s was interrupted by a restart; dropped", player, game_id
             )
             (self.folder / f"{game_id}-{player}-{token}.ogg").unlink(missing_ok=True)
-            line = phrase(live, "lastword.outcome.interrupted", player=mention(player))
-            # one line per city it was told in
-            for ref in line_refs(f"lastword:{player}:{token}", CITIES):
-                await self._post_now(live, Edit(ref, closed_message(line)).item())
-            await self._announce(
-                live, phrase(live, "lastword.interrupted", player=mention(player)), player
-            )
+            await self._post_now(live, *restart_items(live, player, token))
         part.unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ commands
@@ -220,39 +226,19 @@ class LastWordCog(commands.Cog):
         player: str,
         file: discord.Attachment,
     ) -> None:
-        game = live.game
-        assert game is not None
         await interaction.response.defer(ephemeral=True, thinking=True)
         key = f"upload:{player}"
         self.bot.service.hold(live.id, key)
         try:
-            data = await file.read()
-            prepared = await asyncio.to_thread(
-                prepare_upload,
-                data,
-                file.filename,
-                file.content_type,
-                max_seconds=game.options.last_word_seconds,
-            )
-            text = await publish(
+            text = await take_upload(
                 self.bot.service,
                 self.folder,
                 live,
                 player,
-                secrets.token_hex(4),
-                prepared.ogg_bytes,
-                prepared.duration_secs,
-                prepared.waveform,
+                file,
                 interaction_id=interaction.id,
+                max_mib=self.bot.config.last_word.max_upload_mib,
             )
-        except UploadError as error:
-            log.info("upload of %s in game %s refused: %s (%s)", player, live.id, error.code, error)
-            text = phrase(
-                live, f"upload.{error.code}", limit=self.bot.config.last_word.max_upload_mib
-            )
-        except (RuleError, discord.HTTPException) as error:
-            log.info("upload of %s in game %s failed: %s", player, live.id, error)
-            text = phrase(live, "lastword.upload_failed")
         finally:
             await self.bot.service.release(live.id, key)
         await interaction.edit_original_response(
@@ -370,19 +356,9 @@ class LastWordCog(commands.Cog):
         game = live.game
         player = request.player
         assert game is not None
-        try:
-            game.check(RequestLastWord(player))
-        except RuleError as error:
-            await self._announce(
-                live,
-                phrase(
-                    live,
-                    "lastword.cancelled",
-                    player=mention(player),
-                    reason=phrase(live, f"error.{error.code}", **error.params),
-                ),
-                player,
-            )
+        reason = interruption(live, player)
+        if reason is not None:
+            await self._announce(live, cancelled_text(live, player, reason), player)
             return
         key = f"lastword:{player}"
         self.bot.service.hold(live.id, key)
@@ -403,6 +379,11 @@ class LastWordCog(commands.Cog):
                 live, phrase(live, "lastword.technical", player=mention(player)), player
             )
             return
+        reason = interruption(live, player)  # the game went on while the bot joined
+        if reason is not None:
+            await self._disconnect(live.record.guild_id)
+            await self._announce(live, cancelled_text(live, player, reason), player)
+            return
         channels = city_channels(live, player)
         refs = line_refs(f"lastword:{player}:{token}", len(channels))
         # The .part exists before the line naming him: a restart finds every line to correct.
@@ -419,10 +400,15 @@ class LastWordCog(commands.Cog):
             result.reconnects,
             result.absences,
         )
+        reason = interruption(live, player)
+        if reason is not None:
+            posted = info if result.packets_written else None
+            await self._cut_short(live, player, part, posted, channels, refs, reason)
+            return
         final = outcome_message(live, player, result, duration)
         for each in refs:
             await self._post_now(live, Edit(each, final).item())
-        await self._keep(live, player, token, part, result, info)
+        await self._keep(live, player, token, part, result, info, (channels, refs))
 
     async def _take(
         self,
@@ -506,6 +492,7 @@ class LastWordCog(commands.Cog):
             reconnect=reconnect,
             reconnect_attempts=config.reconnect_attempts,
             reconnect_backoff=self.reconnect_backoff,
+            reconnect_give_up=float(config.reconnect_give_up),
         )
 
     async def _call(
@@ -526,9 +513,11 @@ class LastWordCog(commands.Cog):
         part: Path,
         result: RecordingResult,
         info: RecordingInfo | None,
+        lines: tuple[list[int], list[str]],
     ) -> None:
         """What becomes of a finished recording: posted as his last word; nothing said, his
-        last word given in silence; a technical failure, his last word kept for another try."""
+        last word given in silence; a technical failure, his last word kept for another try;
+        the rules refusing it now (the game moved on meanwhile), cut short after all."""
         if result.technical_failure:
             part.unlink(missing_ok=True)
             if result.outcome is not RecordingOutcome.no_audio:
@@ -554,14 +543,9 @@ class LastWordCog(commands.Cog):
                 info.duration_secs,
                 info.waveform,
             )
-        except (RuleError, NoGame) as error:
-            part.unlink(missing_ok=True)
-            reason = phrase(live, f"error.{getattr(error, 'code', 'no_game')}")
-            await self._announce(
-                live,
-                phrase(live, "lastword.cancelled", player=mention(player), reason=reason),
-                player,
-            )
+        except (RuleError, NoGame):
+            reason = interruption(live, player) or "moved_on"
+            await self._cut_short(live, player, part, info, *lines, reason)
             return
         except BaseException as error:
             # Cancelled before the commit: the .part stays for the next start to report.
@@ -570,14 +554,33 @@ class LastWordCog(commands.Cog):
             raise
         part.unlink(missing_ok=True)
 
+    async def _cut_short(
+        self,
+        live: LiveGame,
+        player: str,
+        part: Path,
+        info: RecordingInfo | None,
+        channels: list[int],
+        refs: list[str],
+        reason: str,
+    ) -> None:
+        """A recording the game cut short: told and posted at once (:func:`cut_short_items`);
+        the bot leaves the tribune unless someone waits for it."""
+        await self._post_now(
+            live, *cut_short_items(live, player, part, info, channels, refs, reason)
+        )
+        part.unlink(missing_ok=True)
+        if not self.queues.get(live.id):
+            await self._disconnect(live.record.guild_id)
+
     # ------------------------------------------------------------------ posting
 
     async def post_recording(self, item: OutboxItem) -> int | None:
         """The outbox handler of ``voice`` items: a voice message, else a plain attachment."""
         return await post_voice(self.bot.http, item)
 
-    async def _post_now(self, live: LiveGame, item: OutboxItem) -> None:
-        await self.bot.storage.add_outbox(live.id, [item])
+    async def _post_now(self, live: LiveGame, *items: OutboxItem) -> None:
+        await self.bot.storage.add_outbox(live.id, list(items))
         self.bot.outbox.kick(live.id)
 
     async def _announce(self, live: LiveGame, text: str, player: str) -> None:

@@ -2,6 +2,11 @@
 follow his recording, the recording committed with its posts, and the outbox's handler that
 uploads it.
 
+A last word follows the game (:func:`interruption`): once the nominee is out of it
+(killed, struck out, replaced) or the game is over, his recording is cut short, and
+the one line about it says why, in the third person, with the length of what is
+posted.
+
 A last word is told where it is heard: in the cities voting on the nominee
 and in his own city, one line in each, the first named ``lastword:{player}:
 {token}`` and the others ``…:1``, ``…:2``, so that every edit (the clock, the
@@ -10,8 +15,10 @@ outcome) reaches all of them.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +26,13 @@ import discord
 from discord.http import HTTPClient
 
 from bot.i18n import NO_PINGS, mention, phrase
-from bot.outbox.intents import Send, Voice
+from bot.limits import CITIES
+from bot.outbox.intents import Edit, Send, Voice
 from bot.service import GameService, LiveGame
-from bot.storage import OutboxItem
+from bot.storage import GameState, OutboxItem
+from bot.voice.ogg import RecordingInfo
 from bot.voice.recorder import RecordingOutcome, RecordingResult
+from bot.voice.upload import UploadError, prepare_upload
 from bot.voice.voice_message import post_audio_attachment, post_voice_message
 from rules import RequestLastWord, RuleError
 
@@ -98,10 +108,99 @@ def outcome_message(
     return closed_message(phrase(live, key, player=mention(player), length=clock_text(duration)))
 
 
+def interruption(live: LiveGame, player: str) -> str | None:
+    """Why the game no longer lets ``player``'s last word go on, or None while it does:
+    ``ended`` (the game is over), ``replaced``, ``out`` (killed, struck out), ``used`` (his
+    last word is had), ``moved_on`` (any other refusal of the rules). Its words are
+    ``lastword.reason.{reason}``."""
+    game = live.game
+    if game is None or game.over or live.record.state != GameState.RUNNING:
+        return "ended"
+    if player not in game.players:
+        return "replaced"
+    if player not in game.alive():
+        return "out"
+    try:
+        game.check(RequestLastWord(player))
+    except RuleError as error:
+        return "used" if error.code == "last_word_used" else "moved_on"
+    return None
+
+
+def cancelled_text(live: LiveGame, player: str, reason: str) -> str:
+    """The line of a last word that will not take place (``reason``: see :func:`interruption`)."""
+    return phrase(
+        live,
+        "lastword.cancelled",
+        player=mention(player),
+        reason=phrase(live, f"lastword.reason.{reason}"),
+    )
+
+
+def cut_short_message(live: LiveGame, player: str, reason: str, duration: float) -> dict[str, Any]:
+    """The line of a recording the game cut short: why, and how long what is posted lasts."""
+    return closed_message(
+        phrase(
+            live,
+            "lastword.outcome.cut_short",
+            player=mention(player),
+            reason=phrase(live, f"lastword.reason.{reason}"),
+            length=clock_text(duration),
+        )
+    )
+
+
+def channels_kept(live: LiveGame) -> bool:
+    """Whether the game's channels are there to be posted in: it has some, and they are not
+    being deleted with its end (``at_end: delete``)."""
+    over = live.game is None or live.game.over or live.record.state != GameState.RUNNING
+    deleted = over and live.record.lobby.get("at_end", "keep") == "delete"
+    return bool(live.record.channels) and not deleted
+
+
+def cut_short_items(
+    live: LiveGame,
+    player: str,
+    part: Path,
+    info: RecordingInfo | None,
+    channels: list[int],
+    refs: list[str],
+    reason: str,
+) -> list[OutboxItem]:
+    """A recording the game cut short (``reason``: see :func:`interruption`): his line in
+    each channel (``refs``) says why and how long what is posted lasts; what he said
+    (``info``, None when nothing) follows it as a voice message, not as his last word (the
+    rules no longer give him one). The recording ``part`` becomes the posted file. Nothing
+    where the game's channels go with its end."""
+    if not channels_kept(live):
+        return []
+    duration = info.duration_secs if info is not None else 0.0
+    line = cut_short_message(live, player, reason, duration)
+    items = [Edit(each, line).item() for each in refs]
+    if info is not None:
+        path = part.with_suffix("")  # name.ogg.part -> name.ogg
+        os.replace(part, path)
+        items += recording_items(
+            live, player, path, duration, info.waveform, channels=channels, named=False
+        )
+    return items
+
+
+def restart_items(live: LiveGame, player: str, token: str) -> list[OutboxItem]:
+    """A recording a restart interrupted: his line (in each city it may have been told in)
+    says so, and his cities are told he may ask again, while the game lets him."""
+    line = closed_message(phrase(live, "lastword.outcome.interrupted", player=mention(player)))
+    items = [Edit(ref, line).item() for ref in line_refs(f"lastword:{player}:{token}", CITIES)]
+    if interruption(live, player) is None:
+        text = phrase(live, "lastword.interrupted", player=mention(player))
+        items += announce_items(live, text, player)
+    return items
+
+
 def announce_items(live: LiveGame, text: str, player: str) -> list[OutboxItem]:
     """A line where his last word is called: his city's channel and the cities voting on him
     (none once he is out of the game or its channels are gone)."""
-    if live.game is None or not live.record.channels or player not in live.game.players:
+    if not channels_kept(live) or live.game is None or player not in live.game.players:
         return []
     return [
         Send({"content": text, "allowed_mentions": NO_PINGS}, channel).item()
@@ -110,26 +209,36 @@ def announce_items(live: LiveGame, text: str, player: str) -> list[OutboxItem]:
 
 
 def recording_items(
-    live: LiveGame, player: str, path: Path, duration: float, waveform: str
+    live: LiveGame,
+    player: str,
+    path: Path,
+    duration: float,
+    waveform: str,
+    *,
+    channels: list[int] | None = None,
+    named: bool = True,
 ) -> list[OutboxItem]:
-    """In each of his channels, the line naming him, then the recording at ``path`` as a voice
-    message (the last city's post removes the file)."""
+    """In each of his channels (``channels``, else :func:`city_channels`), the line naming him
+    (unless not ``named``: his line says it already), then the recording at ``path`` as a
+    voice message (the last city's post removes the file)."""
     items = []
-    for channel in city_channels(live, player):
-        items.append(
-            Send(
-                {
-                    "content": phrase(
-                        live,
-                        "lastword.posted",
-                        player=mention(player),
-                        length=clock_text(duration),
-                    ),
-                    "allowed_mentions": NO_PINGS,
-                },
-                channel,
-            ).item()
-        )
+    where = channels if channels is not None else city_channels(live, player)
+    for channel in where:
+        if named:
+            items.append(
+                Send(
+                    {
+                        "content": phrase(
+                            live,
+                            "lastword.posted",
+                            player=mention(player),
+                            length=clock_text(duration),
+                        ),
+                        "allowed_mentions": NO_PINGS,
+                    },
+                    channel,
+                ).item()
+            )
         items.append(
             Voice(
                 channel,
@@ -138,7 +247,7 @@ def recording_items(
                     "duration": duration,
                     "waveform": waveform,
                     "fallback": phrase(live, "lastword.attachment", player=mention(player)),
-                    "keep": channel != city_channels(live, player)[-1],
+                    "keep": channel != where[-1],
                 },
             ).item()
         )
@@ -192,6 +301,48 @@ async def publish(
     return phrase(live, "lastword.done")
 
 
+async def take_upload(
+    service: GameService,
+    folder: Path,
+    live: LiveGame,
+    player: str,
+    file: discord.Attachment,
+    *,
+    interaction_id: int,
+    max_mib: int,
+) -> str:
+    """``/lastword upload``: his own recording prepared in a worker thread (cut to the limit)
+    and committed as his last word (:func:`publish`); his answer, also when it is refused."""
+    game = live.game
+    assert game is not None
+    try:
+        data = await file.read()
+        prepared = await asyncio.to_thread(
+            prepare_upload,
+            data,
+            file.filename,
+            file.content_type,
+            max_seconds=game.options.last_word_seconds,
+        )
+        return await publish(
+            service,
+            folder,
+            live,
+            player,
+            secrets.token_hex(4),
+            prepared.ogg_bytes,
+            prepared.duration_secs,
+            prepared.waveform,
+            interaction_id=interaction_id,
+        )
+    except UploadError as error:
+        log.info("upload of %s in game %s refused: %s (%s)", player, live.id, error.code, error)
+        return phrase(live, f"upload.{error.code}", limit=max_mib)
+    except (RuleError, discord.HTTPException) as error:
+        log.info("upload of %s in game %s failed: %s", player, live.id, error)
+        return phrase(live, "lastword.upload_failed")
+
+
 async def post_voice(http: HTTPClient, item: OutboxItem) -> int | None:
     """A ``voice`` item carried out: a voice message, else a plain attachment."""
     path = Path(item.payload["path"])
@@ -224,14 +375,21 @@ async def post_voice(http: HTTPClient, item: OutboxItem) -> int | None:
 
 __all__ = [
     "announce_items",
+    "cancelled_text",
+    "channels_kept",
     "city_channels",
     "clock_text",
     "closed_message",
+    "cut_short_items",
+    "cut_short_message",
     "has_spoken",
+    "interruption",
     "line_refs",
     "outcome_message",
     "post_voice",
     "progress_message",
     "publish",
     "recording_items",
+    "restart_items",
+    "take_upload",
 ]

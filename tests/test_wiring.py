@@ -252,6 +252,7 @@ async def test_a_started_bot_has_every_hook_in_the_order_of_its_cogs():
             "HostlessLobbies.arm",
             "Reconciler._committed",
             "AttendanceCog.arm",
+            "LastWordCog._committed",
             "Archiver.game_ended",
             "SeasonCog.game_ended",
         ]
@@ -290,6 +291,7 @@ async def test_a_started_bot_has_every_hook_in_the_order_of_its_cogs():
         assert bot.service.render.__qualname__ == "render"
         assert bot.timers.render_reminder.__qualname__ == "reminder_items"
         assert qualnames([bot.wired.explain_refusal]) == ["HelpCog.explain"]
+        assert qualnames([bot.wired.skip_last_word]) == ["LastWordCog.skip"]
 
 
 def test_two_parts_may_not_declare_the_same_single_hook():

@@ -36,8 +36,15 @@ sink and the timeline stay, the time away is silence in the file, the wall
 clock goes on counting the limit. discord.py is given ``reconnect_wait``
 seconds to follow a server move by itself; any other drop, or a move it did
 not finish, is handed to ``reconnect`` (a fresh connection to the channel),
-up to ``reconnect_attempts`` times in a row. Only then does the recording end
-as ``connection_lost``, with what it holds so far.
+up to ``reconnect_attempts`` times in a row, and all of it within
+``reconnect_give_up`` seconds of the drop (a voice server that never answers
+is not waited for: an attempt still under way then is cancelled). Only then
+does the recording end as ``connection_lost``, with what it holds so far: the
+file ends with the last audio heard, not with the time spent failing.
+
+:meth:`Recorder.stop` ends a recording at once, whatever it is waiting for;
+``cut=True`` (the game no longer lets him speak) ends the file with his last
+audio too.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ from typing import Any
 from .ogg import InvalidOpusPacket, opus_packet_samples
 from .outcome import RecordingOutcome, RecordingResult
 from .receiver import ReceivedPacket, ReceivingVoiceClient, UserStats, VoiceReceiver
+from .reconnects import Attempts
 from .sink import OggSink, RecordingSink
 from .timeline import Timeline
 
@@ -138,7 +146,8 @@ class Recorder:
     steps out and when he is back. ``reconnect`` (see the module's text) gives
     a new connection when the bot's own drops, ``reconnect_attempts`` failed
     calls in a row end the recording, ``reconnect_backoff`` times the attempt
-    number is the wait between them.
+    number is the wait between them, and ``reconnect_give_up`` seconds after
+    the drop the link is given up whatever is under way.
     """
 
     def __init__(
@@ -163,6 +172,7 @@ class Recorder:
         reconnect_attempts: int = 3,
         reconnect_wait: float = 5.0,
         reconnect_backoff: float = 1.0,
+        reconnect_give_up: float = 20.0,
     ) -> None:
         if max_seconds <= 0:
             raise ValueError(f"max_seconds must be positive, not {max_seconds}")
@@ -185,19 +195,27 @@ class Recorder:
         self.reconnect_attempts = reconnect_attempts
         self.reconnect_wait = reconnect_wait
         self.reconnect_backoff = reconnect_backoff
+        self.reconnect_give_up = reconnect_give_up
         self.recording_started = 0.0
+        self.down_since: float | None = None
+        """When (the clock) the bot's voice link dropped, while it is being got back."""
         self.away_since: float | None = None
         """When (the clock) the nominee stepped out, while he is out."""
         self.reconnects = 0
         """Voice sessions the bot began while recording (known once it ended)."""
         self.absences = 0
         self._stop_requested = False
+        self._cut = False
         self._wake = asyncio.Event()
         self._ran = False
 
-    def stop(self) -> None:
-        """End the recording now (outcome ``stopped``); safe to call at any time."""
+    def stop(self, *, cut: bool = False) -> None:
+        """End the recording now (outcome ``stopped``); safe to call at any time.
+
+        ``cut``: the file ends with the nominee's last audio, not where it was stopped.
+        """
         self._stop_requested = True
+        self._cut = self._cut or cut
         self._wake.set()
 
     async def run(self) -> RecordingResult:
@@ -333,8 +351,10 @@ class Recorder:
         recorded = (finished if ended_at is None else ended_at) - self.recording_started
         audio_end = timeline.audio_end / SAMPLE_RATE
         end_position = None
+        # a cut recording, or a link lost for good, ends with the last audio heard
+        kept = 0.0 if self._cut or outcome is RecordingOutcome.connection_lost else recorded
         if timeline.first_position is not None:
-            end_position = round(min(self.max_seconds, max(audio_end, recorded)) * SAMPLE_RATE)
+            end_position = round(min(self.max_seconds, max(audio_end, kept)) * SAMPLE_RATE)
         lead_in = (timeline.first_position or 0) / SAMPLE_RATE
         _log.info(
             "Recording of user %d ended: %s (%s); %d packets, %.2f s of audio, "
@@ -417,53 +437,53 @@ class Recorder:
     ) -> tuple[RecordingOutcome, str] | None:
         """The bot's voice link is down: get it back, or say how the recording ends.
 
-        None once a link is alive again (discord.py's own, or a new one).
+        None once a link is alive again (discord.py's own, or a new one). Each
+        attempt runs beside this loop, so that a stop, the limit or the
+        give-up (``reconnect_give_up`` seconds of the clock after the drop)
+        ends it at once, however long a voice server takes not to answer.
         """
-        down_since = self.clock()
-        client = self.voice_client
+        down_since = self.down_since = self.clock()
         _log.warning(
             "Voice connection dropped while recording user %d (close code %s); reconnecting",
             self.user_id,
-            client.close_code(),
+            self.voice_client.close_code(),
         )
-        attempts = 0
-        problems: list[str] = []
-        next_attempt = down_since
-        while True:
-            now = self.clock()
-            up = self._time_is_up(timeline, now - self.recording_started)
-            if up is not None:
-                return up
-            client = self.voice_client
-            if client.link_alive():
-                _log.info(
-                    "Voice connection back after %.2f s (%d attempts of ours); recording "
-                    "user %d goes on",
-                    now - down_since,
-                    attempts,
-                    self.user_id,
+        tries = Attempts(self.clock(), self.reconnect_attempts)
+        try:
+            while True:
+                now = self.clock()
+                up = self._time_is_up(timeline, now - self.recording_started)
+                if up is not None:
+                    return up
+                fresh = tries.finished(self.clock() + self.reconnect_backoff * tries.made)
+                if fresh is not None:
+                    self._move_to(fresh, timeline, stats)
+                if self.voice_client.link_alive():
+                    _log.info(
+                        "Voice connection back after %.2f s (%d attempts of ours); recording "
+                        "user %d goes on",
+                        now - down_since,
+                        tries.made,
+                        self.user_id,
+                    )
+                    return None
+                if now - down_since >= self.reconnect_give_up:
+                    return RecordingOutcome.connection_lost, tries.failure(
+                        f"not back within {self.reconnect_give_up:g} s"
+                    )
+                client = self.voice_client
+                library_moves = (
+                    client.close_code() == _CLOSE_SERVER_MOVED and client.is_connecting()
                 )
-                return None
-            library_moves = client.close_code() == _CLOSE_SERVER_MOVED and client.is_connecting()
-            if library_moves and now - down_since < self.reconnect_wait or now < next_attempt:
+                waiting = library_moves and now - down_since < self.reconnect_wait
+                if not waiting and tries.idle(now):
+                    if self.reconnect is None or tries.made >= self.reconnect_attempts:
+                        return RecordingOutcome.connection_lost, tries.failure("")
+                    tries.start(self.reconnect())
                 await self._sleep()
-                continue
-            if self.reconnect is None or attempts >= self.reconnect_attempts:
-                detail = "the voice connection dropped"
-                if problems:
-                    detail += f" and {attempts} reconnects failed: {'; '.join(problems)}"
-                return RecordingOutcome.connection_lost, detail
-            attempts += 1
-            try:
-                fresh = await self.reconnect()
-            except Exception as exc:  # noqa: BLE001 - any failure is one failed attempt
-                problems.append(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
-                _log.warning(
-                    "Voice reconnect %d of %d failed: %r", attempts, self.reconnect_attempts, exc
-                )
-                next_attempt = self.clock() + self.reconnect_backoff * attempts
-                continue
-            self._move_to(fresh, timeline, stats)
+        finally:
+            tries.cancel()
+            self.down_since = None
 
     def _move_to(
         self, fresh: ReceivingVoiceClient, timeline: _TimelineSink, stats: UserStats

@@ -323,10 +323,10 @@ class HostPlay(HostStart):
         description=key_str("Stop the last word being recorded", "cmd.host.skip.description"),
     )
     async def skip(self, interaction: discord.Interaction) -> None:
-        cog = self.bot.get_cog("LastWordCog")
-        if cog is None:
+        skip = self.bot.wired.skip_last_word
+        if skip is None:
             raise UserError("error.no_recording")
-        await cog.skip(interaction)  # type: ignore[attr-defined]
+        await skip(interaction)
 
     @HOST.command(
         name=key_str("end", "cmd.host.end.name"),

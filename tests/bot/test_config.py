@@ -34,6 +34,7 @@ def test_the_example_documents_every_key_with_its_default():
         "max_upload_mib",
         "leave_grace",
         "reconnect_attempts",
+        "reconnect_give_up",
         "everyone_reads",
         "at_end",
         "first_phase",
@@ -84,6 +85,10 @@ def test_values_override_the_defaults():
         (
             {"last_word": {"reconnect_attempts": -1}},
             "last_word.reconnect_attempts: must be from 0 to 10",
+        ),
+        (
+            {"last_word": {"reconnect_give_up": 0}},
+            "last_word.reconnect_give_up: must be from 1 to 120",
         ),
         ({"channels": {"at_end": "burn"}}, "channels.at_end: must be keep or delete"),
         ({"rules": {"last_word_seconds": 500}}, "rules.last_word_seconds: bad value"),

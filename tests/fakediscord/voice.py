@@ -51,7 +51,8 @@ the proposal, its DAVE session never becomes ready), ``corrupt_dave`` in
 :meth:`FakeSpeaker.play` (frames still look like DAVE frames but fail to
 decrypt), ``transition_lag`` and ``transition_delay`` (frames in flight across
 a transition), :meth:`FakeVoiceServer.drop_connection` (the server gone for
-good), :meth:`FakeVoiceServer.close_bot_websocket` (a close code of Discord's,
+good), ``silent`` (a hung server: websockets accepted, never answered),
+:meth:`FakeVoiceServer.close_bot_websocket` (a close code of Discord's,
 4015 say, or an abrupt end of the TCP connection), :meth:`FakeVoiceServer.move_endpoint`
 (the call moves to another address; with the main gateway's VOICE_SERVER_UPDATE,
 :meth:`tests.fakediscord.world.World.move_voice_server`), and ``speaking_delay``
@@ -1329,6 +1330,10 @@ class FakeVoiceServer:
         self.connections: list[_BotConnection] = []
         self.bot_connected = asyncio.Event()
         self.down = False
+        self.silent = False
+        """A voice server that hangs: new websockets are accepted and never answered (no HELLO)."""
+        self.unanswered = 0
+        """Websockets accepted while ``silent``."""
         self._expected: dict[str, _Expected] = {}
         self._calls: dict[int, _Call] = {}
         self._ssrcs = itertools.count(1001)
@@ -1606,6 +1611,11 @@ class FakeVoiceServer:
             raise web.HTTPServiceUnavailable()
         ws = web.WebSocketResponse(autoping=True)
         await ws.prepare(request)
+        if self.silent:
+            self.unanswered += 1
+            async for _ in ws:  # read and never answered
+                pass
+            return ws
         connection = _BotConnection(self, ws, request.transport, next(self._connection_ids))
         self.connections.append(connection)
         await connection.send_json(OP_HELLO, {"heartbeat_interval": self.heartbeat_interval_ms})

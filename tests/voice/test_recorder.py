@@ -332,6 +332,48 @@ async def test_reconnects_are_bounded() -> None:
         assert "3 reconnects failed" in result.detail and "no voice server answers" in result.detail
 
 
+async def test_a_reconnect_that_never_answers_is_given_up_at_the_bound_unpadded() -> None:
+    async with voice_world() as world:
+        voice_client, speaker, sink = await nominee_in_channel(world)
+        trying, cancelled = asyncio.Event(), asyncio.Event()
+
+        async def reconnect() -> ReceivingVoiceClient:
+            trying.set()
+            try:
+                await asyncio.Event().wait()  # a voice server that never answers
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+            raise AssertionError("never answered")
+
+        recorder, running = start_recording(
+            world,
+            voice_client,
+            sink,
+            max_seconds=100.0,
+            no_audio_timeout=1000.0,
+            reconnect=reconnect,  # type: ignore[arg-type]
+            reconnect_give_up=20.0,
+        )
+        await recording_started(world, voice_client)
+        await speaker.play(opus_packets()[:10])
+        await wait_until(lambda: len(sink.placed) == 10)
+        await world.server.drop_connection()
+        await asyncio.wait_for(trying.wait(), 5)
+        assert recorder.down_since is not None and not running.done()
+
+        world.server.clock.advance(20.0)  # the call's clock: the recorder's and its receiver's
+        result = await asyncio.wait_for(running, 5)
+
+        await asyncio.wait_for(cancelled.wait(), 5)  # the hung attempt is not left running
+        assert result.outcome is RecordingOutcome.connection_lost
+        assert "not back within 20 s" in result.detail
+        assert not result.technical_failure, "he spoke: it is posted"
+        # the file ends with his last packet, not 20 s of failing later
+        last = sink.placed[-1][1] + 960
+        assert result.end_position == last and result.recorded_seconds >= 20.0
+
+
 async def test_frames_that_fail_dave_decryption() -> None:
     async with voice_world() as world:
         voice_client, speaker, sink = await nominee_in_channel(world)

@@ -63,9 +63,12 @@ class Tribune:
     """Player id (Discord user id as text) of the nominee."""
     nominator: str
     speakers: dict[int, FakeSpeaker] = field(default_factory=dict)
+    home: int = field(init=False, default=0)
+    """His city's channel (known once the game is over too)."""
 
     def __post_init__(self) -> None:
         self.wire()
+        self.home = self.table.city_channel(self.city)
 
     def wire(self) -> None:
         """Run the bot's recordings on the voice server's clock, and let it pace its speakers.
@@ -107,7 +110,7 @@ class Tribune:
 
     @property
     def city_channel(self) -> int:
-        return self.table.city_channel(self.city)
+        return self.home
 
     @property
     def voice_channel(self) -> int:
@@ -302,16 +305,21 @@ async def tribune(
     last_word_seconds: int | None = None,
     refusals: bool = False,
     cities: str = "Верона",
+    language: str = "ru",
     **server_options: Any,
 ) -> AsyncIterator[Tribune]:
     """A game with a nominee, the bot and a fake voice server for its tribune (``refusals``: as
-    for :func:`tests.harness.bot_table`)."""
+    for :func:`tests.harness.bot_table`; ``language``: the bot's on that server, set by the
+    host before the game)."""
     server = FakeVoiceServer(**server_options)
     await server.start()
     try:
         config = Config(timers=NO_TIMERS, last_word=last_word)
         async with bot_table(players=players, config=config, refusals=refusals) as table:
             table.fake.voice_server = server
+            if language != "ru":
+                chosen = await table.slash("host", "admin language", {"language": language})
+                await chosen.wait_final()
             live, nominee, nominator = await start_game(
                 table, last_word_seconds=last_word_seconds, cities=cities
             )
