@@ -35,9 +35,12 @@ with the catalogue's "this game is broken", and only closing it (``/host
 end``) is accepted, so the guild can play again.
 
 **A change counts once it is stored.** Before a command (or a change of the record, or a
-start) touches a game in memory, what memory holds is kept (:class:`Before`: the record,
-the rules' state, the votes' times), and if the commit fails the game is put back exactly as
-it was, which is what the database holds, whatever the database is doing meanwhile (it may
+start) touches a game in memory, what undoes it is kept (:class:`Before`, by what changes:
+the rules' game and the votes' times note each change; the record keeps its fields, and its
+contents whole for a change that may touch them, which the commit writes whole anyway: an
+observer or renderer changes a record's contents only with a command that moves the stage or
+ends the game, the commands whose record is stored), and if the commit fails the game is put
+back exactly as it was, which is what the database holds, whatever the database is doing meanwhile (it may
 be down: nothing is read back from it). The sender is told his command did not count
 (:class:`NotStored`); a timer's deadline is tried again after its back-off. A transaction
 that failed is rolled back whole, so memory and database agree again at once. Only when
@@ -221,6 +224,7 @@ class GameService(GameAdmission):
                 return False
             except BaseException as error:
                 raise self._undo(live, before, error, "a change of its record") from error
+            before.keep(live)
             self._remember(interaction_id)
             if live.record.state not in OPEN_STATES:
                 self._drop(game_id)
@@ -271,6 +275,7 @@ class GameService(GameAdmission):
                 )
             except BaseException as error:
                 raise self._undo(live, before, error, "the deal") from error
+            before.keep(live)
             self._remember(interaction_id)
             self._committed(live)
         await self._notify(live, events)
@@ -328,17 +333,15 @@ class GameService(GameAdmission):
         extra_outbox: list[OutboxItem],
         after: Callable[[LiveGame, list[Event]], list[OutboxItem]] | None = None,
     ) -> Applied:
-        before = Before.of(live)
+        before, events, changed = Before.applying(live, command, after=after is not None)
         game, record = live.game, live.record
         assert game is not None
-        stage_before = live.stage_key()
-        events = game.apply(command)  # refused: nothing changed
+        record_changed = before.image is not None  # kept whole: it is stored whole
         record.command_count += 1
         now = self.clock()
         try:
             for observe in self.observers:
                 observe(live, events, now)
-            changed = live.stage_key() != stage_before
             if changed:
                 self._stage_began(live)
             if game.over:
@@ -356,7 +359,7 @@ class GameService(GameAdmission):
                 outbox=items,
                 snapshot=snapshot,
                 rules_version=rules_version(),
-                record_changed=changed or game.over or after is not None,
+                record_changed=record_changed,
                 now=now,
             )
         except aiosqlite.IntegrityError:
@@ -367,6 +370,7 @@ class GameService(GameAdmission):
             return Applied([], duplicate=True)
         except BaseException as error:
             raise self._undo(live, before, error, f"command {command}") from error
+        before.keep(live)
         self._remember(interaction_id)
         if game.over:
             self._drop(live.id)
