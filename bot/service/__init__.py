@@ -14,12 +14,14 @@ changes nothing: two "next" at once move the game on once.
 
 **Answer first where Discord needs it.** Discord takes an interaction's
 answer for 3 s after it was created. A command whose interaction is older
-than :data:`DEFER_AFTER` (from its snowflake's time), or that has to wait for
-the game's lock, is acknowledged ("thinking…") *before* it is committed, and
-answered by editing that message after the commit. If Discord no longer
+than :data:`DEFER_AFTER` (from its snowflake's time) before its commit can
+begin (already, or while it waits for the game's lock: the wait is cut short
+at that age) is acknowledged ("thinking…") *before* it is committed, and
+answered by editing that message after the commit: two calls, only where one
+would come too late. If Discord no longer
 accepts the acknowledgement, the command is not applied (:class:`Expired`):
-the player sees "interaction failed" and nothing counted. A young command
-that finds the lock free is committed first and answered at once (one REST
+the player sees "interaction failed" and nothing counted. A command that
+gets the lock while younger than that is committed first and answered at once (one REST
 call); if that answer still fails, the command stands and the log says so.
 
 **Storage faults.** Each snapshot is stored with a SHA-256 checksum of its
@@ -155,7 +157,7 @@ class GameService(GameAdmission):
             bot.storage.GameExists: the guild already has an open game.
             Expired: Discord no longer accepts the interaction; nothing was stored.
         """
-        await self._answer_first(answer, None)
+        await self._answer_first(answer)
         language = await self.language(guild_id)
 
         def render(record: GameRecord) -> list[OutboxItem]:
@@ -197,10 +199,7 @@ class GameService(GameAdmission):
             GameBroken: the game is broken and the change does not close it.
             Expired: Discord no longer accepts the interaction; nothing changed.
         """
-        lock = self.lock(game_id)
-        await self._answer_first(answer, lock, interaction_id)
-        async with lock:
-            await self._answer_first(answer, None, interaction_id)
+        async with self._locked(game_id, answer, interaction_id):
             if self._seen(interaction_id):
                 return False
             live = await self._fresh(self.live(game_id))
@@ -310,10 +309,7 @@ class GameService(GameAdmission):
             GameBroken: the game is broken.
             Expired: Discord no longer accepts the interaction; nothing changes.
         """
-        lock = self.lock(game_id)
-        await self._answer_first(answer, lock, interaction_id)
-        async with lock:
-            await self._answer_first(answer, None, interaction_id)
+        async with self._locked(game_id, answer, interaction_id):
             live = await self._fresh(self.live(game_id))
             not_applied = self._not_applied(live, command, source, interaction_id, seen)
             if not_applied is not None:
