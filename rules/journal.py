@@ -79,11 +79,8 @@ class Journal:
         return value
 
 
-_CONTAINERS = (dict, set, list)
-
-
 def _tracked(journal: Journal, value: Any) -> Any:
-    if isinstance(value, (*_CONTAINERS, Recorded)):
+    if isinstance(value, _TRACKABLE):
         return journal.track(value)
     return value
 
@@ -128,7 +125,9 @@ class TrackedDict(dict[Any, Any]):
                 entries.append((dict.__setitem__, self, key, dict.__getitem__(self, key)))
             else:
                 entries.append((dict.__delitem__, self, key))
-        dict.__setitem__(self, key, _tracked(self._journal, value))
+        if isinstance(value, _TRACKABLE):
+            value = self._journal.track(value)
+        dict.__setitem__(self, key, value)
 
     def __delitem__(self, key: Any) -> None:
         entries = self._journal.entries
@@ -300,7 +299,8 @@ class Recorded:
     def __setattr__(self, name: str, value: Any) -> None:
         journal = self._journal
         if journal is not None and name[0] != "_":
-            value = _tracked(journal, value)
+            if isinstance(value, _TRACKABLE):
+                value = journal.track(value)
             entries = journal.entries
             if entries is not None:
                 entries.append((_put_back_attribute, self, name, self.__dict__.get(name, _ABSENT)))
@@ -311,3 +311,7 @@ class Recorded:
         if journal is not None and journal.entries is not None and name in self.__dict__:
             journal.entries.append((_put_back_attribute, self, name, self.__dict__[name]))
         object.__delattr__(self, name)
+
+
+_TRACKABLE = (dict, set, list, Recorded)
+"""What :meth:`Journal.track` changes; anything else is kept as it is."""
