@@ -9,14 +9,25 @@ the doctor and the journalist. The command log is recorded, then timed:
 - replaying the first 10,000 commands from plain data (``command_from_dict``),
   as the bot does after a restart.
 
+``--per-command`` (also part of the default run) plays the same driver's games of 16, 100
+and 1,000 players through the game service (``GameService.apply``: its lock, checks, undo,
+the votes' observer, with a database that stores nothing), and prints what one command costs
+early (day 1) and late (the last two days) in each, beside what the whole copy of the game
+and its record that each command once kept would cost there (``--per-command`` alone skips
+the rest).
+
 Run: ``python benchmarks/rules_bench.py``
 """
 
 from __future__ import annotations
 
+import asyncio
+import pickle
 import random
 import statistics
+import sys
 import time
+from typing import Any
 
 from rules import (
     CastVote,
@@ -45,9 +56,9 @@ PER_CITY = 100
 SEED = 2026
 
 
-def record_game() -> tuple[Game, list[Command]]:
+def record_game(count: int = CITIES, per_city: int = PER_CITY) -> tuple[Game, list[Command]]:
     """Play a whole game with a seeded driver; the final game and the accepted commands."""
-    cities = {f"City{c}": [f"c{c}p{p}" for p in range(PER_CITY)] for c in range(CITIES)}
+    cities = {f"City{c}": [f"c{c}p{p}" for p in range(per_city)] for c in range(count)}
     game = Game.create(deal(cities, SEED), SEED)
     rng = random.Random(SEED)
     log: list[Command] = []
@@ -119,7 +130,118 @@ def time_replay(game: Game, plain: list[dict[str, object]]) -> float:
     return time.perf_counter() - start
 
 
+#: the games the per-command costs are measured in: (cities, players per city)
+SIZES = ((2, 8), (5, 20), (10, 100))
+
+#: player commands timed per window (with the host's commands between them, untimed)
+WINDOW = 300
+
+ROUNDS = 5
+
+
+class NoDatabase:
+    """Stores nothing: the service's own cost, without the commit's."""
+
+    async def append_command(self, record: Any, *args: Any, **kwargs: Any) -> int:
+        return int(record.command_count)
+
+
+class Window:
+    """A stretch of a recorded game: the state it starts from and its commands."""
+
+    def __init__(self, players: int, days: int, name: str, live: Any, commands: list[Command]):
+        self.players, self.days, self.name, self.commands = players, days, name, commands
+        self.state = (live.game.to_dict(), pickle.dumps(live.record), dict(live.tick_times))
+        self.copy = whole_copy(live)
+        self.medians: list[float] = []
+
+    def fresh(self) -> Any:
+        """A service holding the game as the window begins (its commands not yet applied)."""
+        from bot.config import Config
+        from bot.service import GameService, LiveGame
+        from cogs.votes import observe
+
+        state, record, times = self.state
+        service = GameService(NoDatabase(), Config(database=":memory:"))  # type: ignore[arg-type]
+        service.observers.append(observe)
+        live = LiveGame(pickle.loads(record), game=Game.from_dict(state))
+        live.tick_times = dict(times)
+        service._keep(live)
+        return service
+
+    async def time(self) -> None:
+        """Apply the window's commands once; its player commands' median CPU (µs) noted."""
+        service = self.fresh()
+        spent = []
+        for command in self.commands:
+            start = time.process_time()
+            await service.apply(1, command, source="player")
+            if hasattr(command, "actor"):
+                spent.append((time.process_time() - start) * 1e6)
+        self.medians.append(statistics.median(spent))
+
+
+async def windows(count: int, per_city: int) -> list[Window]:
+    """Day 1's and the last two days' first player commands of a recorded game."""
+    from bot.config import Config
+    from bot.service import GameService, LiveGame
+    from bot.storage import GameRecord, GameState
+    from cogs.votes import observe
+
+    final, log = record_game(count, per_city)
+    game = Game.create(final.setup, final.seed)
+    seats = [{"id": 10**17 + i, "name": f"member {i}"} for i in range(len(game.players))]
+    record = GameRecord(
+        1, 1, 1, GameState.RUNNING, 0.0, {"players": seats}, game.setup.to_dict(), final.seed
+    )
+    service = GameService(NoDatabase(), Config(database=":memory:"))  # type: ignore[arg-type]
+    service.observers.append(observe)
+    live = LiveGame(record, game=game)
+    service._keep(live)
+    last, found = final.phase.number, []
+    for at, command in enumerate(log):
+        name = "early" if at == 0 else "late" if game.phase.number >= last - 1 else ""
+        if name and name not in [w.name for w in found]:
+            rest = log[at:]
+            ends = [i for i, c in enumerate(rest) if hasattr(c, "actor")][:WINDOW]
+            found.append(Window(count * per_city, last, name, live, rest[: ends[-1] + 1]))
+        await service.apply(1, command, source="player")
+    return found
+
+
+def whole_copy(live: Any) -> float:
+    """What keeping the whole game and record costs (µs), as every command once did."""
+    start = time.process_time()
+    for _ in range(20):
+        live.game.to_dict()
+        pickle.dumps(live.record, protocol=pickle.HIGHEST_PROTOCOL)
+        dict(live.tick_times)
+    return (time.process_time() - start) / 20 * 1e6
+
+
+def per_command() -> None:
+    print(
+        f"CPU per player command through the service (µs; no database): the median of its "
+        f"first {WINDOW} player commands, the best of {ROUNDS} rounds taken in turn:"
+    )
+    found = [w for size in SIZES for w in asyncio.run(windows(*size))]
+    for _ in range(ROUNDS):
+        for window in found:
+            asyncio.run(window.time())
+    for window in found:
+        print(
+            f"  {window.players:>5} players ({window.days:>2} days), {window.name:<5}: "
+            f"{min(window.medians):6.1f} (whole copy of game and record there: "
+            f"{window.copy:7.1f})"
+        )
+    best = [min(window.medians) for window in found]
+    print(f"  largest / smallest: {max(best) / min(best):.2f}x")
+
+
 def main() -> None:
+    per_command()
+    if "--per-command" in sys.argv[1:]:
+        return
     game, log = record_game()
     print(
         f"game: {CITIES} cities x {PER_CITY} players, seed {SEED}: {len(log)} accepted commands, "

@@ -22,6 +22,7 @@ from rules.events import (
     PhaseStarted,
     PlayerKilled,
 )
+from rules.journal import Journal, Recorded
 from rules.model import (
     Cause,
     FirstPhase,
@@ -67,7 +68,7 @@ class LegalAction:
 
 
 @dataclass
-class _Player:
+class _Player(Recorded):
     name: str
     city: str
     status: Status
@@ -78,12 +79,14 @@ class _Player:
 _Choice = tuple[str | None, int]
 
 
-class GameState:
+class GameState(Recorded):
     """The state of a running game and the rules both day and night use. Read it through the
-    queries; it changes only through :meth:`rules.game.Game.apply`."""
+    queries; it changes only through :meth:`rules.game.Game.apply`. Its containers and
+    players are tracked by its journal (:mod:`rules.journal`), so a change can be undone."""
 
     def __init__(self, setup: Setup, seed: int) -> None:
         """The state at the first phase of ``setup`` (trusted: :meth:`Game.create` validates it)."""
+        self._journal = Journal()
         self.setup = setup
         self.seed = seed
         self.options: RuleOptions = setup.options
@@ -127,6 +130,25 @@ class GameState:
             mafiosi = self.living_mafiosi(city)
             if len(mafiosi) == 1:
                 self.godfathers[city] = mafiosi[0]
+
+    def savepoint(self) -> None:
+        """Keep from now on what undoes each change, so that :meth:`rollback` can put the game
+        back as it is now, at the cost of what changed; :meth:`release` keeps the changes. A
+        new savepoint keeps the changes of the one before."""
+        self._changes().begin()
+
+    def rollback(self) -> None:
+        """Put the game back as it was at :meth:`savepoint` (nothing, with none open)."""
+        self._changes().rollback()
+
+    def release(self) -> None:
+        """Keep the changes since :meth:`savepoint`, and stop noting them."""
+        self._changes().end()
+
+    def _changes(self) -> Journal:
+        journal = self._journal
+        assert journal is not None
+        return journal
 
     def status_of(self, player: str) -> Status:
         """The player's status (secret while he lives).

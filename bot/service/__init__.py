@@ -14,12 +14,14 @@ changes nothing: two "next" at once move the game on once.
 
 **Answer first where Discord needs it.** Discord takes an interaction's
 answer for 3 s after it was created. A command whose interaction is older
-than :data:`DEFER_AFTER` (from its snowflake's time), or that has to wait for
-the game's lock, is acknowledged ("thinking…") *before* it is committed, and
-answered by editing that message after the commit. If Discord no longer
+than :data:`DEFER_AFTER` (from its snowflake's time) before its commit can
+begin (already, or while it waits for the game's lock: the wait is cut short
+at that age) is acknowledged ("thinking…") *before* it is committed, and
+answered by editing that message after the commit: two calls, only where one
+would come too late. If Discord no longer
 accepts the acknowledgement, the command is not applied (:class:`Expired`):
-the player sees "interaction failed" and nothing counted. A young command
-that finds the lock free is committed first and answered at once (one REST
+the player sees "interaction failed" and nothing counted. A command that
+gets the lock while younger than that is committed first and answered at once (one REST
 call); if that answer still fails, the command stands and the log says so.
 
 **Storage faults.** Each snapshot is stored with a SHA-256 checksum of its
@@ -35,9 +37,12 @@ with the catalogue's "this game is broken", and only closing it (``/host
 end``) is accepted, so the guild can play again.
 
 **A change counts once it is stored.** Before a command (or a change of the record, or a
-start) touches a game in memory, what memory holds is kept (:class:`Before`: the record,
-the rules' state, the votes' times), and if the commit fails the game is put back exactly as
-it was, which is what the database holds, whatever the database is doing meanwhile (it may
+start) touches a game in memory, what undoes it is kept (:class:`Before`, by what changes:
+the rules' game and the votes' times note each change; the record keeps its fields, and its
+contents whole for a change that may touch them, which the commit writes whole anyway: an
+observer or renderer changes a record's contents only with a command that moves the stage or
+ends the game, the commands whose record is stored), and if the commit fails the game is put
+back exactly as it was, which is what the database holds, whatever the database is doing meanwhile (it may
 be down: nothing is read back from it). The sender is told his command did not count
 (:class:`NotStored`); a timer's deadline is tried again after its back-off. A transaction
 that failed is rolled back whole, so memory and database agree again at once. Only when
@@ -152,7 +157,7 @@ class GameService(GameAdmission):
             bot.storage.GameExists: the guild already has an open game.
             Expired: Discord no longer accepts the interaction; nothing was stored.
         """
-        await self._answer_first(answer, None)
+        await self._answer_first(answer)
         language = await self.language(guild_id)
 
         def render(record: GameRecord) -> list[OutboxItem]:
@@ -194,10 +199,7 @@ class GameService(GameAdmission):
             GameBroken: the game is broken and the change does not close it.
             Expired: Discord no longer accepts the interaction; nothing changed.
         """
-        lock = self.lock(game_id)
-        await self._answer_first(answer, lock, interaction_id)
-        async with lock:
-            await self._answer_first(answer, None, interaction_id)
+        async with self._locked(game_id, answer, interaction_id):
             if self._seen(interaction_id):
                 return False
             live = await self._fresh(self.live(game_id))
@@ -219,6 +221,7 @@ class GameService(GameAdmission):
                 return False
             except BaseException as error:
                 raise self._undo(live, before, error, "a change of its record") from error
+            before.keep(live)
             self._remember(interaction_id)
             if live.record.state not in OPEN_STATES:
                 self._drop(game_id)
@@ -269,6 +272,7 @@ class GameService(GameAdmission):
                 )
             except BaseException as error:
                 raise self._undo(live, before, error, "the deal") from error
+            before.keep(live)
             self._remember(interaction_id)
             self._committed(live)
         await self._notify(live, events)
@@ -303,10 +307,7 @@ class GameService(GameAdmission):
             GameBroken: the game is broken.
             Expired: Discord no longer accepts the interaction; nothing changes.
         """
-        lock = self.lock(game_id)
-        await self._answer_first(answer, lock, interaction_id)
-        async with lock:
-            await self._answer_first(answer, None, interaction_id)
+        async with self._locked(game_id, answer, interaction_id):
             live = await self._fresh(self.live(game_id))
             not_applied = self._not_applied(live, command, source, interaction_id, seen)
             if not_applied is not None:
@@ -326,17 +327,15 @@ class GameService(GameAdmission):
         extra_outbox: list[OutboxItem],
         after: Callable[[LiveGame, list[Event]], list[OutboxItem]] | None = None,
     ) -> Applied:
-        before = Before.of(live)
+        before, events, changed = Before.applying(live, command, after=after is not None)
         game, record = live.game, live.record
         assert game is not None
-        stage_before = live.stage_key()
-        events = game.apply(command)  # refused: nothing changed
+        record_changed = before.image is not None  # kept whole: it is stored whole
         record.command_count += 1
         now = self.clock()
         try:
             for observe in self.observers:
                 observe(live, events, now)
-            changed = live.stage_key() != stage_before
             if changed:
                 self._stage_began(live)
             if game.over:
@@ -354,7 +353,7 @@ class GameService(GameAdmission):
                 outbox=items,
                 snapshot=snapshot,
                 rules_version=rules_version(),
-                record_changed=changed or game.over or after is not None,
+                record_changed=record_changed,
                 now=now,
             )
         except aiosqlite.IntegrityError as error:
@@ -363,6 +362,7 @@ class GameService(GameAdmission):
             return Applied([], duplicate=True)
         except BaseException as error:
             raise self._undo(live, before, error, f"command {command}") from error
+        before.keep(live)
         self._remember(interaction_id)
         if game.over:
             self._drop(live.id)

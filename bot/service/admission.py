@@ -5,7 +5,9 @@ answers without applying it (see :mod:`bot.service`)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 
 from bot.service.live import (
     DEFER_AFTER,
@@ -76,20 +78,53 @@ class GameAdmission(GameLoading):
             return Applied([], deferred=True)
         return None
 
+    @contextlib.asynccontextmanager
+    async def _locked(
+        self, game_id: int, answer: Answer | None, interaction_id: int | None
+    ) -> AsyncIterator[None]:
+        """Hold the game's lock, the interaction acknowledged first only where its one answer
+        would not be in time: when it is older than :data:`DEFER_AFTER` before the commit
+        can begin, already or while it waits for the lock (the wait is cut short then: the
+        acknowledgement goes out, and the wait goes on). A command that gets the lock in time
+        is answered after its commit with one call.
+
+        Raises:
+            Expired: Discord refused the acknowledgement (the lock is not held).
+        """
+        lock = self.lock(game_id)
+        await self._answer_first(answer, interaction_id)
+        if answer is not None and lock.locked() and self._answers_later(answer, interaction_id):
+            budget = DEFER_AFTER - (self.wall() - answer.sent_at)
+            try:
+                await asyncio.wait_for(lock.acquire(), max(budget, 0.0))
+            except TimeoutError:
+                await self._answer_first(answer, interaction_id, now=True)
+                await lock.acquire()
+        else:
+            await lock.acquire()
+        try:
+            await self._answer_first(answer, interaction_id)
+            yield
+        finally:
+            lock.release()
+
+    def _answers_later(self, answer: Answer, interaction_id: int | None) -> bool:
+        """Whether the interaction is still to be acknowledged (never one this process applied
+        already: Discord delivered it twice; the first delivery was acknowledged, and a second
+        acknowledgement is refused)."""
+        return not answer.deferred and not self._seen(interaction_id)
+
     async def _answer_first(
-        self, answer: Answer | None, lock: asyncio.Lock | None, interaction_id: int | None = None
+        self, answer: Answer | None, interaction_id: int | None = None, *, now: bool = False
     ) -> None:
-        """Acknowledge the interaction now if it is old, or (``lock`` given) must wait for it;
-        never one this process applied already (Discord delivered it twice: the first delivery
-        was acknowledged, and a second acknowledgement is refused).
+        """Acknowledge the interaction if it is older than :data:`DEFER_AFTER` (or ``now``).
 
         Raises:
             Expired: Discord refused the acknowledgement.
         """
-        if answer is None or answer.deferred or self._seen(interaction_id):
+        if answer is None or not self._answers_later(answer, interaction_id):
             return
-        waits = lock is not None and lock.locked()
-        if not waits and self.wall() - answer.sent_at <= DEFER_AFTER:
+        if not now and self.wall() - answer.sent_at <= DEFER_AFTER:
             return
         if not await answer.defer():
             raise Expired()

@@ -26,6 +26,7 @@ from rules import (
     Stage,
     StartVoting,
 )
+from rules.journal import Journal
 
 Clock = Callable[[], float]
 
@@ -150,11 +151,18 @@ class LiveGame:
     deferred: list[tuple[Command, str, str | None]] = field(default_factory=list)
     broken: Broken | None = None
     """Why the stored game cannot be played on (None: it can)."""
+    times_journal: Journal = field(default_factory=Journal, repr=False, compare=False)
+    """Notes what undoes a change of ``tick_times`` while a change may yet be undone."""
     tick_times: dict[int, float] = field(default_factory=dict)
     """Wall time (unix) of the accepted commands that still matter, by the rules' tick: the
     standing votes' (the rules count time in ticks; the ballot shows clock times)."""
     stale: bool = False
     """A commit of this game failed: read it again from the database before its next change."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "tick_times":  # tracked, whatever is put there (see :class:`Before`)
+            value = self.times_journal.track(value)
+        object.__setattr__(self, name, value)
 
     @property
     def id(self) -> int:
@@ -168,31 +176,85 @@ class LiveGame:
         return f"{self.game.phase} {self.game.stage.value}"
 
 
-@dataclass(frozen=True)
 class Before:
     """A game in memory as it was before a change (what the database holds), put back when the
-    change is not stored. Kept on every change, so kept cheaply (some 30 µs, a tenth of
-    :func:`copy.deepcopy`'s time for a running game's record): the record pickled (plain data
-    of this process, read back only here), the rules' state as its plain data (the
-    round-tripping form the snapshots use); each is rebuilt only when put back."""
+    change is not stored; :meth:`keep` once it is. Kept by what changes, so a command costs
+    the same in a game of any size or age: the rules' game and the votes' times note what
+    undoes each of their changes (:mod:`rules.journal`); the record keeps its fields, and is
+    pickled whole only for a change that may touch its contents (:meth:`keep_record`: a
+    change of the record, a deal, a command that moves the stage, ends the game or has an
+    ``after``), which writes the whole record to the database anyway."""
 
-    record: bytes
-    game: dict[str, Any] | None
-    tick_times: dict[int, float]
+    __slots__ = ("game", "record", "fields", "image", "times")
+
+    def __init__(self, live: LiveGame) -> None:
+        self.game = live.game
+        self.record = live.record
+        self.fields = dict(vars(live.record))
+        self.image: bytes | None = None
+        self.times = live.tick_times
+        if self.game is not None:
+            self.game.savepoint()
+        live.times_journal.begin()
 
     @classmethod
-    def of(cls, live: LiveGame) -> Before:
-        """What ``live`` holds now."""
-        game = live.game.to_dict() if live.game is not None else None
-        return cls(
-            pickle.dumps(live.record, protocol=pickle.HIGHEST_PROTOCOL), game, dict(live.tick_times)
-        )
+    def of(cls, live: LiveGame, *, record: bool = True) -> Before:
+        """What ``live`` holds now; ``record``: the record's contents too (pickled), for a
+        change that may touch them (see :meth:`keep_record`)."""
+        before = cls(live)
+        if record:
+            before.keep_record(live)
+        return before
+
+    @classmethod
+    def applying(
+        cls, live: LiveGame, command: Command, *, after: bool
+    ) -> tuple[Before, list[Event], bool]:
+        """Apply ``command`` to ``live``'s game, keeping what undoes it: that, its events and
+        whether the stage changed. The record is kept whole (:attr:`image`) when its contents
+        may change with the command and are stored whole: a move of the stage, the game's end,
+        or an ``after`` (see :meth:`bot.service.GameService.apply`).
+
+        Raises:
+            RuleError: the rules refuse it; nothing changed and nothing is kept.
+        """
+        game = live.game
+        assert game is not None
+        stage = live.stage_key()
+        before = cls(live)
+        try:
+            events = game.apply(command)
+        except BaseException:
+            before.put_back(live)  # the rules check before they change: this undoes nothing
+            raise
+        changed = live.stage_key() != stage
+        if changed or game.over or after:
+            before.keep_record(live)
+        return before, events, changed
+
+    def keep_record(self, live: LiveGame) -> None:
+        """Keep the record's contents as they are now (before they change)."""
+        self.image = pickle.dumps(live.record, protocol=pickle.HIGHEST_PROTOCOL)
 
     def put_back(self, live: LiveGame) -> None:
         """Make ``live`` hold it again."""
-        live.record = pickle.loads(self.record)
-        live.game = Game.from_dict(self.game) if self.game is not None else None
-        live.tick_times = dict(self.tick_times)
+        if self.game is not None:
+            self.game.rollback()
+        live.game = self.game
+        live.times_journal.rollback()
+        live.tick_times = self.times
+        if self.image is not None:
+            live.record = pickle.loads(self.image)
+        else:
+            vars(self.record).clear()
+            vars(self.record).update(self.fields)
+            live.record = self.record
+
+    def keep(self, live: LiveGame) -> None:
+        """The change is stored: keep it, and stop noting what undoes it."""
+        if self.game is not None:
+            self.game.release()
+        live.times_journal.end()
 
 
 @dataclass(frozen=True)
