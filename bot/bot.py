@@ -26,7 +26,7 @@ from bot.collector import CollectorPolicy
 from bot.config import Config
 from bot.errors import UserError
 from bot.fairness import CommandLimit, TooFast
-from bot.i18n import t, warm_up
+from bot.i18n import reader_language, t, warm_up
 from bot.notices import Notices
 from bot.options import OptionRefused, options_within_limits
 from bot.outbox import Outbox
@@ -197,6 +197,7 @@ class ProkuratorBot(commands.AutoShardedBot):
                 "running shard(s) %s of %s", ",".join(map(str, self.shard_ids)), self.shard_count
             )
         self.service = GameService(self.storage, self.config, clock=self.clock)
+        self.service.locale_language = self.guild_locale_language
         self.outbox = Outbox(
             self.storage,
             self.http,
@@ -312,11 +313,15 @@ class ProkuratorBot(commands.AutoShardedBot):
             self.collector.uninstall()
         await super().close()
 
+    def guild_locale_language(self, guild_id: int) -> str | None:
+        """The language of a guild's preferred locale (None: the guild is not known here)."""
+        guild = self.get_guild(guild_id)
+        return None if guild is None else reader_language(guild.preferred_locale)
+
     async def language_for(self, interaction: discord.Interaction) -> str:
-        """The language of an interaction: its guild's."""
-        if interaction.guild_id is None:
-            return self.config.language
-        return await self.service.language(interaction.guild_id)
+        """The language of an interaction's private answer: the member's own, from his
+        client's locale (public posts speak the guild's: ``service.language``)."""
+        return reader_language(interaction.locale)
 
     async def check_command(self, interaction: discord.Interaction) -> bool:
         """The command tree's interaction check: the options within their declaration, and the

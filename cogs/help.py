@@ -29,7 +29,7 @@ from bot.service import LiveGame
 from bot.storage import GameState
 from bot.wiring import Hooks
 from cogs import presets
-from cogs.common import answer_lines, interaction_data, is_host, status_text
+from cogs.common import answer_lines, interaction_data, is_host, seen_by, status_text
 from cogs.mentions import command
 from cogs.render import deadline_text, moment_text
 from cogs.will import will_limit
@@ -281,7 +281,7 @@ class HelpCog(commands.Cog):
         live = await self.bot.service.open_game(interaction.guild_id)
         if live is None:
             return None
-        return wrong_stage_text(live, component_path(interaction))
+        return wrong_stage_text(seen_by(live, interaction), component_path(interaction))
 
     @app_commands.command(
         name=key_str("help", "cmd.help.name"),
@@ -293,6 +293,7 @@ class HelpCog(commands.Cog):
             raise UserError("error.guild_only")
         language = await self.bot.language_for(interaction)
         live = await self.bot.service.open_game(interaction.guild_id)
+        live = None if live is None else seen_by(live, interaction)
         role = await self.bot.storage.guild_host_role(interaction.guild_id)
         await answer_lines(
             interaction, help_lines(self.bot, live, interaction.user, language, role)

@@ -36,6 +36,7 @@ from cogs.common import (
     is_host,
     player_of,
     running_game,
+    seen_by,
     status_text,
 )
 from cogs.lobby_message import lobby_cities, lobby_edit, lobby_payload, lobby_post
@@ -251,7 +252,7 @@ class LobbyCog(commands.Cog):
             interaction.guild_id,
             interaction.user.id,
         )
-        await answer(interaction, phrase(live, "lobby.opened", game=live.id))
+        await answer(interaction, phrase(seen_by(live, interaction), "lobby.opened", game=live.id))
 
     @mafia.command(
         name=key_str("status", "cmd.mafia.status.name"),
@@ -261,7 +262,9 @@ class LobbyCog(commands.Cog):
         live = await guild_game(self.bot, interaction)
         if live.broken is not None:
             raise GameBroken()
-        await answer_lines(interaction, status_lines(live, str(interaction.user.id)))
+        await answer_lines(
+            interaction, status_lines(seen_by(live, interaction), str(interaction.user.id))
+        )
 
     @mafia.command(
         name=key_str("me", "cmd.mafia.me.name"),
@@ -311,7 +314,7 @@ class LobbyCog(commands.Cog):
     async def _send_role(self, interaction: discord.Interaction) -> None:
         live = await running_game(self.bot, interaction)
         player = player_of(live, interaction)
-        await answer_lines(interaction, role_lines(live, player))
+        await answer_lines(interaction, role_lines(seen_by(live, interaction), player))
 
     @mafia.command(
         name=key_str("join", "cmd.mafia.join.name"),
@@ -388,7 +391,7 @@ class LobbyCog(commands.Cog):
         if await self.bot.service.update(
             live.id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)
         ):
-            await answer(interaction, t(live.language, "lobby.joined"))
+            await answer(interaction, phrase(seen_by(live, interaction), "lobby.joined"))
 
     async def _leave(self, interaction: discord.Interaction, live: LiveGame) -> None:
         user = interaction.user
@@ -412,7 +415,7 @@ class LobbyCog(commands.Cog):
         if await self.bot.service.update(
             live.id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)
         ):
-            await answer(interaction, t(live.language, "lobby.left"))
+            await answer(interaction, phrase(seen_by(live, interaction), "lobby.left"))
 
     async def _leave_game(self, interaction: discord.Interaction, live: LiveGame) -> None:
         """``/mafia leave`` during the game: the host is told; with ``leave_strike`` set, the
@@ -430,17 +433,17 @@ class LobbyCog(commands.Cog):
             log.info(
                 "game %s: %s leaves the game (strike in %s s)", live.id, player, strike or "never"
             )
+            language = seen_by(live, interaction).language
+            join = command(language, "mafia join")
             if strike > 0:
                 text = t(
-                    live.language,
+                    language,
                     "lobby.left_game_strike",
                     when=f"<t:{int(now + strike)}:R>",
-                    join=command(live.language, "mafia join"),
+                    join=join,
                 )
             else:
-                text = t(
-                    live.language, "lobby.left_game", join=command(live.language, "mafia join")
-                )
+                text = t(language, "lobby.left_game", join=join)
             await answer(interaction, text)
 
     async def _come_back(self, interaction: discord.Interaction, live: LiveGame) -> None:
@@ -457,7 +460,7 @@ class LobbyCog(commands.Cog):
         if await self.bot.service.update(
             live.id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)
         ):
-            await answer(interaction, t(live.language, "lobby.back"))
+            await answer(interaction, phrase(seen_by(live, interaction), "lobby.back"))
 
     @commands.Cog.listener()
     async def on_raw_member_remove(self, payload: discord.RawMemberRemoveEvent) -> None:

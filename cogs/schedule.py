@@ -253,7 +253,7 @@ class ScheduleCog(commands.Cog):
             raise UserError("error.not_host")
         if not interaction.app_permissions.create_events:
             raise UserError("error.schedule_no_right")
-        language = await self.bot.language_for(interaction)
+        language = await self.bot.service.language(guild_id)  # the event is the server's
         seconds = parse_duration(when)
         if seconds < SOONEST:
             raise UserError("error.schedule_too_soon")
@@ -284,7 +284,7 @@ class ScheduleCog(commands.Cog):
         await answer(
             interaction,
             t(
-                language,
+                await self.bot.language_for(interaction),
                 "schedule.made",
                 title=name,
                 when=f"<t:{int(starts)}:F>",

@@ -191,11 +191,11 @@ async def test_every_mafia_dynamic_item_of_the_bot_is_left_to_its_own_callback()
             assert form in RETIRED, f"{form} is answered twice: add it to cogs.components.ELSEWHERE"
 
 
-async def test_ids_not_starting_with_mafia_are_answered_too_in_the_guilds_language():
+async def test_ids_not_starting_with_mafia_are_answered_too_in_the_members_language():
     """Discord sends a component's press only to the application whose message carries it, so
     an id the bot does not know is one of its own messages' (crafted, or of a retired
-    feature): it is answered, never left to fail."""
-    async with bot_table(players=4) as table:
+    feature): it is answered, never left to fail, in the language of the member's client."""
+    async with bot_table(players=4, guild_locale="en-US") as table:
         quick_edits(table)
         assert (await run(table, "host", "admin language", {"language": "en"})).ephemeral
         await table.open_lobby(["p0"])

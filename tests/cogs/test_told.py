@@ -32,7 +32,9 @@ def mafioso(table: Table) -> tuple[str, str]:
 async def test_an_applied_command_whose_answer_discord_failed_is_told_with_the_next_answer(
     language, status, retry_after
 ):
-    async with bot_table(players=8, refusals=True) as table:  # Discord's 404 past its 3 s
+    locale = "en-US" if language == "en" else "ru"  # an English server: its members read English
+    # refusals: Discord's 404 past its 3 s
+    async with bot_table(players=8, refusals=True, guild_locale=locale) as table:
         if language == "en":
             assert (await run(table, "host", "admin language", {"language": "en"})).ephemeral
         live = await table.new_game(cities="Верона", mafiosi=2)

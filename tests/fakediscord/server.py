@@ -424,7 +424,7 @@ class FakeDiscord(World):
         options: Mapping[str, Any] | None = None,
         *,
         channel_id: int | None = None,
-        locale: str = "en-US",
+        locale: str | None = None,
         guild_locale: str | None = None,
         interaction_id: int | None = None,
         wait: bool = True,
@@ -461,7 +461,7 @@ class FakeDiscord(World):
         options: Mapping[str, Any] | None = None,
         *,
         channel_id: int | None = None,
-        locale: str = "en-US",
+        locale: str | None = None,
         guild_locale: str | None = None,
         wait: bool = True,
         timeout: float = 5.0,
@@ -489,7 +489,7 @@ class FakeDiscord(World):
         target: User | Member | Message,
         *,
         channel_id: int | None = None,
-        locale: str = "en-US",
+        locale: str | None = None,
         wait: bool = True,
         timeout: float = 5.0,
     ) -> InteractionResult:
@@ -512,7 +512,7 @@ class FakeDiscord(World):
         custom_id: str,
         user_id: int,
         *,
-        locale: str = "en-US",
+        locale: str | None = None,
         wait: bool = True,
         timeout: float = 5.0,
     ) -> InteractionResult:
@@ -526,7 +526,7 @@ class FakeDiscord(World):
         values: Sequence[Any],
         user_id: int,
         *,
-        locale: str = "en-US",
+        locale: str | None = None,
         wait: bool = True,
         timeout: float = 5.0,
     ) -> InteractionResult:
@@ -541,7 +541,7 @@ class FakeDiscord(World):
         custom_id: str,
         user_id: int,
         values: list[Any] | None,
-        locale: str,
+        locale: str | None,
         wait: bool,
         timeout: float,
     ) -> InteractionResult:
@@ -567,7 +567,7 @@ class FakeDiscord(World):
         values: Mapping[str, str | Sequence[str]],
         *,
         user_id: int | None = None,
-        locale: str = "en-US",
+        locale: str | None = None,
         wait: bool = True,
         timeout: float = 5.0,
     ) -> InteractionResult:
