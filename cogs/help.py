@@ -32,6 +32,7 @@ from cogs import presets
 from cogs.common import answer_lines, interaction_data, is_host, seen_by, status_text
 from cogs.mentions import command
 from cogs.render import deadline_text, moment_text
+from cogs.scheduled import next_scheduled, scheduled_line
 from cogs.will import will_limit
 from rules import RuleError, Status
 from rules.table import ACTS, ANY, HOST_ACTS, HOST_TOOLS, PLAYER_ACTS
@@ -295,9 +296,11 @@ class HelpCog(commands.Cog):
         live = await self.bot.service.open_game(interaction.guild_id)
         live = None if live is None else seen_by(live, interaction)
         role = await self.bot.storage.guild_host_role(interaction.guild_id)
-        await answer_lines(
-            interaction, help_lines(self.bot, live, interaction.user, language, role)
-        )
+        lines = help_lines(self.bot, live, interaction.user, language, role)
+        soon = await next_scheduled(self.bot.storage, interaction.guild_id)
+        if soon is not None:  # before the line of what one may always do
+            lines.insert(len(lines) - 1, scheduled_line(language, soon))
+        await answer_lines(interaction, lines)
 
     @app_commands.command(
         name=key_str("rules", "cmd.rules.name"),

@@ -42,6 +42,7 @@ from cogs.common import (
 from cogs.lobby_message import lobby_cities, lobby_edit, lobby_payload, lobby_post
 from cogs.mentions import command
 from cogs.render import deadline_text, moment_text, winner_text
+from cogs.scheduled import next_scheduled, scheduled_line
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
@@ -259,12 +260,21 @@ class LobbyCog(commands.Cog):
         description=key_str("Show the game of this server", "cmd.mafia.status.description"),
     )
     async def status(self, interaction: discord.Interaction) -> None:
-        live = await guild_game(self.bot, interaction)
+        if interaction.guild_id is None:
+            raise UserError("error.guild_only")
+        soon = await next_scheduled(self.bot.storage, interaction.guild_id)
+        language = await self.bot.language_for(interaction)
+        coming = [scheduled_line(language, soon)] if soon is not None else []
+        live = await self.bot.service.open_game(interaction.guild_id)
+        if live is None:
+            if not coming:
+                raise UserError("error.no_game")
+            await answer_lines(interaction, [t(language, "error.no_game"), *coming])
+            return
         if live.broken is not None:
             raise GameBroken()
-        await answer_lines(
-            interaction, status_lines(seen_by(live, interaction), str(interaction.user.id))
-        )
+        lines = status_lines(seen_by(live, interaction), str(interaction.user.id))
+        await answer_lines(interaction, [*lines, *coming])
 
     @mafia.command(
         name=key_str("me", "cmd.mafia.me.name"),

@@ -35,6 +35,7 @@ from bot.service import LiveGame
 from bot.storage import GameExists, OutboxItem
 from cogs.common import answer, join_group, leave_group
 from cogs.lobby import lobby_post, may_host, new_lobby
+from cogs.scheduled import event_link
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
@@ -57,10 +58,6 @@ UNKNOWN_EVENT = 10070
 
 def iso(when: float) -> str:
     return datetime.datetime.fromtimestamp(when, tz=datetime.UTC).isoformat()
-
-
-def event_link(guild_id: int, event_id: int) -> str:
-    return f"https://discord.com/events/{guild_id}/{event_id}"
 
 
 def ping_items(live: LiveGame, title: str, interested: list[int]) -> list[OutboxItem]:

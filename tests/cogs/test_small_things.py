@@ -1,0 +1,46 @@
+"""The small things people met in the third round of community play, each read as the member
+meets it, in Russian and in English."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.i18n import t
+from tests.cogs.scenes import quick_edits, run
+from tests.harness import bot_table
+
+LANGUAGES = ["ru", "en"]
+LOCALE = {"ru": "ru", "en": "en-US"}
+HOUR = {"ru": "2ч", "en": "2h"}
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+async def test_status_and_help_name_the_scheduled_game(language: str):
+    now = [1_800_000_000.0]
+    async with bot_table(players=4, clock=lambda: now[0], guild_locale=LOCALE[language]) as table:
+        quick_edits(table)
+        title = "Friday *mafia*"
+        await run(table, "host", "mafia schedule", {"in": HOUR[language], "title": title})
+        [event] = table.fake.event_routes.of_guild(table.guild_id)
+        starts = int(now[0] + 7200)
+        line = t(
+            language,
+            "schedule.next",
+            title="Friday \\*mafia\\*",
+            when=f"<t:{starts}:F>",
+            relative=f"<t:{starts}:R>",
+            link=f"https://discord.com/events/{table.guild_id}/{event.id}",
+        )
+
+        # no game open yet: status says so, and names the one to come
+        status = await run(table, "p0", "mafia status")
+        assert status.ephemeral
+        assert status.content.splitlines() == [t(language, "error.no_game"), line]
+        helped = await run(table, "p0", "help")
+        assert line in helped.content.splitlines()
+
+        # a lobby open: the scheduled game is still named under the lobby's status
+        await table.open_lobby(["p0"])
+        status = await run(table, "p0", "mafia status")
+        assert status.content.splitlines()[-1] == line
+        assert line in (await run(table, "p0", "help")).content.splitlines()
