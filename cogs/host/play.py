@@ -31,7 +31,9 @@ from cogs.common import (
     require_host,
     resolve_player,
     running_game,
+    seen_by,
     sent_at,
+    status_text,
 )
 from cogs.components import CancelButton, ConfirmButton
 from cogs.host.common import (
@@ -449,7 +451,12 @@ class HostPlay(HostStart):
         )
         if applied.duplicate and not interaction.response.is_done():
             return
-        await settle(interaction, phrase(live, "host.done"))
+        reader, target = seen_by(live, interaction), parts[3]
+        assert live.game is not None
+        status = status_text(reader, live.game.status_of(target).value)
+        await settle(
+            interaction, phrase(reader, "host.killed", player=mention(target), status=status)
+        )
 
     async def _cancelled(self, interaction: discord.Interaction, parts: list[str]) -> None:
         """ "No" pressed: nothing happens; the question is replaced by "cancelled". Only by one

@@ -44,3 +44,16 @@ async def test_status_and_help_name_the_scheduled_game(language: str):
         status = await run(table, "p0", "mafia status")
         assert status.content.splitlines()[-1] == line
         assert line in (await run(table, "p0", "help")).content.splitlines()
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+async def test_host_kill_names_whom_he_struck_out(language: str):
+    async with bot_table(players=8, guild_locale=LOCALE[language]) as table:
+        quick_edits(table)
+        await table.new_game(cities="Verona", maniac=False)
+        victim = sorted(table.game.players)[0]
+        status = t(language, f"status.{table.game.status_of(victim).value}")
+        done = await run(table, "host", "host kill", {"player": victim})
+        assert done.ephemeral and not table.game.is_alive(victim)
+        assert done.content == t(language, "host.killed", player=f"<@{victim}>", status=status)
+        assert done.content != t(language, "host.done")

@@ -137,9 +137,9 @@ async def test_a_confirmed_kill_whose_answer_discord_failed_is_told_to_the_host_
         assert pressed.callback is None and not table.game.is_alive(victim)
         later = await run(table, "host", "help")
         [notice] = await later.wait_followups(1)
-        assert notice.ephemeral and notice.content == t(
-            "ru", "notice.undelivered", answer=t("ru", "host.done")
-        )
+        status = t("ru", f"status.{game.status_of(victim).value}")
+        killed = t("ru", "host.killed", player=f"<@{victim}>", status=status)
+        assert notice.ephemeral and notice.content == t("ru", "notice.undelivered", answer=killed)
 
 
 async def test_an_applied_command_is_told_when_the_database_fails_as_its_lost_answer_is_kept(
