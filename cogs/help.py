@@ -33,6 +33,7 @@ from cogs.common import answer_lines, interaction_data, is_host, seen_by, status
 from cogs.mentions import command
 from cogs.render import deadline_text, moment_text
 from cogs.scheduled import next_scheduled, scheduled_line
+from cogs.spectators import watch_hint
 from cogs.will import will_limit
 from rules import RuleError, Status
 from rules.table import ACTS, ANY, HOST_ACTS, HOST_TOOLS, PLAYER_ACTS
@@ -239,7 +240,7 @@ def help_lines(
     if host:
         lines.extend(host_lines(live))
     if not lines:
-        lines = [phrase(live, "help.spectator", game=live.id), stage_line(live)]
+        lines = [watch_hint(live, user.id), stage_line(live)]
     return [*lines, always if player in live.game.players else onlooker]
 
 

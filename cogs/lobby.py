@@ -35,6 +35,7 @@ from cogs.common import (
     guild_game,
     is_host,
     player_of,
+    plays_in,
     running_game,
     seen_by,
     status_text,
@@ -367,6 +368,10 @@ class LobbyCog(commands.Cog):
             await self._come_back(interaction, live)
             return
         if live.record.state != GameState.LOBBY:
+            hosts = user.id == live.record.host_id or user.id in cohosts(live)
+            if live.record.state == GameState.RUNNING and not hosts and not plays_in(live, user.id):
+                hint = spectators.watch_hint(seen_by(live, interaction), user.id)
+                raise UserError("error.join_running", game=live.id, hint=hint)
             raise UserError("error.not_lobby")
         if await self.bot.storage.player_game(user.id) is not None:
             raise UserError("error.in_other_game")  # started here or in another process

@@ -35,7 +35,7 @@ import discord
 
 from bot.errors import UserError
 from bot.footprint import watch_items
-from bot.i18n import t
+from bot.i18n import phrase, t
 from bot.service import GameBroken, LiveGame
 from bot.storage import FINISHED, GameRecord, GameState, OutboxItem
 from cogs.common import InteractionAnswer, is_host
@@ -64,6 +64,15 @@ def watching(record: GameRecord) -> set[int]:
 def is_spectator(record: GameRecord, user_id: int) -> bool:
     """Whether the member watches the game (so he may not take a seat in it)."""
     return user_id in watching(record)
+
+
+def watch_hint(live: LiveGame, user_id: int) -> str:
+    """What a member who does not play in the running game can do to follow it, in
+    ``live``'s language: first ``/mafia spectate`` (or wait for the end, or nothing, as the
+    game's setting says), or how to stop if he watches already."""
+    if is_spectator(live.record, user_id):
+        return phrase(live, "help.spectator_watching", game=live.id)
+    return phrase(live, f"help.spectator_{mode_of(live.record)}", game=live.id)
 
 
 def players_of(record: GameRecord) -> set[int]:

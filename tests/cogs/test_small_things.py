@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bot.i18n import t
+from cogs.mentions import command
 from tests.cogs.scenes import quick_edits, run
 from tests.harness import bot_table
 
@@ -57,3 +58,23 @@ async def test_host_kill_names_whom_he_struck_out(language: str):
         assert done.ephemeral and not table.game.is_alive(victim)
         assert done.content == t(language, "host.killed", player=f"<@{victim}>", status=status)
         assert done.content != t(language, "host.done")
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+async def test_a_member_coming_mid_game_is_told_to_spectate_first(language: str):
+    async with bot_table(players=8, guild_locale=LOCALE[language]) as table:
+        quick_edits(table)
+        await table.new_game(players=[f"p{i}" for i in range(7)], cities="Verona", maniac=False)
+        spectate = command(language, "mafia spectate")
+        first = t(language, "help.spectator_on", game=1, cmd_spectate=spectate)
+        assert spectate in first
+
+        helped = await run(table, "p7", "help")
+        assert helped.content.splitlines()[0] == first
+        joined = await run(table, "p7", "mafia join")  # the lobby's buttons are gone by now
+        assert joined.ephemeral
+        assert joined.content == t(language, "error.join_running", game=1, hint=first)
+
+        await run(table, "p7", "mafia spectate")
+        watching = t(language, "help.spectator_watching", game=1, cmd_spectate=spectate)
+        assert (await run(table, "p7", "help")).content.splitlines()[0] == watching
