@@ -78,3 +78,25 @@ async def test_a_member_coming_mid_game_is_told_to_spectate_first(language: str)
         await run(table, "p7", "mafia spectate")
         watching = t(language, "help.spectator_watching", game=1, cmd_spectate=spectate)
         assert (await run(table, "p7", "help")).content.splitlines()[0] == watching
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+async def test_host_idle_counts_days_as_the_strike_out_does(language: str):
+    async with bot_table(players=8, guild_locale=LOCALE[language]) as table:
+        quick_edits(table)
+        await table.new_game(cities="Verona", maniac=False, idle_strike=2)
+        game = table.game
+        mover = table.pid(table.players_of("citizen")[0])
+        victim = table.pid(table.players_of("citizen")[1])
+        await run(table, table.name(mover), "nominate", {"player": victim})
+        await run(table, "host", "host next")
+        await run(table, "host", "host next")  # nobody voted: day 1 ends, night 1 begins
+        assert game.stage.value == "night"
+        answer = (await run(table, "host", "host idle")).content.splitlines()
+        assert answer[0] == t(language, "host.idle.title")
+        idle = sorted(p for p in game.alive() if p != mover)
+        rows = [t(language, "host.idle.row", player=f"<@{p}>", days=1) for p in idle]
+        assert sorted(answer[1:-1]) == sorted(rows)
+        assert answer[-1] == t(language, "host.idle.limit", count=2)
+        day = {"ru": "1 день", "en": "1 day"}[language]
+        assert all(row.endswith(day) for row in answer[1:-1])
