@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bot.i18n import t
+from cogs.history_text import percent_text
 from cogs.mentions import command
 from tests.cogs.scenes import quick_edits, run
 from tests.harness import bot_table
@@ -100,3 +101,26 @@ async def test_host_idle_counts_days_as_the_strike_out_does(language: str):
         assert answer[-1] == t(language, "host.idle.limit", count=2)
         day = {"ru": "1 день", "en": "1 day"}[language]
         assert all(row.endswith(day) for row in answer[1:-1])
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+async def test_a_tie_for_the_most_wins_is_said_as_a_tie(language: str):
+    """The honest side wins the server's only game: citizens, the commissar, the doctor and the
+    journalist all won every seat they had, and no one of them is picked out of the four."""
+    async with bot_table(players=8, guild_locale=LOCALE[language]) as table:
+        quick_edits(table)
+        await table.new_game(cities="Verona", mafiosi=1, doctor=True, journalist=True, maniac=False)
+        for mafioso in table.players_of("mafioso"):
+            await run(table, "host", "host kill", {"player": table.pid(mafioso)})
+        await table.drain()
+        top = (await run(table, "p0", "mafia top")).content
+        honest = ["citizen", "commissar", "doctor", "journalist"]
+        tie = t(
+            language,
+            "top.best_tie",
+            statuses=", ".join(t(language, f"status.{status}") for status in honest),
+            rate=percent_text(language, 1, 1),
+        )
+        assert tie in top.splitlines()
+        best = t(language, "top.best_status", status="{}", rate="{}").split("{")[0]
+        assert not any(line.startswith(best) for line in top.splitlines())
