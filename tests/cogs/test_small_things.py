@@ -141,3 +141,19 @@ def test_simulate_names_the_seed_as_the_game_does(
     assert first == {"ru": "Ключ жеребьёвки 7; города:", "en": "Seed 7; cities:"}[language]
     assert "Зерно" not in first
     assert "ключ жеребьёвки" in t("ru", "archive.seed", seed=7).casefold()  # one word for it
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+async def test_a_presets_lobby_lists_its_roles_without_a_label_inside_a_label(language: str):
+    async with bot_table(players=4, guild_locale=LOCALE[language]) as table:
+        quick_edits(table)
+        await table.open_lobby(["p0"])
+        name = t(language, "preset.beginners")
+        assert (await run(table, "host", "host setup", {"preset": name})).ephemeral
+        await table.drain()
+        lines = (await table.lobby_message()).content.splitlines()
+        roles = t(language, "lobby.roles", roles=t(language, "status.doctor"))
+        left_out = ", ".join(t(language, f"status.{s}") for s in ("journalist", "maniac"))
+        assert roles in lines and t(language, "lobby.without", statuses=left_out) in lines
+        label = t(language, "lobby.roles", roles="")
+        assert not any(line.startswith(label) and line.count(":") > 1 for line in lines)
