@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
+from bot.config import ConfigError, load_config
 from bot.i18n import t
+from bot.options import parse_duration
 from cogs.history_text import percent_text
 from cogs.mentions import command
 from tests.cogs.scenes import quick_edits, run
@@ -157,3 +159,30 @@ async def test_a_presets_lobby_lists_its_roles_without_a_label_inside_a_label(la
         assert roles in lines and t(language, "lobby.without", statuses=left_out) in lines
         label = t(language, "lobby.roles", roles="")
         assert not any(line.startswith(label) and line.count(":") > 1 for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("written", "seconds"),
+    [("10m", 600), ("10м", 600), ("1h30m", 5400), ("1ч 30мин", 5400), ("90", 90), (0, 0)],
+)
+def test_a_config_timer_is_written_as_the_commands_take_it(
+    written: str | int, seconds: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """The operator writes ``discussion: 10m`` (or ``10м``) as ``/host timer`` takes it, and
+    ``mafia-bot check-config`` says ok: one parser for both."""
+    path = tmp_path / "config.yaml"
+    path.write_text(f"timers:\n  discussion: {written}\n  reminders: [1m, 30]\n", "utf-8")
+    assert main(["check-config", str(path)]) == 0
+    assert "ok" in capsys.readouterr().out
+    config = load_config(path)
+    assert config.timers.discussion == seconds and config.timers.reminders == (60, 30)
+    if seconds:
+        assert parse_duration(str(written)) == seconds  # what /host timer reads of it
+
+
+@pytest.mark.parametrize("written", ["10 parsecs", "8d", "-5", "1m1h"])
+def test_a_config_timer_not_a_duration_is_refused_by_name(written: str, tmp_path: Path):
+    path = tmp_path / "config.yaml"
+    path.write_text(f"timers:\n  voting: '{written}'\n", "utf-8")
+    with pytest.raises(ConfigError, match=r"timers\.voting: must be seconds or a duration"):
+        load_config(path)
