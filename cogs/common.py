@@ -18,6 +18,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.display import shown
 from bot.errors import UserError
 from bot.i18n import key_str, mention, phrase, reader_language
 from bot.limits import OPTION_LABEL, SELECT_OPTIONS, chunks, clip
@@ -81,12 +82,6 @@ def name_of(live: LiveGame, player: str) -> str:
         if str(entry["id"]) == player:
             return str(entry["name"])
     return player
-
-
-def shown(text: str) -> str:
-    """A member's name (or what he typed) as a text shows it: as written, never as markdown
-    (code fences, masked links, headings) nor as a mention of @everyone or anyone."""
-    return discord.utils.escape_mentions(discord.utils.escape_markdown(text))
 
 
 def shown_name(live: LiveGame, player: str) -> str:

@@ -16,7 +16,7 @@ from bot.outbox.intents import Edit, Send
 from bot.service import LiveGame
 from bot.storage import GameState, OutboxItem
 from cogs import presets, spectators
-from cogs.common import cohosts, mention, phrase, status_text
+from cogs.common import cohosts, mention, phrase, shown, status_text
 from rules.table import SWITCHABLE
 
 #: the button styles of Discord's message components (success: green, danger: red)
@@ -48,7 +48,7 @@ def head_lines(live: LiveGame) -> list[str]:
         lines.append(
             phrase(live, "lobby.cohosts", cohosts=", ".join(mention(str(c)) for c in cohosts(live)))
         )
-    lines.append(phrase(live, "lobby.cities", cities=", ".join(lobby_cities(live))))
+    lines.append(phrase(live, "lobby.cities", cities=", ".join(map(shown, lobby_cities(live)))))
     return lines
 
 

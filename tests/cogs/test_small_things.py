@@ -186,3 +186,37 @@ def test_a_config_timer_not_a_duration_is_refused_by_name(written: str, tmp_path
     path.write_text(f"timers:\n  voting: '{written}'\n", "utf-8")
     with pytest.raises(ConfigError, match=r"timers\.voting: must be seconds or a duration"):
         load_config(path)
+
+
+NICKNAMES = ["<#1234567890123456789>", "<t:0:R>", "Evil\u202eemaN", "**bold** @everyone"]
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+async def test_names_holding_discord_codes_are_shown_as_written(language: str):
+    """Nicknames holding a channel, a time, a right-to-left override or markdown, and a city
+    named with a code fence: the lobby and the deal's log show them as text, not as Discord's
+    codes (and the fence opens no code block)."""
+    async with bot_table(players=8, guild_locale=LOCALE[language]) as table:
+        quick_edits(table)
+        for index, nick in enumerate(NICKNAMES):
+            table.fake.update_member(table.guild_id, table.member(f"p{index}").user.id, nick=nick)
+        await table.open_lobby()
+        city = "```Verona"
+        assert (await run(table, "host", "host setup", {"cities": city})).ephemeral
+        await table.drain()
+        lobby = (await table.lobby_message()).content
+        assert t(language, "lobby.cities", cities="\\`\\`\\`Verona") in lobby.splitlines()
+        assert "```" not in lobby
+
+        started = await table.slash("host", "host start")
+        await started.wait_original(60.0)
+        await table.drain()
+        log = "\n".join(table.channel_messages(int(table.live().record.channels["log"])))
+        for raw, seen in [
+            ("<#1234567890123456789>", "\\<#1234567890123456789>"),
+            ("<t:0:R>", "\\<t:0:R>"),
+            ("Evil\u202eemaN", "EvilemaN"),
+            ("**bold** @everyone", "\\*\\*bold\\*\\* @\u200beveryone"),
+        ]:
+            assert f"({seen})" in log, (raw, log)
+        assert "\u202e" not in log and "(<#" not in log and "(<t:" not in log
