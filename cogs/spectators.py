@@ -35,7 +35,7 @@ import discord
 
 from bot.errors import UserError
 from bot.footprint import watch_items
-from bot.i18n import phrase, t
+from bot.i18n import phrase, reader_language, t
 from bot.service import GameBroken, LiveGame
 from bot.storage import FINISHED, GameRecord, GameState, OutboxItem
 from cogs.common import InteractionAnswer, is_host
@@ -132,7 +132,9 @@ async def toggle(bot: ProkuratorBot, interaction: discord.Interaction) -> str:
             game_id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)
         ):
             return t(
-                live.language, "spectate.started" if watch else "spectate.stopped", game=game_id
+                reader_language(interaction.locale),
+                "spectate.started" if watch else "spectate.stopped",
+                game=game_id,
             )
     else:
         # a finished game is no longer in the service: its record is changed here, under its lock
@@ -144,7 +146,8 @@ async def toggle(bot: ProkuratorBot, interaction: discord.Interaction) -> str:
             await bot.storage.save_game(record, interaction_id=interaction.id, outbox=items)
         bot.outbox.kick(game_id)
     log.info("game %s: %s %s watching", game_id, user.id, "starts" if watch else "stops")
-    return t(live.language, "spectate.started" if watch else "spectate.stopped", game=game_id)
+    reader = reader_language(interaction.locale)  # his answer alone
+    return t(reader, "spectate.started" if watch else "spectate.stopped", game=game_id)
 
 
 async def _may_watch(bot: ProkuratorBot, live: LiveGame, user: discord.abc.User | Any) -> None:

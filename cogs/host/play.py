@@ -275,7 +275,10 @@ class HostPlay(HostStart):
         if applied.duplicate and not interaction.response.is_done():
             return
         log.info("game %s: %s replaces %s", live.id, new.id, leaving)
-        await answer(interaction, phrase(live, "host.replaced", old=mention(leaving), new=who))
+        await answer(
+            interaction,
+            phrase(seen_by(live, interaction), "host.replaced", old=mention(leaving), new=who),
+        )
 
     @replace.autocomplete("old")
     async def _replace_targets(
@@ -335,7 +338,7 @@ class HostPlay(HostStart):
             provision = live.record.lobby.get("provision") or {}
             if provision.get("state") != "rollback":
                 await self._rollback(live, {}, target="cancelled")
-            await settle(interaction, phrase(live, "host.ended_reply"))
+            await settle(interaction, phrase(seen_by(live, interaction), "host.ended_reply"))
             return
 
         # a broken game is closed like any other: its channels locked (or deleted) as at an end,
@@ -367,7 +370,7 @@ class HostPlay(HostStart):
 
         if not await self.bot.service.update(live.id, change, interaction_id=interaction.id):
             return  # delivered twice: done and answered the first time
-        await settle(interaction, phrase(live, "host.ended_reply"))
+        await settle(interaction, phrase(seen_by(live, interaction), "host.ended_reply"))
 
     async def _ask(
         self,
@@ -459,7 +462,7 @@ class HostPlay(HostStart):
         if live is None or not parts or str(live.id) != parts[0]:
             raise UserError("error.stale_button")
         await require_host(self.bot, interaction, live)
-        await settle(interaction, phrase(live, "confirm.cancelled"))
+        await settle(interaction, phrase(seen_by(live, interaction), "confirm.cancelled"))
 
     async def _last_known_game(self, live: LiveGame) -> Game | None:
         """A broken game as far as its log still replays (None: not even its deal is readable)."""
