@@ -257,6 +257,15 @@ class ProkuratorBot(commands.AutoShardedBot):
         """Log a shard's lost connection (discord.py reconnects it on its own)."""
         log.warning("shard %d disconnected from the gateway", shard_id, extra={"shard": shard_id})
 
+    async def on_guild_available(self, guild: discord.Guild) -> None:
+        """A guild is here (at start, or back after an outage): its loaded games, read before
+        Discord sent it, speak its language now that its preferred locale is known."""
+        language = await self.service.language(guild.id)
+        for live in self.service.games():
+            if live.record.guild_id == guild.id and live.language != language:
+                log.info("game %s speaks %s, its server's language", live.id, language)
+                live.language = language
+
     async def on_ready(self) -> None:
         """Once the caches are built, keep the garbage collector off what lives for good."""
         if not getattr(self, "_frozen", False):

@@ -1,10 +1,15 @@
 """Every member in his language: a server speaks its preferred locale's language until
 ``/admin language`` sets one, and each member's private answers follow his own client."""
 
+import tempfile
+from pathlib import Path
+
 import pytest
 
+from bot.config import Config
 from bot.i18n import t
-from tests.harness import bot_table
+from tests.fakediscord import FakeDiscord, build_standard_guild
+from tests.harness import NO_TIMERS, bot_on, bot_table
 
 LOCALES = {"ru": "ru", "en": "en-US"}
 
@@ -75,3 +80,38 @@ async def test_help_speaks_the_members_language(server: str, member: str):
         assert helped.ephemeral
         joined = t(member, "help.lobby_joined", game=1, leave="")
         assert helped.content.startswith(joined.split("{")[0][:15])
+
+
+async def test_an_english_servers_game_still_speaks_english_after_a_restart():
+    """A restart loads the open games before Discord has sent their guilds: once a guild is
+    there, its games speak its preferred locale's language, not the configured default."""
+    fake = FakeDiscord()
+    world = build_standard_guild(fake, players=["p0", "p1"], preferred_locale="en-US")
+    await fake.start()
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            config = Config(timers=NO_TIMERS, database=Path(folder) / "bot.sqlite3")
+            async with bot_on(fake, world, config) as first:
+                await first.slash("host", "mafia new")
+                await first.drain()
+                assert first.live().language == "en"
+            async with bot_on(fake, world, config) as second:
+                await fake.wait_until(
+                    lambda: second.bot.get_guild(world.guild.id) is not None or None,
+                    5.0,
+                    "the guild never came",
+                )
+                await fake.wait_until(
+                    lambda: second.live().language == "en" or None, 5.0, "still the default"
+                )
+                status = await second.slash("p0", "mafia status", locale="en-US")
+                assert status.content.startswith(t("en", "status.title", game=1, host="")[:6])
+                joined = await fake.click(
+                    await second.lobby_message(), "mafia:join:1", second.member("p0").user.id
+                )
+                assert joined.content == t("en", "lobby.joined")
+                await second.drain()
+                lobby = await second.lobby_message()
+                assert lobby.content.startswith(t("en", "lobby.title", game=1))
+    finally:
+        await fake.close()
