@@ -318,7 +318,7 @@ CASES: list[Case] = [
     c("day", "citizen", "mafia join", None, "not_lobby", sample=True),
     c("day", "outsider", "mafia leave", None, "not_player"),
     c("day", "dead", "mafia leave", None, "leave_dead"),
-    c("day", "outsider", "mafia join", None, "not_lobby"),
+    c("day", "outsider", "mafia join", None, "join_running"),
     c("day", "outsider", "mafia me", None, "not_player", sample=True),
     *[
         c("day", who, command, options, "not_host", sample=command in ("host next", "host end"))
@@ -426,11 +426,15 @@ async def refused(scene: Scene, case: Case, user_locale: str) -> Any:
     return await table.slash(user, case.command, options, locale=user_locale)
 
 
-def wanted_params(scene: Scene, case: Case) -> dict[str, Any]:
+def wanted_params(scene: Scene, case: Case, language: str) -> dict[str, Any]:
     params = dict(case.params)
     if case.key == "error.wrong_phase":
         game = scene.table.game
         params.update(phase=str(game.phase), stage=game.stage.value)
+    if case.key == "error.join_running":  # and how to follow it instead
+        game_id = scene.table.live().id
+        hint = t(language, "help.spectator_on", game=game_id)
+        params.update(game=game_id, hint=hint)
     return params
 
 
@@ -460,7 +464,7 @@ async def test_a_refused_command_answers_privately_and_changes_nothing(
         )
         assert expected and t(language, f"stage.{table.game.stage.value}") in expected
     else:
-        expected = refusal_text(language, case.key, **wanted_params(scene, case))
+        expected = refusal_text(language, case.key, **wanted_params(scene, case, language))
     assert result.content == expected
     if language == "ru":
         assert not ENGLISH_WORDS.search(result.content), (
