@@ -26,7 +26,7 @@ from bot.collector import CollectorPolicy
 from bot.config import Config
 from bot.errors import UserError
 from bot.fairness import CommandLimit, TooFast
-from bot.i18n import t, warm_up
+from bot.i18n import reader_language, t, warm_up
 from bot.identify import TURN, IdentifyTurns
 from bot.members import MemberRequests
 from bot.notices import Notices
@@ -206,6 +206,7 @@ class ProkuratorBot(commands.AutoShardedBot):
                 "running shard(s) %s of %s", ",".join(map(str, self.shard_ids)), self.shard_count
             )
         self.service = GameService(self.storage, self.config, clock=self.clock)
+        self.service.locale_language = self.guild_locale_language
         self.outbox = Outbox(
             self.storage,
             self.http,
@@ -285,6 +286,15 @@ class ProkuratorBot(commands.AutoShardedBot):
         """Log a shard's lost connection (discord.py reconnects it on its own)."""
         log.warning("shard %d disconnected from the gateway", shard_id, extra={"shard": shard_id})
 
+    async def on_guild_available(self, guild: discord.Guild) -> None:
+        """A guild is here (at start, or back after an outage): its loaded games, read before
+        Discord sent it, speak its language now that its preferred locale is known."""
+        language = await self.service.language(guild.id)
+        for live in self.service.games():
+            if live.record.guild_id == guild.id and live.language != language:
+                log.info("game %s speaks %s, its server's language", live.id, language)
+                live.language = language
+
     async def on_ready(self) -> None:
         """Once the caches are built, keep the garbage collector off what lives for good."""
         if not getattr(self, "_frozen", False):
@@ -342,11 +352,15 @@ class ProkuratorBot(commands.AutoShardedBot):
             self.collector.uninstall()
         await super().close()
 
+    def guild_locale_language(self, guild_id: int) -> str | None:
+        """The language of a guild's preferred locale (None: the guild is not known here)."""
+        guild = self.get_guild(guild_id)
+        return None if guild is None else reader_language(guild.preferred_locale)
+
     async def language_for(self, interaction: discord.Interaction) -> str:
-        """The language of an interaction: its guild's."""
-        if interaction.guild_id is None:
-            return self.config.language
-        return await self.service.language(interaction.guild_id)
+        """The language of an interaction's private answer: the member's own, from his
+        client's locale (public posts speak the guild's: ``service.language``)."""
+        return reader_language(interaction.locale)
 
     async def check_command(self, interaction: discord.Interaction) -> bool:
         """The command tree's interaction check: the options within their declaration, and the

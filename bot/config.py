@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import available_timezones
 
+from bot.durations import MAX_DURATION, BadDuration, seconds_in
 from bot.pacing import GLOBAL_LIMIT
 from bot.yamlfile import YamlFileError, read_yaml
 from rules import RuleError, RuleOptions
@@ -314,18 +315,35 @@ _SCALARS: dict[str, Callable[[Any], Any]] = {
 _NULLABLE = ("shards", "shard_count")
 
 
+def _check_duration(key: str, value: Any, *, allow_zero: bool) -> int:
+    """Seconds of a timer written as the commands take it: ``600``, ``10m``, ``1h30m``, ``10м``."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ConfigError(f"{key}: must be seconds or a duration such as 10m, got {value!r}")
+    try:
+        return seconds_in(value, allow_zero=allow_zero)
+    except BadDuration:
+        low = 0 if allow_zero else 1
+        raise ConfigError(
+            f"{key}: must be seconds or a duration such as 10m or 1h30m, from {low} to "
+            f"{MAX_DURATION} seconds (a week), got {value!r}"
+        ) from None
+
+
 def _timers(section: Mapping[str, Any], default: Timers) -> Timers:
     _unknown("timers.", section, tuple(f.name for f in fields(Timers)))
     timers: dict[str, Any] = {}
     for name in ("discussion", "voting", "night", "execution", "leave_strike", "hostless_lobby"):
         if name in section:
-            timers[name] = _check_int(f"timers.{name}", section[name], 0, 7 * 24 * 3600)
+            timers[name] = _check_duration(f"timers.{name}", section[name], allow_zero=True)
     if "reminders" in section:
         raw = section["reminders"]
         if not isinstance(raw, list):
-            raise ConfigError(f"timers.reminders: must be a list of seconds, got {raw!r}")
+            raise ConfigError(f"timers.reminders: must be a list of durations, got {raw!r}")
         timers["reminders"] = tuple(
-            sorted({_check_int("timers.reminders", r, 1) for r in raw}, reverse=True)
+            sorted(
+                {_check_duration("timers.reminders", r, allow_zero=False) for r in raw},
+                reverse=True,
+            )
         )
     return replace(default, **timers)
 

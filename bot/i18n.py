@@ -163,6 +163,13 @@ def language_of_locale(locale: discord.Locale | str | None) -> str | None:
     return None
 
 
+def reader_language(locale: discord.Locale | str | None) -> str:
+    """The language a member reads, from his client's locale (an interaction's ``locale``) or
+    a server's preferred locale: Russian for ``ru``, English for every other (Discord has no
+    catalogue of ours in them, and English is the one most read)."""
+    return "ru" if language_of_locale(locale) == "ru" else "en"
+
+
 def key_str(default: str, key: str) -> app_commands.locale_str:
     """A command string whose localisations come from the catalogue key ``key``."""
     from discord import app_commands

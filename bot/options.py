@@ -19,7 +19,6 @@ text options read here by :func:`parse_duration`: ``90s``, ``10m``, ``1h``,
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 import discord
@@ -27,6 +26,7 @@ from discord import app_commands
 from discord.enums import AppCommandOptionType
 
 from bot.collector import release_when_done
+from bot.durations import MAX_DURATION, BadDuration, normalised, seconds_in
 from bot.errors import UserError
 from bot.i18n import t
 
@@ -115,47 +115,20 @@ async def options_within_limits(interaction: discord.Interaction) -> bool:
     return True
 
 
-#: the longest duration an option takes, seconds (a week)
-MAX_DURATION = 604800
-#: a unit's spellings (casefolded) → seconds
-UNITS = {
-    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours", "ч", "час", "часа", "часов"), 3600),
-    **dict.fromkeys(
-        ("m", "min", "mins", "minute", "minutes", "м", "мин", "минута", "минуты", "минут"), 60
-    ),
-    **dict.fromkeys(
-        ("s", "sec", "secs", "second", "seconds", "с", "сек", "секунда", "секунды", "секунд"), 1
-    ),
-}
-_PART = re.compile(r"(\d{1,7})\s*([^\d\s.,]+)\.?")
-
-
 def parse_duration(text: str, *, allow_zero: bool = False) -> int:
-    """Seconds in a duration such as ``90``, ``90s``, ``10m``, ``1h30m``, ``10м``, ``1ч 30мин``:
-    each unit at most once, the larger first, within :data:`MAX_DURATION`.
+    """Seconds in a duration such as ``90``, ``90s``, ``10m``, ``1h30m``, ``10м``, ``1ч 30мин``
+    (:func:`bot.durations.seconds_in`, the parser the configuration's timers share).
 
     Raises:
         UserError: ``error.bad_duration`` naming what was typed (and ``0`` unless ``allow_zero``).
     """
-    value = " ".join(str(text).split()).casefold()
-    refused = UserError("error.bad_duration", value=value[:40] or "—", limit=MAX_DURATION // 86400)
-    if value.isdigit() and len(value) <= 7:
-        seconds = int(value)
-    else:
-        seconds, last, position = 0, None, 0
-        for match in _PART.finditer(value):
-            if value[position : match.start()].strip():
-                raise refused
-            unit = UNITS.get(match.group(2))
-            if unit is None or (last is not None and unit >= last):
-                raise refused
-            seconds += int(match.group(1)) * unit
-            last, position = unit, match.end()
-        if last is None or value[position:].strip():
-            raise refused
-    if seconds > MAX_DURATION or (seconds == 0 and not allow_zero):
-        raise refused
-    return seconds
+    try:
+        return seconds_in(text, allow_zero=allow_zero)
+    except BadDuration:
+        value = normalised(text)
+        raise UserError(
+            "error.bad_duration", value=value[:40] or "—", limit=MAX_DURATION // 86400
+        ) from None
 
 
 def duration_text(language: str, seconds: int) -> str:

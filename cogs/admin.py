@@ -75,6 +75,7 @@ class AdminCog(commands.Cog):
         await self.bot.storage.set_guild_host_role(
             interaction.guild_id, role.id if role else None, language=language
         )
+        language = await self.bot.language_for(interaction)  # the answer is his alone
         key = "admin.hostrole" if role else "admin.hostrole_none"
         await interaction.response.send_message(
             t(language, key, role=role.mention if role else ""),

@@ -36,6 +36,7 @@ from cogs.common import (
     join_group,
     leave_group,
     require_host,
+    seen_by,
 )
 from cogs.lobby import lobby_edit
 
@@ -253,10 +254,10 @@ class AttendanceCog(commands.Cog):
         await answer(
             interaction,
             phrase(
-                live,
+                seen_by(live, interaction),
                 "attendance.asked",
                 deadline=f"<t:{int(issued / 1000 + seconds)}:T>",
-                duration=duration_text(live.language, seconds),
+                duration=duration_text(seen_by(live, interaction).language, seconds),
             ),
         )
 
@@ -284,7 +285,7 @@ class AttendanceCog(commands.Cog):
         if await self.bot.service.update(
             live.id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)
         ):
-            await answer(interaction, phrase(live, "attendance.confirmed"))
+            await answer(interaction, phrase(seen_by(live, interaction), "attendance.confirmed"))
 
 
 async def setup(bot: ProkuratorBot) -> None:

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.display import shown
 from bot.errors import UserError
-from bot.i18n import key_str, mention, phrase
+from bot.i18n import key_str, mention, phrase, reader_language
 from bot.limits import OPTION_LABEL, SELECT_OPTIONS, chunks, clip
 from bot.service import GameBroken, LiveGame, Seen
 from bot.storage import GameState
@@ -82,16 +84,17 @@ def name_of(live: LiveGame, player: str) -> str:
     return player
 
 
-def shown(text: str) -> str:
-    """A member's name (or what he typed) as a text shows it: as written, never as markdown
-    (code fences, masked links, headings) nor as a mention of @everyone or anyone."""
-    return discord.utils.escape_mentions(discord.utils.escape_markdown(text))
-
-
 def shown_name(live: LiveGame, player: str) -> str:
     """A player's display name, escaped for a text (:func:`shown`); a label or a menu option,
     which Discord never renders as markdown, takes :func:`name_of`."""
     return shown(name_of(live, player))
+
+
+def seen_by(live: LiveGame, interaction: discord.Interaction) -> LiveGame:
+    """The game as the sender of ``interaction`` reads his private answer: the same game, in
+    his own client's language (:func:`bot.i18n.reader_language`). Only for building that
+    answer's text: what the game posts speaks the server's language (``live``)."""
+    return replace(live, language=reader_language(interaction.locale))
 
 
 def status_text(live: LiveGame, status: str) -> str:
@@ -349,6 +352,7 @@ __all__ = [
     "require_host",
     "resolve_player",
     "running_game",
+    "seen_by",
     "shown",
     "shown_name",
     "status_text",

@@ -36,10 +36,13 @@ from cogs.common import (
     is_host,
     manages_server,
     plays_in,
+    seen_by,
     status_text,
 )
 from cogs.mentions import command
 from cogs.render import deadline_text, moment_text
+from cogs.scheduled import next_scheduled, scheduled_line
+from cogs.spectators import watch_hint
 from cogs.will import will_limit
 from rules import RuleError, Status
 from rules.table import ACTS, ANY, HOST_ACTS, HOST_TOOLS, PLAYER_ACTS
@@ -257,7 +260,7 @@ def help_lines(
     if host:
         lines.extend(host_lines(live))
     if not lines:
-        lines = [phrase(live, "help.spectator", game=live.id), stage_line(live)]
+        lines = [watch_hint(live, user.id), stage_line(live)]
     return [*stand_in, *lines, always if player in live.game.players else onlooker]
 
 
@@ -300,7 +303,7 @@ class HelpCog(commands.Cog):
         live = await self.bot.service.open_game(interaction.guild_id)
         if live is None:
             return None
-        return wrong_stage_text(live, component_path(interaction))
+        return wrong_stage_text(seen_by(live, interaction), component_path(interaction))
 
     @app_commands.command(
         name=key_str("help", "cmd.help.name"),
@@ -312,10 +315,13 @@ class HelpCog(commands.Cog):
             raise UserError("error.guild_only")
         language = await self.bot.language_for(interaction)
         live = await self.bot.service.open_game(interaction.guild_id)
+        live = None if live is None else seen_by(live, interaction)
         role = await self.bot.storage.guild_host_role(interaction.guild_id)
-        await answer_lines(
-            interaction, help_lines(self.bot, live, interaction.user, language, role)
-        )
+        lines = help_lines(self.bot, live, interaction.user, language, role)
+        soon = await next_scheduled(self.bot.storage, interaction.guild_id)
+        if soon is not None:  # before the line of what one may always do
+            lines.insert(len(lines) - 1, scheduled_line(language, soon))
+        await answer_lines(interaction, lines)
 
     @app_commands.command(
         name=key_str("rules", "cmd.rules.name"),

@@ -8,6 +8,7 @@ Each function takes the language to write in and what the archive gave
 from __future__ import annotations
 
 from collections.abc import Callable
+from fractions import Fraction
 from functools import partial
 from typing import Any
 
@@ -383,20 +384,28 @@ def results_lines(language: str, results: GuildResults) -> list[str]:
             ),
         )
     )
-    # the highest share of seats that won; of equal shares, the one played more
-    best = max(
-        statuses,
-        key=lambda status: (
-            results.by_status[status][1] / results.by_status[status][0],
-            results.by_status[status][0],
-        ),
-    )
-    seats, wins = results.by_status[best]
-    if wins:
+
+    # the highest share of seats that won; equal shares are a tie, said as one
+    def rate(status: str) -> Fraction:
+        seats, wins = results.by_status[status]
+        return Fraction(wins, seats)
+
+    top = max(rate(status) for status in statuses)
+    best = [status for status in statuses if rate(status) == top]
+    seats, wins = results.by_status[best[0]]
+    if wins and len(best) == 1:
         lines.append(
             say(
                 "top.best_status",
-                status=say(f"status.{best}"),
+                status=say(f"status.{best[0]}"),
+                rate=percent_text(language, wins, seats),
+            )
+        )
+    elif wins:
+        lines.append(
+            say(
+                "top.best_tie",
+                statuses=", ".join(say(f"status.{status}") for status in best),
                 rate=percent_text(language, wins, seats),
             )
         )

@@ -61,7 +61,7 @@ from bot.voice.receiver import ReceivingVoiceClient
 from bot.voice.recorder import OggSink, Recorder, RecordingOutcome, RecordingResult
 from bot.voice.upload import PreparedAudio
 from bot.wiring import Hooks
-from cogs.common import player_of, require_host, running_game
+from cogs.common import player_of, require_host, running_game, seen_by
 from cogs.render import pings_on
 from cogs.speech import (
     announce_items,
@@ -253,7 +253,9 @@ class LastWordCog(commands.Cog):
         if current is None:
             raise UserError("error.no_recording")
         current[1].stop()
-        await interaction.response.send_message(phrase(live, "lastword.skipped"), ephemeral=True)
+        await interaction.response.send_message(
+            phrase(seen_by(live, interaction), "lastword.skipped"), ephemeral=True
+        )
 
     # ------------------------------------------------------------------ buttons
 
@@ -279,7 +281,9 @@ class LastWordCog(commands.Cog):
         if str(interaction.user.id) != speaker:
             await require_host(self.bot, interaction, live)
         recorder.stop()
-        await interaction.response.send_message(phrase(live, "lastword.stopping"), ephemeral=True)
+        await interaction.response.send_message(
+            phrase(seen_by(live, interaction), "lastword.stopping"), ephemeral=True
+        )
 
     # ------------------------------------------------------------------ the queue
 
@@ -306,7 +310,7 @@ class LastWordCog(commands.Cog):
                 self._work(live.id), name=f"lastword-{live.id}"
             )
         await interaction.response.send_message(
-            phrase(live, "lastword.queued", ahead=ahead), ephemeral=True
+            phrase(seen_by(live, interaction), "lastword.queued", ahead=ahead), ephemeral=True
         )
 
     async def _work(self, game_id: int) -> None:

@@ -36,12 +36,15 @@ from cogs.common import (
     guild_game,
     is_host,
     player_of,
+    plays_in,
     running_game,
+    seen_by,
     status_text,
 )
 from cogs.lobby_message import lobby_cities, lobby_edit, lobby_payload, lobby_post
 from cogs.mentions import command
 from cogs.render import deadline_text, moment_text, winner_text
+from cogs.scheduled import next_scheduled, scheduled_line
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
@@ -252,17 +255,28 @@ class LobbyCog(commands.Cog):
             interaction.guild_id,
             interaction.user.id,
         )
-        await answer(interaction, phrase(live, "lobby.opened", game=live.id))
+        await answer(interaction, phrase(seen_by(live, interaction), "lobby.opened", game=live.id))
 
     @mafia.command(
         name=key_str("status", "cmd.mafia.status.name"),
         description=key_str("Show the game of this server", "cmd.mafia.status.description"),
     )
     async def status(self, interaction: discord.Interaction) -> None:
-        live = await guild_game(self.bot, interaction)
+        if interaction.guild_id is None:
+            raise UserError("error.guild_only")
+        soon = await next_scheduled(self.bot.storage, interaction.guild_id)
+        language = await self.bot.language_for(interaction)
+        coming = [scheduled_line(language, soon)] if soon is not None else []
+        live = await self.bot.service.open_game(interaction.guild_id)
+        if live is None:
+            if not coming:
+                raise UserError("error.no_game")
+            await answer_lines(interaction, [t(language, "error.no_game"), *coming])
+            return
         if live.broken is not None:
             raise GameBroken()
-        await answer_lines(interaction, status_lines(live, str(interaction.user.id)))
+        lines = status_lines(seen_by(live, interaction), str(interaction.user.id))
+        await answer_lines(interaction, [*lines, *coming])
 
     @mafia.command(
         name=key_str("me", "cmd.mafia.me.name"),
@@ -318,7 +332,7 @@ class LobbyCog(commands.Cog):
     async def _send_role(self, interaction: discord.Interaction) -> None:
         live = await running_game(self.bot, interaction)
         player = player_of(live, interaction)
-        await answer_lines(interaction, role_lines(live, player))
+        await answer_lines(interaction, role_lines(seen_by(live, interaction), player))
 
     @mafia.command(
         name=key_str("join", "cmd.mafia.join.name"),
@@ -361,6 +375,10 @@ class LobbyCog(commands.Cog):
             await self._come_back(interaction, live)
             return
         if live.record.state != GameState.LOBBY:
+            hosts = user.id == live.record.host_id or user.id in cohosts(live)
+            if live.record.state == GameState.RUNNING and not hosts and not plays_in(live, user.id):
+                hint = spectators.watch_hint(seen_by(live, interaction), user.id)
+                raise UserError("error.join_running", game=live.id, hint=hint)
             raise UserError("error.not_lobby")
         if await self.bot.storage.player_game(user.id) is not None:
             raise UserError("error.in_other_game")  # started here or in another process
@@ -395,7 +413,7 @@ class LobbyCog(commands.Cog):
         if await self.bot.service.update(
             live.id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)
         ):
-            await answer(interaction, t(live.language, "lobby.joined"))
+            await answer(interaction, phrase(seen_by(live, interaction), "lobby.joined"))
 
     async def _leave(self, interaction: discord.Interaction, live: LiveGame) -> None:
         user = interaction.user
@@ -419,7 +437,7 @@ class LobbyCog(commands.Cog):
         if await self.bot.service.update(
             live.id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)
         ):
-            await answer(interaction, t(live.language, "lobby.left"))
+            await answer(interaction, phrase(seen_by(live, interaction), "lobby.left"))
 
     async def _leave_game(self, interaction: discord.Interaction, live: LiveGame) -> None:
         """``/mafia leave`` during the game: the host is told; with ``leave_strike`` set, the
@@ -437,17 +455,17 @@ class LobbyCog(commands.Cog):
             log.info(
                 "game %s: %s leaves the game (strike in %s s)", live.id, player, strike or "never"
             )
+            language = seen_by(live, interaction).language
+            join = command(language, "mafia join")
             if strike > 0:
                 text = t(
-                    live.language,
+                    language,
                     "lobby.left_game_strike",
                     when=f"<t:{int(now + strike)}:R>",
-                    join=command(live.language, "mafia join"),
+                    join=join,
                 )
             else:
-                text = t(
-                    live.language, "lobby.left_game", join=command(live.language, "mafia join")
-                )
+                text = t(language, "lobby.left_game", join=join)
             await answer(interaction, text)
 
     async def _come_back(self, interaction: discord.Interaction, live: LiveGame) -> None:
@@ -464,7 +482,7 @@ class LobbyCog(commands.Cog):
         if await self.bot.service.update(
             live.id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)
         ):
-            await answer(interaction, t(live.language, "lobby.back"))
+            await answer(interaction, phrase(seen_by(live, interaction), "lobby.back"))
 
     @commands.Cog.listener()
     async def on_raw_member_remove(self, payload: discord.RawMemberRemoveEvent) -> None:

@@ -16,7 +16,7 @@ from bot.outbox.intents import Edit, Send
 from bot.service import LiveGame
 from bot.storage import GameState, OutboxItem
 from cogs import presets, spectators
-from cogs.common import cohosts, mention, phrase, status_text
+from cogs.common import cohosts, mention, phrase, shown, status_text
 from rules.table import SWITCHABLE
 
 #: the button styles of Discord's message components (success: green, danger: red)
@@ -48,22 +48,34 @@ def head_lines(live: LiveGame) -> list[str]:
         lines.append(
             phrase(live, "lobby.cohosts", cohosts=", ".join(mention(str(c)) for c in cohosts(live)))
         )
-    lines.append(phrase(live, "lobby.cities", cities=", ".join(lobby_cities(live))))
+    lines.append(phrase(live, "lobby.cities", cities=", ".join(map(shown, lobby_cities(live)))))
     return lines
 
 
 def roles_text(live: LiveGame) -> str:
-    """The roles the host's setup chose: how many mafiosi, with and without which statuses."""
+    """The roles the host's setup chose: how many mafiosi, and which statuses are in the game
+    (those left out have a line of their own: :func:`left_out_line`)."""
     setup = live.record.lobby.get("setup", {})
     roles = []
     if setup.get("mafiosi"):
         roles.append(phrase(live, "lobby.mafiosi", count=setup["mafiosi"]))
-    chosen = [status.value for status in SWITCHABLE if setup.get(status.value) is not None]
-    for key, wanted in (("with", True), ("without", False)):
-        statuses = [status_text(live, status) for status in chosen if bool(setup[status]) is wanted]
-        if statuses:
-            roles.append(phrase(live, f"lobby.{key}", statuses=", ".join(statuses)))
-    return "; ".join(roles) or phrase(live, "lobby.roles_default")
+    chosen = [status.value for status in SWITCHABLE if setup.get(status.value)]
+    if chosen:
+        roles.append(", ".join(status_text(live, status) for status in chosen))
+    if roles:
+        return "; ".join(roles)
+    left_out = any(setup.get(status.value) is False for status in SWITCHABLE)
+    return phrase(live, "lobby.roles_rest" if left_out else "lobby.roles_default")
+
+
+def left_out_line(live: LiveGame) -> str | None:
+    """The line naming the statuses the setup leaves out of the game (None: none)."""
+    setup = live.record.lobby.get("setup", {})
+    left_out = [status.value for status in SWITCHABLE if setup.get(status.value) is False]
+    if not left_out:
+        return None
+    statuses = ", ".join(status_text(live, status) for status in left_out)
+    return phrase(live, "lobby.without", statuses=statuses)
 
 
 def setup_lines(live: LiveGame) -> list[str]:
@@ -74,6 +86,9 @@ def setup_lines(live: LiveGame) -> list[str]:
     if preset is not None:
         lines.append(preset)
     lines.append(phrase(live, "lobby.roles", roles=roles_text(live)))
+    left_out = left_out_line(live)
+    if left_out is not None:
+        lines.append(left_out)
     mode = phrase(live, f"lobby.spectators_{spectators.mode_of(live.record)}")
     lines.append(phrase(live, "lobby.spectators", mode=mode))
     lines += presets.house_lines(live)

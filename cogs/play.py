@@ -28,6 +28,7 @@ from cogs.common import (
     player_of,
     resolve_player,
     running_game,
+    seen_by,
     target_choices,
 )
 from rules import (
@@ -121,20 +122,21 @@ class PlayCog(commands.Cog):
             seen=seen,
             answer=InteractionAnswer(interaction),
         )
+        reader = seen_by(live, interaction)
         if applied.duplicate:
             if interaction.response.is_done():  # acknowledged before the repeat was seen
-                await answer(interaction, phrase(live, "reply.done"))
+                await answer(interaction, phrase(reader, "reply.done"))
             return
         if applied.repeated:  # the same choice again: nothing is posted a second time
             target = getattr(command, "target", None)
             await answer(
                 interaction,
-                phrase(live, "reply.repeated", target=mention(target))
+                phrase(reader, "reply.repeated", target=mention(target))
                 if target
-                else phrase(live, "reply.repeated_pass"),
+                else phrase(reader, "reply.repeated_pass"),
             )
             return
-        await answer(interaction, reply_text(live, command, applied.events))
+        await answer(interaction, reply_text(reader, command, applied.events))
 
     async def _choices(
         self, interaction: discord.Interaction, verb: str, current: str

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from bot.display import shown
 from bot.errors import UserError
 from bot.i18n import LANGUAGES, phrase, t
 from bot.service import LiveGame
@@ -135,7 +136,9 @@ def lobby_line(live: LiveGame) -> str | None:
     chosen = live.record.lobby.get("preset")
     if not chosen:
         return None
-    name = builtin_name(live.language, chosen["key"]) if chosen.get("key") else str(chosen["name"])
+    name = (
+        builtin_name(live.language, chosen["key"]) if chosen.get("key") else shown(chosen["name"])
+    )
     line = phrase(live, "lobby.preset", name=name)
     if settings_of(live.record.lobby) != chosen.get("settings"):
         line += phrase(live, "lobby.preset_changed")

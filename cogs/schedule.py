@@ -35,6 +35,7 @@ from bot.service import LiveGame
 from bot.storage import GameExists, OutboxItem
 from cogs.common import answer, join_group, leave_group
 from cogs.lobby import lobby_post, may_host, new_lobby
+from cogs.scheduled import event_link
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
@@ -57,10 +58,6 @@ UNKNOWN_EVENT = 10070
 
 def iso(when: float) -> str:
     return datetime.datetime.fromtimestamp(when, tz=datetime.UTC).isoformat()
-
-
-def event_link(guild_id: int, event_id: int) -> str:
-    return f"https://discord.com/events/{guild_id}/{event_id}"
 
 
 def ping_items(live: LiveGame, title: str, interested: list[int]) -> list[OutboxItem]:
@@ -253,7 +250,7 @@ class ScheduleCog(commands.Cog):
             raise UserError("error.not_host")
         if not interaction.app_permissions.create_events:
             raise UserError("error.schedule_no_right")
-        language = await self.bot.language_for(interaction)
+        language = await self.bot.service.language(guild_id)  # the event is the server's
         seconds = parse_duration(when)
         if seconds < SOONEST:
             raise UserError("error.schedule_too_soon")
@@ -284,7 +281,7 @@ class ScheduleCog(commands.Cog):
         await answer(
             interaction,
             t(
-                language,
+                await self.bot.language_for(interaction),
                 "schedule.made",
                 title=name,
                 when=f"<t:{int(starts)}:F>",

@@ -40,7 +40,7 @@ import discord
 from bot.errors import UserError
 from bot.footprint import watch_items
 from bot.footprint.room import ROLE_CAP, no_spectators_room
-from bot.i18n import t
+from bot.i18n import phrase, reader_language, t
 from bot.service import GameBroken, LiveGame
 from bot.storage import FINISHED, GameRecord, GameState, OutboxItem
 from cogs.common import InteractionAnswer, is_host
@@ -69,6 +69,15 @@ def watching(record: GameRecord) -> set[int]:
 def is_spectator(record: GameRecord, user_id: int) -> bool:
     """Whether the member watches the game (so he may not take a seat in it)."""
     return user_id in watching(record)
+
+
+def watch_hint(live: LiveGame, user_id: int) -> str:
+    """What a member who does not play in the running game can do to follow it, in
+    ``live``'s language: first ``/mafia spectate`` (or wait for the end, or nothing, as the
+    game's setting says), or how to stop if he watches already."""
+    if is_spectator(live.record, user_id):
+        return phrase(live, "help.spectator_watching", game=live.id)
+    return phrase(live, f"help.spectator_{mode_of(live.record)}", game=live.id)
 
 
 def players_of(record: GameRecord) -> set[int]:
@@ -128,7 +137,9 @@ async def toggle(bot: ProkuratorBot, interaction: discord.Interaction) -> str:
             game_id, change, interaction_id=interaction.id, answer=InteractionAnswer(interaction)
         ):
             return t(
-                live.language, "spectate.started" if watch else "spectate.stopped", game=game_id
+                reader_language(interaction.locale),
+                "spectate.started" if watch else "spectate.stopped",
+                game=game_id,
             )
     else:
         # a finished game is no longer in the service: its record is changed here, under its lock
@@ -140,7 +151,8 @@ async def toggle(bot: ProkuratorBot, interaction: discord.Interaction) -> str:
             await bot.storage.save_game(record, interaction_id=interaction.id, outbox=items)
         bot.outbox.kick(game_id)
     log.info("game %s: %s %s watching", game_id, user.id, "starts" if watch else "stops")
-    return t(live.language, "spectate.started" if watch else "spectate.stopped", game=game_id)
+    reader = reader_language(interaction.locale)  # his answer alone
+    return t(reader, "spectate.started" if watch else "spectate.stopped", game=game_id)
 
 
 async def _may_watch(bot: ProkuratorBot, live: LiveGame, user: discord.abc.User | Any) -> None:

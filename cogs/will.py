@@ -18,7 +18,7 @@ from bot.errors import UserError
 from bot.i18n import key_str, mention, phrase
 from bot.service import LiveGame
 from bot.storage import GameState, OutboxItem
-from cogs.common import InteractionAnswer, answer, player_of, running_game
+from cogs.common import InteractionAnswer, answer, player_of, running_game, seen_by
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
@@ -122,7 +122,10 @@ class WillCog(commands.Cog):
         if not await self._store(interaction, live, player, text):
             return  # delivered twice: done and answered the first time
         log.info("game %s: %s wrote a will of %s characters", live.id, player, len(text))
-        await answer(interaction, phrase(live, "will.written", count=len(text), limit=limit))
+        await answer(
+            interaction,
+            phrase(seen_by(live, interaction), "will.written", count=len(text), limit=limit),
+        )
 
     @will.command(
         name=key_str("show", "cmd.will.show.name"),
@@ -132,9 +135,11 @@ class WillCog(commands.Cog):
         live, player = await self._writer(interaction)
         text = will_of(live, player)
         if text is None:
-            await answer(interaction, phrase(live, "will.none", count=will_limit(live)))
+            await answer(
+                interaction, phrase(seen_by(live, interaction), "will.none", count=will_limit(live))
+            )
             return
-        await answer(interaction, f"{phrase(live, 'will.yours')}\n{text}")
+        await answer(interaction, f"{phrase(seen_by(live, interaction), 'will.yours')}\n{text}")
 
     @will.command(
         name=key_str("erase", "cmd.will.erase.name"),
@@ -147,7 +152,7 @@ class WillCog(commands.Cog):
         if not await self._store(interaction, live, player, None):
             return
         log.info("game %s: %s erased his will", live.id, player)
-        await answer(interaction, phrase(live, "will.erased"))
+        await answer(interaction, phrase(seen_by(live, interaction), "will.erased"))
 
 
 async def setup(bot: ProkuratorBot) -> None:

@@ -101,9 +101,9 @@ class Table:
     async def slash(
         self, who: str | Member, command: str, options: dict[str, Any] | None = None, **kwargs: Any
     ) -> InteractionResult:
-        """``who`` runs a slash command in the guild's general channel (unless ``channel_id``)."""
+        """``who`` runs a slash command in the guild's general channel (unless ``channel_id``), his
+        client in the guild's preferred locale (unless ``locale``)."""
         kwargs.setdefault("channel_id", self.world.text_channel.id)
-        kwargs.setdefault("locale", "ru")
         return await self.fake.slash(
             self.guild_id, self.member(who).user.id, command, options or {}, **kwargs
         )

@@ -1,8 +1,8 @@
 """A picture of a whole game: every player's lane from the deal to the end, days and nights as columns.
 
-Drawn with Pillow. The text is DejaVu Sans, which has Cyrillic; the project
-ships no font file of its own: the one matplotlib bundles is used (found on
-disk, matplotlib itself is not imported).
+Drawn with Pillow. The text is DejaVu Sans, which has Cyrillic: the package
+ships its two font files (regular and bold, with their free licence) in
+``bot/picture/fonts``.
 
 What is drawn is first laid out as plain data (:func:`layout` gives a
 :class:`Picture`: its columns, its cities, each city's lanes, each lane's

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from functools import cache
 from pathlib import Path
 
@@ -111,15 +110,15 @@ class PictureError(Exception):
     """The picture cannot be drawn (no font found)."""
 
 
+#: where the package keeps its font: DejaVu Sans (free licence, in ``LICENSE_DEJAVU`` beside it)
+FONTS = Path(__file__).resolve().parent / "fonts"
+
+
 @cache
 def _font_file(bold: bool) -> Path:
-    spec = importlib.util.find_spec("matplotlib")
-    if spec is None or spec.origin is None:
-        raise PictureError("matplotlib (which bundles the DejaVu Sans font) is not installed")
-    name = "DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf"
-    path = Path(spec.origin).parent / "mpl-data" / "fonts" / "ttf" / name
+    path = FONTS / ("DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf")
     if not path.exists():
-        raise PictureError(f"the font {path} is missing")
+        raise PictureError(f"the font {path} is missing: reinstall the package")
     return path
 
 

@@ -46,6 +46,9 @@ class GameRegistry:
         # Discord's clock, not the game's (which tests and benchmarks replace): a command's
         # snowflake time is compared with the moment its stage began
         self.wall: Clock = time.time
+        self.locale_language: Callable[[int], str | None] = lambda guild_id: None
+        """The language of a guild's preferred locale on Discord (None: not known); the bot
+        installs one that reads its guilds."""
         self._live: dict[int, LiveGame] = {}
         self._guild_games: dict[int, list[int]] = {}
         """guild id -> its loaded games' ids, in the order they were loaded (for open_game)."""
@@ -78,8 +81,10 @@ class GameRegistry:
         return list(self._live.values())
 
     async def language(self, guild_id: int) -> str:
-        """The guild's language (the configured default until set)."""
-        return await self.storage.guild_language(guild_id) or self.config.language
+        """The guild's language: set by ``/admin language``, else its preferred locale's on
+        Discord (:func:`bot.i18n.reader_language`), else the configured default."""
+        stored = await self.storage.guild_language(guild_id)
+        return stored or self.locale_language(guild_id) or self.config.language
 
     async def open_game(self, guild_id: int) -> LiveGame | None:
         """The guild's open game. Every open game is in memory (loaded at start, created here)."""

@@ -31,6 +31,7 @@ from cogs.common import (
     is_host,
     require_host,
     running_game,
+    seen_by,
 )
 from cogs.render import (
     ballot_payload,
@@ -257,22 +258,22 @@ class HostBase(commands.Cog):
             phase, _, stage = began.stage.rpartition(" ")
             raise UserError(
                 "error.just_began",
-                moment=moment_of(live, phase, stage),
+                moment=moment_of(seen_by(live, interaction), phase, stage),
                 ms=max(0, int(began.late * 1000)),
             ) from None
         if applied.duplicate and not interaction.response.is_done():
             return  # delivered twice: done and answered the first time
-        game = live.game
+        game, reader = live.game, seen_by(live, interaction)
         if applied.deferred:
-            text = phrase(live, "host.deferred")
+            text = phrase(reader, "host.deferred")
         elif tell_stage and game is not None and game.over:
-            text = phrase(live, "host.began_end")
+            text = phrase(reader, "host.began_end")
         elif tell_stage and game is not None:
             text = phrase(
-                live, "host.began", moment=moment_text(live), deadline=deadline_text(live)
+                reader, "host.began", moment=moment_text(reader), deadline=deadline_text(reader)
             )
         else:
-            text = self._done_text(live)
+            text = self._done_text(reader)
         await answer(interaction, text)
 
     def _held_without_powers(self, live: LiveGame) -> None:

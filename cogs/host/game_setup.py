@@ -20,6 +20,7 @@ from cogs import presets
 from cogs.common import (
     answer,
     phrase,
+    seen_by,
 )
 from cogs.host.common import (
     HOST,
@@ -282,7 +283,9 @@ class HostSetup(HostBase):
 
         if not await self._update(interaction, live, change):
             return
-        await answer(interaction, phrase(live, "host.preset_saved", name=name))
+        await answer(
+            interaction, phrase(seen_by(live, interaction), "host.preset_saved", name=name)
+        )
 
     @PRESET.command(
         name=key_str("delete", "cmd.host.preset.delete.name"),
@@ -303,7 +306,10 @@ class HostSetup(HostBase):
         log.info(
             "guild %s: preset %r deleted by %s", live.record.guild_id, name, interaction.user.id
         )
-        await answer(interaction, phrase(live, "host.preset_deleted", name=" ".join(name.split())))
+        await answer(
+            interaction,
+            phrase(seen_by(live, interaction), "host.preset_deleted", name=" ".join(name.split())),
+        )
 
     @preset_delete.autocomplete("name")
     async def _saved_presets(
@@ -345,7 +351,9 @@ class HostSetup(HostBase):
 
         if not await self._update(interaction, live, change):
             return  # delivered twice: done and answered the first time
-        await answer(interaction, phrase(live, "host.touring", order=", ".join(names)))
+        await answer(
+            interaction, phrase(seen_by(live, interaction), "host.touring", order=", ".join(names))
+        )
 
 
 def lobby_only(record: GameRecord) -> None:

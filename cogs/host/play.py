@@ -31,7 +31,9 @@ from cogs.common import (
     require_host,
     resolve_player,
     running_game,
+    seen_by,
     sent_at,
+    status_text,
 )
 from cogs.components import CancelButton, ConfirmButton
 from cogs.host.common import (
@@ -49,7 +51,7 @@ from cogs.host.strikes import (
     LeaveStrikes,
 )
 from cogs.host.welcome import replaced_items
-from cogs.idle import IdleWatch, actor_of, replayed
+from cogs.idle import IdleWatch, idle_streaks, idle_strike
 from cogs.lobby import lobby_edit
 from cogs.render import (
     closing_channels,
@@ -70,7 +72,6 @@ from rules import (
     Stage,
     command_from_dict,
 )
-from rules.events import PhaseStarted
 
 log = logging.getLogger(__name__)
 
@@ -276,7 +277,10 @@ class HostPlay(HostStart):
         if applied.duplicate and not interaction.response.is_done():
             return
         log.info("game %s: %s replaces %s", live.id, new.id, leaving)
-        await answer(interaction, phrase(live, "host.replaced", old=mention(leaving), new=who))
+        await answer(
+            interaction,
+            phrase(seen_by(live, interaction), "host.replaced", old=mention(leaving), new=who),
+        )
 
     @replace.autocomplete("old")
     async def _replace_targets(
@@ -286,37 +290,29 @@ class HostPlay(HostStart):
 
     @HOST.command(
         name=key_str("idle", "cmd.host.idle.name"),
-        description=key_str("Who has not acted for how many phases", "cmd.host.idle.description"),
+        description=key_str(
+            "Who has let how many days go by without a move", "cmd.host.idle.description"
+        ),
     )
     async def idle(self, interaction: discord.Interaction) -> None:
+        """Each living player's days in a row without a move the city saw: the very count the
+        idle strike-out (``/host setup idle_strike``) warns and strikes by."""
         live = await self._host_game(interaction)
         async with self.bot.service.lock(live.id):  # the log and the game as of one moment
-            quiet = await self.idle_phases(live)
-        lines = [phrase(live, "host.idle.title")]
-        for player, phases in sorted(quiet.items(), key=lambda row: -row[1]):
-            lines.append(phrase(live, "host.idle.row", player=mention(player), phases=phases))
+            quiet = await idle_streaks(self.bot.storage, live)
+        reader = seen_by(live, interaction)
+        lines = [phrase(reader, "host.idle.title")]
+        for player, days in sorted(quiet.items(), key=lambda row: -row[1]):
+            lines.append(phrase(reader, "host.idle.row", player=mention(player), days=days))
         if len(lines) == 1:
-            lines.append(phrase(live, "host.idle.none"))
+            lines.append(phrase(reader, "host.idle.none"))
+        limit = idle_strike(live)
+        lines.append(
+            phrase(reader, "host.idle.limit", count=limit)
+            if limit
+            else phrase(reader, "host.idle.off")
+        )
         await answer_lines(interaction, lines)
-
-    async def idle_phases(self, live: LiveGame) -> dict[str, int]:
-        """For each living player who has not acted in the phase under way, how many phases went by
-        since his last act, this one included (replayed from the log)."""
-        assert live.game is not None
-        phases = 0
-        last: dict[str, int] = {}
-        async for _, move, events in replayed(self.bot.storage, live):
-            actor = actor_of(move) if move is not None else None
-            if actor is not None:  # a newcomer counts from the phase he came in
-                last[actor] = phases
-            phases += sum(
-                1
-                for e in events
-                if isinstance(e, PhaseStarted) and e.stage in (Stage.DISCUSSION, Stage.NIGHT)
-            )
-        # phases are numbered from 0 (the opening one): who never acted let every one pass
-        quiet = {player: phases - last.get(player, -1) for player in live.game.alive()}
-        return {player: count for player, count in quiet.items() if count > 0}
 
     @HOST.command(
         name=key_str("skip", "cmd.host.skip.name"),
@@ -345,7 +341,7 @@ class HostPlay(HostStart):
             provision = live.record.lobby.get("provision") or {}
             if provision.get("state") != "rollback":
                 await self._rollback(live, {}, target="cancelled")
-            await settle(interaction, phrase(live, "host.ended_reply"))
+            await settle(interaction, phrase(seen_by(live, interaction), "host.ended_reply"))
             return
 
         # a broken game is closed like any other: its channels locked (or deleted) as at an end,
@@ -376,7 +372,7 @@ class HostPlay(HostStart):
 
         if not await self.bot.service.update(live.id, change, interaction_id=interaction.id):
             return  # delivered twice: done and answered the first time
-        await settle(interaction, phrase(live, "host.ended_reply"))
+        await settle(interaction, phrase(seen_by(live, interaction), "host.ended_reply"))
 
     async def _ask(
         self,
@@ -452,7 +448,15 @@ class HostPlay(HostStart):
         )
         if applied.duplicate and not interaction.response.is_done():
             return
-        await settle(interaction, self._done_text(live))
+        reader, target = seen_by(live, interaction), parts[3]
+        if self.bot.powers.refusal(live) is not None:  # carried out once the power is back
+            await settle(interaction, self._done_text(reader))
+            return
+        assert live.game is not None
+        status = status_text(reader, live.game.status_of(target).value)
+        await settle(
+            interaction, phrase(reader, "host.killed", player=mention(target), status=status)
+        )
 
     async def _cancelled(self, interaction: discord.Interaction, parts: list[str]) -> None:
         """ "No" pressed: nothing happens; the question is replaced by "cancelled". Only by one
@@ -464,7 +468,7 @@ class HostPlay(HostStart):
         if live is None or not parts or str(live.id) != parts[0]:
             raise UserError("error.stale_button")
         await require_host(self.bot, interaction, live)
-        await settle(interaction, phrase(live, "confirm.cancelled"))
+        await settle(interaction, phrase(seen_by(live, interaction), "confirm.cancelled"))
 
     async def _last_known_game(self, live: LiveGame) -> Game | None:
         """A broken game as far as its log still replays (None: not even its deal is readable)."""

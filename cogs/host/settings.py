@@ -21,6 +21,7 @@ from cogs.common import (
     answer,
     cohosts,
     plays_in,
+    seen_by,
 )
 from cogs.host.common import (
     COHOST,
@@ -113,7 +114,11 @@ class HostSettings(HostSetup):
         log.info("game %s: co-host %s %s", live.id, member.id, "added" if add else "removed")
         await answer(
             interaction,
-            phrase(live, "host.cohost_added" if add else "host.cohost_removed", member=who),
+            phrase(
+                seen_by(live, interaction),
+                "host.cohost_added" if add else "host.cohost_removed",
+                member=who,
+            ),
         )
 
     @HOST.command(
@@ -152,7 +157,7 @@ class HostSettings(HostSetup):
         if not await self._update(interaction, live, change):
             return
         log.info("game %s: %s kicked from the lobby", live.id, member.id)
-        await answer(interaction, phrase(live, "host.kicked", player=who))
+        await answer(interaction, phrase(seen_by(live, interaction), "host.kicked", player=who))
 
     @HOST.command(
         name=key_str("timer", "cmd.host.timer.name"),
@@ -287,7 +292,12 @@ class HostSettings(HostSetup):
         if not await self._update(interaction, live, change):
             return
         await answer(
-            interaction, phrase(live, "host.paused", resume=command(live.language, "host resume"))
+            interaction,
+            phrase(
+                seen_by(live, interaction),
+                "host.paused",
+                resume=command(seen_by(live, interaction).language, "host resume"),
+            ),
         )
 
     @HOST.command(
@@ -316,4 +326,11 @@ class HostSettings(HostSetup):
 
         if not await self._update(interaction, live, change):
             return
-        await answer(interaction, phrase(live, "host.resumed", deadline=deadline_text(live)))
+        await answer(
+            interaction,
+            phrase(
+                seen_by(live, interaction),
+                "host.resumed",
+                deadline=deadline_text(seen_by(live, interaction)),
+            ),
+        )

@@ -76,8 +76,9 @@ def test_values_override_the_defaults():
     [
         ({"langauge": "en"}, "langauge: unknown key"),
         ({"language": "de"}, "language: must be one of ru, en"),
-        ({"timers": {"voting": "5m"}}, "timers.voting: must be a whole number"),
-        ({"timers": {"voting": -1}}, "timers.voting: must be from 0"),
+        ({"timers": {"voting": "5 parsecs"}}, "timers.voting: must be seconds or a duration"),
+        ({"timers": {"voting": -1}}, "timers.voting: must be seconds or a duration"),
+        ({"timers": {"voting": 604801}}, "from 0 to 604800 seconds"),
         ({"timers": {"dawn": 5}}, "timers.dawn: unknown key"),
         ({"timers": []}, "timers: must be a mapping"),
         ({"last_word": {"max_upload_mib": 100}}, "last_word.max_upload_mib: must be from 1 to 25"),

@@ -46,7 +46,6 @@ def dynamic_keys() -> set[str]:
     keys |= {f"reminder.{s}" for s in ("discussion", "voting", "night")}
     keys |= {f"phase_name.{k}" for k in ("day", "night")}
     keys |= {f"lobby.state_{s}" for s in ("lobby", "running", "over", "cancelled")}
-    keys |= {"lobby.with", "lobby.without"}
     keys |= {
         f"lastword.outcome.{o}"
         for o in (

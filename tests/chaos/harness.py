@@ -140,6 +140,7 @@ GAME_SUCCESS = (
     "reply.pass",
     "reply.done",
     "host.done",
+    "host.killed",
     "host.deferred",
     "host.began",
     "host.began_end",

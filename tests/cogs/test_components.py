@@ -89,13 +89,17 @@ async def test_a_retired_malformed_or_finished_games_button_is_answered_no_longe
         message = bot_message(table, ids)
         for custom_id in ids:
             before = await snapshot(table)
+            # a member whose client speaks English, on a Russian server: his answer in English
             clicked = await table.fake.click(
                 message, custom_id, table.member("p1").user.id, locale="en-US"
             )
             assert clicked.callback_type == 4, (custom_id, clicked.describe())
             assert clicked.ephemeral, custom_id
-            expected = (
-                t("ru", "error.not_started") if custom_id.startswith("mafia:unvote") else stale()
+            expected = t(
+                "en",
+                "error.not_started"
+                if custom_id.startswith("mafia:unvote")
+                else "error.stale_button",
             )
             assert clicked.content == expected, custom_id
             assert clicked.followups == []
@@ -191,11 +195,11 @@ async def test_every_mafia_dynamic_item_of_the_bot_is_left_to_its_own_callback()
             assert form in RETIRED, f"{form} is answered twice: add it to cogs.components.ELSEWHERE"
 
 
-async def test_ids_not_starting_with_mafia_are_answered_too_in_the_guilds_language():
+async def test_ids_not_starting_with_mafia_are_answered_too_in_the_members_language():
     """Discord sends a component's press only to the application whose message carries it, so
     an id the bot does not know is one of its own messages' (crafted, or of a retired
-    feature): it is answered, never left to fail."""
-    async with bot_table(players=4) as table:
+    feature): it is answered, never left to fail, in the language of the member's client."""
+    async with bot_table(players=4, guild_locale="en-US") as table:
         quick_edits(table)
         assert (await run(table, "host", "admin language", {"language": "en"})).ephemeral
         await table.open_lobby(["p0"])

@@ -30,7 +30,7 @@ def created_at(
     command: str,
     when: float,
     options: dict[str, Any] | None = None,
-    locale: str = "ru",
+    locale: str | None = None,
 ) -> dict[str, Any]:
     """A slash command whose snowflake says Discord created it at ``when`` (unix time)."""
     fake = table.fake
@@ -63,7 +63,10 @@ async def test_a_host_next_sent_just_after_the_timer_began_voting_is_refused_and
     language,
 ):
     now = [1_800_000_000.0]
-    async with bot_table(players=8, config=Config(timers=TIMED), clock=lambda: now[0]) as table:
+    locale = "en-US" if language == "en" else "ru"  # an English server: its members read English
+    async with bot_table(
+        players=8, config=Config(timers=TIMED), clock=lambda: now[0], guild_locale=locale
+    ) as table:
         quick_edits(table)
         if language == "en":
             assert (await run(table, "host", "admin language", {"language": "en"})).ephemeral
@@ -161,7 +164,8 @@ async def test_a_flood_of_elect_is_refused_past_the_burst_with_when_to_try_again
         timers=Timers(discussion=0, voting=0, night=0, execution=0, reminders=()),
         fairness=Fairness(burst=5, per_minute=12),
     )
-    async with bot_table(players=8, config=config) as table:
+    locale = "en-US" if language == "en" else "ru"  # an English server: its members read English
+    async with bot_table(players=8, config=config, guild_locale=locale) as table:
         quick_edits(table)
         frozen = [1000.0]
         table.bot.limit.clock = lambda: frozen[0]

@@ -300,7 +300,9 @@ async def test_a_whole_game_through_interactions(
     language: str, database, caplog: pytest.LogCaptureFixture
 ):
     caplog.set_level(logging.ERROR, logger="bot.i18n")
-    async with bot_table(players=16, database=database) as table:
+    # an English server: its members' clients speak English too (their answers follow them)
+    locale = "en-US" if language == "en" else "ru"
+    async with bot_table(players=16, database=database, guild_locale=locale) as table:
         await play_whole_game(table, language)
         game = table.bot.service  # the game left memory when it ended
         assert not [g for g in game.games() if g.record.guild_id == table.guild_id]

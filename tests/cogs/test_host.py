@@ -29,16 +29,19 @@ from tests.harness import NO_TIMERS, Table, bot_table
 
 
 def idle_rows(table: Table, content: str) -> dict[str, int]:
-    """The rows of a /host idle answer: player id → phases."""
+    """The rows of a /host idle answer: player id → days in a row without a move."""
     lines = content.splitlines()
     assert lines[0] == t("ru", "host.idle.title"), content
+    assert lines[-1] == t("ru", "host.idle.off"), content  # no strike-out set up
     rows = {}
-    for line in lines[1:]:
+    for line in lines[1:-1]:
         for pid in table.game.players:
-            for phases in range(10):
-                if line == t("ru", "host.idle.row", player=f"<@{pid}>", phases=phases):
-                    rows[pid] = phases
-    assert len(rows) == len(lines) - 1, f"unreadable rows in {content}"
+            for days in range(10):
+                if line == t("ru", "host.idle.row", player=f"<@{pid}>", days=days):
+                    rows[pid] = days
+    if lines[1:-1] == [t("ru", "host.idle.none")]:
+        return rows
+    assert len(rows) == len(lines) - 2, f"unreadable rows in {content}"
     return rows
 
 
@@ -50,34 +53,31 @@ async def idle(table: Table) -> dict[str, int]:
     return idle_rows(table, answer.content)
 
 
-async def test_host_idle_counts_the_phases_each_living_player_let_pass_without_acting():
+async def test_host_idle_counts_the_days_each_living_player_let_pass_without_a_public_move():
     async with bot_table(players=8) as table:
         quick_edits(table)
         await table.new_game(
             cities="Верона", mafiosi=2, doctor=False, journalist=False, maniac=False
         )
-        game = table.game
-        everyone = list(game.alive())
         citizens = [table.pid(n) for n in table.players_of("citizen")]
         mafioso = table.pid(table.players_of("mafioso")[0])
         nominator, voter, victim = citizens[0], citizens[1], citizens[2]
 
-        # day 1: nobody has acted yet, so nobody has acted in this phase
-        assert await idle(table) == {pid: 1 for pid in everyone}
+        # day 1 under way: no day has ended yet, so nobody let one go by
+        assert await idle(table) == {}
         await accepted(table, table.name(nominator), "nominate", {"player": victim})
-        assert await idle(table) == {pid: 1 for pid in everyone if pid != nominator}
         await accepted(table, "host", "host next")
         await accepted(table, table.name(voter), "vote", {"player": victim})
-        assert await idle(table) == {pid: 1 for pid in everyone if pid not in (nominator, voter)}
+        assert await idle(table) == {}
 
-        # night 1 (the victim executed): a phase more for everyone; the mafioso acts tonight
+        # night 1 (the victim executed): day 1 ended, a day for everyone who made no move in it;
+        # the mafioso's night kill is no public move and changes nothing
         await accepted(table, "host", "host next")
         assert not table.game.is_alive(victim) and table.game.stage.value == "night"
-        await accepted(table, table.name(mafioso), "kill", {"player": nominator})
-        expected = {pid: 2 for pid in table.game.alive()}
-        expected.update({nominator: 1, voter: 1})
-        del expected[mafioso]
+        expected = {pid: 1 for pid in table.game.alive() if pid not in (nominator, voter)}
         assert await idle(table) == expected
+        await accepted(table, table.name(mafioso), "kill", {"player": nominator})
+        assert await idle(table) == {p: n for p, n in expected.items() if table.game.is_alive(p)}
 
 
 async def test_host_timer_moves_the_deadline_and_says_so():

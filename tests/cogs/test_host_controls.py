@@ -88,7 +88,13 @@ async def test_host_kill_happens_only_on_yes_no_cancels_and_a_stale_yes_is_refus
         # a fresh Yes kills, and the question becomes the answer
         asked = await run(table, "host", "host kill", {"player": other}, confirm=False)
         done = await press(table, asked, confirmation(asked))
-        assert done.content == t("ru", "host.done") and done.components == []
+        killed = t(
+            "ru",
+            "host.killed",
+            player=f"<@{other}>",
+            status=t("ru", f"status.{table.game.status_of(other).value}"),
+        )
+        assert done.content == killed and done.components == []
         assert not table.game.is_alive(other)
         await table.drain()
         death = [

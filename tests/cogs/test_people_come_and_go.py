@@ -107,9 +107,10 @@ async def test_a_newcomer_takes_a_mafiosos_place_and_nobody_else_learns_anything
             assert leaks_to(table, watcher) == [], watcher
         assert leaks_to(table, int(old)) == [] and leaks_to(table, int(citizen_old)) == []
 
-        # /host idle counts the newcomer from the phase he came in, and forgets the old one
+        # /host idle counts days as the idle strike-out does: none has ended, nobody is listed
         idle = (await run(table, "host", "host idle")).content
-        assert f"<@{new}>" not in idle and f"<@{old}>" not in idle and f"<@{partner}>" in idle
+        assert f"<@{new}>" not in idle and f"<@{old}>" not in idle
+        assert idle.splitlines()[1] == t("ru", "host.idle.none")
 
         # the newcomer acts; the old player cannot
         victim = next(p for p in table.game.alive() if table.game.status_of(p) is Status.CITIZEN)

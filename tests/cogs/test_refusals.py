@@ -3,8 +3,8 @@
 One bot serves five guilds, each holding a game at one moment of play (a
 lobby, day 1's discussion, day 1's voting, night 1, no game at all). Every
 case runs one refused command there and checks that the answer is the
-catalogue's text, visible to the user alone, in the guild's language (not
-the user's: the users below speak the other language), and that nothing
+catalogue's text, visible to the user alone, in the user's own language (his
+client's locale; the guilds speak Russian, the English cases' users English), and that nothing
 changed: the rules state, the game's record and command log, the messages
 of the guild's channels, and no REST call but the answer itself.
 
@@ -15,10 +15,9 @@ Who acts and on whom is written as a part in the cast (``citizen``,
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -32,7 +31,6 @@ from tests.cogs.scenes import (
     assert_unchanged,
     ballot_message,
     refusal_text,
-    run,
     snapshot,
 )
 from tests.harness import Table, bot_table
@@ -320,7 +318,7 @@ CASES: list[Case] = [
     c("day", "citizen", "mafia join", None, "not_lobby", sample=True),
     c("day", "outsider", "mafia leave", None, "not_player"),
     c("day", "dead", "mafia leave", None, "leave_dead"),
-    c("day", "outsider", "mafia join", None, "not_lobby"),
+    c("day", "outsider", "mafia join", None, "join_running"),
     c("day", "outsider", "mafia me", None, "not_player", sample=True),
     *[
         c("day", who, command, options, "not_host", sample=command in ("host next", "host end"))
@@ -404,18 +402,6 @@ PARAMS = [pytest.param(case, "ru", id=f"ru-{case.id}") for case in CASES] + [
 ENGLISH_WORDS = re.compile(r"\b(day|night|discussion|voting|execution)\b")
 
 
-@contextlib.asynccontextmanager
-async def guild_language(table: Table, language: str) -> AsyncIterator[None]:
-    """The guild speaks ``language`` for the block (the default, Russian, afterwards)."""
-    if language != "ru":
-        assert (await run(table, "host", "admin language", {"language": language})).ephemeral
-    try:
-        yield
-    finally:
-        if language != "ru":
-            await run(table, "host", "admin language", {"language": "ru"})
-
-
 async def refused(scene: Scene, case: Case, user_locale: str) -> Any:
     table = scene.table
     user = table.member(scene.who(case.who)).user.id
@@ -440,11 +426,15 @@ async def refused(scene: Scene, case: Case, user_locale: str) -> Any:
     return await table.slash(user, case.command, options, locale=user_locale)
 
 
-def wanted_params(scene: Scene, case: Case) -> dict[str, Any]:
+def wanted_params(scene: Scene, case: Case, language: str) -> dict[str, Any]:
     params = dict(case.params)
     if case.key == "error.wrong_phase":
         game = scene.table.game
         params.update(phase=str(game.phase), stage=game.stage.value)
+    if case.key == "error.join_running":  # and how to follow it instead
+        game_id = scene.table.live().id
+        hint = t(language, "help.spectator_on", game=game_id)
+        params.update(game=game_id, hint=hint)
     return params
 
 
@@ -455,43 +445,43 @@ async def test_a_refused_command_answers_privately_and_changes_nothing(
 ) -> None:
     scene = scenes[case.scene]
     table = scene.table
-    other_locale = "en-US" if language == "ru" else "ru"
-    async with guild_language(table, language):
-        before = await snapshot(table) if case.scene != "nogame" else None
-        calls = len(table.fake.calls())
-        result = await refused(scene, case, other_locale)
-        await result.wait_callback()
-        if (
-            case.command == "host start"
-        ):  # deferred first (making channels takes long), then answered
-            assert result.callback_type == 5, result.describe()
-            await result.wait_original()
-        else:
-            assert result.callback_type == 4, result.describe()
-        assert result.ephemeral, f"a public refusal: {result.content}"
-        assert result.followups == []
-        if case.key == "error.wrong_phase":  # where the game is, and when this is possible
-            expected = wrong_stage_text(table.live(), case.command or case.component or "")
-            assert expected and t(language, f"stage.{table.game.stage.value}") in expected
-        else:
-            expected = refusal_text(language, case.key, **wanted_params(scene, case))
-        assert result.content == expected
-        if language == "ru":
-            assert not ENGLISH_WORDS.search(result.content), (
-                f"English in a Russian answer: {result.content}"
-            )
-        if before is not None:
-            await assert_unchanged(table, before)
-        else:
-            await table.drain()
-            extra = [
-                f"{call.method} {call.path}"
-                for call in table.fake.calls()[calls:]
-                if not call.path.startswith(("/interactions/", "/webhooks/"))
-            ]
-            assert extra == [] and not [
-                g for g in table.bot.service.games() if g.record.guild_id == table.guild_id
-            ]
+    user_locale = "ru" if language == "ru" else "en-US"
+    # the guild speaks Russian: an English user's refusals are in English all the same
+    before = await snapshot(table) if case.scene != "nogame" else None
+    calls = len(table.fake.calls())
+    result = await refused(scene, case, user_locale)
+    await result.wait_callback()
+    if case.command == "host start":  # deferred first (making channels takes long), then answered
+        assert result.callback_type == 5, result.describe()
+        await result.wait_original()
+    else:
+        assert result.callback_type == 4, result.describe()
+    assert result.ephemeral, f"a public refusal: {result.content}"
+    assert result.followups == []
+    if case.key == "error.wrong_phase":  # where the game is, and when this is possible
+        expected = wrong_stage_text(
+            replace(table.live(), language=language), case.command or case.component or ""
+        )
+        assert expected and t(language, f"stage.{table.game.stage.value}") in expected
+    else:
+        expected = refusal_text(language, case.key, **wanted_params(scene, case, language))
+    assert result.content == expected
+    if language == "ru":
+        assert not ENGLISH_WORDS.search(result.content), (
+            f"English in a Russian answer: {result.content}"
+        )
+    if before is not None:
+        await assert_unchanged(table, before)
+    else:
+        await table.drain()
+        extra = [
+            f"{call.method} {call.path}"
+            for call in table.fake.calls()[calls:]
+            if not call.path.startswith(("/interactions/", "/webhooks/"))
+        ]
+        assert extra == [] and not [
+            g for g in table.bot.service.games() if g.record.guild_id == table.guild_id
+        ]
 
 
 def test_every_player_and_host_command_has_refusal_cases() -> None:

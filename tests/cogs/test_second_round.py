@@ -21,6 +21,8 @@ from tests.harness import Table, bot_table
 
 LANGUAGES = ["ru", "en"]
 CITIES = {"ru": ("Верона", "Падуя"), "en": ("Verona", "Padua")}
+#: an English server's members read English (their answers follow their client's locale)
+LOCALE = {"ru": "ru", "en": "en-US"}
 LOCALES = Path(__file__).resolve().parents[2] / "bot" / "locales"
 
 
@@ -35,7 +37,7 @@ async def game_in(
     language: str, players: int, cities: str, **setup: Any
 ) -> AsyncIterator[tuple[Table, LiveGame]]:
     """A started game on a guild whose bot speaks ``language``."""
-    async with bot_table(players=players) as table:
+    async with bot_table(players=players, guild_locale=LOCALE[language]) as table:
         quick_edits(table)
         await speak(table, language)
         yield table, await table.new_game(cities=cities, **setup)
@@ -272,7 +274,7 @@ async def test_a_non_nominee_asking_for_the_last_word_hears_why(language: str) -
 async def test_the_host_is_not_offered_to_play_and_rules_give_their_title_once(
     language: str,
 ) -> None:
-    async with bot_table(players=8) as table:
+    async with bot_table(players=8, guild_locale=LOCALE[language]) as table:
         await speak(table, language)
         await table.open_lobby()
         helped = await run(table, "host", "help")
@@ -303,19 +305,9 @@ async def test_the_host_is_not_offered_to_play_and_rules_give_their_title_once(
         assert configured.ephemeral
         await table.drain()
         roles = table.fake.message(lobby.id).content
-        expected = "; ".join(
-            [
-                t(language, "lobby.mafiosi", count=1),
-                t(language, "lobby.with", statuses=t(language, "status.doctor")),
-                t(
-                    language,
-                    "lobby.without",
-                    statuses=", ".join(
-                        [t(language, "status.journalist"), t(language, "status.maniac")]
-                    ),
-                ),
-            ]
-        )
+        expected = "; ".join([t(language, "lobby.mafiosi", count=1), t(language, "status.doctor")])
+        left_out = [t(language, "status.journalist"), t(language, "status.maniac")]
+        assert t(language, "lobby.without", statuses=", ".join(left_out)) in roles.splitlines()
         assert t(language, "lobby.roles", roles=expected) in roles, roles
 
         await accepted_start(table)

@@ -45,7 +45,9 @@ async def answer(table: Table, who: str, path: str, options: dict | None = None)
 
 @pytest.mark.parametrize("language", ["ru", "en"])
 async def test_a_game_the_way_communities_play_it(language: str) -> None:
-    async with bot_table(players=16) as table:
+    # an English server: its members' clients speak English too (their answers follow them)
+    locale = "en-US" if language == "en" else "ru"
+    async with bot_table(players=16, guild_locale=locale) as table:
         quick_edits(table)
         say = lambda key, **params: t(language, key, **params)  # noqa: E731
         cmd = lambda path: command(language, path)  # noqa: E731

@@ -32,7 +32,9 @@ def mafioso(table: Table) -> tuple[str, str]:
 async def test_an_applied_command_whose_answer_discord_failed_is_told_with_the_next_answer(
     language, status, retry_after
 ):
-    async with bot_table(players=8, refusals=True) as table:  # Discord's 404 past its 3 s
+    locale = "en-US" if language == "en" else "ru"  # an English server: its members read English
+    # refusals: Discord's 404 past its 3 s
+    async with bot_table(players=8, refusals=True, guild_locale=locale) as table:
         if language == "en":
             assert (await run(table, "host", "admin language", {"language": "en"})).ephemeral
         live = await table.new_game(cities="Верона", mafiosi=2)
@@ -135,9 +137,9 @@ async def test_a_confirmed_kill_whose_answer_discord_failed_is_told_to_the_host_
         assert pressed.callback is None and not table.game.is_alive(victim)
         later = await run(table, "host", "help")
         [notice] = await later.wait_followups(1)
-        assert notice.ephemeral and notice.content == t(
-            "ru", "notice.undelivered", answer=t("ru", "host.done")
-        )
+        status = t("ru", f"status.{game.status_of(victim).value}")
+        killed = t("ru", "host.killed", player=f"<@{victim}>", status=status)
+        assert notice.ephemeral and notice.content == t("ru", "notice.undelivered", answer=killed)
 
 
 async def test_an_applied_command_is_told_when_the_database_fails_as_its_lost_answer_is_kept(

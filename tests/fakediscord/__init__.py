@@ -133,6 +133,8 @@ acknowledged, or once Discord refused its callback, unless ``wait=False``)::
     await fake.submit_modal(result_that_opened_it, {"input-custom-id": "text"})
     await fake.context_menu(guild_id, user_id, "Report", target_member_or_message)
     await fake.resend(result)       # the same interaction id and token again
+    # locale: the member's client's (each of them takes locale=...); by default the guild's
+    # preferred locale, en-US outside a guild
 
     result.callback_type, result.content, result.embeds, result.components, result.flags,
     result.ephemeral, result.text, result.choices, result.modal, result.original,

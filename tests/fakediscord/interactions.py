@@ -287,13 +287,18 @@ class InteractionBuilder:
         guild_id: int | None,
         channel_id: int | None,
         user_id: int,
-        locale: str,
+        locale: str | None,
         guild_locale: str | None,
         interaction_id: int | None,
     ) -> dict[str, Any]:
-        """The fields every interaction has: ids, token, channel, member or user, permissions."""
+        """The fields every interaction has: ids, token, channel, member or user, permissions.
+
+        ``locale`` is the member's client's; None: a client that speaks the guild's preferred
+        locale (en-US outside a guild, Discord's own default)."""
         state = self.fake.state
         user = state.user(user_id)
+        if locale is None:
+            locale = state.guild(guild_id).preferred_locale if guild_id is not None else "en-US"
         payload: dict[str, Any] = {
             "id": str(interaction_id or state.new_id()),
             "application_id": str(state.application_id),

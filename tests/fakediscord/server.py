@@ -427,7 +427,7 @@ class FakeDiscord(World):
         options: Mapping[str, Any] | None = None,
         *,
         channel_id: int | None = None,
-        locale: str = "en-US",
+        locale: str | None = None,
         guild_locale: str | None = None,
         interaction_id: int | None = None,
         wait: bool = True,
@@ -464,7 +464,7 @@ class FakeDiscord(World):
         options: Mapping[str, Any] | None = None,
         *,
         channel_id: int | None = None,
-        locale: str = "en-US",
+        locale: str | None = None,
         guild_locale: str | None = None,
         wait: bool = True,
         timeout: float = 5.0,
@@ -492,7 +492,7 @@ class FakeDiscord(World):
         target: User | Member | Message,
         *,
         channel_id: int | None = None,
-        locale: str = "en-US",
+        locale: str | None = None,
         wait: bool = True,
         timeout: float = 5.0,
     ) -> InteractionResult:
@@ -515,7 +515,7 @@ class FakeDiscord(World):
         custom_id: str,
         user_id: int,
         *,
-        locale: str = "en-US",
+        locale: str | None = None,
         wait: bool = True,
         timeout: float = 5.0,
     ) -> InteractionResult:
@@ -529,7 +529,7 @@ class FakeDiscord(World):
         values: Sequence[Any],
         user_id: int,
         *,
-        locale: str = "en-US",
+        locale: str | None = None,
         wait: bool = True,
         timeout: float = 5.0,
     ) -> InteractionResult:
@@ -544,7 +544,7 @@ class FakeDiscord(World):
         custom_id: str,
         user_id: int,
         values: list[Any] | None,
-        locale: str,
+        locale: str | None,
         wait: bool,
         timeout: float,
     ) -> InteractionResult:
@@ -570,7 +570,7 @@ class FakeDiscord(World):
         values: Mapping[str, str | Sequence[str]],
         *,
         user_id: int | None = None,
-        locale: str = "en-US",
+        locale: str | None = None,
         wait: bool = True,
         timeout: float = 5.0,
     ) -> InteractionResult:

@@ -134,7 +134,7 @@ def test_the_rules_example_in_russian(capsys):
     out = transcript_of(EXAMPLE, capsys, "--lang", "ru")
     lines = out.splitlines()
     assert lines[:3] == [
-        "Зерно 7; города:",
+        "Ключ жеребьёвки 7; города:",
         "  Verona: romeo (гражданин), tybalt (мафиози), escalus (комиссар)",
         "  Padua: bianca (гражданин), lucentio (мафиози), baptista (комиссар), nurse (врач)",
     ]
@@ -271,12 +271,12 @@ def test_the_default_language_follows_the_locale(monkeypatch, capsys):
     monkeypatch.setenv("LANG", "ru_RU.UTF-8")
     # Python's own C-locale coercion may set LC_CTYPE; the messages order wins
     monkeypatch.setenv("LC_CTYPE", "C.UTF-8")
-    assert transcript_of(EXAMPLE, capsys).startswith("Зерно 7; города:")
+    assert transcript_of(EXAMPLE, capsys).startswith("Ключ жеребьёвки 7; города:")
     assert transcript_of(EXAMPLE, capsys, "--lang", "en").startswith("Seed 7; cities:")
     monkeypatch.setenv("LC_MESSAGES", "en_GB.UTF-8")
     assert transcript_of(EXAMPLE, capsys).startswith("Seed 7; cities:")
     monkeypatch.setenv("LANGUAGE", "ru:en")
-    assert transcript_of(EXAMPLE, capsys).startswith("Зерно 7; города:")
+    assert transcript_of(EXAMPLE, capsys).startswith("Ключ жеребьёвки 7; города:")
 
 
 def test_the_json_does_not_depend_on_the_language(capsys):
