@@ -253,9 +253,8 @@ class LastWordCog(commands.Cog):
         if current is None:
             raise UserError("error.no_recording")
         current[1].stop()
-        await interaction.response.send_message(
-            phrase(seen_by(live, interaction), "lastword.skipped"), ephemeral=True
-        )
+        text = phrase(seen_by(live, interaction), "lastword.skipped")
+        await interaction.response.send_message(text, ephemeral=True)
 
     # ------------------------------------------------------------------ buttons
 
@@ -281,9 +280,8 @@ class LastWordCog(commands.Cog):
         if str(interaction.user.id) != speaker:
             await require_host(self.bot, interaction, live)
         recorder.stop()
-        await interaction.response.send_message(
-            phrase(seen_by(live, interaction), "lastword.stopping"), ephemeral=True
-        )
+        text = phrase(seen_by(live, interaction), "lastword.stopping")
+        await interaction.response.send_message(text, ephemeral=True)
 
     # ------------------------------------------------------------------ the queue
 
