@@ -170,8 +170,19 @@ def reader_language(locale: discord.Locale | str | None) -> str:
     return "ru" if language_of_locale(locale) == "ru" else "en"
 
 
-def key_str(default: str, key: str) -> app_commands.locale_str:
-    """A command string whose localisations come from the catalogue key ``key``."""
+def key_str(key: str) -> app_commands.locale_str:
+    """A command string from the catalogue key ``key``: its default (what Discord shows every
+    client outside Russian and English) is the English catalogue's text, and its localisations
+    come from the catalogues too (:class:`bot.translator.CatalogueTranslator`). English is
+    written once, in ``en.json``.
+
+    Raises:
+        KeyError: the English catalogue has no such text (at import: a command cannot be
+        declared with a text the catalogue lacks).
+    """
     from discord import app_commands
 
-    return app_commands.locale_str(default, key=key)
+    entry = catalogue("en")[key]
+    if not isinstance(entry, str):
+        raise KeyError(f"{key}: a command's text must be one string, not plural forms")
+    return app_commands.locale_str(entry, key=key)

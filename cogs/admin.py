@@ -21,8 +21,8 @@ class AdminCog(commands.Cog):
     """Guild settings."""
 
     admin = app_commands.Group(
-        name=key_str("admin", "cmd.admin.name"),
-        description=key_str("Settings of the Mafia bot on this server", "cmd.admin.description"),
+        name=key_str("cmd.admin.name"),
+        description=key_str("cmd.admin.description"),
         guild_only=True,
         default_permissions=discord.Permissions(manage_guild=True),
     )
@@ -31,17 +31,15 @@ class AdminCog(commands.Cog):
         self.bot = bot
 
     @admin.command(
-        name=key_str("language", "cmd.admin.language.name"),
-        description=key_str(
-            "The language of the bot's messages here", "cmd.admin.language.description"
-        ),
+        name=key_str("cmd.admin.language.name"),
+        description=key_str("cmd.admin.language.description"),
     )
-    @app_commands.rename(language=key_str("language", "opt.language.name"))
-    @app_commands.describe(language=key_str("Russian or English", "opt.language.description"))
+    @app_commands.rename(language=key_str("opt.language.name"))
+    @app_commands.describe(language=key_str("opt.language.description"))
     @app_commands.choices(
         language=[
-            app_commands.Choice(name=key_str("Русский", "choice.ru"), value="ru"),
-            app_commands.Choice(name=key_str("English", "choice.en"), value="en"),
+            app_commands.Choice(name=key_str("choice.ru"), value="ru"),
+            app_commands.Choice(name=key_str("choice.en"), value="en"),
         ]
     )
     @app_commands.checks.has_permissions(manage_guild=True)
@@ -55,17 +53,11 @@ class AdminCog(commands.Cog):
         await interaction.response.send_message(t(language, "admin.language"), ephemeral=True)
 
     @admin.command(
-        name=key_str("hostrole", "cmd.admin.hostrole.name"),
-        description=key_str(
-            "Members with this role may host games", "cmd.admin.hostrole.description"
-        ),
+        name=key_str("cmd.admin.hostrole.name"),
+        description=key_str("cmd.admin.hostrole.description"),
     )
-    @app_commands.rename(role=key_str("role", "opt.role.name"))
-    @app_commands.describe(
-        role=key_str(
-            "The role (empty: hosts are only those who open a game)", "opt.role.description"
-        )
-    )
+    @app_commands.rename(role=key_str("opt.role.name"))
+    @app_commands.describe(role=key_str("opt.role.description"))
     @app_commands.checks.has_permissions(manage_guild=True)
     async def hostrole(
         self, interaction: discord.Interaction, role: discord.Role | None = None

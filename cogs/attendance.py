@@ -195,18 +195,11 @@ class AttendanceCog(commands.Cog):
         await self.bot.service.update(game_id, change)
 
     @app_commands.command(
-        name=key_str("attendance", "cmd.host.attendance.name"),
-        description=key_str(
-            "Ask the lobby's players whether they are here; who does not answer in time is dropped",
-            "cmd.host.attendance.description",
-        ),
+        name=key_str("cmd.host.attendance.name"),
+        description=key_str("cmd.host.attendance.description"),
     )
-    @app_commands.rename(within=key_str("within", "opt.within.name"))
-    @app_commands.describe(
-        within=key_str(
-            "How long to wait: 2m, 90s... (default: 2 minutes)", "opt.within.description"
-        )
-    )
+    @app_commands.rename(within=key_str("opt.within.name"))
+    @app_commands.describe(within=key_str("opt.within.description"))
     async def attendance(
         self, interaction: discord.Interaction, within: app_commands.Range[str, 1, 40] | None = None
     ) -> None:

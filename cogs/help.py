@@ -306,8 +306,8 @@ class HelpCog(commands.Cog):
         return wrong_stage_text(seen_by(live, interaction), component_path(interaction))
 
     @app_commands.command(
-        name=key_str("help", "cmd.help.name"),
-        description=key_str("What you can do right now (only you see it)", "cmd.help.description"),
+        name=key_str("cmd.help.name"),
+        description=key_str("cmd.help.description"),
     )
     @app_commands.guild_only()
     async def help(self, interaction: discord.Interaction) -> None:
@@ -324,13 +324,11 @@ class HelpCog(commands.Cog):
         await answer_lines(interaction, lines)
 
     @app_commands.command(
-        name=key_str("rules", "cmd.rules.name"),
-        description=key_str("The rules of the game, a section at a time", "cmd.rules.description"),
+        name=key_str("cmd.rules.name"),
+        description=key_str("cmd.rules.description"),
     )
-    @app_commands.rename(section=key_str("section", "opt.section.name"))
-    @app_commands.describe(
-        section=key_str("The section to show (empty: the contents)", "opt.section.description")
-    )
+    @app_commands.rename(section=key_str("opt.section.name"))
+    @app_commands.describe(section=key_str("opt.section.description"))
     async def rules(self, interaction: discord.Interaction, section: int | None = None) -> None:
         language = await self.bot.language_for(interaction)
         sections = rule_sections(language)

@@ -209,8 +209,8 @@ class HistoryCog(commands.Cog):
     # ------------------------------------------------------------------ /mafia history
 
     @app_commands.command(
-        name=key_str("history", "cmd.mafia.history.name"),
-        description=key_str("The games played on this server", "cmd.mafia.history.description"),
+        name=key_str("cmd.mafia.history.name"),
+        description=key_str("cmd.mafia.history.description"),
     )
     async def history(self, interaction: discord.Interaction) -> None:
         await self.show_history(interaction, 0, edit=False)
@@ -273,17 +273,13 @@ class HistoryCog(commands.Cog):
     # ------------------------------------------------------------------ /mafia game
 
     @app_commands.command(
-        name=key_str("game", "cmd.mafia.game.name"),
-        description=key_str(
-            "A finished game: its summary and picture", "cmd.mafia.game.description"
-        ),
+        name=key_str("cmd.mafia.game.name"),
+        description=key_str("cmd.mafia.game.description"),
     )
-    @app_commands.rename(
-        number=key_str("number", "opt.number.name"), votes=key_str("votes", "opt.votes.name")
-    )
+    @app_commands.rename(number=key_str("opt.number.name"), votes=key_str("opt.votes.name"))
     @app_commands.describe(
-        number=key_str("The game's number", "opt.number.description"),
-        votes=key_str("Add each day's votes to the picture", "opt.votes.description"),
+        number=key_str("opt.number.description"),
+        votes=key_str("opt.votes.description"),
     )
     async def game(
         self,
@@ -322,13 +318,11 @@ class HistoryCog(commands.Cog):
     # ------------------------------------------------------------------ /mafia export
 
     @app_commands.command(
-        name=key_str("export", "cmd.mafia.export.name"),
-        description=key_str(
-            "A finished game as a scenario file anyone can replay", "cmd.mafia.export.description"
-        ),
+        name=key_str("cmd.mafia.export.name"),
+        description=key_str("cmd.mafia.export.description"),
     )
-    @app_commands.rename(number=key_str("number", "opt.number.name"))
-    @app_commands.describe(number=key_str("The game's number", "opt.number.description"))
+    @app_commands.rename(number=key_str("opt.number.name"))
+    @app_commands.describe(number=key_str("opt.number.description"))
     async def export(
         self, interaction: discord.Interaction, number: app_commands.Range[int, 1, 2**53 - 1]
     ) -> None:
@@ -358,13 +352,11 @@ class HistoryCog(commands.Cog):
     # ------------------------------------------------------------------ /mafia stats
 
     @app_commands.command(
-        name=key_str("stats", "cmd.mafia.stats.name"),
-        description=key_str("A player's figures on this server", "cmd.mafia.stats.description"),
+        name=key_str("cmd.mafia.stats.name"),
+        description=key_str("cmd.mafia.stats.description"),
     )
-    @app_commands.rename(player=key_str("player", "opt.player.name"))
-    @app_commands.describe(
-        player=key_str("The player (default: you)", "opt.stats_player.description")
-    )
+    @app_commands.rename(player=key_str("opt.player.name"))
+    @app_commands.describe(player=key_str("opt.stats_player.description"))
     async def stats(
         self, interaction: discord.Interaction, player: discord.User | None = None
     ) -> None:
@@ -381,13 +373,11 @@ class HistoryCog(commands.Cog):
     # ------------------------------------------------------------------ /mafia top
 
     @app_commands.command(
-        name=key_str("top", "cmd.mafia.top.name"),
-        description=key_str("The best players of this server", "cmd.mafia.top.description"),
+        name=key_str("cmd.mafia.top.name"),
+        description=key_str("cmd.mafia.top.description"),
     )
-    @app_commands.rename(min_games=key_str("min_games", "opt.min_games.name"))
-    @app_commands.describe(
-        min_games=key_str("Fewest games for the win rate (default 5)", "opt.min_games.description")
-    )
+    @app_commands.rename(min_games=key_str("opt.min_games.name"))
+    @app_commands.describe(min_games=key_str("opt.min_games.description"))
     async def top(
         self,
         interaction: discord.Interaction,

@@ -101,8 +101,8 @@ class LastWordCog(commands.Cog):
     """``/lastword speak|upload``, the tribune, the Stop button and posting recordings."""
 
     lastword = app_commands.Group(
-        name=key_str("lastword", "cmd.lastword.name"),
-        description=key_str("Your last word before the execution", "cmd.lastword.description"),
+        name=key_str("cmd.lastword.name"),
+        description=key_str("cmd.lastword.description"),
         guild_only=True,
     )
 
@@ -177,25 +177,19 @@ class LastWordCog(commands.Cog):
     # ------------------------------------------------------------------ commands
 
     @lastword.command(
-        name=key_str("speak", "cmd.lastword.speak.name"),
-        description=key_str(
-            "Speak your last word in the tribune voice channel", "cmd.lastword.speak.description"
-        ),
+        name=key_str("cmd.lastword.speak.name"),
+        description=key_str("cmd.lastword.speak.description"),
     )
     async def speak(self, interaction: discord.Interaction) -> None:
         live = await running_game(self.bot, interaction)
         await self._queue(interaction, live, player_of(live, interaction))
 
     @lastword.command(
-        name=key_str("upload", "cmd.lastword.upload.name"),
-        description=key_str(
-            "Post your own recording as your last word", "cmd.lastword.upload.description"
-        ),
+        name=key_str("cmd.lastword.upload.name"),
+        description=key_str("cmd.lastword.upload.description"),
     )
-    @app_commands.rename(file=key_str("file", "opt.file.name"))
-    @app_commands.describe(
-        file=key_str("ogg, opus, mp3, m4a, wav or webm; cut to the limit", "opt.file.description")
-    )
+    @app_commands.rename(file=key_str("opt.file.name"))
+    @app_commands.describe(file=key_str("opt.file.description"))
     async def upload(self, interaction: discord.Interaction, file: discord.Attachment) -> None:
         live = await running_game(self.bot, interaction)
         player = player_of(live, interaction)

@@ -201,8 +201,8 @@ class LobbyCog(commands.Cog):
     """``/mafia new|status|me|notify|join|leave`` and the lobby's buttons."""
 
     mafia = app_commands.Group(
-        name=key_str("mafia", "cmd.mafia.name"),
-        description=key_str("Mafia games", "cmd.mafia.description"),
+        name=key_str("cmd.mafia.name"),
+        description=key_str("cmd.mafia.description"),
         guild_only=True,
     )
 
@@ -224,10 +224,8 @@ class LobbyCog(commands.Cog):
         return await may_host(self.bot, interaction.user, interaction.guild_id)
 
     @mafia.command(
-        name=key_str("new", "cmd.mafia.new.name"),
-        description=key_str(
-            "Open a lobby for a new game (hosts only)", "cmd.mafia.new.description"
-        ),
+        name=key_str("cmd.mafia.new.name"),
+        description=key_str("cmd.mafia.new.description"),
     )
     async def new(self, interaction: discord.Interaction) -> None:
         if interaction.guild_id is None:
@@ -258,8 +256,8 @@ class LobbyCog(commands.Cog):
         await answer(interaction, phrase(seen_by(live, interaction), "lobby.opened", game=live.id))
 
     @mafia.command(
-        name=key_str("status", "cmd.mafia.status.name"),
-        description=key_str("Show the game of this server", "cmd.mafia.status.description"),
+        name=key_str("cmd.mafia.status.name"),
+        description=key_str("cmd.mafia.status.description"),
     )
     async def status(self, interaction: discord.Interaction) -> None:
         if interaction.guild_id is None:
@@ -279,24 +277,22 @@ class LobbyCog(commands.Cog):
         await answer_lines(interaction, [*lines, *coming])
 
     @mafia.command(
-        name=key_str("me", "cmd.mafia.me.name"),
-        description=key_str("Your status and city, privately", "cmd.mafia.me.description"),
+        name=key_str("cmd.mafia.me.name"),
+        description=key_str("cmd.mafia.me.description"),
     )
     async def me(self, interaction: discord.Interaction) -> None:
         await self._send_role(interaction)
 
     @mafia.command(
-        name=key_str("notify", "cmd.mafia.notify.name"),
-        description=key_str("Whether the game's pings reach you", "cmd.mafia.notify.description"),
+        name=key_str("cmd.mafia.notify.name"),
+        description=key_str("cmd.mafia.notify.description"),
     )
-    @app_commands.rename(state=key_str("state", "opt.notify_state.name"))
-    @app_commands.describe(
-        state=key_str("On: pinged at each phase; off: never", "opt.notify_state.description")
-    )
+    @app_commands.rename(state=key_str("opt.notify_state.name"))
+    @app_commands.describe(state=key_str("opt.notify_state.description"))
     @app_commands.choices(
         state=[
-            app_commands.Choice(name=key_str("on", "choice.on"), value="on"),
-            app_commands.Choice(name=key_str("off", "choice.off"), value="off"),
+            app_commands.Choice(name=key_str("choice.on"), value="on"),
+            app_commands.Choice(name=key_str("choice.off"), value="off"),
         ]
     )
     async def notify(self, interaction: discord.Interaction, state: str) -> None:
@@ -335,16 +331,16 @@ class LobbyCog(commands.Cog):
         await answer_lines(interaction, role_lines(seen_by(live, interaction), player))
 
     @mafia.command(
-        name=key_str("join", "cmd.mafia.join.name"),
-        description=key_str("Join the lobby", "cmd.mafia.join.description"),
+        name=key_str("cmd.mafia.join.name"),
+        description=key_str("cmd.mafia.join.description"),
     )
     async def join(self, interaction: discord.Interaction) -> None:
         live = await guild_game(self.bot, interaction)
         await self._join(interaction, live)
 
     @mafia.command(
-        name=key_str("leave", "cmd.mafia.leave.name"),
-        description=key_str("Leave the lobby", "cmd.mafia.leave.description"),
+        name=key_str("cmd.mafia.leave.name"),
+        description=key_str("cmd.mafia.leave.description"),
     )
     async def leave(self, interaction: discord.Interaction) -> None:
         if await spectators.is_watching(
@@ -356,11 +352,8 @@ class LobbyCog(commands.Cog):
         await self._leave(interaction, live)
 
     @mafia.command(
-        name=key_str("spectate", "cmd.mafia.spectate.name"),
-        description=key_str(
-            "Read the city channels of a game you do not play in (again: stop)",
-            "cmd.mafia.spectate.description",
-        ),
+        name=key_str("cmd.mafia.spectate.name"),
+        description=key_str("cmd.mafia.spectate.description"),
     )
     async def spectate(self, interaction: discord.Interaction) -> None:
         await answer(interaction, await spectators.toggle(self.bot, interaction))

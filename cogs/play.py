@@ -18,7 +18,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserError
-from bot.i18n import key_str, mention, phrase, t
+from bot.i18n import key_str, mention, phrase
 from bot.service import LiveGame, Seen
 from bot.wiring import Hooks
 from cogs.common import (
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PLAYER_DESCRIPTION = key_str("The player", "opt.player.description")
+PLAYER_DESCRIPTION = key_str("opt.player.description")
 #: the language of a command's default name and description (the others localise them)
 ENGLISH = "en"
 
@@ -237,12 +237,12 @@ def act_command(act: Act) -> app_commands.Command[PlayCog, ..., None]:
     name = act.slash[0]
     options = tuple(OPTION_OF_TARGET.get(target, target) for target in act.targets)
     command: app_commands.Command[PlayCog, ..., None] = app_commands.Command(
-        name=key_str(name, f"cmd.{name}.name"),
-        description=key_str(t(ENGLISH, f"cmd.{name}.description"), f"cmd.{name}.description"),
+        name=key_str(f"cmd.{name}.name"),
+        description=key_str(f"cmd.{name}.description"),
         callback=CALLBACKS[options],
     )
     if options:
-        app_commands.rename(**{o: key_str(o, f"opt.{o}.name") for o in options})(command)
+        app_commands.rename(**{o: key_str(f"opt.{o}.name") for o in options})(command)
         app_commands.describe(**{o: PLAYER_DESCRIPTION for o in options})(command)
     for option in options:
         command.autocomplete(option)(PlayCog._targets)

@@ -221,21 +221,16 @@ class ScheduleCog(commands.Cog):
             await self.bot.http.edit_scheduled_event(guild_id, event_id, status=ACTIVE)
 
     @app_commands.command(
-        name=key_str("schedule", "cmd.mafia.schedule.name"),
-        description=key_str(
-            "Schedule a game: a server event; its lobby opens on time and pings who is interested",
-            "cmd.mafia.schedule.description",
-        ),
+        name=key_str("cmd.mafia.schedule.name"),
+        description=key_str("cmd.mafia.schedule.description"),
     )
     @app_commands.rename(
-        when=key_str("in", "opt.schedule_in.name"),
-        title=key_str("title", "opt.schedule_title.name"),
+        when=key_str("opt.schedule_in.name"),
+        title=key_str("opt.schedule_title.name"),
     )
     @app_commands.describe(
-        when=key_str(
-            "When the lobby opens, from now: 2h, 1h30m, 48h...", "opt.schedule_in.description"
-        ),
-        title=key_str("The event's name (default: Mafia)", "opt.schedule_title.description"),
+        when=key_str("opt.schedule_in.description"),
+        title=key_str("opt.schedule_title.description"),
     )
     async def schedule(
         self,

@@ -55,10 +55,8 @@ class WillCog(commands.Cog):
     """``/will write|show|erase``."""
 
     will = app_commands.Group(
-        name=key_str("will", "cmd.will.name"),
-        description=key_str(
-            "Your written will, published in your city when you die", "cmd.will.description"
-        ),
+        name=key_str("cmd.will.name"),
+        description=key_str("cmd.will.description"),
         guild_only=True,
     )
 
@@ -102,13 +100,11 @@ class WillCog(commands.Cog):
         )
 
     @will.command(
-        name=key_str("write", "cmd.will.write.name"),
-        description=key_str("Write (or rewrite) your will", "cmd.will.write.description"),
+        name=key_str("cmd.will.write.name"),
+        description=key_str("cmd.will.write.description"),
     )
-    @app_commands.rename(text=key_str("text", "opt.will_text.name"))
-    @app_commands.describe(
-        text=key_str("What your city reads when you die", "opt.will_text.description")
-    )
+    @app_commands.rename(text=key_str("opt.will_text.name"))
+    @app_commands.describe(text=key_str("opt.will_text.description"))
     async def write(
         self, interaction: discord.Interaction, text: app_commands.Range[str, 1, LONGEST]
     ) -> None:
@@ -128,8 +124,8 @@ class WillCog(commands.Cog):
         )
 
     @will.command(
-        name=key_str("show", "cmd.will.show.name"),
-        description=key_str("Read your will, privately", "cmd.will.show.description"),
+        name=key_str("cmd.will.show.name"),
+        description=key_str("cmd.will.show.description"),
     )
     async def show(self, interaction: discord.Interaction) -> None:
         live, player = await self._writer(interaction)
@@ -142,8 +138,8 @@ class WillCog(commands.Cog):
         await answer(interaction, f"{phrase(seen_by(live, interaction), 'will.yours')}\n{text}")
 
     @will.command(
-        name=key_str("erase", "cmd.will.erase.name"),
-        description=key_str("Erase your will", "cmd.will.erase.description"),
+        name=key_str("cmd.will.erase.name"),
+        description=key_str("cmd.will.erase.description"),
     )
     async def erase(self, interaction: discord.Interaction) -> None:
         live, player = await self._writer(interaction)

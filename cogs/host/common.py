@@ -83,9 +83,9 @@ MAX_COHOSTS = 5
 #: a stage as the service names it: ``day 1 discussion``
 STAGE_KEY = re.compile(r"(day|night) \d{1,6} (discussion|voting|execution|night)")
 
-PLAYER = key_str("player", "opt.player.name")
+PLAYER = key_str("opt.player.name")
 
-PLAYER_DESCRIPTION = key_str("The player", "opt.player.description")
+PLAYER_DESCRIPTION = key_str("opt.player.description")
 
 
 def duration_or_off(text: str) -> int:
@@ -95,7 +95,7 @@ def duration_or_off(text: str) -> int:
 
 
 def _choice(value: str, key: str) -> app_commands.Choice[str]:
-    return app_commands.Choice(name=key_str(value, key), value=value)
+    return app_commands.Choice(name=key_str(key), value=value)
 
 
 #: the one separator of city names (the README's "comma separated"): nothing else splits a name
@@ -194,22 +194,20 @@ async def settle(interaction: discord.Interaction, text: str) -> None:
 
 
 HOST = app_commands.Group(
-    name=key_str("host", "cmd.host.name"),
-    description=key_str("The Procurator's tools", "cmd.host.description"),
+    name=key_str("cmd.host.name"),
+    description=key_str("cmd.host.description"),
     guild_only=True,
 )
 
 COHOST = app_commands.Group(
-    name=key_str("cohost", "cmd.host.cohost.name"),
-    description=key_str(
-        "Co-hosts: they see what you see and cannot play", "cmd.host.cohost.description"
-    ),
+    name=key_str("cmd.host.cohost.name"),
+    description=key_str("cmd.host.cohost.description"),
     parent=HOST,
 )
 
 PRESET = app_commands.Group(
-    name=key_str("preset", "cmd.host.preset.name"),
-    description=key_str("This server's own presets of settings", "cmd.host.preset.description"),
+    name=key_str("cmd.host.preset.name"),
+    description=key_str("cmd.host.preset.description"),
     parent=HOST,
 )
 

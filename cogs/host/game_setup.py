@@ -48,95 +48,52 @@ class HostSetup(HostBase):
     """``/host setup``, ``preset``, ``touring``."""
 
     @HOST.command(
-        name=key_str("setup", "cmd.host.setup.name"),
-        description=key_str(
-            "Set the cities, roles and rules of the game", "cmd.host.setup.description"
-        ),
+        name=key_str("cmd.host.setup.name"),
+        description=key_str("cmd.host.setup.description"),
     )
     @app_commands.rename(
-        cities=key_str("cities", "opt.cities.name"),
-        mafiosi=key_str("mafiosi", "opt.mafiosi.name"),
-        doctor=key_str("doctor", "opt.doctor.name"),
-        journalist=key_str("journalist", "opt.journalist.name"),
-        maniac=key_str("maniac", "opt.maniac.name"),
-        first_phase=key_str("first_phase", "opt.first_phase.name"),
-        day_fallback=key_str("day_fallback", "opt.day_fallback.name"),
-        doctor_self_protect=key_str("doctor_self_protect", "opt.doctor_self_protect.name"),
-        maniac_idle=key_str("maniac_idle", "opt.maniac_idle.name"),
-        maniac_wins_if_survives=key_str(
-            "maniac_wins_if_survives", "opt.maniac_wins_if_survives.name"
-        ),
-        last_word_seconds=key_str("last_word_seconds", "opt.last_word_seconds.name"),
-        pings=key_str("pings", "opt.pings.name"),
-        reveal=key_str("reveal_at_end", "opt.reveal.name"),
-        leave_strike=key_str("leave_strike", "opt.leave_strike.name"),
-        spectators=key_str("spectators", "opt.spectators.name"),
-        archive=key_str("archive_after", "opt.archive.name"),
-        idle_strike=key_str("idle_strike", "opt.idle_strike.name"),
-        will=key_str("will", "opt.will.name"),
-        preset=key_str("preset", "opt.preset.name"),
-        quiet_nights=key_str("quiet_nights", "opt.quiet_nights.name"),
+        cities=key_str("opt.cities.name"),
+        mafiosi=key_str("opt.mafiosi.name"),
+        doctor=key_str("opt.doctor.name"),
+        journalist=key_str("opt.journalist.name"),
+        maniac=key_str("opt.maniac.name"),
+        first_phase=key_str("opt.first_phase.name"),
+        day_fallback=key_str("opt.day_fallback.name"),
+        doctor_self_protect=key_str("opt.doctor_self_protect.name"),
+        maniac_idle=key_str("opt.maniac_idle.name"),
+        maniac_wins_if_survives=key_str("opt.maniac_wins_if_survives.name"),
+        last_word_seconds=key_str("opt.last_word_seconds.name"),
+        pings=key_str("opt.pings.name"),
+        reveal=key_str("opt.reveal.name"),
+        leave_strike=key_str("opt.leave_strike.name"),
+        spectators=key_str("opt.spectators.name"),
+        archive=key_str("opt.archive.name"),
+        idle_strike=key_str("opt.idle_strike.name"),
+        will=key_str("opt.will.name"),
+        preset=key_str("opt.preset.name"),
+        quiet_nights=key_str("opt.quiet_nights.name"),
     )
     @app_commands.describe(
-        cities=key_str("City names, comma separated", "opt.cities.description"),
-        mafiosi=key_str("Mafiosi per city (default: a quarter)", "opt.mafiosi.description"),
-        doctor=key_str("A doctor in the game", "opt.doctor.description"),
-        journalist=key_str("A journalist in the game", "opt.journalist.description"),
-        maniac=key_str("A maniac in the game", "opt.maniac.description"),
-        first_phase=key_str("The game opens with day or night", "opt.first_phase.description"),
-        day_fallback=key_str(
-            "Nobody chosen: random or the host names him", "opt.day_fallback.description"
-        ),
-        doctor_self_protect=key_str(
-            "The doctor may protect himself", "opt.doctor_self_protect.description"
-        ),
-        maniac_idle=key_str(
-            "An idle maniac kills at random or nobody", "opt.maniac_idle.description"
-        ),
-        maniac_wins_if_survives=key_str(
-            "A living maniac wins when every city is decided",
-            "opt.maniac_wins_if_survives.description",
-        ),
-        last_word_seconds=key_str(
-            "Longest last word, seconds", "opt.last_word_seconds.description"
-        ),
-        pings=key_str(
-            "Ping the living of each city at each phase and reminder (default: yes)",
-            "opt.pings.description",
-        ),
-        reveal=key_str(
-            "At the end, every player reads the mafia rooms and the host's log (default: yes)",
-            "opt.reveal.description",
-        ),
-        leave_strike=key_str(
-            "Strike out a player who left, after: 10m, 1h... or off (default: off)",
-            "opt.leave_strike.description",
-        ),
-        spectators=key_str(
-            "Members who do not play read the city channels: on, off, or after the game "
-            "(default: on)",
-            "opt.spectators.description",
-        ),
-        archive=key_str(
-            "After the end, the channels become one transcript in the archive channel: 24h... "
-            "or off",
-            "opt.archive.description",
-        ),
-        idle_strike=key_str(
-            "Days in a row without a public move before a strike-out, with warnings; 0: off "
-            "(default)",
-            "opt.idle_strike.description",
-        ),
-        will=key_str(
-            "Longest written will, characters, published when its writer dies; 0: off (default)",
-            "opt.will.description",
-        ),
-        preset=key_str(
-            "A named set of settings (the other options apply over it)", "opt.preset.description"
-        ),
-        quiet_nights=key_str(
-            "City channels are read-only at night (default: no)", "opt.quiet_nights.description"
-        ),
+        cities=key_str("opt.cities.description"),
+        mafiosi=key_str("opt.mafiosi.description"),
+        doctor=key_str("opt.doctor.description"),
+        journalist=key_str("opt.journalist.description"),
+        maniac=key_str("opt.maniac.description"),
+        first_phase=key_str("opt.first_phase.description"),
+        day_fallback=key_str("opt.day_fallback.description"),
+        doctor_self_protect=key_str("opt.doctor_self_protect.description"),
+        maniac_idle=key_str("opt.maniac_idle.description"),
+        maniac_wins_if_survives=key_str("opt.maniac_wins_if_survives.description"),
+        last_word_seconds=key_str("opt.last_word_seconds.description"),
+        pings=key_str("opt.pings.description"),
+        reveal=key_str("opt.reveal.description"),
+        leave_strike=key_str("opt.leave_strike.description"),
+        spectators=key_str("opt.spectators.description"),
+        archive=key_str("opt.archive.description"),
+        idle_strike=key_str("opt.idle_strike.description"),
+        will=key_str("opt.will.description"),
+        preset=key_str("opt.preset.description"),
+        quiet_nights=key_str("opt.quiet_nights.description"),
     )
     @app_commands.choices(
         first_phase=[_choice("day", "choice.day"), _choice("night", "choice.night")],
@@ -245,14 +202,11 @@ class HostSetup(HostBase):
         return await self._preset_choices(interaction, current, builtin=True)
 
     @PRESET.command(
-        name=key_str("save", "cmd.host.preset.save.name"),
-        description=key_str(
-            "Save this game's roles, rules and house rules under a name",
-            "cmd.host.preset.save.description",
-        ),
+        name=key_str("cmd.host.preset.save.name"),
+        description=key_str("cmd.host.preset.save.description"),
     )
-    @app_commands.rename(name=key_str("name", "opt.preset_name.name"))
-    @app_commands.describe(name=key_str("The preset's name", "opt.preset_name.description"))
+    @app_commands.rename(name=key_str("opt.preset_name.name"))
+    @app_commands.describe(name=key_str("opt.preset_name.description"))
     async def preset_save(
         self, interaction: discord.Interaction, name: app_commands.Range[str, 1, PRESET_NAME]
     ) -> None:
@@ -288,13 +242,11 @@ class HostSetup(HostBase):
         )
 
     @PRESET.command(
-        name=key_str("delete", "cmd.host.preset.delete.name"),
-        description=key_str(
-            "Delete one of this server's presets", "cmd.host.preset.delete.description"
-        ),
+        name=key_str("cmd.host.preset.delete.name"),
+        description=key_str("cmd.host.preset.delete.description"),
     )
-    @app_commands.rename(name=key_str("name", "opt.preset_name.name"))
-    @app_commands.describe(name=key_str("The preset's name", "opt.preset_name.description"))
+    @app_commands.rename(name=key_str("opt.preset_name.name"))
+    @app_commands.describe(name=key_str("opt.preset_name.description"))
     async def preset_delete(
         self, interaction: discord.Interaction, name: app_commands.Range[str, 1, PRESET_NAME]
     ) -> None:
@@ -318,15 +270,11 @@ class HostSetup(HostBase):
         return await self._preset_choices(interaction, current, builtin=False)
 
     @HOST.command(
-        name=key_str("touring", "cmd.host.touring.name"),
-        description=key_str(
-            "Set the touring rotation of the cities", "cmd.host.touring.description"
-        ),
+        name=key_str("cmd.host.touring.name"),
+        description=key_str("cmd.host.touring.description"),
     )
-    @app_commands.rename(order=key_str("order", "opt.order.name"))
-    @app_commands.describe(
-        order=key_str("City names in touring order, comma separated", "opt.order.description")
-    )
+    @app_commands.rename(order=key_str("opt.order.name"))
+    @app_commands.describe(order=key_str("opt.order.description"))
     async def touring(
         self,
         interaction: discord.Interaction,

@@ -100,10 +100,8 @@ class HostHandover(HostBase):
     """``/host take`` and ``/host hand``, and the host's leaving and coming back."""
 
     @HOST.command(
-        name=key_str("take", "cmd.host.take.name"),
-        description=key_str(
-            "Take the place of a host who has left the server", "cmd.host.take.description"
-        ),
+        name=key_str("cmd.host.take.name"),
+        description=key_str("cmd.host.take.description"),
     )
     async def take(self, interaction: discord.Interaction) -> None:
         live = await guild_game(self.bot, interaction)
@@ -121,11 +119,11 @@ class HostHandover(HostBase):
         await self._hand_over(interaction, live, user, key="hosts.taken")
 
     @HOST.command(
-        name=key_str("hand", "cmd.host.hand.name"),
-        description=key_str("Hand your game to another member", "cmd.host.hand.description"),
+        name=key_str("cmd.host.hand.name"),
+        description=key_str("cmd.host.hand.description"),
     )
-    @app_commands.rename(member=key_str("member", "opt.member.name"))
-    @app_commands.describe(member=key_str("The member", "opt.member.description"))
+    @app_commands.rename(member=key_str("opt.member.name"))
+    @app_commands.describe(member=key_str("opt.member.description"))
     async def hand(self, interaction: discord.Interaction, member: discord.Member) -> None:
         live = await guild_game(self.bot, interaction)
         if interaction.user.id != live.record.host_id:

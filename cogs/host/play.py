@@ -83,16 +83,11 @@ class HostPlay(HostStart):
     idle_watch: IdleWatch
 
     @HOST.command(
-        name=key_str("next", "cmd.host.next.name"),
-        description=key_str("Move to the next stage now", "cmd.host.next.description"),
+        name=key_str("cmd.host.next.name"),
+        description=key_str("cmd.host.next.description"),
     )
-    @app_commands.rename(from_stage=key_str("from", "opt.from_stage.name"))
-    @app_commands.describe(
-        from_stage=key_str(
-            "The stage you move on from (as offered): refused if the game has left it",
-            "opt.from_stage.description",
-        )
-    )
+    @app_commands.rename(from_stage=key_str("opt.from_stage.name"))
+    @app_commands.describe(from_stage=key_str("opt.from_stage.description"))
     async def next(
         self,
         interaction: discord.Interaction,
@@ -148,8 +143,8 @@ class HostPlay(HostStart):
         return [app_commands.Choice(name=clip(label, 100), value=key)]
 
     @HOST.command(
-        name=key_str("kill", "cmd.host.kill.name"),
-        description=key_str("Strike out a player: he dies at once", "cmd.host.kill.description"),
+        name=key_str("cmd.host.kill.name"),
+        description=key_str("cmd.host.kill.description"),
     )
     @app_commands.rename(player=PLAYER)
     @app_commands.describe(player=PLAYER_DESCRIPTION)
@@ -170,8 +165,8 @@ class HostPlay(HostStart):
         return await self._host_targets(interaction, "kill", current)
 
     @HOST.command(
-        name=key_str("judge", "cmd.host.judge.name"),
-        description=key_str("Name a city's Judge", "cmd.host.judge.description"),
+        name=key_str("cmd.host.judge.name"),
+        description=key_str("cmd.host.judge.description"),
     )
     @app_commands.rename(player=PLAYER)
     @app_commands.describe(player=PLAYER_DESCRIPTION)
@@ -186,8 +181,8 @@ class HostPlay(HostStart):
         return await self._host_targets(interaction, "judge", current)
 
     @HOST.command(
-        name=key_str("godfather", "cmd.host.godfather.name"),
-        description=key_str("Appoint a city's Godfather", "cmd.host.godfather.description"),
+        name=key_str("cmd.host.godfather.name"),
+        description=key_str("cmd.host.godfather.description"),
     )
     @app_commands.rename(player=PLAYER)
     @app_commands.describe(player=PLAYER_DESCRIPTION)
@@ -202,10 +197,8 @@ class HostPlay(HostStart):
         return await self._host_targets(interaction, "godfather", current)
 
     @HOST.command(
-        name=key_str("execute", "cmd.host.execute.name"),
-        description=key_str(
-            "Name the one to execute when nobody was chosen", "cmd.host.execute.description"
-        ),
+        name=key_str("cmd.host.execute.name"),
+        description=key_str("cmd.host.execute.description"),
     )
     @app_commands.rename(player=PLAYER)
     @app_commands.describe(player=PLAYER_DESCRIPTION)
@@ -225,17 +218,13 @@ class HostPlay(HostStart):
         return await self._host_targets(interaction, "execute", current)
 
     @HOST.command(
-        name=key_str("replace", "cmd.host.replace.name"),
-        description=key_str(
-            "Seat a newcomer in a living player's place", "cmd.host.replace.description"
-        ),
+        name=key_str("cmd.host.replace.name"),
+        description=key_str("cmd.host.replace.description"),
     )
-    @app_commands.rename(
-        old=key_str("player", "opt.old.name"), new=key_str("newcomer", "opt.new.name")
-    )
+    @app_commands.rename(old=key_str("opt.old.name"), new=key_str("opt.new.name"))
     @app_commands.describe(
-        old=key_str("The player who leaves", "opt.old.description"),
-        new=key_str("The member who takes his place", "opt.new.description"),
+        old=key_str("opt.old.description"),
+        new=key_str("opt.new.description"),
     )
     async def replace(
         self, interaction: discord.Interaction, old: str, new: discord.Member
@@ -289,10 +278,8 @@ class HostPlay(HostStart):
         return await self._host_targets(interaction, "kill", current)  # the living
 
     @HOST.command(
-        name=key_str("idle", "cmd.host.idle.name"),
-        description=key_str(
-            "Who has let how many days go by without a move", "cmd.host.idle.description"
-        ),
+        name=key_str("cmd.host.idle.name"),
+        description=key_str("cmd.host.idle.description"),
     )
     async def idle(self, interaction: discord.Interaction) -> None:
         """Each living player's days in a row without a move the city saw: the very count the
@@ -315,8 +302,8 @@ class HostPlay(HostStart):
         await answer_lines(interaction, lines)
 
     @HOST.command(
-        name=key_str("skip", "cmd.host.skip.name"),
-        description=key_str("Stop the last word being recorded", "cmd.host.skip.description"),
+        name=key_str("cmd.host.skip.name"),
+        description=key_str("cmd.host.skip.description"),
     )
     async def skip(self, interaction: discord.Interaction) -> None:
         skip = self.bot.wired.skip_last_word
@@ -325,8 +312,8 @@ class HostPlay(HostStart):
         await skip(interaction)
 
     @HOST.command(
-        name=key_str("end", "cmd.host.end.name"),
-        description=key_str("End the game now", "cmd.host.end.description"),
+        name=key_str("cmd.host.end.name"),
+        description=key_str("cmd.host.end.description"),
     )
     async def end(self, interaction: discord.Interaction) -> None:
         live = await self._host_game(interaction, running=False)

@@ -48,23 +48,20 @@ class HostSettings(HostSetup):
     setup (:class:`~cogs.host.game_setup.HostSetup`)."""
 
     @COHOST.command(
-        name=key_str("add", "cmd.host.cohost.add.name"),
-        description=key_str(
-            "Make a member your co-host: he sees the log and the mafia rooms",
-            "cmd.host.cohost.add.description",
-        ),
+        name=key_str("cmd.host.cohost.add.name"),
+        description=key_str("cmd.host.cohost.add.description"),
     )
-    @app_commands.rename(member=key_str("member", "opt.member.name"))
-    @app_commands.describe(member=key_str("The member", "opt.member.description"))
+    @app_commands.rename(member=key_str("opt.member.name"))
+    @app_commands.describe(member=key_str("opt.member.description"))
     async def cohost_add(self, interaction: discord.Interaction, member: discord.Member) -> None:
         await self._cohost(interaction, member, add=True)
 
     @COHOST.command(
-        name=key_str("remove", "cmd.host.cohost.remove.name"),
-        description=key_str("Take a co-host's access back", "cmd.host.cohost.remove.description"),
+        name=key_str("cmd.host.cohost.remove.name"),
+        description=key_str("cmd.host.cohost.remove.description"),
     )
-    @app_commands.rename(member=key_str("member", "opt.member.name"))
-    @app_commands.describe(member=key_str("The member", "opt.member.description"))
+    @app_commands.rename(member=key_str("opt.member.name"))
+    @app_commands.describe(member=key_str("opt.member.description"))
     async def cohost_remove(self, interaction: discord.Interaction, member: discord.Member) -> None:
         await self._cohost(interaction, member, add=False)
 
@@ -122,11 +119,11 @@ class HostSettings(HostSetup):
         )
 
     @HOST.command(
-        name=key_str("kick", "cmd.host.kick.name"),
-        description=key_str("Remove a player from the lobby", "cmd.host.kick.description"),
+        name=key_str("cmd.host.kick.name"),
+        description=key_str("cmd.host.kick.description"),
     )
-    @app_commands.rename(member=key_str("member", "opt.member.name"))
-    @app_commands.describe(member=key_str("The member", "opt.member.description"))
+    @app_commands.rename(member=key_str("opt.member.name"))
+    @app_commands.describe(member=key_str("opt.member.description"))
     async def kick(self, interaction: discord.Interaction, member: discord.User) -> None:
         live = await self._settings_game(interaction)
         who = mention(str(member.id))
@@ -160,17 +157,13 @@ class HostSettings(HostSetup):
         await answer(interaction, phrase(seen_by(live, interaction), "host.kicked", player=who))
 
     @HOST.command(
-        name=key_str("timer", "cmd.host.timer.name"),
-        description=key_str(
-            "Change how long a stage lasts from now on (0: no timer)", "cmd.host.timer.description"
-        ),
+        name=key_str("cmd.host.timer.name"),
+        description=key_str("cmd.host.timer.description"),
     )
-    @app_commands.rename(
-        stage=key_str("stage", "opt.stage.name"), duration=key_str("duration", "opt.duration.name")
-    )
+    @app_commands.rename(stage=key_str("opt.stage.name"), duration=key_str("opt.duration.name"))
     @app_commands.describe(
-        stage=key_str("The stage", "opt.stage.description"),
-        duration=key_str("90s, 10m, 1h30m or seconds (0: no timer)", "opt.duration.description"),
+        stage=key_str("opt.stage.description"),
+        duration=key_str("opt.duration.description"),
     )
     @app_commands.choices(
         stage=[
@@ -218,17 +211,11 @@ class HostSettings(HostSetup):
         )
 
     @HOST.command(
-        name=key_str("extend", "cmd.host.extend.name"),
-        description=key_str(
-            "Give the current stage more time (this stage only)", "cmd.host.extend.description"
-        ),
+        name=key_str("cmd.host.extend.name"),
+        description=key_str("cmd.host.extend.description"),
     )
-    @app_commands.rename(duration=key_str("duration", "opt.duration.name"))
-    @app_commands.describe(
-        duration=key_str(
-            "How much more: 90s, 10m, 1h30m or seconds", "opt.extend_duration.description"
-        )
-    )
+    @app_commands.rename(duration=key_str("opt.duration.name"))
+    @app_commands.describe(duration=key_str("opt.extend_duration.description"))
     async def extend(
         self, interaction: discord.Interaction, duration: app_commands.Range[str, 1, 40]
     ) -> None:
@@ -269,10 +256,8 @@ class HostSettings(HostSetup):
         )
 
     @HOST.command(
-        name=key_str("pause", "cmd.host.pause.name"),
-        description=key_str(
-            "Stop the clock: the stage waits until you resume", "cmd.host.pause.description"
-        ),
+        name=key_str("cmd.host.pause.name"),
+        description=key_str("cmd.host.pause.description"),
     )
     async def pause(self, interaction: discord.Interaction) -> None:
         live = await self._host_game(interaction)
@@ -301,10 +286,8 @@ class HostSettings(HostSetup):
         )
 
     @HOST.command(
-        name=key_str("resume", "cmd.host.resume.name"),
-        description=key_str(
-            "Start the clock again where it stopped", "cmd.host.resume.description"
-        ),
+        name=key_str("cmd.host.resume.name"),
+        description=key_str("cmd.host.resume.description"),
     )
     async def resume(self, interaction: discord.Interaction) -> None:
         live = await self._host_game(interaction)

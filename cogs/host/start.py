@@ -64,10 +64,8 @@ class HostStart(HostBase):
     token_lifetime: float
 
     @HOST.command(
-        name=key_str("start", "cmd.host.start.name"),
-        description=key_str(
-            "Deal the statuses, create the channels, start", "cmd.host.start.description"
-        ),
+        name=key_str("cmd.host.start.name"),
+        description=key_str("cmd.host.start.description"),
     )
     async def start(self, interaction: discord.Interaction) -> None:
         try:  # making roles and channels takes longer than Discord waits for an answer

@@ -166,14 +166,14 @@ async def test_the_translator_localises_command_names(locale, expected):
     import discord
 
     translated = await CatalogueTranslator().translate(
-        key_str("new", "cmd.mafia.new.name"),
+        key_str("cmd.mafia.new.name"),
         discord.Locale(locale),
         None,  # type: ignore[arg-type]
     )
     assert translated == expected
     assert (
         await CatalogueTranslator().translate(
-            key_str("new", "cmd.mafia.new.name"),
+            key_str("cmd.mafia.new.name"),
             discord.Locale("fr"),
             None,  # type: ignore[arg-type]
         )

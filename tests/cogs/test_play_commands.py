@@ -47,3 +47,51 @@ async def test_the_synced_act_commands_are_the_tables_with_the_catalogues_texts(
             assert option["type"] == 3 and option["required"] and option["autocomplete"], name
             assert option["name_localizations"] == localised(f"opt.{option['name']}.name")
             assert option["description_localizations"] == localised("opt.player.description")
+
+
+def _strings(node: dict, path: str = ""):  # type: ignore[no-untyped-def]
+    """Every (where, default, its en-US) of a synced command, its options and their choices."""
+    where = f"{path}/{node.get('name')}"
+    for field in ("name", "description"):
+        localised = (node.get(f"{field}_localizations") or {}).get("en-US")
+        if field in node:
+            yield f"{where}.{field}", node[field], localised
+    for option in node.get("options", []) or []:
+        yield from _strings(option, where)
+    for choice in node.get("choices", []) or []:
+        localised = (choice.get("name_localizations") or {}).get("en-US")
+        yield f"{where}:{choice['value']}", choice["name"], localised
+
+
+async def test_every_default_text_of_the_synced_tree_is_its_english_one():
+    """English is written once: a command's default name and description (what every client
+    outside Russian and English sees) are the English catalogue's, as en-US shows them."""
+    async with bot_table(players=2) as table:
+        put = table.fake.last_call("PUT", "/applications/{application_id}/commands")
+    checked = [
+        (where, default, english)
+        for command in put.json
+        for where, default, english in _strings(command)
+        if english is not None
+    ]
+    assert len(checked) > 200
+    assert [c for c in checked if c[1] != c[2]] == []
+
+
+def test_no_command_text_is_written_in_the_code():
+    """``key_str`` takes the catalogue's key alone: no English default beside it in the code."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    doubled = [
+        f"{path.relative_to(root)}:{node.lineno}"
+        for folder in ("bot", "cogs", "rules")
+        for path in (root / folder).rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "key_str"
+        and len(node.args) != 1
+    ]
+    assert doubled == []
