@@ -1,0 +1,262 @@
+"""One invariant, end to end against the strict fake: in every channel of a running game, its
+category included, no member may do more than the rules let him, as Discord computes it.
+
+A moderator (the fake plays him, and sends the gateway events Discord sends) lets people in
+beside the game's own overwrites: a member overwrite on a mafia room, a new server role with
+View Channel there, an overwrite on the category, Send Messages for a dead player, a game role
+given to an outsider, Administrator. What each member may do is read from the fake's own
+computation (``fake.permissions_for``, Discord's documented algorithm) and compared with what the
+declared footprint allows (the same algorithm over the declared overwrites, the member's seat
+alone): :func:`breaches` must come out empty once the reconciler passed, save what the bot
+cannot change, which the host is told once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.channels import Layout, resolved
+from bot.footprint import declared
+from bot.footprint.effective import GOVERNED
+from bot.i18n import t
+from tests.cogs.scenes import SEND, VIEW, accepted, quick_edits
+from tests.cogs.test_footprint import (
+    ADMINISTRATOR,
+    REPAIR,
+    citizen,
+    host_cog,
+    killed,
+    log_lines,
+    one_city,
+)
+from tests.fakediscord.permissions import (
+    ALL_PERMISSIONS,
+    OVERWRITE_MEMBER,
+    OVERWRITE_ROLE,
+    Overwrite,
+    Permission,
+    apply_overwrites,
+)
+from tests.harness import Table, bot_table
+
+Breach = tuple[int, int, int]
+"""(member, channel, the governed bits he has that the rules deny)."""
+
+
+async def rules_now(table: Table) -> Any:
+    """The footprint the rules declare for the running game now, every id resolved."""
+    live = table.live()
+    layout = resolved(
+        Layout.from_channels(live.record.channels),
+        await table.bot.storage.provisioned(live.id),
+    )
+    return declared(live, live.game, layout)
+
+
+async def breaches(table: Table) -> list[Breach]:
+    """Every member's governed permissions in every game channel beyond what the rules allow,
+    both computed by the fake's algorithm (the bot itself aside)."""
+    footprint = await rules_now(table)
+    seats: dict[int, int] = {}
+    for seat in footprint.seats:
+        seats.setdefault(seat.user, int(seat.role))
+    guild = table.fake.guild(table.guild_id)
+    found = []
+    for place in footprint.places:
+        channel = table.fake.channel(int(place.id))
+        overwrites = [
+            Overwrite(int(o.target), o.type, allow=o.allow, deny=o.deny) for o in place.overwrites
+        ]
+        for user in guild.members:
+            if user == table.fake.bot_user.id:
+                continue
+            has = table.fake.permissions_for(table.guild_id, channel.id, user) & GOVERNED
+            seat = seats.get(user)
+            rules = apply_overwrites(
+                ALL_PERMISSIONS & ~Permission.ADMINISTRATOR,
+                guild_id=table.guild_id,
+                member_id=user,
+                member_role_ids=[] if seat is None else [seat],
+                overwrites=overwrites,
+                is_text_channel=channel.type in (0, 2),
+                is_voice_channel=channel.type == 2,
+            )
+            if has & ~rules:
+                found.append((user, channel.id, has & ~rules))
+    return found
+
+
+async def held(table: Table) -> None:
+    """The outbox drained and the invariant holds (nothing beyond the rules anywhere)."""
+    await table.drain()
+    assert await breaches(table) == []
+
+
+def may(table: Table, channel_id: int, user: int) -> int:
+    return table.fake.permissions_for(table.guild_id, channel_id, user)
+
+
+def mafioso(table: Table, city: str) -> str:
+    return next(p for p in table.game.alive(city) if table.game.status_of(p).value == "mafioso")
+
+
+def overwrite_calls(table: Table, mark: int, channel: int, target: int) -> list[str]:
+    """The bot's calls that changed this overwrite since the fake's call ``mark``."""
+    path = f"/channels/{channel}/permissions/{target}"
+    return [call.method for call in table.fake.calls()[mark:] if call.path == path]
+
+
+async def gone(table: Table, channel: int, user: int, bits: int, what: str) -> None:
+    await table.fake.wait_until(
+        lambda: not may(table, channel, user) & bits or None, REPAIR, f"{what} stays"
+    )
+
+
+async def test_a_member_overwrite_letting_a_citizen_into_the_mafia_room_is_deleted_in_one_pass():
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        await held(table)
+        room, spy = table.mafia_channel("Верона"), int(citizen(table, "Верона"))
+        mark = len(table.fake.calls())
+        table.fake.set_overwrite(
+            room, Overwrite(spy, OVERWRITE_MEMBER, allow=VIEW | SEND)
+        )  # "come and see"
+        assert may(table, room, spy) & VIEW
+        await gone(table, room, spy, VIEW, "the citizen reads the mafia room")
+        await held(table)
+        assert overwrite_calls(table, mark, room, spy) == ["DELETE"]  # one change, no retries
+        boss = int(mafioso(table, "Верона"))
+        assert may(table, room, boss) & VIEW and may(table, room, boss) & SEND
+
+
+async def test_a_new_role_with_view_on_the_mafia_room_lets_neither_an_outsider_nor_a_citizen_in():
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        room, spy = table.mafia_channel("Верона"), int(citizen(table, "Верона"))
+        outsider = table.fake.add_member(table.guild_id, "outsider").user.id
+        friends = table.fake.create_role(table.guild_id, "Друзья")
+        table.fake.set_overwrite(room, Overwrite(friends.id, OVERWRITE_ROLE, allow=VIEW))
+        mark = len(table.fake.calls())
+        table.fake.add_member_role(table.guild_id, outsider, friends.id)
+        table.fake.add_member_role(table.guild_id, spy, friends.id)
+        assert may(table, room, outsider) & VIEW and may(table, room, spy) & VIEW
+        await gone(table, room, outsider, VIEW, "the outsider reads the mafia room")
+        await gone(table, room, spy, VIEW, "the citizen reads the mafia room")
+        await held(table)
+        assert overwrite_calls(table, mark, room, friends.id) == ["DELETE"]
+        assert friends.id in table.fake.member(table.guild_id, spy).roles  # his server role kept
+
+
+async def test_a_role_overwrite_allowing_more_than_view_keeps_what_it_denies():
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        room = table.mafia_channel("Верона")
+        outsider = table.fake.add_member(table.guild_id, "outsider").user.id
+        react = int(Permission.ADD_REACTIONS)
+        guests = table.fake.create_role(table.guild_id, "Гости")
+        table.fake.set_overwrite(
+            room, Overwrite(guests.id, OVERWRITE_ROLE, allow=VIEW | SEND, deny=react)
+        )
+        table.fake.add_member_role(table.guild_id, outsider, guests.id)
+        await gone(table, room, outsider, VIEW, "the outsider reads the mafia room")
+        await held(table)
+        left = next(o for o in table.fake.channel(room).overwrites if o.id == guests.id)
+        assert (left.allow, left.deny) == (0, react)  # the grant went, the rest stays
+
+
+async def test_an_overwrite_on_the_category_for_an_outsider_is_taken_away():
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        category = int(table.live().record.channels["category"])
+        outsider = table.fake.add_member(table.guild_id, "outsider").user.id
+        table.fake.set_overwrite(category, Overwrite(outsider, OVERWRITE_MEMBER, allow=VIEW))
+        assert may(table, category, outsider) & VIEW
+        await gone(table, category, outsider, VIEW, "the outsider sees the category")
+        await held(table)
+
+
+async def test_a_dead_player_given_send_by_an_overwrite_writes_no_more_but_still_reads():
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        victim = int(await killed(table))
+        text = table.city_channel("Верона")
+        table.fake.set_overwrite(text, Overwrite(victim, OVERWRITE_MEMBER, allow=SEND))
+        assert may(table, text, victim) & SEND
+        await gone(table, text, victim, SEND, "the dead writes in the city")
+        await held(table)
+        assert may(table, text, victim) & VIEW
+
+
+async def test_a_member_overwrite_beyond_a_server_grant_is_denied_where_deleting_is_not_enough():
+    """An outsider's own overwrite allows View and denies Add Reactions: the bot keeps his deny
+    and drops only the grant."""
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        room = table.mafia_channel("Верона")
+        outsider = table.fake.add_member(table.guild_id, "outsider").user.id
+        react = int(Permission.ADD_REACTIONS)
+        table.fake.set_overwrite(
+            room, Overwrite(outsider, OVERWRITE_MEMBER, allow=VIEW | SEND, deny=react)
+        )
+        await gone(table, room, outsider, VIEW, "the outsider reads the mafia room")
+        await held(table)
+        own = next(o for o in table.fake.channel(room).overwrites if o.id == outsider)
+        assert (own.allow, own.deny) == (0, react)
+
+
+async def test_a_game_role_given_to_an_outsider_is_taken_back():
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        text = table.city_channel("Верона")
+        living = int(table.live().record.channels["roles"]["cities"]["Верона"]["living"])
+        outsider = table.fake.add_member(table.guild_id, "outsider").user.id
+        table.fake.add_member_role(table.guild_id, outsider, living)
+        assert may(table, text, outsider) & SEND
+        await gone(table, text, outsider, VIEW, "the outsider reads the city")
+        await held(table)
+        assert living not in table.fake.member(table.guild_id, outsider).roles
+
+
+async def test_an_administrator_outsider_is_reported_to_the_host_once_with_the_fix():
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        await held(table)
+        admins = table.fake.create_role(table.guild_id, "Админы", permissions=ADMINISTRATOR)
+        outsider = table.fake.add_member(table.guild_id, "outsider").user.id
+        table.fake.add_member_role(table.guild_id, outsider, admins.id)
+        text = t(
+            "ru",
+            "footprint.effective.administrator",
+            member=f"<@{outsider}>",
+            roles="«Админы»",
+        )
+        await table.fake.wait_until(
+            lambda: text in log_lines(table) or None, REPAIR, "the host was not told"
+        )
+        reconciler = host_cog(table).footprint
+        passes = reconciler.passes
+        table.fake.create_role(table.guild_id, "Ещё")  # any event: the reconciler looks again
+        await table.fake.wait_until(
+            lambda: reconciler.passes > passes or None, REPAIR, "no pass after the event"
+        )
+        await table.drain()
+        assert log_lines(table).count(text) == 1
+        assert {user for user, *_ in await breaches(table)} == {outsider}  # nothing else
+
+
+async def test_the_living_keep_what_the_rules_give_them_through_a_night_and_a_death():
+    """No false alarm: after the game's own changes the invariant holds with nothing removed."""
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона, Падуя", maniac=False)
+        await held(table)
+        mark = len(table.fake.calls())
+        victim = citizen(table, "Верона")
+        await accepted(table, "host", "host kill", {"player": victim})
+        await held(table)
+        foreign = [
+            call
+            for call in table.fake.calls()[mark:]
+            if "/permissions/" in call.path and call.method == "DELETE"
+        ]
+        assert len(foreign) <= 1  # at most the death's own (a mafioso's room overwrite)
