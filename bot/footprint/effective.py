@@ -514,18 +514,24 @@ def items(guild: int, fixes: Fixes) -> list[OutboxItem]:
     return result
 
 
-def reports(
-    live: LiveGame,
-    fixes: Fixes,
-    state: dict[str, Any],
-    bot_role: str,
-    gained: dict[str, list[str]],
-) -> list[str]:
+def not_told_here(gained: dict[str, list[str]], fixes: Fixes) -> dict[str, list[str]]:
+    """Who gained which powers (:func:`bot.footprint.repair.notices`' report), without an
+    Administrator these fixes report with its exact fix."""
+    result = {
+        user: [
+            kind
+            for kind in kinds
+            if kind != "administrator" or f"{user}:administrator" not in fixes.unfixable
+        ]
+        for user, kinds in gained.items()
+    }
+    return {user: kinds for user, kinds in result.items() if kinds}
+
+
+def reports(live: LiveGame, fixes: Fixes, state: dict[str, Any], bot_role: str) -> list[str]:
     """What the host is told of what the bot cannot change, each once: not what the reconciler's
-    notes (``state``) say was told and still holds, nor an Administrator ``gained`` in this pass
-    (told otherwise); the notes then hold what is told now."""
+    notes (``state``) say was told and still holds; the notes then hold what is told now."""
     skip = set(state.get("told", []))
-    skip |= {f"{user}:administrator" for user, kinds in gained.items() if "administrator" in kinds}
     state["told"] = sorted(fixes.unfixable)
     lines = []
     for key, (text, params) in sorted(fixes.unfixable.items()):

@@ -404,6 +404,7 @@ class Reconciler:
         gained = self._gained(live, before.get("powers"), powers)
         old_standins = noted_standins(before)
         fixes = fixes if fixes is not None else effective.Fixes()
+        gained = effective.not_told_here(gained, fixes)
         told = sorted(fixes.unfixable)
         if (
             not found
@@ -430,7 +431,7 @@ class Reconciler:
             channels = live.record.channels
             items += effective.items(footprint.guild, fixes)
             lines = notices(live, footprint, new_stuck, gained, bot_role)
-            lines += effective.reports(live, fixes, state, bot_role, gained)
+            lines += effective.reports(live, fixes, state, bot_role)
             for line in lines:
                 items += to_log(channels, line[:2000])
             return items
