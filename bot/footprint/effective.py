@@ -251,13 +251,12 @@ def observe(guild: discord.Guild, channel_ids: Iterable[int]) -> Scene | None:
         channel = guild.get_channel(channel_id)
         if channel is None:
             continue
-        found: dict[Key, Pair] = {}
-        for target, overwrite in channel.overwrites.items():
-            is_role = (
-                isinstance(target, discord.Role) or getattr(target, "type", None) is discord.Role
-            )
-            allow, deny = overwrite.pair()
-            found[(ROLE if is_role else MEMBER, target.id)] = (allow.value, deny.value)
+        # the raw bit fields: discord.py's PermissionOverwrite keeps one state a bit, and loses
+        # a bit both allowed and denied (Discord applies the allow last: the bit is granted)
+        found: dict[Key, Pair] = {
+            (ROLE if raw.is_role() else MEMBER, raw.id): (raw.allow, raw.deny)
+            for raw in channel._overwrites
+        }
         places[channel_id] = (channel.type.value, channel.category_id, found)
     return Scene(
         guild=guild.id,

@@ -43,20 +43,17 @@ Breach = tuple[int, int, int, int]
 """(member, channel, the governed bits he has, those the rules allow him), where they differ."""
 
 
-async def rules_now(table: Table) -> Any:
-    """The footprint the rules declare for the running game now, every id resolved."""
+def rules_now(table: Table) -> Any:
+    """The footprint the rules declare for the running game now (once started, the record holds
+    every id)."""
     live = table.live()
-    layout = resolved(
-        Layout.from_channels(live.record.channels),
-        await table.bot.storage.provisioned(live.id),
-    )
-    return declared(live, live.game, layout)
+    return declared(live, live.game, resolved(Layout.from_channels(live.record.channels), {}))
 
 
-async def breaches(table: Table) -> list[Breach]:
+def breaches(table: Table) -> list[Breach]:
     """Every member's governed permissions in every game channel where they differ from what the
     rules allow, both computed by the fake's algorithm (the bot itself aside)."""
-    footprint = await rules_now(table)
+    footprint = rules_now(table)
     seats: dict[int, int] = {}
     for seat in footprint.seats:
         seats.setdefault(seat.user, int(seat.role))
@@ -90,7 +87,7 @@ async def held(table: Table) -> None:
     """The outbox drained and the invariant holds (everyone may do exactly what the rules allow,
     of what the game governs)."""
     await table.drain()
-    assert await breaches(table) == []
+    assert breaches(table) == []
 
 
 def may(table: Table, channel_id: int, user: int) -> int:
@@ -242,7 +239,7 @@ async def test_an_administrator_outsider_is_reported_to_the_host_once_with_the_f
         )
         await table.drain()
         assert log_lines(table).count(text) == 1
-        assert {user for user, *_ in await breaches(table)} == {outsider}  # nothing else
+        assert {user for user, *_ in breaches(table)} == {outsider}  # nothing else
 
 
 async def test_the_living_keep_what_the_rules_give_them_through_a_night_and_a_death():
