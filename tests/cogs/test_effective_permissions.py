@@ -64,22 +64,26 @@ def breaches(table: Table) -> list[Breach]:
         overwrites = [
             Overwrite(int(o.target), o.type, allow=o.allow, deny=o.deny) for o in place.overwrites
         ]
+        declared_members = {int(o.target) for o in place.overwrites if o.type == OVERWRITE_MEMBER}
+        allowed: dict[tuple[int | None, int], int] = {}
         for user in guild.members:
             if user == table.fake.bot_user.id:
                 continue
             has = table.fake.permissions_for(table.guild_id, channel.id, user) & GOVERNED
             seat = seats.get(user)
-            rules = apply_overwrites(
-                ALL_PERMISSIONS & ~Permission.ADMINISTRATOR,
-                guild_id=table.guild_id,
-                member_id=user,
-                member_role_ids=[] if seat is None else [seat],
-                overwrites=overwrites,
-                is_text_channel=channel.type in (0, 2),
-                is_voice_channel=channel.type == 2,
-            )
-            if has != rules & GOVERNED:
-                found.append((user, channel.id, has, rules & GOVERNED))
+            key = (seat, user if user in declared_members else 0)
+            if key not in allowed:  # the same for every member of a seat without his own
+                allowed[key] = GOVERNED & apply_overwrites(
+                    ALL_PERMISSIONS & ~Permission.ADMINISTRATOR,
+                    guild_id=table.guild_id,
+                    member_id=key[1],
+                    member_role_ids=[] if seat is None else [seat],
+                    overwrites=overwrites,
+                    is_text_channel=channel.type in (0, 2),
+                    is_voice_channel=channel.type == 2,
+                )
+            if has != allowed[key]:
+                found.append((user, channel.id, has, allowed[key]))
     return found
 
 

@@ -14,8 +14,9 @@ makes is refused (``bot_table`` checks it), so the invalid requests stay far und
 budget.
 
 It prints the longest time a rule stayed broken and the invalid requests per 10 minutes (the
-README gives both). ``MODERATOR_GAMES``, ``MODERATOR_ACTS`` (a game) and ``MODERATOR_SEED`` run
-it bigger or again; the reconciler's settling delay is 0 here (acts come one at a time).
+README gives both). ``MODERATOR_GAMES``, ``MODERATOR_ACTS`` (a game), ``MODERATOR_LANES`` (games
+at once, each in its own guild) and ``MODERATOR_SEED`` run it bigger or again; the reconciler's
+settling delay is 0 here (a game's acts come one at a time).
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ T = TypeVar("T")
 
 GAMES = int(os.environ.get("MODERATOR_GAMES", "50"))
 ACTS = int(os.environ.get("MODERATOR_ACTS", "40"))
+#: games played at once, each in its own guild (a game's acts stay one at a time)
+LANES = int(os.environ.get("MODERATOR_LANES", "1"))
 #: bits a moderator plays with: what the game governs and a few it does not
 BITS = [bit for bit in Permission if bit & GOVERNED] + [
     Permission.READ_MESSAGE_HISTORY,
@@ -262,23 +265,29 @@ async def settle(table: Table, act: str, figures: Figures) -> None:
 
 async def test_a_moderator_at_random_never_leaves_anyone_more_than_the_rules_allow(monkeypatch):
     seed = int(os.environ.get("MODERATOR_SEED") or random.SystemRandom().randrange(2**32))
-    rng = random.Random(seed)
     monkeypatch.setattr(reconciler_module, "SETTLE", 0.0)
     figures = Figures()
     loop = asyncio.get_running_loop()
     started = loop.time()
     async with bot_table(players=8) as first:
-        for number in range(GAMES):
-            table = first if number == 0 else await another_guild(first, f"g{number}p", 8)
-            quick_edits(table)
-            await table.new_game(cities="Верона", maniac=False)
-            moderator = Moderator(table, rng, figures)
-            for _ in range(ACTS):
-                act = await moderator.step()
-                try:
-                    await settle(table, act, figures)
-                except AssertionError as error:
-                    raise AssertionError(f"{error} (MODERATOR_SEED={seed})") from None
+
+        async def lane(index: int) -> None:
+            """Games ``index``, ``index + LANES``...: one at a time, each in a guild of its own,
+            its acts drawn from a generator of its own (the seed gives the same plan)."""
+            rng = random.Random(f"{seed}:{index}")
+            for number in range(index, GAMES, LANES):
+                table = first if number == 0 else await another_guild(first, f"g{number}p", 8)
+                quick_edits(table)
+                await table.new_game(cities="Верона", maniac=False)
+                moderator = Moderator(table, rng, figures)
+                for _ in range(ACTS):
+                    act = await moderator.step()
+                    try:
+                        await settle(table, act, figures)
+                    except AssertionError as error:
+                        raise AssertionError(f"{error} (MODERATOR_SEED={seed})") from None
+
+        await asyncio.gather(*(lane(index) for index in range(LANES)))
         invalid = [c for c in first.fake.calls() if c.status in (401, 403, 429)]
         report = figures.summary(len(invalid), loop.time() - started)
         print(f"\n{report} (MODERATOR_SEED={seed})")
