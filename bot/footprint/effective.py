@@ -14,6 +14,8 @@ permissions the game governs (:data:`GOVERNED`), with what the footprint lets hi
 base of every permission, so that only what the rules deny counts). Any excess is removed, the
 smallest change that is sure to hold:
 
+0. a member overwrite the footprint declares (the bot's, the host's, a mafioso's in his room)
+   that a person deleted or changed, or lost by a "Sync Now" with the category, is put back;
 1. a game role held by a member whose seat is not that role (a moderator gave it) is taken back
    when Discord lets the bot (the role is below the bot's highest);
 2. an overwrite for a role that the footprint does not declare on that channel loses the
@@ -352,6 +354,8 @@ def check(footprint: Footprint, scene: Scene) -> Fixes:
             if seat.spectator:
                 spectators.add(seat.user)
     removals, scene = _off_seat_roles(footprint, scene, seats, spectators)
+    original = scene.places
+    scene = _members_back(footprint, scene)
     overwrites: list[tuple[int, int, int, Pair | None]] = []
     unfixable: dict[str, tuple[str, dict[str, Any]]] = {}
     for place in footprint.places:
@@ -359,9 +363,33 @@ def check(footprint: Footprint, scene: Scene) -> Fixes:
         if channel not in scene.places:
             continue
         excess = _excess(footprint, scene, place, seats)
-        if excess:
-            overwrites += _fix_channel(scene, place, excess, unfixable)
+        if excess or scene.places[channel] != original[channel]:
+            overwrites += _fix_channel(scene, place, excess, unfixable, original[channel][2])
     return Fixes(tuple(removals), tuple(overwrites), unfixable)
+
+
+def _members_back(footprint: Footprint, scene: Scene) -> Scene:
+    """The scene with the declared member overwrites (the bot's, the host's and co-hosts', the
+    mafiosi's in their room) as declared, for members on the server: a person who deleted or
+    edited one, or synced the channel with its category, does not keep a mafioso out of his
+    room (what the bot may set, :func:`reach`, aside)."""
+    places = dict(scene.places)
+    for place in footprint.places:
+        channel = int(place.id)
+        if channel not in places:
+            continue
+        kind, parent, present = places[channel]
+        can = reach(scene, channel)
+        wanted = {}
+        for o in place.overwrites:
+            key, pair = (MEMBER, int(o.target)), (o.allow, o.deny)
+            now = present.get(key, (0, 0))
+            changed = (now[0] ^ pair[0]) | (now[1] ^ pair[1])
+            if o.type == MEMBER and key[1] in scene.people and changed and not changed & ~can:
+                wanted[key] = pair
+        if wanted:
+            places[channel] = (kind, parent, {**present, **wanted})
+    return replace(scene, places=places)
 
 
 def _off_seat_roles(
@@ -423,12 +451,14 @@ def _fix_channel(
     place: PlaceSpec,
     excess: dict[int, int],
     unfixable: dict[str, tuple[str, dict[str, Any]]],
+    before: dict[Key, Pair],
 ) -> list[tuple[int, int, int, Pair | None]]:
-    """The overwrite changes that take each member's ``excess`` away in one channel; what no
-    overwrite can take goes to ``unfixable``."""
+    """The overwrite changes from ``before`` (what Discord shows) that put the scene's member
+    overwrites back and take each member's ``excess`` away in one channel; what no overwrite can
+    take goes to ``unfixable``."""
     channel = int(place.id)
-    kind, parent, before = scene.places[channel]
-    work = dict(before)
+    kind, parent, restored = scene.places[channel]
+    work = dict(restored)
     declared = {(o.type, int(o.target)) for o in place.overwrites}
     can = reach(scene, channel)
     fixable = {}
@@ -448,7 +478,7 @@ def _fix_channel(
             )
         else:
             fixable[user] = bits
-    for key, (allow, deny) in before.items():
+    for key, (allow, deny) in restored.items():
         if key[0] != ROLE or key in declared:
             continue
         strip = 0

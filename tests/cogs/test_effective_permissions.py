@@ -262,3 +262,20 @@ async def test_the_living_keep_what_the_rules_give_them_through_a_night_and_a_de
             if "/permissions/" in call.path and call.method == "DELETE"
         ]
         assert len(foreign) <= 1  # at most the death's own (a mafioso's room overwrite)
+
+
+async def test_a_mafia_room_synced_with_its_category_gives_the_mafiosi_their_room_back():
+    """"Sync Now" replaces the room's overwrites with the category's: the mafiosi's own are
+    gone; they are put back, and nobody else gets in."""
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        room = table.mafia_channel("Верона")
+        boss = int(mafioso(table, "Верона"))
+        category = int(table.live().record.channels["category"])
+        table.fake.update_channel(room, overwrites=list(table.fake.channel(category).overwrites))
+        assert not may(table, room, boss) & VIEW
+        await table.fake.wait_until(
+            lambda: may(table, room, boss) & VIEW or None, REPAIR, "the mafioso lost his room"
+        )
+        await held(table)
+        assert may(table, room, boss) & SEND
