@@ -265,7 +265,7 @@ async def test_the_living_keep_what_the_rules_give_them_through_a_night_and_a_de
 
 
 async def test_a_mafia_room_synced_with_its_category_gives_the_mafiosi_their_room_back():
-    """"Sync Now" replaces the room's overwrites with the category's: the mafiosi's own are
+    """A "Sync Now" replaces the room's overwrites with the category's: the mafiosi's own are
     gone; they are put back, and nobody else gets in."""
     async with bot_table(players=8) as table:
         await one_city(table)
