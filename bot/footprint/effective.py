@@ -489,7 +489,7 @@ def _fix_channel(
             work[key] = (allow & ~strip, deny)
     trial = replace(scene, places={**scene.places, channel: (kind, parent, work)})
     for user, bits in fixable.items():
-        _member_fix(trial, channel, user, bits, can, work)
+        _member_fix(trial, channel, user, bits, can, work, ours=(MEMBER, user) in declared)
         left = effective(trial, user, channel) & bits
         if left:
             unfixable[f"{user}:reach:{channel}"] = (
@@ -507,14 +507,24 @@ def _fix_channel(
 
 
 def _member_fix(
-    scene: Scene, channel: int, user: int, bits: int, can: int, work: dict[Key, Pair]
+    scene: Scene, channel: int, user: int, bits: int, can: int, work: dict[Key, Pair], *, ours: bool
 ) -> None:
     """The member's own overwrite in ``work`` changed so that he has none of ``bits`` (what the
-    bot may set, ``can``): its allowed bits first, then denied if that is not enough."""
+    bot may set, ``can``): its allowed bits first, then denied if that is not enough; an
+    overwrite that denies nothing and grants what the bot may not touch is deleted (Discord
+    checks no bits on a delete) unless the footprint declares it (``ours``)."""
+    key = (MEMBER, user)
+    allow, deny = work.get(key, (0, 0))
+    if (
+        not ours
+        and not deny
+        and allow & bits & ~can
+        and effective(scene, user, channel) & bits & ~can
+    ):
+        work[key] = (0, 0)
     now = effective(scene, user, channel) & bits & can
     if not now:
         return
-    key = (MEMBER, user)
     allow, deny = work.get(key, (0, 0))
     work[key] = (allow & ~now, deny)
     still = effective(scene, user, channel) & bits & can

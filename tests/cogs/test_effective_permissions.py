@@ -31,6 +31,7 @@ from tests.cogs.test_footprint import (
 )
 from tests.fakediscord.permissions import (
     ALL_PERMISSIONS,
+    DEFAULT_BOT_PERMISSIONS,
     OVERWRITE_MEMBER,
     OVERWRITE_ROLE,
     Overwrite,
@@ -279,3 +280,61 @@ async def test_a_mafia_room_synced_with_its_category_gives_the_mafiosi_their_roo
         )
         await held(table)
         assert may(table, room, boss) & SEND
+
+
+async def test_a_grant_of_a_permission_the_bot_lacks_itself_is_told_to_the_host_once():
+    """Discord lets the bot set in an overwrite only what it holds: once its role and @everyone
+    lost Create Polls, it can neither change a dead player's overwrite allowing polls and denying
+    reactions in the city nor delete it (his deny would go); the host is told which permission to
+    give the bot's role, once."""
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        victim = int(await killed(table))
+        await held(table)
+        polls = int(Permission.SEND_POLLS)
+        table.fake.set_bot_permissions(table.guild_id, DEFAULT_BOT_PERMISSIONS & ~polls)
+        everyone = table.fake.guild(table.guild_id).everyone
+        table.fake.update_role(
+            table.guild_id, everyone.id, permissions=everyone.permissions & ~polls
+        )
+        text = table.city_channel("Верона")
+        react = int(Permission.ADD_REACTIONS)
+        table.fake.set_overwrite(text, Overwrite(victim, OVERWRITE_MEMBER, allow=polls, deny=react))
+        bot_role = table.fake.state.bot_role(table.guild_id)
+        assert bot_role is not None
+        told = t(
+            "ru",
+            "footprint.effective.reach",
+            member=f"<@{victim}>",
+            channel=f"<#{text}>",
+            permissions=t("ru", "permission.send_polls"),
+            bot_role=bot_role.name,
+        )
+        await table.fake.wait_until(
+            lambda: told in log_lines(table) or None, REPAIR, "the host was not told"
+        )
+        table.fake.create_role(table.guild_id, "Ещё")  # another pass
+        await table.drain()
+        assert log_lines(table).count(told) == 1
+        beyond = [(user, has & ~rules) for user, _, has, rules in breaches(table) if has & ~rules]
+        assert beyond == [(victim, polls)]  # what the bot could not take, and nothing else
+
+
+async def test_a_grant_the_bot_may_not_edit_is_deleted_when_it_denies_nothing():
+    """The same grant alone in the dead player's overwrite: the bot may not edit its bits, but
+    Discord checks none on a delete, and the overwrite holds nothing else."""
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        victim = int(await killed(table))
+        await held(table)
+        polls = int(Permission.SEND_POLLS)
+        table.fake.set_bot_permissions(table.guild_id, DEFAULT_BOT_PERMISSIONS & ~polls)
+        everyone = table.fake.guild(table.guild_id).everyone
+        table.fake.update_role(
+            table.guild_id, everyone.id, permissions=everyone.permissions & ~polls
+        )
+        text = table.city_channel("Верона")
+        table.fake.set_overwrite(text, Overwrite(victim, OVERWRITE_MEMBER, allow=polls))
+        await gone(table, text, victim, polls, "the dead makes polls in the city")
+        await table.drain()
+        assert all(o.id != victim for o in table.fake.channel(text).overwrites)
