@@ -26,6 +26,11 @@ smallest change that is sure to hold:
    and editing the server's role would change the whole server; so the member's own overwrite
    on that channel loses the allowed bits and, if that is not enough, denies them. A member
    overwrite is applied last, so its deny holds whatever his roles say (Administrator aside).
+   One that denies nothing and grants what the bot may not set is deleted (a delete is not
+   checked bit by bit).
+
+Less than the rules allow is left alone (a moderator's deny or timeout is moderation), but for
+the declared member overwrites (0.), and so are a finished game's channels.
 
 What the bot cannot change is reported once to the host, with the exact fix, and logged: the
 server's owner and a member with Administrator (no overwrite hides a channel from them), and
@@ -72,7 +77,6 @@ GOVERNED = P(
     send_polls=True,
     send_voice_messages=True,
 ).value
-
 ALL = P.all().value
 ADMINISTRATOR = P(administrator=True).value
 VIEW = P(view_channel=True).value
@@ -105,7 +109,6 @@ GUILD_ONLY = P(
 VOICE_KINDS = (2, 13)
 #: channel types with a text chat (text, announcement, and the chat of voice and stage)
 CHAT_KINDS = (0, 5, *VOICE_KINDS)
-
 #: members fetched by REST at most in one pass to confirm what the cache shows
 CONFIRM_MEMBERS = 50
 
@@ -117,11 +120,10 @@ Pair = tuple[int, int]
 
 @dataclass(frozen=True)
 class Person:
-    """A member as the algorithm needs him: his roles (@everyone left out), a timeout, a bot."""
+    """A member as the algorithm needs him: his roles (@everyone left out), a timeout."""
 
     roles: frozenset[int]
     timed_out: bool = False
-    bot: bool = False
 
 
 @dataclass
@@ -272,7 +274,6 @@ def observe(guild: discord.Guild, channel_ids: Iterable[int]) -> Scene | None:
             member.id: Person(
                 frozenset(role.id for role in member.roles if role.id != guild.id),
                 member.is_timed_out(),
-                member.bot,
             )
             for member in guild.members
         },
