@@ -56,6 +56,8 @@ class Reconciler:
         self._waiting: set[int] = set()
         """Games whose pass waits for their lanes to go idle."""
         self._queried: set[int] = set()
+        self._asked: set[int] = set()
+        """Members named by a game channel's overwrite whom the bot asked the gateway for."""
         self._refused: dict[tuple[int, str], str] = {}
         """Discord's code for each making again it refused: (game, key) → code."""
         self._kept: dict[int, set[int]] = {}
@@ -296,7 +298,12 @@ class Reconciler:
         repaired, and what removes it (:mod:`bot.footprint.effective`); confirmed by REST."""
         if found.lost_roles or found.lost_places:
             return effective.Fixes()  # made again first
-        scene = effective.observe(guild, [int(place.id) for place in footprint.places])
+        channels = [int(place.id) for place in footprint.places]
+        unknown = sorted(_strangers(guild, channels) - self._asked)
+        if unknown:  # named by an overwrite, unknown to the cache: asked for once
+            self._asked.update(unknown)
+            await _query(guild, unknown)
+        scene = effective.observe(guild, channels)
         if scene is None:
             return effective.Fixes()
         standins = noted_standins(state)
@@ -496,6 +503,21 @@ async def _query(guild: discord.Guild, users: list[int]) -> None:
             await guild.query_members(
                 user_ids=users[start : start + QUERY_CHUNK], limit=QUERY_CHUNK, cache=True
             )
+
+
+def _strangers(guild: discord.Guild, channels: list[int]) -> set[int]:
+    """Members named by a member overwrite on these channels whom the bot's cache does not know
+    (it asks for no member list at startup): their permissions there cannot be computed."""
+    found = set()
+    for channel_id in channels:
+        channel = guild.get_channel(channel_id)
+        if channel is not None:
+            found |= {
+                raw.id
+                for raw in channel._overwrites
+                if raw.is_member() and guild.get_member(raw.id) is None
+            }
+    return found
 
 
 def _log_repaired(game_id: int, found: Repairs, gained: dict[str, list[str]]) -> None:

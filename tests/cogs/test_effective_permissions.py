@@ -338,3 +338,19 @@ async def test_a_grant_the_bot_may_not_edit_is_deleted_when_it_denies_nothing():
         await gone(table, text, victim, polls, "the dead makes polls in the city")
         await table.drain()
         assert all(o.id != victim for o in table.fake.channel(text).overwrites)
+
+
+async def test_an_overwrite_for_a_member_the_bot_never_met_is_looked_at_all_the_same():
+    """The bot asks for no member list at startup: a member overwrite on the mafia room for
+    someone its cache does not hold makes it ask the gateway for him, then take the grant."""
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        room = table.mafia_channel("Верона")
+        stranger = table.fake.add_member(table.guild_id, "stranger").user.id
+        guild = table.bot.get_guild(table.guild_id)
+        assert guild is not None
+        await table.fake.wait_until(lambda: guild.get_member(stranger), REPAIR, "never met")
+        guild._remove_member(guild.get_member(stranger))  # as if the bot had never met him
+        table.fake.set_overwrite(room, Overwrite(stranger, OVERWRITE_MEMBER, allow=VIEW | SEND))
+        await gone(table, room, stranger, VIEW, "the stranger reads the mafia room")
+        await held(table)
