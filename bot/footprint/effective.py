@@ -18,9 +18,10 @@ smallest change that is sure to hold:
    that a person deleted or changed, or lost by a "Sync Now" with the category, is put back;
 1. a game role held by a member whose seat is not that role (a moderator gave it) is taken back
    when Discord lets the bot (the role is below the bot's highest);
-2. an overwrite for a role that the footprint does not declare on that channel loses the
-   allowed bits that gave a holder an excess (deleted once it allows and denies nothing): one
-   change covers every holder, today's and tomorrow's;
+2. an overwrite for a role that the footprint does not declare on that channel loses every
+   governed bit it allows (deleted once it allows and denies nothing), whoever holds the role:
+   the rules grant nothing through it, and its holders may be unknown to the bot (it asks for
+   no member list); one change covers every holder, today's and tomorrow's;
 3. what is left comes from the member's own overwrite or from server permissions. A server
    role's grant at guild level cannot be taken away by deleting an overwrite (there is none),
    and editing the server's role would change the whole server; so the member's own overwrite
@@ -364,8 +365,7 @@ def check(footprint: Footprint, scene: Scene) -> Fixes:
         if channel not in scene.places:
             continue
         excess = _excess(footprint, scene, place, seats)
-        if excess or scene.places[channel] != original[channel]:
-            overwrites += _fix_channel(scene, place, excess, unfixable, original[channel][2])
+        overwrites += _fix_channel(scene, place, excess, unfixable, original[channel][2])
     return Fixes(tuple(removals), tuple(overwrites), unfixable)
 
 
@@ -480,14 +480,8 @@ def _fix_channel(
         else:
             fixable[user] = bits
     for key, (allow, deny) in restored.items():
-        if key[0] != ROLE or key in declared:
-            continue
-        strip = 0
-        for user, bits in fixable.items():
-            if key[1] in scene.people[user].roles:
-                strip |= bits & allow & can
-        if strip:
-            work[key] = (allow & ~strip, deny)
+        if key[0] == ROLE and key not in declared and allow & GOVERNED & can:
+            work[key] = (allow & ~(GOVERNED & can), deny)  # the rules grant nothing through it
     trial = replace(scene, places={**scene.places, channel: (kind, parent, work)})
     for user, bits in fixable.items():
         _member_fix(trial, channel, user, bits, can, work, ours=(MEMBER, user) in declared)

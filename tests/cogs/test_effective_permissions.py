@@ -354,3 +354,21 @@ async def test_an_overwrite_for_a_member_the_bot_never_met_is_looked_at_all_the_
         table.fake.set_overwrite(room, Overwrite(stranger, OVERWRITE_MEMBER, allow=VIEW | SEND))
         await gone(table, room, stranger, VIEW, "the stranger reads the mafia room")
         await held(table)
+
+
+async def test_a_server_role_let_into_the_mafia_room_loses_the_grant_whoever_holds_it():
+    """Its holders may be unknown to the bot (it asks for no member list): the role's grant goes
+    all the same."""
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        room = table.mafia_channel("Верона")
+        stranger = table.fake.add_member(table.guild_id, "stranger").user.id
+        friends = table.fake.create_role(table.guild_id, "Друзья")
+        table.fake.add_member_role(table.guild_id, stranger, friends.id)
+        guild = table.bot.get_guild(table.guild_id)
+        assert guild is not None
+        await table.fake.wait_until(lambda: guild.get_member(stranger), REPAIR, "never met")
+        guild._remove_member(guild.get_member(stranger))  # as if the bot had never met him
+        table.fake.set_overwrite(room, Overwrite(friends.id, OVERWRITE_ROLE, allow=VIEW | SEND))
+        await gone(table, room, stranger, VIEW, "the stranger reads the mafia room")
+        await held(table)
