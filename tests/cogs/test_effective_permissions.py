@@ -342,7 +342,7 @@ async def test_a_grant_the_bot_may_not_edit_is_deleted_when_it_denies_nothing():
 
 async def test_an_overwrite_for_a_member_the_bot_never_met_is_looked_at_all_the_same():
     """The bot asks for no member list at startup: a member overwrite on the mafia room for
-    someone its cache does not hold makes it ask the gateway for him, then take the grant."""
+    someone its cache does not hold makes it read him by REST, then take the grant."""
     async with bot_table(players=8) as table:
         await one_city(table)
         room = table.mafia_channel("Верона")
