@@ -18,10 +18,10 @@ smallest change that is sure to hold:
    that a person deleted or changed, or lost by a "Sync Now" with the category, is put back;
 1. a game role held by a member whose seat is not that role (a moderator gave it) is taken back
    when Discord lets the bot (the role is below the bot's highest);
-2. an overwrite for a role that the footprint does not declare on that channel loses every
-   governed bit it allows (deleted once it allows and denies nothing), whoever holds the role:
-   the rules grant nothing through it, and its holders may be unknown to the bot (it asks for
-   no member list); one change covers every holder, today's and tomorrow's;
+2. an overwrite for a role or a member that the footprint does not declare on that channel
+   loses every governed bit it allows (deleted once it allows and denies nothing), whoever
+   holds the role: the rules grant nothing through it, and its holders, or the member, may be
+   unknown to the bot (it asks for no member list); one change covers today's and tomorrow's;
 3. what is left comes from the member's own overwrite or from server permissions. A server
    role's grant at guild level cannot be taken away by deleting an overwrite (there is none),
    and editing the server's role would change the whole server; so the member's own overwrite
@@ -323,7 +323,7 @@ async def confirmed(http: discord.http.HTTPClient, scene: Scene, fixes: Fixes) -
     people = dict(scene.people)
     users = {user for user, _ in fixes.removals}
     users |= {target for _, kind, target, _ in fixes.overwrites if kind == MEMBER}
-    for user in sorted(users)[:CONFIRM_MEMBERS]:
+    for user in sorted(users & people.keys())[:CONFIRM_MEMBERS]:  # the ones the cache knows
         try:
             member: Any = await http.get_member(scene.guild, user)
         except discord.NotFound:
@@ -345,9 +345,11 @@ def _overwrites(channel: dict[str, Any]) -> dict[Key, Pair]:
 # ---------------------------------------------------------------------------- the check
 
 
-def check(footprint: Footprint, scene: Scene) -> Fixes:
+def check(footprint: Footprint, scene: Scene, ours: Iterable[tuple[int, int]] = ()) -> Fixes:
     """Every grant beyond the rules in the game's channels, and what removes it (see the module
-    docstring for the order of the fixes)."""
+    docstring for the order of the fixes); ``ours``: (channel, member) of the reconciler's own
+    member overwrites standing in for roles, left as they are."""
+    kept = set(ours)
     seats: dict[int, int] = {}
     spectators: set[int] = set()
     for seat in footprint.seats:
@@ -365,7 +367,8 @@ def check(footprint: Footprint, scene: Scene) -> Fixes:
         if channel not in scene.places:
             continue
         excess = _excess(footprint, scene, place, seats)
-        overwrites += _fix_channel(scene, place, excess, unfixable, original[channel][2])
+        mine = {(MEMBER, user) for place_id, user in kept if place_id == channel}
+        overwrites += _fix_channel(scene, place, excess, unfixable, original[channel][2], mine)
     return Fixes(tuple(removals), tuple(overwrites), unfixable)
 
 
@@ -453,6 +456,7 @@ def _fix_channel(
     excess: dict[int, int],
     unfixable: dict[str, tuple[str, dict[str, Any]]],
     before: dict[Key, Pair],
+    mine: set[Key],
 ) -> list[tuple[int, int, int, Pair | None]]:
     """The overwrite changes from ``before`` (what Discord shows) that put the scene's member
     overwrites back and take each member's ``excess`` away in one channel; what no overwrite can
@@ -460,7 +464,7 @@ def _fix_channel(
     channel = int(place.id)
     kind, parent, restored = scene.places[channel]
     work = dict(restored)
-    declared = {(o.type, int(o.target)) for o in place.overwrites}
+    declared = {(o.type, int(o.target)) for o in place.overwrites} | mine
     can = reach(scene, channel)
     fixable = {}
     for user, bits in excess.items():
@@ -480,7 +484,7 @@ def _fix_channel(
         else:
             fixable[user] = bits
     for key, (allow, deny) in restored.items():
-        if key[0] == ROLE and key not in declared and allow & GOVERNED & can:
+        if key not in declared and allow & GOVERNED & can:
             work[key] = (allow & ~(GOVERNED & can), deny)  # the rules grant nothing through it
     trial = replace(scene, places={**scene.places, channel: (kind, parent, work)})
     for user, bits in fixable.items():

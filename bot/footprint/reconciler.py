@@ -56,9 +56,6 @@ class Reconciler:
         self._waiting: set[int] = set()
         """Games whose pass waits for their lanes to go idle."""
         self._queried: set[int] = set()
-        self._asked: set[tuple[int, int, int, int]] = set()
-        """(channel, member, allow, deny) of the overwrites naming a member the cache does not
-        hold, whom the bot read by REST."""
         self._refused: dict[tuple[int, str], str] = {}
         """Discord's code for each making again it refused: (game, key) → code."""
         self._kept: dict[int, set[int]] = {}
@@ -303,24 +300,13 @@ class Reconciler:
         scene = effective.observe(guild, channels)
         if scene is None:
             return effective.Fixes()
-        # a member named by an overwrite whom the cache does not hold: read by REST (a 404 for
-        # one not on the server counts in no ban budget), once for each state of his overwrite
-        unknown = _strangers(guild, channels) - self._asked
-        self._asked |= unknown
-        for _, user, _, _ in sorted(unknown)[: effective.CONFIRM_MEMBERS]:
-            with contextlib.suppress(discord.HTTPException):
-                data: Any = await self.bot.http.get_member(guild.id, user)
-                scene.people[user] = effective.Person(
-                    frozenset(
-                        int(role) for role in data.get("roles", []) if int(role) in scene.roles
-                    ),
-                    _timed_out(data.get("communication_disabled_until")),
-                )
         standins = noted_standins(state)
-        fixes = effective.check(footprint, effective.after_repairs(scene, found, standins))
+        ours = {(c, user) for user, chans in found.standins.items() for c in chans}
+        fixes = effective.check(footprint, effective.after_repairs(scene, found, standins), ours)
         if fixes:
             scene = await effective.confirmed(self.bot.http, scene, fixes)
-            fixes = effective.check(footprint, effective.after_repairs(scene, found, standins))
+            after = effective.after_repairs(scene, found, standins)
+            fixes = effective.check(footprint, after, ours)
         return fixes
 
     async def _reconcile_kept(self, game_id: int) -> Repairs | None:
@@ -513,27 +499,6 @@ async def _query(guild: discord.Guild, users: list[int]) -> None:
             await guild.query_members(
                 user_ids=users[start : start + QUERY_CHUNK], limit=QUERY_CHUNK, cache=True
             )
-
-
-def _timed_out(until: str | None) -> bool:
-    """Whether a member's timeout (Discord's ISO time, or None) is still running."""
-    end = discord.utils.parse_time(until)
-    return end is not None and end > discord.utils.utcnow()
-
-
-def _strangers(guild: discord.Guild, channels: list[int]) -> set[tuple[int, int, int, int]]:
-    """The member overwrites on these channels, (channel, member, allow, deny), naming a member
-    the bot's cache does not hold (it asks for no member list at startup)."""
-    found = set()
-    for channel_id in channels:
-        channel = guild.get_channel(channel_id)
-        if channel is not None:
-            found |= {
-                (channel_id, raw.id, raw.allow, raw.deny)
-                for raw in channel._overwrites
-                if raw.is_member() and guild.get_member(raw.id) is None
-            }
-    return found
 
 
 def _log_repaired(game_id: int, found: Repairs, gained: dict[str, list[str]]) -> None:
