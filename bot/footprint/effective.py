@@ -500,7 +500,9 @@ def _fix_channel(
         now, old = work[key], before.get(key)
         if now == old or (old is None and now == (0, 0)):
             continue
-        gone = now == (0, 0) and key not in declared
+        # Discord refuses an overwrite put for one not on the server (404): his goes
+        away = key[0] == MEMBER and key[1] not in scene.people
+        gone = (now == (0, 0) and key not in declared) or away
         changes.append((channel, key[0], key[1], None if gone else now))
     return changes
 
