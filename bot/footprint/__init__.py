@@ -33,6 +33,11 @@ repairs the difference through the outbox:
   log what to drag where; once the role is below the bot again the
   overwrites go and the roles are put right;
 * a game role's overwrite, or @everyone's, someone edited is put back;
+* whatever else lets a member do in a game channel (its category included) more than the
+  rules allow him now, computed as Discord computes it (a member overwrite, an overwrite for a
+  server role, a game role given to someone who does not play), is taken back, and what the
+  bot cannot take back (Administrator, the owner) is told to the host once with the fix
+  (:mod:`bot.footprint.effective`);
 * a member who gains Administrator or Manage Roles during the game (who then
   sees the hidden rooms, or can give himself a game role) is reported in the
   host's log;

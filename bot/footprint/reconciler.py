@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import discord
 
 from bot.channels import Layout, resolved
+from bot.footprint import effective
 from bot.footprint.declared import Footprint, declared, of_roles
 from bot.footprint.diff import Observed, Repairs, confirmed, observe, powers_of, repairs
 from bot.footprint.record import kept_after_end, marker, note_pass, noted_standins, notes
@@ -287,8 +288,29 @@ class Reconciler:
                 # roles being given): what it saw is stale, and repairing it would do them twice
                 await self._look_when_idle(game_id)
                 return None
-        await self._write(live, footprint, seen, found, looked)
+        fixes = await self._beyond_rules(guild, footprint, found, notes(live.record.channels))
+        await self._write(live, footprint, seen, found, looked, fixes)
         return found
+
+    async def _beyond_rules(
+        self, guild: discord.Guild, footprint: Footprint, found: Repairs, state: dict[str, Any]
+    ) -> effective.Fixes:
+        """What members may do in the game's channels beyond the rules once ``found`` is
+        repaired, and what removes it (:mod:`bot.footprint.effective`); confirmed by REST."""
+        if found.lost_roles or found.lost_places:
+            return effective.Fixes()  # made again first
+        channels = [int(place.id) for place in footprint.places]
+        scene = effective.observe(guild, channels)
+        if scene is None:
+            return effective.Fixes()
+        standins = noted_standins(state)
+        ours = {(c, user) for user, chans in found.standins.items() for c in chans}
+        fixes = effective.check(footprint, effective.after_repairs(scene, found, standins), ours)
+        if fixes:
+            scene = await effective.confirmed(self.bot.http, scene, fixes)
+            after = effective.after_repairs(scene, found, standins)
+            fixes = effective.check(footprint, after, ours)
+        return fixes
 
     async def _reconcile_kept(self, game_id: int) -> Repairs | None:
         """One pass over a finished game whose channels are kept: the footprint of the game over
@@ -370,7 +392,13 @@ class Reconciler:
     # ------------------------------------------------------------------ what a pass stores
 
     async def _write(
-        self, live: LiveGame, footprint: Footprint, seen: Observed, found: Repairs, looked: str
+        self,
+        live: LiveGame,
+        footprint: Footprint,
+        seen: Observed,
+        found: Repairs,
+        looked: str,
+        fixes: effective.Fixes | None = None,
     ) -> None:
         """Store what the pass decided: its intents, the host's notices, the reconciler's notes
         (nothing if the game changed since the pass looked, ``looked`` being its :func:`marker`
@@ -381,8 +409,13 @@ class Reconciler:
         powers = {str(user): kinds for user, kinds in seen.powers.items()}
         gained = self._gained(live, before.get("powers"), powers)
         old_standins = noted_standins(before)
+        fixes = fixes if fixes is not None else effective.Fixes()
+        gained = effective.not_told_here(gained, fixes)
+        told = sorted(fixes.unfixable)
         if (
             not found
+            and not fixes
+            and before.get("told", []) == told
             and not new_stuck
             and not gained
             and before.get("powers") == powers
@@ -403,7 +436,10 @@ class Reconciler:
             items = repair_items(live, footprint, found, old_standins, room)
             note_pass(state, found.stuck, powers, found.standins)
             channels = live.record.channels
-            for line in notices(live, footprint, new_stuck, gained, bot_role):
+            items += effective.items(footprint.guild, fixes)
+            lines = notices(live, footprint, new_stuck, gained, bot_role)
+            lines += effective.reports(live, fixes, state, bot_role)
+            for line in lines:
                 items += to_log(channels, line[:2000])
             return items
 
@@ -413,6 +449,7 @@ class Reconciler:
             self._started.pop(live.id, None)  # noted in the record from now on
         if found or new_stuck or gained:
             _log_repaired(live.id, found, gained)
+        effective.log_fixed(live.id, fixes)
         if found.lost_roles or found.lost_places:
             self.request(live.id)  # what waits for room is given up now: the rest is repaired
 

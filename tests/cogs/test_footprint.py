@@ -387,11 +387,8 @@ async def test_a_member_who_gains_manage_roles_or_administrator_mid_game_is_repo
             table.guild_id, admins.id, permissions=ADMINISTRATOR
         )  # the host: no report
         table.fake.add_member_role(table.guild_id, int(other), admins.id)
-        await logged(
-            table,
-            "footprint.powers",
-            member=f"<@{other}>",
-            permissions=t("ru", "permission.administrator"),
+        await logged(  # he sees the hidden rooms: told with the exact fix (footprint.effective)
+            table, "footprint.effective.administrator", member=f"<@{other}>", roles="«Админы»"
         )
         await table.drain()
         new = log_lines(table)[lines:]

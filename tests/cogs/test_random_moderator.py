@@ -1,0 +1,295 @@
+"""A moderator at random, as a property test against the strict fake.
+
+Games in progress, one per guild (one bot serves them all); in each, a random sequence of what
+a person with Manage Roles and Manage Channels can do in the client (the fake plays him and
+sends the gateway events Discord sends): any overwrite on any game channel or the category,
+for any member, a server role, a game role or @everyone, overwrites deleted, "Sync Now" with
+the category, server roles' permissions edited (Administrator now and then), roles dragged,
+server and game roles given and taken, timeouts, members leaving and coming back, newcomers;
+interleaved with the host's own kills. After each act and the reconciler's passes, no member
+may do, of what the game governs, more than the rules allow him (the fake's own computation,
+:func:`tests.cogs.test_effective_permissions.breaches`), save whoever the bot cannot hold back
+(the owner, an administrator), and each of those was told to the host. No REST call the bot
+makes is refused (``bot_table`` checks it), so the invalid requests stay far under Discord's
+budget.
+
+It prints the longest time a rule stayed broken and the invalid requests per 10 minutes (the
+README gives both). ``MODERATOR_GAMES``, ``MODERATOR_ACTS`` (a game), ``MODERATOR_LANES`` (games
+at once, each in its own guild) and ``MODERATOR_SEED`` run it bigger or again; the reconciler's
+settling delay is 0 here (a game's acts come one at a time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import os
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import bot.footprint.reconciler as reconciler_module
+from bot.footprint.effective import GOVERNED
+from bot.i18n import t
+from tests.cogs.scenes import accepted, another_guild, quick_edits
+from tests.cogs.test_effective_permissions import breaches, rules_now
+from tests.cogs.test_footprint import ADMINISTRATOR, REPAIR, log_lines
+from tests.fakediscord.permissions import (
+    OVERWRITE_MEMBER,
+    OVERWRITE_ROLE,
+    Overwrite,
+    Permission,
+)
+from tests.harness import Table, bot_table
+
+T = TypeVar("T")
+
+GAMES = int(os.environ.get("MODERATOR_GAMES", "50"))
+ACTS = int(os.environ.get("MODERATOR_ACTS", "40"))
+#: games played at once, each in its own guild (a game's acts stay one at a time)
+LANES = int(os.environ.get("MODERATOR_LANES", "1"))
+#: bits a moderator plays with: what the game governs and a few it does not
+BITS = [bit for bit in Permission if bit & GOVERNED] + [
+    Permission.READ_MESSAGE_HISTORY,
+    Permission.ADD_REACTIONS,
+    Permission.ATTACH_FILES,
+]
+
+
+@dataclass
+class Figures:
+    """What a run did and measured."""
+
+    acts: Counter[str] = field(default_factory=Counter)
+    longest: float = 0.0
+    longest_act: str = ""
+    broken: int = 0
+    """Acts after which a rule was broken for a while (then repaired)."""
+    told: set[int] = field(default_factory=set)
+    """Administrators the host was told of."""
+
+    def summary(self, invalid: int, seconds: float) -> str:
+        return (
+            f"{sum(self.acts.values())} acts over {GAMES} games in {seconds:.0f} s: "
+            f"{self.broken} broke a rule, the longest for {self.longest * 1000:.0f} ms "
+            f"({self.longest_act}); {len(self.told)} administrator(s) told to the host; invalid requests {invalid} "
+            f"(per 10 minutes at most {invalid}); acts {dict(sorted(self.acts.items()))}"
+        )
+
+
+class Moderator:
+    """One guild's moderator, acting at random while its game runs."""
+
+    def __init__(self, table: Table, rng: random.Random, figures: Figures) -> None:
+        self.table, self.rng, self.figures = table, rng, figures
+        self.fake, self.guild = table.fake, table.guild_id
+        self.roles = [self.fake.create_role(self.guild, name).id for name in ("Друзья", "Гости")]
+        self.gone: list[object] = []
+        """Members who left (their user, to come back)."""
+
+    def bits(self, odds: float = 0.3) -> int:
+        return sum(int(bit) for bit in BITS if self.rng.random() < odds)
+
+    def members(self) -> list[int]:
+        bot = self.fake.bot_user.id
+        return [user for user in self.fake.guild(self.guild).members if user != bot]
+
+    async def step(self) -> str:
+        """One act at random (its name)."""
+        footprint = rules_now(self.table)
+        channels = [int(place.id) for place in footprint.places]
+        game_roles = [int(role) for role in footprint.role_ids]
+        channel, rng = rng_choice(self.rng, channels), self.rng
+        acts = {
+            "member overwrite": 6,
+            "server role overwrite": 4,
+            "game role overwrite": 2,
+            "@everyone overwrite": 1,
+            "overwrite deleted": 2,
+            "sync with category": 1,
+            "server role permissions": 2,
+            "server role given or taken": 4,
+            "game role given or taken": 2,
+            "role dragged": 1,
+            "timeout": 1,
+            "leave and come back": 1,
+            "newcomer": 1,
+            "host kill": 1,
+        }
+        act = rng.choices(list(acts), weights=list(acts.values()))[0]
+        if act == "member overwrite":
+            target = rng_choice(rng, self.members())
+            self.fake.set_overwrite(
+                channel, Overwrite(target, OVERWRITE_MEMBER, self.bits(), self.bits(0.1))
+            )
+        elif act in ("server role overwrite", "game role overwrite", "@everyone overwrite"):
+            role = {
+                "server role overwrite": lambda: rng_choice(rng, self.roles),
+                "game role overwrite": lambda: rng_choice(rng, game_roles),
+                "@everyone overwrite": lambda: self.guild,
+            }[act]()
+            self.fake.set_overwrite(
+                channel, Overwrite(role, OVERWRITE_ROLE, self.bits(), self.bits(0.1))
+            )
+        elif act == "overwrite deleted":
+            self.delete_overwrite(channel)
+        elif act == "sync with category":
+            category = int(footprint.places[0].id)
+            copied = list(self.fake.channel(category).overwrites)
+            if channel != category:
+                self.fake.update_channel(channel, overwrites=copied)
+        elif act == "server role permissions":
+            granted = ADMINISTRATOR if rng.random() < 0.1 else self.bits()
+            self.fake.update_role(self.guild, rng_choice(rng, self.roles), permissions=granted)
+        elif act == "server role given or taken":
+            self.toggle(rng_choice(rng, self.members()), rng_choice(rng, self.roles))
+        elif act == "game role given or taken":
+            self.toggle(rng_choice(rng, self.members()), rng_choice(rng, game_roles))
+        elif act == "role dragged":
+            top = len(self.fake.guild(self.guild).roles)
+            role = rng_choice(rng, self.roles + game_roles[:1])
+            self.fake.move_role(self.guild, role, rng.randint(1, top))
+        elif act == "timeout":
+            self.timeout(rng_choice(rng, self.members()))
+        elif act == "leave and come back":
+            await self.leave_or_return()
+        elif act == "newcomer":
+            self.fake.add_member(self.guild, f"guest{rng.randrange(10**9)}")
+        else:
+            await self.kill()
+        self.figures.acts[act] += 1
+        return act
+
+    def delete_overwrite(self, channel: int) -> None:
+        """A moderator deletes one overwrite of the channel (never the bot's own)."""
+        bot = self.fake.bot_user.id
+        present = [o for o in self.fake.channel(channel).overwrites if o.id != bot]
+        if present:
+            self.fake.delete_overwrite(channel, rng_choice(self.rng, present).id)
+
+    def toggle(self, user: int, role: int) -> None:
+        if role in self.fake.member(self.guild, user).roles:
+            self.fake.remove_member_role(self.guild, user, role)
+        else:
+            self.fake.add_member_role(self.guild, user, role)
+
+    def timeout(self, user: int) -> None:
+        member = self.fake.member(self.guild, user)
+        if member.communication_disabled_until is not None:
+            self.fake.update_member(self.guild, user, timed_out_until=None)
+            return
+        until = datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=1)
+        self.fake.update_member(self.guild, user, timed_out_until=until.isoformat())
+
+    async def leave_or_return(self) -> None:
+        """A member (never the host) leaves; or one who left comes back."""
+        host = self.table.host.user.id
+        if self.gone and self.rng.random() < 0.6:
+            self.fake.add_member(self.guild, self.gone.pop())  # type: ignore[arg-type]
+            return
+        leaving = [user for user in self.members() if user != host]
+        user = rng_choice(self.rng, leaving)
+        self.gone.append(self.fake.member(self.guild, user).user)
+        self.fake.remove_member(self.guild, user)
+
+    async def kill(self) -> None:
+        """The host kills a citizen while the game would go on (and he is on the server)."""
+        game = self.table.game
+        present = self.fake.guild(self.guild).members
+        citizens = [
+            p for p in game.alive() if game.status_of(p).value == "citizen" and int(p) in present
+        ]
+        mafia = [p for p in game.alive() if game.status_of(p).value != "citizen"]
+        if len(citizens) > len(mafia) + 2:
+            await accepted(self.table, "host", "host kill", {"player": self.rng.choice(citizens)})
+
+
+def rng_choice(rng: random.Random, items: list[T]) -> T:
+    return items[rng.randrange(len(items))]
+
+
+def exempt(table: Table, user: int) -> bool:
+    """Whoever no overwrite holds back: the owner, an administrator."""
+    guild = table.fake.guild(table.guild_id)
+    if user == guild.owner_id:
+        return True
+    return bool(table.fake.state.guild_permissions(table.guild_id, user) & ADMINISTRATOR)
+
+
+async def unfixable_told(table: Table, users: set[int]) -> None:
+    """Each administrator beyond the rules was named to the host."""
+    for user in users:
+        if user == table.fake.guild(table.guild_id).owner_id:
+            continue
+        head = t("ru", "footprint.effective.administrator", member=f"<@{user}>", roles="")
+
+        def told(head: str = head.split("(")[0]) -> bool | None:
+            return any(line.startswith(head) for line in log_lines(table)) or None
+
+        await table.fake.wait_until(
+            told,
+            REPAIR,
+            f"the host was never told of the administrator {user}",
+        )
+
+
+async def settle(table: Table, act: str, figures: Figures) -> None:
+    """Wait until no member may do more than the rules allow (save the exempt), then for the
+    outbox; the time a rule stayed broken is measured."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    def over_the_rules() -> list[tuple[int, int, int]]:
+        return [
+            (user, channel, has & ~rules)
+            for user, channel, has, rules in breaches(table)
+            if has & ~rules and not exempt(table, user)
+        ]
+
+    if over_the_rules():
+        figures.broken += 1
+        try:
+            await table.fake.wait_until(lambda: not over_the_rules() or None, REPAIR)
+        except TimeoutError:
+            raise AssertionError(f"after {act!r} a rule stays broken: {over_the_rules()}") from None
+        took = loop.time() - started
+        if took > figures.longest:
+            figures.longest, figures.longest_act = took, act
+    await table.drain()
+    exempt_beyond = {user for user, _, has, rules in breaches(table) if has & ~rules}
+    assert all(exempt(table, user) for user in exempt_beyond), (act, exempt_beyond)
+    await unfixable_told(table, exempt_beyond)
+    figures.told |= exempt_beyond - {table.fake.guild(table.guild_id).owner_id}
+
+
+async def test_a_moderator_at_random_never_leaves_anyone_more_than_the_rules_allow(monkeypatch):
+    seed = int(os.environ.get("MODERATOR_SEED") or random.SystemRandom().randrange(2**32))
+    monkeypatch.setattr(reconciler_module, "SETTLE", 0.0)
+    figures = Figures()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    async with bot_table(players=8) as first:
+
+        async def lane(index: int) -> None:
+            """Games ``index``, ``index + LANES``...: one at a time, each in a guild of its own,
+            its acts drawn from a generator of its own (the seed gives the same plan)."""
+            rng = random.Random(f"{seed}:{index}")
+            for number in range(index, GAMES, LANES):
+                table = first if number == 0 else await another_guild(first, f"g{number}p", 8)
+                quick_edits(table)
+                await table.new_game(cities="Верона", maniac=False)
+                moderator = Moderator(table, rng, figures)
+                for _ in range(ACTS):
+                    act = await moderator.step()
+                    try:
+                        await settle(table, act, figures)
+                    except AssertionError as error:
+                        raise AssertionError(f"{error} (MODERATOR_SEED={seed})") from None
+
+        await asyncio.gather(*(lane(index) for index in range(LANES)))
+        invalid = [c for c in first.fake.calls() if c.status in (401, 403, 429)]
+        report = figures.summary(len(invalid), loop.time() - started)
+        print(f"\n{report} (MODERATOR_SEED={seed})")
+        assert sum(figures.acts.values()) >= GAMES * ACTS
+        assert len(invalid) <= 100, report
