@@ -400,9 +400,8 @@ class Reconciler:
         looked: str,
         fixes: effective.Fixes | None = None,
     ) -> None:
-        """Store what the pass decided: its intents, the host's notices, the reconciler's notes
-        (nothing if the game changed since the pass looked, ``looked`` being its :func:`marker`
-        then: a death meanwhile, say; then the game is looked at again)."""
+        """Store what the pass decided (its intents, the host's notices, its notes); nothing if
+        the game changed since it looked (``looked``: its :func:`marker`), then it looks again."""
         before = notes(live.record.channels)
         known_stuck = set(before.get("stuck", []))
         new_stuck = [role for role in found.stuck if role not in known_stuck]
