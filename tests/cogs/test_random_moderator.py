@@ -5,8 +5,10 @@ a person with Manage Roles and Manage Channels can do in the client (the fake pl
 sends the gateway events Discord sends): any overwrite on any game channel or the category,
 for any member, a server role, a game role or @everyone, overwrites deleted, "Sync Now" with
 the category, server roles' permissions edited (Administrator now and then), roles dragged,
-server and game roles given and taken, timeouts, members leaving and coming back, newcomers;
-interleaved with the host's own kills. After each act and the reconciler's passes, no member
+server and game roles given and taken, timeouts, members leaving and coming back, newcomers,
+bans (a member gone for good), the bot's own role edited (Manage Roles or Manage Channels taken,
+a grant made meanwhile, the power given back: the host told both times), the server filled to
+Discord's 250 roles and freed; interleaved with the host's own kills. After each act and the reconciler's passes, no member
 may do, of what the game governs, more than the rules allow him (the fake's own computation,
 :func:`tests.cogs.test_effective_permissions.breaches`), save whoever the bot cannot hold back
 (the owner, an administrator), and each of those was told to the host. No REST call the bot
@@ -36,6 +38,7 @@ from tests.cogs.scenes import accepted, another_guild, quick_edits
 from tests.cogs.test_effective_permissions import breaches, rules_now
 from tests.cogs.test_footprint import ADMINISTRATOR, REPAIR, log_lines
 from tests.fakediscord.permissions import (
+    DEFAULT_BOT_PERMISSIONS,
     OVERWRITE_MEMBER,
     OVERWRITE_ROLE,
     Overwrite,
@@ -44,6 +47,7 @@ from tests.fakediscord.permissions import (
 from tests.harness import Table, bot_table
 
 T = TypeVar("T")
+MANAGE_CHANNELS, MANAGE_ROLES = 1 << 4, 1 << 28
 
 GAMES = int(os.environ.get("MODERATOR_GAMES", "50"))
 ACTS = int(os.environ.get("MODERATOR_ACTS", "40"))
@@ -115,6 +119,9 @@ class Moderator:
             "timeout": 1,
             "leave and come back": 1,
             "newcomer": 1,
+            "ban": 1,
+            "the bot's own role edited": 1,
+            "roles to the cap and freed": 0.1,
             "host kill": 1,
         }
         act = rng.choices(list(acts), weights=list(acts.values()))[0]
@@ -156,10 +163,55 @@ class Moderator:
             await self.leave_or_return()
         elif act == "newcomer":
             self.fake.add_member(self.guild, f"guest{rng.randrange(10**9)}")
+        elif act == "ban":  # he leaves and never comes back
+            host = self.table.host.user.id
+            self.fake.remove_member(
+                self.guild, rng_choice(rng, [u for u in self.members() if u != host])
+            )
+        elif act == "the bot's own role edited":
+            await self.bots_role_edited(channel)
+        elif act == "roles to the cap and freed":
+            await self.roles_to_the_cap()
         else:
             await self.kill()
         self.figures.acts[act] += 1
         return act
+
+    async def bots_role_edited(self, channel: int) -> None:
+        """An admin takes Manage Roles or Manage Channels from the bot's role, grants someone a
+        view the rules deny meanwhile, then gives the power back: the host is told both times,
+        and the grant is taken back once the bot can."""
+        power = self.rng.choice([MANAGE_ROLES, MANAGE_CHANNELS])
+        table = self.table
+        lost, back = (
+            t("ru", "powers.lost", permissions="", role="").split(":")[0],
+            t("ru", "powers.back"),
+        )
+
+        def told(head: str) -> int:
+            return sum(line.startswith(head) for line in log_lines(table))
+
+        losses, returns = told(lost), told(back)
+        self.fake.set_bot_permissions(self.guild, DEFAULT_BOT_PERMISSIONS & ~power)
+        await table.fake.wait_until(
+            lambda: told(lost) > losses or None, REPAIR, "never told the bot lost a power"
+        )
+        target = rng_choice(self.rng, self.members())
+        self.fake.set_overwrite(channel, Overwrite(target, OVERWRITE_MEMBER, self.bits(), 0))
+        self.fake.set_bot_permissions(self.guild, DEFAULT_BOT_PERMISSIONS)
+        await table.fake.wait_until(
+            lambda: told(back) > returns or None, REPAIR, "never told the power is back"
+        )
+
+    async def roles_to_the_cap(self) -> None:
+        """An admin fills the server to Discord's 250 roles, then deletes what he made."""
+        made = [
+            self.fake.create_role(self.guild, f"filler{n}").id
+            for n in range(250 - len(self.fake.guild(self.guild).roles))
+        ]
+        await settle(self.table, "roles to the cap", self.figures)
+        for role in made:
+            self.fake.delete_role(self.guild, role)
 
     def delete_overwrite(self, channel: int) -> None:
         """A moderator deletes one overwrite of the channel (never the bot's own)."""
