@@ -455,9 +455,8 @@ class Recorder:
                 up = self._time_is_up(timeline, now - self.recording_started)
                 if up is not None:
                     return up
-                fresh = tries.finished(self.clock() + self.reconnect_backoff * tries.made)
-                if fresh is not None:
-                    self._move_to(fresh, timeline, stats)
+                # a new link is moved to inside its attempt, as it comes (not a packet lost)
+                tries.finished(self.clock() + self.reconnect_backoff * tries.made)
                 if self.voice_client.link_alive():
                     _log.info(
                         "Voice connection back after %.2f s (%d attempts of ours); recording "
@@ -479,11 +478,19 @@ class Recorder:
                 if not waiting and tries.idle(now):
                     if self.reconnect is None or tries.made >= self.reconnect_attempts:
                         return RecordingOutcome.connection_lost, tries.failure("")
-                    tries.start(self.reconnect())
+                    tries.start(self._reconnected(timeline, stats))
                 await self._sleep()
         finally:
             tries.cancel()
             self.down_since = None
+
+    async def _reconnected(self, timeline: _TimelineSink, stats: UserStats) -> ReceivingVoiceClient:
+        """One reconnect attempt: the new link, moved to the moment it is made (nothing runs
+        between, so no packet it receives meanwhile is lost)."""
+        assert self.reconnect is not None
+        fresh = await self.reconnect()
+        self._move_to(fresh, timeline, stats)
+        return fresh
 
     def _move_to(
         self, fresh: ReceivingVoiceClient, timeline: _TimelineSink, stats: UserStats

@@ -106,6 +106,8 @@ class HostHandover(HostBase):
     async def take(self, interaction: discord.Interaction) -> None:
         live = await guild_game(self.bot, interaction)
         user = interaction.user
+        if plays_in(live, user.id):  # a player never hosts, whatever his rights
+            raise UserError("error.host_plays")
         role = await self.bot.storage.guild_host_role(live.record.guild_id)
         if not (manages_server(user) or host_rights(self.bot, live, user, role)):
             raise UserError("error.take_no_right")
@@ -126,6 +128,8 @@ class HostHandover(HostBase):
     @app_commands.describe(member=key_str("opt.member.description"))
     async def hand(self, interaction: discord.Interaction, member: discord.Member) -> None:
         live = await guild_game(self.bot, interaction)
+        if plays_in(live, interaction.user.id):  # a player never hosts, whatever his rights
+            raise UserError("error.host_plays")
         if interaction.user.id != live.record.host_id:
             raise UserError("error.only_host_hands")
         await self._hand_over(interaction, live, member, key="hosts.handed")

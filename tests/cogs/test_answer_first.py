@@ -17,6 +17,7 @@ import time
 import discord
 
 from bot.i18n import t
+from bot.service import DEFER_AFTER
 from tests.cogs.scenes import accepted, assert_unchanged, deliver_again, quick_edits, snapshot
 from tests.fakediscord.interactions import (
     CALLBACK_CHANNEL_MESSAGE,
@@ -59,12 +60,16 @@ async def test_a_vote_waiting_for_the_lock_is_acknowledged_first_and_counts_once
     async with bot_table(players=8) as table:
         quick_edits(table)
         voter, nominee = await voting_game(table)
-        table.fake.interaction_ack_deadline = 0.5
         lock = table.bot.service.lock(table.live().id)
         async with lock:  # another command of the game is being committed, slowly
             vote = await table.slash(voter, "vote", {"player": table.pid(nominee)}, wait=False)
-            await table.fake.wait_until(lambda: vote.callback, 5.0, "the vote was not acknowledged")
+            await table.fake.wait_until(
+                lambda: vote.callback, 10.0, "the vote was not acknowledged"
+            )
             assert vote.callback_type == CALLBACK_DEFERRED_CHANNEL_MESSAGE and vote.ephemeral
+            assert vote.callback is not None
+            # not at once: only when one answer after the commit would no longer be in time
+            assert vote.callback.time - vote.sent_at >= DEFER_AFTER - 0.05
             # the lock is held past Discord's deadline for a first answer
             await table.fake.wait_until(
                 lambda: time.monotonic() - vote.sent_at > table.fake.interaction_ack_deadline, 5.0

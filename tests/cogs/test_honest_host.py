@@ -103,6 +103,8 @@ async def test_a_player_with_the_host_role_gets_no_host_command_and_no_host_list
             "host preset save": {"name": "свой"},
             "host preset delete": {"name": "свой"},
             "host attendance": {},
+            "host take": {},
+            "host hand": {"member": newcomer},
         }
         assert set(cases) == host_commands(table), "every host command is tried"
         before = await snapshot(table)

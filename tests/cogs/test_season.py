@@ -234,10 +234,18 @@ async def archived(table: Table, game_id: int, archive: int) -> list[str]:
         m
         for m in table.fake.messages(archive)
         if any(
-            a.filename.startswith((f"game-{game_id}.", f"game-{game_id}-")) for a in m.attachments
+            a.filename.startswith((f"game-{game_id}.", f"game-{game_id}-"))
+            and a.filename.endswith(".txt")
+            for a in m.attachments
         )
     ]
+    pages = [
+        m
+        for m in table.fake.messages(archive)
+        if any(a.filename == f"game-{game_id}.html" for a in m.attachments)
+    ]
     wrong = [] if len(posts) == 1 else [f"game {game_id}: {len(posts)} transcripts"]
+    wrong += [] if len(pages) == 1 else [f"game {game_id}: {len(pages)} pages"]
     text = transcript_text(table, archive, game_id)
     headings = [
         t("ru", key, city=city)
