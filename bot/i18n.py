@@ -137,6 +137,20 @@ def phrase(live: LiveGame, key: str, **params: Any) -> str:
     return t(live.language, key, **params)
 
 
+def phase_words(language: str, phase: str) -> str:
+    """A phase as the rules name it (``day 2``) in words."""
+    kind, number = phase.split()
+    return t(language, f"phase_name.{kind}", number=number)
+
+
+def winner_words(language: str, winner: str) -> str:
+    """A winner as the rules name it (``Verona:honest``, ``maniac``) in words."""
+    if winner == "maniac":
+        return t(language, "winner.maniac")
+    city, side = winner.rsplit(":", 1)
+    return t(language, f"winner.{side}", city=city)
+
+
 def mention(player: str) -> str:
     """A mention of the player (rendered as his name; announcements never ping)."""
     return f"<@{player}>" if player.isdigit() else player

@@ -26,7 +26,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from bot.i18n import t
+from bot.i18n import phase_words, t, winner_words
 from bot.readable import Readable, zone_of
 from bot.storage import ArchivedGame
 
@@ -73,18 +73,6 @@ class Reading:
         return cls(**raw, read=read)
 
 
-def _phase(language: str, phase: str) -> str:
-    kind, number = phase.split()
-    return t(language, f"phase_name.{kind}", number=number)
-
-
-def _winner(language: str, winner: str) -> str:
-    if winner == "maniac":
-        return t(language, "winner.maniac")
-    city, side = winner.rsplit(":", 1)
-    return t(language, f"winner.{side}", city=city)
-
-
 def page_data(
     archived: ArchivedGame,
     language: str,
@@ -106,10 +94,14 @@ def page_data(
         return readable.moment(datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC))
 
     if archived.over:
-        winners = ", ".join(_winner(language, w) for w in archived.winners) or say("winners.none")
-        result = say("archive.over", phase=_phase(language, archived.last_phase), winners=winners)
+        winners = ", ".join(winner_words(language, w) for w in archived.winners) or say(
+            "winners.none"
+        )
+        result = say(
+            "archive.over", phase=phase_words(language, archived.last_phase), winners=winners
+        )
     else:
-        result = say("archive.cancelled", phase=_phase(language, archived.last_phase))
+        result = say("archive.cancelled", phase=phase_words(language, archived.last_phase))
     return {
         "language": language,
         "title": say("page.title", game=archived.game_id),
@@ -133,7 +125,7 @@ def page_data(
         "cities": _cities(archived, language, name),
         "votes": _votes(archived, language, name),
         "last_words": [
-            f"{name(w.player)}, {_phase(language, w.phase)}: "
+            f"{name(w.player)}, {phase_words(language, w.phase)}: "
             + (say("archive.recording", length=_length(w.duration)) if w.outbox_id else "")
             for w in archived.last_words
         ],
@@ -189,7 +181,7 @@ def _cities(archived: ArchivedGame, language: str, name: Any) -> list[dict[str, 
                 else say(
                     "archive.died",
                     cause=say(f"cause_short.{death.cause}"),
-                    phase=_phase(language, death.phase),
+                    phase=phase_words(language, death.phase),
                 )
             )
             rows.append((player, fate))

@@ -6,7 +6,7 @@ then whoever was replaced), so that a long summary is cut between cities
 from __future__ import annotations
 
 from bot.archive import seat_holders
-from bot.i18n import mention, phrase
+from bot.i18n import mention, phase_words, phrase, winner_words
 from bot.service import LiveGame
 from cogs.common import status_text
 from rules import Game, Status
@@ -14,16 +14,12 @@ from rules import Game, Status
 
 def phase_text(live: LiveGame, phase: str) -> str:
     """``day 2`` in words."""
-    kind, number = phase.split()
-    return phrase(live, f"phase_name.{kind}", number=number)
+    return phase_words(live.language, phase)
 
 
 def winner_text(live: LiveGame, winner: str) -> str:
     """``Verona:honest`` → words."""
-    if winner == "maniac":
-        return phrase(live, "winner.maniac")
-    city, side = winner.split(":", 1)
-    return phrase(live, f"winner.{side}", city=city)
+    return winner_words(live.language, winner)
 
 
 def game_over_lines(live: LiveGame, game: Game, winners: list[str]) -> list[str]:
