@@ -86,12 +86,17 @@ async def finished(table: Table) -> tuple[int, dict]:
     return game_id, channels
 
 
-async def test_a_finished_game_gets_a_readable_page_and_text_twin_in_the_archive(database):
+@pytest.mark.parametrize("language", ["ru", "en"])
+async def test_a_finished_game_gets_a_readable_page_and_text_twin_in_the_archive(
+    database, language
+):
     config = replace(Config(timers=NO_TIMERS), time_zone="Europe/Moscow")
     async with bot_table(players=8, database=database, config=config) as table:
         quick_edits(table)
+        if language == "en":
+            assert (await run(table, "host", "admin language", {"language": "en"})).ephemeral
         game_id, channels = await finished(table)
-        archive = archive_channel(table)
+        archive = archive_channel(table, "архив-игр" if language == "ru" else "game-archive")
         html = attachment(table, archive, f"game-{game_id}.html").decode("utf-8")
         text = attachment(table, archive, f"game-{game_id}.txt").decode("utf-8")
         page = parsed(html)
@@ -104,17 +109,17 @@ async def test_a_finished_game_gets_a_readable_page_and_text_twin_in_the_archive
         for player in archived.players:
             assert (
                 archived.names[player.player] in words
-                and t("ru", f"status.{player.status}") in words
+                and t(language, f"status.{player.status}") in words
             )
         assert "Доброе утро, Верона" in words and "Доброе утро, Верона" in text
-        assert t("ru", "page.host", host=table.host.user.display_name) in words
+        assert t(language, "page.host", host=table.host.user.display_name) in words
         assert "<b>Злодей</b>" in words and "<b>Злодей</b>" not in html, "a nickname is escaped"
-        assert t("ru", "page.votes") in words or not archived.votes
+        assert t(language, "page.votes") in words or not archived.votes
         ended = datetime.datetime.fromtimestamp(archived.ended_at, tz=datetime.UTC)
-        moscow = Readable("ru", ZoneInfo("Europe/Moscow")).moment(ended)
+        moscow = Readable(language, ZoneInfo("Europe/Moscow")).moment(ended)
         assert moscow in words, "times in the server's zone"
-        assert text.startswith(t("ru", "transcript.title", game=game_id))
-        assert t("ru", "page.title", game=game_id) in text
+        assert text.startswith(t(language, "transcript.title", game=game_id))
+        assert t(language, "page.title", game=game_id) in text
         stored = await table.bot.storage.reading(game_id)
         assert stored is not None and stored[:1] == b"\x78", "stored compressed (zlib)"
         assert not CODES.search(base64.b64encode(stored).decode())
