@@ -47,12 +47,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.service_bench import EXPIRED, latency_ms, percentile  # noqa: E402
-from benchmarks.startup_bench import gateway_figures  # noqa: E402
+from benchmarks.startup_bench import gateway_figures, make_footprint  # noqa: E402
 from bot.config import Config, Timers  # noqa: E402
 from bot.service import GameService  # noqa: E402
 from bot.storage import Storage  # noqa: E402
 from rules import RoleCounts, RuleOptions, deal  # noqa: E402
-from tests.fakediscord import ChannelType, FakeDiscord, InteractionResult  # noqa: E402
+from tests.fakediscord import FakeDiscord, InteractionResult  # noqa: E402
 
 SIZES = (8, 16, 30)
 READY = re.compile(r"ready as .* in (\d+) guild")
@@ -138,7 +138,7 @@ async def write_games(
             seats = {"Верона": [str(p) for p in cities[0]], "Падуя": [str(p) for p in cities[1]]}
             seed = random.Random(index).randrange(2**31)
             setup = deal(seats, seed, RoleCounts(None, None, None, False), RuleOptions())
-            footprint = footprint_of(fake, guild_id, cities)
+            footprint = make_footprint(fake, guild_id, members, cities)
 
             def channels(live: Any, done: dict[str, Any] = footprint) -> list[Any]:
                 live.record.channels = done
@@ -149,35 +149,6 @@ async def write_games(
     finally:
         await storage.close()
     return written
-
-
-def footprint_of(fake: FakeDiscord, guild_id: int, cities: list[list[int]]) -> dict[str, Any]:
-    """A game's roles and channels made in the fake guild, its players holding their city's
-    living role: the record's ``channels`` that point at them."""
-    category = fake.create_channel(guild_id, "Мафия", ChannelType.GUILD_CATEGORY).id
-
-    def channel(name: str, kind: int = ChannelType.GUILD_TEXT) -> int:
-        return fake.create_channel(guild_id, name, kind, parent_id=category).id
-
-    places, roles = {}, {}
-    for name, seated in zip(("Верона", "Падуя"), cities, strict=True):
-        living = fake.create_role(guild_id, f"{name}: живые").id
-        for player in seated:
-            fake.add_member_role(guild_id, player, living)
-        places[name] = {"text": channel(name.lower()), "mafia": channel(f"{name.lower()}-мафия")}
-        roles[name] = {"living": living}
-    return {
-        "guild_id": guild_id,
-        "bot_id": fake.state.bot_user.id,
-        "host_id": fake.state.guilds[guild_id].owner_id,
-        "category": category,
-        "voice": channel("голос", ChannelType.GUILD_VOICE),
-        "dead": channel("мёртвые"),
-        "log": channel("журнал"),
-        "cities": places,
-        "roles": {"dead": fake.create_role(guild_id, "Мёртвые").id, "cities": roles},
-        "everyone_reads": True,
-    }
 
 
 def environment(fake: FakeDiscord) -> dict[str, str]:

@@ -77,9 +77,12 @@ def build_fake(guilds: int, members: int) -> tuple[FakeDiscord, list[tuple[int, 
     return fake, made
 
 
-def make_footprint(fake: FakeDiscord, guild_id: int, players: list[int]) -> dict[str, Any]:
+def make_footprint(
+    fake: FakeDiscord, guild_id: int, players: list[int], cities: list[list[int]] | None = None
+) -> dict[str, Any]:
     """A game's roles and channels made in the fake guild, its players holding their city's
-    living role: the record's ``channels`` that point at them."""
+    living role: the record's ``channels`` that point at them (``cities``: who sits in Верона
+    and in Падуя; the first eight players and the rest by default)."""
     bot_id = fake.state.bot_user.id
     category = fake.create_channel(guild_id, "Мафия", ChannelType.GUILD_CATEGORY).id
 
@@ -87,7 +90,8 @@ def make_footprint(fake: FakeDiscord, guild_id: int, players: list[int]) -> dict
         return fake.create_channel(guild_id, name, kind, parent_id=category).id
 
     cities, roles = {}, {}
-    for name, seated in (("Верона", players[:8]), ("Падуя", players[8:])):
+    seatings = cities or [players[:8], players[8:]]
+    for name, seated in zip(("Верона", "Падуя"), seatings, strict=True):
         living = fake.create_role(guild_id, f"{name}: живые").id
         for player in seated:
             fake.add_member_role(guild_id, player, living)

@@ -29,6 +29,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from bot.i18n import phase_words, t, winner_words
 from bot.readable import Readable, zone_of
 from bot.storage import ArchivedGame
+from bot.storage.records import ArchivedDeath, ArchivedPlayer
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def page_data(
         "votes": _votes(archived, language, name),
         "last_words": [
             f"{name(w.player)}, {phase_words(language, w.phase)}: "
-            + (say("archive.recording", length=_length(w.duration)) if w.outbox_id else "")
+            + (say("archive.recording", length=length_words(w.duration)) if w.outbox_id else "")
             for w in archived.last_words
         ],
         "channels": _channels(reading, readable, moment),
@@ -163,44 +164,60 @@ def _channels(reading: Reading, readable: Readable, moment: Any) -> list[dict[st
     ]
 
 
+def city_result(archived: ArchivedGame, city: str) -> str:
+    """How the city ended: ``honest``, ``mafia`` or ``undecided``."""
+    for side in ("honest", "mafia"):
+        if f"{city}:{side}" in archived.winners:
+            return side
+    return "undecided"
+
+
+def roll(archived: ArchivedGame, city: str) -> list[ArchivedPlayer]:
+    """The city's seats at the end: the living in the deal's order, then the dead in the order
+    they died."""
+    order = {d.player: n for n, d in enumerate(archived.deaths)}
+    seats = [p for p in archived.players if p.city == city]
+    living = [p for p in seats if p.player not in order]
+    return living + sorted((p for p in seats if p.player in order), key=lambda p: order[p.player])
+
+
+def fate_words(language: str, death: ArchivedDeath | None) -> str:
+    """A player's fate in words: alive, or how and when he died."""
+    if death is None:
+        return t(language, "archive.alive")
+    return t(
+        language,
+        "archive.died",
+        cause=t(language, f"cause_short.{death.cause}"),
+        phase=phase_words(language, death.phase),
+    )
+
+
+def length_words(seconds: float | None) -> str:
+    """A recording's length, ``m:ss``."""
+    whole = int(seconds or 0)
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
 def _cities(archived: ArchivedGame, language: str, name: Any) -> list[dict[str, Any]]:
     say = partial(t, language)
     deaths = {d.player: d for d in archived.deaths}
-    order = {d.player: n for n, d in enumerate(archived.deaths)}
     cities = []
     for city in archived.cities:
-        seats = [p for p in archived.players if p.city == city]
-        living = [p for p in seats if p.player not in deaths]
-        dead = sorted((p for p in seats if p.player in deaths), key=lambda p: order[p.player])
-        rows = []
-        for player in [*living, *dead]:
-            death = deaths.get(player.player)
-            fate = (
-                say("archive.alive")
-                if death is None
-                else say(
-                    "archive.died",
-                    cause=say(f"cause_short.{death.cause}"),
-                    phase=phase_words(language, death.phase),
-                )
-            )
-            rows.append((player, fate))
+        seats = roll(archived, city)
+        rows = [(p, fate_words(language, deaths.get(p.player))) for p in seats]
         rows += [
             (p, say("page.replaced", new=name(p.replaced_by or "")))
             for p in archived.replaced
             if p.city == city
         ]
-        winner = f"{city}:honest" in archived.winners or f"{city}:mafia" in archived.winners
-        result = (
-            "honest" if f"{city}:honest" in archived.winners else "mafia" if winner else "undecided"
-        )
         cities.append(
             {
                 "heading": say(
                     "page.city",
                     city=city,
-                    result=say(f"picture.city.{result}"),
-                    alive=len(living),
+                    result=say(f"picture.city.{city_result(archived, city)}"),
+                    alive=sum(p.player not in deaths for p in seats),
                     total=len(seats),
                 ),
                 "rows": [
@@ -215,11 +232,6 @@ def _cities(archived: ArchivedGame, language: str, name: Any) -> list[dict[str, 
             }
         )
     return cities
-
-
-def _length(seconds: float | None) -> str:
-    whole = int(seconds or 0)
-    return f"{whole // 60}:{whole % 60:02d}"
 
 
 @cache
@@ -274,6 +286,10 @@ def readable_for(archived: ArchivedGame, language: str, reading: Reading) -> Rea
 
 __all__ = [
     "ChannelRead",
+    "city_result",
+    "fate_words",
+    "length_words",
+    "roll",
     "environment",
     "Reading",
     "Said",

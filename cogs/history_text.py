@@ -16,6 +16,7 @@ from babel.numbers import format_decimal, format_percent
 
 from bot.i18n import mention, t
 from bot.storage import ArchivedGame, GuildResults, PlayerStats
+from bot.transcript_page import city_result, fate_words, length_words, roll
 from rules.table import ROLES
 
 #: a summary names every player and every vote up to this many players; above, it counts
@@ -45,11 +46,6 @@ def winner_words(say: Say, winner: str) -> str:
     return say(f"winner.{side}", city=city)
 
 
-def _length(seconds: float | None) -> str:
-    whole = int(seconds or 0)
-    return f"{whole // 60}:{whole % 60:02d}"
-
-
 def summary_lines(language: str, archived: ArchivedGame) -> list[str]:
     """A finished game in words: who hosted, the result, every city's people and fates, the last
     words and each day's votes (for a big game, counts instead of the roll)."""
@@ -63,7 +59,7 @@ def summary_parts(language: str, archived: ArchivedGame) -> list[list[list[str]]
     say = partial(t, language)
     small = len(archived.players) <= ROSTER_UP_TO
     blocks = [_result_lines(say, archived)]
-    blocks += [_city_lines(say, archived, city, roster=small) for city in archived.cities]
+    blocks += [_city_lines(language, archived, city, roster=small) for city in archived.cities]
     blocks += [words] if (words := _last_word_lines(say, archived)) else []
     votes = [[line] for line in _vote_lines(say, archived)] if small else []
     return [blocks, votes]
@@ -90,49 +86,29 @@ def _result_lines(say: Say, archived: ArchivedGame) -> list[str]:
     return lines
 
 
-def _city_lines(say: Say, archived: ArchivedGame, city: str, *, roster: bool) -> list[str]:
+def _city_lines(language: str, archived: ArchivedGame, city: str, *, roster: bool) -> list[str]:
     """A city's result and how many live, then (with ``roster``) each resident's status and fate."""
-    residents = [p for p in archived.players if p.city == city]
-    result = (
-        "honest"
-        if f"{city}:honest" in archived.winners
-        else "mafia"
-        if f"{city}:mafia" in archived.winners
-        else "undecided"
-    )
-    alive = sum(p.survived for p in residents)
+    say = partial(t, language)
+    residents = roll(archived, city)
     lines = [
         say(
             "archive.city",
             city=city,
-            result=say(f"picture.city.{result}"),
-            alive=alive,
+            result=say(f"picture.city.{city_result(archived, city)}"),
+            alive=sum(p.survived for p in residents),
             total=len(residents),
         )
     ]
     if not roster:
         return lines
     deaths = {d.player: d for d in archived.deaths}
-    order = {d.player: n for n, d in enumerate(archived.deaths)}
-    living = [p for p in residents if p.player not in deaths]
-    dead = sorted((p for p in residents if p.player in deaths), key=lambda p: order[p.player])
-    for player in [*living, *dead]:
-        death = deaths.get(player.player)
-        fate = (
-            say("archive.alive")
-            if death is None
-            else say(
-                "archive.died",
-                cause=say(f"cause_short.{death.cause}"),
-                phase=phase_words(say, death.phase),
-            )
-        )
+    for player in residents:
         lines.append(
             say(
                 "archive.row",
                 player=mention(player.player),
                 status=say(f"status.{player.status}"),
-                fate=fate,
+                fate=fate_words(language, deaths.get(player.player)),
             )
         )
     lines += [
@@ -158,7 +134,7 @@ def _last_word_lines(say: Say, archived: ArchivedGame) -> list[str]:
         if word.channel_id and word.message_id:
             where = f" https://discord.com/channels/{archived.guild_id}/{word.channel_id}/{word.message_id}"
         recording = (
-            say("archive.recording", length=_length(word.duration))
+            say("archive.recording", length=length_words(word.duration))
             if word.outbox_id
             else say("archive.silence")
         )
