@@ -5,6 +5,8 @@ itself after ``timers.hostless_lobby``, and a host hands his game to someone els
 
 from __future__ import annotations
 
+import pytest
+
 from bot.config import Config, Timers
 from bot.i18n import t
 from bot.storage import GameState
@@ -61,8 +63,10 @@ def mentioned(language: str, path: str) -> str:
     return command(language, path)
 
 
-async def test_a_lobby_whose_host_left_is_taken_over_by_a_moderator_and_started():
-    async with bot_table(players=12, config=Config(timers=NO_TIMERS)) as table:
+@pytest.mark.parametrize("language", ["ru", "en"])
+async def test_a_lobby_whose_host_left_is_taken_over_by_a_moderator_and_started(language):
+    locale = "ru" if language == "ru" else "en-US"  # the server's and its members' clients
+    async with bot_table(players=12, config=Config(timers=NO_TIMERS), guild_locale=locale) as table:
         quick_edits(table)
         moderators(table, "p10", "p11")
         game = await hosted_by(table, "p10")
@@ -72,40 +76,42 @@ async def test_a_lobby_whose_host_left_is_taken_over_by_a_moderator_and_started(
         await leaves(table, host)
         closes = int(table.live().record.lobby["host_gone"] + 900)
         assert table.channel_messages(general)[-1] == t(
-            "ru",
+            language,
             "hosts.gone_lobby",
             host=f"<@{host}>",
             game=game,
             when=f"<t:{closes}:R>",
-            take=mentioned("ru", "host take"),
-            end=mentioned("ru", "host end"),
+            take=mentioned(language, "host take"),
+            end=mentioned(language, "host end"),
         )
         # the moderator's /help shows him the way; a player's does not
         helped = await run(table, "p11", "help")
         assert (
             t(
-                "ru",
+                language,
                 "help.host_gone",
                 game=game,
-                take=mentioned("ru", "host take"),
-                end=mentioned("ru", "host end"),
+                take=mentioned(language, "host take"),
+                end=mentioned(language, "host end"),
             )
             in helped.content
         )
         player_help = await run(table, "p0", "help")
-        assert mentioned("ru", "host take") not in player_help.content
+        assert mentioned(language, "host take") not in player_help.content
 
         refused = await run(table, "p9", "host take")  # no right to, and no player either
-        assert refused.content == t("ru", "error.take_no_right")
+        assert refused.content == t(language, "error.take_no_right")
         playing = await run(table, "p0", "host take")
-        assert playing.content.startswith(t("ru", "error.host_plays", cmd_help="").split("—")[0])
+        assert playing.content.startswith(
+            t(language, "error.host_plays", cmd_help="").split(".")[0]
+        )
         took = await run(table, "p11", "host take")
-        assert took.content == t("ru", "host.took", game=game, help=mentioned("ru", "help"))
+        assert took.content == t(language, "host.took", game=game, help=mentioned(language, "help"))
         await table.drain()
         record = table.live().record
         assert record.host_id == moderator and "host_gone" not in record.lobby
         assert table.channel_messages(general)[-1] == t(
-            "ru", "hosts.taken", member=f"<@{moderator}>", old=f"<@{host}>", game=game
+            language, "hosts.taken", member=f"<@{moderator}>", old=f"<@{host}>", game=game
         )
         lobby = await lobby_message(table)
         assert f"<@{moderator}>" in lobby.content and f"<@{host}>" not in lobby.content
