@@ -10,6 +10,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 
 from bot.config import Config
+from bot.service.answering import AnswerTime
 from bot.service.live import (
     RECENT_INTERACTIONS,
     TIMED_STAGES,
@@ -46,6 +47,8 @@ class GameRegistry:
         # Discord's clock, not the game's (which tests and benchmarks replace): a command's
         # snowflake time is compared with the moment its stage began
         self.wall: Clock = time.time
+        self.answer_time = AnswerTime()
+        """When an interaction's one answer is still in time (:mod:`bot.service.answering`)."""
         self.locale_language: Callable[[int], str | None] = lambda guild_id: None
         """The language of a guild's preferred locale on Discord (None: not known); the bot
         installs one that reads its guilds."""
