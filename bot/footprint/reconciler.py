@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 SETTLE = 0.2
 #: the lanes that change roles, channels and overwrites (a pass waits until they are idle)
 CHANGING_LANES = ("provision", "permissions")
+#: first passes (a game's first since the start) run one at a time
+FIRST_PASSES_AT_ONCE = 1
+#: the longest a first pass waits for a moment with no player's command being applied (seconds)
+FIRST_PASS_PATIENCE = 0.25
 
 _Hook = TypeVar("_Hook")
 
@@ -65,6 +69,8 @@ class Reconciler:
         """Who held powers when a game started (its first commit seen running), and the members
         the bot knew of then, until a pass notes it in the record."""
         self._closed = False
+        self._first_turns = asyncio.Semaphore(FIRST_PASSES_AT_ONCE)
+        """A game's first pass since the start takes a turn (see :meth:`_first_pass`)."""
         self.passes = 0
         """Passes made (for tests and benchmarks: a pass that found nothing counts too)."""
         self.listeners: dict[str, Callable[..., Coroutine[Any, Any, None]]] = {
@@ -217,11 +223,41 @@ class Reconciler:
                     return  # the idle hook asks again
                 self._waiting.discard(game_id)
             try:
-                await self.reconcile(game_id)
+                if game_id in self._queried:
+                    await self.reconcile(game_id)
+                else:
+                    await self._first_pass(game_id)
             except NoGame:
                 return
             except Exception:
                 log.exception("game %s: could not reconcile its roles and channels", game_id)
+
+    async def _first_pass(self, game_id: int) -> None:
+        """A game's first pass since the start: after a restart every running game's comes at
+        once, beside the players' commands. Its members are looked up first (batched and paced
+        by :mod:`bot.members`); then the pass takes its turn, one first pass at a time, each
+        begun between two players' commands (waiting :data:`FIRST_PASS_PATIENCE` at most), so
+        a thousand games' passes yield to the commands instead of running beside them. What the
+        rules change on Discord never waits for it: the commands' own items carry it out."""
+        await self._look_up_members(game_id)
+        async with self._first_turns:
+            await self.bot.service.applying.quiet(FIRST_PASS_PATIENCE)
+            await self.reconcile(game_id)
+
+    async def _look_up_members(self, game_id: int) -> None:
+        """Ask for the members a running game's footprint names (after a restart the bot knows
+        none yet); nothing for a game not looked at (the pass says why)."""
+        live = self.bot.service.find(game_id)
+        if live is None or live.record.state != GameState.RUNNING or live.game is None:
+            return
+        guild = self.bot.get_guild(live.record.guild_id)
+        layout = await self._ids(live)
+        if guild is None or layout is None or live.broken is not None:
+            return
+        self._queried.add(game_id)
+        await self.bot.members.fetch(
+            guild, [s.user for s in declared(live, live.game, layout).seats]
+        )
 
     async def _look_when_idle(self, game_id: int) -> None:
         """Look at the game again once its changing lanes are idle: their idle hook asks, or, if
@@ -259,9 +295,7 @@ class Reconciler:
         if guild is None or layout is None:
             return None
         if game_id not in self._queried:  # after a restart the bot knows no member yet
-            self._queried.add(game_id)
-            seats = declared(live, live.game, layout).seats
-            await self.bot.members.fetch(guild, [seat.user for seat in seats])
+            await self._look_up_members(game_id)
             # batched and paced (bot.members), the lookup may have taken minutes: the pass looks
             # at the game as it is now
             return await self.reconcile(game_id)

@@ -86,11 +86,21 @@ class GameAdmission(GameLoading):
         would not be in time (:mod:`bot.service.answering`): when too little of Discord's 3 s
         is left before the commit can begin, already or while it waits for the lock (the wait
         is cut short then: the acknowledgement goes out, and the wait goes on). A command that
-        gets the lock in time is answered after its commit with one call.
+        gets the lock in time is answered after its commit with one call. A player's command
+        (one with an interaction) counts in :attr:`applying` meanwhile.
 
         Raises:
             Expired: Discord refused the acknowledgement (the lock is not held).
         """
+        with self.applying.one() if answer is not None else contextlib.nullcontext():
+            async with self._acquired(game_id, answer, interaction_id):
+                yield
+
+    @contextlib.asynccontextmanager
+    async def _acquired(
+        self, game_id: int, answer: Answer | None, interaction_id: int | None
+    ) -> AsyncIterator[None]:
+        """:meth:`_locked`, once counted."""
         lock = self.lock(game_id)
         if answer is not None:
             self.answer_time.heard(answer.sent_at, self.wall())

@@ -18,7 +18,10 @@ first a little early, never too late.
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import contextlib
+from collections.abc import Iterator
 
 #: Discord takes an interaction's first answer this long after it created it (seconds)
 ANSWER_WITHIN = 3.0
@@ -65,4 +68,38 @@ class AnswerTime:
         return ANSWER_WITHIN - ANSWER_MARGIN - self.cost - self.age(sent_at, now)
 
 
-__all__ = ["ANSWER_MARGIN", "ANSWER_WITHIN", "MOST_BEHIND", "AnswerTime"]
+class Applying:
+    """The players' commands the service is applying now (from the wait for their game's lock
+    to the commit's end): work that can wait (a restart's repair passes) begins between them,
+    with :meth:`quiet`."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._none = asyncio.Event()
+        self._none.set()
+
+    @contextlib.contextmanager
+    def one(self) -> Iterator[None]:
+        """A command is being applied for as long as the block runs."""
+        self.count += 1
+        self._none.clear()
+        try:
+            yield
+        finally:
+            self.count -= 1
+            if not self.count:
+                self._none.set()
+
+    async def quiet(self, patience: float) -> bool:
+        """Wait until no command is being applied (no wait if none is), or ``patience`` seconds
+        at most (work that waits is never starved); whether it was quiet."""
+        if not self.count:
+            return True
+        try:
+            await asyncio.wait_for(self._none.wait(), patience)
+        except TimeoutError:
+            return False
+        return True
+
+
+__all__ = ["ANSWER_MARGIN", "ANSWER_WITHIN", "MOST_BEHIND", "AnswerTime", "Applying"]

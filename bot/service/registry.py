@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 
 from bot.config import Config
-from bot.service.answering import AnswerTime
+from bot.service.answering import AnswerTime, Applying
 from bot.service.live import (
     RECENT_INTERACTIONS,
     TIMED_STAGES,
@@ -49,6 +49,8 @@ class GameRegistry:
         self.wall: Clock = time.time
         self.answer_time = AnswerTime()
         """When an interaction's one answer is still in time (:mod:`bot.service.answering`)."""
+        self.applying = Applying()
+        """The players' commands being applied now (what can wait begins between them)."""
         self.locale_language: Callable[[int], str | None] = lambda guild_id: None
         """The language of a guild's preferred locale on Discord (None: not known); the bot
         installs one that reads its guilds."""
