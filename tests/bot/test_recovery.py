@@ -383,3 +383,25 @@ def test_every_loop_waiting_for_something_due_sleeps_where_the_database_wakes_it
                 ):
                     own.append(f"{name}:{node.lineno}")
     assert own == [], f"sleeps the database's return does not end: {own}"
+
+
+async def test_a_roll_call_due_in_an_outage_closes_as_soon_as_the_database_is_back(
+    database, hour_long_backoffs, monkeypatch
+):
+    now = [NOW]
+    async with bot_table(players=6, clock=lambda: now[0], database=database) as table:
+        quick_edits(table)
+        await table.open_lobby([f"p{i}" for i in range(3)])
+        await run(table, "host", "host attendance", {"within": "30s"})
+        await table.drain()
+        outage = Refusing(table.bot.storage, monkeypatch, "save_game")
+        now[0] += 31  # its end comes while the database refuses to drop who did not answer
+        table.bot.get_cog("AttendanceCog").arm(table.live())
+        await asyncio.wait_for(outage.refused.wait(), 60.0)
+        assert "attendance" in table.live().record.lobby
+        outage.end()
+        await until(
+            lambda: "attendance" not in table.live().record.lobby, 60.0, "the roll call waited"
+        )
+        assert outage.refusals == 1
+        assert table.live().record.lobby["players"] == []  # nobody answered: all dropped
