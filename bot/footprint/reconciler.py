@@ -20,8 +20,10 @@ from bot.footprint.record import kept_after_end, marker, note_pass, noted_standi
 from bot.footprint.repair import kept_items, notices, remade_items, repair_items, to_log
 from bot.footprint.room import room_of
 from bot.outbox import CREATES
-from bot.service import Broken, LiveGame, NoGame
+from bot.service import Broken, LiveGame, NoGame, NotStored, Unconfirmed
 from bot.storage import GameRecord, GameState, OutboxItem
+from bot.storage.records import is_storage_failure
+from bot.timers import Backoff
 from bot.wiring import Hooks
 from rules import Game
 
@@ -40,6 +42,11 @@ FIRST_PASSES_AT_ONCE = 1
 FIRST_PASS_PATIENCE = 0.25
 
 _Hook = TypeVar("_Hook")
+
+
+def database_failed(error: BaseException) -> bool:
+    """Whether a pass failed on the database (down, full): it is tried again once it is back."""
+    return is_storage_failure(error) or isinstance(error, (NotStored, Unconfirmed))
 
 
 def _unhook(hooks: list[_Hook], hook: _Hook) -> None:
@@ -214,6 +221,7 @@ class Reconciler:
     # ------------------------------------------------------------------ a pass
 
     async def _run(self, game_id: int) -> None:
+        backoff = Backoff(f"game {game_id}: the footprint's pass")
         while game_id in self._dirty and not self._closed:
             await asyncio.sleep(SETTLE)  # the rest of a burst of events
             self._dirty.discard(game_id)
@@ -229,8 +237,15 @@ class Reconciler:
                     await self._first_pass(game_id)
             except NoGame:
                 return
-            except Exception:
-                log.exception("game %s: could not reconcile its roles and channels", game_id)
+            except Exception as error:
+                if not database_failed(error):
+                    log.exception("game %s: could not reconcile its roles and channels", game_id)
+                    continue
+                # what it would repair waits for the database, and is repaired once it is back
+                self._dirty.add(game_id)
+                await self.bot.storage.health.sleep(asyncio.Event(), backoff.failed(error))
+            else:
+                backoff.succeeded()
 
     async def _first_pass(self, game_id: int) -> None:
         """A game's first pass since the start: after a restart every running game's comes at

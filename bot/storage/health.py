@@ -9,8 +9,8 @@ woken, so what fell due meanwhile runs within seconds of the database's return r
 a back-off's worth of waiting (a minute for a deadline, an hour for a transcript, before). Every
 loop that waits for something to fall due sleeps in :meth:`Health.sleep` (the phase timers, the
 leave strikes, the hostless lobbies, the roll calls, the scheduled games, the outbox's lanes,
-the transcripts' keeper): the wake is in the sleep itself, so a new loop has no list to join and
-forget.
+the transcripts' keeper, a footprint's pass the database refused): the wake is in the sleep
+itself, so a new loop has no list to join and forget.
 """
 
 from __future__ import annotations

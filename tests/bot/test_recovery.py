@@ -405,3 +405,30 @@ async def test_a_roll_call_due_in_an_outage_closes_as_soon_as_the_database_is_ba
         )
         assert outage.refusals == 1
         assert table.live().record.lobby["players"] == []  # nobody answered: all dropped
+
+
+async def test_a_footprint_repair_refused_in_an_outage_is_made_as_soon_as_the_database_is_back(
+    database, hour_long_backoffs, monkeypatch
+):
+    """A person gives a living player the dead's role while the database refuses the pass's
+    repair: the pass waits for the database (it used to be dropped until the next event) and
+    repairs once it is back."""
+    async with bot_table(players=8, config=Config(timers=QUIET), database=database) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона", maniac=False)
+        await table.drain()
+        roles = table.live().record.channels["roles"]
+        dead = int(roles["dead"])
+        alive = next(
+            p for p in table.game.alive("Верона") if table.game.status_of(p).value == "citizen"
+        )
+        user = table.member(alive).user.id
+        outage = Refusing(table.bot.storage, monkeypatch, "save_game")
+        table.fake.add_member_role(table.guild_id, user, dead)
+        await asyncio.wait_for(outage.refused.wait(), 60.0)
+        assert dead in table.member(alive).roles
+        outage.end()
+        await table.fake.wait_until(
+            lambda: dead not in table.member(alive).roles or None, 60.0, "the repair waited"
+        )
+        assert outage.refusals == 1
