@@ -298,8 +298,10 @@ class LobbyCog(commands.Cog):
     async def notify(self, interaction: discord.Interaction, state: str) -> None:
         wants = state == "on"
         user = interaction.user
-        await self.bot.storage.set_pings(user.id, wants)
         live = self.bot.service.game_of_player(user.id)
+        if live is not None:
+            self.bot.powers.refuse(live)  # his role would change: not while the game stands still
+        await self.bot.storage.set_pings(user.id, wants)
         language = await self.bot.language_for(interaction)
         if live is not None and live.game is not None:
             game = live.game

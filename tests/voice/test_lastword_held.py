@@ -1,0 +1,43 @@
+"""The last word while the bot lacks a power its game needs (issue 28): nothing moves the game.
+
+A nominee may not begin his last word while the game stands still (``/lastword speak`` is
+refused with the reason); one already under way when Manage Roles is taken is kept and
+posted (it moves no stage), but the day's end that waited for it waits on, and comes only
+once the power is given back. End to end against the fake Discord and the fake voice server.
+"""
+
+from __future__ import annotations
+
+from tests.cogs.scenes import accepted, run
+from tests.cogs.test_held_players import given_back, held, refused
+from tests.voice.test_lastword_follows import speaking
+from tests.voice.tribune import ru, tribune
+
+
+async def test_a_last_word_that_ends_while_held_does_not_end_the_day() -> None:
+    async with tribune() as tb:
+        table = tb.table
+        await accepted(table, "host", "host next")
+        assert table.game.stage.value == "voting"
+        await held(table)
+        await refused(table, tb.nominee, "lastword speak")
+        assert not tb.used_up() and tb.cog.workers.get(tb.live.id) is None
+        await given_back(table)
+
+        await speaking(tb, 100)
+        ended = await run(table, "host", "host next")
+        assert ended.content == ru("host.deferred"), ended.content
+        await held(table)
+        await tb.stop()
+        await tb.finished(timeout=10)
+        # what he said is his last word, posted; the day's end that waited for it waits on
+        assert tb.used_up()
+        await tb.voice_message()
+        assert table.game.stage.value == "voting" and table.game.deaths == []
+        assert table.live().deferred, "the day's end is still waiting"
+
+        await given_back(table)
+        await table.fake.wait_until(
+            lambda: table.game.stage.value != "voting" or None, 30, "the day never ended"
+        )
+        assert not table.live().deferred
