@@ -14,7 +14,14 @@ from typing import Any
 
 from bot.channels import permission_names
 from bot.i18n import t
-from tests.cogs.scenes import accepted, assert_unchanged, quick_edits, run, snapshot
+from tests.cogs.scenes import (
+    accepted,
+    assert_unchanged,
+    ballot_message,
+    quick_edits,
+    run,
+    snapshot,
+)
 from tests.cogs.test_bot_powers import MANAGE_ROLES, bot_role, citizens, lose, regain, said
 from tests.harness import Table, bot_table
 
@@ -85,6 +92,15 @@ async def test_players_acts_are_refused_with_the_reason_while_held_and_taken_onc
 
         await held(table)
         await refused(table, nominator, "vote", {"player": nominee})
+        # the ballot's menu goes the same way: refused, nothing moved
+        before = await snapshot(table)
+        ballot = ballot_message(table, "Верона")
+        menu = f"mafia:vote:{table.live().id}:0"
+        voter = table.member(nominator).user.id
+        picked = await table.fake.select(ballot, menu, [nominee], voter)
+        await picked.wait_final()
+        assert picked.ephemeral and picked.content == reason(table, "ru"), picked.content
+        await assert_unchanged(table, before)
         await given_back(table)
         await accepted(table, nominator, "vote", {"player": nominee})
         assert table.game.votes["Верона"][nominator][0] == nominee
