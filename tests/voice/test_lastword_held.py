@@ -8,7 +8,9 @@ once the power is given back. End to end against the fake Discord and the fake v
 
 from __future__ import annotations
 
+from bot.i18n import mention
 from tests.cogs.scenes import accepted, run
+from tests.cogs.test_bot_powers import bot_role
 from tests.cogs.test_held_players import given_back, held, refused
 from tests.voice.test_lastword_follows import speaking
 from tests.voice.tribune import ru, tribune
@@ -41,3 +43,30 @@ async def test_a_last_word_that_ends_while_held_does_not_end_the_day() -> None:
             lambda: table.game.stage.value != "voting" or None, 30, "the day never ended"
         )
         assert not table.live().deferred
+
+
+async def test_a_last_word_queued_before_the_power_went_does_not_begin_while_held() -> None:
+    async with tribune() as tb:
+        table = tb.table
+        nominator, second = tb.others()[:2]
+        await accepted(table, nominator, "nominate", {"player": second})
+        await speaking(tb, 50)
+        queued = await run(table, second, "lastword speak")
+        assert queued.content == ru("lastword.queued", ahead=1), queued.content
+        await held(table)
+        await tb.stop()
+        await tb.finished(timeout=10)
+        assert tb.used_up()
+        # his turn came while the game stood still: told in public, in the third person, his
+        # last word not used up, and nothing recorded
+        line = ru(
+            "lastword.held",
+            player=mention(second),
+            permissions=ru("permission.manage_roles"),
+            role=bot_role(table),
+        )
+        assert line in [m.content for m in tb.city_messages()]
+        assert second not in table.game.last_words and not tb.is_recording()
+        await given_back(table)
+        again = await run(table, second, "lastword speak")
+        assert again.content == ru("lastword.queued", ahead=0), again.content
