@@ -73,6 +73,7 @@ from bot.service.live import (
     Clock,
     Expired,
     GameBroken,
+    Held,
     JustBegan,
     Listener,
     LiveGame,
@@ -84,6 +85,7 @@ from bot.service.live import (
     Seen,
     Unconfirmed,
     command_for_deadline,
+    last_word_hold,
     nothing_to_render,
     rules_version,
     timer_mark,
@@ -117,6 +119,7 @@ __all__ = [
     "Expired",
     "GameBroken",
     "GameService",
+    "Held",
     "JustBegan",
     "Listener",
     "LiveGame",
@@ -130,6 +133,7 @@ __all__ = [
     "TIMED_STAGES",
     "Unconfirmed",
     "command_for_deadline",
+    "last_word_hold",
     "nothing_to_render",
     "rules_version",
     "timer_mark",
@@ -301,6 +305,8 @@ class GameService(GameAdmission):
         Raises:
             RuleError: the rules refuse it; nothing changes.
             NoGame: the game is not running.
+            Held: the game stands still: the bot lacks a server permission it needs
+                (``standstill``); nothing changes.
             MovedOn: it was meant for a stage the game has left (or is a timer's move while
                 the host has paused the game); nothing changes.
             GameBroken: the game is broken.
@@ -502,6 +508,13 @@ class GameService(GameAdmission):
         after = timer_mark(live.record.stage_since) if source == "timer" else None
         try:
             await self.apply(game_id, command, source=source, seen=Seen(stage=stage), after=after)
+        except Held as held:
+            # the game stands still: the day's end waits on, applied by the release that comes
+            # when it may move again (:mod:`bot.powers` releases its own key then)
+            live = self._live.get(game_id)
+            if live is not None:
+                live.deferred = waiting + live.deferred
+            log.info("game %s: the deferred %s waits: %s", game_id, command, held.key)
         except (RuleError, MovedOn, GameBroken, NoGame) as error:
             log.info("game %s: the deferred %s is no longer possible: %s", game_id, command, error)
         except (NotStored, Unconfirmed):

@@ -46,6 +46,7 @@ class GameAdmission(GameLoading):
         Raises:
             GameBroken: the game is broken.
             NoGame: the game is not running.
+            Held: the game stands still (the bot lacks a power); asked of every command.
             MovedOn: see :meth:`apply`.
             RuleError: the rules refuse a day's end that would wait.
         """
@@ -59,6 +60,10 @@ class GameAdmission(GameLoading):
                 "game %s: interaction %s delivered again; applied once", game_id, interaction_id
             )
             return Applied([], duplicate=True)
+        held = self.standstill(live, command)
+        if held is not None:
+            log.info("game %s: %s refused: the game stands still (%s)", game_id, command, held.key)
+            raise held
         self._check_seen(live, seen, command)
         if source == "player" and live.game.repeats(command):
             log.info("game %s: %s repeats a standing choice; not applied again", game_id, command)

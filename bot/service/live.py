@@ -78,6 +78,17 @@ class Unconfirmed(UserError):
         super().__init__("storage.unconfirmed")
 
 
+class Held(UserError):
+    """The game stands still (the bot lacks a server permission it needs: :mod:`bot.powers`)
+    and takes no command now; nothing changed. The subclass names the permissions."""
+
+
+def last_word_hold(player: str, *, upload: bool = False) -> str:
+    """The hold a nominee's last word puts on the day's end while it is recorded (or, with
+    ``upload``, while his own file is prepared): :meth:`GameService.hold`."""
+    return f"{'upload' if upload else 'lastword'}:{player}"
+
+
 class Expired(Exception):
     """Discord no longer accepts the interaction's answer: the command was not applied."""
 

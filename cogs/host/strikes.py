@@ -8,10 +8,10 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from bot.i18n import mention, phrase
-from bot.service import GameBroken, LiveGame, MovedOn, NoGame
+from bot.service import GameBroken, Held, LiveGame, MovedOn, NoGame
 from bot.storage import GameState, OutboxItem
 from bot.storage.health import Health
-from bot.timers import Backoff, GameTasks
+from bot.timers import HELD, Backoff, GameTasks
 from cogs.lobby import log_items
 from rules import (
     ProcuratorKill,
@@ -83,6 +83,9 @@ class LeaveStrikes(GameTasks):
             if delay <= 0:
                 try:
                     await self._strike(live, player)
+                except Held as held:  # the game stands still: woken by the commit that lets go
+                    log.info("game %s: the strike of %s waits: %s", game_id, player, held.key)
+                    delay = HELD
                 except Exception as error:
                     delay = backoff.failed(error)
                 else:
