@@ -27,7 +27,7 @@ import bot.timers
 import cogs.season
 from bot.config import Config, Timers
 from bot.service import GameService
-from bot.storage import OutboxItem, Storage
+from bot.storage import GameState, OutboxItem, Storage
 from bot.storage import owner as ownership
 from bot.storage.health import Health
 from rules import Nominate, Status
@@ -448,5 +448,37 @@ async def test_a_footprint_repair_refused_in_an_outage_is_made_as_soon_as_the_da
         outage.end()
         await table.fake.wait_until(
             lambda: dead not in table.member(alive).roles or None, 60.0, "the repair waited"
+        )
+        assert outage.refusals == 1
+
+
+async def test_a_hostless_lobby_due_to_close_in_an_outage_closes_as_soon_as_the_database_is_back(
+    database, hour_long_backoffs, monkeypatch
+):
+    now = [NOW]
+    async with bot_table(
+        players=12, config=Config(timers=QUIET), clock=lambda: now[0], database=database
+    ) as table:
+        quick_edits(table)
+        await table.open_lobby()
+        host = table.host.user.id
+        table.fake.remove_member(table.guild_id, host)
+        await table.fake.wait_until(
+            lambda: table.live().record.lobby.get("host_gone") is not None, 10.0, "not noticed"
+        )
+        await table.drain()
+        game = table.live().id
+        outage = Refusing(table.bot.storage, monkeypatch, "save_game")
+        now[0] += table.bot.config.timers.hostless_lobby + 1  # its time comes in the outage
+        table.bot.get_cog("HostCog").hostless.arm(table.live())
+        await asyncio.wait_for(outage.refused.wait(), 60.0)
+        outage.end()
+        await until(
+            lambda: (
+                table.bot.service.find(game) is None
+                or table.bot.service.find(game).record.state == GameState.CANCELLED
+            ),
+            60.0,
+            "the lobby waited",
         )
         assert outage.refusals == 1
