@@ -13,16 +13,17 @@ or sent before the current stage began, is refused (:class:`MovedOn`) and
 changes nothing: two "next" at once move the game on once.
 
 **Answer first where Discord needs it.** Discord takes an interaction's
-answer for 3 s after it was created. A command whose interaction is older
-than :data:`DEFER_AFTER` (from its snowflake's time) before its commit can
-begin (already, or while it waits for the game's lock: the wait is cut short
-at that age) is acknowledged ("thinking…") *before* it is committed, and
-answered by editing that message after the commit: two calls, only where one
-would come too late. If Discord no longer
-accepts the acknowledgement, the command is not applied (:class:`Expired`):
-the player sees "interaction failed" and nothing counted. A command that
-gets the lock while younger than that is committed first and answered at once (one REST
-call); if that answer still fails, the command stands and the log says so.
+answer for 3 s after it was created. A command is committed first and answered
+after with one call whenever that is still in time: when what is left of the
+3 s (from its snowflake's time, read on a clock that may be a little behind
+Discord's), less a margin for the answer's trip, covers what a command takes
+now from its lock to its answer (:mod:`bot.service.answering`). Only one that
+would not be in time, already or while it waits for the game's lock (the wait
+is cut short then), is acknowledged ("thinking…") *before* it is committed,
+and answered by editing that message after the commit: two calls. If Discord
+no longer accepts the acknowledgement, the command is not applied
+(:class:`Expired`): the player sees "interaction failed" and nothing counted.
+If a one-call answer still fails, the command stands and the log says so.
 
 **Storage faults.** Each snapshot is stored with a SHA-256 checksum of its
 text and the version of the rules that wrote it. At load a snapshot is used
@@ -63,7 +64,6 @@ import aiosqlite
 from bot.errors import UserError
 from bot.service.admission import GameAdmission
 from bot.service.live import (
-    DEFER_AFTER,
     RECENT_INTERACTIONS,
     TIMED_STAGES,
     Answer,
@@ -116,7 +116,6 @@ __all__ = [
     "Before",
     "Broken",
     "Clock",
-    "DEFER_AFTER",
     "Expired",
     "GameBroken",
     "GameService",

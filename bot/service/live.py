@@ -33,11 +33,6 @@ Clock = Callable[[], float]
 #: how many interaction ids a process remembers to catch repeats without the database
 RECENT_INTERACTIONS = 50_000
 
-#: an interaction older than this (seconds since Discord created it) is acknowledged before
-#: its command is committed: Discord refuses answers after 3 s, and the commit, the answer's
-#: trip and a clock a little off must fit in what is left
-DEFER_AFTER = 1.5
-
 
 class NoGame(Exception):
     """No such game, or it is not running."""

@@ -10,6 +10,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 
 from bot.config import Config
+from bot.service.answering import AnswerTime
 from bot.service.live import (
     RECENT_INTERACTIONS,
     TIMED_STAGES,
@@ -56,6 +57,8 @@ class GameRegistry:
         self.standstill: Callable[[LiveGame, Command | None], Held | None] = _moving
         """Why a game takes no command now, from anyone (None: it does); the bot installs
         :meth:`bot.powers.Powers.standstill`. Asked of every command under the game's lock."""
+        self.answer_time = AnswerTime()
+        """When an interaction's one answer is still in time (:mod:`bot.service.answering`)."""
         self.locale_language: Callable[[int], str | None] = lambda guild_id: None
         """The language of a guild's preferred locale on Discord (None: not known); the bot
         installs one that reads its guilds."""
