@@ -140,8 +140,9 @@ class Powers:
         return Lacking(lacking, self._role_name(live.record.guild_id), live.language)
 
     def standstill(self, live: LiveGame, command: Command | None = None) -> Lacking | None:
-        """The one rule of a game held for the bot's powers: why it takes ``command`` (from
-        anyone), or any change of its roles when None, not now; None when it may.
+        """The one rule of a game held for the bot's powers: why the game may not take
+        ``command`` now, whoever sends it (``command`` None: a change of someone's roles
+        without one); None when it may.
 
         A running game whose guild lacks a power it needs takes nothing, save the last word of
         a nominee who was already speaking (or uploading) when the power went: its commit moves

@@ -32,6 +32,7 @@ from bot.service import (
     Clock,
     GameBroken,
     GameService,
+    Held,
     LiveGame,
     MovedOn,
     NoGame,
@@ -267,7 +268,11 @@ class PhaseTimers(GameTasks):
         if any(hold(live) for hold in self.holds):
             return HELD  # armed again when it is let go
         if now >= deadline:
-            await self._fire(live, deadline, stage)
+            try:
+                await self._fire(live, deadline, stage)
+            except Held as held:  # it came to stand still meanwhile: armed again when let go
+                log.info("game %s: the deadline of %s waits: %s", live.id, stage, held.key)
+                return HELD
             return None
         reminders = self._due_reminders(live)
         due = [offset for offset in reminders if deadline - offset <= now]

@@ -290,7 +290,7 @@ class HostBase(commands.Cog):
         refusal = self.bot.powers.refusal(live)
         if refusal is None:
             return phrase(live, "host.done")
-        return phrase(live, "host.done_held", **refusal.params)
+        return phrase(live, "host.done_held", **refusal.params_in(live.language))
 
     async def _update(
         self,

@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from bot.config import Config, Timers
-from bot.service import GameService
+from bot.service import GameService, Held
 from bot.storage import OutboxItem, Storage
 from bot.timers import PhaseTimers
 from rules import deal
@@ -190,5 +190,35 @@ async def test_a_reminder_that_waited_for_the_lock_while_the_stage_moved_on_is_n
     assert record.deadline_stage == "day 1 voting" and record.reminders_sent == []
     pending = [item.payload["content"] for item in await service.storage.pending_outbox(live.id)]
     assert "60 left" not in pending
+    await runner.close()
+    await service.storage.close()
+
+
+async def test_a_deadline_refused_as_the_game_stands_still_waits_and_fires_once_let_go(tmp_path):
+    """The bot lost a power just as the deadline fired (the service's rule under the game's lock
+    says so before the timer's own hold did): the stage waits, with no failure counted and its
+    deadline kept, and the timer fires once it is armed after the game is let go."""
+    clock = Clock()
+    service, runner, _ = await setup(tmp_path / "db", clock, Timers(600, 300, 600, ()))
+    live = await service.create(1, 9, {"players": []})
+    await service.start(live.id, deal(CITIES, 3), 3)
+    still = [True]
+    asked: list[object] = []
+
+    def standstill(live, command):
+        asked.append(command)
+        return Held("error.powers_lacking") if still[0] else None
+
+    service.standstill = standstill
+    deadline = live.record.deadline
+    clock.now += 601
+    runner.arm(live)
+    await until(lambda: asked)
+    assert live.game.stage.value == "discussion" and live.record.deadline == deadline
+    still[0] = False
+    runner.arm(live)
+    await until(lambda: runner.fired)
+    assert runner.fired == [(live.id, "day 1 discussion")] and runner.failures == 0
+    assert live.game.stage.value == "voting"
     await runner.close()
     await service.storage.close()

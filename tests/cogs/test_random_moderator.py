@@ -7,7 +7,8 @@ for any member, a server role, a game role or @everyone, overwrites deleted, "Sy
 the category, server roles' permissions edited (Administrator now and then), roles dragged,
 server and game roles given and taken, timeouts, members leaving and coming back, newcomers,
 bans (a member gone for good), the bot's own role edited (Manage Roles or Manage Channels taken,
-a grant made meanwhile, the power given back: the host told both times), the server filled to
+a player's act refused meanwhile with the reason, a grant made meanwhile, the power given back:
+the host told both times), the server filled to
 Discord's 250 roles and freed; interleaved with the host's own kills. After each act and the reconciler's passes, no member
 may do, of what the game governs, more than the rules allow him (the fake's own computation,
 :func:`tests.cogs.test_effective_permissions.breaches`), save whoever the bot cannot hold back
@@ -34,9 +35,10 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import bot.footprint.reconciler as reconciler_module
+from bot.channels import permission_names
 from bot.footprint.effective import GOVERNED
 from bot.i18n import t
-from tests.cogs.scenes import accepted, another_guild, quick_edits
+from tests.cogs.scenes import accepted, another_guild, quick_edits, run
 from tests.cogs.test_effective_permissions import breaches, rules_now
 from tests.cogs.test_footprint import ADMINISTRATOR, REPAIR, log_lines
 from tests.fakediscord.permissions import (
@@ -202,6 +204,7 @@ class Moderator:
         await table.fake.wait_until(
             lambda: told(lost) > losses or None, REPAIR, "never told the bot lost a power"
         )
+        await self.nothing_moves(power)
         target = rng_choice(self.rng, self.members())
         self.fake.set_overwrite(channel, Overwrite(target, OVERWRITE_MEMBER, self.bits(), 0))
         self.fake.set_bot_permissions(self.guild, DEFAULT_BOT_PERMISSIONS)
@@ -209,6 +212,29 @@ class Moderator:
             lambda: told(back) > returns or None, REPAIR, "never told the power is back"
         )
         self.figures.unseen.append((first, len(self.fake.calls())))
+
+    async def nothing_moves(self, power: int) -> None:
+        """While the bot lacks ``power`` a living player's act is refused with the reason, and
+        nothing is committed (the first two living players on the server: no draw of the
+        act's random sequence)."""
+        table, game = self.table, self.table.game
+        present = self.fake.guild(self.guild).members
+        living = [p for p in game.alive() if int(p) in present]
+        if len(living) < 2 or game.over:
+            return
+        flag = "manage_roles" if power == MANAGE_ROLES else "manage_channels"
+        role = self.fake.state.bot_role(self.guild)
+        assert role is not None
+        reason = t(
+            "ru",
+            "error.powers_lacking",
+            permissions=permission_names("ru", [flag]),
+            role=role.name,
+        )
+        commands = len(await table.bot.storage.commands(table.live().id))
+        answer = await run(table, living[0], "nominate", {"player": living[1]})
+        assert answer.content == reason, answer.content
+        assert len(await table.bot.storage.commands(table.live().id)) == commands
 
     async def roles_to_the_cap(self) -> None:
         """An admin fills the server to Discord's 250 roles, then deletes what he made."""

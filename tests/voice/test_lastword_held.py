@@ -1,18 +1,23 @@
 """The last word while the bot lacks a power its game needs (issue 28): nothing moves the game.
 
-A nominee may not begin his last word while the game stands still (``/lastword speak`` is
-refused with the reason); one already under way when Manage Roles is taken is kept and
+A nominee may not begin his last word while the game stands still (``/lastword speak`` and
+``/lastword upload`` are refused with the reason, and one queued before does not begin when
+its turn comes); one already under way when Manage Roles is taken is kept and
 posted (it moves no stage), but the day's end that waited for it waits on, and comes only
 once the power is given back. End to end against the fake Discord and the fake voice server.
 """
 
 from __future__ import annotations
 
-from bot.i18n import mention
+from bot.i18n import mention, t
 from tests.cogs.scenes import accepted, run
 from tests.cogs.test_bot_powers import bot_role
 from tests.cogs.test_held_players import given_back, held, refused
+from tests.fakediscord import Upload
+from tests.voice.speech import speech_pcm
 from tests.voice.test_lastword_follows import speaking
+from tests.voice.test_lastword_upload import downloads, upload
+from tests.voice.test_upload import FORMATS, encode_file
 from tests.voice.tribune import ru, tribune
 
 
@@ -70,3 +75,24 @@ async def test_a_last_word_queued_before_the_power_went_does_not_begin_while_hel
         await given_back(table)
         again = await run(table, second, "lastword speak")
         assert again.content == ru("lastword.queued", ahead=0), again.content
+
+
+async def test_an_upload_while_held_is_refused_and_taken_once_the_power_is_back() -> None:
+    container, codec, filename, content_type = FORMATS["ogg"]
+    file = Upload(filename, encode_file(container, codec, speech_pcm()), content_type)
+    async with tribune() as tb:
+        table = tb.table
+        await held(table)
+        fetched = downloads(table)
+        refused_upload = await upload(table, tb.nominee, file)
+        assert refused_upload.content == t(
+            "ru",
+            "error.powers_lacking",
+            permissions=ru("permission.manage_roles"),
+            role=bot_role(table),
+        )
+        assert downloads(table) == fetched and not tb.used_up()
+        await given_back(table)
+        taken = await upload(table, tb.nominee, file)
+        assert taken.content == ru("lastword.done"), taken.content
+        assert tb.used_up()
