@@ -99,6 +99,18 @@ def test_scenario(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     )
 
 
+@pytest.mark.parametrize("path", CASES, ids=[path.stem for path in CASES])
+def test_scenario_output_is_its_expected_file_byte_for_byte(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``mafia-bot simulate --json`` prints each expected file exactly, byte for byte: a
+    change of the engine's inside (the roles' declarations) leaves every output as it was."""
+    capsys.readouterr()
+    assert main(["simulate", str(path), "--json"]) == 0
+    out, _ = capsys.readouterr()
+    assert out == path.with_suffix(".expected.json").read_text(encoding="utf-8")
+
+
 _VERONA = (
     "cities: {Verona: {romeo: citizen, mercutio: citizen, tybalt: mafioso, escalus: commissar}}\n"
 )
