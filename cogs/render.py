@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import fields
 from typing import Any
 
 from bot.footprint import death_items, quiet_night_items
@@ -35,6 +36,11 @@ from cogs.votes import (
 from cogs.will import will_lines
 from rules import AudienceKind, Event, Game, Stage, Status
 from rules import events as ev
+from rules.roles import ACTS as ROLE_ACTS
+from rules.roles import ROLES
+
+#: the roles' own events (:attr:`rules.roles.base.Role.events`)
+ROLE_EVENTS = frozenset(event for row in ROLES for event in row.events)
 
 
 def pings_on(live: LiveGame) -> bool:
@@ -267,6 +273,32 @@ def _phase_started(scene: _Scene, event: ev.PhaseStarted) -> None:
         _night(scene, event)
 
 
+#: the statuses a phase's announcement names while one of them lives, by ``day``/``night``
+ANNOUNCED: dict[str, tuple[Status, ...]] = {
+    phase: tuple(row.status for row in ROLES if row.announced == phase)
+    for phase in ("day", "night")
+}
+
+
+def role_commands(scene: _Scene) -> dict[str, str]:
+    """The roles' commands as a phase's texts name them: ``{<verb>}`` → its mention."""
+    return {act.verb: scene.cmd(act.slash[0]) for act in ROLE_ACTS}
+
+
+def role_event_line(scene: _Scene, event: Event) -> str:
+    """The line of a role's own event: ``log.<kind>``, its players as mentions (and the
+    answer, for an event that carries one)."""
+    params: dict[str, Any] = {
+        f.name: mention(value)
+        for f in fields(event)
+        if isinstance(value := getattr(event, f.name), str)
+    }
+    reply = getattr(event, "reply", None)
+    if isinstance(reply, str):
+        params["answer"] = scene.say(f"answer.{reply}")
+    return scene.say(f"log.{event.kind}", **params)
+
+
 def _discussion(scene: _Scene, event: ev.PhaseStarted) -> None:
     say, cmd, acting = scene.say, scene.cmd, acting_statuses(scene.game)
     lines = [
@@ -278,8 +310,8 @@ def _discussion(scene: _Scene, event: ev.PhaseStarted) -> None:
         )
     ]
     lines += [
-        say(f"phase.day_{status.value}", protect=cmd("protect"), compare=cmd("compare"))
-        for status in (Status.DOCTOR, Status.JOURNALIST)
+        say(f"phase.day_{status.value}", **role_commands(scene))
+        for status in ANNOUNCED["day"]
         if status in acting
     ]
     scene.out.everyone(" ".join([*lines, deadline_text(scene.live)]))
@@ -311,8 +343,8 @@ def _night(scene: _Scene, event: ev.PhaseStarted) -> None:
     acting = acting_statuses(game)
     lines = [say("phase.night", night=event.phase.number)]
     lines += [
-        say(f"phase.night_{status.value}", kill=cmd("kill"), check=cmd("check"))
-        for status in (Status.MAFIOSO, Status.COMMISSAR, Status.MANIAC)
+        say(f"phase.night_{status.value}", **role_commands(scene))
+        for status in ANNOUNCED["night"]
         if status in acting
     ]
     lines.append(say("phase.night_rest"))
@@ -519,6 +551,8 @@ def _private_line(scene: _Scene, event: Event) -> str | None:
         return say(f"log.prevented.{event.cause.value}", target=mention(event.target))
     if isinstance(event, ev.MafiaKillBlocked):
         return say("log.blocked", city=event.city)
+    if type(event) in ROLE_EVENTS:
+        return role_event_line(scene, event)
     return None
 
 

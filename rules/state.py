@@ -126,6 +126,11 @@ class GameState(Recorded):
         self.godfather_died: set[str] = set()
         self.replaced: list[tuple[str, str]] = []
         """(old, new) of every replacement, in order: the deal names the old ones."""
+        self.choices: dict[str, dict[str, str]] = {}
+        """The roles' night choices (:attr:`rules.roles.base.Role.choices`): verb → the
+        chooser → his choice; cleared when a night starts, dropped when the chooser dies."""
+        self.dawn_choices: dict[str, dict[str, str]] = {}
+        """During the dawn, :attr:`choices` as the night ended (the dead keep theirs)."""
         for city in self.cities:
             mafiosi = self.living_mafiosi(city)
             if len(mafiosi) == 1:
@@ -312,6 +317,7 @@ class GameState(Recorded):
         self.maniac_choice = None
         self.checked.clear()
         self.godfather_died.clear()
+        self.choices.clear()
         return [self._phase_started()]
 
     def _next_night(self) -> int:
@@ -366,6 +372,8 @@ class GameState(Recorded):
         self.votes[city].pop(name, None)
         self.kill_choices[city].pop(name, None)
         self.tour_choices.pop(name, None)
+        for held in self.choices.values():
+            held.pop(name, None)
         self.elect_votes[city].pop(name, None)
         if self.judges.get(city) == name:
             del self.judges[city]
@@ -422,6 +430,9 @@ class GameState(Recorded):
         self.tour_choices = {name(p): (one(t), tick) for p, (t, tick) in self.tour_choices.items()}
         self.maniac_choice = one(self.maniac_choice)
         self.checked = {name(p) for p in self.checked}
+        self.choices = {
+            verb: {name(p): name(t) for p, t in held.items()} for verb, held in self.choices.items()
+        }
 
     def _fill_empty_post(self, city: str) -> list[Event]:
         living = self.living_mafiosi(city)
