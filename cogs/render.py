@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import fields
+from enum import Enum
 from typing import Any
 
 from bot.footprint import death_items, quiet_night_items
@@ -286,17 +287,19 @@ def role_commands(scene: _Scene) -> dict[str, str]:
 
 
 def role_event_line(scene: _Scene, event: Event) -> str:
-    """The line of a role's own event: ``log.<kind>``, its players as mentions (and the
-    answer, for an event that carries one)."""
+    """The line of a role's own event: ``log.<kind>`` (``.<cause>`` for one with a cause), its
+    players as mentions (and the answer, for an event that carries one)."""
     params: dict[str, Any] = {
         f.name: mention(value)
         for f in fields(event)
-        if isinstance(value := getattr(event, f.name), str)
+        if isinstance(value := getattr(event, f.name), str) and not isinstance(value, Enum)
     }
     reply = getattr(event, "reply", None)
     if isinstance(reply, str):
         params["answer"] = scene.say(f"answer.{reply}")
-    return scene.say(f"log.{event.kind}", **params)
+    cause = getattr(event, "cause", None)
+    suffix = f".{cause.value}" if isinstance(cause, Enum) else ""
+    return scene.say(f"log.{event.kind}{suffix}", **params)
 
 
 def _discussion(scene: _Scene, event: ev.PhaseStarted) -> None:

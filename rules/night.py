@@ -108,9 +108,20 @@ class NightRules(GameState):
     def _check(self, command: Check, dry: bool) -> list[Event]:
         actor = self._living_actor(command.actor, Status.COMMISSAR)
         self._require_stage(Stage.NIGHT)
+        return self._checked(actor.name, command.target, dry)
+
+    def _checked(self, checker: str, checked: str, dry: bool) -> list[Event]:
+        """The commissar's check by ``checker`` of ``checked``, once his right to check is
+        settled: once a night, a living resident of his city other than himself.
+
+        Raises:
+            RuleError: ``already_checked_tonight``, ``unknown_player``, ``target_not_alive``,
+                ``self_target`` or ``wrong_city``.
+        """
+        actor = self.players[checker]
         if actor.name in self.checked:
             raise RuleError("already_checked_tonight", player=actor.name)
-        target = self._living_target(command.target)
+        target = self._living_target(checked)
         if target.name == actor.name:
             raise RuleError("self_target", player=actor.name)
         if target.city != actor.city:

@@ -61,7 +61,7 @@ def validate_setup(setup: Setup) -> None:
         for status, most in PER_CITY:
             if counts[status] > most:
                 raise RuleError(
-                    "too_many", status=status.value, count=counts[status], city=city.name
+                    "too_many_in_city", status=status.value, count=counts[status], city=city.name
                 )
     for status, most in PER_GAME:
         if totals[status] > most:
