@@ -35,7 +35,7 @@ from cogs.votes import (
     vote_summary_lines,
 )
 from cogs.will import will_lines
-from rules import AudienceKind, Event, Game, Stage, Status
+from rules import AudienceKind, Event, Game, Stage, Status, event_from_dict
 from rules import events as ev
 from rules.roles import ACTS as ROLE_ACTS
 from rules.roles import ROLES
@@ -286,7 +286,7 @@ def role_commands(scene: _Scene) -> dict[str, str]:
     return {act.verb: scene.cmd(act.slash[0]) for act in ROLE_ACTS}
 
 
-def role_event_line(scene: _Scene, event: Event) -> str:
+def role_event_line(live: LiveGame, event: Event) -> str:
     """The line of a role's own event: ``log.<kind>`` (``.<cause>`` for one with a cause), its
     players as mentions (and the answer, for an event that carries one)."""
     params: dict[str, Any] = {
@@ -296,10 +296,17 @@ def role_event_line(scene: _Scene, event: Event) -> str:
     }
     reply = getattr(event, "reply", None)
     if isinstance(reply, str):
-        params["answer"] = scene.say(f"answer.{reply}")
+        params["answer"] = phrase(live, f"answer.{reply}")
     cause = getattr(event, "cause", None)
     suffix = f".{cause.value}" if isinstance(cause, Enum) else ""
-    return scene.say(f"log.{event.kind}{suffix}", **params)
+    return phrase(live, f"log.{event.kind}{suffix}", **params)
+
+
+def note_lines(live: LiveGame, player: str) -> list[str]:
+    """What ``player`` was told that he did not ask (his role's ``told``), oldest first."""
+    game = live.game
+    assert game is not None
+    return [role_event_line(live, event_from_dict(note)) for note in game.notes.get(player, [])]
 
 
 def _discussion(scene: _Scene, event: ev.PhaseStarted) -> None:
@@ -555,7 +562,7 @@ def _private_line(scene: _Scene, event: Event) -> str | None:
     if isinstance(event, ev.MafiaKillBlocked):
         return say("log.blocked", city=event.city)
     if type(event) in ROLE_EVENTS:
-        return role_event_line(scene, event)
+        return role_event_line(scene.live, event)
     return None
 
 

@@ -48,6 +48,7 @@ from rules.events import (
     JudgeAppointed,
     PlayerReplaced,
     TouringOrderSet,
+    event_to_dict,
 )
 from rules.model import (
     Cause,
@@ -134,7 +135,12 @@ class Game(DayRules, NightRules):
         # Every handler validates completely before it changes anything.
         events = self._handler(command)(command, False)
         for tell in TELLERS:
-            events.extend(tell(self, events))
+            for told in tell(self, events):
+                # no room of his own: he reads it again in his role's view
+                player = told.audience.player
+                if player is not None:
+                    self.notes.setdefault(player, []).append(event_to_dict(told))
+                events.append(told)
         self.tick += 1
         return events
 
@@ -342,6 +348,11 @@ class Game(DayRules, NightRules):
                 if self.choices
                 else {}
             ),
+            **(
+                {"notes": {p: [dict(n) for n in told] for p, told in self.notes.items()}}
+                if self.notes
+                else {}
+            ),
         }
 
     @classmethod
@@ -400,6 +411,7 @@ class Game(DayRules, NightRules):
         game.checked = set(data["checked"])
         game.godfather_died = set(data["godfather_died"])
         game.choices = {str(v): dict(held) for v, held in data.get("choices", {}).items()}
+        game.notes = {str(p): [dict(n) for n in told] for p, told in data.get("notes", {}).items()}
         return game
 
     def __eq__(self, other: object) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from rules.errors import RuleError
 from rules.events import (
@@ -131,6 +132,9 @@ class GameState(Recorded):
         chooser → his choice; cleared when a night starts, dropped when the chooser dies."""
         self.dawn_choices: dict[str, dict[str, str]] = {}
         """During the dawn, :attr:`choices` as the night ended (the dead keep theirs)."""
+        self.notes: dict[str, list[dict[str, Any]]] = {}
+        """What a player was told that he did not ask (a role's ``told``), as plain events,
+        oldest first: he reads them again in his role's view."""
         for city in self.cities:
             mafiosi = self.living_mafiosi(city)
             if len(mafiosi) == 1:
@@ -432,6 +436,10 @@ class GameState(Recorded):
         self.checked = {name(p) for p in self.checked}
         self.choices = {
             verb: {name(p): name(t) for p, t in held.items()} for verb, held in self.choices.items()
+        }
+        self.notes = {
+            name(p): [{k: name(v) if isinstance(v, str) else v for k, v in n.items()} for n in told]
+            for p, told in self.notes.items()
         }
 
     def _fill_empty_post(self, city: str) -> list[Event]:

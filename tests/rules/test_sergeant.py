@@ -4,7 +4,7 @@
 import pytest
 
 from rules import RoleCounts, RuleError, Setup, Status, deal, validate_setup
-from rules.events import PlayerChecked, StatusesCompared
+from rules.events import PlayerChecked, StatusesCompared, event_to_dict
 from rules.roles.sergeant import SergeantTold
 
 from .helpers import make_game, of, pass_day, play, refuse
@@ -134,3 +134,15 @@ def test_two_bodyguards_or_two_lovers_are_refused():
         with pytest.raises(RuleError) as refused:
             validate_setup(Setup.from_dict(data))
         assert refused.value.code == "too_many"
+
+
+def test_what_he_hears_is_kept_for_him_through_plain_data_and_a_replacement():
+    game = make_game(CITIES, first_phase="night")
+    play(game, "escalus check tybalt")
+    assert game.notes == {
+        "abram": [event_to_dict(SergeantTold("abram", "escalus", "tybalt", True))]
+    }
+    again = type(game).from_dict(game.to_dict())
+    assert again == game and again.notes == game.notes
+    play(game, "host replace abram samson")
+    assert list(game.notes) == ["samson"] and game.notes["samson"][0]["sergeant"] == "samson"
