@@ -30,6 +30,7 @@ from rules.events import (
     ExecutionAwaitingHost,
     GameOver,
     KillPrevented,
+    KillVoided,
     MafiaKillBlocked,
     ManiacChose,
     PhaseStarted,
@@ -179,6 +180,10 @@ class _Writer:
                 # the touring city is blocked twice (tour and home): say it once
                 blocked.add(event.city)
                 lines.append(self.say("simulate.blocked", city=event.city))
+            elif isinstance(event, KillVoided):
+                lines.append(
+                    self.say(f"simulate.void.{event.role}", player=event.player, city=event.city)
+                )
             elif isinstance(event, ExecutionAwaitingHost):
                 lines.append(self.say("simulate.awaiting", city=event.city))
             elif isinstance(event, PlayerReplaced):

@@ -561,6 +561,8 @@ def _private_line(scene: _Scene, event: Event) -> str | None:
         return say(f"log.prevented.{event.cause.value}", target=mention(event.target))
     if isinstance(event, ev.MafiaKillBlocked):
         return say("log.blocked", city=event.city)
+    if isinstance(event, ev.KillVoided):
+        return say(f"log.void.{event.role}", player=mention(event.player), city=event.city)
     if type(event) in ROLE_EVENTS:
         return role_event_line(scene.live, event)
     return None

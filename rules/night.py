@@ -21,6 +21,7 @@ from rules.events import (
     Event,
     GodfatherVoteCast,
     KillPrevented,
+    KillVoided,
     MafiaKillBlocked,
     MafiaKillChosen,
     MafiaKillRefused,
@@ -194,7 +195,10 @@ class NightRules(GameState):
         maniac = next(
             (p for p in self.players.values() if p.status is Status.MANIAC and p.alive), None
         )
-        if maniac is None or maniac.name in void:
+        if maniac is None:
+            return None
+        if maniac.name in void:
+            events.append(KillVoided(maniac.name, maniac.city, "maniac"))
             return None
         if self.maniac_choice is not None:
             return self.maniac_choice if self.players[self.maniac_choice].alive else None
@@ -214,12 +218,16 @@ class NightRules(GameState):
         """The Godfather's word, else the Consigliere's: the target, or None. The choices of
         the players in ``void`` count for nothing."""
         held = self.tour_choices if touring else self.kill_choices[city]
+        godfather = self.godfathers.get(city)
+        for name in held:
+            voided = KillVoided(name, city, "godfather" if name == godfather else "proposal")
+            if name in void and self.players[name].city == city and voided not in events:
+                events.append(voided)
         choices = {
             name: choice
             for name, choice in held.items()
             if self.players[name].city == city and name not in void
         }
-        godfather = self.godfathers.get(city)
         if godfather is not None and godfather in choices:
             return choices[godfather][0]
         if not self.living_mafiosi(city):

@@ -2,7 +2,7 @@
 (docs/rules-readings.md, the readings L1-L5)."""
 
 from rules import Cause
-from rules.events import ConsigliereDecided, PlayerKilled
+from rules.events import ConsigliereDecided, KillVoided, PlayerKilled
 from rules.roles.bodyguard import KillTaken
 from rules.roles.lover import VisitChosen, VisitSaved
 
@@ -131,3 +131,18 @@ def test_l5_only_the_lover_is_told_whom_she_visits():
     events = play(game, "juliet visit romeo")
     assert [e.audience.player for e in events] == ["juliet"]
     assert [e.audience.kind.value for e in events] == ["player"]
+
+
+def test_the_host_is_told_whose_kill_her_visit_voided():
+    game = night_game(maniac_idle="none")
+    play(game, "juliet visit tybalt", "tybalt kill romeo", "tybalt tour bianca")
+    play(game, "sampson kill mercutio")
+    events = play(game, "host day")
+    assert of(events, KillVoided) == [KillVoided("tybalt", "Verona", "godfather")]
+    assert of(events, KillVoided)[0].audience.kind.value == "host"
+    game = night_game(maniac_idle="random")
+    events = play(game, "juliet visit rosaline", "host day")
+    assert of(events, KillVoided) == [KillVoided("rosaline", "Padua", "maniac")]
+    game = night_game(maniac_idle="none")
+    events = play(game, "juliet visit sampson", "sampson kill romeo", "host day")
+    assert of(events, KillVoided) == [KillVoided("sampson", "Verona", "proposal")]
