@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from rules.commands import Check
 from rules.errors import RuleError
-from rules.events import Event, PlayerChecked
+from rules.events import Event, PhaseStarted, PlayerChecked
 from rules.model import Audience, Stage, Status
 from rules.night import NightRules
 from rules.roles.base import Role, RoleAct
@@ -37,6 +37,20 @@ class SergeantTold(Event):
         return "mafia" if self.is_mafia else "not mafia"
 
 
+@dataclass(frozen=True)
+class SergeantTookOver(Event):
+    """The first night after his commissar's death began: the sergeant checks now (he
+    alone is told)."""
+
+    kind: ClassVar[str] = "sergeant_took_over"
+    sergeant: str
+    city: str
+
+    @property
+    def audience(self) -> Audience:
+        return Audience.only(self.sergeant)
+
+
 def commissar_of(game: NightRules, city: str) -> str:
     """The city's commissar (every city has one)."""
     return next(n for n in game.residents[city] if game.players[n].status is Status.COMMISSAR)
@@ -59,19 +73,35 @@ def check(game: NightRules, command: Check, dry: bool) -> list[Event]:
 
 
 def tell(game: Any, events: list[Event]) -> list[Event]:
-    """Every living sergeant of a commissar's city hears the commissar's answer."""
+    """Every living sergeant of a commissar's city hears the commissar's answer; when a night
+    begins, one whose commissar is dead hears, once, that the checks are his."""
     told: list[Event] = []
     for event in events:
-        if not isinstance(event, PlayerChecked):
-            continue
-        checker = game.players[event.commissar]
-        if checker.status is not Status.COMMISSAR:
-            continue
-        for name in game.residents[checker.city]:
-            player = game.players[name]
-            if player.status is Status.SERGEANT and player.alive:
-                told.append(SergeantTold(name, event.commissar, event.target, event.is_mafia))
+        if isinstance(event, PlayerChecked):
+            checker = game.players[event.commissar]
+            if checker.status is Status.COMMISSAR:
+                told.extend(
+                    SergeantTold(name, event.commissar, event.target, event.is_mafia)
+                    for name in sergeants(game, checker.city)
+                )
+        elif isinstance(event, PhaseStarted) and event.stage is Stage.NIGHT:
+            told.extend(
+                SergeantTookOver(name, city)
+                for city in game.cities
+                if not game.players[commissar_of(game, city)].alive
+                for name in sergeants(game, city)
+                if not any(n["kind"] == SergeantTookOver.kind for n in game.notes.get(name, []))
+            )
     return told
+
+
+def sergeants(game: Any, city: str) -> list[str]:
+    """The city's living sergeants."""
+    return [
+        name
+        for name in game.residents[city]
+        if game.players[name].status is Status.SERGEANT and game.players[name].alive
+    ]
 
 
 ROLE = Role(
@@ -82,6 +112,6 @@ ROLE = Role(
     dealt_per_city=True,
     acts=(RoleAct(Check, Stage.NIGHT.value, check),),
     announced="night",
-    events=(SergeantTold,),
+    events=(SergeantTold, SergeantTookOver),
     told=tell,
 )

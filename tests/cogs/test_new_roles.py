@@ -140,6 +140,14 @@ async def test_the_sergeant_hears_his_commissar_alone_and_checks_once_the_commis
         await accepted(table, "host", "host next")
         await accepted(table, sergeant, "vote", {"player": table.pid(citizen)})
         await accepted(table, "host", "host next")
+        took_over = t(
+            language,
+            "log.sergeant_took_over",
+            sergeant=mention(table.pid(sergeant)),
+            city=table.game.city_of(table.pid(sergeant)),
+        )
+        assert took_over in await me(table, sergeant)
+        assert took_over not in "\n".join(everywhere_but_the_log(table))
         checked = await accepted(table, sergeant, "check", {"player": table.pid(mafioso)})
         answer = t(language, "answer.mafia")
         assert checked == t(

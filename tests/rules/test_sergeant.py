@@ -5,7 +5,7 @@ import pytest
 
 from rules import RoleCounts, RuleError, Setup, Status, deal, validate_setup
 from rules.events import PlayerChecked, StatusesCompared, event_to_dict
-from rules.roles.sergeant import SergeantTold
+from rules.roles.sergeant import SergeantTold, SergeantTookOver
 
 from .helpers import make_game, of, pass_day, play, refuse
 
@@ -146,3 +146,16 @@ def test_what_he_hears_is_kept_for_him_through_plain_data_and_a_replacement():
     assert again == game and again.notes == game.notes
     play(game, "host replace abram samson")
     assert list(game.notes) == ["samson"] and game.notes["samson"][0]["sergeant"] == "samson"
+
+
+def test_the_sergeant_is_told_once_when_the_checks_become_his():
+    game = make_game(CITIES, first_phase="night")
+    play(game, "host kill escalus")
+    events = play(game, "host day")
+    assert of(events, SergeantTookOver) == []
+    events = pass_day(game, "paris", "hortensio")
+    assert of(events, SergeantTookOver) == [SergeantTookOver("abram", "Verona")]
+    assert of(events, SergeantTookOver)[0].audience.player == "abram"
+    play(game, "host day")
+    assert of(pass_day(game, "benvolio", "gremio"), SergeantTookOver) == []
+    assert [n["kind"] for n in game.notes["abram"]] == ["sergeant_took_over"]
