@@ -153,3 +153,32 @@ async def test_the_sergeant_hears_his_commissar_alone_and_checks_once_the_commis
         assert checked == t(
             language, "reply.check", target=mention(table.pid(mafioso)), answer=answer
         )
+
+
+@pytest.mark.parametrize("language", ["ru", "en"])
+async def test_a_saved_preset_holds_the_three_switches_and_the_lobby_and_deal_follow_it(language):
+    async with bot_table(players=8, guild_locale=LOCALES[language]) as table:
+        await table.open_lobby()
+        switches = {"bodyguard": True, "sergeant": True, "lover": True}
+        await run(table, "host", "host setup", {"cities": "Верона", **switches})
+        saved = await run(table, "host", "host preset save", {"name": "three"})
+        assert saved.ephemeral
+        await run(
+            table,
+            "host",
+            "host setup",
+            {"preset": "three", "maniac": False, "first_phase": "night"},
+        )
+        lobby = (await table.lobby_message()).content
+        for status in switches:
+            assert t(language, f"status.{status}") in lobby, status
+        started = await table.slash("host", "host start")
+        await started.wait_original(60.0)
+        await table.drain()
+        dealt = [table.game.status_of(p).value for p in table.game.players]
+        assert sorted(s for s in dealt if s in switches) == ["bodyguard", "lover", "sergeant"]
+        # /help tells the bodyguard what he may do at night
+        helped = await run(table, table.players_of("bodyguard")[0], "help")
+        marker = "\x00"
+        what = t(language, "help.verb.guard", command=marker).split(marker)[1]
+        assert what in helped.content
