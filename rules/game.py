@@ -59,7 +59,7 @@ from rules.model import (
     Winner,
 )
 from rules.night import NightRules
-from rules.roles import CHOICES, HANDLERS, SAVES, TELLERS, VOIDS
+from rules.roles import HANDLERS, SAVES, TELLERS, VOIDS
 from rules.setup import validate_setup
 from rules.state import DAY_STAGES, Death, LegalAction
 from rules.table import PLAYER_ACTS
@@ -77,7 +77,6 @@ class Game(DayRules, NightRules):
 
     saves = SAVES
     voids = VOIDS
-    choice_verbs = CHOICES
 
     def __init__(self, setup: Setup, seed: int) -> None:
         """Use :meth:`create`, which validates the setup; this trusts it."""

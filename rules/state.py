@@ -128,8 +128,8 @@ class GameState(Recorded):
         self.replaced: list[tuple[str, str]] = []
         """(old, new) of every replacement, in order: the deal names the old ones."""
         self.choices: dict[str, dict[str, str]] = {}
-        """The roles' night choices (:attr:`rules.roles.base.Role.choices`): verb → the
-        chooser → his choice; cleared when a night starts, dropped when the chooser dies."""
+        """The roles' night choices (a role's handler keeps them): verb → the chooser → his
+        choice; cleared when a night starts, dropped when the chooser dies."""
         self.dawn_choices: dict[str, dict[str, str]] = {}
         """During the dawn, :attr:`choices` as the night ended (the dead keep theirs)."""
         self.notes: dict[str, list[dict[str, Any]]] = {}

@@ -4,7 +4,7 @@ one role (its ``ROLE``), found here without being named, in the order of
 
 What the rules derive from it: the commands' handlers (:data:`HANDLERS`), the acts
 (:data:`ACTS`, which :mod:`rules.table` lists for ``/help`` and the bot), the dawn's saves and
-voided kills, what roles are told, the choices the state holds, and the setup's counts and
+voided kills, what roles are told, and the setup's counts and
 the deal (:mod:`rules.setup`). The role's commands and events are added to the rules' plain
 data (:data:`rules.commands.PLAYER_COMMANDS`, :data:`rules.events.EVENT_TYPES`).
 """
@@ -68,8 +68,6 @@ SAVES: tuple[Saver, ...] = tuple(
 VOIDS: tuple[Voider, ...] = tuple(row.voids for row in ROLES if row.voids)
 #: what roles are told of an accepted command's events
 TELLERS: tuple[Teller, ...] = tuple(row.told for row in ROLES if row.told)
-#: the verbs whose night choices the state holds
-CHOICES: tuple[str, ...] = tuple(verb for row in ROLES for verb in row.choices)
 #: the acts whose answer is ``reply.<verb>``
 REPLIED: tuple[type[Command], ...] = tuple(
     act.command for row in ROLES for act in row.acts if act.reply
@@ -92,7 +90,6 @@ def role(status: Status | str) -> Role:
 
 __all__ = [
     "ACTS",
-    "CHOICES",
     "HANDLERS",
     "REPLIED",
     "ROLES",

@@ -107,7 +107,6 @@ class Role:
     saves: tuple[int, Saver] | None = None
     """Its place in the dawn's saves (lower first), and the save."""
     voids: Voider | None = None
+    """What voids players' own kills at dawn (the players)."""
     told: Teller | None = None
-    choices: tuple[str, ...] = ()
-    """The verbs whose choices it holds in :attr:`rules.state.GameState.choices` (made at
-    night, cleared when the next night starts, dropped when the chooser dies)."""
+    """What players are told of an accepted command (kept in their notes)."""

@@ -94,5 +94,4 @@ ROLE = Role(
     announced="night",
     events=(GuardChosen, KillTaken),
     saves=(20, take_the_kill),
-    choices=(VERB,),
 )

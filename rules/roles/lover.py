@@ -93,5 +93,4 @@ ROLE = Role(
     events=(VisitChosen, VisitSaved),
     saves=(10, save),
     voids=visited,
-    choices=(VERB,),
 )
