@@ -613,14 +613,11 @@ async def test_interaction_tokens_expire(fake_guild: StandardGuild, rest: Rest) 
 # permissions --------------------------------------------------------------------------------
 
 
-def test_the_bot_holds_exactly_the_invite_by_default(fake_guild: StandardGuild) -> None:
-    from bot.permissions import INVITE
-
+def test_the_bot_holds_exactly_its_default_grant(fake_guild: StandardGuild) -> None:
     fake = fake_guild.fake
-    assert INVITE.value == DEFAULT_BOT_PERMISSIONS
     assert (
         fake.permissions_for(fake_guild.guild.id, None, fake.bot_user.id)
-        == INVITE.value | fake.guild(fake_guild.guild.id).everyone.permissions
+        == DEFAULT_BOT_PERMISSIONS | fake.guild(fake_guild.guild.id).everyone.permissions
     )
     assert (
         not fake.permissions_for(fake_guild.guild.id, None, fake.bot_user.id)

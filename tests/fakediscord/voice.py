@@ -90,14 +90,15 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from bot.voice.rtp import (
-    EXTENSION_PROFILE_ONE_BYTE,
-    RTPError,
-    RTPHeader,
-    RTPPacket,
-    build_rtpsize_packet,
-    decrypt_rtpsize,
-    is_rtcp,
+from .rtp import (
+    ONE_BYTE_PROFILE,
+    RtpFormatError,
+    RtpHeader,
+    RtpPacket,
+    looks_like_rtcp,
+    one_byte_extension,
+    open_rtpsize,
+    seal_rtpsize,
 )
 
 __all__ = ["OFFERED_MODES", "FakeSpeaker", "FakeVoiceServer", "MediaClock", "SentPacket"]
@@ -801,7 +802,7 @@ class FakeSpeaker:
             return None
         frame, encrypted = encoded
         datagram = bot.rtp_datagram(
-            RTPHeader(packet.sequence, packet.timestamp, self.ssrc, marker=packet.index == 0),
+            RtpHeader(packet.sequence, packet.timestamp, self.ssrc, marker=packet.index == 0),
             frame,
             nonce=next(self._nonce),
             extension=extension,
@@ -885,7 +886,7 @@ class _BotConnection:
 
     def rtp_datagram(
         self,
-        header: RTPHeader,
+        header: RtpHeader,
         frame: bytes,
         *,
         nonce: int,
@@ -894,25 +895,18 @@ class _BotConnection:
     ) -> bytes:
         """A client's RTP packet for the bot, transport-encrypted with the bot's key."""
         assert self.secret_key is not None
-        extension_body = b""
+        body = b""
         if extension:
-            # One RFC 8285 element (id 1, one byte: an audio level) padded to a word.
-            header = RTPHeader(
+            # One RFC 8285 element, as a client's audio level (id 1, one byte), padded to a word.
+            header = RtpHeader(
                 header.sequence,
                 header.timestamp,
                 header.ssrc,
                 marker=header.marker,
-                extension_profile=EXTENSION_PROFILE_ONE_BYTE,
+                extension_profile=ONE_BYTE_PROFILE,
             )
-            extension_body = bytes([0x10, 0x7F, 0, 0])
-        return build_rtpsize_packet(
-            header,
-            frame,
-            self.secret_key,
-            nonce,
-            extension_body=extension_body,
-            padding=padding,
-        )
+            body = one_byte_extension({1: b"\x7f"})
+        return seal_rtpsize(header, frame, self.secret_key, nonce, extension=body, padding=padding)
 
 
 # --------------------------------------------------------------------------
@@ -1320,7 +1314,7 @@ class FakeVoiceServer:
         self.ssrc_known: Callable[[int, int], bool] | None = None
         self.endpoint = ""
         self.bot_messages: list[dict[str, Any]] = []
-        self.bot_rtp: list[RTPPacket] = []
+        self.bot_rtp: list[RtpPacket] = []
         self.transitions_executed: list[int] = []
         self.executed_at: dict[int, float] = {}
         """When (the call's clock) each transition's op 22 went to the bot."""
@@ -1598,12 +1592,12 @@ class FakeVoiceServer:
             reply += struct.pack(">H", address[1])
             self._send_udp(reply, address)
             return
-        if is_rtcp(data):
+        if looks_like_rtcp(data):
             return
         for connection in self.connections:
             if connection.udp_address == address and connection.secret_key is not None:
-                with contextlib.suppress(RTPError):
-                    self.bot_rtp.append(decrypt_rtpsize(data, connection.secret_key))
+                with contextlib.suppress(RtpFormatError):
+                    self.bot_rtp.append(open_rtpsize(data, connection.secret_key))
                 return
 
     async def _handle_websocket(self, request: web.Request) -> web.StreamResponse:
