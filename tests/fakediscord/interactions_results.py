@@ -14,7 +14,7 @@ from .models import (
 from .recording import MultipartPart
 
 if TYPE_CHECKING:
-    from .server import FakeDiscord
+    from .driving import Driving
 
 CALLBACK_PONG = 1
 CALLBACK_CHANNEL_MESSAGE = 4
@@ -46,7 +46,7 @@ class InteractionResult:
     original); ``followups`` the later webhook messages.
     """
 
-    def __init__(self, fake: FakeDiscord, payload: dict[str, Any]) -> None:
+    def __init__(self, fake: Driving, payload: dict[str, Any]) -> None:
         self.fake = fake
         self.payload = payload
         self.id = int(payload["id"])

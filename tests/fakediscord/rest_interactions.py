@@ -31,9 +31,9 @@ from .interactions import (
     Callback,
     InteractionResult,
 )
+from .message_compose import CHANNEL_MESSAGE_FLAGS, apply_edit, compose_message
 from .messages import MessageInput, parse_message_input
 from .models import MESSAGE_FLAG_EPHEMERAL, MESSAGE_FLAG_LOADING, Message
-from .rest_channels import CHANNEL_MESSAGE_FLAGS, apply_edit, compose_message
 from .routing import RestRequest, RestResponse, Router
 
 if TYPE_CHECKING:
