@@ -13,7 +13,7 @@ import aiohttp
 import pytest_asyncio
 
 from tests.fakediscord import DEFAULT_BOT_PERMISSIONS, Permission, StandardGuild
-from tests.fakediscord.test_strict import Rest, refused
+from tests.fakediscord.strict_helpers import Rest, refused
 
 
 @pytest_asyncio.fixture
