@@ -1,5 +1,5 @@
 """The project's static checks run with the tests: ruff's lint and format everywhere, mypy --strict
-on rules, bot and cogs. Both run through the interpreter that runs the tests (``python -m``), so
+on rules, bot, cogs and the fake Discord (tests/fakediscord). Both run through the interpreter that runs the tests (``python -m``), so
 an unactivated virtual environment checks as much as an activated one: the test extra installs
 them, and without it the checks fail rather than skip."""
 
@@ -25,9 +25,9 @@ def test_ruff_format_leaves_every_file_as_it_is():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_mypy_strict_passes_on_rules_bot_and_cogs():
-    """pyproject's ``[tool.mypy]`` holds the flags and the files (rules, bot, cogs): the check is
-    ``mypy`` alone."""
+def test_mypy_strict_passes_on_rules_bot_cogs_and_the_fake():
+    """pyproject's ``[tool.mypy]`` holds the flags and the files (rules, bot, cogs,
+    tests/fakediscord): the check is ``mypy`` alone."""
     result = run(sys.executable, "-m", "mypy")
     assert result.returncode == 0, result.stdout + result.stderr
 

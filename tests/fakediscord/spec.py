@@ -37,7 +37,7 @@ import functools
 import json
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -195,6 +195,11 @@ def _accept_permission_strings(document: Any) -> list[str]:
     return patched
 
 
+_extend: Callable[..., Any] = jsonschema.validators.extend
+"""``jsonschema.validators.extend``, which types-jsonschema leaves unannotated: it takes a
+validator class and a mapping of keywords to their functions, and returns a validator class."""
+
+
 class OpenApiSpec:
     """Discord's OpenAPI document, ready to check requests and responses."""
 
@@ -269,7 +274,7 @@ class OpenApiSpec:
                 dispatch_tables[key] = self._dispatch_table(branches)
             return _pick_branch(dispatch_tables[key], instance)
 
-        return jsonschema.validators.extend(
+        return _extend(
             base,
             {
                 "type": _snowflake_type(base.VALIDATORS["type"]),
@@ -290,12 +295,12 @@ class OpenApiSpec:
             and set(branch) <= {"const", "title", "description"}
             for branch in consts
         ):
-            values = [branch["const"] for branch in consts]
-            if all(isinstance(v, (int, str)) and not isinstance(v, bool) for v in values) and len(
-                set(values)
-            ) == len(values):
+            constants = [branch["const"] for branch in consts]
+            if all(
+                isinstance(v, (int, str)) and not isinstance(v, bool) for v in constants
+            ) and len(set(constants)) == len(constants):
                 return _Dispatch(
-                    {}, None, None, {value: index for index, value in enumerate(values)}
+                    {}, None, None, {value: index for index, value in enumerate(constants)}
                 )
         for index, raw in enumerate(branches):
             branch = self._deref(raw)

@@ -169,7 +169,8 @@ def _check_entry(
             tally.answers[key] += 1
             _remember(tally.tests, key, entry)
     if 400 <= status < 500 and not result.violations and not fault:
-        body = entry.get("response") if isinstance(entry.get("response"), dict) else {}
+        response = entry.get("response")
+        body: dict[str, Any] = response if isinstance(response, dict) else {}
         key = ("refusal", method, route, str(status), str(body.get("code")), _first_error(body), "")
         tally.refusals[key] += 1
         _remember(tally.tests, key, entry)

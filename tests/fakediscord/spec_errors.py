@@ -135,7 +135,8 @@ def _translate(error: ValidationError, location: str, prefix: tuple[str | int, .
     value = error.validator_value
     instance = error.instance
     if rule == "required":
-        missing = [name for name in value if isinstance(instance, dict) and name not in instance]
+        names = value if isinstance(value, list) else []
+        missing = [name for name in names if isinstance(instance, dict) and name not in instance]
         field_path = field_path + (missing[0] if missing else "",)
         code, message = "BASE_TYPE_REQUIRED", "This field is required"
     else:
@@ -163,7 +164,7 @@ def _rule_message(error: ValidationError, rule: str) -> tuple[str, str]:
     elif rule == "minimum":
         code, message = "NUMBER_TYPE_MIN", f"int value should be greater than or equal to {value}."
     elif rule in ("enum", "const"):
-        choices = value if rule == "enum" else [value]
+        choices = value if rule == "enum" and isinstance(value, list) else [value]
         code, message = (
             "BASE_TYPE_CHOICES",
             f"Value must be one of ({', '.join(repr(c) for c in choices)}).",
@@ -211,7 +212,8 @@ def _discriminators(branches: Any, error: ValidationError) -> list[str]:
     kinds: list[str] = []
     for sub in error.context or []:
         if list(sub.relative_path) == ["type"] and sub.validator in ("enum", "const"):
-            values = sub.validator_value if sub.validator == "enum" else [sub.validator_value]
+            value = sub.validator_value
+            values = value if sub.validator == "enum" and isinstance(value, list) else [value]
             kinds.extend(str(v) for v in values if str(v) not in kinds)
     return kinds
 

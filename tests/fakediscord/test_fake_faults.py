@@ -414,7 +414,7 @@ async def test_auto_sharded_client_gets_each_guild_on_its_shard(fake_guild: Stan
     ]
 
 
-async def test_an_enforced_nonce_gives_back_the_first_message(fake_guild):
+async def test_an_enforced_nonce_gives_back_the_first_message(fake_guild: StandardGuild) -> None:
     """Discord's enforce_nonce: a retried create with the same nonce creates nothing new."""
     import aiohttp
 

@@ -137,7 +137,7 @@ async def test_the_documented_quirks_pass_and_nothing_else(
     fake = fake_guild.fake
     gid = fake_guild.guild.id
     category = fake.create_channel(gid, "Game", ChannelType.GUILD_CATEGORY)
-    body = {
+    body: dict[str, Any] = {
         "name": "city",
         "parent_id": category.id,  # a snowflake as a JSON number
         "permission_overwrites": [
