@@ -8,7 +8,9 @@
   discord.py does not support), heartbeats, SELECT_PROTOCOL,
   SESSION_DESCRIPTION, SPEAKING (op 5) and clients connect/disconnect (ops 11
   and 13) for simulated users;
-* UDP IP discovery and an RTP endpoint (``aead_xchacha20_poly1305_rtpsize``);
+* UDP IP discovery and an RTP endpoint (``aead_xchacha20_poly1305_rtpsize``),
+  with the fake's own RTP and transport encryption (:mod:`.rtp`, shared with
+  nothing of the bot's);
 * DAVE (protocol version 1), as the whitepaper (github.com/discord/dave-protocol)
   has the voice gateway do it: an external sender (a P-256 key of our own,
   op 25), external Add/Remove proposals it signs (op 27), the bot's
