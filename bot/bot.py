@@ -223,6 +223,7 @@ class ProkuratorBot(commands.AutoShardedBot):
         )
         self.powers = Powers(self)
         self.timers.holds.append(self.powers.holds)
+        self.service.standstill = self.powers.standstill
         await self.tree.set_translator(CatalogueTranslator())
         for extension in self.extensions_to_load:
             await self.load_extension(extension)
@@ -456,7 +457,7 @@ class ProkuratorBot(commands.AutoShardedBot):
             )
             return text
         if isinstance(original, UserError):
-            text = t(language, original.key, **original.params)
+            text = t(language, original.key, **original.params_in(language))
             log.info(
                 "refused %s by %s: %s",
                 _command_name(interaction),

@@ -214,17 +214,15 @@ def _export(args: argparse.Namespace) -> int:
 def _export_site(args: argparse.Namespace) -> int:
     from bot.config import Config
     from bot.site import SiteError, export_site
-    from bot.storage import Storage, StorageError, is_postgres
+    from bot.storage import Storage, StorageError
 
     async def write() -> str:
-        storage = await Storage.open(args.database)
+        storage = await Storage.open_reading(args.database)  # beside a running bot too
         try:
             return await export_site(storage, Path(args.folder), args.guild, Config().language)
         finally:
             await storage.close()
 
-    if not is_postgres(args.database) and not Path(args.database).exists():
-        return _fail("export-site", f"{args.database}: no such database")
     try:
         print(asyncio.run(write()))
     except (StorageError, SiteError) as error:
@@ -237,23 +235,26 @@ class _CliError(Exception):
 
 
 async def _archived(database: str, game_id: int) -> Any:
-    """The archived game ``game_id`` of ``database``, archiving it first if it ended unarchived."""
-    from bot.archive import Archiver
-    from bot.storage import Storage, StorageError, is_postgres
+    """The archived game ``game_id`` of ``database``; one that ended unarchived is archived in
+    memory (the bot stores its archive itself). The database is only read: it may be in use by
+    a running bot."""
+    from bot.archive import ArchiveError, build_archive
+    from bot.storage import Storage, StorageError
 
-    if not is_postgres(database) and not Path(database).exists():
-        raise _CliError(f"{database}: no such database")
     try:
-        storage = await Storage.open(database)
+        storage = await Storage.open_reading(database)
     except StorageError as error:
         raise _CliError(str(error)) from None
     try:
         archived = await storage.archived_game(game_id)
-        if archived is None:
-            await Archiver(storage).archive(game_id, post=False)
-            archived = await storage.archived_game(game_id)
+        source = await storage.archive_source(game_id) if archived is None else None
     finally:
         await storage.close()
+    if archived is None and source is not None:
+        try:
+            archived = build_archive(source)
+        except ArchiveError:
+            archived = None
     if archived is None:
         raise _CliError(f"game {game_id} is not a finished game of {database}")
     return archived
@@ -261,17 +262,24 @@ async def _archived(database: str, game_id: int) -> Any:
 
 def _rebuild_stats(args: argparse.Namespace) -> int:
     from bot.archive import Archiver, rebuild_stats
-    from bot.storage import Storage, StorageError
+    from bot.config import shown_database
+    from bot.storage import Storage, StorageError, is_postgres
+    from bot.storage import owner as ownership
 
     async def rebuild() -> tuple[int, int]:
-        storage = await Storage.open(args.database)
+        # it writes (the archive, the figures): as `run`, it owns the database meanwhile, and a
+        # running bot's database is refused, naming the bot
+        owned = await ownership.take(args.database, shown_database(args.database), None, None)
         try:
-            archived = await Archiver(storage).sweep()
-            return archived, await rebuild_stats(storage)
+            storage = await Storage.open(args.database)
+            try:
+                archived = await Archiver(storage).sweep()
+                return archived, await rebuild_stats(storage)
+            finally:
+                await storage.close()
         finally:
-            await storage.close()
-
-    from bot.storage import is_postgres
+            if owned is not None:
+                await owned.release()
 
     if not is_postgres(args.database) and not Path(args.database).exists():
         return _fail("rebuild-stats", f"{args.database}: no such database")

@@ -12,3 +12,8 @@ class UserError(Exception):
         super().__init__(key)
         self.key = key
         self.params = params
+
+    def params_in(self, language: str) -> dict[str, Any]:
+        """The text's parameters for a reader of ``language`` (those that name things in words
+        say them in his language; these are as given)."""
+        return self.params

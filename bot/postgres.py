@@ -38,7 +38,6 @@ from typing import Any
 from bot.config import shown_database
 from bot.storage import CommitUnknown, IntegrityError, Storage, StorageError
 from bot.storage.base import _GroupedWrite
-from bot.storage.migrations import SchemaTooNew
 
 #: the advisory lock key migrations hold (any constant number; "PROK" in ASCII)
 MIGRATION_LOCK = 0x50524F4B
@@ -173,8 +172,10 @@ class PostgresStorage(Storage):
         )
 
     @classmethod
-    async def connect(cls, url: str) -> PostgresStorage:
+    async def connect(cls, url: str, *, read_only: bool = False) -> PostgresStorage:
         """Connect, apply pending migrations (one process at a time), and return the storage.
+        ``read_only``: every transaction read-only, nothing migrated (the schema must be this
+        version's), as ``Storage.open_reading`` wants.
 
         Raises:
             StorageError: the server cannot be reached or refuses (the URL's password is not
@@ -190,22 +191,27 @@ class PostgresStorage(Storage):
         shown = shown_database(url)
         try:
             pool = await asyncpg.create_pool(
-                url, min_size=1, max_size=POOL_SIZE, reset=_keep_session
+                url,
+                min_size=1,
+                max_size=POOL_SIZE,
+                reset=_keep_session,
+                server_settings={"default_transaction_read_only": "on"} if read_only else None,
             )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as error:
             raise StorageError(f"{shown}: cannot connect to PostgreSQL: {error}") from error
         storage = cls(pool)
+        storage.read_only = read_only
         try:
-            await storage._apply_migrations()
+            await (storage._check_schema() if read_only else storage._apply_migrations())
         except BaseException as error:
             with contextlib.suppress(Exception):
                 await pool.close()
-            if isinstance(error, SchemaTooNew):
+            if isinstance(error, StorageError):  # the schema newer, or not this version's
                 raise StorageError(f"{shown}: {error}") from error
             if isinstance(error, asyncpg.PostgresError):
                 raise StorageError(f"{shown}: a migration failed: {error}") from error
             raise
-        storage.health.watching = True
+        storage.health.watching = not read_only
         return storage
 
     def _ddl(self, statement: str) -> str:

@@ -11,16 +11,22 @@ GUILD_UPDATE), and while the bot lacks a power:
 * the game stops moving: its clock stops as with the host's ``/host pause``
   (what is left of the stage is kept, and stored), its phase timer holds
   (:meth:`Powers.holds`, a hold of :class:`bot.timers.PhaseTimers`: a
-  deadline the host set again meanwhile waits too), the host's acts are refused with the
-  reason (:meth:`Powers.refusal`), and the outbox holds every item that needs
-  the power (:mod:`bot.outbox.breaker`), so Discord is not asked for what it
-  will refuse;
+  deadline the host set again meanwhile waits too), and the game takes no command from
+  anyone: one rule, :meth:`Powers.standstill`, asked by the game service of every command
+  (the host's, a player's, the timer's, a strike's, a day's end that waited for a last
+  word) and by the commands that change the game's roles without one (``/lastword``,
+  ``/mafia notify``, ``/mafia spectate``); each is refused with the reason, in the reader's
+  language (:class:`Lacking`). Only a last word already under way when the power went is
+  kept (its commit moves no stage and needs no power); the day's end it held waits on. The
+  outbox holds every item that needs the power (:mod:`bot.outbox.breaker`), so Discord is
+  not asked for what it will refuse. What people may still do is read: ``/help``, ``/mafia
+  me``, the status views;
 * the host's log says once which permissions to give back to which role, in
   the server's language, and the host gets it in his DMs too;
 
 and when it is given back the log says so, the held items are carried out
 (the dead lose their pen), the clock runs again with what was left of the
-stage, and the game goes on.
+stage, a day's end that waited is applied, and the game goes on.
 """
 
 from __future__ import annotations
@@ -33,12 +39,12 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from bot.channels import permission_names
-from bot.errors import UserError
 from bot.i18n import NO_PINGS, phrase
 from bot.outbox.intents import Send
-from bot.service import LiveGame
+from bot.service import Held, LiveGame, last_word_hold
 from bot.storage import GameState, OutboxItem
 from bot.wiring import Hooks
+from rules import Command, RequestLastWord
 
 if TYPE_CHECKING:
     from bot.bot import ProkuratorBot
@@ -65,6 +71,21 @@ def lacking_in(guild: discord.Guild | None) -> list[str]:
     if held.administrator:
         return []
     return [flag for flag in NEEDED if not getattr(held, flag)]
+
+
+class Lacking(Held):
+    """``error.powers_lacking``: the permissions the bot lacks, named in each reader's language,
+    and the bot's role, to which a server admin gives them back."""
+
+    def __init__(self, flags: list[str], role: str, language: str) -> None:
+        super().__init__(
+            "error.powers_lacking", permissions=permission_names(language, flags), role=role
+        )
+        self.flags = flags
+
+    def params_in(self, language: str) -> dict[str, Any]:
+        """The parameters with the permissions named in ``language``."""
+        return {**self.params, "permissions": permission_names(language, self.flags)}
 
 
 class Powers:
@@ -109,18 +130,43 @@ class Powers:
 
     def holds(self, live: LiveGame) -> bool:
         """Whether a game stands still: it runs, and the bot lacks a power it needs."""
-        return live.record.state == GameState.RUNNING and bool(self.lacking(live.record.guild_id))
+        return self.standstill(live) is not None
 
-    def refusal(self, live: LiveGame) -> UserError | None:
-        """Why the host may not move the game now (None: he may)."""
+    def refusal(self, live: LiveGame) -> Lacking | None:
+        """What the bot lacks in the game's guild now, as a refusal (None: nothing)."""
         lacking = self.lacking(live.record.guild_id)
         if not lacking:
             return None
-        return UserError(
-            "error.powers_lacking",
-            permissions=permission_names(live.language, lacking),
-            role=self._role_name(live.record.guild_id),
-        )
+        return Lacking(lacking, self._role_name(live.record.guild_id), live.language)
+
+    def standstill(self, live: LiveGame, command: Command | None = None) -> Lacking | None:
+        """The one rule of a game held for the bot's powers: why it takes ``command`` (from
+        anyone), or any change of its roles when None, not now; None when it may.
+
+        A running game whose guild lacks a power it needs takes nothing, save the last word of
+        a nominee who was already speaking (or uploading) when the power went: its commit moves
+        no stage and needs no power, and refusing it would lose what he said.
+        """
+        if live.record.state != GameState.RUNNING:
+            return None
+        refusal = self.refusal(live)
+        if refusal is None:
+            return None
+        if isinstance(command, RequestLastWord):
+            speaking = {last_word_hold(command.actor, upload=kind) for kind in (False, True)}
+            if speaking & live.holds:
+                return None
+        return refusal
+
+    def refuse(self, live: LiveGame, command: Command | None = None) -> None:
+        """Refuse what a member asks of a game that stands still (:meth:`standstill`).
+
+        Raises:
+            Lacking: it stands still.
+        """
+        refusal = self.standstill(live, command)
+        if refusal is not None:
+            raise refusal
 
     def _role_name(self, guild_id: int) -> str:
         guild = self.bot.get_guild(guild_id)
@@ -225,6 +271,8 @@ class Powers:
         if live is not None:
             self.bot.timers.arm(live)  # held or let go: the timer looks again
             self.bot.outbox.kick(game_id)
+        if not lacking:
+            await self.bot.service.release(game_id, BY)  # a day's end that waited, applied now
 
 
 def told_items(live: LiveGame, text: str) -> list[OutboxItem]:

@@ -27,6 +27,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
+from bot.errors import UserError
 from bot.service import (
     Clock,
     GameBroken,
@@ -39,6 +40,8 @@ from bot.service import (
     timer_mark,
 )
 from bot.storage import OutboxItem
+from bot.storage.health import Health
+from bot.storage.records import is_storage_failure
 from rules import RuleError
 
 log = logging.getLogger(__name__)
@@ -52,15 +55,63 @@ HELD = 600.0
 ReminderRenderer = Callable[[LiveGame, int], list[OutboxItem]]
 
 
+class Backoff:
+    """A due-loop's wait after a step that failed: :data:`BACKOFF_START` doubling up to
+    :data:`BACKOFF_MAX`, none after a step that succeeds. The failure is logged once until a step
+    succeeds, however many tries an outage takes (its traceback unless the database failed: the
+    database's own line says that). The loop sleeps the wait in :meth:`Health.sleep`, so the
+    database's return ends it at once."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.delay = 0.0
+        self.failures = 0
+        self._logged = False
+
+    def failed(self, error: BaseException) -> float:
+        """A step failed: how long to wait before the next (logged the first time only)."""
+        self.failures += 1
+        self.delay = min(self.delay * 2, BACKOFF_MAX) if self.delay else BACKOFF_START
+        if self._logged:
+            log.debug("%s could not act (%r) again", self.what, error)
+            return self.delay
+        self._logged = True
+        log.warning(
+            "%s could not act (%r); trying again in %.1f s, at once when the database is back "
+            "(logged once until it acts)",
+            self.what,
+            error,
+            self.delay,
+            exc_info=None if is_storage_failure(error) or isinstance(error, UserError) else error,
+        )
+        return self.delay
+
+    def succeeded(self) -> None:
+        """A step succeeded: the next failure waits the shortest and is logged again."""
+        if self._logged:
+            log.info("%s acts again", self.what)
+        self.delay, self._logged = 0.0, False
+
+
 class GameTasks(ABC):
-    """One sleeping task per game, woken by every change of its record, all stopped by
-    :meth:`close` (the phase timers; the host's strikes, ``cogs.host.LeaveStrikes``). The
-    subclass's constructor makes ``_tasks``, ``_wake`` and ``_closed``; its ``_run`` is the
-    game's task."""
+    """One sleeping task per game, woken by every change of its record and by the database's
+    return (it sleeps in :meth:`Health.sleep`), all stopped by :meth:`close` (the phase timers;
+    the host's strikes, ``cogs.host.LeaveStrikes``; the hostless lobbies). The subclass's
+    constructor makes ``_tasks``, ``_wake`` and ``_closed``; its ``_run`` is the game's task,
+    and ``health`` the database's."""
 
     _tasks: dict[int, asyncio.Task[None]]
     _wake: dict[int, asyncio.Event]
     _closed: bool
+
+    @property
+    @abstractmethod
+    def health(self) -> Health:
+        """The database's health, whose return wakes every sleeping task."""
+
+    async def _sleep(self, wake: asyncio.Event, delay: float) -> None:
+        """Sleep ``delay`` seconds, less if the game changes or the database comes back."""
+        await self.health.sleep(wake, delay)
 
     def _wake_game(self, game_id: int, *, start: bool, name: str) -> None:
         """Wake the game's task; with ``start``, start one (named ``name``) if none runs."""
@@ -125,15 +176,13 @@ class PhaseTimers(GameTasks):
         """Steps that failed (each followed by a back-off)."""
         self._failing: dict[int, int] = {}
         """Games whose last step failed → the database's outage count then (logged once)."""
-        service.storage.health.on_back(self.wake_all)
         self.holds: list[Callable[[LiveGame], bool]] = []
         """Each says whether a game stands still (the bot lacks a power: :mod:`bot.powers`): its
         deadline waits, and fires once nothing holds it and the game is armed again."""
 
-    async def close(self) -> None:
-        """Stop every task, and no longer wake them when the database is back."""
-        self.service.storage.health.forget(self.wake_all)
-        await super().close()
+    @property
+    def health(self) -> Health:
+        return self.service.storage.health
 
     def arm(self, live: LiveGame) -> None:
         """(Re)consider a game's deadline; called after every commit."""
@@ -160,7 +209,7 @@ class PhaseTimers(GameTasks):
         ]
 
     def wake_all(self) -> None:
-        """Wake every game's task (the database is back: what fell due is tried at once)."""
+        """Wake every game's task (what fell due is tried at once)."""
         for wake in self._wake.values():
             wake.set()
 
@@ -191,8 +240,7 @@ class PhaseTimers(GameTasks):
                     log.info("game %s: the timer acts again", game_id)
             if delay is None:
                 continue  # it acted: look at the game again at once
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout=delay)
+            await self._sleep(wake, delay)
 
     def _failed(self, game_id: int, error: BaseException, backoff: float) -> None:
         """Count a failed step; log it once per outage (of the database, or of this game)."""

@@ -5,7 +5,7 @@ the lobby, named in a notice there.
 
 The check is stored in the lobby (``lobby.attendance``: its round, its end, who was asked and who
 answered), so a restart loses nothing: one task per game sleeps until the end, woken by every
-commit, and the games loaded at start are looked at once the bot is ready. A player who joins
+commit and by the database's return, and the games loaded at start are looked at once the bot is ready. A player who joins
 during the check was not asked and stays; a start during the check ends it (nobody is dropped
 from a game being dealt).
 """
@@ -29,6 +29,7 @@ from bot.outbox.intents import Edit, Send
 from bot.service import GameBroken, LiveGame, NoGame
 from bot.storage import GameState, OutboxItem
 from bot.storage.shapes import Attendance
+from bot.timers import Backoff
 from bot.wiring import Hooks
 from cogs.common import (
     InteractionAnswer,
@@ -142,6 +143,7 @@ class AttendanceCog(commands.Cog):
 
     async def _run(self, game_id: int) -> None:
         wake = self._wake.setdefault(game_id, asyncio.Event())
+        backoff = Backoff(f"game {game_id}: closing the roll call")
         while not self._closed:
             wake.clear()
             check = pending(self.bot.service.find(game_id))
@@ -153,15 +155,12 @@ class AttendanceCog(commands.Cog):
                     await self._close(game_id, int(check["round"]))
                 except (NoGame, GameBroken):
                     return
-                except Exception:
-                    log.exception(
-                        "game %s: the roll call could not be closed; trying again", game_id
-                    )
-                    delay = 1.0
+                except Exception as error:
+                    delay = backoff.failed(error)
                 else:
+                    backoff.succeeded()
                     continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout=delay)
+            await self.bot.storage.health.sleep(wake, delay)
 
     async def _close(self, game_id: int, round_: int) -> None:
         """Time is up: who was asked, is still in the lobby and did not answer, leaves it."""

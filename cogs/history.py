@@ -31,7 +31,7 @@ from discord.http import handle_message_parameters
 from bot.archive import Archiver
 from bot.errors import UserError
 from bot.export import ExportError, export_scenario
-from bot.i18n import key_str, mention, t
+from bot.i18n import key_str, mention, phase_words, t, winner_words
 from bot.limits import block_sections, chunks
 from bot.outbox.intents import Picture
 from bot.picture import UPLOAD_LIMIT, render_png
@@ -39,12 +39,10 @@ from bot.service import LiveGame
 from bot.storage import ArchivedGame, GameRecord, OutboxItem
 from bot.wiring import Hooks
 from cogs.history_text import (
-    phase_words,
     stats_lines,
     summary_lines,
     summary_parts,
     top_lines,
-    winner_words,
 )
 from cogs.pages import lost_pages
 from cogs.render import closing_channels
@@ -235,12 +233,12 @@ class HistoryCog(commands.Cog):
         lines = [say("history.title")]
         for row in rows:
             if row.ended == "over":
-                winners = ", ".join(winner_words(say, w) for w in row.winners) or say(
+                winners = ", ".join(winner_words(language, w) for w in row.winners) or say(
                     "winners.none"
                 )
                 result = say("history.won", winners=winners)
             else:
-                result = say("history.stopped", phase=phase_words(say, row.last_phase))
+                result = say("history.stopped", phase=phase_words(language, row.last_phase))
             lines.append(
                 say(
                     "history.row",

@@ -14,7 +14,7 @@ from typing import Any
 
 from babel.numbers import format_decimal, format_percent
 
-from bot.i18n import mention, t
+from bot.i18n import mention, phase_words, t, winner_words
 from bot.storage import ArchivedGame, GuildResults, PlayerStats
 from bot.transcript_page import city_result, fate_words, length_words, roll
 from rules.table import ROLES
@@ -32,20 +32,6 @@ def percent_text(language: str, part: int, whole: int) -> str:
     return format_percent(part / whole if whole else 0, locale=language)
 
 
-def phase_words(say: Say, phase: str) -> str:
-    """``day 2`` (as the archive stores a phase) in words."""
-    kind, number = phase.split()
-    return say(f"phase_name.{kind}", number=number)
-
-
-def winner_words(say: Say, winner: str) -> str:
-    """``Verona:honest`` or ``maniac`` (as the archive stores a winner) in words."""
-    if winner == "maniac":
-        return say("winner.maniac")
-    city, side = winner.rsplit(":", 1)
-    return say(f"winner.{side}", city=city)
-
-
 def summary_lines(language: str, archived: ArchivedGame) -> list[str]:
     """A finished game in words: who hosted, the result, every city's people and fates, the last
     words and each day's votes (for a big game, counts instead of the roll)."""
@@ -58,15 +44,16 @@ def summary_parts(language: str, archived: ArchivedGame) -> list[list[list[str]]
     votes."""
     say = partial(t, language)
     small = len(archived.players) <= ROSTER_UP_TO
-    blocks = [_result_lines(say, archived)]
+    blocks = [_result_lines(language, archived)]
     blocks += [_city_lines(language, archived, city, roster=small) for city in archived.cities]
-    blocks += [words] if (words := _last_word_lines(say, archived)) else []
+    blocks += [words] if (words := _last_word_lines(language, archived)) else []
     votes = [[line] for line in _vote_lines(say, archived)] if small else []
     return [blocks, votes]
 
 
-def _result_lines(say: Say, archived: ArchivedGame) -> list[str]:
+def _result_lines(language: str, archived: ArchivedGame) -> list[str]:
     """The summary's title (the game, its host, its end), its result and its seed."""
+    say = partial(t, language)
     lines = [
         say(
             "archive.title",
@@ -76,12 +63,14 @@ def _result_lines(say: Say, archived: ArchivedGame) -> list[str]:
         )
     ]
     if archived.over:
-        winners = ", ".join(winner_words(say, w) for w in archived.winners) or say("winners.none")
+        winners = ", ".join(winner_words(language, w) for w in archived.winners) or say(
+            "winners.none"
+        )
         lines.append(
-            say("archive.over", phase=phase_words(say, archived.last_phase), winners=winners)
+            say("archive.over", phase=phase_words(language, archived.last_phase), winners=winners)
         )
     else:
-        lines.append(say("archive.cancelled", phase=phase_words(say, archived.last_phase)))
+        lines.append(say("archive.cancelled", phase=phase_words(language, archived.last_phase)))
     lines.append(say("archive.seed", seed=archived.seed))
     return lines
 
@@ -124,8 +113,9 @@ def _city_lines(language: str, archived: ArchivedGame, city: str, *, roster: boo
     return lines
 
 
-def _last_word_lines(say: Say, archived: ArchivedGame) -> list[str]:
+def _last_word_lines(language: str, archived: ArchivedGame) -> list[str]:
     """The last words given, each with its recording's length and a link to it (none: no lines)."""
+    say = partial(t, language)
     if not archived.last_words:
         return []
     lines = [say("archive.last_words")]
@@ -142,7 +132,7 @@ def _last_word_lines(say: Say, archived: ArchivedGame) -> list[str]:
             say(
                 "archive.last_word",
                 player=mention(word.player),
-                phase=phase_words(say, word.phase),
+                phase=phase_words(language, word.phase),
                 recording=recording,
             )
             + where
@@ -390,11 +380,9 @@ def results_lines(language: str, results: GuildResults) -> list[str]:
 
 __all__ = [
     "percent_text",
-    "phase_words",
     "results_lines",
     "stats_lines",
     "summary_lines",
     "summary_parts",
     "top_lines",
-    "winner_words",
 ]

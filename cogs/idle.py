@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.i18n import NO_PINGS, mention, phrase
 from bot.outbox.intents import Send
-from bot.service import GameBroken, LiveGame, MovedOn, NoGame, Seen
+from bot.service import GameBroken, Held, LiveGame, MovedOn, NoGame, Seen
 from bot.storage import GameState, OutboxItem
 from bot.wiring import Hooks
 from cogs.lobby import log_items
@@ -251,7 +251,7 @@ class IdleWatch:
                 game_id, ProcuratorKill(player), source="timer", seen=Seen(stage=stage), after=after
             )
             log.info("game %s: %s struck out after %s idle days", game_id, player, count)
-        except (RuleError, NoGame, GameBroken, MovedOn) as error:
+        except (RuleError, NoGame, GameBroken, MovedOn, Held) as error:
             log.info("game %s: no idle strike of %s (%s)", game_id, player, error)
 
 

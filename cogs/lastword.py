@@ -5,7 +5,8 @@ nominee; one last word is recorded at a time per game. The bot joins the
 game's voice channel, posts who speaks with a Stop button and a live
 "recording 1:23 / 3:00" line, and records only the nominee's audio straight
 into an Ogg Opus file, for at most ``last_word_seconds``. While he speaks
-the day cannot end: a day's end (host or timer) waits for him.
+the day cannot end: a day's end (host or timer) waits for him. No last word begins while
+the game stands still (:mod:`bot.powers`); one under way then is kept, the day's end waits.
 
 A finished recording is written to disk first; then the rules' last-word
 command is committed together with the outbox items that post it (a line
@@ -53,7 +54,7 @@ from discord.ext import commands
 from bot.errors import UserError
 from bot.i18n import key_str, mention, phrase
 from bot.outbox.intents import Edit, Send
-from bot.service import LiveGame, NoGame
+from bot.service import LiveGame, NoGame, last_word_hold
 from bot.storage import OutboxItem
 from bot.voice import tribune
 from bot.voice.ogg import RecordingInfo
@@ -196,6 +197,7 @@ class LastWordCog(commands.Cog):
         game = live.game
         assert game is not None
         game.check(RequestLastWord(player))
+        self.bot.powers.refuse(live, RequestLastWord(player))
         if self._busy(live.id, player):
             raise UserError("error.lastword_queued")
         if (live.id, player) in self.uploading:
@@ -221,7 +223,7 @@ class LastWordCog(commands.Cog):
         file: discord.Attachment,
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        key = f"upload:{player}"
+        key = last_word_hold(player, upload=True)
         self.bot.service.hold(live.id, key)
         try:
             text = await take_upload(
@@ -287,6 +289,7 @@ class LastWordCog(commands.Cog):
         game = live.game
         assert game is not None
         game.check(RequestLastWord(player))
+        self.bot.powers.refuse(live, RequestLastWord(player))
         if not live.record.channels.get("voice"):
             raise UserError("error.no_tribune")
         if self._busy(live.id, player):
@@ -356,7 +359,11 @@ class LastWordCog(commands.Cog):
         if reason is not None:
             await self._announce(live, cancelled_text(live, player, reason), player)
             return
-        key = f"lastword:{player}"
+        if (held := self.bot.powers.standstill(live, RequestLastWord(player))) is not None:
+            text = phrase(live, "lastword.held", player=mention(player), **held.params)
+            await self._announce(live, text, player)  # it stood still while he waited his turn
+            return
+        key = last_word_hold(player)
         self.bot.service.hold(live.id, key)
         try:
             await self._record_held(live, player, game.options.last_word_seconds)

@@ -20,7 +20,7 @@ from discord.ext import commands
 from bot.channels import exposure
 from bot.errors import UserError
 from bot.footprint import quiet_items
-from bot.footprint.room import ROLE_CAP, no_swap_room
+from bot.footprint.room import ROLE_CAP, no_swap_room, wish
 from bot.i18n import NO_PINGS, key_str, mention, phrase, t
 from bot.outbox.intents import Send
 from bot.service import GameBroken, LiveGame
@@ -298,14 +298,23 @@ class LobbyCog(commands.Cog):
     async def notify(self, interaction: discord.Interaction, state: str) -> None:
         wants = state == "on"
         user = interaction.user
-        await self.bot.storage.set_pings(user.id, wants)
+
+        def wished(live: LiveGame, quiet: bool) -> list[OutboxItem]:
+            wish(live.record.channels, str(user.id), quiet=quiet)
+            return []
+
         live = self.bot.service.game_of_player(user.id)
+        if live is not None:
+            self.bot.powers.refuse(live)  # his role would change: not while the game stands still
+        await self.bot.storage.set_pings(user.id, wants)
         language = await self.bot.language_for(interaction)
         if live is not None and live.game is not None:
             game = live.game
             guild = self.bot.get_guild(live.record.guild_id)
             if no_swap_room(live, str(user.id), guild, wants_pings=wants):
                 # make before break: his role stays until the one he would move onto is there
+                # (pings off: made once room is freed, bot.footprint.room.RoomWatch)
+                await self.bot.service.update(live.id, lambda live: wished(live, not wants))
                 text = t(language, f"notify.{state}_no_room", limit=ROLE_CAP)
                 await interaction.response.send_message(text, ephemeral=True)
                 return
@@ -314,6 +323,7 @@ class LobbyCog(commands.Cog):
             busy = bool(await self.bot.storage.pending_outbox(live.id, 1, lane="provision"))
 
             def change(live: LiveGame) -> list[OutboxItem]:
+                wished(live, False)  # what he asks now is done now
                 return quiet_items(
                     live,
                     game,

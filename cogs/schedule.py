@@ -6,7 +6,8 @@ the lobby opens: no gateway intent needed).
 
 The game to open is stored before Discord is asked (:meth:`bot.storage.Storage.add_schedule`),
 and moves on once Discord made the event and once the lobby is open; one task sleeps until the
-earliest, woken by each new one, and looks again after a restart. A host cancels by deleting or
+earliest, woken by each new one and by the database's return after an outage, and looks again
+after a restart. A host cancels by deleting or
 cancelling the event in Discord: at its time the bot finds it gone and opens nothing. If the server
 has a game open then, the bot says so in the channel and opens nothing either.
 
@@ -33,6 +34,7 @@ from bot.options import parse_duration
 from bot.outbox.intents import Send
 from bot.service import LiveGame
 from bot.storage import GameExists, OutboxItem
+from bot.timers import Backoff
 from cogs.common import answer, join_group, leave_group
 from cogs.lobby import lobby_post, may_host, new_lobby
 from cogs.scheduled import event_link
@@ -52,6 +54,8 @@ PAGE = 100
 #: the most interested members the lobby pings
 MOST_PINGED = 1000
 EXTERNAL, GUILD_ONLY, ACTIVE, CANCELED = 3, 2, 2, 4
+#: the longest the keeper sleeps before it looks at the table again (seconds)
+LOOK_AGAIN = 3600.0
 #: Discord's "Unknown Guild Scheduled Event"
 UNKNOWN_EVENT = 10070
 
@@ -126,9 +130,10 @@ class ScheduleCog(commands.Cog):
 
     async def _run(self) -> None:
         await self.bot.wait_until_ready()
+        backoff = Backoff("scheduled games: the keeper")
         while True:
             self._wake.clear()
-            delay = 3600.0
+            delay = LOOK_AGAIN
             try:
                 for row in await self.bot.storage.schedules("scheduled"):
                     wait = float(row["starts_at"]) - self.bot.clock()
@@ -137,11 +142,11 @@ class ScheduleCog(commands.Cog):
                         break
                     await self._open(row)
                     self.handled += 1
-            except Exception:
-                log.exception("scheduled games: could not look at them; trying again")
-                delay = 5.0
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=delay)
+            except Exception as error:
+                delay = backoff.failed(error)
+            else:
+                backoff.succeeded()
+            await self.bot.storage.health.sleep(self._wake, delay)
 
     async def _interested(self, guild_id: int, event_id: int) -> list[int]:
         """The members interested in the event, in id order (pages of 100, up to the most pinged)."""

@@ -180,13 +180,11 @@ class SeasonCog(commands.Cog):
 
     async def cog_load(self) -> None:
         """Start the keeper (it first schedules games that ended unscheduled); it looks again
-        as soon as the database is back after an outage."""
-        self.bot.storage.health.on_back(self._wake.set)
+        as soon as the database is back after an outage (it sleeps in ``Health.sleep``)."""
         self._task = asyncio.get_running_loop().create_task(self._keep(), name="season-keeper")
 
     async def cog_unload(self) -> None:
         """Stop the keeper and the hooks (what is scheduled stays stored)."""
-        self.bot.storage.health.forget(self._wake.set)
         for hooks, hook in (
             (self.bot.outbox.idle_hooks, self._lane_idle),
             (self.bot.outbox.failure_hooks, self._refused),
@@ -265,8 +263,7 @@ class SeasonCog(commands.Cog):
                         failed = True
                         log.exception("game %s: could not begin its transcript", game_id)
             later = [at - now for _, at in due if at > now] + ([RETRY] if failed else [])
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), min([LOOK_AGAIN, *later]))
+            await self.bot.storage.health.sleep(self._wake, min([LOOK_AGAIN, *later]))
 
     async def _begin(self, game_id: int) -> None:
         """Its time has come: the transcript item, stored as the state moves to posting."""

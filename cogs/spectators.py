@@ -110,7 +110,7 @@ async def toggle(bot: ProkuratorBot, interaction: discord.Interaction) -> str:
 
     Raises:
         UserError: nothing to watch, spectators not let in (now), he plays or hosts, the
-            channels are gone.
+            channels are gone, the bot lacks a power his role needs (:mod:`bot.powers`).
     """
     if interaction.guild_id is None:
         raise UserError("error.guild_only")
@@ -121,6 +121,9 @@ async def toggle(bot: ProkuratorBot, interaction: discord.Interaction) -> str:
     watch = not is_spectator(live.record, user.id)
     if watch:
         await _may_watch(bot, live, user)
+    refusal = bot.powers.refusal(live)  # his role changes: not while the bot lacks the power
+    if refusal is not None:
+        raise refusal
     game_id = live.id
     busy = bool(await bot.storage.pending_outbox(game_id, 1, lane="provision"))
 

@@ -17,6 +17,12 @@ reconciler making again what a person deleted. Each follows one rule: **make bef
   reconciler's notes, and given up for its passes), the host is told once, and it is made
   again when room is freed: on the gateway's GUILD_ROLE_DELETE and CHANNEL_DELETE
   (:class:`RoomWatch`), if everything waiting fits; the host is told when it is made.
+* So is a quiet twin a player asked for: ``/mafia notify off`` with no room for it, or its
+  making refused, notes him (``quiet_wanted``, :func:`wish`); when room is freed and the
+  twins wanted fit beside what else waits, they are made and he is moved onto his (make
+  before break, as ever), and he and the host are told. ``/mafia notify on`` meanwhile
+  drops his wish. ``/mafia spectate`` has no such shape: at the cap it is refused and
+  nothing is promised, so nothing waits.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
+from bot.footprint.changes import quiet_items
 from bot.footprint.declared import SPECTATORS_KEY
 from bot.footprint.record import notes
 from bot.i18n import NO_PINGS, phrase
@@ -51,6 +58,8 @@ CHANNEL_CAP = 500
 CAP_CODES = {"30005": "role", "30013": "channel"}
 #: the key under which a quiet twin is made mid-game (its city's index follows)
 QUIET_PREFIX = "notify:quiet:"
+#: the reconciler's note of the players whose pings wait for room to be turned off
+WANTED = "quiet_wanted"
 
 
 @dataclass(frozen=True)
@@ -136,6 +145,46 @@ def retry(channels: Channels, room: Room) -> bool:
     paths = [entry["path"] for entry in entries]
     state["given_up"] = [path for path in state.get("given_up", []) if path not in paths]
     return True
+
+
+def wish(channels: Channels, player: str, *, quiet: bool) -> None:
+    """Note that ``player``'s pings wait for room to be turned off in this game (``quiet``), or
+    that they no longer do."""
+    state = notes(channels)
+    wanted = set(state.get(WANTED, [])) - {player}
+    state[WANTED] = sorted(wanted | {player} if quiet else wanted)
+
+
+def wanted_quiet(channels: Channels) -> list[str]:
+    """The players whose pings wait for room to be turned off (:func:`wish`)."""
+    found: list[str] = notes(channels).get(WANTED, [])
+    return found
+
+
+def quiet_again(live: LiveGame, room: Room, still: set[int]) -> tuple[list[OutboxItem], list[int]]:
+    """Room was freed: each player noted by :func:`wish` who still wants his pings off
+    (``still``) and lives is moved onto his city's quiet twin, made first where it is not yet
+    (in the provisioning lane, the swap after it), if every twin wanted fits beside what else
+    waits for room. The note is then cleared. Returns the items and who was moved."""
+    channels, game = live.record.channels, live.game
+    if game is None or "roles" not in channels:
+        return [], []
+    quiet = set(channels.get("quiet", []))
+    players = [
+        player
+        for player in wanted_quiet(channels)
+        if int(player) in still and game.is_alive(player) and player not in quiet
+    ]
+    cities = {game.city_of(player) for player in players}
+    twins = sum(1 for city in cities if channels["roles"]["cities"][city].get("quiet") is None)
+    roles = sum(1 for entry in waiting(channels) if entry["kind"] == "role")
+    if room.lacking(roles + twins, 0) is not None:
+        return [], []
+    notes(channels)[WANTED] = []
+    items: list[OutboxItem] = []
+    for player in players:
+        items += quiet_items(live, game, player, wants_pings=False, lane="provision")
+    return items, [int(player) for player in players]
 
 
 def made_again(live: LiveGame, path: list[str]) -> list[OutboxItem]:
@@ -261,6 +310,11 @@ class RoomWatch:
         for live in self.bot.service.games():
             if live.record.guild_id != guild.id or live.record.state != GameState.RUNNING:
                 continue
+            if wanted_quiet(live.record.channels):
+                try:
+                    await self._quiet_again(live.id, room)
+                except Exception:
+                    log.exception("game %s: could not make the quiet twins wanted", live.id)
             if not waiting(live.record.channels):
                 continue
             try:
@@ -271,6 +325,32 @@ class RoomWatch:
             if tried:
                 log.info("game %s: room freed, making again what waited for it", live.id)
                 self.reconciler.request(live.id)
+
+    async def _quiet_again(self, game_id: int, room: Room) -> None:
+        """Under the game's lock: the quiet twins players asked for while there was no room
+        (:func:`quiet_again`); each player moved is told privately, the host in his log."""
+        live = self.bot.service.find(game_id)
+        if live is None:
+            return
+        wanted = [int(player) for player in wanted_quiet(live.record.channels)]
+        still = await self.bot.service.quiet_players(wanted)
+
+        def change(live: LiveGame) -> list[OutboxItem]:
+            if live.record.state != GameState.RUNNING:
+                return []
+            items, moved = quiet_again(live, room, still)
+            for user in moved:
+                text = phrase(live, "room.quiet_made")
+                message = {"content": text, "allowed_mentions": NO_PINGS}
+                items.append(intents.Send(message, user=user).item())
+            if moved:
+                log.info("game %s: room freed, pings off for %s", live.id, moved)
+                members = ", ".join(f"<@{user}>" for user in moved)
+                text = phrase(live, "room.quiet_made_log", members=members)
+                items += log_items(live.record.channels, text)
+            return items
+
+        await self.bot.service.update(game_id, change)
 
     async def _retry(self, game_id: int, room: Room) -> bool:
         """Under the game's lock: what waits for room is no longer given up, if it all fits."""
@@ -304,6 +384,8 @@ class RoomWatch:
                 told["spectate"] = revert_spectators(live)
             else:
                 told["notify"], _ = revert_twin(live, key)
+                for user in told["notify"]:  # made once room is freed
+                    wish(live.record.channels, str(user), quiet=True)
             return self._told(live, told, code)
 
         source = live or await self._closed(item.game_id)

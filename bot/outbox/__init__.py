@@ -141,7 +141,6 @@ class Outbox(DiscordCalls):
         """How many times each lane's pending items were given up (by a hold): a batch fetched
         before the last time is stale."""
         self._closed = False
-        storage.health.on_back(self.wake_all)
         self.breaker = Breaker()
         """Holds a guild's items while the bot lacks what they need or Discord keeps refusing
         them there (:mod:`bot.outbox.breaker`)."""
@@ -179,11 +178,6 @@ class Outbox(DiscordCalls):
                 self._workers[key] = asyncio.create_task(
                     self._work(game_id, lane), name=f"outbox-{game_id}-{lane}"
                 )
-
-    def wake_all(self) -> None:
-        """Wake every lane that waits (the database is back: what it holds pending goes now)."""
-        for wake in self._wake.values():
-            wake.set()
 
     @contextlib.asynccontextmanager
     async def holding(self, game_id: int, lane: str) -> AsyncIterator[None]:
@@ -228,7 +222,6 @@ class Outbox(DiscordCalls):
     async def close(self) -> None:
         """Stop every worker; pending items stay stored for the next start."""
         self._closed = True
-        self.storage.health.forget(self.wake_all)
         for task in self._workers.values():
             task.cancel()
         for task in self._workers.values():
@@ -280,12 +273,11 @@ class Outbox(DiscordCalls):
             exc_info=error,
         )
 
-    @staticmethod
-    async def _back_off(wake: asyncio.Event, delay: float) -> None:
-        """Wait ``delay`` seconds, or less if new items are stored for the lane meanwhile: a new
-        item is a new reason to try (the database may have room again)."""
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(wake.wait(), delay)
+    async def _back_off(self, wake: asyncio.Event, delay: float) -> None:
+        """Wait ``delay`` seconds, or less if new items are stored for the lane meanwhile (a new
+        item is a new reason to try: the database may have room again) or the database is back
+        after an outage."""
+        await self.storage.health.sleep(wake, delay)
 
     async def _carry_out(self, items: list[OutboxItem], fetched: int) -> None:
         latest: dict[str, int] = {

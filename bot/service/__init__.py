@@ -13,16 +13,17 @@ or sent before the current stage began, is refused (:class:`MovedOn`) and
 changes nothing: two "next" at once move the game on once.
 
 **Answer first where Discord needs it.** Discord takes an interaction's
-answer for 3 s after it was created. A command whose interaction is older
-than :data:`DEFER_AFTER` (from its snowflake's time) before its commit can
-begin (already, or while it waits for the game's lock: the wait is cut short
-at that age) is acknowledged ("thinking…") *before* it is committed, and
-answered by editing that message after the commit: two calls, only where one
-would come too late. If Discord no longer
-accepts the acknowledgement, the command is not applied (:class:`Expired`):
-the player sees "interaction failed" and nothing counted. A command that
-gets the lock while younger than that is committed first and answered at once (one REST
-call); if that answer still fails, the command stands and the log says so.
+answer for 3 s after it was created. A command is committed first and answered
+after with one call whenever that is still in time: when what is left of the
+3 s (from its snowflake's time, read on a clock that may be a little behind
+Discord's), less a margin for the answer's trip, covers what a command takes
+now from its lock to its answer (:mod:`bot.service.answering`). Only one that
+would not be in time, already or while it waits for the game's lock (the wait
+is cut short then), is acknowledged ("thinking…") *before* it is committed,
+and answered by editing that message after the commit: two calls. If Discord
+no longer accepts the acknowledgement, the command is not applied
+(:class:`Expired`): the player sees "interaction failed" and nothing counted.
+If a one-call answer still fails, the command stands and the log says so.
 
 **Storage faults.** Each snapshot is stored with a SHA-256 checksum of its
 text and the version of the rules that wrote it. At load a snapshot is used
@@ -63,7 +64,6 @@ import aiosqlite
 from bot.errors import UserError
 from bot.service.admission import GameAdmission
 from bot.service.live import (
-    DEFER_AFTER,
     RECENT_INTERACTIONS,
     TIMED_STAGES,
     Answer,
@@ -73,6 +73,7 @@ from bot.service.live import (
     Clock,
     Expired,
     GameBroken,
+    Held,
     JustBegan,
     Listener,
     LiveGame,
@@ -84,6 +85,7 @@ from bot.service.live import (
     Seen,
     Unconfirmed,
     command_for_deadline,
+    last_word_hold,
     nothing_to_render,
     rules_version,
     timer_mark,
@@ -114,10 +116,10 @@ __all__ = [
     "Before",
     "Broken",
     "Clock",
-    "DEFER_AFTER",
     "Expired",
     "GameBroken",
     "GameService",
+    "Held",
     "JustBegan",
     "Listener",
     "LiveGame",
@@ -131,6 +133,7 @@ __all__ = [
     "TIMED_STAGES",
     "Unconfirmed",
     "command_for_deadline",
+    "last_word_hold",
     "nothing_to_render",
     "rules_version",
     "timer_mark",
@@ -302,6 +305,8 @@ class GameService(GameAdmission):
         Raises:
             RuleError: the rules refuse it; nothing changes.
             NoGame: the game is not running.
+            Held: the game stands still: the bot lacks a server permission it needs
+                (``standstill``); nothing changes.
             MovedOn: it was meant for a stage the game has left (or is a timer's move while
                 the host has paused the game); nothing changes.
             GameBroken: the game is broken.
@@ -503,6 +508,13 @@ class GameService(GameAdmission):
         after = timer_mark(live.record.stage_since) if source == "timer" else None
         try:
             await self.apply(game_id, command, source=source, seen=Seen(stage=stage), after=after)
+        except Held as held:
+            # the game stands still: the day's end waits on, applied by the release that comes
+            # when it may move again (:mod:`bot.powers` releases its own key then)
+            live = self._live.get(game_id)
+            if live is not None:
+                live.deferred = waiting + live.deferred
+            log.info("game %s: the deferred %s waits: %s", game_id, command, held.key)
         except (RuleError, MovedOn, GameBroken, NoGame) as error:
             log.info("game %s: the deferred %s is no longer possible: %s", game_id, command, error)
         except (NotStored, Unconfirmed):

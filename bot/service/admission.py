@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator
 
 from bot.service.live import (
-    DEFER_AFTER,
     Answer,
     Applied,
     Expired,
@@ -46,6 +46,7 @@ class GameAdmission(GameLoading):
         Raises:
             GameBroken: the game is broken.
             NoGame: the game is not running.
+            Held: the game stands still (the bot lacks a power); asked of every command.
             MovedOn: see :meth:`apply`.
             RuleError: the rules refuse a day's end that would wait.
         """
@@ -59,6 +60,10 @@ class GameAdmission(GameLoading):
                 "game %s: interaction %s delivered again; applied once", game_id, interaction_id
             )
             return Applied([], duplicate=True)
+        held = self.standstill(live, command)
+        if held is not None:
+            log.info("game %s: %s refused: the game stands still (%s)", game_id, command, held.key)
+            raise held
         self._check_seen(live, seen, command)
         if source == "player" and live.game.repeats(command):
             log.info("game %s: %s repeats a standing choice; not applied again", game_id, command)
@@ -83,18 +88,20 @@ class GameAdmission(GameLoading):
         self, game_id: int, answer: Answer | None, interaction_id: int | None
     ) -> AsyncIterator[None]:
         """Hold the game's lock, the interaction acknowledged first only where its one answer
-        would not be in time: when it is older than :data:`DEFER_AFTER` before the commit
-        can begin, already or while it waits for the lock (the wait is cut short then: the
-        acknowledgement goes out, and the wait goes on). A command that gets the lock in time
-        is answered after its commit with one call.
+        would not be in time (:mod:`bot.service.answering`): when too little of Discord's 3 s
+        is left before the commit can begin, already or while it waits for the lock (the wait
+        is cut short then: the acknowledgement goes out, and the wait goes on). A command that
+        gets the lock in time is answered after its commit with one call.
 
         Raises:
             Expired: Discord refused the acknowledgement (the lock is not held).
         """
         lock = self.lock(game_id)
+        if answer is not None:
+            self.answer_time.heard(answer.sent_at, self.wall())
         await self._answer_first(answer, interaction_id)
         if answer is not None and lock.locked() and self._answers_later(answer, interaction_id):
-            budget = DEFER_AFTER - (self.wall() - answer.sent_at)
+            budget = self.answer_time.left(answer.sent_at, self.wall())
             try:
                 await asyncio.wait_for(lock.acquire(), max(budget, 0.0))
             except TimeoutError:
@@ -102,11 +109,15 @@ class GameAdmission(GameLoading):
                 await lock.acquire()
         else:
             await lock.acquire()
+        began: float | None = None
         try:
             await self._answer_first(answer, interaction_id)
+            began = time.monotonic()
             yield
         finally:
             lock.release()
+            if began is not None:  # (the acknowledgement's own call is not the command's cost)
+                self.answer_time.took(time.monotonic() - began)
 
     def _answers_later(self, answer: Answer, interaction_id: int | None) -> bool:
         """Whether the interaction is still to be acknowledged (never one this process applied
@@ -117,14 +128,15 @@ class GameAdmission(GameLoading):
     async def _answer_first(
         self, answer: Answer | None, interaction_id: int | None = None, *, now: bool = False
     ) -> None:
-        """Acknowledge the interaction if it is older than :data:`DEFER_AFTER` (or ``now``).
+        """Acknowledge the interaction if one answer after the commit would not be in time (or
+        ``now``).
 
         Raises:
             Expired: Discord refused the acknowledgement.
         """
         if answer is None or not self._answers_later(answer, interaction_id):
             return
-        if not now and self.wall() - answer.sent_at <= DEFER_AFTER:
+        if not now and self.answer_time.left(answer.sent_at, self.wall()) > 0:
             return
         if not await answer.defer():
             raise Expired()

@@ -33,11 +33,6 @@ Clock = Callable[[], float]
 #: how many interaction ids a process remembers to catch repeats without the database
 RECENT_INTERACTIONS = 50_000
 
-#: an interaction older than this (seconds since Discord created it) is acknowledged before
-#: its command is committed: Discord refuses answers after 3 s, and the commit, the answer's
-#: trip and a clock a little off must fit in what is left
-DEFER_AFTER = 1.5
-
 
 class NoGame(Exception):
     """No such game, or it is not running."""
@@ -81,6 +76,17 @@ class Unconfirmed(UserError):
 
     def __init__(self) -> None:
         super().__init__("storage.unconfirmed")
+
+
+class Held(UserError):
+    """The game stands still (the bot lacks a server permission it needs: :mod:`bot.powers`)
+    and takes no command now; nothing changed. The subclass names the permissions."""
+
+
+def last_word_hold(player: str, *, upload: bool = False) -> str:
+    """The hold a nominee's last word puts on the day's end while it is recorded (or, with
+    ``upload``, while his own file is prepared): :meth:`GameService.hold`."""
+    return f"{'upload' if upload else 'lastword'}:{player}"
 
 
 class Expired(Exception):

@@ -10,10 +10,12 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 
 from bot.config import Config
+from bot.service.answering import AnswerTime
 from bot.service.live import (
     RECENT_INTERACTIONS,
     TIMED_STAGES,
     Clock,
+    Held,
     Listener,
     LiveGame,
     NoGame,
@@ -26,8 +28,14 @@ from bot.storage import (
     GameState,
     Storage,
 )
+from rules import Command
 
 log = logging.getLogger(__name__)
+
+
+def _moving(live: LiveGame, command: Command | None) -> Held | None:
+    """No game stands still (until the bot installs what says which do)."""
+    return None
 
 
 class GameRegistry:
@@ -46,6 +54,11 @@ class GameRegistry:
         # Discord's clock, not the game's (which tests and benchmarks replace): a command's
         # snowflake time is compared with the moment its stage began
         self.wall: Clock = time.time
+        self.standstill: Callable[[LiveGame, Command | None], Held | None] = _moving
+        """Why a game takes no command now, from anyone (None: it does); the bot installs
+        :meth:`bot.powers.Powers.standstill`. Asked of every command under the game's lock."""
+        self.answer_time = AnswerTime()
+        """When an interaction's one answer is still in time (:mod:`bot.service.answering`)."""
         self.locale_language: Callable[[int], str | None] = lambda guild_id: None
         """The language of a guild's preferred locale on Discord (None: not known); the bot
         installs one that reads its guilds."""

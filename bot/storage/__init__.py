@@ -153,6 +153,23 @@ class Storage(ArchiveQueries, GuildQueries, OutboxQueries, SqliteFile):
             return await PostgresStorage.connect(str(path))
         return await cls.open_file(path, synchronous=synchronous)
 
+    @classmethod
+    async def open_reading(cls, path: Path | str) -> Storage:
+        """Open the database to read it only, safe beside a bot running on it: it takes no
+        ownership and writes nothing (no migration: the schema must be this version's). On
+        SQLite a read-only connection (WAL: it never blocks the bot's commits); on PostgreSQL
+        read-only transactions.
+
+        Raises:
+            StorageError: no such database, not a usable one, its schema not this version's, or
+                the server cannot be reached; nothing is left open.
+        """
+        if is_postgres(path):
+            from bot.postgres import PostgresStorage
+
+            return await PostgresStorage.connect(str(path), read_only=True)
+        return await cls.open_file_reading(path)
+
 
 __all__ = [
     "ACTIVE_STATES",

@@ -17,7 +17,7 @@ from typing import Any
 import aiosqlite
 
 from bot.storage.health import Health
-from bot.storage.migrations import apply_migrations
+from bot.storage.migrations import SCHEMA_TABLE_EXISTS, apply_migrations, check_current
 from bot.storage.records import (
     INSERT_OUTBOX,
     OPEN_STATES,
@@ -68,6 +68,8 @@ class StorageBase(ABC):
         """A condition on ``guild_id`` choosing the games of this process's shards ('' : all)."""
         self.found_version = 0
         """The schema version the database had when it was opened (0: a new database)."""
+        self.read_only = False
+        """Opened to read only (``Storage.open_reading``): nothing is written, not even at close."""
         self.health = Health()
         """Whether the database takes writes; wakes what waits for it when it is back."""
         self.health.probe = self.probe
@@ -143,6 +145,18 @@ class StorageBase(ABC):
         async with self.transaction() as db:
             found = await apply_migrations(db, self.dialect, self.begin_migrations, self._ddl)
         self.found_version = max(found, default=0)
+
+    async def _check_schema(self) -> None:
+        """Opened to read only: the schema must be this version's as it is (nothing is migrated).
+
+        Raises:
+            StorageError: it is not (:func:`bot.storage.migrations.check_current`).
+        """
+        done: set[int] = set()
+        if await self._fetchall(SCHEMA_TABLE_EXISTS[self.dialect]):
+            rows = await self._fetchall("SELECT version FROM schema_migrations")
+            done = {int(row[0]) for row in rows}
+        self.found_version = check_current(done)
 
     @property
     def created(self) -> bool:

@@ -4,10 +4,13 @@ wake for every loop that waits for it.
 The storage tells :class:`Health` the outcome of its writes (and the failures of its reads).
 The first failure of an outage is logged, once; while the outage lasts a small write is tried
 every :data:`PROBE_SECONDS` (:meth:`bot.storage.base.StorageBase.probe`), and the first write
-that succeeds, the probe's or any other, ends it: it is logged, and every loop that backs off
-is woken (the phase timers, the outbox's lanes, the transcripts' keeper), so what fell due
-meanwhile runs within seconds of the database's return rather than after a back-off's worth of
-waiting (a minute for a deadline, an hour for a transcript, before).
+that succeeds, the probe's or any other, ends it: it is logged, and every loop that sleeps is
+woken, so what fell due meanwhile runs within seconds of the database's return rather than after
+a back-off's worth of waiting (a minute for a deadline, an hour for a transcript, before). Every
+loop that waits for something to fall due sleeps in :meth:`Health.sleep` (the phase timers, the
+leave strikes, the hostless lobbies, the roll calls, the scheduled games, the outbox's lanes,
+the transcripts' keeper): the wake is in the sleep itself, so a new loop has no list to join and
+forget.
 """
 
 from __future__ import annotations
@@ -50,7 +53,8 @@ class Health:
         """How long the probe waits now between two tries (longer while the database flaps)."""
         self._ended_at: float | None = None
         self._listeners: list[Listener] = []
-        self._back: asyncio.Event | None = None
+        self._sleepers: dict[asyncio.Event, int] = {}
+        """The events of the loops sleeping in :meth:`sleep` (how many sleep on each)."""
         self._prober: asyncio.Task[None] | None = None
 
     @property
@@ -92,25 +96,37 @@ class Health:
         lasted = self._ended_at - self.down_since
         self.down_since = None
         log.warning("the database is back after %.1f s: what fell due runs now", lasted)
-        back, self._back = self._back, None
-        if back is not None:
-            back.set()
+        for sleeper in list(self._sleepers):
+            sleeper.set()
         for listener in list(self._listeners):
             try:
                 listener()
             except Exception:
                 log.exception("waking a loop after the database came back")
 
+    async def sleep(self, wake: asyncio.Event, timeout: float | None) -> bool:
+        """Sleep until ``wake`` is set, ``timeout`` seconds pass (None: no limit) or the
+        database comes back after an outage (which sets ``wake``); whether ``wake`` was set.
+
+        Every loop that waits for something to fall due (a deadline, a strike, a scheduled game,
+        an outbox item, a transcript) sleeps here, so the database's return wakes it at once:
+        there is nothing for a loop to join, hence nothing to forget
+        (``tests/bot/test_recovery.py`` checks that no such loop sleeps elsewhere)."""
+        self._sleepers[wake] = self._sleepers.get(wake, 0) + 1
+        try:
+            await asyncio.wait_for(wake.wait(), timeout)
+        except TimeoutError:
+            return False
+        finally:
+            left = self._sleepers.pop(wake) - 1
+            if left:
+                self._sleepers[wake] = left
+        return True
+
     async def wait(self, timeout: float) -> bool:
         """Sleep ``timeout`` seconds, less if the database comes back meanwhile (a back-off);
         whether it came back."""
-        if self._back is None:
-            self._back = asyncio.Event()
-        try:
-            await asyncio.wait_for(self._back.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
+        return await self.sleep(asyncio.Event(), timeout)
 
     def close(self) -> None:
         """Stop probing (the storage is closing)."""

@@ -65,6 +65,39 @@ class SchemaTooNew(StorageError):
         self.found, self.known = found, known
 
 
+class SchemaNotCurrent(StorageError):
+    """A database opened to read only (:meth:`bot.storage.Storage.open_reading`) lacks
+    migrations this version has: it is not migrated then (that would be a write)."""
+
+    def __init__(self, missing: list[int]) -> None:
+        super().__init__(
+            "the database's schema is older than this version of the bot (it lacks migration "
+            f"{', '.join(map(str, missing))}); run this version of the bot on it once "
+            "(mafia-bot run) to bring it up to date"
+        )
+        self.missing = missing
+
+
+def check_current(done: set[int]) -> int:
+    """The schema version of a database that has the migrations ``done``, if it is exactly
+    this version's.
+
+    Raises:
+        SchemaTooNew: it has a migration this version does not ship.
+        SchemaNotCurrent: it lacks one this version ships.
+        StorageError: it has none (not the bot's database, or a new one).
+    """
+    files = {version for version, _, _ in migration_files()}
+    known = max(files, default=0)
+    if not done:
+        raise StorageError("it holds no database of the bot (no schema)")
+    if max(done) > known:
+        raise SchemaTooNew(max(done), known)
+    if files - done:
+        raise SchemaNotCurrent(sorted(files - done))
+    return max(done)
+
+
 async def apply_migrations(
     db: Any, dialect: str, begin: str, ddl: Callable[[str], str]
 ) -> set[int]:

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import quote
 
 import aiosqlite
 
@@ -280,6 +281,41 @@ class SqliteFile(StorageBase):
         )
         return storage
 
+    @classmethod
+    async def open_file_reading(cls, path: Path | str) -> Storage:
+        """Open a SQLite file to read it only, beside a bot that may be running on it: no lock of
+        ownership (reads take none in WAL mode, and never block the bot's commits), nothing
+        written (no migration, no checkpoint), each read seeing the last commit.
+
+        Raises:
+            StorageError: no such file, not a usable database, or its schema is not exactly
+                this version's; nothing is left open.
+        """
+        location = Path(path).absolute()
+        if not location.is_file():
+            raise StorageError(f"{path}: no such database")
+        try:
+            connection = await aiosqlite.connect(
+                f"file:{quote(location.as_posix())}?mode=ro", uri=True, isolation_level=None
+            )
+        except (sqlite3.Error, OSError) as error:
+            raise StorageError(f"{path}: cannot open the database: {error}") from error
+        storage = cast("Storage", cls(connection))
+        storage.read_only = True
+        try:
+            connection.row_factory = aiosqlite.Row
+            await connection.execute("PRAGMA query_only=ON")
+            await connection.execute("PRAGMA busy_timeout=5000")
+            await storage._check_schema()
+        except BaseException as error:
+            await storage._abandon()
+            if isinstance(error, sqlite3.Error):
+                raise StorageError(f"{path}: cannot be read: {error}") from error
+            if isinstance(error, StorageError):
+                raise StorageError(f"{location}: {error}") from error
+            raise
+        return storage
+
     async def _abandon(self) -> None:
         """Close what an open that failed had opened, quietly (the first error is the one told)."""
         with contextlib.suppress(Exception):
@@ -321,8 +357,9 @@ class SqliteFile(StorageBase):
                 await self._reader.close()
         if self._group is not None:
             self._group.close()
-        with contextlib.suppress(aiosqlite.Error):
-            await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if not self.read_only:
+            with contextlib.suppress(aiosqlite.Error):
+                await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         await self._db.close()
 
     @asynccontextmanager

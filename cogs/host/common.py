@@ -21,7 +21,7 @@ from bot.limits import CITIES, CITY_NAME, clip
 from bot.options import parse_duration
 from bot.outbox.intents import Edit, Send
 from bot.service import GameBroken, JustBegan, LiveGame, Seen
-from bot.storage import GameState, OutboxItem
+from bot.storage import OutboxItem
 from cogs.common import (
     InteractionAnswer,
     answer,
@@ -281,9 +281,7 @@ class HostBase(commands.Cog):
         Raises:
             UserError: ``error.powers_lacking``, naming the permissions and the bot's role.
         """
-        refusal = self.bot.powers.refusal(live)
-        if refusal is not None and live.record.state == GameState.RUNNING:
-            raise refusal
+        self.bot.powers.refuse(live)
 
     def _done_text(self, live: LiveGame) -> str:
         """The answer to an act that was committed: "Done", unless the bot lost a power it needs

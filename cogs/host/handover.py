@@ -26,7 +26,8 @@ from bot.i18n import NO_PINGS, key_str, mention, phrase
 from bot.outbox.intents import Send
 from bot.service import GameBroken, LiveGame, NoGame
 from bot.storage import GameState, OutboxItem
-from bot.timers import GameTasks
+from bot.storage.health import Health
+from bot.timers import Backoff, GameTasks
 from cogs.common import (
     answer,
     cohosts,
@@ -284,6 +285,10 @@ class HostlessLobbies(GameTasks):
         self._wake: dict[int, asyncio.Event] = {}
         self._closed = False
 
+    @property
+    def health(self) -> Health:
+        return self.bot.storage.health
+
     def closes_at(self, live: LiveGame | None) -> float | None:
         """When the lobby closes itself (None: it has a host, or it is no lobby)."""
         if live is None or live.record.state != GameState.LOBBY or live.broken is not None:
@@ -302,6 +307,7 @@ class HostlessLobbies(GameTasks):
 
     async def _run(self, game_id: int) -> None:
         wake = self._wake.setdefault(game_id, asyncio.Event())
+        backoff = Backoff(f"game {game_id}: closing the hostless lobby")
         while not self._closed:
             wake.clear()
             at = self.closes_at(self.bot.service.find(game_id))
@@ -311,15 +317,12 @@ class HostlessLobbies(GameTasks):
             if delay <= 0:
                 try:
                     await self._close(game_id)
-                except Exception:
-                    log.exception(
-                        "game %s: could not close the hostless lobby; again soon", game_id
-                    )
-                    delay = 5.0
+                except Exception as error:
+                    delay = backoff.failed(error)
                 else:
+                    backoff.succeeded()
                     continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout=delay)
+            await self._sleep(wake, delay)
 
     async def _close(self, game_id: int) -> None:
         def close(live: LiveGame) -> list[OutboxItem]:

@@ -8,9 +8,10 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from bot.i18n import mention, phrase
-from bot.service import GameBroken, LiveGame, MovedOn, NoGame
+from bot.service import GameBroken, Held, LiveGame, MovedOn, NoGame
 from bot.storage import GameState, OutboxItem
-from bot.timers import GameTasks
+from bot.storage.health import Health
+from bot.timers import HELD, Backoff, GameTasks
 from cogs.lobby import log_items
 from rules import (
     ProcuratorKill,
@@ -28,14 +29,19 @@ class LeaveStrikes(GameTasks):
     """The Procurator's strike of players who left the game or the server (``leave_strike``):
     each game's pending strikes are stored in its record (``lobby.leaving``: player → when), so
     a restart re-arms them; one task per game sleeps until the earliest and is woken by every
-    commit. A strike is a :class:`rules.ProcuratorKill` (the rules announce the status, as for
-    any death); one no longer possible (he died meanwhile) is dropped."""
+    commit and by the database's return. A strike is a :class:`rules.ProcuratorKill` (the rules
+    announce the status, as for any death); one no longer possible (he died meanwhile) is
+    dropped; one that fails (the database) is tried again after a :class:`bot.timers.Backoff`."""
 
     def __init__(self, bot: ProkuratorBot) -> None:
         self.bot = bot
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._wake: dict[int, asyncio.Event] = {}
         self._closed = False
+
+    @property
+    def health(self) -> Health:
+        return self.bot.storage.health
 
     @staticmethod
     def pending(live: LiveGame | None) -> dict[str, float]:
@@ -65,6 +71,7 @@ class LeaveStrikes(GameTasks):
 
     async def _run(self, game_id: int) -> None:
         wake = self._wake.setdefault(game_id, asyncio.Event())
+        backoff = Backoff(f"game {game_id}: the leave strike")
         while not self._closed:
             wake.clear()
             live = self.bot.service.find(game_id)
@@ -76,13 +83,15 @@ class LeaveStrikes(GameTasks):
             if delay <= 0:
                 try:
                     await self._strike(live, player)
-                except Exception:
-                    log.exception("game %s: could not strike out %s; trying again", game_id, player)
-                    delay = 1.0
+                except Held as held:  # the game stands still: woken by the commit that lets go
+                    log.info("game %s: the strike of %s waits: %s", game_id, player, held.key)
+                    delay = HELD
+                except Exception as error:
+                    delay = backoff.failed(error)
                 else:
+                    backoff.succeeded()
                     continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout=delay)
+            await self._sleep(wake, delay)
 
     async def _strike(self, live: LiveGame, player: str) -> None:
         def after(live: LiveGame, events: list[Any]) -> list[OutboxItem]:

@@ -3,6 +3,8 @@
 When the database comes back after an outage (a full SQLite disk; the PostgreSQL server stopped
 at once and started again), what fell due meanwhile runs as soon as a write succeeds again, not
 after the back-off's wait: here the back-offs are an hour, so only the wake can do it in time.
+Every loop that waits for something to fall due sleeps in ``Health.sleep``, which the database's
+return ends: a loop that slept on its own would be missed, and the source is read for one.
 A timer whose command the database refuses because another process wrote the game backs off
 (it used to take the refusal for a repeated interaction and fire again at once, thousands of
 times a second) and, read again, goes on from what the database holds.
@@ -10,6 +12,7 @@ times a second) and, read again, goes on from what the database holds.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import logging
 import sqlite3
@@ -21,13 +24,14 @@ import pytest
 import bot.outbox
 import bot.timers
 import cogs.season
-from bot.config import Config
+from bot.config import Config, Timers
 from bot.service import GameService
 from bot.storage import OutboxItem, Storage
 from bot.storage import owner as ownership
 from bot.storage.health import Health
-from rules import Nominate
+from rules import Nominate, Status
 from tests.bot.test_store_fails import TIMERS, Clock, fill, free, small_pages, timed_game, until
+from tests.cogs.scenes import run
 from tests.cogs.test_transcripts import play_and_end, quick_edits, transcript_state
 from tests.harness import bot_table
 from tests.storage.plugin import WHY_NOT
@@ -263,3 +267,119 @@ async def test_a_postgresql_ownership_is_taken_again_when_the_server_comes_back(
             await ownership.take(url, "db", None, None)
     finally:
         await owned.release()
+
+
+class Refusing:
+    """One of the storage's methods refused as a full disk refuses a write, until :meth:`end`
+    (the test says when the database is back: no probe)."""
+
+    def __init__(self, storage: Storage, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+        self.storage = storage
+        self.refused = asyncio.Event()
+        self.refusals = 0
+        self.full = True
+        storage.health.probe = None
+        write = getattr(storage, name)
+
+        async def refusing(*args, **kwargs):
+            if not self.full:
+                return await write(*args, **kwargs)
+            self.refusals += 1
+            error = sqlite3.OperationalError("database or disk is full")
+            storage.health.failed(error)  # what the storage tells of a failed write
+            self.refused.set()
+            raise error
+
+        monkeypatch.setattr(storage, name, refusing)
+
+    def end(self) -> None:
+        """The database takes writes again: a write succeeded."""
+        self.full = False
+        self.storage.health.ok()
+
+
+NOW = 1_800_000_000.0
+QUIET = Timers(discussion=0, voting=0, night=0, execution=0, reminders=())
+
+
+async def test_a_leave_strike_due_in_an_outage_strikes_as_soon_as_the_database_is_back(
+    database, hour_long_backoffs, monkeypatch
+):
+    now = [NOW]
+    config = Config(timers=QUIET)
+    async with bot_table(
+        players=8, config=config, clock=lambda: now[0], database=database
+    ) as table:
+        quick_edits(table)
+        await table.open_lobby()
+        await run(table, "host", "host setup", {"cities": "Верона", "leave_strike": "10м"})
+        started = await table.slash("host", "host start")
+        await started.wait_original(60.0)
+        await table.drain()
+        leaver = next(p for p in table.game.players if table.game.status_of(p) is Status.CITIZEN)
+        await run(table, int(leaver), "mafia leave")
+        await table.drain()
+        outage = Refusing(table.bot.storage, monkeypatch, "append_command")
+        now[0] += 601  # the strike falls due while the database refuses it
+        table.bot.get_cog("HostCog").strikes.arm(table.live())
+        await asyncio.wait_for(outage.refused.wait(), 60.0)
+        assert table.game.is_alive(leaver) and table.bot.storage.health.down
+        outage.end()
+        # the strike's loop sleeps for an hour: only the database's return wakes it
+        await until(lambda: not table.game.is_alive(leaver), 60.0, "the strike waited")
+        assert outage.refusals == 1  # tried once, woken once: no retry in between
+        assert table.game.deaths[-1].cause.value == "procurator"
+        commands = await table.bot.storage.commands(table.live().id)
+        assert commands[-1].command == {"by": "host", "verb": "kill", "target": leaver}
+
+
+async def test_a_scheduled_game_due_in_an_outage_opens_as_soon_as_the_database_is_back(
+    database, hour_long_backoffs, monkeypatch
+):
+    now = [NOW]
+    async with bot_table(players=8, clock=lambda: now[0], database=database) as table:
+        quick_edits(table)
+        await run(table, "host", "mafia schedule", {"in": "1ч", "title": "Пятничная"})
+        await table.drain()
+        outage = Refusing(table.bot.storage, monkeypatch, "create_game")
+        cog = table.bot.get_cog("ScheduleCog")
+        now[0] += 3601  # its time comes while the database refuses the lobby
+        cog.wake()
+        await asyncio.wait_for(outage.refused.wait(), 60.0)
+        assert table.bot.service.games() == [] and cog.handled == 0
+        outage.end()
+        await until(lambda: cog.handled == 1, 60.0, "the scheduled game waited")
+        assert outage.refusals == 1
+        (live,) = table.bot.service.games()
+        assert live.record.host_id == table.host.user.id and live.record.lobby["scheduled"]
+        assert await table.bot.storage.schedules("scheduled") == []
+
+
+#: where an event is waited for with a timeout, yet nothing falls due: the voice recorder's poll
+#: of its packets, and the breaker's hold of a guild, which Discord's answers end, not the database
+NOT_DUE = {"bot/voice/recorder.py", "bot/outbox/breaker.py", "bot/storage/health.py"}
+
+
+def test_every_loop_waiting_for_something_due_sleeps_where_the_database_wakes_it():
+    """A loop that sleeps with ``asyncio.wait_for(event.wait(), timeout)`` of its own is not woken
+    when the database comes back: what fell due meanwhile waits out its timeout. Every such
+    sleep goes through ``Health.sleep`` (or ``GameTasks._sleep``)."""
+    root = Path(__file__).resolve().parents[2]
+    own: list[str] = []
+    for folder in ("bot", "cogs"):
+        for path in sorted((root / folder).rglob("*.py")):
+            name = path.relative_to(root).as_posix()
+            if name in NOT_DUE:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "wait_for"
+                    and node.args
+                    and isinstance(node.args[0], ast.Call)
+                    and isinstance(node.args[0].func, ast.Attribute)
+                    and node.args[0].func.attr == "wait"
+                ):
+                    own.append(f"{name}:{node.lineno}")
+    assert own == [], f"sleeps the database's return does not end: {own}"

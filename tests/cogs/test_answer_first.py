@@ -1,10 +1,10 @@
 """Answer first where Discord needs it (bot/service's policy).
 
-An interaction that has to wait for its game's lock, or that reaches the bot
-already old, is acknowledged before its command is committed and answered
-afterwards by editing that acknowledgement; one whose acknowledgement Discord
-refuses is not applied at all. A young one finding the lock free is answered
-at once, in one callback.
+An interaction that has to wait for its game's lock too long, or that reaches
+the bot with too little of Discord's 3 s left, is acknowledged before its
+command is committed and answered afterwards by editing that acknowledgement;
+one whose acknowledgement Discord refuses is not applied at all. One with time
+left, late or not, finding the lock free is answered at once, in one callback.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import random
 import time
 
 import discord
+import pytest
 
 from bot.i18n import t
-from bot.service import DEFER_AFTER
 from tests.cogs.scenes import accepted, assert_unchanged, deliver_again, quick_edits, snapshot
 from tests.fakediscord.interactions import (
     CALLBACK_CHANNEL_MESSAGE,
@@ -29,9 +29,11 @@ from tests.harness import Table, bot_table
 CALLBACK = r"/interactions/\d+/[^/]+/callback"
 
 
-def sent_ago(seconds: float) -> int:
-    """An interaction id Discord would have made ``seconds`` ago."""
-    moment = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=seconds)
+def sent_ago(seconds: float, now: float | None = None) -> int:
+    """An interaction id Discord would have made ``seconds`` ago (before ``now``)."""
+    moment = datetime.datetime.fromtimestamp(
+        time.time() if now is None else now, datetime.UTC
+    ) - datetime.timedelta(seconds=seconds)
     return discord.utils.time_snowflake(moment) + random.randrange(1, 1 << 22)
 
 
@@ -69,7 +71,7 @@ async def test_a_vote_waiting_for_the_lock_is_acknowledged_first_and_counts_once
             assert vote.callback_type == CALLBACK_DEFERRED_CHANNEL_MESSAGE and vote.ephemeral
             assert vote.callback is not None
             # not at once: only when one answer after the commit would no longer be in time
-            assert vote.callback.time - vote.sent_at >= DEFER_AFTER - 0.05
+            assert vote.callback.time - vote.sent_at >= 1.5
             # the lock is held past Discord's deadline for a first answer
             await table.fake.wait_until(
                 lambda: time.monotonic() - vote.sent_at > table.fake.interaction_ack_deadline, 5.0
@@ -80,15 +82,15 @@ async def test_a_vote_waiting_for_the_lock_is_acknowledged_first_and_counts_once
         assert len(vote.attempts) == 1, "acknowledged twice"
 
 
-async def old_vote(table: Table, voter: str, nominee: str) -> InteractionResult:
-    """A vote Discord made 2 s before the bot hears of it."""
+async def old_vote(table: Table, voter: str, nominee: str, age: float = 2.7) -> InteractionResult:
+    """A vote Discord made ``age`` seconds before the bot hears of it."""
     return await table.fake.slash(
         table.guild_id,
         table.member(voter).user.id,
         "vote",
         {"player": table.pid(nominee)},
         locale="ru",
-        interaction_id=sent_ago(2.0),
+        interaction_id=sent_ago(age),
     )
 
 
@@ -157,3 +159,62 @@ async def test_an_old_interaction_delivered_twice_is_acknowledged_once():
         await table.drain()
         assert [attempt.type for attempt in vote.attempts] == [CALLBACK_DEFERRED_CHANNEL_MESSAGE]
         assert len(await table.bot.storage.commands(table.live().id)) == rows + 1
+
+
+def calls_of(table: Table, vote: InteractionResult) -> list[tuple[str, str]]:
+    """Every REST call the bot made with the interaction's token: its answer's cost."""
+    return [
+        (call.method, call.route)
+        for call in table.fake.calls()
+        if call.params.get("interaction_token") == vote.token
+    ]
+
+
+CALLBACK_ROUTE = "/interactions/{interaction_id}/{interaction_token}/callback"
+ORIGINAL = "/webhooks/{application_id}/{interaction_token}/messages/@original"
+
+
+@pytest.mark.parametrize("age", [0.0, 1.0, 1.9])
+async def test_a_late_interaction_with_time_left_is_answered_with_one_callback_and_no_edit(age):
+    """It used to be acknowledged first from 1.5 s on (a callback, then an edit): where the
+    answer is ready in time, it is the callback alone."""
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        voter, nominee = await voting_game(table)
+        frozen = time.time()
+        table.bot.service.wall = lambda: frozen  # its age is the snowflake's, whatever the load
+        table.fake.interaction_ack_deadline = 60.0  # (and the fake waits as long)
+        vote = await table.fake.slash(
+            table.guild_id,
+            table.member(voter).user.id,
+            "vote",
+            {"player": table.pid(nominee)},
+            locale="ru",
+            interaction_id=sent_ago(age, now=frozen),
+        )
+        await handled(table)
+        assert vote.callback_type == CALLBACK_CHANNEL_MESSAGE and len(vote.attempts) == 1
+        assert vote.content == t("ru", "reply.vote", target=f"<@{table.pid(nominee)}>")
+        assert table.game.voter_of(table.pid(voter)) == table.pid(nominee)
+        assert calls_of(table, vote) == [("POST", CALLBACK_ROUTE)]
+
+
+async def test_one_with_too_little_left_is_acknowledged_then_edited():
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        voter, nominee = await voting_game(table)
+        frozen = time.time()
+        table.bot.service.wall = lambda: frozen
+        table.fake.interaction_ack_deadline = 60.0
+        vote = await table.fake.slash(
+            table.guild_id,
+            table.member(voter).user.id,
+            "vote",
+            {"player": table.pid(nominee)},
+            locale="ru",
+            interaction_id=sent_ago(2.8, now=frozen),
+        )
+        answer = await vote.wait_original()
+        assert [attempt.type for attempt in vote.attempts] == [CALLBACK_DEFERRED_CHANNEL_MESSAGE]
+        assert answer.content == t("ru", "reply.vote", target=f"<@{table.pid(nominee)}>")
+        assert calls_of(table, vote) == [("POST", CALLBACK_ROUTE), ("PATCH", ORIGINAL)]

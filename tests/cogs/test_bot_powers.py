@@ -298,8 +298,9 @@ async def test_a_kill_committed_as_the_power_goes_is_not_answered_done() -> None
 
         def not_seen_yet(live: LiveGame) -> Any:
             checks.append(live)
-            # the checks of /host kill and of its "Yes" saw the power; the answer sees it gone
-            return None if len(checks) <= 2 else real(live)
+            # the checks of /host kill, of its "Yes" and of the service under the game's lock
+            # saw the power; the answer, after the commit, sees it gone
+            return None if len(checks) <= 3 else real(live)
 
         powers.refusal = not_seen_yet  # type: ignore[method-assign]
         await lose(table, MANAGE_ROLES)

@@ -115,22 +115,65 @@ def still_in_his_city(table: Table, player: str) -> None:
     assert player not in table.live().record.channels.get("quiet", [])
 
 
-async def test_notify_off_at_the_role_cap_keeps_the_city_role_and_says_so():
+async def on_his_quiet_twin(table: Table, player: str, language: str = "ru") -> None:
+    """Room was freed: the quiet twin is made by itself and the player moved onto it (his city
+    role taken only after), he is told privately and the host in his log, once each."""
+    told = t(language, "room.quiet_made")
+    await table.fake.wait_until(lambda: told in dms(table, player) or None, WAIT, "not told")
+    user = table.member(player).user.id
+    await logged(table, t(language, "room.quiet_made_log", members=f"<@{user}>"))
+    await table.drain()
+    quiet = t(language, "game_role.quiet", game=table.live().id, city="Верона")
+    roles = table.fake.state.guild(table.guild_id).roles.values()
+    assert [r.id for r in roles if r.name == quiet and r.id in table.member(player).roles]
+    assert living_role(table, "Верона") not in table.member(player).roles
+    city = table.city_channel("Верона")
+    assert may(table, city, player) & VIEW and may(table, city, player) & SEND
+    assert player in table.live().record.channels["quiet"]
+    assert dms(table, player).count(told) == 1
+
+
+@pytest.mark.parametrize("language", ["ru", "en"])
+async def test_notify_off_at_the_role_cap_keeps_the_city_role_then_is_done_once_room_is_freed(
+    language: str,
+):
     async with bot_table(players=8) as table:
-        await one_city(table)
+        await one_city(table, language)
         player = citizen(table, "Верона")
-        await fill_roles(table, ROLE_CAP)
+        fillers = await fill_roles(table, ROLE_CAP)
         creates = role_creates(table)
-        answer = await run(table, player, "mafia notify", {"state": "off"})
+        answer = await run(table, player, "mafia notify", {"state": "off"}, locale=language)
         assert answer.ephemeral
-        assert answer.content == t("ru", "notify.off_no_room", limit=ROLE_CAP)
-        assert t("ru", "notify.off") != answer.content
+        assert answer.content == t(language, "notify.off_no_room", limit=ROLE_CAP)
+        assert t(language, "notify.off") != answer.content
         await table.drain()
         still_in_his_city(table, player)
         assert role_creates(table) == creates  # nothing Discord would refuse was asked
         assert "quiet" not in table.live().record.channels["roles"]["cities"]["Верона"]
         # the setting is kept for his next games
         assert not await table.bot.service.wants_pings(table.member(player).user.id)
+
+        table.fake.delete_role(table.guild_id, fillers[0])  # room freed: GUILD_ROLE_DELETE
+        await on_his_quiet_twin(table, player, language)
+        assert role_creates(table) == creates + 1
+
+
+async def test_notify_on_again_before_room_is_freed_drops_the_wish():
+    async with bot_table(players=8) as table:
+        await one_city(table)
+        changed_his_mind, still_wants = [
+            p for p in table.game.alive("Верона") if table.game.status_of(p).value == "citizen"
+        ][:2]
+        fillers = await fill_roles(table, ROLE_CAP)
+        for player in (changed_his_mind, still_wants):
+            await run(table, player, "mafia notify", {"state": "off"})
+        assert (await run(table, changed_his_mind, "mafia notify", {"state": "on"})).content == t(
+            "ru", "notify.on"
+        )
+        table.fake.delete_role(table.guild_id, fillers[0])
+        await on_his_quiet_twin(table, still_wants)
+        still_in_his_city(table, changed_his_mind)
+        assert t("ru", "room.quiet_made") not in dms(table, changed_his_mind)
 
 
 async def test_notify_off_that_discord_refuses_leaves_the_player_where_he_was_and_tells_him():
@@ -160,11 +203,9 @@ async def test_notify_off_that_discord_refuses_leaves_the_player_where_he_was_an
             "DELETE", "/guilds/{guild_id}/members/{user_id}/roles/{role_id}"
         )
         assert [c for c in removals if c.params.get("user_id") == str(user)] == []
-        # room freed: the same command now moves him onto the quiet twin
-        await run(table, player, "mafia notify", {"state": "off"})
-        await table.drain()
-        assert living_role(table, "Верона") not in table.member(player).roles
-        assert may(table, table.city_channel("Верона"), player) & SEND
+        # room freed (a role deleted): he is moved onto the quiet twin by himself
+        table.fake.delete_role(table.guild_id, table.fake.create_role(table.guild_id, "x").id)
+        await on_his_quiet_twin(table, player)
 
 
 async def test_spectate_at_the_role_cap_is_refused_truthfully_and_makes_nothing():

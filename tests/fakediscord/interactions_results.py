@@ -12,6 +12,7 @@ from .models import (
     Message,
 )
 from .recording import MultipartPart
+from .snowflake import snowflake_time
 
 if TYPE_CHECKING:
     from .driving import Driving
@@ -56,7 +57,11 @@ class InteractionResult:
         self.channel_id = int(payload["channel_id"])
         user = payload["member"]["user"] if "member" in payload else payload["user"]
         self.user_id = int(user["id"])
-        self.sent_at = time.monotonic()
+        # Discord's 3 s run from when it created the interaction (its snowflake's time): one the
+        # gateway delivers late has that much less left (a snowflake from the future, none less)
+        created = snowflake_time(self.id).timestamp()
+        self.sent_at = time.monotonic() - max(0.0, time.time() - created)
+        """When Discord created it, on the monotonic clock (its deadlines count from there)."""
         self.deliveries = 1
         self.callback: Callback | None = None
         self.attempts: list[Callback] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from tests.fakediscord import (
     strict_helpers,
 )
 from tests.fakediscord.interactions import INTERACTION_APPLICATION_COMMAND, INTERACTION_AUTOCOMPLETE
+from tests.fakediscord.snowflake import DISCORD_EPOCH_MS
 from tests.fakediscord.spec import OpenApiSpec, locate_spec
 from tests.fakediscord.strict_helpers import Rest, leaf, needs_spec
 
@@ -111,6 +113,32 @@ async def test_interaction_tokens_expire(fake_guild: StandardGuild, rest: Rest) 
         {"content": "late"},
     )
     assert (status, answer["code"]) == (401, 50027)
+
+
+async def test_the_acknowledgement_deadline_counts_from_the_interactions_creation(
+    fake_guild: StandardGuild, rest: Rest
+) -> None:
+    """Discord's 3 s run from when it created the interaction (its snowflake's time), not from
+    when the bot heard of it: one created 3.5 s ago is unknown at once, one 2 s ago is not."""
+    fake = fake_guild.fake
+    for age, expected in ((3.5, 404), (2.0, 204)):
+        payload = fake.builder.envelope(
+            INTERACTION_APPLICATION_COMMAND,
+            guild_id=fake_guild.guild.id,
+            channel_id=fake_guild.text_channel.id,
+            user_id=fake_guild.players[0].id,
+            locale="en-US",
+            guild_locale=None,
+            interaction_id=(int((time.time() - age) * 1000) - DISCORD_EPOCH_MS) << 22 | 1,
+        )
+        payload["data"] = {"id": "1", "name": "ping", "type": 1, "options": []}
+        result = fake.open_interaction(payload)
+        status, answer = await rest.call(
+            "POST", f"/interactions/{result.id}/{result.token}/callback", {"type": 5}
+        )
+        assert status == expected, (age, answer)
+        if expected == 404:
+            assert answer["code"] == 10062 and result.callback is None
 
 
 # the gateway -------------------------------------------------------------------------------
