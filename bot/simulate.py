@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import fields
+from enum import Enum
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -28,13 +30,15 @@ from rules.events import (
     ExecutionAwaitingHost,
     GameOver,
     KillPrevented,
+    KillVoided,
     MafiaKillBlocked,
     ManiacChose,
     PhaseStarted,
     PlayerKilled,
     PlayerReplaced,
 )
-from rules.model import Cause, PhaseKind, Stage
+from rules.model import AudienceKind, Cause, PhaseKind, Stage
+from rules.roles import ROLES
 from rules.scenario import (
     ScenarioError,
     ScenarioResult,
@@ -45,6 +49,8 @@ from rules.scenario import (
 )
 
 LANGUAGES = ("en", "ru")
+#: the roles' own events (:attr:`rules.roles.base.Role.events`)
+ROLE_EVENTS = frozenset(event for row in ROLES for event in row.events)
 
 
 #: gettext's order for the language of messages. Babel alone would look at
@@ -174,6 +180,10 @@ class _Writer:
                 # the touring city is blocked twice (tour and home): say it once
                 blocked.add(event.city)
                 lines.append(self.say("simulate.blocked", city=event.city))
+            elif isinstance(event, KillVoided):
+                lines.append(
+                    self.say(f"simulate.void.{event.role}", player=event.player, city=event.city)
+                )
             elif isinstance(event, ExecutionAwaitingHost):
                 lines.append(self.say("simulate.awaiting", city=event.city))
             elif isinstance(event, PlayerReplaced):
@@ -184,9 +194,24 @@ class _Writer:
                 lines.append(self.say(f"simulate.decided.{event.winner.value}", city=event.city))
             elif isinstance(event, GameOver):
                 lines.append(self.say("simulate.game_over", winners=self.winners(event.winners)))
+            elif type(event) in ROLE_EVENTS and event.audience.kind is AudienceKind.HOST:
+                lines.append(self.role_line(event))
         lines = [f"     {line}" for line in lines]
         lines.extend(self.header(e) for e in events if isinstance(e, PhaseStarted))
         return lines
+
+    def role_line(self, event: Event) -> str:
+        """A role's own event the Procurator's log shows: ``simulate.<kind>`` (``.<cause>``
+        for one with a cause), its players by name, ``player`` the one it is about."""
+        params = {
+            f.name: value
+            for f in fields(event)
+            if isinstance(value := getattr(event, f.name), str) and not isinstance(value, Enum)
+        }
+        params.setdefault("player", params.get("target", ""))
+        cause = getattr(event, "cause", None)
+        suffix = f".{cause.value}" if isinstance(cause, Cause) else ""
+        return self.say(f"simulate.{event.kind}{suffix}", **params)
 
     def waiting_header(self) -> str:
         stage = self.say("simulate.stage.execution")

@@ -43,7 +43,7 @@ from cogs.common import (
 )
 from cogs.lobby_message import lobby_cities, lobby_edit, lobby_payload, lobby_post
 from cogs.mentions import command
-from cogs.render import deadline_text, moment_text, winner_text
+from cogs.render import deadline_text, moment_text, note_lines, winner_text
 from cogs.scheduled import next_scheduled, scheduled_line
 
 if TYPE_CHECKING:
@@ -179,6 +179,7 @@ def role_lines(live: LiveGame, player: str) -> list[str]:
     if not game.is_alive(player):
         lines.append(phrase(live, "role.dead"))
     lines.append(phrase(live, f"role.help.{status.value}"))
+    lines.extend(note_lines(live, player))
     if status.value == "mafioso":
         mafia = ", ".join(mention(p) for p in game.living_mafiosi(city))
         godfather = game.godfather_of(city)

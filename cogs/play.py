@@ -42,6 +42,7 @@ from rules import (
     Unvote,
 )
 from rules import events as ev
+from rules.roles import REPLIED
 from rules.table import OWN_COMMAND_ACTS, Act
 
 if TYPE_CHECKING:
@@ -86,7 +87,10 @@ def reply_text(live: LiveGame, command: Command, events: list[Event]) -> str:
         Elect: "reply.elect",
         Pass: "reply.pass",
     }
-    return say(keys.get(type(command), "reply.done"), target=mention(target) if target else "")
+    key = keys.get(type(command)) or (
+        f"reply.{command.verb}" if type(command) in REPLIED else "reply.done"
+    )
+    return say(key, target=mention(target) if target else "")
 
 
 class PlayCog(commands.Cog):

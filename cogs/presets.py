@@ -20,9 +20,10 @@ from bot.i18n import LANGUAGES, phrase, t
 from bot.service import LiveGame
 from bot.storage.shapes import Lobby, as_json
 from rules import RuleOptions
+from rules.table import ROLES, SWITCHABLE
 
 #: the roles a preset may set (``lobby.setup``; the cities are the game's own)
-SETUP_KEYS = ("mafiosi", "doctor", "journalist", "maniac")
+SETUP_KEYS = ("mafiosi", *(status.value for status in SWITCHABLE))
 #: the house rules and the lobby's other settings a preset may set (top-level keys of the lobby)
 HOUSE_KEYS = (
     "pings",
@@ -41,16 +42,22 @@ MOST_SAVED = 20
 #: the longest name of a saved preset
 NAME_LENGTH = 40
 
+
+def preset_switches(preset: str) -> dict[str, Any]:
+    """The roles a built-in preset switches on or off: their declarations' ``presets``."""
+    return {row.status.value: row.presets[preset] for row in ROLES if preset in row.presets}
+
+
 #: the built-in presets: key → settings (see :func:`settings_of`)
 BUILTIN: dict[str, dict[str, dict[str, Any]]] = {
     "rules": {"setup": {}, "rules": {}, "house": {}},
     "beginners": {
-        "setup": {"doctor": True, "journalist": False, "maniac": False},
+        "setup": preset_switches("beginners"),
         "rules": {"last_word_seconds": 120},
         "house": {"will": 300},
     },
     "club": {
-        "setup": {"doctor": True, "journalist": True, "maniac": True},
+        "setup": preset_switches("club"),
         "rules": {},
         "house": {
             "will": 500,

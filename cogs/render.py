@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import fields
+from enum import Enum
 from typing import Any
 
 from bot.footprint import death_items, quiet_night_items
@@ -33,8 +35,13 @@ from cogs.votes import (
     vote_summary_lines,
 )
 from cogs.will import will_lines
-from rules import AudienceKind, Event, Game, Stage, Status
+from rules import AudienceKind, Event, Game, Stage, Status, event_from_dict
 from rules import events as ev
+from rules.roles import ACTS as ROLE_ACTS
+from rules.roles import ROLES
+
+#: the roles' own events (:attr:`rules.roles.base.Role.events`)
+ROLE_EVENTS = frozenset(event for row in ROLES for event in row.events)
 
 
 def pings_on(live: LiveGame) -> bool:
@@ -267,6 +274,41 @@ def _phase_started(scene: _Scene, event: ev.PhaseStarted) -> None:
         _night(scene, event)
 
 
+#: the statuses a phase's announcement names while one of them lives, by ``day``/``night``
+ANNOUNCED: dict[str, tuple[Status, ...]] = {
+    phase: tuple(row.status for row in ROLES if row.announced == phase)
+    for phase in ("day", "night")
+}
+
+
+def role_commands(scene: _Scene) -> dict[str, str]:
+    """The roles' commands as a phase's texts name them: ``{<verb>}`` → its mention."""
+    return {act.verb: scene.cmd(act.slash[0]) for act in ROLE_ACTS}
+
+
+def role_event_line(live: LiveGame, event: Event) -> str:
+    """The line of a role's own event: ``log.<kind>`` (``.<cause>`` for one with a cause), its
+    players as mentions (and the answer, for an event that carries one)."""
+    params: dict[str, Any] = {
+        f.name: mention(value)
+        for f in fields(event)
+        if isinstance(value := getattr(event, f.name), str) and not isinstance(value, Enum)
+    }
+    reply = getattr(event, "reply", None)
+    if isinstance(reply, str):
+        params["answer"] = phrase(live, f"answer.{reply}")
+    cause = getattr(event, "cause", None)
+    suffix = f".{cause.value}" if isinstance(cause, Enum) else ""
+    return phrase(live, f"log.{event.kind}{suffix}", **params)
+
+
+def note_lines(live: LiveGame, player: str) -> list[str]:
+    """What ``player`` was told that he did not ask (his role's ``told``), oldest first."""
+    game = live.game
+    assert game is not None
+    return [role_event_line(live, event_from_dict(note)) for note in game.notes.get(player, [])]
+
+
 def _discussion(scene: _Scene, event: ev.PhaseStarted) -> None:
     say, cmd, acting = scene.say, scene.cmd, acting_statuses(scene.game)
     lines = [
@@ -278,8 +320,8 @@ def _discussion(scene: _Scene, event: ev.PhaseStarted) -> None:
         )
     ]
     lines += [
-        say(f"phase.day_{status.value}", protect=cmd("protect"), compare=cmd("compare"))
-        for status in (Status.DOCTOR, Status.JOURNALIST)
+        say(f"phase.day_{status.value}", **role_commands(scene))
+        for status in ANNOUNCED["day"]
         if status in acting
     ]
     scene.out.everyone(" ".join([*lines, deadline_text(scene.live)]))
@@ -311,8 +353,8 @@ def _night(scene: _Scene, event: ev.PhaseStarted) -> None:
     acting = acting_statuses(game)
     lines = [say("phase.night", night=event.phase.number)]
     lines += [
-        say(f"phase.night_{status.value}", kill=cmd("kill"), check=cmd("check"))
-        for status in (Status.MAFIOSO, Status.COMMISSAR, Status.MANIAC)
+        say(f"phase.night_{status.value}", **role_commands(scene))
+        for status in ANNOUNCED["night"]
         if status in acting
     ]
     lines.append(say("phase.night_rest"))
@@ -519,6 +561,10 @@ def _private_line(scene: _Scene, event: Event) -> str | None:
         return say(f"log.prevented.{event.cause.value}", target=mention(event.target))
     if isinstance(event, ev.MafiaKillBlocked):
         return say("log.blocked", city=event.city)
+    if isinstance(event, ev.KillVoided):
+        return say(f"log.void.{event.role}", player=mention(event.player), city=event.city)
+    if type(event) in ROLE_EVENTS:
+        return role_event_line(scene.live, event)
     return None
 
 

@@ -245,6 +245,22 @@ class KillPrevented(Event):
 
 
 @dataclass(frozen=True)
+class KillVoided(Event):
+    """At dawn a player's own kill counted for nothing (a role's voids made it so, as a
+    visit does): ``role`` is ``maniac``, ``godfather`` (his word) or ``proposal`` (a
+    mafioso's). Procurator only."""
+
+    kind: ClassVar[str] = "kill_voided"
+    player: str
+    city: str
+    role: str
+
+    @property
+    def audience(self) -> Audience:
+        return Audience.host()
+
+
+@dataclass(frozen=True)
 class MafiaKillBlocked(Event):
     """A city's mafia killed nobody because its Godfather died this night."""
 
@@ -365,6 +381,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ConsigliereDecided,
         ManiacChose,
         KillPrevented,
+        KillVoided,
         MafiaKillBlocked,
         JudgeAppointed,
         TouringOrderSet,
@@ -440,6 +457,7 @@ __all__ = [
     "GodfatherVoteCast",
     "JudgeAppointed",
     "KillPrevented",
+    "KillVoided",
     "LastWordRequested",
     "MafiaKillBlocked",
     "MafiaKillChosen",

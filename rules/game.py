@@ -13,15 +13,14 @@ replays exactly from its setup, seed and command log.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 from rules.commands import (
     AppointGodfather,
     AppointJudge,
     CastVote,
-    Check,
     Command,
-    Compare,
     Elect,
     EndDay,
     EndNight,
@@ -30,6 +29,7 @@ from rules.commands import (
     Kill,
     Nominate,
     Pass,
+    PlayerCommand,
     ProcuratorKill,
     Protect,
     Replace,
@@ -48,6 +48,7 @@ from rules.events import (
     JudgeAppointed,
     PlayerReplaced,
     TouringOrderSet,
+    event_to_dict,
 )
 from rules.model import (
     Cause,
@@ -58,8 +59,10 @@ from rules.model import (
     Winner,
 )
 from rules.night import NightRules
+from rules.roles import HANDLERS, SAVES, TELLERS, VOIDS
 from rules.setup import validate_setup
 from rules.state import DAY_STAGES, Death, LegalAction
+from rules.table import PLAYER_ACTS
 
 __all__ = ["DAY_STAGES", "Death", "Game", "LegalAction"]
 
@@ -72,6 +75,9 @@ class Game(DayRules, NightRules):
     whole state.
     """
 
+    saves = SAVES
+    voids = VOIDS
+
     def __init__(self, setup: Setup, seed: int) -> None:
         """Use :meth:`create`, which validates the setup; this trusts it."""
         super().__init__(setup, seed)
@@ -80,13 +86,6 @@ class Game(DayRules, NightRules):
             CastVote: self._vote,
             Unvote: self._unvote,
             RequestLastWord: self._last_word,
-            Protect: self._protect,
-            Compare: self._compare,
-            Elect: self._elect,
-            Kill: self._kill_command,
-            Pass: self._pass,
-            Tour: self._tour,
-            Check: self._check,
             StartVoting: self._start_voting,
             EndDay: self._end_day,
             EndNight: self._end_night,
@@ -98,6 +97,11 @@ class Game(DayRules, NightRules):
             Replace: self._replace,
             SetTouringOrder: self._set_touring_order,
         }
+        # a role's command goes to the handler of its sender's status (the first role's for
+        # a sender of none, which refuses him)
+        for kind, by_status in HANDLERS.items():
+            first = next(iter(by_status.values()))
+            self._handlers[kind] = partial(first, self)
 
     @classmethod
     def create(cls, setup: Setup, seed: int) -> Game:
@@ -129,6 +133,13 @@ class Game(DayRules, NightRules):
         """
         # Every handler validates completely before it changes anything.
         events = self._handler(command)(command, False)
+        for tell in TELLERS:
+            for told in tell(self, events):
+                # no room of his own: he reads it again in his role's view
+                player = told.audience.player
+                if player is not None:
+                    self.notes.setdefault(player, []).append(event_to_dict(told))
+                events.append(told)
         self.tick += 1
         return events
 
@@ -146,6 +157,11 @@ class Game(DayRules, NightRules):
             raise RuleError("bad_command", command=type(command).__name__)
         if self.over:
             raise RuleError("game_over")
+        by_status = HANDLERS.get(type(command), {})
+        if len(by_status) > 1 and isinstance(command, PlayerCommand):
+            sender = self.players.get(command.actor)
+            if sender is not None and sender.status in by_status:
+                return partial(by_status[sender.status], self)
         return handler
 
     def repeats(self, command: Command) -> bool:
@@ -175,7 +191,8 @@ class Game(DayRules, NightRules):
         if isinstance(command, Tour):
             toured = self.tour_choices.get(name)
             return toured is not None and toured[0] == target
-        return False
+        held = self.choices.get(command.verb, {})
+        return name in held and held[name] == target
 
     def legal_actions(self, player: str) -> list[LegalAction]:
         """What ``player`` may do now, with the legal targets of each verb.
@@ -191,28 +208,22 @@ class Game(DayRules, NightRules):
             return []
         everyone = list(self.players)
         result: list[LegalAction] = []
-        targeted: list[tuple[str, Callable[[str], Command]]] = [
-            ("nominate", lambda t: Nominate(player, t)),
-            ("vote", lambda t: CastVote(player, t)),
-            ("protect", lambda t: Protect(player, t)),
-            ("elect", lambda t: Elect(player, t)),
-            ("kill", lambda t: Kill(player, t)),
-            ("tour", lambda t: Tour(player, t)),
-            ("check", lambda t: Check(player, t)),
-        ]
-        for verb, make in targeted:
-            targets = tuple(t for t in everyone if self._allowed(make(t)))
-            if targets:
-                result.append(LegalAction(verb, targets))
-        for verb, command in (
-            ("unvote", Unvote(player)),
-            ("lastword", RequestLastWord(player)),
-            ("pass", Pass(player)),
-        ):
-            if self._allowed(command):
-                result.append(LegalAction(verb))
-        if len(everyone) > 1 and self._allowed(Compare(player, everyone[0], everyone[1])):
-            result.append(LegalAction("compare", tuple(everyone)))
+        # the acts on one player, then those on none, then those on two (any two different)
+        for act in PLAYER_ACTS.values():
+            make = cast(Callable[..., Command], act.command)
+            if len(act.targets) == 1:
+                targets = tuple(t for t in everyone if self._allowed(make(player, t)))
+                if targets:
+                    result.append(LegalAction(act.verb, targets))
+        for act in PLAYER_ACTS.values():
+            make = cast(Callable[..., Command], act.command)
+            if not act.targets and self._allowed(make(player)):
+                result.append(LegalAction(act.verb))
+        for act in PLAYER_ACTS.values():
+            make = cast(Callable[..., Command], act.command)
+            two = len(act.targets) == 2 and len(everyone) > 1
+            if two and self._allowed(make(player, everyone[0], everyone[1])):
+                result.append(LegalAction(act.verb, tuple(everyone)))
         return result
 
     def legal_host_actions(self) -> list[LegalAction]:
@@ -331,6 +342,16 @@ class Game(DayRules, NightRules):
             "checked": sorted(self.checked),
             "godfather_died": sorted(self.godfather_died),
             **({"replaced": [list(pair) for pair in self.replaced]} if self.replaced else {}),
+            **(
+                {"choices": {v: dict(held) for v, held in self.choices.items()}}
+                if self.choices
+                else {}
+            ),
+            **(
+                {"notes": {p: [dict(n) for n in told] for p, told in self.notes.items()}}
+                if self.notes
+                else {}
+            ),
         }
 
     @classmethod
@@ -388,6 +409,8 @@ class Game(DayRules, NightRules):
         game.maniac_choice = data["maniac_choice"]
         game.checked = set(data["checked"])
         game.godfather_died = set(data["godfather_died"])
+        game.choices = {str(v): dict(held) for v, held in data.get("choices", {}).items()}
+        game.notes = {str(p): [dict(n) for n in told] for p, told in data.get("notes", {}).items()}
         return game
 
     def __eq__(self, other: object) -> bool:

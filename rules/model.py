@@ -25,6 +25,12 @@ class Status(StrEnum):
     """Журналист: honest; compares two players' statuses once a day."""
     MANIAC = "maniac"
     """Маньяк: plays for himself; must kill each night."""
+    BODYGUARD = "bodyguard"
+    """Телохранитель: honest; guards one player a night, and dies in his place."""
+    SERGEANT = "sergeant"
+    """Сержант: honest; told his commissar's answers, checks once the commissar is dead."""
+    LOVER = "lover"
+    """Любовница: honest; visits one player a night, who survives it and kills nobody."""
 
     @property
     def honest(self) -> bool:

@@ -4,6 +4,8 @@ check, and the dawn that carries out the night's decisions in the order of RULES
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from rules.commands import (
     Check,
@@ -19,6 +21,7 @@ from rules.events import (
     Event,
     GodfatherVoteCast,
     KillPrevented,
+    KillVoided,
     MafiaKillBlocked,
     MafiaKillChosen,
     MafiaKillRefused,
@@ -37,6 +40,11 @@ from rules.state import GameState
 
 class NightRules(GameState):
     """The handlers of the night's commands and the dawn."""
+
+    saves: ClassVar[tuple[Callable[[Any, str, Cause], list[Event] | None], ...]] = ()
+    """The roles' saves at dawn, in their place (:attr:`rules.roles.base.Role.saves`)."""
+    voids: ClassVar[tuple[Callable[[Any], set[str]], ...]] = ()
+    """What voids players' own kills at dawn (:attr:`rules.roles.base.Role.voids`)."""
 
     def _elect(self, command: Elect, dry: bool) -> list[Event]:
         actor = self._living_actor(command.actor, Status.MAFIOSO)
@@ -101,9 +109,20 @@ class NightRules(GameState):
     def _check(self, command: Check, dry: bool) -> list[Event]:
         actor = self._living_actor(command.actor, Status.COMMISSAR)
         self._require_stage(Stage.NIGHT)
+        return self._checked(actor.name, command.target, dry)
+
+    def _checked(self, checker: str, checked: str, dry: bool) -> list[Event]:
+        """The commissar's check by ``checker`` of ``checked``, once his right to check is
+        settled: once a night, a living resident of his city other than himself.
+
+        Raises:
+            RuleError: ``already_checked_tonight``, ``unknown_player``, ``target_not_alive``,
+                ``self_target`` or ``wrong_city``.
+        """
+        actor = self.players[checker]
         if actor.name in self.checked:
             raise RuleError("already_checked_tonight", player=actor.name)
-        target = self._living_target(command.target)
+        target = self._living_target(checked)
         if target.name == actor.name:
             raise RuleError("self_target", player=actor.name)
         if target.city != actor.city:
@@ -129,10 +148,13 @@ class NightRules(GameState):
         touring_city = self.touring_city()
         # Every decision is taken on the state at the end of the night,
         # before anyone dies: the night's kills happen together.
-        maniac_target = self._maniac_decision(events)
-        tour_target = self._mafia_decision(touring_city, touring=True, events=events)
+        self.dawn_choices = {verb: dict(held) for verb, held in self.choices.items()}
+        void: set[str] = set().union(*(voided(self) for voided in self.voids))
+        maniac_target = self._maniac_decision(events, void)
+        tour_target = self._mafia_decision(touring_city, touring=True, events=events, void=void)
         home_targets = {
-            city: self._mafia_decision(city, touring=False, events=events) for city in self.cities
+            city: self._mafia_decision(city, touring=False, events=events, void=void)
+            for city in self.cities
         }
         # Posts emptied at dawn are filled only after it (below), so the
         # only Godfathers who can die at dawn are those in office at the end
@@ -166,13 +188,17 @@ class NightRules(GameState):
         for city in self.cities:
             if city in emptied and city not in self.godfathers:
                 events.extend(self._fill_empty_post(city))
+        self.dawn_choices = {}
         return events
 
-    def _maniac_decision(self, events: list[Event]) -> str | None:
+    def _maniac_decision(self, events: list[Event], void: set[str]) -> str | None:
         maniac = next(
             (p for p in self.players.values() if p.status is Status.MANIAC and p.alive), None
         )
         if maniac is None:
+            return None
+        if maniac.name in void:
+            events.append(KillVoided(maniac.name, maniac.city, "maniac"))
             return None
         if self.maniac_choice is not None:
             return self.maniac_choice if self.players[self.maniac_choice].alive else None
@@ -186,17 +212,22 @@ class NightRules(GameState):
         events.append(ManiacChose(maniac.name, victim, by_chance=True))
         return victim
 
-    def _mafia_decision(self, city: str, *, touring: bool, events: list[Event]) -> str | None:
-        """The Godfather's word, else the Consigliere's: the target, or None."""
-        if touring:
-            choices = {
-                name: choice
-                for name, choice in self.tour_choices.items()
-                if self.players[name].city == city
-            }
-        else:
-            choices = self.kill_choices[city]
+    def _mafia_decision(
+        self, city: str, *, touring: bool, events: list[Event], void: set[str]
+    ) -> str | None:
+        """The Godfather's word, else the Consigliere's: the target, or None. The choices of
+        the players in ``void`` count for nothing."""
+        held = self.tour_choices if touring else self.kill_choices[city]
         godfather = self.godfathers.get(city)
+        for name in held:
+            voided = KillVoided(name, city, "godfather" if name == godfather else "proposal")
+            if name in void and self.players[name].city == city and voided not in events:
+                events.append(voided)
+        choices = {
+            name: choice
+            for name, choice in held.items()
+            if self.players[name].city == city and name not in void
+        }
         if godfather is not None and godfather in choices:
             return choices[godfather][0]
         if not self.living_mafiosi(city):
@@ -220,4 +251,8 @@ class NightRules(GameState):
             return []
         if target == self.protected:
             return [KillPrevented(target, cause)]
+        for save in self.saves:
+            saved = save(self, target, cause)
+            if saved is not None:
+                return saved
         return self._die(target, cause, fill_post=False)

@@ -5,12 +5,16 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rules.errors import RuleError
 from rules.model import CitySetup, RuleOptions, Setup, Status
+from rules.roles import ROLES, SWITCHABLE, role
 
-ONE_PER_GAME = (Status.DOCTOR, Status.JOURNALIST, Status.MANIAC)
+#: the roles the game may have a limited number of, with the limit
+PER_GAME = tuple((row.status, row.per_game) for row in ROLES if row.per_game is not None)
+#: the roles a city may have a limited number of, with the limit
+PER_CITY = tuple((row.status, row.per_city) for row in ROLES if row.per_city is not None)
 
 
 def validate_setup(setup: Setup) -> None:
@@ -18,8 +22,9 @@ def validate_setup(setup: Setup) -> None:
 
     Sound: at least one city, unique city and player names, in every city at
     least one mafioso, exactly one commissar and more honest residents than
-    mafiosi; at most one doctor, journalist and maniac in the whole game; a
-    touring order that names only known cities.
+    mafiosi; no more of a role than a city or the game may have (its
+    declaration's ``per_city`` and ``per_game``: one doctor, journalist and
+    maniac in the game); a touring order that names only known cities.
 
     Raises:
         RuleError: ``no_cities``, ``duplicate_city``, ``empty_city``,
@@ -53,8 +58,13 @@ def validate_setup(setup: Setup) -> None:
             raise RuleError("commissar_count", city=city.name, commissars=counts[Status.COMMISSAR])
         if honest <= mafiosi:
             raise RuleError("mafia_majority", city=city.name, honest=honest, mafiosi=mafiosi)
-    for status in ONE_PER_GAME:
-        if totals[status] > 1:
+        for status, most in PER_CITY:
+            if counts[status] > most:
+                raise RuleError(
+                    "too_many_in_city", status=status.value, count=counts[status], city=city.name
+                )
+    for status, most in PER_GAME:
+        if totals[status] > most:
             raise RuleError("too_many", status=status.value, count=totals[status])
     order = setup.options.touring_order
     if order is not None:
@@ -67,13 +77,26 @@ def validate_setup(setup: Setup) -> None:
 class RoleCounts:
     """What a random deal should contain; ``None`` means the default.
 
-    ``mafiosi`` is one number for every city or a number per city name.
+    ``mafiosi`` is one number for every city or a number per city name. ``switches`` holds
+    whether each switchable role is dealt, by status (the three fields name those of the
+    rules' own game; ``switches`` wins).
     """
 
     mafiosi: int | Mapping[str, int] | None = None
     doctor: bool | None = None
     journalist: bool | None = None
     maniac: bool | None = None
+    switches: Mapping[str, bool | None] = field(default_factory=dict)
+
+    def chosen(self, status: Status) -> bool | None:
+        """Whether the deal is asked to give ``status`` (None: its default)."""
+        switched = self.switches.get(status.value)
+        if switched is not None:
+            return switched
+        return getattr(self, status.value, None) if status.value in _FIELDS else None
+
+
+_FIELDS = ("doctor", "journalist", "maniac")
 
 
 def default_mafiosi(residents: int) -> int:
@@ -90,9 +113,11 @@ def deal(
     """Deal statuses at random (seeded) so that the setup is sound.
 
     By default each city gets a quarter of its players as mafiosi (at least
-    one) and one commissar; the game gets a doctor from 6 players, a
-    journalist from 8 and a maniac from 10, each in a random city where it
-    keeps the setup sound. The same arguments always give the same setup.
+    one) and one commissar; the game gets each switchable role its declaration
+    deals by default (``dealt_from``: a doctor from 6 players, a journalist
+    from 8 and a maniac from 10), in a random city where it keeps the setup
+    sound, or in every city (``dealt_per_city``). The same arguments always
+    give the same setup.
 
     Raises:
         RuleError: ``too_few_players`` if a city cannot be sound with the
@@ -104,15 +129,20 @@ def deal(
     rng = random.Random(f"{seed}:deal")
     total = sum(len(players) for players in cities.values())
     plans = _city_plans(cities, roles.mafiosi)
-    wanted = {
-        Status.DOCTOR: roles.doctor if roles.doctor is not None else total >= 6,
-        Status.JOURNALIST: roles.journalist if roles.journalist is not None else total >= 8,
-        Status.MANIAC: roles.maniac if roles.maniac is not None else total >= 10,
-    }
-    for status in ONE_PER_GAME:
-        if not wanted[status]:
+    for status in SWITCHABLE:
+        declared = role(status)
+        wanted = roles.chosen(status)
+        if wanted is None:
+            wanted = declared.dealt_from is not None and total >= declared.dealt_from
+        if not wanted:
             continue
         eligible = [name for name, plan in plans.items() if _can_take(plan, status)]
+        if declared.dealt_per_city:
+            if len(eligible) < len(plans):
+                raise RuleError("too_few_players", status=status.value)
+            for plan in plans.values():
+                plan[plan.index(Status.CITIZEN)] = status
+            continue
         if not eligible:
             raise RuleError("too_few_players", status=status.value)
         plan = plans[rng.choice(eligible)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from rules.errors import RuleError
 from rules.events import (
@@ -126,6 +127,14 @@ class GameState(Recorded):
         self.godfather_died: set[str] = set()
         self.replaced: list[tuple[str, str]] = []
         """(old, new) of every replacement, in order: the deal names the old ones."""
+        self.choices: dict[str, dict[str, str]] = {}
+        """The roles' night choices (a role's handler keeps them): verb → the chooser → his
+        choice; cleared when a night starts, dropped when the chooser dies."""
+        self.dawn_choices: dict[str, dict[str, str]] = {}
+        """During the dawn, :attr:`choices` as the night ended (the dead keep theirs)."""
+        self.notes: dict[str, list[dict[str, Any]]] = {}
+        """What a player was told that he did not ask (a role's ``told``), as plain events,
+        oldest first: he reads them again in his role's view."""
         for city in self.cities:
             mafiosi = self.living_mafiosi(city)
             if len(mafiosi) == 1:
@@ -312,6 +321,7 @@ class GameState(Recorded):
         self.maniac_choice = None
         self.checked.clear()
         self.godfather_died.clear()
+        self.choices.clear()
         return [self._phase_started()]
 
     def _next_night(self) -> int:
@@ -366,6 +376,8 @@ class GameState(Recorded):
         self.votes[city].pop(name, None)
         self.kill_choices[city].pop(name, None)
         self.tour_choices.pop(name, None)
+        for held in self.choices.values():
+            held.pop(name, None)
         self.elect_votes[city].pop(name, None)
         if self.judges.get(city) == name:
             del self.judges[city]
@@ -422,6 +434,13 @@ class GameState(Recorded):
         self.tour_choices = {name(p): (one(t), tick) for p, (t, tick) in self.tour_choices.items()}
         self.maniac_choice = one(self.maniac_choice)
         self.checked = {name(p) for p in self.checked}
+        self.choices = {
+            verb: {name(p): name(t) for p, t in held.items()} for verb, held in self.choices.items()
+        }
+        self.notes = {
+            name(p): [{k: name(v) if isinstance(v, str) else v for k, v in n.items()} for n in told]
+            for p, told in self.notes.items()
+        }
 
     def _fill_empty_post(self, city: str) -> list[Event]:
         living = self.living_mafiosi(city)

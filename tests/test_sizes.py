@@ -1,4 +1,5 @@
-"""Rooms of a size one can hold (issue 21): no product file over 600 lines, no function over 60.
+"""Rooms of a size one can hold (issue 21): no product file over 600 lines, no function over 60;
+the fake Discord (tests/fakediscord) is held to the same sizes (issue 31).
 
 A function's lines run from its ``def`` to its last line (decorators not counted); nested functions
 count on their own and within their parent."""
@@ -10,6 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCT = ("bot", "cogs", "rules")
+FAKE = ROOT / "tests" / "fakediscord"
 MAX_FILE_LINES = 600
 MAX_FUNCTION_LINES = 60
 
@@ -17,6 +19,22 @@ MAX_FUNCTION_LINES = 60
 def product_files() -> list[Path]:
     """Every Python file of the product."""
     return sorted(path for top in PRODUCT for path in (ROOT / top).rglob("*.py"))
+
+
+def fake_files() -> list[Path]:
+    """Every Python file of the fake Discord, its own tests included."""
+    return sorted(FAKE.rglob("*.py"))
+
+
+def long_files(paths: list[Path], limit: int = MAX_FILE_LINES) -> list[str]:
+    """``file (n lines)`` of each of ``paths`` longer than ``limit``."""
+    big = []
+    for path in paths:
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > limit:
+            where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+            big.append(f"{where} ({lines} lines)")
+    return big
 
 
 def long_functions(path: Path, limit: int = MAX_FUNCTION_LINES) -> list[str]:
@@ -37,16 +55,31 @@ def test_the_product_is_where_the_test_looks() -> None:
 
 
 def test_no_product_file_is_over_600_lines() -> None:
-    big = []
-    for path in product_files():
-        lines = len(path.read_text(encoding="utf-8").splitlines())
-        if lines > MAX_FILE_LINES:
-            big.append(f"{path.relative_to(ROOT)} ({lines} lines)")
-    assert big == []
+    assert long_files(product_files()) == []
 
 
 def test_no_function_is_over_60_lines() -> None:
     assert [line for path in product_files() for line in long_functions(path)] == []
+
+
+def test_the_fake_discord_is_where_the_test_looks() -> None:
+    assert len(fake_files()) > 40
+
+
+def test_no_fake_discord_file_is_over_600_lines() -> None:
+    assert long_files(fake_files()) == []
+
+
+def test_no_fake_discord_function_is_over_60_lines() -> None:
+    assert [line for path in fake_files() for line in long_functions(path)] == []
+
+
+def test_the_check_sees_a_long_file(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("x = 1\n" * (MAX_FILE_LINES + 1))
+    short = tmp_path / "short.py"
+    short.write_text("x = 1\n" * MAX_FILE_LINES)
+    assert len(long_files([sample, short])) == 1
 
 
 def test_the_check_sees_a_long_function(tmp_path: Path) -> None:

@@ -3,9 +3,11 @@ of settings, and the touring order."""
 
 from __future__ import annotations
 
+import inspect
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import discord
 from discord import app_commands
@@ -40,23 +42,44 @@ from rules import (
     RuleOptions,
     SetTouringOrder,
 )
+from rules.table import SWITCHABLE
 
 log = logging.getLogger(__name__)
+Callback = TypeVar("Callback", bound=Callable[..., Any])
+
+
+def role_switches(setup: Callback) -> Callback:
+    """``/host setup`` with an on/off option for each switchable role (named after its status,
+    after ``mafiosi``), which its callback takes as keyword arguments: discord.py reads the
+    options from the callback's signature, so the roles' are put in it."""
+    signature = inspect.signature(setup)
+    params = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    at = [p.name for p in params].index("mafiosi") + 1
+    switches = [
+        inspect.Parameter(
+            status.value,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=None,
+            annotation=bool | None,
+        )
+        for status in SWITCHABLE
+    ]
+    setup.__signature__ = signature.replace(parameters=[*params[:at], *switches, *params[at:]])  # type: ignore[attr-defined]
+    return setup
 
 
 class HostSetup(HostBase):
     """``/host setup``, ``preset``, ``touring``."""
 
-    @HOST.command(
+    # mypy matches no ParamSpec to a callback with ``**switches`` (the roles' options)
+    @HOST.command(  # type: ignore[arg-type]
         name=key_str("cmd.host.setup.name"),
         description=key_str("cmd.host.setup.description"),
     )
     @app_commands.rename(
         cities=key_str("opt.cities.name"),
         mafiosi=key_str("opt.mafiosi.name"),
-        doctor=key_str("opt.doctor.name"),
-        journalist=key_str("opt.journalist.name"),
-        maniac=key_str("opt.maniac.name"),
+        **{status.value: key_str(f"opt.{status.value}.name") for status in SWITCHABLE},
         first_phase=key_str("opt.first_phase.name"),
         day_fallback=key_str("opt.day_fallback.name"),
         doctor_self_protect=key_str("opt.doctor_self_protect.name"),
@@ -76,9 +99,7 @@ class HostSetup(HostBase):
     @app_commands.describe(
         cities=key_str("opt.cities.description"),
         mafiosi=key_str("opt.mafiosi.description"),
-        doctor=key_str("opt.doctor.description"),
-        journalist=key_str("opt.journalist.description"),
-        maniac=key_str("opt.maniac.description"),
+        **{status.value: key_str(f"opt.{status.value}.description") for status in SWITCHABLE},
         first_phase=key_str("opt.first_phase.description"),
         day_fallback=key_str("opt.day_fallback.description"),
         doctor_self_protect=key_str("opt.doctor_self_protect.description"),
@@ -105,14 +126,12 @@ class HostSetup(HostBase):
             _choice("after", "choice.after"),
         ],
     )
+    @role_switches
     async def setup(
         self,
         interaction: discord.Interaction,
         cities: app_commands.Range[str, 1, CITIES * (CITY_NAME + 2)] | None = None,
         mafiosi: app_commands.Range[int, 1, 50] | None = None,
-        doctor: bool | None = None,
-        journalist: bool | None = None,
-        maniac: bool | None = None,
         first_phase: str | None = None,
         day_fallback: str | None = None,
         doctor_self_protect: bool | None = None,
@@ -128,6 +147,7 @@ class HostSetup(HostBase):
         will: app_commands.Range[int, 0, WILL_LONGEST] | None = None,
         preset: app_commands.Range[str, 1, PRESET_NAME] | None = None,
         quiet_nights: bool | None = None,
+        **switches: bool | None,
     ) -> None:
         live = await self._settings_game(interaction)
         chosen = await self._preset(live, preset) if preset is not None else None
@@ -137,7 +157,7 @@ class HostSetup(HostBase):
         wanted = SetupChange(
             chosen,
             checked_cities(cities),
-            given(mafiosi=mafiosi, doctor=doctor, journalist=journalist, maniac=maniac),
+            given(mafiosi=mafiosi, **switches),
             checked_rules(
                 given(
                     first_phase=first_phase,

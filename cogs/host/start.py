@@ -52,6 +52,7 @@ from rules import (
     Setup,
     deal,
 )
+from rules.table import SWITCHABLE
 
 log = logging.getLogger(__name__)
 
@@ -180,9 +181,7 @@ class HostStart(HostBase):
                 seed,
                 RoleCounts(
                     setup_options.get("mafiosi"),
-                    setup_options.get("doctor"),
-                    setup_options.get("journalist"),
-                    setup_options.get("maniac"),
+                    switches={s.value: setup_options.get(s.value) for s in SWITCHABLE},
                 ),
                 options,
             )

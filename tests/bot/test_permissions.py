@@ -27,6 +27,7 @@ from bot.permissions import (
     invite_url,
     missing,
 )
+from tests.fakediscord.permissions import DEFAULT_BOT_PERMISSIONS, Permission
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -42,6 +43,14 @@ def test_the_invite_is_the_overwrites_bits_and_the_calls_needs_nothing_more():
     assert not INVITE.administrator and not INVITE.view_audit_log
     assert INVITE.manage_roles and INVITE.manage_channels
     assert not OVERWRITE_BITS.manage_roles  # Discord refuses Manage Roles in an overwrite
+
+
+def test_the_fake_grants_the_bot_exactly_the_invite():
+    # the fake Discord writes its default grant out itself (it imports no product code): a bit
+    # added to the invite must be added there too, or every test through the fake runs without it
+    assert INVITE.value == DEFAULT_BOT_PERMISSIONS, [
+        bit.name for bit in Permission if bit & (INVITE.value ^ DEFAULT_BOT_PERMISSIONS)
+    ]
 
 
 def test_the_invite_link():

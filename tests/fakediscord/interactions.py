@@ -10,14 +10,50 @@ mentionable and attachment get their ``data.resolved`` entries.
 from __future__ import annotations
 
 import secrets
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .interactions_options import (
+    _SCALAR_OPTIONS,
+    BUTTON_STYLE_LINK,
+    BUTTON_STYLE_PREMIUM,
+    COMPONENT_BUTTON,
+    COMPONENT_CHANNEL_SELECT,
+    COMPONENT_LABEL,
+    COMPONENT_MENTIONABLE_SELECT,
+    COMPONENT_ROLE_SELECT,
+    COMPONENT_STRING_SELECT,
+    COMPONENT_TEXT_INPUT,
+    COMPONENT_USER_SELECT,
+    OPTION_ATTACHMENT,
+    OPTION_BOOLEAN,
+    OPTION_CHANNEL,
+    OPTION_INTEGER,
+    OPTION_MENTIONABLE,
+    OPTION_NUMBER,
+    OPTION_ROLE,
+    OPTION_STRING,
+    OPTION_SUB_COMMAND,
+    OPTION_SUB_COMMAND_GROUP,
+    OPTION_USER,
+    _check_choices_and_range,
+    _modal_answer,
+    _scalar_option,
+    infer_option_type,
+)
+from .interactions_results import (
+    CALLBACK_AUTOCOMPLETE_RESULT,
+    CALLBACK_CHANNEL_MESSAGE,
+    CALLBACK_DEFERRED_CHANNEL_MESSAGE,
+    CALLBACK_DEFERRED_UPDATE_MESSAGE,
+    CALLBACK_MODAL,
+    CALLBACK_PONG,
+    CALLBACK_UPDATE_MESSAGE,
+    Callback,
+    InteractionResult,
+)
 from .messages import upload_limit
 from .models import (
-    MESSAGE_FLAG_EPHEMERAL,
     ApplicationCommand,
     Attachment,
     Channel,
@@ -26,9 +62,47 @@ from .models import (
     Role,
     User,
 )
-from .recording import MultipartPart
-from .snowflake import snowflake_time
 from .world import Upload
+
+__all__ = [
+    "BUTTON_STYLE_LINK",
+    "BUTTON_STYLE_PREMIUM",
+    "CALLBACK_AUTOCOMPLETE_RESULT",
+    "CALLBACK_CHANNEL_MESSAGE",
+    "CALLBACK_DEFERRED_CHANNEL_MESSAGE",
+    "CALLBACK_DEFERRED_UPDATE_MESSAGE",
+    "CALLBACK_MODAL",
+    "CALLBACK_PONG",
+    "CALLBACK_UPDATE_MESSAGE",
+    "COMPONENT_BUTTON",
+    "COMPONENT_CHANNEL_SELECT",
+    "COMPONENT_LABEL",
+    "COMPONENT_MENTIONABLE_SELECT",
+    "COMPONENT_ROLE_SELECT",
+    "COMPONENT_STRING_SELECT",
+    "COMPONENT_TEXT_INPUT",
+    "COMPONENT_USER_SELECT",
+    "Callback",
+    "INTERACTION_APPLICATION_COMMAND",
+    "INTERACTION_AUTOCOMPLETE",
+    "INTERACTION_MESSAGE_COMPONENT",
+    "INTERACTION_MODAL_SUBMIT",
+    "INTERACTION_PING",
+    "InteractionBuilder",
+    "InteractionResult",
+    "OPTION_ATTACHMENT",
+    "OPTION_BOOLEAN",
+    "OPTION_CHANNEL",
+    "OPTION_INTEGER",
+    "OPTION_MENTIONABLE",
+    "OPTION_NUMBER",
+    "OPTION_ROLE",
+    "OPTION_STRING",
+    "OPTION_SUB_COMMAND",
+    "OPTION_SUB_COMMAND_GROUP",
+    "OPTION_USER",
+    "infer_option_type",
+]
 
 if TYPE_CHECKING:
     from .server import FakeDiscord
@@ -38,243 +112,6 @@ INTERACTION_APPLICATION_COMMAND = 2
 INTERACTION_MESSAGE_COMPONENT = 3
 INTERACTION_AUTOCOMPLETE = 4
 INTERACTION_MODAL_SUBMIT = 5
-
-CALLBACK_PONG = 1
-CALLBACK_CHANNEL_MESSAGE = 4
-CALLBACK_DEFERRED_CHANNEL_MESSAGE = 5
-CALLBACK_DEFERRED_UPDATE_MESSAGE = 6
-CALLBACK_UPDATE_MESSAGE = 7
-CALLBACK_AUTOCOMPLETE_RESULT = 8
-CALLBACK_MODAL = 9
-
-OPTION_SUB_COMMAND = 1
-OPTION_SUB_COMMAND_GROUP = 2
-OPTION_STRING = 3
-OPTION_INTEGER = 4
-OPTION_BOOLEAN = 5
-OPTION_USER = 6
-OPTION_CHANNEL = 7
-OPTION_ROLE = 8
-OPTION_MENTIONABLE = 9
-OPTION_NUMBER = 10
-OPTION_ATTACHMENT = 11
-
-COMPONENT_BUTTON = 2
-COMPONENT_STRING_SELECT = 3
-COMPONENT_TEXT_INPUT = 4
-COMPONENT_USER_SELECT = 5
-COMPONENT_ROLE_SELECT = 6
-COMPONENT_MENTIONABLE_SELECT = 7
-COMPONENT_CHANNEL_SELECT = 8
-COMPONENT_LABEL = 18
-
-BUTTON_STYLE_LINK = 5
-BUTTON_STYLE_PREMIUM = 6
-
-
-@dataclass
-class Callback:
-    """One ``POST /interactions/{id}/{token}/callback`` the bot made (accepted or not)."""
-
-    type: int
-    data: dict[str, Any]
-    status: int
-    time: float
-    files: list[MultipartPart] = field(default_factory=list)
-    error_code: int | None = None
-
-
-class InteractionResult:
-    """An interaction the fake sent, and everything the bot answered to it.
-
-    ``callback`` is the accepted initial response; ``original`` the message it
-    created or updated (a deferred answer is "loading" until the bot edits
-    it or sends its first followup, which Discord turns into an edit of the
-    original); ``followups`` the later webhook messages.
-    """
-
-    def __init__(self, fake: FakeDiscord, payload: dict[str, Any]) -> None:
-        self.fake = fake
-        self.payload = payload
-        self.id = int(payload["id"])
-        self.token = str(payload["token"])
-        self.type = int(payload["type"])
-        self.guild_id = int(payload["guild_id"]) if payload.get("guild_id") else None
-        self.channel_id = int(payload["channel_id"])
-        user = payload["member"]["user"] if "member" in payload else payload["user"]
-        self.user_id = int(user["id"])
-        # Discord's 3 s run from when it created the interaction (its snowflake's time): one the
-        # gateway delivers late has that much less left (a snowflake from the future, none less)
-        created = snowflake_time(self.id).timestamp()
-        self.sent_at = time.monotonic() - max(0.0, time.time() - created)
-        """When Discord created it, on the monotonic clock (its deadlines count from there)."""
-        self.deliveries = 1
-        self.callback: Callback | None = None
-        self.attempts: list[Callback] = []
-        """Every callback request, including refused ones (a second acknowledgement, a late one)."""
-        self.original_message_id: int | None = None
-        self.followup_ids: list[int] = []
-        message = payload.get("message")
-        self.source_message_id = int(message["id"]) if message else None
-        self.triggered_by: InteractionResult | None = None
-        """For a modal submission: the interaction whose answer opened the modal."""
-
-    def __repr__(self) -> str:
-        return f"<InteractionResult id={self.id} type={self.type} callback={self.callback_type}>"
-
-    # reading ------------------------------------------------------------------------
-
-    @property
-    def callback_type(self) -> int | None:
-        """The accepted callback's type (4 message, 5 deferred, 6 deferred update, 7 update, 8 choices, 9 modal)."""
-        return self.callback.type if self.callback is not None else None
-
-    @property
-    def deferred(self) -> bool:
-        """Whether the bot first answered with a deferral (type 5 or 6)."""
-        return self.callback_type in (
-            CALLBACK_DEFERRED_CHANNEL_MESSAGE,
-            CALLBACK_DEFERRED_UPDATE_MESSAGE,
-        )
-
-    @property
-    def original(self) -> Message | None:
-        """The interaction's original message as it is now (None if there is none or it was deleted)."""
-        if self.original_message_id is None:
-            return None
-        message = self.fake.state.messages.get(self.original_message_id)
-        return None if message is None or message.deleted else message
-
-    @property
-    def followups(self) -> list[Message]:
-        """Followup messages still standing, oldest first."""
-        messages = [self.fake.state.messages.get(message_id) for message_id in self.followup_ids]
-        return [m for m in messages if m is not None and not m.deleted]
-
-    @property
-    def messages(self) -> list[Message]:
-        """The original message (if any) followed by the followups."""
-        original = self.original
-        return ([original] if original is not None else []) + self.followups
-
-    @property
-    def content(self) -> str:
-        """The original message's content (or the callback's, when it created no message)."""
-        original = self.original
-        if original is not None:
-            return original.content
-        if self.callback is not None:
-            return str(self.callback.data.get("content") or "")
-        return ""
-
-    @property
-    def embeds(self) -> list[dict[str, Any]]:
-        """The original message's embeds."""
-        original = self.original
-        if original is not None:
-            return original.embeds
-        return list(self.callback.data.get("embeds") or []) if self.callback is not None else []
-
-    @property
-    def components(self) -> list[dict[str, Any]]:
-        """The original message's components."""
-        original = self.original
-        if original is not None:
-            return original.components
-        return list(self.callback.data.get("components") or []) if self.callback is not None else []
-
-    @property
-    def flags(self) -> int:
-        """The original message's flags."""
-        original = self.original
-        if original is not None:
-            return original.flags
-        return int(self.callback.data.get("flags") or 0) if self.callback is not None else 0
-
-    @property
-    def ephemeral(self) -> bool:
-        """Whether the answer is visible to the invoking user only."""
-        return bool(self.flags & MESSAGE_FLAG_EPHEMERAL)
-
-    @property
-    def text(self) -> str:
-        """All readable text of the original message (content, embeds, labels)."""
-        original = self.original
-        return original.text if original is not None else self.content
-
-    @property
-    def choices(self) -> list[dict[str, Any]]:
-        """Autocomplete choices (callback type 8)."""
-        if self.callback is None or self.callback.type != CALLBACK_AUTOCOMPLETE_RESULT:
-            return []
-        return list(self.callback.data.get("choices") or [])
-
-    @property
-    def modal(self) -> dict[str, Any] | None:
-        """The modal the bot opened (callback type 9): ``custom_id``, ``title``, ``components``."""
-        if self.callback is None or self.callback.type != CALLBACK_MODAL:
-            return None
-        return self.callback.data
-
-    # waiting ------------------------------------------------------------------------
-
-    async def wait_callback(self, timeout: float = 5.0) -> Callback:
-        """Waits for the bot's accepted initial response."""
-        return await self.fake.wait_until(
-            lambda: self.callback,
-            timeout,
-            f"no callback for interaction {self.id} ({self.describe()})",
-        )
-
-    async def wait_answered(self, timeout: float = 5.0) -> None:
-        """Waits until the bot acknowledged the interaction or a callback of its was refused
-        (then ``callback`` is None and ``attempts`` says why)."""
-        await self.fake.wait_until(
-            lambda: self.callback is not None or bool(self.attempts),
-            timeout,
-            f"the bot did not answer interaction {self.id} ({self.describe()})",
-        )
-
-    async def wait_final(self, timeout: float = 5.0) -> None:
-        """Waits for the bot's answer as the user ends up reading it: the initial response, and
-        when that was a deferral ("thinking…") the edit that replaces it. A command the
-        bot deferred is applied after its deferral, so a test that goes on before the edit may
-        look at a game the command has not changed yet."""
-        await self.wait_callback(timeout)
-        if self.deferred:
-            await self.wait_original(timeout)
-
-    async def wait_original(self, timeout: float = 5.0) -> Message:
-        """Waits until the original message exists and is no longer "thinking"."""
-        await self.wait_callback(timeout)
-
-        def finished() -> Message | None:
-            original = self.original
-            return original if original is not None and not original.loading else None
-
-        return await self.fake.wait_until(
-            finished,
-            timeout,
-            f"the original answer of interaction {self.id} never finished ({self.describe()})",
-        )
-
-    async def wait_followups(self, count: int = 1, timeout: float = 5.0) -> list[Message]:
-        """Waits until at least ``count`` followup messages exist."""
-        return await self.fake.wait_until(
-            lambda: self.followups if len(self.followups) >= count else None,
-            timeout,
-            f"interaction {self.id} got {len(self.followups)} followups, wanted {count}",
-        )
-
-    def describe(self) -> str:
-        """What happened so far, for failure messages."""
-        parts = [f"type {self.type}", f"{len(self.attempts)} callback attempt(s)"]
-        parts.extend(
-            f"callback type {a.type} -> {a.status}"
-            + (f" (code {a.error_code})" if a.error_code else "")
-            for a in self.attempts
-        )
-        return ", ".join(parts)
 
 
 class InteractionBuilder:
@@ -301,7 +138,7 @@ class InteractionBuilder:
         ``locale`` is the member's client's; None: a client that speaks the guild's preferred
         locale (en-US outside a guild, Discord's own default)."""
         state = self.fake.state
-        user = state.user(user_id)
+        state.user(user_id)  # an unknown user fails here, in a guild or not
         if locale is None:
             locale = state.guild(guild_id).preferred_locale if guild_id is not None else "en-US"
         payload: dict[str, Any] = {
@@ -315,50 +152,54 @@ class InteractionBuilder:
             "entitlement_sku_ids": [],
         }
         if guild_id is not None:
-            guild = state.guild(guild_id)
-            member = state.member(guild_id, user_id)
-            channel = (
-                state.channel(channel_id)
-                if channel_id is not None
-                else self.default_channel(guild_id)
-            )
-            if channel.guild_id != guild_id:
-                raise ValueError(f"channel {channel.id} is not in guild {guild_id}")
-            member_permissions = state.permissions_for(guild_id, channel.id, user_id)
-            payload.update(
-                {
-                    "guild_id": str(guild_id),
-                    "guild": {
-                        "id": str(guild_id),
-                        "locale": guild_locale or guild.preferred_locale,
-                        "features": [],
-                    },
-                    "guild_locale": guild_locale or guild.preferred_locale,
-                    "channel_id": str(channel.id),
-                    "channel": {**channel.to_payload(), "permissions": str(member_permissions)},
-                    "member": member.to_payload(permissions=member_permissions),
-                    "app_permissions": str(
-                        state.permissions_for(guild_id, channel.id, state.bot_user.id)
-                    ),
-                    "authorizing_integration_owners": {"0": str(guild_id)},
-                    "context": 0,
-                    "attachment_size_limit": upload_limit(guild.premium_tier),
-                }
-            )
+            payload.update(self._guild_fields(guild_id, channel_id, user_id, guild_locale))
         else:
-            channel = self.fake.open_dm(user_id)
-            payload.update(
-                {
-                    "channel_id": str(channel.id),
-                    "channel": channel.to_payload(),
-                    "user": user.to_payload(),
-                    "app_permissions": str(0),
-                    "authorizing_integration_owners": {"0": "0"},
-                    "context": 1,
-                    "attachment_size_limit": upload_limit(0),
-                }
-            )
+            payload.update(self._dm_fields(user_id))
         return payload
+
+    def _guild_fields(
+        self, guild_id: int, channel_id: int | None, user_id: int, guild_locale: str | None
+    ) -> dict[str, Any]:
+        """An interaction's fields in a guild: the guild, the channel, the member and the
+        permissions of both."""
+        state = self.fake.state
+        guild = state.guild(guild_id)
+        member = state.member(guild_id, user_id)
+        channel = (
+            state.channel(channel_id) if channel_id is not None else self.default_channel(guild_id)
+        )
+        if channel.guild_id != guild_id:
+            raise ValueError(f"channel {channel.id} is not in guild {guild_id}")
+        member_permissions = state.permissions_for(guild_id, channel.id, user_id)
+        return {
+            "guild_id": str(guild_id),
+            "guild": {
+                "id": str(guild_id),
+                "locale": guild_locale or guild.preferred_locale,
+                "features": [],
+            },
+            "guild_locale": guild_locale or guild.preferred_locale,
+            "channel_id": str(channel.id),
+            "channel": {**channel.to_payload(), "permissions": str(member_permissions)},
+            "member": member.to_payload(permissions=member_permissions),
+            "app_permissions": str(state.permissions_for(guild_id, channel.id, state.bot_user.id)),
+            "authorizing_integration_owners": {"0": str(guild_id)},
+            "context": 0,
+            "attachment_size_limit": upload_limit(guild.premium_tier),
+        }
+
+    def _dm_fields(self, user_id: int) -> dict[str, Any]:
+        """An interaction's fields in the user's DM with the bot."""
+        channel = self.fake.open_dm(user_id)
+        return {
+            "channel_id": str(channel.id),
+            "channel": channel.to_payload(),
+            "user": self.fake.state.user(user_id).to_payload(),
+            "app_permissions": str(0),
+            "authorizing_integration_owners": {"0": "0"},
+            "context": 1,
+            "attachment_size_limit": upload_limit(0),
+        }
 
     def default_channel(self, guild_id: int) -> Channel:
         """The guild's system channel, else its first text channel."""
@@ -498,31 +339,30 @@ class InteractionBuilder:
         spec: dict[str, Any],
         resolved: dict[str, dict[str, Any]],
     ) -> Any:
+        if option_type in _SCALAR_OPTIONS:
+            converted = _scalar_option(option_type, name, value, spec)
+        else:
+            converted = self._model_option(payload, option_type, name, value, spec, resolved)
+        _check_choices_and_range(option_type, name, converted, spec)
+        return converted
+
+    def _model_option(
+        self,
+        payload: dict[str, Any],
+        option_type: int,
+        name: str,
+        value: Any,
+        spec: dict[str, Any],
+        resolved: dict[str, dict[str, Any]],
+    ) -> str:
+        """The id an option of a user, channel, role, mentionable or attachment sends, its
+        object added to ``resolved``."""
         state = self.fake.state
         guild_id = int(payload["guild_id"]) if payload.get("guild_id") else None
         user_id = int((payload.get("member") or {}).get("user", payload.get("user", {})).get("id"))
-        converted: Any
-        if option_type == OPTION_STRING:
-            converted = str(value)
-            if "min_length" in spec and len(converted) < int(spec["min_length"]):
-                raise ValueError(f"option {name!r} is shorter than {spec['min_length']}")
-            if "max_length" in spec and len(converted) > int(spec["max_length"]):
-                raise ValueError(f"option {name!r} is longer than {spec['max_length']}")
-        elif option_type == OPTION_INTEGER:
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"option {name!r} takes an integer, not {value!r}")
-            converted = value
-        elif option_type == OPTION_NUMBER:
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ValueError(f"option {name!r} takes a number, not {value!r}")
-            converted = value
-        elif option_type == OPTION_BOOLEAN:
-            if not isinstance(value, bool):
-                raise ValueError(f"option {name!r} takes a boolean, not {value!r}")
-            converted = value
-        elif option_type == OPTION_USER:
-            converted = str(self._resolve_user(guild_id, payload, value, resolved))
-        elif option_type == OPTION_CHANNEL:
+        if option_type == OPTION_USER:
+            return str(self._resolve_user(guild_id, payload, value, resolved))
+        if option_type == OPTION_CHANNEL:
             channel = state.channel(value.id if isinstance(value, Channel) else int(value))
             allowed = spec.get("channel_types")
             if allowed and channel.type not in allowed:
@@ -536,34 +376,21 @@ class InteractionBuilder:
                 **channel.to_payload(),
                 "permissions": str(permissions),
             }
-            converted = str(channel.id)
-        elif option_type == OPTION_ROLE:
-            converted = str(self._resolve_role(guild_id, value, resolved))
-        elif option_type == OPTION_MENTIONABLE:
+            return str(channel.id)
+        if option_type == OPTION_ROLE:
+            return str(self._resolve_role(guild_id, value, resolved))
+        if option_type == OPTION_MENTIONABLE:
             if isinstance(value, Role) or (
                 guild_id is not None
                 and int(getattr(value, "id", value)) in state.guild(guild_id).roles
             ):
-                converted = str(self._resolve_role(guild_id, value, resolved))
-            else:
-                converted = str(self._resolve_user(guild_id, payload, value, resolved))
-        elif option_type == OPTION_ATTACHMENT:
+                return str(self._resolve_role(guild_id, value, resolved))
+            return str(self._resolve_user(guild_id, payload, value, resolved))
+        if option_type == OPTION_ATTACHMENT:
             attachment = self._upload(int(payload["channel_id"]), value)
             resolved.setdefault("attachments", {})[str(attachment.id)] = attachment.to_payload()
-            converted = str(attachment.id)
-        else:
-            raise ValueError(f"option {name!r} has unsupported type {option_type}")
-        choices = spec.get("choices")
-        if choices and converted not in [choice.get("value") for choice in choices]:
-            raise ValueError(
-                f"option {name!r} must be one of {[c.get('value') for c in choices]}, not {converted!r}"
-            )
-        if option_type in (OPTION_INTEGER, OPTION_NUMBER):
-            if "min_value" in spec and converted < spec["min_value"]:
-                raise ValueError(f"option {name!r} is below {spec['min_value']}")
-            if "max_value" in spec and converted > spec["max_value"]:
-                raise ValueError(f"option {name!r} is above {spec['max_value']}")
-        return converted
+            return str(attachment.id)
+        raise ValueError(f"option {name!r} has unsupported type {option_type}")
 
     def _resolve_user(
         self,
@@ -695,40 +522,7 @@ class InteractionBuilder:
         known: set[str] = set()
 
         def answer(component: dict[str, Any]) -> dict[str, Any] | None:
-            custom_id = component.get("custom_id")
-            component_type = int(component.get("type", 0))
-            if custom_id is None:
-                return None
-            known.add(str(custom_id))
-            if component_type == COMPONENT_TEXT_INPUT:
-                text = values.get(str(custom_id), component.get("value") or "")
-                if not isinstance(text, str):
-                    raise ValueError(f"text input {custom_id!r} takes a string")
-                if component.get("required", True) and not text:
-                    raise ValueError(f"text input {custom_id!r} is required")
-                if "max_length" in component and len(text) > int(component["max_length"]):
-                    raise ValueError(
-                        f"text input {custom_id!r} is longer than {component['max_length']}"
-                    )
-                if text and "min_length" in component and len(text) < int(component["min_length"]):
-                    raise ValueError(
-                        f"text input {custom_id!r} is shorter than {component['min_length']}"
-                    )
-                return {
-                    "type": component_type,
-                    "id": component.get("id", 0),
-                    "custom_id": custom_id,
-                    "value": text,
-                }
-            chosen = values.get(str(custom_id), [])
-            if isinstance(chosen, str):
-                chosen = [chosen]
-            return {
-                "type": component_type,
-                "id": component.get("id", 0),
-                "custom_id": custom_id,
-                "values": list(chosen),
-            }
+            return _modal_answer(component, values, known)
 
         rows: list[dict[str, Any]] = []
         for component in modal.get("components") or []:
@@ -750,26 +544,3 @@ class InteractionBuilder:
                 f"the modal has no input(s) {sorted(unknown_ids)} (it has {sorted(known)})"
             )
         return {"custom_id": modal["custom_id"], "components": rows}
-
-
-def infer_option_type(value: Any) -> int:
-    """The option type for a Python value, when the command was not registered."""
-    if isinstance(value, bool):
-        return OPTION_BOOLEAN
-    if isinstance(value, int):
-        return OPTION_INTEGER
-    if isinstance(value, float):
-        return OPTION_NUMBER
-    if isinstance(value, str):
-        return OPTION_STRING
-    if isinstance(value, User | Member):
-        return OPTION_USER
-    if isinstance(value, Channel):
-        return OPTION_CHANNEL
-    if isinstance(value, Role):
-        return OPTION_ROLE
-    if isinstance(value, Upload | Attachment):
-        return OPTION_ATTACHMENT
-    raise ValueError(
-        f"cannot tell the option type of {value!r}; register the command or pass a model object"
-    )

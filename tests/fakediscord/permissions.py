@@ -22,8 +22,6 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bot.permissions import INVITE
-
 
 class Permission(enum.IntFlag):
     """One bit of a Discord permission integer."""
@@ -166,9 +164,38 @@ DEFAULT_EVERYONE_PERMISSIONS = int(
 )
 """What a new guild's @everyone role may do, close to Discord's defaults."""
 
-DEFAULT_BOT_PERMISSIONS = INVITE.value
-"""What the fake gives the bot's managed role unless told otherwise: exactly the bot's invite
-(``bot.permissions.INVITE``), no ADMINISTRATOR."""
+DEFAULT_BOT_PERMISSIONS = int(
+    Permission.MANAGE_CHANNELS
+    | Permission.ADD_REACTIONS
+    | Permission.STREAM
+    | Permission.VIEW_CHANNEL
+    | Permission.SEND_MESSAGES
+    | Permission.EMBED_LINKS
+    | Permission.ATTACH_FILES
+    | Permission.READ_MESSAGE_HISTORY
+    | Permission.MENTION_EVERYONE
+    | Permission.USE_EXTERNAL_EMOJIS
+    | Permission.CONNECT
+    | Permission.SPEAK
+    | Permission.USE_VAD
+    | Permission.MANAGE_ROLES
+    | Permission.USE_APPLICATION_COMMANDS
+    | Permission.CREATE_PUBLIC_THREADS
+    | Permission.CREATE_PRIVATE_THREADS
+    | Permission.SEND_MESSAGES_IN_THREADS
+    | Permission.USE_EMBEDDED_ACTIVITIES
+    | Permission.USE_SOUNDBOARD
+    | Permission.CREATE_EVENTS
+    | Permission.USE_EXTERNAL_SOUNDS
+    | Permission.SEND_VOICE_MESSAGES
+    | Permission.SET_VOICE_CHANNEL_STATUS
+    | Permission.SEND_POLLS
+    | Permission.USE_EXTERNAL_APPS
+)
+"""What the fake gives the bot's managed role unless told otherwise: the bits a server grants
+when it accepts the bot's invite link, no ADMINISTRATOR. Written out here, not read from the
+product (the fake imports no product code); tests/bot/test_permissions.py checks that the
+product's invite asks for exactly these."""
 
 GUILD_ONLY_PERMISSIONS = int(
     Permission.KICK_MEMBERS

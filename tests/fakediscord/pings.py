@@ -20,14 +20,14 @@ from .permissions import Permission
 
 if TYPE_CHECKING:
     from .models import Channel
-    from .state import FakeState
+    from .state import DiscordState
 
 _USER = re.compile(r"<@!?(\d+)>")
 _ROLE = re.compile(r"<@&(\d+)>")
 
 
 def pinged(
-    state: FakeState, channel: Channel, author_id: int, content: str, allowed: Any
+    state: DiscordState, channel: Channel, author_id: int, content: str, allowed: Any
 ) -> frozenset[int]:
     """The user ids a new message by ``author_id`` in ``channel`` notifies."""
     if channel.guild_id is None:

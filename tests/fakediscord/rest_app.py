@@ -158,46 +158,11 @@ def _options_errors(options: list[dict[str, Any]], *, depth: int) -> dict[str, A
             "Sub-command and sub-command group option types are mutually exclusive to all other types",
         )
     for index, option in enumerate(options):
-        one: dict[str, Any] = {}
         option_type = int(option.get("type", 0))
-        name = str(option.get("name", ""))
-        if option_type not in OPTION_TYPES:
-            one["type"] = field_error(
-                "BASE_TYPE_CHOICES", "Value must be one of (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)."
-            )
-        if not is_valid_slash_name(name):
-            one["name"] = field_error("APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid")
-        elif name in seen:
-            one["name"] = field_error(
-                "APPLICATION_COMMAND_OPTIONS_NAME_ALREADY_EXISTS", "Option name already exists"
-            )
-        seen.add(name)
-        if not 1 <= len(str(option.get("description") or "")) <= 100:
-            one["description"] = field_error(
-                "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
-            )
-        one.update(_localization_errors(option, slash=True))
-        if option_type == OPTION_SUB_COMMAND_GROUP and depth > 0:
-            one["type"] = field_error(
-                "APPLICATION_COMMAND_OPTION_TYPE_INVALID", "Sub-command groups cannot be nested"
-            )
-        if option_type == OPTION_SUB_COMMAND and depth > 1:
-            one["type"] = field_error(
-                "APPLICATION_COMMAND_OPTION_TYPE_INVALID", "Sub-commands cannot be nested this deep"
-            )
+        one = _option_head_errors(option, seen, depth)
         children = option.get("options") or []
         if option_type in (OPTION_SUB_COMMAND, OPTION_SUB_COMMAND_GROUP):
-            if option_type == OPTION_SUB_COMMAND_GROUP and any(
-                int(child.get("type", 0)) != OPTION_SUB_COMMAND for child in children
-            ):
-                one["options"] = field_error(
-                    "APPLICATION_COMMAND_OPTION_TYPE_INVALID",
-                    "Sub-command groups may only contain sub-commands",
-                )
-            elif children:
-                nested = _options_errors(children, depth=depth + 1)
-                if nested:
-                    one["options"] = nested
+            one.update(_subcommand_errors(option_type, children, depth))
         else:
             required = bool(option.get("required"))
             if required and optional_seen:
@@ -206,32 +171,90 @@ def _options_errors(options: list[dict[str, Any]], *, depth: int) -> dict[str, A
                     "Required options must be placed before non-required options",
                 )
             optional_seen = optional_seen or not required
-            choices = option.get("choices") or []
-            if len(choices) > 25:
-                one["choices"] = field_error(
-                    "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length."
-                )
-            if choices and option.get("autocomplete"):
-                one["autocomplete"] = field_error(
-                    "APPLICATION_COMMAND_AUTOCOMPLETE_CHOICES",
-                    "Autocomplete cannot be set if choices are present",
-                )
-            for choice_index, choice in enumerate(choices):
-                choice_errors: dict[str, Any] = {}
-                if not 1 <= len(str(choice.get("name", ""))) <= 100:
-                    choice_errors["name"] = field_error(
-                        "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
-                    )
-                for locale, value in (choice.get("name_localizations") or {}).items():
-                    if locale not in VALID_LOCALES or not 1 <= len(str(value)) <= 100:
-                        choice_errors.setdefault("name_localizations", {})[locale] = field_error(
-                            "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
-                        )
-                if choice_errors:
-                    one.setdefault("choices", {})[str(choice_index)] = choice_errors
+            one.update(_choices_errors(option))
         if one:
             errors[str(index)] = one
     return errors
+
+
+def _option_head_errors(option: dict[str, Any], seen: set[str], depth: int) -> dict[str, Any]:
+    """An option's type, name (unique among its siblings, added to ``seen``), description,
+    localizations and nesting depth."""
+    one: dict[str, Any] = {}
+    option_type = int(option.get("type", 0))
+    name = str(option.get("name", ""))
+    if option_type not in OPTION_TYPES:
+        one["type"] = field_error(
+            "BASE_TYPE_CHOICES", "Value must be one of (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)."
+        )
+    if not is_valid_slash_name(name):
+        one["name"] = field_error("APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid")
+    elif name in seen:
+        one["name"] = field_error(
+            "APPLICATION_COMMAND_OPTIONS_NAME_ALREADY_EXISTS", "Option name already exists"
+        )
+    seen.add(name)
+    if not 1 <= len(str(option.get("description") or "")) <= 100:
+        one["description"] = field_error(
+            "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
+        )
+    one.update(_localization_errors(option, slash=True))
+    if option_type == OPTION_SUB_COMMAND_GROUP and depth > 0:
+        one["type"] = field_error(
+            "APPLICATION_COMMAND_OPTION_TYPE_INVALID", "Sub-command groups cannot be nested"
+        )
+    if option_type == OPTION_SUB_COMMAND and depth > 1:
+        one["type"] = field_error(
+            "APPLICATION_COMMAND_OPTION_TYPE_INVALID", "Sub-commands cannot be nested this deep"
+        )
+    return one
+
+
+def _subcommand_errors(
+    option_type: int, children: list[dict[str, Any]], depth: int
+) -> dict[str, Any]:
+    """A sub-command's or group's ``options``: a group holds only sub-commands."""
+    if option_type == OPTION_SUB_COMMAND_GROUP and any(
+        int(child.get("type", 0)) != OPTION_SUB_COMMAND for child in children
+    ):
+        return {
+            "options": field_error(
+                "APPLICATION_COMMAND_OPTION_TYPE_INVALID",
+                "Sub-command groups may only contain sub-commands",
+            )
+        }
+    if children:
+        nested = _options_errors(children, depth=depth + 1)
+        if nested:
+            return {"options": nested}
+    return {}
+
+
+def _choices_errors(option: dict[str, Any]) -> dict[str, Any]:
+    """An option's choices: at most 25, not with autocomplete, names of 1 to 100 characters."""
+    one: dict[str, Any] = {}
+    choices = option.get("choices") or []
+    if len(choices) > 25:
+        one["choices"] = field_error("BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")
+    if choices and option.get("autocomplete"):
+        one["autocomplete"] = field_error(
+            "APPLICATION_COMMAND_AUTOCOMPLETE_CHOICES",
+            "Autocomplete cannot be set if choices are present",
+        )
+    for choice_index, choice in enumerate(choices):
+        choice_errors: dict[str, Any] = {}
+        if not 1 <= len(str(choice.get("name", ""))) <= 100:
+            choice_errors["name"] = field_error(
+                "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
+            )
+        for locale, value in (choice.get("name_localizations") or {}).items():
+            if locale not in VALID_LOCALES or not 1 <= len(str(value)) <= 100:
+                choice_errors.setdefault("name_localizations", {})[locale] = field_error(
+                    "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
+                )
+        if choice_errors:
+            one.setdefault("choices", {})[str(choice_index)] = choice_errors
+    return one
 
 
 class AppRoutes:

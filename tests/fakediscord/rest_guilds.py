@@ -8,14 +8,14 @@ DEAFEN_MEMBERS / MOVE_MEMBERS for members. A refusal is 403 50013.
 
 from __future__ import annotations
 
-import datetime
 import re
 from typing import TYPE_CHECKING, Any
 
 from . import audit
 from .errors import DiscordError, field_error, invalid_form_body, missing_permissions, unknown
-from .models import VOICE_TYPES, ChannelType
+from .models import ChannelType
 from .permissions import OVERWRITE_MEMBER, OVERWRITE_ROLE, Overwrite, Permission
+from .rest_members import MemberRoutes
 from .routing import RestRequest, RestResponse, Router
 from .world import UNSET
 
@@ -78,11 +78,39 @@ def check_room(
         )
 
 
-class GuildRoutes:
-    """``/guilds/...`` routes."""
+_CREATED_CHANNEL_KEYS = (
+    "name",
+    "type",
+    "topic",
+    "nsfw",
+    "rate_limit_per_user",
+    "bitrate",
+    "user_limit",
+    "parent_id",
+    "permission_overwrites",
+)
+"""What the audit log's CHANNEL_CREATE entry lists of a new channel (when set)."""
 
-    def __init__(self, fake: FakeDiscord) -> None:
-        self.fake = fake
+
+def _new_channel_name_and_type(body: dict[str, Any]) -> tuple[str, int]:
+    """A new channel's name (1 to 100 characters, a text channel's normalised) and type."""
+    name = str(body.get("name") or "")
+    if not 1 <= len(name) <= 100:
+        raise invalid_form_body(
+            {"name": field_error("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")}
+        )
+    channel_type = int(body.get("type") or 0)
+    if channel_type not in _CREATABLE_TYPES:
+        raise invalid_form_body(
+            {"type": field_error("BASE_TYPE_CHOICES", "Value must be one of (0, 2, 4, 5, 13, 15).")}
+        )
+    if channel_type in (ChannelType.GUILD_TEXT, ChannelType.GUILD_ANNOUNCEMENT):
+        name = normalize_text_channel_name(name)
+    return name, channel_type
+
+
+class GuildRoutes(MemberRoutes):
+    """``/guilds/...`` routes."""
 
     def register(self, router: Router) -> None:
         """Adds these routes to the router."""
@@ -112,29 +140,7 @@ class GuildRoutes:
             self.remove_member_role,
         )
 
-    # helpers ------------------------------------------------------------------------
-
-    def _bot_can(self, guild_id: int, permission: int, channel_id: int | None = None) -> None:
-        bot_id = self.fake.bot_user.id
-        if not self.fake.state.permissions_for(guild_id, channel_id, bot_id) & permission:
-            raise missing_permissions()
-
-    def _check_role_below_bot(self, guild_id: int, role_id: int) -> None:
-        state = self.fake.state
-        guild = state.guild(guild_id)
-        if guild.owner_id == self.fake.bot_user.id:
-            return
-        role = state.role(guild_id, role_id)
-        if role.position >= state.highest_role_position(guild_id, self.fake.bot_user.id):
-            raise missing_permissions()
-
-    def _outranks_bot(self, guild_id: int, user_id: int) -> bool:
-        """Whether the member is the owner or has a role at least as high as the bot's highest."""
-        state = self.fake.state
-        if state.guild(guild_id).owner_id == user_id:
-            return True
-        bot_top = state.highest_role_position(guild_id, self.fake.bot_user.id)
-        return state.highest_role_position(guild_id, user_id) >= bot_top
+    # overwrites ---------------------------------------------------------------------
 
     def parse_overwrites(self, guild_id: int, raw: Any) -> list[Overwrite]:
         """Checks a ``permission_overwrites`` list: targets must exist, types must be 0 or 1."""
@@ -240,46 +246,8 @@ class GuildRoutes:
         self.fake.state.guild(guild_id)
         body = request.body()
         self._bot_can(guild_id, Permission.MANAGE_CHANNELS)
-        name = str(body.get("name") or "")
-        if not 1 <= len(name) <= 100:
-            raise invalid_form_body(
-                {
-                    "name": field_error(
-                        "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
-                    )
-                }
-            )
-        channel_type = int(body.get("type") or 0)
-        if channel_type not in _CREATABLE_TYPES:
-            raise invalid_form_body(
-                {
-                    "type": field_error(
-                        "BASE_TYPE_CHOICES", "Value must be one of (0, 2, 4, 5, 13, 15)."
-                    )
-                }
-            )
-        if channel_type in (ChannelType.GUILD_TEXT, ChannelType.GUILD_ANNOUNCEMENT):
-            name = normalize_text_channel_name(name)
-        parent_id = int(str(body["parent_id"])) if body.get("parent_id") is not None else None
-        if parent_id is not None:
-            parent = self.fake.state.channels.get(parent_id)
-            if (
-                parent is None
-                or parent.deleted
-                or parent.guild_id != guild_id
-                or parent.type != ChannelType.GUILD_CATEGORY
-            ):
-                raise invalid_form_body(
-                    {"parent_id": field_error("CHANNEL_PARENT_INVALID_TYPE", "Not a category")}
-                )
-            if channel_type == ChannelType.GUILD_CATEGORY:
-                raise invalid_form_body(
-                    {
-                        "parent_id": field_error(
-                            "CHANNEL_PARENT_INVALID_TYPE", "Categories cannot have subcategories"
-                        )
-                    }
-                )
+        name, channel_type = _new_channel_name_and_type(body)
+        parent_id = self._new_channel_parent(guild_id, channel_type, body)
         check_room(self.fake, guild_id, parent_id, new_channel=True)
         overwrites = self.parse_overwrites(guild_id, body.get("permission_overwrites") or [])
         if overwrites:
@@ -306,17 +274,6 @@ class GuildRoutes:
             rate_limit_per_user=int(body.get("rate_limit_per_user") or 0),
         )
         created = channel.to_payload()
-        keys = [
-            "name",
-            "type",
-            "topic",
-            "nsfw",
-            "rate_limit_per_user",
-            "bitrate",
-            "user_limit",
-            "parent_id",
-            "permission_overwrites",
-        ]
         self.fake.audit(
             guild_id,
             audit.CHANNEL_CREATE,
@@ -324,11 +281,37 @@ class GuildRoutes:
             reason=request.record.audit_reason,
             changes=[
                 audit.change(key, None, created[key])
-                for key in keys
+                for key in _CREATED_CHANNEL_KEYS
                 if created.get(key) is not None
             ],
         )
         return RestResponse(status=201, body=created)
+
+    def _new_channel_parent(
+        self, guild_id: int, channel_type: int, body: dict[str, Any]
+    ) -> int | None:
+        """A new channel's ``parent_id``: None, or a category of the guild (not for a category)."""
+        parent_id = int(str(body["parent_id"])) if body.get("parent_id") is not None else None
+        if parent_id is not None:
+            parent = self.fake.state.channels.get(parent_id)
+            if (
+                parent is None
+                or parent.deleted
+                or parent.guild_id != guild_id
+                or parent.type != ChannelType.GUILD_CATEGORY
+            ):
+                raise invalid_form_body(
+                    {"parent_id": field_error("CHANNEL_PARENT_INVALID_TYPE", "Not a category")}
+                )
+            if channel_type == ChannelType.GUILD_CATEGORY:
+                raise invalid_form_body(
+                    {
+                        "parent_id": field_error(
+                            "CHANNEL_PARENT_INVALID_TYPE", "Categories cannot have subcategories"
+                        )
+                    }
+                )
+        return parent_id
 
     async def move_channels(self, request: RestRequest) -> Any:
         """PATCH /guilds/{guild_id}/channels [{id, position, parent_id, lock_permissions}]."""
@@ -484,237 +467,3 @@ class GuildRoutes:
             changes=[audit.change(key, before[key]) for key in _ROLE_KEYS],
         )
         return None
-
-    # members ------------------------------------------------------------------------
-
-    async def list_members(self, request: RestRequest) -> Any:
-        """GET /guilds/{guild_id}/members?limit&after (sorted by user id)."""
-        guild = self.fake.state.guild(request.snowflake("guild_id"))
-        limit = max(1, min(int(request.query.get("limit", "1")), 1000))
-        after = int(request.query.get("after", "0"))
-        members = sorted((m for m in guild.members.values() if m.id > after), key=lambda m: m.id)
-        return [member.to_payload() for member in members[:limit]]
-
-    async def search_members(self, request: RestRequest) -> Any:
-        """GET /guilds/{guild_id}/members/search?query&limit (prefix of username, global name or nick)."""
-        guild = self.fake.state.guild(request.snowflake("guild_id"))
-        if "query" not in request.query:
-            raise invalid_form_body(
-                {"query": field_error("BASE_TYPE_REQUIRED", "This field is required")}
-            )
-        query = request.query["query"].lower()
-        limit = max(1, min(int(request.query.get("limit", "1")), 1000))
-        found = [
-            member
-            for member in guild.members.values()
-            if member.user.username.lower().startswith(query)
-            or (member.user.global_name or "").lower().startswith(query)
-            or (member.nick or "").lower().startswith(query)
-        ]
-        return [member.to_payload() for member in found[:limit]]
-
-    async def get_member(self, request: RestRequest) -> Any:
-        """GET /guilds/{guild_id}/members/{user_id}."""
-        return self.fake.state.member(
-            request.snowflake("guild_id"), request.snowflake("user_id")
-        ).to_payload()
-
-    async def edit_own_member(self, request: RestRequest) -> Any:
-        """PATCH /guilds/{guild_id}/members/@me {nick}."""
-        guild_id = request.snowflake("guild_id")
-        self._bot_can(guild_id, Permission.CHANGE_NICKNAME | Permission.MANAGE_NICKNAMES)
-        body = request.body()
-        before = self.fake.state.member(guild_id, self.fake.bot_user.id).nick
-        member = self.fake.update_member(guild_id, self.fake.bot_user.id, nick=body.get("nick"))
-        if before != member.nick:
-            self.fake.audit(
-                guild_id,
-                audit.MEMBER_UPDATE,
-                member.id,
-                reason=request.record.audit_reason,
-                changes=[audit.change("nick", before, member.nick)],
-            )
-        return member.to_payload()
-
-    async def edit_member(self, request: RestRequest) -> Any:
-        """PATCH /guilds/{guild_id}/members/{user_id}: nick, roles, mute, deaf, channel_id."""
-        state = self.fake.state
-        guild_id = request.snowflake("guild_id")
-        user_id = request.snowflake("user_id")
-        guild = state.guild(guild_id)
-        member = state.member(guild_id, user_id)
-        body = request.body()
-        bot_id = self.fake.bot_user.id
-        in_voice = guild.voice_states.get(user_id)
-        if "nick" in body:
-            self._bot_can(guild_id, Permission.MANAGE_NICKNAMES)
-            if user_id != bot_id and self._outranks_bot(guild_id, user_id):
-                raise missing_permissions()
-            nick = body.get("nick")
-            if nick is not None and len(str(nick)) > 32:
-                raise invalid_form_body(
-                    {"nick": field_error("BASE_TYPE_MAX_LENGTH", "Must be 32 or fewer in length.")}
-                )
-        roles = None
-        if "roles" in body:
-            self._bot_can(guild_id, Permission.MANAGE_ROLES)
-            roles = [int(str(role_id)) for role_id in body.get("roles") or []]
-            for role_id in set(roles) ^ set(member.roles):
-                role = state.role(guild_id, role_id)
-                if role.managed:
-                    raise DiscordError(400, 50028, "Invalid Role")
-                self._check_role_below_bot(guild_id, role_id)
-        for key, permission in (
-            ("mute", Permission.MUTE_MEMBERS),
-            ("deaf", Permission.DEAFEN_MEMBERS),
-        ):
-            if body.get(key) is not None:
-                self._bot_can(guild_id, permission)
-                if in_voice is None:
-                    raise DiscordError(400, 40032, "Target user is not connected to voice.")
-        timeout: Any = UNSET
-        if "communication_disabled_until" in body:
-            self._bot_can(guild_id, Permission.MODERATE_MEMBERS)
-            if user_id == bot_id or self._outranks_bot(guild_id, user_id):
-                raise missing_permissions()
-            timeout = body.get("communication_disabled_until")
-            if timeout is not None:
-                try:
-                    until = datetime.datetime.fromisoformat(str(timeout))
-                except ValueError:
-                    raise invalid_form_body(
-                        {
-                            "communication_disabled_until": field_error(
-                                "DATE_TIME_TYPE_PARSE", "Could not parse the time."
-                            )
-                        }
-                    ) from None
-                if until - datetime.datetime.now(tz=datetime.UTC) > datetime.timedelta(days=28):
-                    raise invalid_form_body(
-                        {
-                            "communication_disabled_until": field_error(
-                                "COMMUNICATION_DISABLED_UNTIL_TOO_LONG",
-                                "Timeouts can last 28 days at most.",
-                            )
-                        }
-                    )
-        move_to: Any = UNSET
-        if "channel_id" in body:
-            self._bot_can(guild_id, Permission.MOVE_MEMBERS)
-            if in_voice is None:
-                raise DiscordError(400, 40032, "Target user is not connected to voice.")
-            raw = body.get("channel_id")
-            move_to = int(str(raw)) if raw is not None else None
-            if move_to is not None:
-                target = state.channel(move_to)
-                if target.type not in VOICE_TYPES or target.guild_id != guild_id:
-                    raise invalid_form_body(
-                        {"channel_id": field_error("CHANNEL_TYPE_INVALID", "Not a voice channel")}
-                    )
-                self._bot_can(guild_id, Permission.CONNECT, move_to)
-        before = member.to_payload(with_user=False)
-        roles_before = list(member.roles)
-        updated = self.fake.update_member(
-            guild_id,
-            user_id,
-            nick=body.get("nick", UNSET),
-            roles=roles,
-            mute=body.get("mute"),
-            deaf=body.get("deaf"),
-            timed_out_until=timeout,
-        )
-        reason = request.record.audit_reason
-        changed = audit.changes_between(
-            before,
-            updated.to_payload(with_user=False),
-            ("nick", "mute", "deaf", "communication_disabled_until"),
-        )
-        if changed:
-            self.fake.audit(guild_id, audit.MEMBER_UPDATE, user_id, reason=reason, changes=changed)
-        if roles is not None:
-            self._audit_roles(guild_id, user_id, roles_before, updated.roles, reason)
-        if move_to is not UNSET and in_voice is not None:
-            self.fake.set_voice_state(
-                guild_id,
-                user_id,
-                move_to,
-                self_mute=in_voice.self_mute,
-                self_deaf=in_voice.self_deaf,
-            )
-            if move_to is None:
-                self.fake.audit(
-                    guild_id, audit.MEMBER_DISCONNECT, None, reason=reason, options={"count": "1"}
-                )
-            else:
-                self.fake.audit(
-                    guild_id,
-                    audit.MEMBER_MOVE,
-                    None,
-                    reason=reason,
-                    options={"channel_id": str(move_to), "count": "1"},
-                )
-        return updated.to_payload()
-
-    def _audit_roles(
-        self, guild_id: int, user_id: int, before: list[int], after: list[int], reason: str | None
-    ) -> None:
-        guild = self.fake.state.guild(guild_id)
-
-        def named(role_ids: list[int]) -> list[dict[str, str]]:
-            return [
-                {"id": str(role_id), "name": guild.roles[role_id].name}
-                for role_id in role_ids
-                if role_id in guild.roles
-            ]
-
-        added = [role_id for role_id in after if role_id not in before]
-        removed = [role_id for role_id in before if role_id not in after]
-        changes = []
-        if added:
-            changes.append(audit.change("$add", None, named(added)))
-        if removed:
-            changes.append(audit.change("$remove", None, named(removed)))
-        if changes:
-            self.fake.audit(
-                guild_id, audit.MEMBER_ROLE_UPDATE, user_id, reason=reason, changes=changes
-            )
-
-    async def kick_member(self, request: RestRequest) -> Any:
-        """DELETE /guilds/{guild_id}/members/{user_id}."""
-        state = self.fake.state
-        guild_id = request.snowflake("guild_id")
-        user_id = request.snowflake("user_id")
-        state.guild(guild_id)
-        state.member(guild_id, user_id)
-        self._bot_can(guild_id, Permission.KICK_MEMBERS)
-        if self._outranks_bot(guild_id, user_id):
-            raise missing_permissions()
-        self.fake.remove_member(guild_id, user_id)
-        self.fake.audit(guild_id, audit.MEMBER_KICK, user_id, reason=request.record.audit_reason)
-        return None
-
-    async def add_member_role(self, request: RestRequest) -> Any:
-        """PUT /guilds/{guild_id}/members/{user_id}/roles/{role_id}."""
-        return self._change_member_role(request, add=True)
-
-    async def remove_member_role(self, request: RestRequest) -> Any:
-        """DELETE /guilds/{guild_id}/members/{user_id}/roles/{role_id}."""
-        return self._change_member_role(request, add=False)
-
-    def _change_member_role(self, request: RestRequest, *, add: bool) -> None:
-        guild_id = request.snowflake("guild_id")
-        user_id = request.snowflake("user_id")
-        role_id = request.snowflake("role_id")
-        role = self.fake.state.role(guild_id, role_id)
-        self.fake.state.member(guild_id, user_id)
-        self._bot_can(guild_id, Permission.MANAGE_ROLES)
-        if role.managed or role.is_everyone:
-            raise DiscordError(400, 50028, "Invalid Role")
-        self._check_role_below_bot(guild_id, role_id)
-        before = list(self.fake.state.member(guild_id, user_id).roles)
-        if add:
-            self.fake.add_member_role(guild_id, user_id, role_id)
-        else:
-            self.fake.remove_member_role(guild_id, user_id, role_id)
-        after = self.fake.state.member(guild_id, user_id).roles
-        self._audit_roles(guild_id, user_id, before, after, request.record.audit_reason)

@@ -31,9 +31,9 @@ from .interactions import (
     Callback,
     InteractionResult,
 )
+from .message_compose import CHANNEL_MESSAGE_FLAGS, apply_edit, compose_message
 from .messages import MessageInput, parse_message_input
 from .models import MESSAGE_FLAG_EPHEMERAL, MESSAGE_FLAG_LOADING, Message
-from .rest_channels import CHANNEL_MESSAGE_FLAGS, apply_edit, compose_message
 from .routing import RestRequest, RestResponse, Router
 
 if TYPE_CHECKING:
@@ -150,6 +150,16 @@ class InteractionRoutes:
     def _acknowledge(
         self, request: RestRequest, result: InteractionResult, attempt: Callback
     ) -> RestResponse:
+        self._check_acknowledgeable(result, attempt)
+        resource_message = self._perform(request, result, attempt)
+        result.callback = attempt
+        self.fake.notify()
+        if not request.flag("with_response"):
+            return RestResponse(status=204)
+        return self._callback_response(result, attempt, resource_message)
+
+    def _check_acknowledgeable(self, result: InteractionResult, attempt: Callback) -> None:
+        """Not acknowledged yet, within the deadline, and a callback type this interaction takes."""
         fake = self.fake
         if result.callback is not None:
             raise DiscordError(400, 40060, "Interaction has already been acknowledged.")
@@ -164,6 +174,12 @@ class InteractionRoutes:
                     )
                 }
             )
+
+    def _perform(
+        self, request: RestRequest, result: InteractionResult, attempt: Callback
+    ) -> Message | None:
+        """Do what the callback asks; the message it creates or updates, if any."""
+        fake = self.fake
         channel = fake.state.channel(result.channel_id)
         source = (
             fake.state.messages.get(result.source_message_id) if result.source_message_id else None
@@ -210,10 +226,14 @@ class InteractionRoutes:
             self._check_choices(attempt.data)
         elif attempt.type == CALLBACK_MODAL:
             self._check_modal(attempt.data)
-        result.callback = attempt
-        fake.notify()
-        if not request.flag("with_response"):
-            return RestResponse(status=204)
+        return resource_message
+
+    def _callback_response(
+        self, result: InteractionResult, attempt: Callback, resource_message: Message | None
+    ) -> RestResponse:
+        """The answer to a callback ``with_response``: the interaction and, for a new or updated
+        message, the message."""
+        fake = self.fake
         interaction: dict[str, Any] = {"id": str(result.id), "type": result.type}
         resource: dict[str, Any] = {"type": attempt.type}
         if resource_message is not None:

@@ -35,26 +35,49 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import os
 import re
-import subprocess
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import jsonschema.validators
-from jsonschema import ValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-SPEC_ENV = "FAKEDISCORD_OPENAPI"
-"""Environment variable naming the spec file (empty or ``off``: no schema check)."""
+from .spec_errors import Violation, _check, errors_tree
+from .spec_files import SPEC_ENV, locate_spec, spec_candidates
+from .spec_validator import (
+    SPEC_URI,
+    _Dispatch,
+    _escape_pointer,
+    _fast_branches,
+    _local_ref,
+    _pick_branch,
+    _resolve_pointer,
+    _snowflake_type,
+)
 
-SPEC_URI = "urn:discord-openapi"
-"""The URI the spec is registered under, so that ``#/components/...`` refs resolve into it."""
+__all__ = [
+    "CheckResult",
+    "ERROR_CODE_STRINGS",
+    "OpenApiSpec",
+    "Operation",
+    "PERMISSION_FIELDS",
+    "PERMISSION_STRINGS",
+    "SNOWFLAKE_INTEGERS",
+    "SPEC_ENV",
+    "SPEC_URI",
+    "Violation",
+    "default_spec",
+    "errors_tree",
+    "locate_spec",
+    "spec_candidates",
+    "spec_status",
+]
+
 
 PERMISSION_FIELDS = frozenset({"allow", "deny", "permissions", "default_member_permissions"})
 PERMISSION_STRINGS = (
@@ -88,55 +111,6 @@ ERROR_CODE_STRINGS = (
 # --- locating and loading -----------------------------------------------------------
 
 
-def _repo_root() -> Path:
-    return Path(__file__).resolve().parents[2]
-
-
-def _main_checkout(root: Path) -> Path | None:
-    """The main working tree of a git worktree (``.git`` is then a file naming the gitdir)."""
-    marker = root / ".git"
-    if not marker.is_file():
-        return None
-    try:
-        common = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--path-format=absolute", "--git-common-dir"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=10,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return Path(common).parent if common else None
-
-
-def spec_candidates() -> list[Path]:
-    """Where the spec is looked for, in order (the environment variable aside)."""
-    root = _repo_root()
-    candidates = [root.parent / "shared" / "discord-api" / "openapi.json"]
-    main = _main_checkout(root)
-    if main is not None and main != root:
-        candidates.append(main.parent / "shared" / "discord-api" / "openapi.json")
-    return candidates
-
-
-def locate_spec() -> tuple[Path | None, str]:
-    """The spec file to use and, when there is none, why."""
-    configured = os.environ.get(SPEC_ENV)
-    if configured is not None:
-        if configured.strip().lower() in ("", "off", "0", "none"):
-            return None, f"{SPEC_ENV}={configured!r} switches the schema check off"
-        path = Path(configured).expanduser()
-        if path.is_file():
-            return path, ""
-        return None, f"{SPEC_ENV}={configured} does not exist"
-    for path in spec_candidates():
-        if path.is_file():
-            return path, ""
-    looked = ", ".join(str(path) for path in spec_candidates())
-    return None, f"no openapi.json at {looked}"
-
-
 @functools.cache
 def default_spec() -> OpenApiSpec | None:
     """The process-wide spec (loaded on first use), or None when it is absent."""
@@ -155,67 +129,8 @@ def spec_status() -> str:
 # --- violations and Discord's error tree ----------------------------------------------
 
 
-@dataclass(frozen=True)
-class Violation:
-    """One thing the spec refuses in a request (or a response).
-
-    ``location`` is ``route``, ``path``, ``query``, ``body`` or ``response``;
-    ``field`` the path to the offending value (names and list indices);
-    ``rule`` the JSON Schema keyword that failed (``maxLength``, ``required``...);
-    ``code`` and ``message`` what Discord says about it.
-    """
-
-    location: str
-    field: tuple[str | int, ...]
-    rule: str
-    code: str
-    message: str
-
-    @property
-    def dotted(self) -> str:
-        """The field as ``embeds.0.title`` (``<root>`` for the whole body)."""
-        return ".".join(str(part) for part in self.field) or "<root>"
-
-    @property
-    def pattern(self) -> str:
-        """The field with list indices replaced by ``*``, for counting alike violations."""
-        parts = [
-            "*" if isinstance(part, int) or str(part).isdigit() else str(part)
-            for part in self.field
-        ]
-        return ".".join(parts) or "<root>"
-
-    def __str__(self) -> str:
-        return f"{self.location} {self.dotted}: {self.rule} ({self.code}: {self.message})"
-
-
-def errors_tree(violations: Iterable[Violation]) -> dict[str, Any]:
-    """Discord's nested ``errors`` object for these violations."""
-    tree: dict[str, Any] = {}
-    for violation in violations:
-        node = tree
-        for part in violation.field:
-            node = node.setdefault(str(part), {})
-        node.setdefault("_errors", []).append(
-            {"code": violation.code, "message": violation.message}
-        )
-    return tree
-
-
-# --- the spec -------------------------------------------------------------------------
-
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _BOOLEAN_TEXT = {"true": True, "false": False, "1": True, "0": False}
-
-
-@dataclass
-class _Dispatch:
-    by_type: dict[Any, int]
-    null_index: int | None
-    only_other: int | None
-    """For ``[null, X]``: the index of X, where every value that is not null must go."""
-    by_const: dict[Any, int] | None
-    """For a oneOf of ``const`` s (Discord's enums): value → branch."""
 
 
 @dataclass
@@ -280,16 +195,9 @@ def _accept_permission_strings(document: Any) -> list[str]:
     return patched
 
 
-def _escape_pointer(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
-
-
-def _resolve_pointer(document: Any, pointer: str) -> Any:
-    node = document
-    for raw in pointer.lstrip("/").split("/"):
-        token = raw.replace("~1", "/").replace("~0", "~")
-        node = node[int(token)] if isinstance(node, list) else node[token]
-    return node
+_extend: Callable[..., Any] = jsonschema.validators.extend
+"""``jsonschema.validators.extend``, which types-jsonschema leaves unannotated: it takes a
+validator class and a mapping of keywords to their functions, and returns a validator class."""
 
 
 class OpenApiSpec:
@@ -358,80 +266,21 @@ class OpenApiSpec:
         null) goes straight to the one branch that can match: the same verdict, found without
         trying every branch (components are a oneOf of seven schemas, nested)."""
         base = jsonschema.Draft202012Validator
-        original_type = base.VALIDATORS["type"]
-        original_one_of = base.VALIDATORS["oneOf"]
-        original_any_of = base.VALIDATORS["anyOf"]
         dispatch_tables: dict[int, _Dispatch | None] = {}
-
-        def snowflake_type(
-            validator: Any, types: Any, instance: Any, schema: Any
-        ) -> Iterator[ValidationError]:
-            if (
-                isinstance(instance, int)
-                and not isinstance(instance, bool)
-                and schema.get("format") == "snowflake"
-                and 0 <= instance < 2**64
-            ):
-                return
-            yield from original_type(validator, types, instance, schema)
 
         def pick(branches: list[Any], instance: Any) -> int | None:
             key = id(branches)
             if key not in dispatch_tables:
                 dispatch_tables[key] = self._dispatch_table(branches)
-            table = dispatch_tables[key]
-            if table is None:
-                return None
-            if instance is None:
-                return table.null_index
-            if table.only_other is not None:
-                return table.only_other
-            if table.by_const is not None:
-                if isinstance(instance, (int, str)) and not isinstance(instance, bool):
-                    return table.by_const.get(instance)
-                return None
-            if isinstance(instance, dict):
-                discriminator = instance.get("type")
-                if isinstance(discriminator, (int, str)) and not isinstance(discriminator, bool):
-                    return table.by_type.get(discriminator)
-            return None
+            return _pick_branch(dispatch_tables[key], instance)
 
-        def fast(original: Any) -> Any:
-            def keyword(
-                validator: Any, branches: Any, instance: Any, schema: Any
-            ) -> Iterator[ValidationError]:
-                index = pick(branches, instance) if isinstance(branches, list) else None
-                if index is None:
-                    yield from original(validator, branches, instance, schema)
-                    return
-                yield from validator.descend(instance, branches[index], schema_path=index)
-
-            return keyword
-
-        original_ref = base.VALIDATORS["$ref"]
-        targets: dict[str, Any] = {}
-
-        def local_ref(
-            validator: Any, ref: Any, instance: Any, schema: Any
-        ) -> Iterator[ValidationError]:
-            # Every $ref of the spec points into the spec itself: resolve it once by its pointer
-            # (referencing would walk the pointer again on every use).
-            target = targets.get(ref)
-            if target is None:
-                pointer = ref[len(SPEC_URI) :] if ref.startswith(SPEC_URI) else ref
-                if not pointer.startswith("#/"):
-                    yield from original_ref(validator, ref, instance, schema)
-                    return
-                target = targets[ref] = _resolve_pointer(self.document, pointer[1:])
-            yield from validator.descend(instance, target)
-
-        return jsonschema.validators.extend(
+        return _extend(
             base,
             {
-                "type": snowflake_type,
-                "oneOf": fast(original_one_of),
-                "anyOf": fast(original_any_of),
-                "$ref": local_ref,
+                "type": _snowflake_type(base.VALIDATORS["type"]),
+                "oneOf": _fast_branches(base.VALIDATORS["oneOf"], pick),
+                "anyOf": _fast_branches(base.VALIDATORS["anyOf"], pick),
+                "$ref": _local_ref(base.VALIDATORS["$ref"], self.document),
             },
         )
 
@@ -446,12 +295,12 @@ class OpenApiSpec:
             and set(branch) <= {"const", "title", "description"}
             for branch in consts
         ):
-            values = [branch["const"] for branch in consts]
-            if all(isinstance(v, (int, str)) and not isinstance(v, bool) for v in values) and len(
-                set(values)
-            ) == len(values):
+            constants = [branch["const"] for branch in consts]
+            if all(
+                isinstance(v, (int, str)) and not isinstance(v, bool) for v in constants
+            ) and len(set(constants)) == len(constants):
                 return _Dispatch(
-                    {}, None, None, {value: index for index, value in enumerate(values)}
+                    {}, None, None, {value: index for index, value in enumerate(constants)}
                 )
         for index, raw in enumerate(branches):
             branch = self._deref(raw)
@@ -688,176 +537,6 @@ class OpenApiSpec:
 
 
 # --- jsonschema errors → Discord's ------------------------------------------------------
-
-
-def _check(
-    validator: Any, instance: Any, location: str, prefix: tuple[str | int, ...]
-) -> list[Violation]:
-    if validator.is_valid(instance):
-        return []
-    violations: list[Violation] = []
-    for error in validator.iter_errors(instance):
-        for leaf in _leaves(error):
-            violations.append(_translate(leaf, location, prefix))
-    unique: dict[tuple[Any, ...], Violation] = {}
-    for violation in violations:
-        unique.setdefault((violation.field, violation.rule, violation.message), violation)
-    return list(unique.values())
-
-
-def _leaves(error: ValidationError) -> list[ValidationError]:
-    """The errors that say what is wrong, looking into the branch of a oneOf/anyOf that was meant."""
-    if error.validator in ("oneOf", "anyOf") and error.context:
-        branches: dict[Any, list[ValidationError]] = {}
-        for sub in error.context:
-            branches.setdefault(sub.relative_schema_path[0], []).append(sub)
-        meant = [
-            errors
-            for errors in branches.values()
-            if not any(_rules_out_branch(sub) for sub in errors)
-        ]
-        if not meant:
-            return [error]
-        # Of the branches left, the one meant is the one whose fields have the right types
-        # (a choice with a string value is the string choice, whatever else is wrong with it).
-        ranked = sorted(
-            meant, key=lambda errors: (sum(_type_miss(sub) for sub in errors), len(errors))
-        )
-        if len(ranked) == 1 or (sum(map(_type_miss, ranked[0])), len(ranked[0])) < (
-            sum(map(_type_miss, ranked[1])),
-            len(ranked[1]),
-        ):
-            return [leaf for sub in ranked[0] for leaf in _leaves(sub)]
-        best = jsonschema.exceptions.best_match([sub for errors in meant for sub in errors])
-        return _leaves(best) if best is not None else [error]
-    if error.validator == "allOf" and error.context:
-        return [leaf for sub in error.context for leaf in _leaves(sub)]
-    if error.validator == "$ref" and error.context:
-        return [leaf for sub in error.context for leaf in _leaves(sub)]
-    return [error]
-
-
-def _type_miss(error: ValidationError) -> int:
-    """1 when the error says a field (or the value) has the wrong type or value set."""
-    return int(error.validator in ("type", "const", "enum") and len(error.relative_path) <= 1)
-
-
-def _rules_out_branch(error: ValidationError) -> bool:
-    """Whether an error inside a oneOf branch shows the value was never meant for that branch:
-    the wrong JSON type (null vs object), or the wrong discriminator (``type``) value."""
-    path = list(error.relative_path)
-    if not path and error.validator in ("type", "const", "enum"):
-        return True
-    return path == ["type"] and error.validator in ("type", "const", "enum", "oneOf")
-
-
-def _type_name(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)[:60] if not isinstance(value, str) else value[:60]
-
-
-def _translate(error: ValidationError, location: str, prefix: tuple[str | int, ...]) -> Violation:
-    field_path: tuple[str | int, ...] = prefix + tuple(error.absolute_path)
-    rule = str(error.validator)
-    value = error.validator_value
-    schema = error.schema if isinstance(error.schema, dict) else {}
-    instance = error.instance
-    code, message = "BASE_TYPE_INVALID", error.message
-    if rule == "required":
-        missing = [name for name in value if isinstance(instance, dict) and name not in instance]
-        field_path = field_path + (missing[0] if missing else "",)
-        code, message = "BASE_TYPE_REQUIRED", "This field is required"
-    elif rule in ("maxLength", "maxItems"):
-        low = schema.get("minLength" if rule == "maxLength" else "minItems")
-        code, message = _length_message(low, value)
-    elif rule in ("minLength", "minItems"):
-        high = schema.get("maxLength" if rule == "minLength" else "maxItems")
-        if high is not None:
-            code, message = _length_message(value, high)
-        else:
-            code, message = "BASE_TYPE_MIN_LENGTH", f"Must be {value} or more in length."
-    elif rule == "maximum":
-        code, message = "NUMBER_TYPE_MAX", f"int value should be less than or equal to {value}."
-    elif rule == "minimum":
-        code, message = "NUMBER_TYPE_MIN", f"int value should be greater than or equal to {value}."
-    elif rule in ("enum", "const"):
-        choices = value if rule == "enum" else [value]
-        code, message = (
-            "BASE_TYPE_CHOICES",
-            f"Value must be one of ({', '.join(repr(c) for c in choices)}).",
-        )
-    elif rule == "pattern":
-        if schema.get("format") == "snowflake":
-            code, message = (
-                "NUMBER_TYPE_COERCE",
-                f'Value "{_type_name(instance)}" is not snowflake.',
-            )
-        else:
-            code, message = "STRING_TYPE_REGEX", "String value did not match validation regex."
-    elif rule == "type":
-        code, message = _type_message(value, instance, schema)
-    elif rule == "uniqueItems":
-        code, message = "LIST_ITEM_VALUE_DUPLICATE", "Duplicate value in list."
-    elif rule in ("oneOf", "anyOf"):
-        consts = [
-            branch.get("const")
-            for branch in value
-            if isinstance(branch, dict) and "const" in branch
-        ]
-        if consts and len(consts) == len(value):
-            code, message = (
-                "BASE_TYPE_CHOICES",
-                f"Value must be one of ({', '.join(repr(c) for c in consts)}).",
-            )
-        else:
-            kinds = _discriminators(value, error)
-            if kinds:
-                code, message = (
-                    "UNION_TYPE_CHOICES",
-                    f'Value of field "type" must be one of ({", ".join(kinds)}).',
-                )
-            else:
-                code, message = (
-                    "UNION_TYPE_CHOICES",
-                    "Value did not match any of the allowed forms.",
-                )
-    elif rule == "additionalProperties":
-        code, message = "UNKNOWN_FIELD", error.message
-    return Violation(location, field_path, rule, code, message)
-
-
-def _discriminators(branches: Any, error: ValidationError) -> list[str]:
-    """The ``type`` values a oneOf of object schemas accepts, read from its branches' errors."""
-    kinds: list[str] = []
-    for sub in error.context or []:
-        if list(sub.relative_path) == ["type"] and sub.validator in ("enum", "const"):
-            values = sub.validator_value if sub.validator == "enum" else [sub.validator_value]
-            kinds.extend(str(v) for v in values if str(v) not in kinds)
-    return kinds
-
-
-def _length_message(low: Any, high: Any) -> tuple[str, str]:
-    if low is not None and int(low) > 0:
-        return "BASE_TYPE_BAD_LENGTH", f"Must be between {low} and {high} in length."
-    return "BASE_TYPE_MAX_LENGTH", f"Must be {high} or fewer in length."
-
-
-def _type_message(types: Any, instance: Any, schema: dict[str, Any]) -> tuple[str, str]:
-    wanted = [types] if isinstance(types, str) else list(types)
-    if schema.get("format") == "snowflake" or "snowflake" in str(schema.get("$ref", "")):
-        return "NUMBER_TYPE_COERCE", f'Value "{_type_name(instance)}" is not snowflake.'
-    if "integer" in wanted:
-        return "NUMBER_TYPE_COERCE", f'Value "{_type_name(instance)}" is not int.'
-    if "number" in wanted:
-        return "NUMBER_TYPE_COERCE", f'Value "{_type_name(instance)}" is not a valid number.'
-    if "boolean" in wanted:
-        return "BASE_TYPE_BOOLEAN", "Must be either true or false."
-    if "string" in wanted:
-        return "BASE_TYPE_STRING", f'Could not interpret "{_type_name(instance)}" as string.'
-    if "array" in wanted:
-        return "LIST_TYPE_CONVERT", "Only iterables may be used in a ListType"
-    if "object" in wanted:
-        return "DICT_TYPE_CONVERT", "Only dictionaries may be used in a DictType"
-    return "BASE_TYPE_INVALID", f"Must be of type {' or '.join(wanted)}."
 
 
 def _coerce_query(schema: dict[str, Any], raw: str) -> tuple[Any, tuple[str, str] | None]:

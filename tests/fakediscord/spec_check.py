@@ -18,6 +18,8 @@ import argparse
 import json
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,40 @@ def _test_name(entry: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Runs the check; returns the exit status."""
+    args = _parser().parse_args(argv)
+    spec = OpenApiSpec.load(args.spec) if args.spec else default_spec()
+    if spec is None:
+        print(spec_status())
+        return 2
+    tally = _Tally()
+    for entry in _entries(args.record, args.skip_tests):
+        tally.total += 1
+        _check_entry(spec, entry, tally, responses=not args.no_responses)
+    print(f"{tally.total} requests in {args.record}; the spec refuses {tally.refused}.")
+    _table(
+        "Requests the spec refuses (method route, where, field, rule, code):",
+        tally.requests,
+        tally.tests,
+    )
+    if not args.no_responses:
+        _table("Answers of the fake that disagree with the spec:", tally.answers, tally.tests)
+    _table(
+        "Other 4xx answers (the fake's own rules; method route, status, code, first error):",
+        tally.refusals,
+        tally.tests,
+    )
+    if spec.checked:
+        print(
+            f"Cost of the check: {spec.seconds / spec.checked * 1e6:.0f} µs per request ({spec.checked} requests)."
+        )
+    if spec.responses_checked:
+        print(
+            f"Cost of the answer check: {spec.response_seconds / spec.responses_checked * 1e6:.0f} µs per answer."
+        )
+    return 1 if tally.refused else 0
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("record", type=Path, help="a FAKEDISCORD_RECORD file (JSON lines)")
     parser.add_argument(
@@ -51,17 +87,24 @@ def main(argv: list[str] | None = None) -> int:
         "fake's own tests, which send wrong requests on purpose: "
         "tests/fakediscord/)",
     )
-    args = parser.parse_args(argv)
-    spec = OpenApiSpec.load(args.spec) if args.spec else default_spec()
-    if spec is None:
-        print(spec_status())
-        return 2
-    requests: Counter[tuple[str, ...]] = Counter()
-    answers: Counter[tuple[str, ...]] = Counter()
-    refusals: Counter[tuple[str, ...]] = Counter()
-    tests: dict[tuple[str, ...], list[str]] = defaultdict(list)
-    total = refused = 0
-    with args.record.open(encoding="utf-8") as handle:
+    return parser
+
+
+@dataclass
+class _Tally:
+    """What the check found so far: findings by kind and key, and the tests behind each."""
+
+    requests: Counter[tuple[str, ...]] = field(default_factory=Counter)
+    answers: Counter[tuple[str, ...]] = field(default_factory=Counter)
+    refusals: Counter[tuple[str, ...]] = field(default_factory=Counter)
+    tests: dict[tuple[str, ...], list[str]] = field(default_factory=lambda: defaultdict(list))
+    total: int = 0
+    refused: int = 0
+
+
+def _entries(record: Path, skip_tests: list[str]) -> Iterator[dict[str, Any]]:
+    """The record's calls, leaving out those of the tests skipped."""
+    with record.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -70,90 +113,67 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError:
                 print(f"line {number}: not JSON", file=sys.stderr)
                 continue
-            if any(str(entry.get("test") or "").startswith(prefix) for prefix in args.skip_tests):
+            if any(str(entry.get("test") or "").startswith(prefix) for prefix in skip_tests):
                 continue
-            total += 1
-            method = str(entry["method"])
-            result = spec.check_request(
-                method,
-                str(entry["path"]),
-                {str(k): str(v) for k, v in (entry.get("query") or {}).items()},
-                entry.get("json"),
-                multipart=bool(entry.get("multipart") or entry.get("parts")),
-                part_names=[str(part.get("name")) for part in entry.get("parts") or []],
-            )
-            route = (
-                result.operation.template
-                if result.operation
-                else str(entry.get("route") or entry["path"])
-            )
-            if result.violations:
-                refused += 1
-            for violation in result.violations:
-                key = (
-                    "request",
-                    method,
-                    route,
-                    violation.location,
-                    violation.pattern,
-                    violation.rule,
-                    violation.code,
-                )
-                requests[key] += 1
-                _remember(tests, key, entry)
-            status = int(entry.get("status") or 0)
-            fault = entry.get("fault")
-            if (
-                not args.no_responses
-                and result.operation is not None
-                and status
-                and (not fault or str(fault).startswith("delay"))
-            ):
-                for violation in spec.check_response(
-                    result.operation, status, entry.get("response")
-                ):
-                    key = (
-                        "answer",
-                        method,
-                        route,
-                        str(status),
-                        violation.pattern,
-                        violation.rule,
-                        violation.code,
-                    )
-                    answers[key] += 1
-                    _remember(tests, key, entry)
-            if 400 <= status < 500 and not result.violations and not fault:
-                body = entry.get("response") if isinstance(entry.get("response"), dict) else {}
-                key = (
-                    "refusal",
-                    method,
-                    route,
-                    str(status),
-                    str(body.get("code")),
-                    _first_error(body),
-                    "",
-                )
-                refusals[key] += 1
-                _remember(tests, key, entry)
-    print(f"{total} requests in {args.record}; the spec refuses {refused}.")
-    _table("Requests the spec refuses (method route, where, field, rule, code):", requests, tests)
-    if not args.no_responses:
-        _table("Answers of the fake that disagree with the spec:", answers, tests)
-    _table(
-        "Other 4xx answers (the fake's own rules; method route, status, code, first error):",
-        refusals,
-        tests,
+            yield entry
+
+
+def _check_entry(
+    spec: OpenApiSpec, entry: dict[str, Any], tally: _Tally, *, responses: bool
+) -> None:
+    """Check one recorded call (its request, and its answer when ``responses``) into ``tally``."""
+    method = str(entry["method"])
+    result = spec.check_request(
+        method,
+        str(entry["path"]),
+        {str(k): str(v) for k, v in (entry.get("query") or {}).items()},
+        entry.get("json"),
+        multipart=bool(entry.get("multipart") or entry.get("parts")),
+        part_names=[str(part.get("name")) for part in entry.get("parts") or []],
     )
-    if spec.checked:
-        print(
-            f"Cost of the check: {spec.seconds / spec.checked * 1e6:.0f} µs per request ({spec.checked} requests)."
+    route = (
+        result.operation.template if result.operation else str(entry.get("route") or entry["path"])
+    )
+    if result.violations:
+        tally.refused += 1
+    for violation in result.violations:
+        key = (
+            "request",
+            method,
+            route,
+            violation.location,
+            violation.pattern,
+            violation.rule,
+            violation.code,
         )
-    if spec.responses_checked:
-        print(
-            f"Cost of the answer check: {spec.response_seconds / spec.responses_checked * 1e6:.0f} µs per answer."
-        )
-    return 1 if refused else 0
+        tally.requests[key] += 1
+        _remember(tally.tests, key, entry)
+    status = int(entry.get("status") or 0)
+    fault = entry.get("fault")
+    if (
+        responses
+        and result.operation is not None
+        and status
+        and (not fault or str(fault).startswith("delay"))
+    ):
+        for violation in spec.check_response(result.operation, status, entry.get("response")):
+            key = (
+                "answer",
+                method,
+                route,
+                str(status),
+                violation.pattern,
+                violation.rule,
+                violation.code,
+            )
+            tally.answers[key] += 1
+            _remember(tally.tests, key, entry)
+    if 400 <= status < 500 and not result.violations and not fault:
+        response = entry.get("response")
+        body: dict[str, Any] = response if isinstance(response, dict) else {}
+        key = ("refusal", method, route, str(status), str(body.get("code")), _first_error(body), "")
+        tally.refusals[key] += 1
+        _remember(tally.tests, key, entry)
 
 
 def _remember(

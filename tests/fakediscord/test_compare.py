@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from tests.fakediscord.compare import calls_by_test, differences, main
 
@@ -36,7 +39,9 @@ def test_ids_nonces_order_and_reads_do_not_count() -> None:
     assert differences(calls_by_test(BEFORE), calls_by_test(after)) == []
 
 
-def test_a_changed_body_or_a_call_more_is_seen(tmp_path, capsys) -> None:
+def test_a_changed_body_or_a_call_more_is_seen(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     after = [
         line(
             "POST", "/channels/1577707750987792400/messages", {"content": "hello", "nonce": "ob3"}

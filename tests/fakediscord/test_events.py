@@ -13,7 +13,7 @@ import aiohttp
 import pytest_asyncio
 
 from tests.fakediscord import DEFAULT_BOT_PERMISSIONS, Permission, StandardGuild
-from tests.fakediscord.test_strict import Rest, refused
+from tests.fakediscord.strict_helpers import Rest, refused
 
 
 @pytest_asyncio.fixture
@@ -39,7 +39,9 @@ def external(**changes: Any) -> dict[str, Any]:
     return {key: value for key, value in body.items() if value is not ...}
 
 
-async def test_an_external_event_needs_its_location_its_end_and_a_future_start(fake_guild, rest):
+async def test_an_external_event_needs_its_location_its_end_and_a_future_start(
+    fake_guild: StandardGuild, rest: Rest
+) -> None:
     path = f"/guilds/{fake_guild.guild.id}/scheduled-events"
     status, answer = await rest.call("POST", path, external(entity_metadata={}))
     refused(status, answer, "entity_metadata", "location")
@@ -64,7 +66,7 @@ async def test_an_external_event_needs_its_location_its_end_and_a_future_start(f
     assert answer["creator_id"] == str(fake_guild.fake.bot_user.id)
 
 
-async def test_creating_an_event_needs_create_events(fake_guild, rest):
+async def test_creating_an_event_needs_create_events(fake_guild: StandardGuild, rest: Rest) -> None:
     fake, guild = fake_guild.fake, fake_guild.guild
     bot_role = next(
         role for role in guild.roles.values() if role.permissions == DEFAULT_BOT_PERMISSIONS
@@ -79,7 +81,9 @@ async def test_creating_an_event_needs_create_events(fake_guild, rest):
     assert status == 200
 
 
-async def test_status_moves_and_interested_users_come_a_hundred_at_most(fake_guild, rest):
+async def test_status_moves_and_interested_users_come_a_hundred_at_most(
+    fake_guild: StandardGuild, rest: Rest
+) -> None:
     fake, guild = fake_guild.fake, fake_guild.guild
     path = f"/guilds/{guild.id}/scheduled-events"
     _, event = await rest.call("POST", path, external())

@@ -6,7 +6,7 @@ import json
 from collections import Counter
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from rules import (
@@ -55,9 +55,14 @@ def games(draw: st.DrawFn, max_cities: int, max_players: int) -> Game:
         doctor=draw(st.one_of(st.none(), st.booleans())),
         journalist=draw(st.one_of(st.none(), st.booleans())),
         maniac=draw(st.one_of(st.none(), st.booleans())),
+        switches={status: draw(st.booleans()) for status in ("bodyguard", "sergeant", "lover")},
     )
     seed = draw(st.integers(0, 2**32))
-    return Game.create(deal(cities, seed, roles, options), seed)
+    try:
+        dealt = deal(cities, seed, roles, options)
+    except RuleError:  # too few citizens for every role asked for
+        assume(False)
+    return Game.create(dealt, seed)
 
 
 def random_command(data: st.DataObject, game: Game) -> Command:

@@ -99,6 +99,18 @@ def test_scenario(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     )
 
 
+@pytest.mark.parametrize("path", CASES, ids=[path.stem for path in CASES])
+def test_scenario_output_is_its_expected_file_byte_for_byte(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``mafia-bot simulate --json`` prints each expected file exactly, byte for byte: a
+    change of the engine's inside (the roles' declarations) leaves every output as it was."""
+    capsys.readouterr()
+    assert main(["simulate", str(path), "--json"]) == 0
+    out, _ = capsys.readouterr()
+    assert out == path.with_suffix(".expected.json").read_text(encoding="utf-8")
+
+
 _VERONA = (
     "cities: {Verona: {romeo: citizen, mercutio: citizen, tybalt: mafioso, escalus: commissar}}\n"
 )
@@ -182,3 +194,48 @@ def test_bad_setup_is_refused(
     out, err = capsys.readouterr()
     assert out == ""
     assert code in err, err
+
+
+def _comment_expectations(text: str) -> dict[str, Any]:
+    """What a scenario's comments say it gives: each step's ``# => ok [reply]`` or ``# => code``
+    (before any ``;``), and the ``# death: PLAYER CAUSE PHASE``, ``# winners:`` and ``# over:``
+    lines."""
+    steps: list[tuple[int, str]] = []
+    deaths: list[list[str]] = []
+    said: dict[str, Any] = {"steps": steps, "deaths": deaths}
+    index = -1
+    for line in text.splitlines():
+        if line.lstrip().startswith("- "):
+            index += 1
+            if "# =>" in line:
+                steps.append((index, line.split("# =>", 1)[1].split(";", 1)[0].strip()))
+        elif line.startswith("# death:"):
+            deaths.append(line.removeprefix("# death:").split("#")[0].split())
+        elif line.startswith("# winners:"):
+            names = line.removeprefix("# winners:").split(",")
+            said["winners"] = [name.strip() for name in names if name.strip()]
+        elif line.startswith("# over:"):
+            said["over"] = line.removeprefix("# over:").strip() == "true"
+    return said
+
+
+@pytest.mark.parametrize("path", CASES, ids=[path.stem for path in CASES])
+def test_expected_file_says_what_the_scenarios_comments_say(path: Path) -> None:
+    """Each expected file agrees with its scenario's ``# =>``, ``# death:``, ``# winners:`` and
+    ``# over:`` comments (the reading written beside each step, by hand)."""
+    said = _comment_expectations(path.read_text(encoding="utf-8"))
+    expected = json.loads(path.with_suffix(".expected.json").read_text(encoding="utf-8"))
+    for index, outcome in said["steps"]:
+        step = expected["steps"][index]
+        word = outcome.removeprefix("refused ").split()
+        if word[0] == "ok":
+            assert step["ok"] and step["reply"] == (" ".join(word[1:]) or None), (index, step)
+        else:
+            assert not step["ok"] and step["error"] == word[0], (index, step)
+    if said["deaths"] or "over" in said:
+        deaths = [[d["player"], d["cause"], d["phase"]] for d in expected["deaths"]]
+        assert deaths == [[d[0], d[1], " ".join(d[2:4])] for d in said["deaths"]]
+    if "winners" in said:
+        assert expected["winners"] == said["winners"]
+    if "over" in said:
+        assert expected["over"] == said["over"]

@@ -24,7 +24,8 @@ def test_every_command_of_the_rules_is_declared_once():
 
 
 def setup_from(cities: dict[str, list[str]], seed: int) -> Setup:
-    return deal(cities, seed, RoleCounts(doctor=True, journalist=True, maniac=True))
+    every = {"bodyguard": True, "sergeant": True, "lover": True}
+    return deal(cities, seed, RoleCounts(doctor=True, journalist=True, maniac=True, switches=every))
 
 
 def _walk(seed: int, steps: int) -> list[tuple[Game, str, str]]:

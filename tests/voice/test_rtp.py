@@ -1,4 +1,5 @@
-"""RTP parsing and rtpsize transport encryption (bot/voice/rtp.py)."""
+"""RTP parsing and rtpsize transport encryption (bot/voice/rtp.py), and the product against the
+fake Discord's own implementation (tests/fakediscord/rtp.py), both ways."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from bot.voice.rtp import (
     sequence_delta,
     timestamp_delta,
 )
+from tests.fakediscord import rtp as fake
 
 KEY = bytes(range(32))
 OTHER_KEY = bytes(range(1, 33))
@@ -213,3 +215,73 @@ def test_sequence_delta_wraps(later: int, earlier: int, delta: int) -> None:
 def test_timestamp_delta_wraps() -> None:
     assert timestamp_delta(960, 0xFFFFFFFF - 959) == 1920
     assert timestamp_delta(0, 960) == -960
+
+
+@given(
+    header=headers(),
+    payload=st.binary(max_size=300),
+    extension_words=st.integers(0, 6),
+    padding=st.integers(0, 255),
+    nonce=u32,
+)
+def test_the_product_opens_what_the_fake_seals(
+    header: RTPHeader, payload: bytes, extension_words: int, padding: int, nonce: int
+) -> None:
+    body = bytes(range(4 * extension_words)) if header.extension_profile is not None else b""
+    fake_header = fake.RtpHeader(
+        header.sequence,
+        header.timestamp,
+        header.ssrc,
+        marker=header.marker,
+        payload_type=header.payload_type,
+        csrcs=header.csrcs,
+        extension_profile=header.extension_profile,
+    )
+    datagram = fake.seal_rtpsize(fake_header, payload, KEY, nonce, extension=body, padding=padding)
+
+    opened = decrypt_rtpsize(datagram, KEY)
+
+    assert (opened.payload, opened.extension_body) == (payload, body)
+    assert opened.header == RTPHeader(
+        header.sequence,
+        header.timestamp,
+        header.ssrc,
+        payload_type=header.payload_type,
+        marker=header.marker,
+        padding=padding > 0,
+        csrcs=header.csrcs,
+        extension_profile=header.extension_profile,
+        extension_words=extension_words if header.extension_profile is not None else 0,
+    )
+
+
+@given(
+    header=headers(),
+    payload=st.binary(max_size=300),
+    extension_words=st.integers(0, 6),
+    padding=st.integers(0, 255),
+    nonce=u32,
+)
+def test_the_fake_opens_what_the_product_builds(
+    header: RTPHeader, payload: bytes, extension_words: int, padding: int, nonce: int
+) -> None:
+    body = bytes(range(4 * extension_words)) if header.extension_profile is not None else b""
+    packet = build_rtpsize_packet(header, payload, KEY, nonce, extension_body=body, padding=padding)
+
+    opened = fake.open_rtpsize(packet, KEY)
+
+    assert (opened.payload, opened.extension) == (payload, body)
+    got = opened.header
+    assert (got.sequence, got.timestamp, got.ssrc, got.marker, got.payload_type) == (
+        header.sequence,
+        header.timestamp,
+        header.ssrc,
+        header.marker,
+        header.payload_type,
+    )
+    assert (got.csrcs, got.extension_profile, got.padded) == (
+        header.csrcs,
+        header.extension_profile,
+        padding > 0,
+    )
+    assert fake.looks_like_rtcp(packet) == is_rtcp(packet)

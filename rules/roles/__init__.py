@@ -1,0 +1,103 @@
+"""The registry of roles: every module of this package but :mod:`~rules.roles.base` declares
+one role (its ``ROLE``), found here without being named, in the order of
+:class:`~rules.model.Status`.
+
+What the rules derive from it: the commands' handlers (:data:`HANDLERS`), the acts
+(:data:`ACTS`, which :mod:`rules.table` lists for ``/help`` and the bot), the dawn's saves and
+voided kills, what roles are told, and the setup's counts and
+the deal (:mod:`rules.setup`). The role's commands and events are added to the rules' plain
+data (:data:`rules.commands.PLAYER_COMMANDS`, :data:`rules.events.EVENT_TYPES`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from rules.commands import PLAYER_COMMANDS, Command, PlayerCommand
+from rules.events import EVENT_TYPES
+from rules.model import Status
+from rules.roles.base import ANY, DAY, Act, Handler, Role, RoleAct, Saver, Teller, Voider
+
+
+def _discover() -> tuple[Role, ...]:
+    found: dict[Status, Role] = {}
+    for module in pkgutil.iter_modules(__path__):
+        if module.name == "base":
+            continue
+        declared = importlib.import_module(f"{__name__}.{module.name}").ROLE
+        if not isinstance(declared, Role) or declared.status.value != module.name:
+            raise TypeError(f"rules.roles.{module.name} must declare ROLE, its Role")
+        found[declared.status] = declared
+    missing = [status.value for status in Status if status not in found]
+    if missing:
+        raise TypeError(f"no module of rules.roles declares {', '.join(missing)}")
+    return tuple(found[status] for status in Status)
+
+
+#: every role, in the order of :class:`~rules.model.Status`
+ROLES: tuple[Role, ...] = _discover()
+
+#: ``/help`` lists the roles' acts by stage: the day's, then any moment's, then the night's
+_STAGE_ORDER = {DAY: 0, ANY: 1}
+
+
+def _acts() -> tuple[Act, ...]:
+    merged: dict[type[Command], Act] = {}
+    for row in ROLES:
+        for act in row.acts:
+            known = merged.get(act.command)
+            slash = act.slash or (act.command.verb,)
+            actors = (known.actors if known else ()) + (row.status,)
+            merged[act.command] = Act(act.command, slash, act.stage, actors)
+    return tuple(sorted(merged.values(), key=lambda act: _STAGE_ORDER.get(act.stage, 2)))
+
+
+#: the roles' acts, one per command, with every status that may send it
+ACTS: tuple[Act, ...] = _acts()
+#: a role's command → its sender's status → the handler
+HANDLERS: dict[type[Command], dict[Status, Handler]] = {}
+for _row in ROLES:
+    for _act in _row.acts:
+        HANDLERS.setdefault(_act.command, {})[_row.status] = _act.handler
+#: the dawn's saves, in their place
+SAVES: tuple[Saver, ...] = tuple(
+    save for _, save in sorted((row.saves for row in ROLES if row.saves), key=lambda s: s[0])
+)
+#: what voids players' own kills at dawn
+VOIDS: tuple[Voider, ...] = tuple(row.voids for row in ROLES if row.voids)
+#: what roles are told of an accepted command's events
+TELLERS: tuple[Teller, ...] = tuple(row.told for row in ROLES if row.told)
+#: the acts whose answer is ``reply.<verb>``
+REPLIED: tuple[type[Command], ...] = tuple(
+    act.command for row in ROLES for act in row.acts if act.reply
+)
+#: the statuses the host's setup deals or leaves out (an option of ``/host setup`` each)
+SWITCHABLE: tuple[Status, ...] = tuple(row.status for row in ROLES if row.switchable)
+
+for _row in ROLES:
+    for _act in _row.acts:
+        if issubclass(_act.command, PlayerCommand):
+            PLAYER_COMMANDS.setdefault(_act.command.verb, _act.command)
+    for _event in _row.events:
+        EVENT_TYPES.setdefault(_event.kind, _event)
+
+
+def role(status: Status | str) -> Role:
+    """The declaration of a status (``StopIteration`` for none)."""
+    return next(row for row in ROLES if row.status == status)
+
+
+__all__ = [
+    "ACTS",
+    "HANDLERS",
+    "REPLIED",
+    "ROLES",
+    "SAVES",
+    "SWITCHABLE",
+    "TELLERS",
+    "VOIDS",
+    "Role",
+    "RoleAct",
+    "role",
+]

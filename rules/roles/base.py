@@ -1,0 +1,112 @@
+"""What a role module declares: :class:`Role`, its :class:`Act` s, and the hooks by which a role
+takes part in the night's dawn and in what players are told.
+
+A role is one declaration (one module of :mod:`rules.roles`, listed in its registry). The
+engine, the setup's checks, the deal and everything the bot lists about roles read the
+registry; nothing else names the role.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from rules.commands import Command, HostCommand
+from rules.events import Event
+from rules.model import Cause, Status
+
+Handler = Callable[[Any, Any, bool], list[Event]]
+"""A command's handler: ``(game, command, dry)``; it validates completely before it changes
+anything, and changes nothing when ``dry``."""
+Saver = Callable[[Any, str, Cause], "list[Event] | None"]
+"""At dawn, before a night kill lands on a living player the doctor does not protect:
+``(game, target, cause)`` → the events of the kill taken elsewhere, or None to let it land."""
+Voider = Callable[[Any], "set[str]"]
+"""At dawn, before the night's decisions: the players whose own kill counts for nothing."""
+Teller = Callable[[Any, list[Event]], list[Event]]
+"""After an accepted command: what the role is told of its events (new events)."""
+
+#: ``/help``'s stage of a command of any stage of a day
+DAY = "day"
+#: ``/help``'s stage of a command of any moment
+ANY = "any"
+
+
+@dataclass(frozen=True)
+class Act:
+    """A command of the rules and the slash commands that send it."""
+
+    command: type[Command]
+    slash: tuple[str, ...]
+    """The slash commands (default names) that send it, the main one first."""
+    stage: str
+    """Where ``/help`` files it: a :class:`~rules.model.Stage`'s value, :data:`DAY` or :data:`ANY`."""
+    actors: tuple[Status, ...] = ()
+    """The statuses that may send it; none: every living player (the host, for his acts)."""
+
+    @property
+    def verb(self) -> str:
+        """The command's verb, as ``legal_actions`` and the scenarios name it."""
+        return self.command.verb
+
+    @property
+    def by_host(self) -> bool:
+        """Whether the host sends it."""
+        return issubclass(self.command, HostCommand)
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The command's fields after its actor: whom it is sent about, in order."""
+        return tuple(f.name for f in fields(self.command) if f.name != "actor")
+
+
+@dataclass(frozen=True)
+class RoleAct:
+    """A role's act: its command, the stage ``/help`` files it under, and its handler. Several
+    roles may declare one command (the mafioso's and the maniac's ``kill``); the engine gives
+    the command to the handler of its sender's status."""
+
+    command: type[Command]
+    stage: str
+    handler: Handler
+    slash: tuple[str, ...] = ()
+    """The slash commands that send it; none: one of its own, named after the verb."""
+    reply: bool = False
+    """Whether its sender's answer is ``reply.<verb>`` (naming the target)."""
+
+
+@dataclass(frozen=True)
+class Role:
+    """A status as the game deals it, and all it does."""
+
+    status: Status
+    side: str
+    """``honest``, ``mafia`` or ``maniac``: whom the role plays for."""
+    switchable: bool = False
+    """Whether the host's setup deals it or leaves it out (an option of ``/host setup`` named
+    after the status); otherwise every game has it."""
+    per_game: int | None = None
+    """The most the game may have (``too_many`` past it); None: no limit of the game's."""
+    per_city: int | None = None
+    """The most a city may have (``too_many`` past it); None: no limit of a city's."""
+    dealt_from: int | None = None
+    """Switchable: dealt by default from this many players in the game; None: only when the
+    host switches it on."""
+    dealt_per_city: bool = False
+    """Switched on, the deal gives one in every city (else one in the game)."""
+    acts: tuple[RoleAct, ...] = ()
+    announced: str | None = None
+    """``day`` or ``night``: the phase's announcement names the role while one lives
+    (``phase.<day|night>_<status>``)."""
+    presets: Mapping[str, bool] = field(default_factory=dict)
+    """The built-in presets that set its switch: preset → on or off."""
+    events: tuple[type[Event], ...] = ()
+    """Its own events (plain data knows them by kind; the bot writes ``log.<kind>`` for each,
+    to the event's audience)."""
+    saves: tuple[int, Saver] | None = None
+    """Its place in the dawn's saves (lower first), and the save."""
+    voids: Voider | None = None
+    """What voids players' own kills at dawn (the players)."""
+    told: Teller | None = None
+    """What players are told of an accepted command (kept in their notes)."""
