@@ -244,6 +244,9 @@ def _render_one(live: LiveGame, game: Game, out: Announcer, event: Event) -> Non
     line = _private_line(_Scene(live, game, out), event)
     if line is not None:
         out.to_audience(event, line)
+    player = event.audience.player
+    if event.unasked and player is not None and player.isdigit():
+        out.extra.append(told_item(live, event))
 
 
 class _Scene:
@@ -286,9 +289,10 @@ def role_commands(scene: _Scene) -> dict[str, str]:
     return {act.verb: scene.cmd(act.slash[0]) for act in ROLE_ACTS}
 
 
-def role_event_line(live: LiveGame, event: Event) -> str:
-    """The line of a role's own event: ``log.<kind>`` (``.<cause>`` for one with a cause), its
-    players as mentions (and the answer, for an event that carries one)."""
+def role_event_line(live: LiveGame, event: Event, *, book: str = "log") -> str:
+    """The line of a role's own event: ``<book>.<kind>`` (``.<cause>`` for one with a cause),
+    its players as mentions (and the answer, for an event that carries one). The host's log
+    reads ``log``; the player an unasked event is for reads ``told`` (in the second person)."""
     params: dict[str, Any] = {
         f.name: mention(value)
         for f in fields(event)
@@ -299,14 +303,26 @@ def role_event_line(live: LiveGame, event: Event) -> str:
         params["answer"] = phrase(live, f"answer.{reply}")
     cause = getattr(event, "cause", None)
     suffix = f".{cause.value}" if isinstance(cause, Enum) else ""
-    return phrase(live, f"log.{event.kind}{suffix}", **params)
+    return phrase(live, f"{book}.{event.kind}{suffix}", **params)
+
+
+def told_item(live: LiveGame, event: Event) -> OutboxItem:
+    """An unasked event brought to its player in his DMs (he has no room of his own; closed
+    DMs lose nothing: ``/mafia me`` shows it again)."""
+    player = event.audience.player
+    assert player is not None and player.isdigit()
+    message = {"content": role_event_line(live, event, book="told"), "allowed_mentions": NO_PINGS}
+    return Send(message, user=int(player)).item()
 
 
 def note_lines(live: LiveGame, player: str) -> list[str]:
     """What ``player`` was told that he did not ask (his role's ``told``), oldest first."""
     game = live.game
     assert game is not None
-    return [role_event_line(live, event_from_dict(note)) for note in game.notes.get(player, [])]
+    return [
+        role_event_line(live, event_from_dict(note), book="told")
+        for note in game.notes.get(player, [])
+    ]
 
 
 def _discussion(scene: _Scene, event: ev.PhaseStarted) -> None:

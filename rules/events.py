@@ -18,6 +18,9 @@ class Event:
     """Base of every event; ``kind`` names it in plain data."""
 
     kind: ClassVar[str] = ""
+    unasked: ClassVar[bool] = False
+    """Told to one player without a command of his being answered (a role's news): the bot
+    brings it to him, as no answer of his carries it."""
 
     @property
     def audience(self) -> Audience:

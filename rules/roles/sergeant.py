@@ -22,6 +22,7 @@ class SergeantTold(Event):
     """The sergeant hears his commissar's answer (he alone)."""
 
     kind: ClassVar[str] = "sergeant_told"
+    unasked: ClassVar[bool] = True
     sergeant: str
     commissar: str
     target: str
@@ -43,6 +44,7 @@ class SergeantTookOver(Event):
     alone is told)."""
 
     kind: ClassVar[str] = "sergeant_took_over"
+    unasked: ClassVar[bool] = True
     sergeant: str
     city: str
 

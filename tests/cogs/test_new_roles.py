@@ -36,6 +36,12 @@ def log_lines(table: Table) -> list[str]:
     return table.channel_messages(int(table.live().record.channels["log"]))
 
 
+def dms(table: Table, who: str) -> list[str]:
+    """What the bot wrote to a player in private messages."""
+    channel = table.fake.state.dm_channel(table.member(who).user.id)
+    return [] if channel is None else table.channel_messages(channel.id)
+
+
 async def me(table: Table, who: str) -> str:
     result = await run(table, who, "mafia me")
     assert result.ephemeral
@@ -119,7 +125,7 @@ async def test_the_sergeant_hears_his_commissar_alone_and_checks_once_the_commis
         assert refused.content == t(language, "error.commissar_alive")
         await accepted(table, commissar, "check", {"player": table.pid(mafioso)})
         await table.drain()
-        told = t(
+        logged = t(
             language,
             "log.sergeant_told",
             sergeant=mention(table.pid(sergeant)),
@@ -127,10 +133,25 @@ async def test_the_sergeant_hears_his_commissar_alone_and_checks_once_the_commis
             target=mention(table.pid(mafioso)),
             answer=t(language, "answer.mafia"),
         )
+        told = t(
+            language,
+            "told.sergeant_told",
+            sergeant=mention(table.pid(sergeant)),
+            commissar=mention(table.pid(commissar)),
+            target=mention(table.pid(mafioso)),
+            answer=t(language, "answer.mafia"),
+        )
+        assert told != logged
+        # he is brought it at once, in his DMs, and reads it again in /mafia me
+        await table.fake.wait_until(
+            lambda: told in dms(table, sergeant) or None, 10.0, "the sergeant was never told"
+        )
         assert told in await me(table, sergeant)
         assert told not in await me(table, citizen)
-        assert told in "\n".join(log_lines(table))
-        assert told not in "\n".join(everywhere_but_the_log(table))
+        assert logged in "\n".join(log_lines(table))
+        assert all(told not in dms(table, other) for other in (commissar, mafioso, citizen))
+        public = "\n".join(everywhere_but_the_log(table))
+        assert told not in public and logged not in public
         # the commissar struck out tonight: the sergeant checks from the next night
         await accepted(table, "host", "host kill", {"player": table.pid(commissar)})
         refused = await run(table, sergeant, "check", {"player": table.pid(mafioso)})
@@ -140,14 +161,18 @@ async def test_the_sergeant_hears_his_commissar_alone_and_checks_once_the_commis
         await accepted(table, "host", "host next")
         await accepted(table, sergeant, "vote", {"player": table.pid(citizen)})
         await accepted(table, "host", "host next")
-        took_over = t(
+        took_over = t(language, "told.sergeant_took_over")
+        await table.fake.wait_until(
+            lambda: took_over in dms(table, sergeant) or None, 10.0, "never told he checks now"
+        )
+        assert took_over in await me(table, sergeant)
+        assert took_over not in "\n".join(everywhere_but_the_log(table))
+        assert t(
             language,
             "log.sergeant_took_over",
             sergeant=mention(table.pid(sergeant)),
             city=table.game.city_of(table.pid(sergeant)),
-        )
-        assert took_over in await me(table, sergeant)
-        assert took_over not in "\n".join(everywhere_but_the_log(table))
+        ) in "\n".join(log_lines(table))
         checked = await accepted(table, sergeant, "check", {"player": table.pid(mafioso)})
         answer = t(language, "answer.mafia")
         assert checked == t(
