@@ -290,9 +290,12 @@ class ProkuratorBot(commands.AutoShardedBot):
     async def on_guild_available(self, guild: discord.Guild) -> None:
         """A guild is here (at start, or back after an outage): its loaded games, read before
         Discord sent it, speak its language now that its preferred locale is known."""
+        games = self.service.games_of(guild.id)
+        if not games:
+            return  # most guilds have none: no question to the database for them
         language = await self.service.language(guild.id)
-        for live in self.service.games():
-            if live.record.guild_id == guild.id and live.language != language:
+        for live in games:
+            if live.language != language:
                 log.info("game %s speaks %s, its server's language", live.id, language)
                 live.language = language
 

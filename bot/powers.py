@@ -212,11 +212,13 @@ class Powers:
         now = (tuple(lacking_in(guild)), me.top_role.position)
         if self._seen.get(guild.id) == now:
             return
+        before = self._seen.get(guild.id)
         self._seen[guild.id] = now
-        log.info("guild %s: the bot lacks %s (its highest role at %s)", guild.id, *now)
+        if now[0] or (before is not None and before[0]):  # a guild that lacks nothing is no news
+            log.info("guild %s: the bot lacks %s (its highest role at %s)", guild.id, *now)
         self.bot.outbox.breaker.changed(guild.id)
-        for live in self.bot.service.games():
-            if live.record.guild_id == guild.id and live.record.state == GameState.RUNNING:
+        for live in self.bot.service.games_of(guild.id):
+            if live.record.state == GameState.RUNNING:
                 await self._tell(live.id, now[0])
 
     def _stop_or_go(self, live: LiveGame, *, held: bool) -> None:

@@ -47,9 +47,8 @@ class AdminCog(commands.Cog):
         assert interaction.guild_id is not None
         # one column each: a /admin hostrole at the same moment is not undone by this
         await self.bot.storage.set_guild_language(interaction.guild_id, language)
-        for live in self.bot.service.games():
-            if live.record.guild_id == interaction.guild_id:
-                live.language = language
+        for live in self.bot.service.games_of(interaction.guild_id):
+            live.language = language
         await interaction.response.send_message(t(language, "admin.language"), ephemeral=True)
 
     @admin.command(

@@ -134,8 +134,8 @@ class Reconciler:
     def _guild(self, guild_id: int | None) -> None:
         if guild_id is None:
             return
-        for live in self.bot.service.games():
-            if live.record.guild_id == guild_id and live.record.state == GameState.RUNNING:
+        for live in self.bot.service.games_of(guild_id):
+            if live.record.state == GameState.RUNNING:
                 self.request(live.id)
         for game_id in sorted(self._kept.get(guild_id, ())):
             self.request(game_id)

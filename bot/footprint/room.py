@@ -307,8 +307,8 @@ class RoomWatch:
         room = room_of(guild)
         if room is None:
             return
-        for live in self.bot.service.games():
-            if live.record.guild_id != guild.id or live.record.state != GameState.RUNNING:
+        for live in self.bot.service.games_of(guild.id):
+            if live.record.state != GameState.RUNNING:
                 continue
             if wanted_quiet(live.record.channels):
                 try:

@@ -95,6 +95,11 @@ class GameRegistry:
         """Every loaded game."""
         return list(self._live.values())
 
+    def games_of(self, guild_id: int) -> list[LiveGame]:
+        """The loaded games of one guild (looked up, not searched: a guild event at start comes
+        for every guild of the process)."""
+        return [self._live[game_id] for game_id in self._guild_games.get(guild_id, ())]
+
     async def language(self, guild_id: int) -> str:
         """The guild's language: set by ``/admin language``, else its preferred locale's on
         Discord (:func:`bot.i18n.reader_language`), else the configured default."""
