@@ -33,14 +33,12 @@ from rules import (
     CastVote,
     Check,
     Command,
-    Compare,
     EndDay,
     EndNight,
     Execute,
     Game,
     Kill,
     Nominate,
-    Protect,
     RuleError,
     Stage,
     StartVoting,
@@ -50,6 +48,8 @@ from rules import (
     command_to_dict,
     deal,
 )
+from rules.roles.doctor import Protect
+from rules.roles.journalist import Compare
 
 CITIES = 10
 PER_CITY = 100

@@ -290,9 +290,10 @@ def role_commands(scene: _Scene) -> dict[str, str]:
 
 
 def role_event_line(live: LiveGame, event: Event, *, book: str = "log") -> str:
-    """The line of a role's own event: ``<book>.<kind>`` (``.<cause>`` for one with a cause),
-    its players as mentions (and the answer, for an event that carries one). The host's log
-    reads ``log``; the player an unasked event is for reads ``told`` (in the second person)."""
+    """The line of a role's own event: ``<book>.<kind>`` (``<book>.<text>`` for one that names
+    its text; ``.<cause>`` after it for one with a cause), its players as mentions (and the
+    answer, for an event that carries one). The host's log reads ``log``; the player an unasked
+    event is for reads ``told`` (in the second person)."""
     params: dict[str, Any] = {
         f.name: mention(value)
         for f in fields(event)
@@ -303,7 +304,7 @@ def role_event_line(live: LiveGame, event: Event, *, book: str = "log") -> str:
         params["answer"] = phrase(live, f"answer.{reply}")
     cause = getattr(event, "cause", None)
     suffix = f".{cause.value}" if isinstance(cause, Enum) else ""
-    return phrase(live, f"{book}.{event.kind}{suffix}", **params)
+    return phrase(live, f"{book}.{event.text or event.kind}{suffix}", **params)
 
 
 def told_item(live: LiveGame, event: Event) -> OutboxItem:
@@ -530,16 +531,6 @@ def _private_line(scene: _Scene, event: Event) -> str | None:
     """The one line of a private act or a mafia's deliberation (to the event's audience:
     the mafia's room and the host's log, or the log alone); None for an event with no words."""
     say, cmd = scene.say, scene.cmd
-    if isinstance(event, ev.ProtectionChosen):
-        return say("log.protect", doctor=mention(event.doctor), target=mention(event.target))
-    if isinstance(event, ev.StatusesCompared):
-        return say(
-            "log.compare",
-            journalist=mention(event.journalist),
-            first=mention(event.first),
-            second=mention(event.second),
-            answer=say(f"answer.{event.reply}"),
-        )
     if isinstance(event, ev.PlayerChecked):
         return say(
             "log.check",

@@ -57,23 +57,6 @@ class RequestLastWord(PlayerCommand):
 
 
 @dataclass(frozen=True)
-class Protect(PlayerCommand):
-    """The doctor protects ``target`` for the coming night (day)."""
-
-    verb: ClassVar[str] = "protect"
-    target: str
-
-
-@dataclass(frozen=True)
-class Compare(PlayerCommand):
-    """The journalist compares the statuses of two players (once per day)."""
-
-    verb: ClassVar[str] = "compare"
-    first: str
-    second: str
-
-
-@dataclass(frozen=True)
 class Elect(PlayerCommand):
     """A mafioso votes ``target`` for Godfather (any phase)."""
 
@@ -206,8 +189,6 @@ PLAYER_COMMANDS: dict[str, type[PlayerCommand]] = {
         CastVote,
         Unvote,
         RequestLastWord,
-        Protect,
-        Compare,
         Elect,
         Kill,
         Pass,

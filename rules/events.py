@@ -18,6 +18,8 @@ class Event:
     """Base of every event; ``kind`` names it in plain data."""
 
     kind: ClassVar[str] = ""
+    text: ClassVar[str] = ""
+    """The stem of its lines in the catalogues (``log.<text>``) where it is not its kind."""
     unasked: ClassVar[bool] = False
     """Told to one player without a command of his being answered (a role's news): the bot
     brings it to him, as no answer of his carries it."""
@@ -76,39 +78,6 @@ class LastWordRequested(Event):
     kind: ClassVar[str] = "last_word_requested"
     player: str
     city: str
-
-
-@dataclass(frozen=True)
-class ProtectionChosen(Event):
-    """The doctor chose whom to protect during the coming night."""
-
-    kind: ClassVar[str] = "protection_chosen"
-    doctor: str
-    target: str
-
-    @property
-    def audience(self) -> Audience:
-        return Audience.only(self.doctor)
-
-
-@dataclass(frozen=True)
-class StatusesCompared(Event):
-    """The journalist's answer: whether two players' statuses are the same."""
-
-    kind: ClassVar[str] = "statuses_compared"
-    journalist: str
-    first: str
-    second: str
-    same: bool
-
-    @property
-    def audience(self) -> Audience:
-        return Audience.only(self.journalist)
-
-    @property
-    def reply(self) -> str:
-        """``same`` or ``different``, as the simulator prints it."""
-        return "same" if self.same else "different"
 
 
 @dataclass(frozen=True)
@@ -236,7 +205,7 @@ class ManiacChose(Event):
 
 @dataclass(frozen=True)
 class KillPrevented(Event):
-    """The doctor's protection saved ``target`` from a night kill (Procurator only)."""
+    """A protection saved ``target`` from a night kill (Procurator only)."""
 
     kind: ClassVar[str] = "kill_prevented"
     target: str
@@ -374,8 +343,6 @@ EVENT_TYPES: dict[str, type[Event]] = {
         VoteCast,
         VoteWithdrawn,
         LastWordRequested,
-        ProtectionChosen,
-        StatusesCompared,
         PlayerChecked,
         GodfatherVoteCast,
         GodfatherChanged,
@@ -472,8 +439,6 @@ __all__ = [
     "PlayerChecked",
     "PlayerKilled",
     "PlayerReplaced",
-    "ProtectionChosen",
-    "StatusesCompared",
     "TouringOrderSet",
     "VoteCast",
     "VoteWithdrawn",

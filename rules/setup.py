@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from rules.errors import RuleError
 from rules.model import CitySetup, RuleOptions, Setup, Status
@@ -23,8 +22,7 @@ def validate_setup(setup: Setup) -> None:
     Sound: at least one city, unique city and player names, in every city at
     least one mafioso, exactly one commissar and more honest residents than
     mafiosi; no more of a role than a city or the game may have (its
-    declaration's ``per_city`` and ``per_game``: one doctor, journalist and
-    maniac in the game); a touring order that names only known cities.
+    declaration's ``per_city`` and ``per_game``); a touring order that names only known cities.
 
     Raises:
         RuleError: ``no_cities``, ``duplicate_city``, ``empty_city``,
@@ -73,30 +71,32 @@ def validate_setup(setup: Setup) -> None:
                 raise RuleError("unknown_city", city=name)
 
 
-@dataclass(frozen=True)
 class RoleCounts:
     """What a random deal should contain; ``None`` means the default.
 
     ``mafiosi`` is one number for every city or a number per city name. ``switches`` holds
-    whether each switchable role is dealt, by status (the three fields name those of the
-    rules' own game; ``switches`` wins).
+    whether each switchable role is dealt, by status; a switch may also be given as a keyword
+    named after the status (``switches`` wins).
+
+    Raises:
+        TypeError: for a keyword that names no switchable role.
     """
 
-    mafiosi: int | Mapping[str, int] | None = None
-    doctor: bool | None = None
-    journalist: bool | None = None
-    maniac: bool | None = None
-    switches: Mapping[str, bool | None] = field(default_factory=dict)
+    def __init__(
+        self,
+        mafiosi: int | Mapping[str, int] | None = None,
+        switches: Mapping[str, bool | None] | None = None,
+        **switched: bool | None,
+    ) -> None:
+        unknown = sorted(set(switched) - {status.value for status in SWITCHABLE})
+        if unknown:
+            raise TypeError(f"RoleCounts: no switchable role {', '.join(unknown)}")
+        self.mafiosi = mafiosi
+        self.switches: dict[str, bool | None] = {**switched, **(switches or {})}
 
     def chosen(self, status: Status) -> bool | None:
         """Whether the deal is asked to give ``status`` (None: its default)."""
-        switched = self.switches.get(status.value)
-        if switched is not None:
-            return switched
-        return getattr(self, status.value, None) if status.value in _FIELDS else None
-
-
-_FIELDS = ("doctor", "journalist", "maniac")
+        return self.switches.get(status.value)
 
 
 def default_mafiosi(residents: int) -> int:
@@ -114,8 +114,7 @@ def deal(
 
     By default each city gets a quarter of its players as mafiosi (at least
     one) and one commissar; the game gets each switchable role its declaration
-    deals by default (``dealt_from``: a doctor from 6 players, a journalist
-    from 8 and a maniac from 10), in a random city where it keeps the setup
+    deals by default (from its ``dealt_from`` players in the game), in a random city where it keeps the setup
     sound, or in every city (``dealt_per_city``). The same arguments always
     give the same setup.
 

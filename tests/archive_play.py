@@ -14,7 +14,6 @@ from rules import (
     CastVote,
     Check,
     Command,
-    Compare,
     Elect,
     EndDay,
     EndNight,
@@ -24,7 +23,6 @@ from rules import (
     Nominate,
     Pass,
     ProcuratorKill,
-    Protect,
     RequestLastWord,
     RuleError,
     SetTouringOrder,
@@ -33,6 +31,8 @@ from rules import (
     Tour,
     Unvote,
 )
+from rules.roles.doctor import Protect
+from rules.roles.journalist import Compare
 from tests.rules.helpers import TWO_CITIES
 
 TARGETED = {

@@ -13,7 +13,7 @@ from tests.test_sizes import ROOT, product_files
 #: the most product files a switchable role's name may be written in
 MOST_FILES = 2
 #: the roles written in more files before a role was one declaration (not to grow)
-OLDER: dict[Status, int] = {Status.DOCTOR: 12, Status.JOURNALIST: 9, Status.MANIAC: 24}
+OLDER: dict[Status, int] = {Status.MANIAC: 24}
 
 
 def files_naming(status: Status) -> list[str]:

@@ -20,12 +20,16 @@ Handler = Callable[[Any, Any, bool], list[Event]]
 """A command's handler: ``(game, command, dry)``; it validates completely before it changes
 anything, and changes nothing when ``dry``."""
 Saver = Callable[[Any, str, Cause], "list[Event] | None"]
-"""At dawn, before a night kill lands on a living player the doctor does not protect:
+"""At dawn, before a night kill lands on a living player no protection spares:
 ``(game, target, cause)`` → the events of the kill taken elsewhere, or None to let it land."""
 Voider = Callable[[Any], "set[str]"]
 """At dawn, before the night's decisions: the players whose own kill counts for nothing."""
 Teller = Callable[[Any, list[Event]], list[Event]]
 """After an accepted command: what the role is told of its events (new events)."""
+Stands = Callable[[Any, Command], bool]
+"""``(game, command)``: whether an accepted command is the sender's standing choice already."""
+Nightfall = Callable[[Any], None]
+"""At nightfall, before the night's choices are cleared: what the role carries into it."""
 
 #: ``/help``'s stage of a command of any stage of a day
 DAY = "day"
@@ -74,6 +78,9 @@ class RoleAct:
     """The slash commands that send it; none: one of its own, named after the verb."""
     reply: bool = False
     """Whether its sender's answer is ``reply.<verb>`` (naming the target)."""
+    stands: Stands | None = None
+    """Whether the command repeats a standing choice (``Game.repeats``); None: a choice the
+    handler keeps in ``GameState.choices`` by its verb."""
 
 
 @dataclass(frozen=True)
@@ -110,3 +117,8 @@ class Role:
     """What voids players' own kills at dawn (the players)."""
     told: Teller | None = None
     """What players are told of an accepted command (kept in their notes)."""
+    nightfall: Nightfall | None = None
+    """What the role carries into the night as it falls."""
+    codes: Mapping[str, str] = field(default_factory=dict)
+    """Its own refusal codes, with their short English explanations (added to
+    :data:`rules.errors.CODES`)."""
