@@ -31,7 +31,6 @@ from typing import Any
 
 from rules import (
     CastVote,
-    Check,
     Command,
     EndDay,
     EndNight,
@@ -48,6 +47,7 @@ from rules import (
     command_to_dict,
     deal,
 )
+from rules.roles.commissar import Check
 from rules.roles.doctor import Protect
 from rules.roles.journalist import Compare
 

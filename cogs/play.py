@@ -62,10 +62,6 @@ def reply_text(live: LiveGame, command: Command, events: list[Event]) -> str:
         return phrase(live, key, **params)
 
     for event in events:
-        if isinstance(event, ev.PlayerChecked):
-            return say(
-                "reply.check", target=mention(event.target), answer=say(f"answer.{event.reply}")
-            )
         if _answers(command, event):
             return role_event_line(live, event, book="reply")
         if isinstance(event, ev.ManiacChose):

@@ -531,13 +531,6 @@ def _private_line(scene: _Scene, event: Event) -> str | None:
     """The one line of a private act or a mafia's deliberation (to the event's audience:
     the mafia's room and the host's log, or the log alone); None for an event with no words."""
     say, cmd = scene.say, scene.cmd
-    if isinstance(event, ev.PlayerChecked):
-        return say(
-            "log.check",
-            commissar=mention(event.commissar),
-            target=mention(event.target),
-            answer=say(f"answer.{event.reply}"),
-        )
     if isinstance(event, ev.GodfatherVoteCast):
         return say("mafia.elect", voter=mention(event.voter), candidate=mention(event.candidate))
     if isinstance(event, ev.GodfatherChanged):

@@ -2,9 +2,8 @@
 
 No Discord, no asyncio, no I/O, no clock: commands in, events out.
 
->>> from rules import Game, Setup, Nominate
->>> game = Game.create(Setup.from_dict({"cities": {"Verona": {
-...     "romeo": "citizen", "tybalt": "mafioso", "escalus": "commissar"}}}), seed=7)
+>>> from rules import Game, Nominate, deal
+>>> game = Game.create(deal({"Verona": ["romeo", "tybalt", "escalus"]}, seed=7), seed=7)
 >>> [e.kind for e in game.apply(Nominate("romeo", "tybalt"))]
 ['nominated']
 """
@@ -13,7 +12,6 @@ from rules.commands import (
     AppointGodfather,
     AppointJudge,
     CastVote,
-    Check,
     Command,
     Elect,
     EndDay,
@@ -64,7 +62,6 @@ __all__ = [
     "AudienceKind",
     "CastVote",
     "Cause",
-    "Check",
     "CitySetup",
     "Command",
     "DayFallback",

@@ -88,14 +88,6 @@ class Tour(PlayerCommand):
 
 
 @dataclass(frozen=True)
-class Check(PlayerCommand):
-    """Night: the commissar checks a resident of his city."""
-
-    verb: ClassVar[str] = "check"
-    target: str
-
-
-@dataclass(frozen=True)
 class HostCommand(Command):
     """A command made by the Procurator (or the phase timer on his behalf)."""
 
@@ -193,7 +185,6 @@ PLAYER_COMMANDS: dict[str, type[PlayerCommand]] = {
         Kill,
         Pass,
         Tour,
-        Check,
     )
 }
 HOST_COMMANDS: dict[str, type[HostCommand]] = {

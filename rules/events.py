@@ -81,25 +81,6 @@ class LastWordRequested(Event):
 
 
 @dataclass(frozen=True)
-class PlayerChecked(Event):
-    """The commissar's answer: whether ``target`` is mafia."""
-
-    kind: ClassVar[str] = "player_checked"
-    commissar: str
-    target: str
-    is_mafia: bool
-
-    @property
-    def audience(self) -> Audience:
-        return Audience.only(self.commissar)
-
-    @property
-    def reply(self) -> str:
-        """``mafia`` or ``not mafia``, as the simulator prints it."""
-        return "mafia" if self.is_mafia else "not mafia"
-
-
-@dataclass(frozen=True)
 class GodfatherVoteCast(Event):
     """A mafioso voted for a Godfather: seen by his city's mafia."""
 
@@ -343,7 +324,6 @@ EVENT_TYPES: dict[str, type[Event]] = {
         VoteCast,
         VoteWithdrawn,
         LastWordRequested,
-        PlayerChecked,
         GodfatherVoteCast,
         GodfatherChanged,
         MafiaKillChosen,
@@ -436,7 +416,6 @@ __all__ = [
     "Nominated",
     "PhaseKind",
     "PhaseStarted",
-    "PlayerChecked",
     "PlayerKilled",
     "PlayerReplaced",
     "TouringOrderSet",

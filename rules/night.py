@@ -1,5 +1,6 @@
-"""The night's rules: the Godfather's election, the kills, the touring right, the commissar's
-check, and the dawn that carries out the night's decisions in the order of RULES.md."""
+"""The night's rules: the Godfather's election, the kills, the touring right, and the dawn
+that carries out the night's decisions in the order of RULES.md (the roles' own night acts
+are their modules', :mod:`rules.roles`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from rules.commands import (
-    Check,
     Elect,
     EndNight,
     Kill,
@@ -26,7 +26,6 @@ from rules.events import (
     MafiaKillChosen,
     MafiaKillRefused,
     ManiacChose,
-    PlayerChecked,
     PlayerKilled,
 )
 from rules.model import (
@@ -105,32 +104,6 @@ class NightRules(GameState):
         self.tour_choices[actor.name] = (target.name, self.tick)
         decision = self.godfathers.get(actor.city) == actor.name
         return [MafiaKillChosen(actor.city, actor.name, target.name, decision, touring=True)]
-
-    def _check(self, command: Check, dry: bool) -> list[Event]:
-        actor = self._living_actor(command.actor, Status.COMMISSAR)
-        self._require_stage(Stage.NIGHT)
-        return self._checked(actor.name, command.target, dry)
-
-    def _checked(self, checker: str, checked: str, dry: bool) -> list[Event]:
-        """The commissar's check by ``checker`` of ``checked``, once his right to check is
-        settled: once a night, a living resident of his city other than himself.
-
-        Raises:
-            RuleError: ``already_checked_tonight``, ``unknown_player``, ``target_not_alive``,
-                ``self_target`` or ``wrong_city``.
-        """
-        actor = self.players[checker]
-        if actor.name in self.checked:
-            raise RuleError("already_checked_tonight", player=actor.name)
-        target = self._living_target(checked)
-        if target.name == actor.name:
-            raise RuleError("self_target", player=actor.name)
-        if target.city != actor.city:
-            raise RuleError("wrong_city", player=target.name, city=actor.city)
-        if dry:
-            return []
-        self.checked.add(actor.name)
-        return [PlayerChecked(actor.name, target.name, target.status is Status.MAFIOSO)]
 
     def _end_night(self, command: EndNight, dry: bool) -> list[Event]:
         self._require_stage(Stage.NIGHT)

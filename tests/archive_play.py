@@ -12,7 +12,6 @@ from collections.abc import Iterator
 
 from rules import (
     CastVote,
-    Check,
     Command,
     Elect,
     EndDay,
@@ -31,6 +30,7 @@ from rules import (
     Tour,
     Unvote,
 )
+from rules.roles.commissar import Check
 from rules.roles.doctor import Protect
 from rules.roles.journalist import Compare
 from tests.rules.helpers import TWO_CITIES

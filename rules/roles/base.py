@@ -97,6 +97,9 @@ class Role:
     """The most the game may have (``too_many`` past it); None: no limit of the game's."""
     per_city: int | None = None
     """The most a city may have (``too_many`` past it); None: no limit of a city's."""
+    every_city: bool = False
+    """Every city has exactly one: the setup refuses a city without (``<status>_count``, the
+    count as ``<status>s``), the deal gives one to every city."""
     dealt_from: int | None = None
     """Switchable: dealt by default from this many players in the game; None: only when the
     host switches it on."""

@@ -4,7 +4,8 @@
 import pytest
 
 from rules import RoleCounts, RuleError, Setup, Status, deal, validate_setup
-from rules.events import PlayerChecked, event_to_dict
+from rules.events import event_to_dict
+from rules.roles.commissar import PlayerChecked
 from rules.roles.journalist import StatusesCompared
 from rules.roles.sergeant import SergeantTold, SergeantTookOver
 
