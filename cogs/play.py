@@ -64,8 +64,6 @@ def reply_text(live: LiveGame, command: Command, events: list[Event]) -> str:
     for event in events:
         if _answers(command, event):
             return role_event_line(live, event, book="reply")
-        if isinstance(event, ev.ManiacChose):
-            return say("reply.maniac", target=mention(event.target))
         if isinstance(event, ev.MafiaKillChosen):
             key = "reply.decision" if event.decision else "reply.proposal"
             return say(key + ("_tour" if event.touring else ""), target=mention(event.target))
@@ -84,9 +82,11 @@ def reply_text(live: LiveGame, command: Command, events: list[Event]) -> str:
 
 
 def _answers(command: Command, event: Event) -> bool:
-    """Whether ``event`` is a role's secret answer to ``command`` (``reply.<text>``)."""
+    """Whether ``event`` is a role's answer to ``command`` (``reply.<stem>``): one that carries
+    a secret ``reply`` or says it ``answers``, for its sender alone."""
     mine = event.audience.player == getattr(command, "actor", None)
-    return type(event) in ROLE_EVENTS and mine and isinstance(getattr(event, "reply", None), str)
+    answer = event.answers or isinstance(getattr(event, "reply", None), str)
+    return type(event) in ROLE_EVENTS and mine and answer
 
 
 class PlayCog(commands.Cog):

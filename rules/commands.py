@@ -66,7 +66,7 @@ class Elect(PlayerCommand):
 
 @dataclass(frozen=True)
 class Kill(PlayerCommand):
-    """Night: the Godfather decides, a mafioso proposes, the maniac kills."""
+    """Night: the Godfather decides, a mafioso proposes, a role that kills alone kills."""
 
     verb: ClassVar[str] = "kill"
     target: str

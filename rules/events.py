@@ -20,6 +20,8 @@ class Event:
     kind: ClassVar[str] = ""
     text: ClassVar[str] = ""
     """The stem of its lines in the catalogues (``log.<text>``) where it is not its kind."""
+    answers: ClassVar[bool] = False
+    """An answer to its sender's command (``reply.<stem>``), as an event with a ``reply``."""
     unasked: ClassVar[bool] = False
     """Told to one player without a command of his being answered (a role's news): the bot
     brings it to him, as no answer of his carries it."""
@@ -28,6 +30,10 @@ class Event:
     def audience(self) -> Audience:
         """Who may see this event (besides the Procurator)."""
         return Audience.everyone()
+
+    def stem(self) -> str:
+        """The stem of its lines in the catalogues: its ``text``, else its kind."""
+        return self.text or self.kind
 
 
 @dataclass(frozen=True)
@@ -171,20 +177,6 @@ class ConsigliereDecided(Event):
 
 
 @dataclass(frozen=True)
-class ManiacChose(Event):
-    """The maniac chose tonight's victim (or the random choice made for him)."""
-
-    kind: ClassVar[str] = "maniac_chose"
-    maniac: str
-    target: str
-    by_chance: bool = False
-
-    @property
-    def audience(self) -> Audience:
-        return Audience.only(self.maniac)
-
-
-@dataclass(frozen=True)
 class KillPrevented(Event):
     """A protection saved ``target`` from a night kill (Procurator only)."""
 
@@ -200,8 +192,8 @@ class KillPrevented(Event):
 @dataclass(frozen=True)
 class KillVoided(Event):
     """At dawn a player's own kill counted for nothing (a role's voids made it so, as a
-    visit does): ``role`` is ``maniac``, ``godfather`` (his word) or ``proposal`` (a
-    mafioso's). Procurator only."""
+    visit does): ``role`` is the status of a role that kills alone, ``godfather`` (his
+    word) or ``proposal`` (a mafioso's). Procurator only."""
 
     kind: ClassVar[str] = "kill_voided"
     player: str
@@ -329,7 +321,6 @@ EVENT_TYPES: dict[str, type[Event]] = {
         MafiaKillChosen,
         MafiaKillRefused,
         ConsigliereDecided,
-        ManiacChose,
         KillPrevented,
         KillVoided,
         MafiaKillBlocked,
@@ -412,7 +403,6 @@ __all__ = [
     "MafiaKillBlocked",
     "MafiaKillChosen",
     "MafiaKillRefused",
-    "ManiacChose",
     "Nominated",
     "PhaseKind",
     "PhaseStarted",

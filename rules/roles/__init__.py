@@ -23,6 +23,7 @@ from rules.roles.base import (
     DAY,
     Act,
     Handler,
+    Killer,
     Nightfall,
     Role,
     RoleAct,
@@ -85,10 +86,15 @@ TELLERS: tuple[Teller, ...] = tuple(row.told for row in ROLES if row.told)
 REPLIED: tuple[type[Command], ...] = tuple(
     act.command for row in ROLES for act in row.acts if act.reply
 )
-#: the acts whose standing choice the role itself tells (``Game.repeats``)
-STANDS: dict[type[Command], Stands] = {
-    act.command: act.stands for row in ROLES for act in row.acts if act.stands
-}
+#: the acts whose standing choice the role itself tells (``Game.repeats``), by the sender's
+#: status
+STANDS: dict[type[Command], dict[Status, Stands]] = {}
+for _row in ROLES:
+    for _act in _row.acts:
+        if _act.stands is not None:
+            STANDS.setdefault(_act.command, {})[_row.status] = _act.stands
+#: the roles' own night kills, decided at dawn in the order of the roles
+KILLS: tuple[Killer, ...] = tuple(row.kills for row in ROLES if row.kills)
 #: what the roles carry into the night as it falls
 NIGHTFALLS: tuple[Nightfall, ...] = tuple(row.nightfall for row in ROLES if row.nightfall)
 #: the statuses the host's setup deals or leaves out (an option of ``/host setup`` each)
@@ -112,6 +118,7 @@ def role(status: Status | str) -> Role:
 __all__ = [
     "ACTS",
     "HANDLERS",
+    "KILLS",
     "NIGHTFALLS",
     "REPLIED",
     "ROLES",

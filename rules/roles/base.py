@@ -28,6 +28,9 @@ Teller = Callable[[Any, list[Event]], list[Event]]
 """After an accepted command: what the role is told of its events (new events)."""
 Stands = Callable[[Any, Command], bool]
 """``(game, command)``: whether an accepted command is the sender's standing choice already."""
+Killer = Callable[[Any, list[Event], set[str]], "tuple[str, Cause] | None"]
+"""At dawn, before the mafia's decisions: ``(game, events, voided)`` → the role's own night
+kill (its target and cause), carried out first; it may add the events of its decision."""
 Nightfall = Callable[[Any], None]
 """At nightfall, before the night's choices are cleared: what the role carries into it."""
 
@@ -68,7 +71,7 @@ class Act:
 @dataclass(frozen=True)
 class RoleAct:
     """A role's act: its command, the stage ``/help`` files it under, and its handler. Several
-    roles may declare one command (the mafioso's and the maniac's ``kill``); the engine gives
+    roles may declare one command (``kill``, ``check``); the engine gives
     the command to the handler of its sender's status."""
 
     command: type[Command]
@@ -120,6 +123,8 @@ class Role:
     """What voids players' own kills at dawn (the players)."""
     told: Teller | None = None
     """What players are told of an accepted command (kept in their notes)."""
+    kills: Killer | None = None
+    """Its own night kill, decided and carried out at dawn before the mafia's."""
     nightfall: Nightfall | None = None
     """What the role carries into the night as it falls."""
     codes: Mapping[str, str] = field(default_factory=dict)
