@@ -31,16 +31,13 @@ from typing import Any
 
 from rules import (
     CastVote,
-    Check,
     Command,
-    Compare,
     EndDay,
     EndNight,
     Execute,
     Game,
     Kill,
     Nominate,
-    Protect,
     RuleError,
     Stage,
     StartVoting,
@@ -50,6 +47,9 @@ from rules import (
     command_to_dict,
     deal,
 )
+from rules.roles.commissar import Check
+from rules.roles.doctor import Protect
+from rules.roles.journalist import Compare
 
 CITIES = 10
 PER_CITY = 100

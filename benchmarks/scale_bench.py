@@ -137,7 +137,7 @@ async def write_games(
             cities = [members[:half], members[half:]]
             seats = {"Верона": [str(p) for p in cities[0]], "Падуя": [str(p) for p in cities[1]]}
             seed = random.Random(index).randrange(2**31)
-            setup = deal(seats, seed, RoleCounts(None, None, None, False), RuleOptions())
+            setup = deal(seats, seed, RoleCounts(maniac=False), RuleOptions())
             footprint = make_footprint(fake, guild_id, members, cities)
 
             def channels(live: Any, done: dict[str, Any] = footprint) -> list[Any]:

@@ -138,7 +138,7 @@ async def write_games(
                 "Падуя": [str(p) for p in players[8:]],
             }
             seed = random.Random(index).randrange(2**31)
-            setup = deal(seats, seed, RoleCounts(None, None, None, False), RuleOptions())
+            setup = deal(seats, seed, RoleCounts(maniac=False), RuleOptions())
             footprint = make_footprint(fake, guild_id, players)
 
             def channels(live: Any, made: dict[str, Any] = footprint) -> list[Any]:

@@ -209,8 +209,9 @@ def _collect(
     elif isinstance(event, ev.PhaseStarted) and event.stage is Stage.DISCUSSION:
         for votes in standing.values():
             votes.clear()
-    elif isinstance(event, ev.PlayerChecked):
-        found.checks.setdefault(event.commissar, []).append(event.is_mafia)
+    elif event.kind == "player_checked":  # a check's answer, told to the checker alone
+        checker = str(event.audience.player)
+        found.checks.setdefault(checker, []).append(getattr(event, "reply", None) == "mafia")
 
 
 def build_archive(source: ArchiveSource, *, ended_at: float | None = None) -> ArchivedGame:

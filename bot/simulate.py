@@ -32,7 +32,6 @@ from rules.events import (
     KillPrevented,
     KillVoided,
     MafiaKillBlocked,
-    ManiacChose,
     PhaseStarted,
     PlayerKilled,
     PlayerReplaced,
@@ -168,7 +167,12 @@ class _Writer:
     def events(self, events: Sequence[Event]) -> list[str]:
         """What happened, indented; phase headers last (they follow the deaths they close)."""
         lines: list[str] = []
-        by_lot = {e.target for e in events if isinstance(e, ManiacChose) and e.by_chance}
+        # a role's own kill chosen by lot (the maniac's who said nothing)
+        by_lot = {
+            getattr(e, "target", None)
+            for e in events
+            if type(e) in ROLE_EVENTS and getattr(e, "by_chance", False)
+        }
         blocked: set[str] = set()
         for event in events:
             if isinstance(event, PlayerKilled):

@@ -110,7 +110,11 @@ def action_line(live: LiveGame, verb: str, player: str) -> str:
     if verb in ("kill", "tour"):
         status = game.status_of(player)
         godfather = game.godfather_of(game.city_of(player)) == player
-        key += ".maniac" if status is Status.MANIAC else ".godfather" if godfather else ".mafioso"
+        # the mafia's kill is the Godfather's or a mafioso's; another role's is its status's
+        if status is Status.MAFIOSO:
+            key += ".godfather" if godfather else ".mafioso"
+        else:
+            key += f".{status.value}"
     return phrase(
         live,
         key,

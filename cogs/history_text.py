@@ -23,6 +23,8 @@ from rules.table import ROLES
 ROSTER_UP_TO = 60
 STATUSES = tuple(row.status.value for row in ROLES)
 SIDES = tuple(dict.fromkeys(row.side for row in ROLES))
+#: the side each status plays for
+SIDE_OF_STATUS = {row.status.value: row.side for row in ROLES}
 
 Say = Callable[..., str]
 
@@ -201,7 +203,7 @@ def _sides_line(say: Say, found: PlayerStats) -> str:
     """A player's games and wins on each side he played."""
     sides: dict[str, list[int]] = {}
     for status, (games, wins) in found.by_status.items():
-        side = "mafia" if status == "mafioso" else "maniac" if status == "maniac" else "honest"
+        side = SIDE_OF_STATUS.get(status, "honest")
         entry = sides.setdefault(side, [0, 0])
         entry[0] += games
         entry[1] += wins

@@ -3,9 +3,9 @@ every living player who made no move in it that the city could see (a nomination
 withdrawal, a request for a last word) is warned in his city, and one who let ``N`` days go by so
 in a row is struck out by the Procurator (a :class:`rules.ProcuratorKill`, announced as any death).
 
-Only days count, and only public moves: a night move, a doctor's protection or a journalist's
-comparison is made by a status, so counting them (or a night without one) would tell the city who
-holds which. The rules themselves settle an idle mafia, commissar or maniac at night.
+Only days count, and only public moves: a night move or a role's own move by day is made by a
+status, so counting them (or a night without one) would tell the city who holds which. The rules
+themselves settle the idle at night.
 
 The counts are replayed from the command log when a day ends, never kept aside, so a restart
 changes nothing; the night already handled is stored in the game's record

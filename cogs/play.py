@@ -31,6 +31,7 @@ from cogs.common import (
     seen_by,
     target_choices,
 )
+from cogs.render import ROLE_EVENTS, role_event_line
 from rules import (
     CastVote,
     Command,
@@ -38,7 +39,6 @@ from rules import (
     Event,
     Nominate,
     Pass,
-    Protect,
     Unvote,
 )
 from rules import events as ev
@@ -62,19 +62,8 @@ def reply_text(live: LiveGame, command: Command, events: list[Event]) -> str:
         return phrase(live, key, **params)
 
     for event in events:
-        if isinstance(event, ev.PlayerChecked):
-            return say(
-                "reply.check", target=mention(event.target), answer=say(f"answer.{event.reply}")
-            )
-        if isinstance(event, ev.StatusesCompared):
-            return say(
-                "reply.compare",
-                first=mention(event.first),
-                second=mention(event.second),
-                answer=say(f"answer.{event.reply}"),
-            )
-        if isinstance(event, ev.ManiacChose):
-            return say("reply.maniac", target=mention(event.target))
+        if _answers(command, event):
+            return role_event_line(live, event, book="reply")
         if isinstance(event, ev.MafiaKillChosen):
             key = "reply.decision" if event.decision else "reply.proposal"
             return say(key + ("_tour" if event.touring else ""), target=mention(event.target))
@@ -83,7 +72,6 @@ def reply_text(live: LiveGame, command: Command, events: list[Event]) -> str:
         Nominate: "reply.nominate",
         CastVote: "reply.vote",
         Unvote: "reply.unvote",
-        Protect: "reply.protect",
         Elect: "reply.elect",
         Pass: "reply.pass",
     }
@@ -91,6 +79,14 @@ def reply_text(live: LiveGame, command: Command, events: list[Event]) -> str:
         f"reply.{command.verb}" if type(command) in REPLIED else "reply.done"
     )
     return say(key, target=mention(target) if target else "")
+
+
+def _answers(command: Command, event: Event) -> bool:
+    """Whether ``event`` is a role's answer to ``command`` (``reply.<stem>``): one that carries
+    a secret ``reply`` or says it ``answers``, for its sender alone."""
+    mine = event.audience.player == getattr(command, "actor", None)
+    answer = event.answers or isinstance(getattr(event, "reply", None), str)
+    return type(event) in ROLE_EVENTS and mine and answer
 
 
 class PlayCog(commands.Cog):

@@ -231,7 +231,7 @@ def render(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
             and len(game.decided) == len(game.cities)
             and not game.over
         ):
-            # every city is decided (each said in turn), yet the maniac lives: the game goes on, say why
+            # every city is decided (each said in turn), yet a side of one lives: the game goes on, say why
             out.everyone(phrase(live, "decided.maniac_goes_on"))
     return out.items()
 
@@ -290,9 +290,10 @@ def role_commands(scene: _Scene) -> dict[str, str]:
 
 
 def role_event_line(live: LiveGame, event: Event, *, book: str = "log") -> str:
-    """The line of a role's own event: ``<book>.<kind>`` (``.<cause>`` for one with a cause),
-    its players as mentions (and the answer, for an event that carries one). The host's log
-    reads ``log``; the player an unasked event is for reads ``told`` (in the second person)."""
+    """The line of a role's own event: ``<book>.<stem>`` (its kind, or the text it names;
+    ``.<cause>`` after it for one with a cause), its players as mentions (and the
+    answer, for an event that carries one). The host's log reads ``log``; the player an unasked
+    event is for reads ``told`` (in the second person)."""
     params: dict[str, Any] = {
         f.name: mention(value)
         for f in fields(event)
@@ -303,7 +304,7 @@ def role_event_line(live: LiveGame, event: Event, *, book: str = "log") -> str:
         params["answer"] = phrase(live, f"answer.{reply}")
     cause = getattr(event, "cause", None)
     suffix = f".{cause.value}" if isinstance(cause, Enum) else ""
-    return phrase(live, f"{book}.{event.kind}{suffix}", **params)
+    return phrase(live, f"{book}.{event.stem()}{suffix}", **params)
 
 
 def told_item(live: LiveGame, event: Event) -> OutboxItem:
@@ -530,23 +531,6 @@ def _private_line(scene: _Scene, event: Event) -> str | None:
     """The one line of a private act or a mafia's deliberation (to the event's audience:
     the mafia's room and the host's log, or the log alone); None for an event with no words."""
     say, cmd = scene.say, scene.cmd
-    if isinstance(event, ev.ProtectionChosen):
-        return say("log.protect", doctor=mention(event.doctor), target=mention(event.target))
-    if isinstance(event, ev.StatusesCompared):
-        return say(
-            "log.compare",
-            journalist=mention(event.journalist),
-            first=mention(event.first),
-            second=mention(event.second),
-            answer=say(f"answer.{event.reply}"),
-        )
-    if isinstance(event, ev.PlayerChecked):
-        return say(
-            "log.check",
-            commissar=mention(event.commissar),
-            target=mention(event.target),
-            answer=say(f"answer.{event.reply}"),
-        )
     if isinstance(event, ev.GodfatherVoteCast):
         return say("mafia.elect", voter=mention(event.voter), candidate=mention(event.candidate))
     if isinstance(event, ev.GodfatherChanged):
@@ -570,9 +554,6 @@ def _private_line(scene: _Scene, event: Event) -> str | None:
             return say("mafia.consigliere_none")
         key = "mafia.consigliere_tour" if event.touring else "mafia.consigliere"
         return say(key, target=mention(event.target))
-    if isinstance(event, ev.ManiacChose):
-        key = "log.maniac_random" if event.by_chance else "log.maniac"
-        return say(key, maniac=mention(event.maniac), target=mention(event.target))
     if isinstance(event, ev.KillPrevented):
         return say(f"log.prevented.{event.cause.value}", target=mention(event.target))
     if isinstance(event, ev.MafiaKillBlocked):

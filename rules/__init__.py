@@ -2,9 +2,8 @@
 
 No Discord, no asyncio, no I/O, no clock: commands in, events out.
 
->>> from rules import Game, Setup, Nominate
->>> game = Game.create(Setup.from_dict({"cities": {"Verona": {
-...     "romeo": "citizen", "tybalt": "mafioso", "escalus": "commissar"}}}), seed=7)
+>>> from rules import Game, Nominate, deal
+>>> game = Game.create(deal({"Verona": ["romeo", "tybalt", "escalus"]}, seed=7), seed=7)
 >>> [e.kind for e in game.apply(Nominate("romeo", "tybalt"))]
 ['nominated']
 """
@@ -13,9 +12,7 @@ from rules.commands import (
     AppointGodfather,
     AppointJudge,
     CastVote,
-    Check,
     Command,
-    Compare,
     Elect,
     EndDay,
     EndNight,
@@ -27,7 +24,6 @@ from rules.commands import (
     Pass,
     PlayerCommand,
     ProcuratorKill,
-    Protect,
     Replace,
     RequestLastWord,
     SetTouringOrder,
@@ -66,10 +62,8 @@ __all__ = [
     "AudienceKind",
     "CastVote",
     "Cause",
-    "Check",
     "CitySetup",
     "Command",
-    "Compare",
     "DayFallback",
     "Death",
     "Elect",
@@ -90,7 +84,6 @@ __all__ = [
     "PhaseKind",
     "PlayerCommand",
     "ProcuratorKill",
-    "Protect",
     "Replace",
     "RequestLastWord",
     "RoleCounts",

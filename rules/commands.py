@@ -57,23 +57,6 @@ class RequestLastWord(PlayerCommand):
 
 
 @dataclass(frozen=True)
-class Protect(PlayerCommand):
-    """The doctor protects ``target`` for the coming night (day)."""
-
-    verb: ClassVar[str] = "protect"
-    target: str
-
-
-@dataclass(frozen=True)
-class Compare(PlayerCommand):
-    """The journalist compares the statuses of two players (once per day)."""
-
-    verb: ClassVar[str] = "compare"
-    first: str
-    second: str
-
-
-@dataclass(frozen=True)
 class Elect(PlayerCommand):
     """A mafioso votes ``target`` for Godfather (any phase)."""
 
@@ -83,7 +66,7 @@ class Elect(PlayerCommand):
 
 @dataclass(frozen=True)
 class Kill(PlayerCommand):
-    """Night: the Godfather decides, a mafioso proposes, the maniac kills."""
+    """Night: the Godfather decides, a mafioso proposes, a role that kills alone kills."""
 
     verb: ClassVar[str] = "kill"
     target: str
@@ -101,14 +84,6 @@ class Tour(PlayerCommand):
     """Night: the touring kill in another city (Godfather decides, mafioso proposes)."""
 
     verb: ClassVar[str] = "tour"
-    target: str
-
-
-@dataclass(frozen=True)
-class Check(PlayerCommand):
-    """Night: the commissar checks a resident of his city."""
-
-    verb: ClassVar[str] = "check"
     target: str
 
 
@@ -206,13 +181,10 @@ PLAYER_COMMANDS: dict[str, type[PlayerCommand]] = {
         CastVote,
         Unvote,
         RequestLastWord,
-        Protect,
-        Compare,
         Elect,
         Kill,
         Pass,
         Tour,
-        Check,
     )
 }
 HOST_COMMANDS: dict[str, type[HostCommand]] = {

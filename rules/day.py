@@ -1,5 +1,5 @@
-"""The day's rules: nominations, votes, the last word, the doctor's and the journalist's day
-moves, and the day's end with its executions."""
+"""The day's rules: nominations, votes, the last word, and the day's end with its executions
+(the roles' own day moves are their modules', :mod:`rules.roles`)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,10 @@ import random
 
 from rules.commands import (
     CastVote,
-    Compare,
     EndDay,
     Execute,
     ExecuteByLot,
     Nominate,
-    Protect,
     RequestLastWord,
     StartVoting,
     Unvote,
@@ -23,8 +21,6 @@ from rules.events import (
     ExecutionAwaitingHost,
     LastWordRequested,
     Nominated,
-    ProtectionChosen,
-    StatusesCompared,
     VoteCast,
     VotesTallied,
     VoteWithdrawn,
@@ -33,7 +29,6 @@ from rules.model import (
     Cause,
     DayFallback,
     Stage,
-    Status,
 )
 from rules.state import DAY_STAGES, GameState
 
@@ -91,33 +86,6 @@ class DayRules(GameState):
             return []
         self.last_words.add(actor.name)
         return [LastWordRequested(actor.name, actor.city)]
-
-    def _protect(self, command: Protect, dry: bool) -> list[Event]:
-        actor = self._living_actor(command.actor, Status.DOCTOR)
-        self._require_stage(*DAY_STAGES)
-        target = self._living_target(command.target)
-        if target.name == actor.name and not self.options.doctor_self_protect:
-            raise RuleError("self_target", player=actor.name)
-        if dry:
-            return []
-        self.doctor_choice = target.name
-        return [ProtectionChosen(actor.name, target.name)]
-
-    def _compare(self, command: Compare, dry: bool) -> list[Event]:
-        actor = self._living_actor(command.actor, Status.JOURNALIST)
-        self._require_stage(*DAY_STAGES)
-        if self.journalist_compared:
-            raise RuleError("already_compared_today", player=actor.name)
-        first = self._player(command.first)
-        second = self._player(command.second)
-        if first.name == second.name:
-            raise RuleError("same_player", player=first.name)
-        if dry:
-            return []
-        self.journalist_compared = True
-        return [
-            StatusesCompared(actor.name, first.name, second.name, first.status is second.status)
-        ]
 
     def _start_voting(self, command: StartVoting, dry: bool) -> list[Event]:
         self._require_stage(Stage.DISCUSSION)

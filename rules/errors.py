@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-#: Every refusal code the rules can raise, with a short English explanation.
+#: Every refusal code the rules can raise, with a short English explanation (a role's own
+#: codes are added by its declaration, :attr:`rules.roles.base.Role.codes`).
 #: The bot's catalogues translate each code; the simulator prints the code.
 CODES: dict[str, str] = {
     "game_over": "the game is over",
@@ -25,8 +26,6 @@ CODES: dict[str, str] = {
     "own_mafioso": "the mafia cannot kill one of its own mafiosi",
     "judge_immune": "the acting Judge cannot be killed on tour",
     "not_touring": "this city's mafia does not hold the touring right tonight",
-    "already_checked_tonight": "the commissar has already checked tonight",
-    "already_compared_today": "the journalist has already compared today",
     "same_player": "two different players are needed",
     "not_mafioso": "the target is not a mafioso of this city",
     "no_cities": "a game needs at least one city",
@@ -35,11 +34,9 @@ CODES: dict[str, str] = {
     "duplicate_player": "two players have the same name",
     "bad_status": "unknown status",
     "no_mafioso": "a city has no mafioso",
-    "commissar_count": "a city must have exactly one commissar",
     "mafia_majority": "a city needs more honest residents than mafiosi",
-    "too_many": "more of a role than the game may have (one doctor, journalist, maniac...)",
+    "too_many": "more of a role than the game may have",
     "too_many_in_city": "more of a role than a city may have",
-    "commissar_alive": "the city's commissar lives, or died only this night: the checks are his",
     "bad_option": "a rule option has a bad value",
     "unknown_city": "no such city",
     "too_few_players": "too few players for a sound deal",

@@ -18,6 +18,10 @@ class Event:
     """Base of every event; ``kind`` names it in plain data."""
 
     kind: ClassVar[str] = ""
+    text: ClassVar[str] = ""
+    """The stem of its lines in the catalogues (``log.<text>``) where it is not its kind."""
+    answers: ClassVar[bool] = False
+    """An answer to its sender's command (``reply.<stem>``), as an event with a ``reply``."""
     unasked: ClassVar[bool] = False
     """Told to one player without a command of his being answered (a role's news): the bot
     brings it to him, as no answer of his carries it."""
@@ -26,6 +30,10 @@ class Event:
     def audience(self) -> Audience:
         """Who may see this event (besides the Procurator)."""
         return Audience.everyone()
+
+    def stem(self) -> str:
+        """The stem of its lines in the catalogues: its ``text``, else its kind."""
+        return self.text or self.kind
 
 
 @dataclass(frozen=True)
@@ -76,58 +84,6 @@ class LastWordRequested(Event):
     kind: ClassVar[str] = "last_word_requested"
     player: str
     city: str
-
-
-@dataclass(frozen=True)
-class ProtectionChosen(Event):
-    """The doctor chose whom to protect during the coming night."""
-
-    kind: ClassVar[str] = "protection_chosen"
-    doctor: str
-    target: str
-
-    @property
-    def audience(self) -> Audience:
-        return Audience.only(self.doctor)
-
-
-@dataclass(frozen=True)
-class StatusesCompared(Event):
-    """The journalist's answer: whether two players' statuses are the same."""
-
-    kind: ClassVar[str] = "statuses_compared"
-    journalist: str
-    first: str
-    second: str
-    same: bool
-
-    @property
-    def audience(self) -> Audience:
-        return Audience.only(self.journalist)
-
-    @property
-    def reply(self) -> str:
-        """``same`` or ``different``, as the simulator prints it."""
-        return "same" if self.same else "different"
-
-
-@dataclass(frozen=True)
-class PlayerChecked(Event):
-    """The commissar's answer: whether ``target`` is mafia."""
-
-    kind: ClassVar[str] = "player_checked"
-    commissar: str
-    target: str
-    is_mafia: bool
-
-    @property
-    def audience(self) -> Audience:
-        return Audience.only(self.commissar)
-
-    @property
-    def reply(self) -> str:
-        """``mafia`` or ``not mafia``, as the simulator prints it."""
-        return "mafia" if self.is_mafia else "not mafia"
 
 
 @dataclass(frozen=True)
@@ -221,22 +177,8 @@ class ConsigliereDecided(Event):
 
 
 @dataclass(frozen=True)
-class ManiacChose(Event):
-    """The maniac chose tonight's victim (or the random choice made for him)."""
-
-    kind: ClassVar[str] = "maniac_chose"
-    maniac: str
-    target: str
-    by_chance: bool = False
-
-    @property
-    def audience(self) -> Audience:
-        return Audience.only(self.maniac)
-
-
-@dataclass(frozen=True)
 class KillPrevented(Event):
-    """The doctor's protection saved ``target`` from a night kill (Procurator only)."""
+    """A protection saved ``target`` from a night kill (Procurator only)."""
 
     kind: ClassVar[str] = "kill_prevented"
     target: str
@@ -250,8 +192,8 @@ class KillPrevented(Event):
 @dataclass(frozen=True)
 class KillVoided(Event):
     """At dawn a player's own kill counted for nothing (a role's voids made it so, as a
-    visit does): ``role`` is ``maniac``, ``godfather`` (his word) or ``proposal`` (a
-    mafioso's). Procurator only."""
+    visit does): ``role`` is the status of a role that kills alone, ``godfather`` (his
+    word) or ``proposal`` (a mafioso's). Procurator only."""
 
     kind: ClassVar[str] = "kill_voided"
     player: str
@@ -374,15 +316,11 @@ EVENT_TYPES: dict[str, type[Event]] = {
         VoteCast,
         VoteWithdrawn,
         LastWordRequested,
-        ProtectionChosen,
-        StatusesCompared,
-        PlayerChecked,
         GodfatherVoteCast,
         GodfatherChanged,
         MafiaKillChosen,
         MafiaKillRefused,
         ConsigliereDecided,
-        ManiacChose,
         KillPrevented,
         KillVoided,
         MafiaKillBlocked,
@@ -465,15 +403,11 @@ __all__ = [
     "MafiaKillBlocked",
     "MafiaKillChosen",
     "MafiaKillRefused",
-    "ManiacChose",
     "Nominated",
     "PhaseKind",
     "PhaseStarted",
-    "PlayerChecked",
     "PlayerKilled",
     "PlayerReplaced",
-    "ProtectionChosen",
-    "StatusesCompared",
     "TouringOrderSet",
     "VoteCast",
     "VoteWithdrawn",

@@ -31,7 +31,6 @@ from rules.commands import (
     Pass,
     PlayerCommand,
     ProcuratorKill,
-    Protect,
     Replace,
     RequestLastWord,
     SetTouringOrder,
@@ -59,7 +58,7 @@ from rules.model import (
     Winner,
 )
 from rules.night import NightRules
-from rules.roles import HANDLERS, SAVES, TELLERS, VOIDS
+from rules.roles import HANDLERS, KILLS, NIGHTFALLS, SAVES, STANDS, TELLERS, VOIDS
 from rules.setup import validate_setup
 from rules.state import DAY_STAGES, Death, LegalAction
 from rules.table import PLAYER_ACTS
@@ -76,6 +75,8 @@ class Game(DayRules, NightRules):
     """
 
     saves = SAVES
+    kills = KILLS
+    nightfalls = NIGHTFALLS
     voids = VOIDS
 
     def __init__(self, setup: Setup, seed: int) -> None:
@@ -181,10 +182,9 @@ class Game(DayRules, NightRules):
             return self.votes[city].get(name, (None, 0))[0] == target
         if isinstance(command, Elect):
             return self.elect_votes[city].get(name) == target
-        if isinstance(command, Protect):
-            return self.doctor_choice == target
-        if isinstance(command, Kill) and actor.status is Status.MANIAC:
-            return self.maniac_choice == target
+        stands = STANDS.get(type(command), {}).get(actor.status)
+        if stands is not None:
+            return stands(self, command)
         if isinstance(command, Kill | Pass):
             standing = self.kill_choices[city].get(name)
             return standing is not None and standing[0] == target

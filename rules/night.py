@@ -1,14 +1,13 @@
-"""The night's rules: the Godfather's election, the kills, the touring right, the commissar's
-check, and the dawn that carries out the night's decisions in the order of RULES.md."""
+"""The night's rules: the Godfather's election, the kills, the touring right, and the dawn
+that carries out the night's decisions in the order of RULES.md (the roles' own night acts
+are their modules', :mod:`rules.roles`)."""
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 from rules.commands import (
-    Check,
     Elect,
     EndNight,
     Kill,
@@ -25,13 +24,10 @@ from rules.events import (
     MafiaKillBlocked,
     MafiaKillChosen,
     MafiaKillRefused,
-    ManiacChose,
-    PlayerChecked,
     PlayerKilled,
 )
 from rules.model import (
     Cause,
-    ManiacIdle,
     Stage,
     Status,
 )
@@ -45,6 +41,10 @@ class NightRules(GameState):
     """The roles' saves at dawn, in their place (:attr:`rules.roles.base.Role.saves`)."""
     voids: ClassVar[tuple[Callable[[Any], set[str]], ...]] = ()
     """What voids players' own kills at dawn (:attr:`rules.roles.base.Role.voids`)."""
+    kills: ClassVar[
+        tuple[Callable[[Any, list[Event], set[str]], tuple[str, Cause] | None], ...]
+    ] = ()
+    """The roles' own night kills, decided at dawn (:attr:`rules.roles.base.Role.kills`)."""
 
     def _elect(self, command: Elect, dry: bool) -> list[Event]:
         actor = self._living_actor(command.actor, Status.MAFIOSO)
@@ -60,16 +60,9 @@ class NightRules(GameState):
         return events
 
     def _kill_command(self, command: Kill, dry: bool) -> list[Event]:
-        actor = self._living_actor(command.actor, Status.MAFIOSO, Status.MANIAC)
+        actor = self._living_actor(command.actor, Status.MAFIOSO)
         self._require_stage(Stage.NIGHT)
         target = self._living_target(command.target)
-        if actor.status is Status.MANIAC:
-            if target.name == actor.name:
-                raise RuleError("self_target", player=actor.name)
-            if dry:
-                return []
-            self.maniac_choice = target.name
-            return [ManiacChose(actor.name, target.name)]
         if target.city != actor.city:
             raise RuleError("wrong_city", player=target.name, city=actor.city)
         if target.status is Status.MAFIOSO:
@@ -106,32 +99,6 @@ class NightRules(GameState):
         decision = self.godfathers.get(actor.city) == actor.name
         return [MafiaKillChosen(actor.city, actor.name, target.name, decision, touring=True)]
 
-    def _check(self, command: Check, dry: bool) -> list[Event]:
-        actor = self._living_actor(command.actor, Status.COMMISSAR)
-        self._require_stage(Stage.NIGHT)
-        return self._checked(actor.name, command.target, dry)
-
-    def _checked(self, checker: str, checked: str, dry: bool) -> list[Event]:
-        """The commissar's check by ``checker`` of ``checked``, once his right to check is
-        settled: once a night, a living resident of his city other than himself.
-
-        Raises:
-            RuleError: ``already_checked_tonight``, ``unknown_player``, ``target_not_alive``,
-                ``self_target`` or ``wrong_city``.
-        """
-        actor = self.players[checker]
-        if actor.name in self.checked:
-            raise RuleError("already_checked_tonight", player=actor.name)
-        target = self._living_target(checked)
-        if target.name == actor.name:
-            raise RuleError("self_target", player=actor.name)
-        if target.city != actor.city:
-            raise RuleError("wrong_city", player=target.name, city=actor.city)
-        if dry:
-            return []
-        self.checked.add(actor.name)
-        return [PlayerChecked(actor.name, target.name, target.status is Status.MAFIOSO)]
-
     def _end_night(self, command: EndNight, dry: bool) -> list[Event]:
         self._require_stage(Stage.NIGHT)
         if dry:
@@ -150,7 +117,7 @@ class NightRules(GameState):
         # before anyone dies: the night's kills happen together.
         self.dawn_choices = {verb: dict(held) for verb, held in self.choices.items()}
         void: set[str] = set().union(*(voided(self) for voided in self.voids))
-        maniac_target = self._maniac_decision(events, void)
+        own_kills = [decided(self, events, void) for decided in self.kills]
         tour_target = self._mafia_decision(touring_city, touring=True, events=events, void=void)
         home_targets = {
             city: self._mafia_decision(city, touring=False, events=events, void=void)
@@ -159,11 +126,12 @@ class NightRules(GameState):
         # Posts emptied at dawn are filled only after it (below), so the
         # only Godfathers who can die at dawn are those in office at the end
         # of the night: a mafioso seated for a moment mid-dawn (the lone
-        # survivor of the maniac's kill, say) and killed next is no
+        # survivor of a role's own kill, say) and killed next is no
         # Godfather who "died this night", and cannot block his city's kill.
-        # 1. the maniac
-        if maniac_target is not None:
-            events.extend(self._night_kill(maniac_target, Cause.MANIAC))
+        # 1. the roles' own kills
+        for own in own_kills:
+            if own is not None:
+                events.extend(self._night_kill(*own))
         # 2. a city whose Godfather died this night kills nobody: self.godfather_died
         # 3. the touring kill
         if tour_target is not None:
@@ -190,27 +158,6 @@ class NightRules(GameState):
                 events.extend(self._fill_empty_post(city))
         self.dawn_choices = {}
         return events
-
-    def _maniac_decision(self, events: list[Event], void: set[str]) -> str | None:
-        maniac = next(
-            (p for p in self.players.values() if p.status is Status.MANIAC and p.alive), None
-        )
-        if maniac is None:
-            return None
-        if maniac.name in void:
-            events.append(KillVoided(maniac.name, maniac.city, "maniac"))
-            return None
-        if self.maniac_choice is not None:
-            return self.maniac_choice if self.players[self.maniac_choice].alive else None
-        if self.options.maniac_idle is ManiacIdle.NONE:
-            return None
-        victims = [name for name in self.alive() if name != maniac.name]
-        if not victims:
-            return None
-        rng = random.Random(f"{self.seed}:maniac:{self.phase.number}")
-        victim = rng.choice(victims)
-        events.append(ManiacChose(maniac.name, victim, by_chance=True))
-        return victim
 
     def _mafia_decision(
         self, city: str, *, touring: bool, events: list[Event], void: set[str]

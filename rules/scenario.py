@@ -21,7 +21,7 @@ from rules.commands import (
     Replace,
 )
 from rules.errors import RuleError
-from rules.events import Event, PlayerChecked, StatusesCompared
+from rules.events import Event
 from rules.game import Game
 from rules.model import Phase, Setup, Stage
 
@@ -179,14 +179,22 @@ def run_scenario(scenario: Scenario) -> ScenarioResult:
         except RuleError as error:
             step = StepResult(text, False, error.code)
         else:
-            reply = next(
-                (e.reply for e in events if isinstance(e, PlayerChecked | StatusesCompared)), None
-            )
+            reply = _reply(command, events)
             step = StepResult(text, True, None, reply, events)
         step.phase, step.stage = game.phase, game.stage
         step.waiting = tuple(game.pending_executions) if game.stage is Stage.EXECUTION else ()
         result.steps.append(step)
     return result
+
+
+def _reply(command: Command, events: list[Event]) -> str | None:
+    """The secret answer its sender is given (a check's, a comparison's), if any."""
+    actor = getattr(command, "actor", None)
+    for event in events:
+        reply = getattr(event, "reply", None)
+        if isinstance(reply, str) and event.audience.player == actor:
+            return reply
+    return None
 
 
 def result_json(result: ScenarioResult) -> dict[str, Any]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from rules.errors import RuleError
 from rules.model import CitySetup, RuleOptions, Setup, Status
@@ -13,6 +12,8 @@ from rules.roles import ROLES, SWITCHABLE, role
 
 #: the roles the game may have a limited number of, with the limit
 PER_GAME = tuple((row.status, row.per_game) for row in ROLES if row.per_game is not None)
+#: the roles every city has exactly one of
+EVERY_CITY = tuple(row.status for row in ROLES if row.every_city)
 #: the roles a city may have a limited number of, with the limit
 PER_CITY = tuple((row.status, row.per_city) for row in ROLES if row.per_city is not None)
 
@@ -21,14 +22,15 @@ def validate_setup(setup: Setup) -> None:
     """Refuse a setup that is not sound (RULES.md, "People").
 
     Sound: at least one city, unique city and player names, in every city at
-    least one mafioso, exactly one commissar and more honest residents than
-    mafiosi; no more of a role than a city or the game may have (its
-    declaration's ``per_city`` and ``per_game``: one doctor, journalist and
-    maniac in the game); a touring order that names only known cities.
+    least one mafioso, exactly one of each role every city has (its
+    declaration's ``every_city``) and more honest residents than mafiosi; no
+    more of a role than a city or the game may have (its declaration's
+    ``per_city`` and ``per_game``); a touring order that names only known
+    cities.
 
     Raises:
         RuleError: ``no_cities``, ``duplicate_city``, ``empty_city``,
-            ``duplicate_player``, ``no_mafioso``, ``commissar_count``,
+            ``duplicate_player``, ``no_mafioso``, ``<status>_count``,
             ``mafia_majority``, ``too_many`` or ``unknown_city``, naming the
             city or player.
     """
@@ -54,8 +56,10 @@ def validate_setup(setup: Setup) -> None:
         honest = sum(n for status, n in counts.items() if status.honest)
         if mafiosi < 1:
             raise RuleError("no_mafioso", city=city.name)
-        if counts[Status.COMMISSAR] != 1:
-            raise RuleError("commissar_count", city=city.name, commissars=counts[Status.COMMISSAR])
+        for status in EVERY_CITY:
+            if counts[status] != 1:
+                found = {f"{status.value}s": counts[status]}
+                raise RuleError(f"{status.value}_count", city=city.name, **found)
         if honest <= mafiosi:
             raise RuleError("mafia_majority", city=city.name, honest=honest, mafiosi=mafiosi)
         for status, most in PER_CITY:
@@ -73,30 +77,32 @@ def validate_setup(setup: Setup) -> None:
                 raise RuleError("unknown_city", city=name)
 
 
-@dataclass(frozen=True)
 class RoleCounts:
     """What a random deal should contain; ``None`` means the default.
 
     ``mafiosi`` is one number for every city or a number per city name. ``switches`` holds
-    whether each switchable role is dealt, by status (the three fields name those of the
-    rules' own game; ``switches`` wins).
+    whether each switchable role is dealt, by status; a switch may also be given as a keyword
+    named after the status (``switches`` wins).
+
+    Raises:
+        TypeError: for a keyword that names no switchable role.
     """
 
-    mafiosi: int | Mapping[str, int] | None = None
-    doctor: bool | None = None
-    journalist: bool | None = None
-    maniac: bool | None = None
-    switches: Mapping[str, bool | None] = field(default_factory=dict)
+    def __init__(
+        self,
+        mafiosi: int | Mapping[str, int] | None = None,
+        switches: Mapping[str, bool | None] | None = None,
+        **switched: bool | None,
+    ) -> None:
+        unknown = sorted(set(switched) - {status.value for status in SWITCHABLE})
+        if unknown:
+            raise TypeError(f"RoleCounts: no switchable role {', '.join(unknown)}")
+        self.mafiosi = mafiosi
+        self.switches: dict[str, bool | None] = {**switched, **(switches or {})}
 
     def chosen(self, status: Status) -> bool | None:
         """Whether the deal is asked to give ``status`` (None: its default)."""
-        switched = self.switches.get(status.value)
-        if switched is not None:
-            return switched
-        return getattr(self, status.value, None) if status.value in _FIELDS else None
-
-
-_FIELDS = ("doctor", "journalist", "maniac")
+        return self.switches.get(status.value)
 
 
 def default_mafiosi(residents: int) -> int:
@@ -113,10 +119,10 @@ def deal(
     """Deal statuses at random (seeded) so that the setup is sound.
 
     By default each city gets a quarter of its players as mafiosi (at least
-    one) and one commissar; the game gets each switchable role its declaration
-    deals by default (``dealt_from``: a doctor from 6 players, a journalist
-    from 8 and a maniac from 10), in a random city where it keeps the setup
-    sound, or in every city (``dealt_per_city``). The same arguments always
+    one) and one of each role every city has; the game gets each switchable
+    role its declaration deals by default (from its ``dealt_from`` players in
+    the game), in a random city where it keeps the setup sound, or in every
+    city (``dealt_per_city``). The same arguments always
     give the same setup.
 
     Raises:
@@ -161,7 +167,7 @@ def _city_plans(
     cities: Mapping[str, Sequence[str]], counts: int | Mapping[str, int] | None
 ) -> dict[str, list[Status]]:
     """Each city's statuses before the one-per-game roles and the shuffle: its mafiosi
-    (``counts``, see :class:`RoleCounts`), a commissar and citizens.
+    (``counts``, see :class:`RoleCounts`), one of each role every city has and citizens.
 
     Raises:
         RuleError: ``unknown_city`` for a count naming no city, ``too_few_players`` for a
@@ -180,10 +186,12 @@ def _city_plans(
         else:
             mafiosi = default_mafiosi(len(players))
         honest = len(players) - mafiosi
-        if mafiosi < 1 or honest <= mafiosi or honest < 1:
+        if mafiosi < 1 or honest <= mafiosi or honest < len(EVERY_CITY):
             raise RuleError("too_few_players", city=name, players=len(players), mafiosi=mafiosi)
         plans[name] = (
-            [Status.MAFIOSO] * mafiosi + [Status.COMMISSAR] + [Status.CITIZEN] * (honest - 1)
+            [Status.MAFIOSO] * mafiosi
+            + list(EVERY_CITY)
+            + [Status.CITIZEN] * (honest - len(EVERY_CITY))
         )
     return plans
 

@@ -9,9 +9,9 @@ and a replacement's renaming.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from rules.errors import RuleError
 from rules.events import (
@@ -84,6 +84,9 @@ class GameState(Recorded):
     """The state of a running game and the rules both day and night use. Read it through the
     queries; it changes only through :meth:`rules.game.Game.apply`. Its containers and
     players are tracked by its journal (:mod:`rules.journal`), so a change can be undone."""
+
+    nightfalls: ClassVar[tuple[Callable[[Any], None], ...]] = ()
+    """What the roles carry into the night as it falls (:attr:`rules.roles.base.Role.nightfall`)."""
 
     def __init__(self, setup: Setup, seed: int) -> None:
         """The state at the first phase of ``setup`` (trusted: :meth:`Game.create` validates it)."""
@@ -312,9 +315,8 @@ class GameState(Recorded):
         number = self._next_night()
         self.phase = Phase(PhaseKind.NIGHT, number)
         self.stage = Stage.NIGHT
-        doctor_alive = any(p.alive for p in self.players.values() if p.status is Status.DOCTOR)
-        self.protected = self.doctor_choice if doctor_alive else None
-        self.doctor_choice = None
+        for fall in self.nightfalls:
+            fall(self)
         for choices in self.kill_choices.values():
             choices.clear()
         self.tour_choices.clear()

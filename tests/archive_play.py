@@ -12,9 +12,7 @@ from collections.abc import Iterator
 
 from rules import (
     CastVote,
-    Check,
     Command,
-    Compare,
     Elect,
     EndDay,
     EndNight,
@@ -24,7 +22,6 @@ from rules import (
     Nominate,
     Pass,
     ProcuratorKill,
-    Protect,
     RequestLastWord,
     RuleError,
     SetTouringOrder,
@@ -33,6 +30,9 @@ from rules import (
     Tour,
     Unvote,
 )
+from rules.roles.commissar import Check
+from rules.roles.doctor import Protect
+from rules.roles.journalist import Compare
 from tests.rules.helpers import TWO_CITIES
 
 TARGETED = {

@@ -4,8 +4,8 @@ one role (its ``ROLE``), found here without being named, in the order of
 
 What the rules derive from it: the commands' handlers (:data:`HANDLERS`), the acts
 (:data:`ACTS`, which :mod:`rules.table` lists for ``/help`` and the bot), the dawn's saves and
-voided kills, what roles are told, and the setup's counts and
-the deal (:mod:`rules.setup`). The role's commands and events are added to the rules' plain
+voided kills, what roles are told, the standing choices, what falls with the night, the
+refusal codes, and the setup's counts and the deal (:mod:`rules.setup`). The role's commands and events are added to the rules' plain
 data (:data:`rules.commands.PLAYER_COMMANDS`, :data:`rules.events.EVENT_TYPES`).
 """
 
@@ -15,9 +15,23 @@ import importlib
 import pkgutil
 
 from rules.commands import PLAYER_COMMANDS, Command, PlayerCommand
+from rules.errors import CODES
 from rules.events import EVENT_TYPES
 from rules.model import Status
-from rules.roles.base import ANY, DAY, Act, Handler, Role, RoleAct, Saver, Teller, Voider
+from rules.roles.base import (
+    ANY,
+    DAY,
+    Act,
+    Handler,
+    Killer,
+    Nightfall,
+    Role,
+    RoleAct,
+    Saver,
+    Stands,
+    Teller,
+    Voider,
+)
 
 
 def _discover() -> tuple[Role, ...]:
@@ -72,6 +86,17 @@ TELLERS: tuple[Teller, ...] = tuple(row.told for row in ROLES if row.told)
 REPLIED: tuple[type[Command], ...] = tuple(
     act.command for row in ROLES for act in row.acts if act.reply
 )
+#: the acts whose standing choice the role itself tells (``Game.repeats``), by the sender's
+#: status
+STANDS: dict[type[Command], dict[Status, Stands]] = {}
+for _row in ROLES:
+    for _act in _row.acts:
+        if _act.stands is not None:
+            STANDS.setdefault(_act.command, {})[_row.status] = _act.stands
+#: the roles' own night kills, decided at dawn in the order of the roles
+KILLS: tuple[Killer, ...] = tuple(row.kills for row in ROLES if row.kills)
+#: what the roles carry into the night as it falls
+NIGHTFALLS: tuple[Nightfall, ...] = tuple(row.nightfall for row in ROLES if row.nightfall)
 #: the statuses the host's setup deals or leaves out (an option of ``/host setup`` each)
 SWITCHABLE: tuple[Status, ...] = tuple(row.status for row in ROLES if row.switchable)
 
@@ -81,6 +106,8 @@ for _row in ROLES:
             PLAYER_COMMANDS.setdefault(_act.command.verb, _act.command)
     for _event in _row.events:
         EVENT_TYPES.setdefault(_event.kind, _event)
+    for _code, _explained in _row.codes.items():
+        CODES.setdefault(_code, _explained)
 
 
 def role(status: Status | str) -> Role:
@@ -91,9 +118,12 @@ def role(status: Status | str) -> Role:
 __all__ = [
     "ACTS",
     "HANDLERS",
+    "KILLS",
+    "NIGHTFALLS",
     "REPLIED",
     "ROLES",
     "SAVES",
+    "STANDS",
     "SWITCHABLE",
     "TELLERS",
     "VOIDS",

@@ -20,12 +20,19 @@ Handler = Callable[[Any, Any, bool], list[Event]]
 """A command's handler: ``(game, command, dry)``; it validates completely before it changes
 anything, and changes nothing when ``dry``."""
 Saver = Callable[[Any, str, Cause], "list[Event] | None"]
-"""At dawn, before a night kill lands on a living player the doctor does not protect:
+"""At dawn, before a night kill lands on a living player no protection spares:
 ``(game, target, cause)`` → the events of the kill taken elsewhere, or None to let it land."""
 Voider = Callable[[Any], "set[str]"]
 """At dawn, before the night's decisions: the players whose own kill counts for nothing."""
 Teller = Callable[[Any, list[Event]], list[Event]]
 """After an accepted command: what the role is told of its events (new events)."""
+Stands = Callable[[Any, Command], bool]
+"""``(game, command)``: whether an accepted command is the sender's standing choice already."""
+Killer = Callable[[Any, list[Event], set[str]], "tuple[str, Cause] | None"]
+"""At dawn, before the mafia's decisions: ``(game, events, voided)`` → the role's own night
+kill (its target and cause), carried out first; it may add the events of its decision."""
+Nightfall = Callable[[Any], None]
+"""At nightfall, before the night's choices are cleared: what the role carries into it."""
 
 #: ``/help``'s stage of a command of any stage of a day
 DAY = "day"
@@ -64,7 +71,7 @@ class Act:
 @dataclass(frozen=True)
 class RoleAct:
     """A role's act: its command, the stage ``/help`` files it under, and its handler. Several
-    roles may declare one command (the mafioso's and the maniac's ``kill``); the engine gives
+    roles may declare one command (``kill``, ``check``); the engine gives
     the command to the handler of its sender's status."""
 
     command: type[Command]
@@ -74,6 +81,9 @@ class RoleAct:
     """The slash commands that send it; none: one of its own, named after the verb."""
     reply: bool = False
     """Whether its sender's answer is ``reply.<verb>`` (naming the target)."""
+    stands: Stands | None = None
+    """Whether the command repeats a standing choice (``Game.repeats``); None: a choice the
+    handler keeps in ``GameState.choices`` by its verb."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,9 @@ class Role:
     """The most the game may have (``too_many`` past it); None: no limit of the game's."""
     per_city: int | None = None
     """The most a city may have (``too_many`` past it); None: no limit of a city's."""
+    every_city: bool = False
+    """Every city has exactly one: the setup refuses a city without (``<status>_count``, the
+    count as ``<status>s``), the deal gives one to every city."""
     dealt_from: int | None = None
     """Switchable: dealt by default from this many players in the game; None: only when the
     host switches it on."""
@@ -110,3 +123,10 @@ class Role:
     """What voids players' own kills at dawn (the players)."""
     told: Teller | None = None
     """What players are told of an accepted command (kept in their notes)."""
+    kills: Killer | None = None
+    """Its own night kill, decided and carried out at dawn before the mafia's."""
+    nightfall: Nightfall | None = None
+    """What the role carries into the night as it falls."""
+    codes: Mapping[str, str] = field(default_factory=dict)
+    """Its own refusal codes, with their short English explanations (added to
+    :data:`rules.errors.CODES`)."""

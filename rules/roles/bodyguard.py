@@ -1,10 +1,10 @@
 """The bodyguard (телохранитель): honest, at most one in the game. Each night he guards one
 living player other than himself, of any city (``guard``; the last choice counts). At dawn the
-first night kill that would land on the guarded player (the doctor does not protect him, no
-save placed before this one spares him) kills the bodyguard instead, by that kill's cause, and the
+first night kill that would land on the guarded player (no protection, no save placed before
+this one spares him) kills the bodyguard instead, by that kill's cause, and the
 guarded player lives; a later kill on him that night lands as usual. A bodyguard who died
-earlier in the dawn's order guards nobody, and the kill he takes is a night kill on him (the
-doctor's protection, or any save of the dawn, spares him). The Procurator's kill and the
+earlier in the dawn's order guards nobody, and the kill he takes is a night kill on him (a
+protection, or any save of the dawn, spares him). The Procurator's kill and the
 executions are no night kills."""
 
 from __future__ import annotations

@@ -1,9 +1,73 @@
-"""The doctor: honest; protects one player by day for the coming night."""
+"""The doctor: honest, at most one in the game. By day he protects one living player for the
+coming night (``protect``; the last choice counts; himself only if the rules' option allows
+it). At nightfall his choice holds if he lives; at dawn a night kill on the protected player
+is prevented."""
 
-from rules.commands import Protect
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rules.commands import Command, PlayerCommand
 from rules.day import DayRules
-from rules.model import Status
+from rules.errors import RuleError
+from rules.events import Event
+from rules.model import Audience, Status
 from rules.roles.base import DAY, Role, RoleAct
+from rules.state import DAY_STAGES
+
+
+@dataclass(frozen=True)
+class Protect(PlayerCommand):
+    """The doctor protects ``target`` for the coming night (day)."""
+
+    verb: ClassVar[str] = "protect"
+    target: str
+
+
+@dataclass(frozen=True)
+class ProtectionChosen(Event):
+    """The doctor chose whom to protect during the coming night."""
+
+    kind: ClassVar[str] = "protection_chosen"
+    text: ClassVar[str] = "protect"
+    doctor: str
+    target: str
+
+    @property
+    def audience(self) -> Audience:
+        return Audience.only(self.doctor)
+
+
+def protect(game: DayRules, command: Protect, dry: bool) -> list[Event]:
+    """``protect``: a living player, by day (himself as the option allows).
+
+    Raises:
+        RuleError: ``not_alive``, ``wrong_role``, ``wrong_phase``, ``unknown_player``,
+            ``target_not_alive`` or ``self_target``.
+    """
+    actor = game._living_actor(command.actor, Status.DOCTOR)
+    game._require_stage(*DAY_STAGES)
+    target = game._living_target(command.target)
+    if target.name == actor.name and not game.options.doctor_self_protect:
+        raise RuleError("self_target", player=actor.name)
+    if dry:
+        return []
+    game.doctor_choice = target.name
+    return [ProtectionChosen(actor.name, target.name)]
+
+
+def stands(game: Any, command: Command) -> bool:
+    """Whether the protection asked for is the one chosen already."""
+    return bool(game.doctor_choice == getattr(command, "target", None))
+
+
+def nightfall(game: Any) -> None:
+    """The day's choice protects through the night if the doctor lives."""
+    alive = any(p.alive for p in game.players.values() if p.status is Status.DOCTOR)
+    game.protected = game.doctor_choice if alive else None
+    game.doctor_choice = None
+
 
 ROLE = Role(
     Status.DOCTOR,
@@ -11,7 +75,9 @@ ROLE = Role(
     switchable=True,
     per_game=1,
     dealt_from=6,
-    acts=(RoleAct(Protect, DAY, DayRules._protect),),
+    acts=(RoleAct(Protect, DAY, protect, reply=True, stands=stands),),
     announced="day",
     presets={"beginners": True, "club": True},
+    events=(ProtectionChosen,),
+    nightfall=nightfall,
 )

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rules.commands import Check
 from rules.errors import RuleError
-from rules.events import Event, PhaseStarted, PlayerChecked
+from rules.events import Event, PhaseStarted
 from rules.model import Audience, Stage, Status
 from rules.night import NightRules
 from rules.roles.base import Role, RoleAct
+from rules.roles.commissar import Check, PlayerChecked, checked
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def check(game: NightRules, command: Check, dry: bool) -> list[Event]:
     tonight = any(d.player == commissar and d.phase == game.phase for d in game.deaths)
     if game.players[commissar].alive or tonight:
         raise RuleError("commissar_alive", player=actor.name, commissar=commissar)
-    return game._checked(actor.name, command.target, dry)
+    return checked(game, actor.name, command.target, dry)
 
 
 def tell(game: Any, events: list[Event]) -> list[Event]:
@@ -116,4 +116,7 @@ ROLE = Role(
     announced="night",
     events=(SergeantTold, SergeantTookOver),
     told=tell,
+    codes={
+        "commissar_alive": "the city's commissar lives, or died only this night: the checks are his"
+    },
 )

@@ -1,6 +1,6 @@
 """The commissar checks one resident of his city each night: mafia or not mafia."""
 
-from rules.events import PlayerChecked
+from rules.roles.commissar import PlayerChecked
 
 from .helpers import make_game, of, play, refuse
 

@@ -1,7 +1,8 @@
 """The doctor protects one player for the coming night."""
 
 from rules import Cause
-from rules.events import KillPrevented, PlayerKilled, ProtectionChosen
+from rules.events import KillPrevented, PlayerKilled
+from rules.roles.doctor import ProtectionChosen
 
 from .helpers import make_game, of, pass_day, play, refuse
 

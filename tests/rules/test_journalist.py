@@ -1,6 +1,6 @@
 """The journalist compares two players' statuses once per day."""
 
-from rules.events import StatusesCompared
+from rules.roles.journalist import StatusesCompared
 
 from .helpers import make_game, of, play, refuse
 

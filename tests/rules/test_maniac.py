@@ -1,7 +1,8 @@
 """The maniac must kill one living player each night; idle means chance or nobody."""
 
 from rules import Cause
-from rules.events import ManiacChose, PlayerKilled
+from rules.events import PlayerKilled
+from rules.roles.maniac import ManiacChose
 
 from .helpers import make_game, of, play, refuse
 

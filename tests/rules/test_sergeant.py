@@ -4,7 +4,9 @@
 import pytest
 
 from rules import RoleCounts, RuleError, Setup, Status, deal, validate_setup
-from rules.events import PlayerChecked, StatusesCompared, event_to_dict
+from rules.events import event_to_dict
+from rules.roles.commissar import PlayerChecked
+from rules.roles.journalist import StatusesCompared
 from rules.roles.sergeant import SergeantTold, SergeantTookOver
 
 from .helpers import make_game, of, pass_day, play, refuse

@@ -136,6 +136,30 @@ def test_deal_with_role_counts():
     assert Status.MANIAC in {game.status_of(p) for p in game.players}
 
 
+def test_a_switch_is_a_keyword_or_a_switches_entry_and_the_entry_wins():
+    counts = RoleCounts(doctor=False, journalist=True, switches={"doctor": True, "sergeant": True})
+    chosen = {status: counts.chosen(status) for status in Status}
+    assert chosen[Status.DOCTOR] is True and chosen[Status.JOURNALIST] is True
+    assert chosen[Status.SERGEANT] is True and chosen[Status.MANIAC] is None
+    with pytest.raises(TypeError, match="commissar"):
+        RoleCounts(commissar=True)  # every game has him: no switch of his
+
+
+def test_every_city_has_its_commissar_by_the_declaration():
+    setup = deal({"A": [f"a{i}" for i in range(5)], "B": [f"b{i}" for i in range(5)]}, seed=2)
+    for city in setup.cities:
+        assert [status for _, status in city.residents].count(Status.COMMISSAR) == 1
+    no_commissar = Setup.from_dict(
+        {"cities": {"A": {"a1": "mafioso", "a2": "citizen", "a3": "citizen"}}}
+    )
+    with pytest.raises(RuleError) as refused:
+        Game.create(no_commissar, seed=1)
+    assert refused.value.to_dict() == {
+        "code": "commissar_count",
+        "params": {"city": "A", "commissars": 0},
+    }
+
+
 @pytest.mark.parametrize(
     ("cities", "roles"),
     [
