@@ -13,8 +13,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from rules.commands import Command, HostCommand
+from rules.errors import RuleError
 from rules.events import Event
-from rules.model import Cause, Status
+from rules.model import Cause, Stage, Status
 
 Handler = Callable[[Any, Any, bool], list[Event]]
 """A command's handler: ``(game, command, dry)``; it validates completely before it changes
@@ -130,3 +131,24 @@ class Role:
     codes: Mapping[str, str] = field(default_factory=dict)
     """Its own refusal codes, with their short English explanations (added to
     :data:`rules.errors.CODES`)."""
+
+
+def choose_another(
+    game: Any, actor: str, status: Status, verb: str, target: str, dry: bool
+) -> str | None:
+    """A night's choice of one living player other than oneself, of any city, held until dawn
+    in ``game.choices[verb]`` (the last one counts): the chooser's name, or None when ``dry``.
+
+    Raises:
+        RuleError: ``not_alive``, ``wrong_role``, ``wrong_phase``, ``unknown_player``,
+            ``target_not_alive`` or ``self_target``.
+    """
+    chooser = game._living_actor(actor, status)
+    game._require_stage(Stage.NIGHT)
+    chosen = game._living_target(target)
+    if chosen.name == chooser.name:
+        raise RuleError("self_target", player=chooser.name)
+    if dry:
+        return None
+    game.choices.setdefault(verb, {})[chooser.name] = chosen.name
+    return str(chooser.name)

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rules.commands import PlayerCommand
-from rules.errors import RuleError
 from rules.events import Event
 from rules.model import Audience, Cause, Stage, Status
 from rules.night import NightRules
-from rules.roles.base import Role, RoleAct
+from rules.roles.base import Role, RoleAct, choose_another
 
 VERB = "guard"
 
@@ -64,15 +63,8 @@ def guard(game: NightRules, command: Guard, dry: bool) -> list[Event]:
         RuleError: ``not_alive``, ``wrong_role``, ``wrong_phase``, ``unknown_player``,
             ``target_not_alive`` or ``self_target``.
     """
-    actor = game._living_actor(command.actor, Status.BODYGUARD)
-    game._require_stage(Stage.NIGHT)
-    target = game._living_target(command.target)
-    if target.name == actor.name:
-        raise RuleError("self_target", player=actor.name)
-    if dry:
-        return []
-    game.choices.setdefault(VERB, {})[actor.name] = target.name
-    return [GuardChosen(actor.name, target.name)]
+    chooser = choose_another(game, command.actor, Status.BODYGUARD, VERB, command.target, dry)
+    return [] if chooser is None else [GuardChosen(chooser, command.target)]
 
 
 def take_the_kill(game: NightRules, target: str, cause: Cause) -> list[Event] | None:
