@@ -284,7 +284,7 @@ def observe(guild: discord.Guild, channel_ids: Iterable[int]) -> Scene | None:
 def after_repairs(scene: Scene, found: Repairs, old_standins: dict[int, dict[int, Pair]]) -> Scene:
     """The scene as the other checks' repairs (``found``) will leave it: game roles given and
     taken, game role overwrites put back, member overwrites standing in for roles put or
-    dropped (``old_standins``: those put before)."""
+    dropped (``old_standins``: those put before), the bot's own overwrites put back."""
     people = dict(scene.people)
     for user, role in found.adds:
         if user in people:
@@ -296,6 +296,9 @@ def after_repairs(scene: Scene, found: Repairs, old_standins: dict[int, dict[int
     for channel, role, allow, deny in found.overwrites:
         if channel in places:
             places[channel][2][(ROLE, role)] = (allow, deny)
+    for channel, bot, allow, deny in found.own:
+        if channel in places:
+            places[channel][2][(MEMBER, bot)] = (allow, deny)
     for user, chans in old_standins.items():
         for channel in chans:
             if channel in places and channel not in found.standins.get(user, {}):
