@@ -47,6 +47,8 @@ def _discover() -> tuple[Role, ...]:
     missing = [status.value for status in Status if status not in found]
     if missing:
         raise TypeError(f"no module of rules.roles declares {', '.join(missing)}")
+    if sum(row.fills for row in found.values()) != 1:
+        raise TypeError("exactly one role of rules.roles must fill the seats left (Role.fills)")
     return tuple(found[status] for status in Status)
 
 
@@ -100,6 +102,8 @@ KILLS: tuple[Killer, ...] = tuple(row.kills for row in ROLES if row.kills)
 NIGHTFALLS: tuple[Nightfall, ...] = tuple(row.nightfall for row in ROLES if row.nightfall)
 #: the statuses the host's setup deals or leaves out (an option of ``/host setup`` each)
 SWITCHABLE: tuple[Status, ...] = tuple(row.status for row in ROLES if row.switchable)
+#: the status that fills a city's seats no other role takes
+FILLER: Status = next(row.status for row in ROLES if row.fills)
 #: the side each status plays for, by the status's value (as the archive stores it)
 SIDE_OF: dict[str, str] = {row.status.value: row.side for row in ROLES}
 #: the statuses that play and win alone, with their sides
@@ -127,6 +131,7 @@ def role(status: Status | str) -> Role:
 __all__ = [
     "ACTS",
     "ALONE",
+    "FILLER",
     "HANDLERS",
     "KILLS",
     "KILL_CAUSES",

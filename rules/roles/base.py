@@ -102,6 +102,9 @@ class Role:
     """The most the game may have (``too_many`` past it); None: no limit of the game's."""
     per_city: int | None = None
     """The most a city may have (``too_many`` past it); None: no limit of a city's."""
+    fills: bool = False
+    """It fills a city's seats no other role takes: the deal gives it every seat left, and a
+    role dealt later takes one of its seats (exactly one role fills)."""
     every_city: bool = False
     """Every city has exactly one: the setup refuses a city without (``<status>_count``, the
     count as ``<status>s``), the deal gives one to every city."""
