@@ -260,8 +260,10 @@ class _Writer:
         else:
             lines.append("  " + self.say("simulate.decided_none"))
         if len(decided) == len(game.cities):
-            # the only way the game goes on with every city decided
-            lines.append("  " + self.say("simulate.maniac_keeps_going"))
+            # the only way the game goes on with every city decided: one who plays alone lives
+            lines.extend(
+                "  " + self.say(f"simulate.{side}_keeps_going") for side in game.lone_sides_alive()
+            )
         return lines
 
 

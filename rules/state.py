@@ -484,5 +484,9 @@ class GameState(Recorded):
         the option lets a survivor win, once the game is over (nothing changes after it)."""
         if not (self.won_alone or (self.over and self.options.maniac_wins_if_survives)):
             return []
+        return self.lone_sides_alive()
+
+    def lone_sides_alive(self) -> list[str]:
+        """The sides of the living who play alone (:attr:`alone`), in setup order."""
         sides = (self.alone.get(p.status) for p in self.players.values() if p.alive)
         return list(dict.fromkeys(side for side in sides if side is not None))
