@@ -17,6 +17,7 @@ import aiosqlite
 
 from bot.errors import UserError
 from bot.storage.shapes import Channels, Lobby
+from rules.roles import SIDE_OF as ROLE_SIDES
 
 log = logging.getLogger(__name__)
 
@@ -470,8 +471,8 @@ class PlayerStats:
     """Games he left to a replacement (not among ``games``: he did not play them to the end)."""
 
 
-#: the side a status plays for (every other status is honest)
-SIDE_OF = {"mafioso": "mafia", "maniac": "maniac"}
+#: the side a status plays for, as its role declares it (:data:`rules.roles.SIDE_OF`)
+SIDE_OF: dict[str, str] = dict(ROLE_SIDES)
 
 
 @dataclass(frozen=True)
@@ -482,7 +483,7 @@ class GuildResults:
     by_status: dict[str, tuple[int, int]]
     """status -> (seats, seats that won)."""
     by_side: dict[str, tuple[int, int]]
-    """side (honest, mafia, maniac) -> (seats, seats that won)."""
+    """side (honest, mafia, or a lone role's) -> (seats, seats that won)."""
 
 
 RateGame = Callable[
