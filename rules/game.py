@@ -52,13 +52,26 @@ from rules.events import (
 from rules.model import (
     Cause,
     Phase,
+    PhaseKind,
     Setup,
     Stage,
     Status,
     Winner,
 )
 from rules.night import NightRules
-from rules.roles import ALONE, HANDLERS, KILLS, NIGHTFALLS, SAVES, STANDS, TELLERS, VOIDS
+from rules.roles import (
+    ALONE,
+    HANDLERS,
+    KEPT,
+    KILLS,
+    NIGHTFALLS,
+    SAVES,
+    STANDS,
+    SURVIVES,
+    TELLERS,
+    VOIDS,
+    WON_ALONE_KEY,
+)
 from rules.setup import validate_setup
 from rules.state import DAY_STAGES, Death, LegalAction
 from rules.table import PLAYER_ACTS
@@ -79,6 +92,9 @@ class Game(DayRules, NightRules):
     nightfalls = NIGHTFALLS
     voids = VOIDS
     alone = ALONE
+    survives = SURVIVES
+    won_alone_key = WON_ALONE_KEY
+    role_keys = KEPT
 
     def __init__(self, setup: Setup, seed: int) -> None:
         """Use :meth:`create`, which validates the setup; this trusts it."""
@@ -317,7 +333,7 @@ class Game(DayRules, NightRules):
             "over": self.over,
             "alive": {name: p.alive for name, p in self.players.items()},
             "decided": {city: winner.value for city, winner in self.decided.items()},
-            "maniac_won": self.won_alone,
+            self.won_alone_key: self.won_alone,
             "deaths": [death.to_dict() for death in self.deaths],
             "touring_order": list(self.touring_order),
             "judges": dict(self.judges),
@@ -330,8 +346,7 @@ class Game(DayRules, NightRules):
                 for city, votes in self.votes.items()
             },
             "last_words": sorted(self.last_words),
-            "journalist_compared": self.journalist_compared,
-            "doctor_choice": self.doctor_choice,
+            **self._kept_data(PhaseKind.DAY),
             "pending_executions": list(self.pending_executions),
             "protected": self.protected,
             "kill_choices": {
@@ -339,7 +354,7 @@ class Game(DayRules, NightRules):
                 for city, choices in self.kill_choices.items()
             },
             "tour_choices": {name: [t, tick] for name, (t, tick) in self.tour_choices.items()},
-            "maniac_choice": self.maniac_choice,
+            **self._kept_data(PhaseKind.NIGHT),
             "checked": sorted(self.checked),
             "godfather_died": sorted(self.godfather_died),
             **({"replaced": [list(pair) for pair in self.replaced]} if self.replaced else {}),
@@ -374,7 +389,7 @@ class Game(DayRules, NightRules):
         for name, alive in data["alive"].items():
             game.players[name].alive = bool(alive)
         game.decided = {city: Winner(w) for city, w in data["decided"].items()}
-        game.won_alone = bool(data["maniac_won"])
+        game.won_alone = bool(data[cls.won_alone_key])
         game.deaths = [
             Death(
                 d["player"],
@@ -396,8 +411,6 @@ class Game(DayRules, NightRules):
             for city, votes in data["votes"].items()
         }
         game.last_words = set(data["last_words"])
-        game.journalist_compared = bool(data["journalist_compared"])
-        game.doctor_choice = data["doctor_choice"]
         game.pending_executions = list(data["pending_executions"])
         game.protected = data["protected"]
         game.kill_choices = {
@@ -407,12 +420,23 @@ class Game(DayRules, NightRules):
         game.tour_choices = {
             name: (t, int(tick)) for name, (t, tick) in data["tour_choices"].items()
         }
-        game.maniac_choice = data["maniac_choice"]
         game.checked = set(data["checked"])
         game.godfather_died = set(data["godfather_died"])
         game.choices = {str(v): dict(held) for v, held in data.get("choices", {}).items()}
         game.notes = {str(p): [dict(n) for n in told] for p, told in data.get("notes", {}).items()}
+        for key, kept in cls.role_keys.items():
+            value = data.get(key, kept.initial)
+            game.role_state[key] = bool(value) if isinstance(kept.initial, bool) else value
         return game
+
+    def _kept_data(self, cleared: PhaseKind) -> dict[str, Any]:
+        """What the roles keep until the start of a ``cleared`` phase, as stored: the day's
+        after the day's own state, the night's after the night's."""
+        return {
+            key: self.role_state[key]
+            for key, kept in self.role_keys.items()
+            if kept.cleared is cleared
+        }
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Game):

@@ -68,6 +68,17 @@ class LegalAction:
     targets: tuple[str, ...] | None = None
 
 
+@dataclass(frozen=True)
+class Kept:
+    """A value a role keeps in the game's state (:attr:`GameState.role_state`, stored under its
+    key): its value as a game starts, the phase whose start puts it back to that value, and
+    whether it holds a player's name (renamed on a replacement)."""
+
+    initial: str | bool | None
+    cleared: PhaseKind
+    names: bool = False
+
+
 @dataclass
 class _Player(Recorded):
     name: str
@@ -89,6 +100,13 @@ class GameState(Recorded):
     """What the roles carry into the night as it falls (:attr:`rules.roles.base.Role.nightfall`)."""
     alone: ClassVar[Mapping[Status, str]] = {}
     """The statuses that play and win alone, with their sides (:attr:`rules.roles.base.Role.alone`)."""
+    survives: ClassVar[Mapping[Status, Callable[[RuleOptions], bool]]] = {}
+    """Of those, the ones who also win by being alive when the game ends, as the options say
+    (:attr:`rules.roles.base.Role.survives`)."""
+    won_alone_key: ClassVar[str] = "won_alone"
+    """The stored key of :attr:`won_alone` (:attr:`rules.roles.base.Role.won_alone_key`)."""
+    role_keys: ClassVar[Mapping[str, Kept]] = {}
+    """What the roles keep in :attr:`role_state`, by key (:attr:`rules.roles.base.Role.state`)."""
 
     def __init__(self, setup: Setup, seed: int) -> None:
         """The state at the first phase of ``setup`` (trusted: :meth:`Game.create` validates it)."""
@@ -110,7 +128,8 @@ class GameState(Recorded):
         self.over = False
         self.decided: dict[str, Winner] = {}
         self.won_alone = False
-        """One who plays alone was left alive alone (stored as ``maniac_won``)."""
+        """One who plays alone was left alive alone (stored under the key of
+        :attr:`won_alone_key`)."""
         self.deaths: list[Death] = []
         self.touring_order: tuple[str, ...] = self.options.touring_order or self.cities
         self.judges: dict[str, str] = {}
@@ -121,14 +140,11 @@ class GameState(Recorded):
         self.nominators: set[str] = set()
         self.votes: dict[str, dict[str, tuple[str, int]]] = {city: {} for city in self.cities}
         self.last_words: set[str] = set()
-        self.journalist_compared = False
-        self.doctor_choice: str | None = None
         self.pending_executions: list[str] = []
         # the night
         self.protected: str | None = None
         self.kill_choices: dict[str, dict[str, _Choice]] = {city: {} for city in self.cities}
         self.tour_choices: dict[str, _Choice] = {}
-        self.maniac_choice: str | None = None
         self.checked: set[str] = set()
         self.godfather_died: set[str] = set()
         self.replaced: list[tuple[str, str]] = []
@@ -138,6 +154,8 @@ class GameState(Recorded):
         choice; cleared when a night starts, dropped when the chooser dies."""
         self.dawn_choices: dict[str, dict[str, str]] = {}
         """During the dawn, :attr:`choices` as the night ended (the dead keep theirs)."""
+        self.role_state: dict[str, Any] = {k: kept.initial for k, kept in self.role_keys.items()}
+        """What the roles keep of their own (:attr:`role_keys`): its key → its value."""
         self.notes: dict[str, list[dict[str, Any]]] = {}
         """What a player was told that he did not ask (a role's ``told``), as plain events,
         oldest first: he reads them again in his role's view."""
@@ -322,7 +340,7 @@ class GameState(Recorded):
         for choices in self.kill_choices.values():
             choices.clear()
         self.tour_choices.clear()
-        self.maniac_choice = None
+        self._clear_kept(PhaseKind.NIGHT)
         self.checked.clear()
         self.godfather_died.clear()
         self.choices.clear()
@@ -345,11 +363,16 @@ class GameState(Recorded):
             votes.clear()
         self.nominators.clear()
         self.last_words.clear()
-        self.journalist_compared = False
-        self.doctor_choice = None
+        self._clear_kept(PhaseKind.DAY)
         self.pending_executions = []
         self.protected = None
         return [self._phase_started()]
+
+    def _clear_kept(self, starting: PhaseKind) -> None:
+        """Put back what the roles keep until the phase ``starting`` starts."""
+        for key, kept in self.role_keys.items():
+            if kept.cleared is starting:
+                self.role_state[key] = kept.initial
 
     def _phase_started(self) -> PhaseStarted:
         touring = self.touring_city() if self.stage is Stage.NIGHT else None
@@ -429,14 +452,16 @@ class GameState(Recorded):
             for city, votes in self.votes.items()
         }
         self.last_words = {name(p) for p in self.last_words}
-        self.doctor_choice = one(self.doctor_choice)
         self.protected = one(self.protected)
         self.kill_choices = {
             city: {name(p): (one(t), tick) for p, (t, tick) in choices.items()}
             for city, choices in self.kill_choices.items()
         }
         self.tour_choices = {name(p): (one(t), tick) for p, (t, tick) in self.tour_choices.items()}
-        self.maniac_choice = one(self.maniac_choice)
+        self.role_state = {
+            key: one(value) if self.role_keys[key].names else value
+            for key, value in self.role_state.items()
+        }
         self.checked = {name(p) for p in self.checked}
         self.choices = {
             verb: {name(p): name(t) for p, t in held.items()} for verb, held in self.choices.items()
@@ -472,19 +497,25 @@ class GameState(Recorded):
         if alone_alive and len(living) == 1:
             self.won_alone = True
         all_decided = len(self.decided) == len(self.cities)
-        if self.won_alone or (
-            all_decided and (not alone_alive or self.options.maniac_wins_if_survives)
-        ):
+        if self.won_alone or (all_decided and self._survivors_win()):
             self.over = True
             events.append(GameOver(tuple(self.winners())))
         return events
 
     def _lone_winners(self) -> list[str]:
         """The sides of the living who play alone, once one of them is left alone or, when
-        the option lets a survivor win, once the game is over (nothing changes after it)."""
-        if not (self.won_alone or (self.over and self.options.maniac_wins_if_survives)):
+        the options let a survivor win, once the game is over (nothing changes after it)."""
+        if not (self.won_alone or (self.over and self._survivors_win())):
             return []
         return self.lone_sides_alive()
+
+    def _survivors_win(self) -> bool:
+        """Whether every living player who plays alone wins by being alive at the end, as the
+        options say (:attr:`survives`); true when none lives."""
+        living = (p.status for p in self.players.values() if p.alive and p.status in self.alone)
+        return all(
+            status in self.survives and self.survives[status](self.options) for status in living
+        )
 
     def lone_sides_alive(self) -> list[str]:
         """The sides of the living who play alone (:attr:`alone`), in setup order."""

@@ -38,6 +38,7 @@ from rules.commands import (
 )
 from rules.model import Stage, Status
 from rules.roles import ACTS as ROLE_ACTS
+from rules.roles import OPTIONS as ROLE_OPTIONS
 from rules.roles import ROLES, SWITCHABLE, role
 from rules.roles.base import ANY, DAY, Act, Role
 
@@ -89,6 +90,7 @@ __all__ = [
     "OWN_COMMAND_ACTS",
     "PLAYER_ACTS",
     "ROLES",
+    "ROLE_OPTIONS",
     "SWITCHABLE",
     "Act",
     "Role",

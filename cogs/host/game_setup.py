@@ -42,7 +42,7 @@ from rules import (
     RuleOptions,
     SetTouringOrder,
 )
-from rules.table import SWITCHABLE
+from rules.table import ROLE_OPTIONS, SWITCHABLE
 
 log = logging.getLogger(__name__)
 Callback = TypeVar("Callback", bound=Callable[..., Any])
@@ -68,10 +68,30 @@ def role_switches(setup: Callback) -> Callback:
     return setup
 
 
+def role_options(setup: Callback) -> Callback:
+    """``/host setup`` with the roles' rule options (:data:`rules.table.ROLE_OPTIONS`, after
+    ``day_fallback``, in the roles' order): on/off, or a choice of values; its callback takes
+    them as keyword arguments, as :func:`role_switches` puts the roles' switches."""
+    signature = inspect.signature(setup)
+    params = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    at = [p.name for p in params].index("day_fallback") + 1
+    options = [
+        inspect.Parameter(
+            option.name,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=None,
+            annotation=str | None if option.choices else bool | None,
+        )
+        for option in ROLE_OPTIONS
+    ]
+    setup.__signature__ = signature.replace(parameters=[*params[:at], *options, *params[at:]])  # type: ignore[attr-defined]
+    return setup
+
+
 class HostSetup(HostBase):
     """``/host setup``, ``preset``, ``touring``."""
 
-    # mypy matches no ParamSpec to a callback with ``**switches`` (the roles' options)
+    # mypy matches no ParamSpec to a callback with ``**roles`` (the roles' switches and options)
     @HOST.command(  # type: ignore[arg-type]
         name=key_str("cmd.host.setup.name"),
         description=key_str("cmd.host.setup.description"),
@@ -82,9 +102,7 @@ class HostSetup(HostBase):
         **{status.value: key_str(f"opt.{status.value}.name") for status in SWITCHABLE},
         first_phase=key_str("opt.first_phase.name"),
         day_fallback=key_str("opt.day_fallback.name"),
-        doctor_self_protect=key_str("opt.doctor_self_protect.name"),
-        maniac_idle=key_str("opt.maniac_idle.name"),
-        maniac_wins_if_survives=key_str("opt.maniac_wins_if_survives.name"),
+        **{option.name: key_str(f"opt.{option.name}.name") for option in ROLE_OPTIONS},
         last_word_seconds=key_str("opt.last_word_seconds.name"),
         pings=key_str("opt.pings.name"),
         reveal=key_str("opt.reveal.name"),
@@ -102,9 +120,7 @@ class HostSetup(HostBase):
         **{status.value: key_str(f"opt.{status.value}.description") for status in SWITCHABLE},
         first_phase=key_str("opt.first_phase.description"),
         day_fallback=key_str("opt.day_fallback.description"),
-        doctor_self_protect=key_str("opt.doctor_self_protect.description"),
-        maniac_idle=key_str("opt.maniac_idle.description"),
-        maniac_wins_if_survives=key_str("opt.maniac_wins_if_survives.description"),
+        **{option.name: key_str(f"opt.{option.name}.description") for option in ROLE_OPTIONS},
         last_word_seconds=key_str("opt.last_word_seconds.description"),
         pings=key_str("opt.pings.description"),
         reveal=key_str("opt.reveal.description"),
@@ -119,13 +135,18 @@ class HostSetup(HostBase):
     @app_commands.choices(
         first_phase=[_choice("day", "choice.day"), _choice("night", "choice.night")],
         day_fallback=[_choice("random", "choice.random"), _choice("host", "choice.host")],
-        maniac_idle=[_choice("random", "choice.random"), _choice("none", "choice.none")],
+        **{
+            option.name: [_choice(value, f"choice.{value}") for value in option.choices]
+            for option in ROLE_OPTIONS
+            if option.choices
+        },
         spectators=[
             _choice("on", "choice.on"),
             _choice("off", "choice.off"),
             _choice("after", "choice.after"),
         ],
     )
+    @role_options
     @role_switches
     async def setup(
         self,
@@ -134,9 +155,6 @@ class HostSetup(HostBase):
         mafiosi: app_commands.Range[int, 1, 50] | None = None,
         first_phase: str | None = None,
         day_fallback: str | None = None,
-        doctor_self_protect: bool | None = None,
-        maniac_idle: str | None = None,
-        maniac_wins_if_survives: bool | None = None,
         last_word_seconds: app_commands.Range[int, 1, 180] | None = None,
         pings: bool | None = None,
         reveal: bool | None = None,
@@ -147,8 +165,9 @@ class HostSetup(HostBase):
         will: app_commands.Range[int, 0, WILL_LONGEST] | None = None,
         preset: app_commands.Range[str, 1, PRESET_NAME] | None = None,
         quiet_nights: bool | None = None,
-        **switches: bool | None,
+        **roles: bool | str | None,
     ) -> None:
+        options = {option.name: roles.pop(option.name, None) for option in ROLE_OPTIONS}
         live = await self._settings_game(interaction)
         chosen = await self._preset(live, preset) if preset is not None else None
         strike = None if leave_strike is None else duration_or_off(leave_strike)
@@ -157,14 +176,12 @@ class HostSetup(HostBase):
         wanted = SetupChange(
             chosen,
             checked_cities(cities),
-            given(mafiosi=mafiosi, **switches),
+            given(mafiosi=mafiosi, **roles),
             checked_rules(
                 given(
                     first_phase=first_phase,
                     day_fallback=day_fallback,
-                    doctor_self_protect=doctor_self_protect,
-                    maniac_idle=maniac_idle,
-                    maniac_wins_if_survives=maniac_wins_if_survives,
+                    **options,
                     last_word_seconds=last_word_seconds,
                 )
             ),

@@ -5,8 +5,10 @@ one role (its ``ROLE``), found here without being named, in the order of
 What the rules derive from it: the commands' handlers (:data:`HANDLERS`), the acts
 (:data:`ACTS`, which :mod:`rules.table` lists for ``/help`` and the bot), the dawn's saves and
 voided kills, what roles are told, the standing choices, what falls with the night, the
-refusal codes, the sides (who plays alone, whose kill is which cause), and the setup's counts
-and the deal (:mod:`rules.setup`). The role's commands and events are added to the rules' plain
+refusal codes, the sides (who plays alone, whose kill is which cause, who wins by surviving),
+what the roles keep in the game's state (:data:`KEPT`, stored with the game), their rule
+options (:data:`OPTIONS`, offered by ``/host setup``), and the setup's counts and the deal
+(:mod:`rules.setup`). The role's commands and events are added to the rules' plain
 data (:data:`rules.commands.PLAYER_COMMANDS`, :data:`rules.events.EVENT_TYPES`).
 """
 
@@ -14,11 +16,12 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable
 
 from rules.commands import PLAYER_COMMANDS, Command, PlayerCommand
 from rules.errors import CODES
 from rules.events import EVENT_TYPES
-from rules.model import Cause, Status
+from rules.model import Cause, RuleOptions, Status
 from rules.roles.base import (
     ANY,
     DAY,
@@ -28,11 +31,13 @@ from rules.roles.base import (
     Nightfall,
     Role,
     RoleAct,
+    RoleOption,
     Saver,
     Stands,
     Teller,
     Voider,
 )
+from rules.state import Kept
 
 
 def _discover() -> tuple[Role, ...]:
@@ -112,6 +117,16 @@ ALONE: dict[Status, str] = {row.status: row.side for row in ROLES if row.alone}
 LONE_SIDES: tuple[str, ...] = tuple(dict.fromkeys(ALONE.values()))
 #: the causes of the roles' own night kills, with the killer's side
 KILL_CAUSES: dict[Cause, str] = {row.cause: row.side for row in ROLES if row.cause is not None}
+#: the statuses that play alone and win by surviving too, as the options say
+SURVIVES: dict[Status, Callable[[RuleOptions], bool]] = {
+    row.status: row.survives for row in ROLES if row.alone and row.survives is not None
+}
+#: the key the stored game keeps its win alone under
+WON_ALONE_KEY: str = next((row.won_alone_key for row in ROLES if row.won_alone_key), "won_alone")
+#: what the roles keep in the game's state, by stored key, in the order of the roles
+KEPT: dict[str, Kept] = {}
+#: the roles' rule options, in the order of the roles
+OPTIONS: tuple[RoleOption, ...] = tuple(option for row in ROLES for option in row.options)
 
 for _row in ROLES:
     for _act in _row.acts:
@@ -121,6 +136,10 @@ for _row in ROLES:
         EVENT_TYPES.setdefault(_event.kind, _event)
     for _code, _explained in _row.codes.items():
         CODES.setdefault(_code, _explained)
+    for _key, _kept in _row.state.items():
+        if _key in KEPT:
+            raise TypeError(f"two roles of rules.roles keep {_key} in the game's state")
+        KEPT[_key] = _kept
 
 
 def role(status: Status | str) -> Role:
@@ -134,17 +153,21 @@ __all__ = [
     "FILLER",
     "HANDLERS",
     "KILLS",
+    "KEPT",
     "KILL_CAUSES",
     "LONE_SIDES",
     "NIGHTFALLS",
+    "OPTIONS",
     "REPLIED",
     "ROLES",
     "SAVES",
     "SIDE_OF",
     "STANDS",
+    "SURVIVES",
     "SWITCHABLE",
     "TELLERS",
     "VOIDS",
+    "WON_ALONE_KEY",
     "Role",
     "RoleAct",
     "role",

@@ -15,7 +15,8 @@ from typing import Any
 from rules.commands import Command, HostCommand
 from rules.errors import RuleError
 from rules.events import Event
-from rules.model import Cause, Stage, Status
+from rules.model import Cause, RuleOptions, Stage, Status
+from rules.state import Kept
 
 Handler = Callable[[Any, Any, bool], list[Event]]
 """A command's handler: ``(game, command, dry)``; it validates completely before it changes
@@ -88,6 +89,16 @@ class RoleAct:
 
 
 @dataclass(frozen=True)
+class RoleOption:
+    """A rule option of a role's: its field of :class:`~rules.model.RuleOptions` (and the name
+    of ``/host setup``'s option, its texts ``opt.<name>.*``), and its values: on or off, or one
+    of ``choices`` (each's text ``choice.<value>``)."""
+
+    name: str
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Role:
     """A status as the game deals it, and all it does."""
 
@@ -133,9 +144,23 @@ class Role:
     nightfall: Nightfall | None = None
     """What the role carries into the night as it falls."""
     alone: bool = False
-    """It plays and wins alone, not with a city: the game goes on while one lives (see
-    ``maniac_wins_if_survives``), he wins when he alone is left alive, and the winners name his
-    side without a city."""
+    """It plays and wins alone, not with a city: the game goes on while one lives (unless
+    ``survives``), he wins when he alone is left alive, and the winners name his side without a
+    city."""
+    survives: Callable[[RuleOptions], bool] | None = None
+    """Playing alone: whether, as the game's options say, one alive when every city is decided
+    wins too (and the game ends then); None: never."""
+    won_alone_key: str | None = None
+    """Playing alone: the key the stored game keeps ``GameState.won_alone`` under, for the role
+    whose win it stored first (the first role declaring one names it; none: ``won_alone``)."""
+    state: Mapping[str, Kept] = field(default_factory=dict)
+    """What it keeps in the game's state (``GameState.role_state``), by its stored key (unique
+    among the roles): its value as the game starts, when it is put back, whether it names a
+    player. The stored game has each key; one stored before the role kept it reads its initial
+    value."""
+    options: tuple[RoleOption, ...] = ()
+    """Its rule options (fields of :class:`~rules.model.RuleOptions`), which ``/host setup``
+    offers in this order after the rules' own."""
     cause: Cause | None = None
     """The cause of death its own night kill (``kills``) gives."""
     codes: Mapping[str, str] = field(default_factory=dict)

@@ -12,9 +12,12 @@ from rules.commands import Command, PlayerCommand
 from rules.day import DayRules
 from rules.errors import RuleError
 from rules.events import Event
-from rules.model import Audience, Status
-from rules.roles.base import DAY, Role, RoleAct
-from rules.state import DAY_STAGES
+from rules.model import Audience, PhaseKind, Status
+from rules.roles.base import DAY, Role, RoleAct, RoleOption
+from rules.state import DAY_STAGES, Kept
+
+#: his day's choice (stored under this key), put back at daybreak
+CHOICE = "doctor_choice"
 
 
 @dataclass(frozen=True)
@@ -53,20 +56,20 @@ def protect(game: DayRules, command: Protect, dry: bool) -> list[Event]:
         raise RuleError("self_target", player=actor.name)
     if dry:
         return []
-    game.doctor_choice = target.name
+    game.role_state[CHOICE] = target.name
     return [ProtectionChosen(actor.name, target.name)]
 
 
 def stands(game: Any, command: Command) -> bool:
     """Whether the protection asked for is the one chosen already."""
-    return bool(game.doctor_choice == getattr(command, "target", None))
+    return bool(game.role_state[CHOICE] == getattr(command, "target", None))
 
 
 def nightfall(game: Any) -> None:
     """The day's choice protects through the night if the doctor lives."""
     alive = any(p.alive for p in game.players.values() if p.status is Status.DOCTOR)
-    game.protected = game.doctor_choice if alive else None
-    game.doctor_choice = None
+    game.protected = game.role_state[CHOICE] if alive else None
+    game.role_state[CHOICE] = None
 
 
 ROLE = Role(
@@ -80,4 +83,6 @@ ROLE = Role(
     presets={"beginners": True, "club": True},
     events=(ProtectionChosen,),
     nightfall=nightfall,
+    state={CHOICE: Kept(None, PhaseKind.DAY, names=True)},
+    options=(RoleOption("doctor_self_protect"),),
 )

@@ -11,9 +11,12 @@ from rules.commands import PlayerCommand
 from rules.day import DayRules
 from rules.errors import RuleError
 from rules.events import Event
-from rules.model import Audience, Status
+from rules.model import Audience, PhaseKind, Status
 from rules.roles.base import DAY, Role, RoleAct
-from rules.state import DAY_STAGES
+from rules.state import DAY_STAGES, Kept
+
+#: whether he compared today (stored under this key), put back at daybreak
+COMPARED = "journalist_compared"
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,7 @@ def compare(game: DayRules, command: Compare, dry: bool) -> list[Event]:
     """
     actor = game._living_actor(command.actor, Status.JOURNALIST)
     game._require_stage(*DAY_STAGES)
-    if game.journalist_compared:
+    if game.role_state[COMPARED]:
         raise RuleError("already_compared_today", player=actor.name)
     first = game._player(command.first)
     second = game._player(command.second)
@@ -63,7 +66,7 @@ def compare(game: DayRules, command: Compare, dry: bool) -> list[Event]:
         raise RuleError("same_player", player=first.name)
     if dry:
         return []
-    game.journalist_compared = True
+    game.role_state[COMPARED] = True
     return [StatusesCompared(actor.name, first.name, second.name, first.status is second.status)]
 
 
@@ -78,4 +81,5 @@ ROLE = Role(
     presets={"beginners": False, "club": True},
     events=(StatusesCompared,),
     codes={"already_compared_today": "the journalist has already compared today"},
+    state={COMPARED: Kept(False, PhaseKind.DAY)},
 )

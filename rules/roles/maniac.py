@@ -12,9 +12,13 @@ from typing import Any, ClassVar
 from rules.commands import Command, Kill
 from rules.errors import RuleError
 from rules.events import Event, KillVoided
-from rules.model import Audience, Cause, ManiacIdle, Stage, Status
+from rules.model import Audience, Cause, ManiacIdle, PhaseKind, RuleOptions, Stage, Status
 from rules.night import NightRules
-from rules.roles.base import Role, RoleAct
+from rules.roles.base import Role, RoleAct, RoleOption
+from rules.state import Kept
+
+#: tonight's choice (stored under this key), put back as a night falls
+CHOICE = "maniac_choice"
 
 
 @dataclass(frozen=True)
@@ -49,13 +53,13 @@ def kill(game: NightRules, command: Kill, dry: bool) -> list[Event]:
         raise RuleError("self_target", player=actor.name)
     if dry:
         return []
-    game.maniac_choice = target.name
+    game.role_state[CHOICE] = target.name
     return [ManiacChose(actor.name, target.name)]
 
 
 def stands(game: Any, command: Command) -> bool:
     """Whether the kill asked for is the one chosen already."""
-    return bool(game.maniac_choice == getattr(command, "target", None))
+    return bool(game.role_state[CHOICE] == getattr(command, "target", None))
 
 
 def decide(game: NightRules, events: list[Event], void: set[str]) -> tuple[str, Cause] | None:
@@ -67,9 +71,9 @@ def decide(game: NightRules, events: list[Event], void: set[str]) -> tuple[str, 
     if maniac.name in void:
         events.append(KillVoided(maniac.name, maniac.city, Status.MANIAC.value))
         return None
-    if game.maniac_choice is not None:
-        alive = game.players[game.maniac_choice].alive
-        return (game.maniac_choice, Cause.MANIAC) if alive else None
+    chosen = game.role_state[CHOICE]
+    if chosen is not None:
+        return (chosen, Cause.MANIAC) if game.players[chosen].alive else None
     if game.options.maniac_idle is ManiacIdle.NONE:
         return None
     victims = [name for name in game.alive() if name != maniac.name]
@@ -79,6 +83,11 @@ def decide(game: NightRules, events: list[Event], void: set[str]) -> tuple[str, 
     victim = rng.choice(victims)
     events.append(ManiacChose(maniac.name, victim, by_chance=True))
     return victim, Cause.MANIAC
+
+
+def survives(options: RuleOptions) -> bool:
+    """Whether one alive when every city is decided wins too (``maniac_wins_if_survives``)."""
+    return options.maniac_wins_if_survives
 
 
 ROLE = Role(
@@ -94,4 +103,11 @@ ROLE = Role(
     presets={"beginners": False, "club": True},
     events=(ManiacChose,),
     kills=decide,
+    survives=survives,
+    won_alone_key="maniac_won",
+    state={CHOICE: Kept(None, PhaseKind.NIGHT, names=True)},
+    options=(
+        RoleOption("maniac_idle", tuple(idle.value for idle in ManiacIdle)),
+        RoleOption("maniac_wins_if_survives"),
+    ),
 )

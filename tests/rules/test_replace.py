@@ -30,7 +30,7 @@ def test_the_newcomer_takes_everything_the_old_player_held():
         and game.votes["Verona"]["romeo"][0] == "juliet"
     )
     assert game.nominees("Verona") == ["romeo", "juliet"] and "juliet" in game.nominators
-    assert game.doctor_choice == "juliet"
+    assert game.role_state["doctor_choice"] == "juliet"
     # the newcomer acts; the old name is unknown now
     play(game, "juliet unvote", "juliet vote romeo")
     before = game.to_dict()
