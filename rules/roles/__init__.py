@@ -17,6 +17,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
 
 from rules.commands import PLAYER_COMMANDS, Command, PlayerCommand
 from rules.errors import CODES
@@ -36,6 +38,8 @@ from rules.roles.base import (
     Stands,
     Teller,
     Voider,
+    succeed,
+    tell_heirs,
 )
 from rules.state import Kept
 
@@ -54,7 +58,39 @@ def _discover() -> tuple[Role, ...]:
         raise TypeError(f"no module of rules.roles declares {', '.join(missing)}")
     if sum(row.fills for row in found.values()) != 1:
         raise TypeError("exactly one role of rules.roles must fill the seats left (Role.fills)")
+    for status, row in found.items():
+        if row.succeeds is not None:
+            found[status] = _heir(row, found)
     return tuple(found[status] for status in Status)
+
+
+def _heir(heir: Role, found: dict[Status, Role]) -> Role:
+    """An heir's declaration (:attr:`Role.succeeds`) with the act he takes over (done by its
+    holder's rules, see :func:`~rules.roles.base.succeed`), its refusal while the holder
+    lives, and what he is told (:func:`~rules.roles.base.tell_heirs`)."""
+    held = [
+        (row, act)
+        for row in found.values()
+        if row.status is not heir.status
+        for act in row.acts
+        if act.command.verb == heir.succeeds and act.deed is not None
+    ]
+    if len(held) != 1:
+        raise TypeError(f"rules.roles.{heir.status.value} must succeed one role's act")
+    holder, act = held[0]
+    assert act.deed is not None
+    if heir.told is not None:
+        raise TypeError(f"rules.roles.{heir.status.value} is told as an heir (Role.hears)")
+    handler = partial(succeed, heir.status, holder.status, act.stage, act.deed)
+    taken = RoleAct(act.command, act.stage, handler, act.slash, act.reply, act.stands)
+    code = f"{holder.status.value}_alive"
+    why = f"the city's {holder.status.value} lives, or died only this {act.stage}"
+    return replace(
+        heir,
+        acts=(*heir.acts, taken),
+        codes={**heir.codes, code: f"{why}: the {act.command.verb}s are his"},
+        told=partial(tell_heirs, heir, holder, act.stage),
+    )
 
 
 #: every role, in the order of :class:`~rules.model.Status`

@@ -14,9 +14,9 @@ from typing import Any
 
 from rules.commands import Command, HostCommand
 from rules.errors import RuleError
-from rules.events import Event
+from rules.events import Event, PhaseStarted
 from rules.model import Cause, RuleOptions, Stage, Status
-from rules.state import Kept
+from rules.state import DAY_STAGES, Kept
 
 Handler = Callable[[Any, Any, bool], list[Event]]
 """A command's handler: ``(game, command, dry)``; it validates completely before it changes
@@ -35,6 +35,9 @@ Killer = Callable[[Any, list[Event], set[str]], "tuple[str, Cause] | None"]
 kill (its target and cause), carried out first; it may add the events of its decision."""
 Nightfall = Callable[[Any], None]
 """At nightfall, before the night's choices are cleared: what the role carries into it."""
+Deed = Callable[[Any, str, Any, bool], list[Event]]
+"""An act once its sender's right to it is settled: ``(game, actor, command, dry)``, as a
+:data:`Handler` does the rest."""
 
 #: ``/help``'s stage of a command of any stage of a day
 DAY = "day"
@@ -86,6 +89,9 @@ class RoleAct:
     stands: Stands | None = None
     """Whether the command repeats a standing choice (``Game.repeats``); None: a choice the
     handler keeps in ``GameState.choices`` by its verb."""
+    deed: Deed | None = None
+    """The act with its sender's right settled (by the role's rules): what an heir does when
+    he takes the act over (``Role.succeeds``)."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +164,17 @@ class Role:
     among the roles): its value as the game starts, when it is put back, whether it names a
     player. The stored game has each key; one stored before the role kept it reads its initial
     value."""
+    succeeds: str | None = None
+    """The verb of another role's act (one with a ``deed``) that he takes over: the registry
+    gives him that act, which he does by its rules as its holder of his city, from the first
+    phase of its stage that begins after the holder's death (a city without one: at once);
+    before, it is refused with ``<holder's status>_alive`` (see :func:`succeed`)."""
+    hears: Callable[[str, Any], Event] | None = None
+    """Succeeding: ``(heir, event)`` → what a living heir is told of each of the holder's own
+    events (his role's ``events``) that his city's holder is told (see :func:`tell_heirs`)."""
+    took_over: Callable[[str, str], Event] | None = None
+    """Succeeding: ``(heir, city)`` → what a living heir is told, once, as the first phase of
+    the act's stage begins with his city's holder dead."""
     options: tuple[RoleOption, ...] = ()
     """Its rule options (fields of :class:`~rules.model.RuleOptions`), which ``/host setup``
     offers in this order after the rules' own."""
@@ -187,3 +204,64 @@ def choose_another(
         return None
     game.choices.setdefault(verb, {})[chooser.name] = chosen.name
     return str(chooser.name)
+
+
+def holder_of(game: Any, city: str, holder: Status) -> str | None:
+    """The city's first resident of status ``holder`` (dead or alive), or None."""
+    return next((n for n in game.residents[city] if game.players[n].status is holder), None)
+
+
+def succeed(
+    heir: Status, holder: Status, stage: str, deed: Deed, game: Any, command: Any, dry: bool
+) -> list[Event]:
+    """An heir's act (:attr:`Role.succeeds`): ``holder``'s act, done by its rules (``deed``),
+    once his city's holder is dead and a phase has begun since.
+
+    Raises:
+        RuleError: ``not_alive``, ``wrong_role``, ``wrong_phase``, ``<holder>_alive`` (naming
+            the holder), or any refusal of the deed.
+    """
+    actor = game._living_actor(command.actor, heir)
+    game._require_stage(*_stages(stage))
+    held = holder_of(game, actor.city, holder)
+    if held is not None:
+        now = any(d.player == held and d.phase == game.phase for d in game.deaths)
+        if game.players[held].alive or now:
+            raise RuleError(f"{holder.value}_alive", player=actor.name, **{holder.value: held})
+    return deed(game, actor.name, command, dry)
+
+
+def _stages(stage: str) -> tuple[Stage, ...]:
+    """The stages of ``/help``'s stage of an act (every one for :data:`ANY`)."""
+    if stage == ANY:
+        return tuple(Stage)
+    return DAY_STAGES if stage == DAY else (Stage(stage),)
+
+
+def heirs_of(game: Any, city: str, heir: Status) -> list[str]:
+    """The city's living residents of status ``heir``."""
+    return [
+        n for n in game.residents[city] if game.players[n].status is heir and game.players[n].alive
+    ]
+
+
+def tell_heirs(heir: Role, holder: Role, stage: str, game: Any, events: list[Event]) -> list[Event]:
+    """What heirs are told (:attr:`Role.hears`, :attr:`Role.took_over`): every living heir of
+    a city hears each of the holder's own events its holder is told; when a phase of the
+    act's stage begins, one whose holder is dead hears, once, that the act is his."""
+    told: list[Event] = []
+    for event in events:
+        if isinstance(event, holder.events) and heir.hears is not None:
+            teller = game.players.get(event.audience.player)
+            if teller is not None and teller.status is holder.status:
+                told.extend(heir.hears(n, event) for n in heirs_of(game, teller.city, heir.status))
+        elif isinstance(event, PhaseStarted) and event.stage in _stages(stage) and heir.took_over:
+            for city in game.cities:
+                held = holder_of(game, city, holder.status)
+                if held is not None and game.players[held].alive:
+                    continue
+                for name in heirs_of(game, city, heir.status):
+                    news = heir.took_over(name, city)
+                    if not any(n["kind"] == news.kind for n in game.notes.get(name, [])):
+                        told.append(news)
+    return told

@@ -51,12 +51,13 @@ def check(game: NightRules, command: Check, dry: bool) -> list[Event]:
     """
     actor = game._living_actor(command.actor, Status.COMMISSAR)
     game._require_stage(Stage.NIGHT)
-    return checked(game, actor.name, command.target, dry)
+    return checked(game, actor.name, command, dry)
 
 
-def checked(game: NightRules, checker: str, target_name: str, dry: bool) -> list[Event]:
-    """The commissar's check by ``checker`` of ``target_name``, once his right to check is
-    settled: once a night, a living resident of his city other than himself.
+def checked(game: NightRules, checker: str, command: Check, dry: bool) -> list[Event]:
+    """The commissar's check by ``checker`` of ``command.target``, once his right to check is
+    settled: once a night, a living resident of his city other than himself (an heir's check
+    too, :attr:`~rules.roles.base.Role.succeeds`).
 
     Raises:
         RuleError: ``already_checked_tonight``, ``unknown_player``, ``target_not_alive``,
@@ -65,7 +66,7 @@ def checked(game: NightRules, checker: str, target_name: str, dry: bool) -> list
     actor = game.players[checker]
     if actor.name in game.checked:
         raise RuleError("already_checked_tonight", player=actor.name)
-    target = game._living_target(target_name)
+    target = game._living_target(command.target)
     if target.name == actor.name:
         raise RuleError("self_target", player=actor.name)
     if target.city != actor.city:
@@ -80,7 +81,7 @@ ROLE = Role(
     Status.COMMISSAR,
     "honest",
     every_city=True,
-    acts=(RoleAct(Check, Stage.NIGHT.value, check),),
+    acts=(RoleAct(Check, Stage.NIGHT.value, check, deed=checked),),
     announced="night",
     events=(PlayerChecked,),
     codes={

@@ -129,7 +129,7 @@ async def test_the_sergeant_hears_his_commissar_alone_and_checks_once_the_commis
             language,
             "log.sergeant_told",
             sergeant=mention(table.pid(sergeant)),
-            commissar=mention(table.pid(commissar)),
+            checker=mention(table.pid(commissar)),
             target=mention(table.pid(mafioso)),
             answer=t(language, "answer.mafia"),
         )
@@ -137,7 +137,7 @@ async def test_the_sergeant_hears_his_commissar_alone_and_checks_once_the_commis
             language,
             "told.sergeant_told",
             sergeant=mention(table.pid(sergeant)),
-            commissar=mention(table.pid(commissar)),
+            checker=mention(table.pid(commissar)),
             target=mention(table.pid(mafioso)),
             answer=t(language, "answer.mafia"),
         )
