@@ -293,12 +293,10 @@ def after_repairs(scene: Scene, found: Repairs, old_standins: dict[int, dict[int
         if user in people:
             people[user] = replace(people[user], roles=people[user].roles - {role})
     places = {cid: (kind, parent, dict(ows)) for cid, (kind, parent, ows) in scene.places.items()}
-    for channel, role, allow, deny in found.overwrites:
-        if channel in places:
-            places[channel][2][(ROLE, role)] = (allow, deny)
-    for channel, bot, allow, deny in found.own:
-        if channel in places:
-            places[channel][2][(MEMBER, bot)] = (allow, deny)
+    for kind, rows in ((ROLE, found.overwrites), (MEMBER, found.own)):
+        for channel, target, allow, deny in rows:
+            if channel in places:
+                places[channel][2][(kind, target)] = (allow, deny)
     for user, chans in old_standins.items():
         for channel in chans:
             if channel in places and channel not in found.standins.get(user, {}):
