@@ -237,3 +237,25 @@ async def test_a_write_of_one_statement_is_one_round_trip_on_postgresql_and_stil
         assert await raw(postgres_url, "SELECT * FROM guild_settings WHERE guild_id = 5") == []
     finally:
         await storage.close()
+
+
+async def test_a_guilds_next_scheduled_game_is_its_own_earliest_still_to_open(database):
+    storage = await Storage.open(database)
+    try:
+        here, there = 1 << 22, 2 << 22
+
+        async def scheduled(guild: int, title: str, at: float, state: str = "scheduled") -> int:
+            made = await storage.add_schedule(guild, 9, 1, title, at, now=0.0, most=10)
+            assert made is not None
+            await storage.set_schedule(made, state, event_id=made)
+            return made
+
+        assert await storage.next_schedule(here) is None
+        await scheduled(there, "elsewhere, sooner", 50.0)
+        await scheduled(here, "cancelled, sooner", 60.0, "cancelled")
+        await scheduled(here, "later", 300.0)
+        await scheduled(here, "next", 200.0)
+        found = await storage.next_schedule(here)
+        assert found is not None and (found["title"], found["guild_id"]) == ("next", here)
+    finally:
+        await storage.close()
