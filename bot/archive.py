@@ -79,10 +79,10 @@ from rules import (
     RuleError,
     Setup,
     Stage,
-    Status,
     command_from_dict,
 )
 from rules import events as ev
+from rules.table import ROLES
 
 if TYPE_CHECKING:
     from bot.service import LiveGame
@@ -100,13 +100,14 @@ class ArchiveError(Exception):
     """A game that cannot be archived (not dealt, not finished, unknown)."""
 
 
+#: the side each status plays for, as its role declares it
+SIDE_OF_STATUS = {row.status.value: row.side for row in ROLES}
+
+
 def side_of(status: str) -> str:
-    """``honest``, ``mafia`` or ``maniac``."""
-    if status == Status.MAFIOSO.value:
-        return "mafia"
-    if status == Status.MANIAC.value:
-        return "maniac"
-    return "honest"
+    """``honest``, ``mafia`` or ``maniac``: the side the status plays for (honest for a status
+    the rules do not know)."""
+    return SIDE_OF_STATUS.get(status, "honest")
 
 
 def won(status: str, city: str, winners: list[str]) -> bool:
@@ -281,11 +282,12 @@ def _players(
 ) -> list[ArchivedPlayer]:
     """Each resident's line of the archive: status, side, result and what they did."""
     status_of = {name: game.status_of(name).value for name in game.players}
+    mafia = {name for name in game.players if game.status_of(name).in_mafia}
     counted: dict[str, int] = {}
     for_mafia: dict[str, int] = {}
     for vote in found.votes:
         counted[vote.voter] = counted.get(vote.voter, 0) + 1
-        if status_of.get(vote.candidate) == Status.MAFIOSO.value:
+        if vote.candidate in mafia:
             for_mafia[vote.voter] = for_mafia.get(vote.voter, 0) + 1
     executed = {d.player for d in found.deaths if d.cause == "execution"}
     seats = seat_holders(game)

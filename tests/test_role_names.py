@@ -17,6 +17,7 @@ MOST_FILES = 2
 OLDER: dict[Status, int] = {Status.MANIAC: 13}
 #: the roles every game has, and where their names are written
 PLACED: dict[Status, list[str]] = {
+    Status.MAFIOSO: ["rules/model.py", "rules/roles/mafioso.py"],
     Status.COMMISSAR: ["rules/model.py", "rules/roles/commissar.py", "rules/roles/sergeant.py"],
 }
 

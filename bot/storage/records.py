@@ -390,7 +390,7 @@ class ArchivedPlayer:
     @property
     def figures(self) -> tuple[int, ...]:
         """What the player did, as the archive and the statistics store it: won, survived,
-        executed, votes, votes for a mafioso, checks, hits."""
+        executed, votes, votes for a mafia member, checks, hits."""
         return (
             self.won,
             self.survived,
@@ -470,19 +470,14 @@ class PlayerStats:
     """Games he left to a replacement (not among ``games``: he did not play them to the end)."""
 
 
-#: the side a status plays for (every other status is honest)
-SIDE_OF = {"mafioso": "mafia", "maniac": "maniac"}
-
-
 @dataclass(frozen=True)
 class GuildResults:
-    """How the statuses and the sides fared in a guild, over its games played to the end: each
-    player's seat counts once (a game of three mafiosi counts three mafia seats)."""
+    """How the statuses fared in a guild, over its games played to the end: each player's seat
+    counts once (a game of three mafiosi counts three mafiosi's seats). The sides' results
+    are summed from it by whoever knows which side a status plays for (the rules)."""
 
     by_status: dict[str, tuple[int, int]]
     """status -> (seats, seats that won)."""
-    by_side: dict[str, tuple[int, int]]
-    """side (honest, mafia, maniac) -> (seats, seats that won)."""
 
 
 RateGame = Callable[
