@@ -50,7 +50,7 @@ def elect(game: NightRules, command: Elect, dry: bool) -> list[Event]:
     """
     actor = game._living_actor(command.actor, Status.MAFIOSO)
     target = game._living_target(command.target)
-    if target.status is not Status.MAFIOSO or target.city != actor.city:
+    if not target.status.in_mafia or target.city != actor.city:
         raise RuleError("not_mafioso", player=target.name, city=actor.city)
     if dry:
         return []
@@ -73,7 +73,7 @@ def kill(game: NightRules, command: Kill, dry: bool) -> list[Event]:
     target = game._living_target(command.target)
     if target.city != actor.city:
         raise RuleError("wrong_city", player=target.name, city=actor.city)
-    if target.status is Status.MAFIOSO:
+    if target.status.in_mafia:
         raise RuleError("own_mafioso", player=target.name)
     if dry:
         return []
