@@ -82,7 +82,7 @@ from rules import (
     command_from_dict,
 )
 from rules import events as ev
-from rules.table import ROLES
+from rules.roles import SIDE_OF
 
 if TYPE_CHECKING:
     from bot.service import LiveGame
@@ -100,14 +100,9 @@ class ArchiveError(Exception):
     """A game that cannot be archived (not dealt, not finished, unknown)."""
 
 
-#: the side each status plays for, as its role declares it
-SIDE_OF_STATUS = {row.status.value: row.side for row in ROLES}
-
-
 def side_of(status: str) -> str:
-    """``honest``, ``mafia`` or ``maniac``: the side the status plays for (honest for a status
-    the rules do not know)."""
-    return SIDE_OF_STATUS.get(status, "honest")
+    """The side the status plays for, as its role declares it (honest for a status unknown)."""
+    return SIDE_OF.get(status, "honest")
 
 
 def won(status: str, city: str, winners: list[str]) -> bool:

@@ -304,7 +304,7 @@ def top_lines(
             "games": say("stats.n_games", count=row.games),
         },
     )
-    if results is not None and results.by_status:
+    if results is not None and results.by_side:
         lines.extend(results_lines(language, results))
     return lines
 
@@ -317,16 +317,6 @@ def _board(
         say(key, place=place, player=mention(row.player), **fields(row))
         for place, row in enumerate(rows, 1)
     ]
-
-
-def side_results(results: GuildResults) -> dict[str, tuple[int, int]]:
-    """How each side fared: the statuses' seats and wins, summed by the side each plays for."""
-    by_side: dict[str, tuple[int, int]] = {}
-    for status, (games, wins) in results.by_status.items():
-        side = SIDE_OF_STATUS.get(status, "honest")
-        seats, won = by_side.get(side, (0, 0))
-        by_side[side] = (seats + games, won + wins)
-    return by_side
 
 
 def results_lines(language: str, results: GuildResults) -> list[str]:
@@ -343,12 +333,13 @@ def results_lines(language: str, results: GuildResults) -> list[str]:
         )
 
     lines = [say("top.results")]
-    by_side = side_results(results)
     lines.append(
         say(
             "top.sides",
             rows="; ".join(
-                row(say(f"top.side.{side}"), *by_side[side]) for side in SIDES if side in by_side
+                row(say(f"top.side.{side}"), *results.by_side[side])
+                for side in SIDES
+                if side in results.by_side
             ),
         )
     )

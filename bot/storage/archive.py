@@ -14,6 +14,7 @@ from bot.storage.games import (
 )
 from bot.storage.records import (
     FINISHED,
+    SIDE_OF,
     ArchivedDeath,
     ArchivedGame,
     ArchivedLastWord,
@@ -347,15 +348,20 @@ class ArchiveQueries(GameQueries):
         return [_player_stats(row, {}) for row in rows]
 
     async def guild_results(self, guild_id: int) -> GuildResults:
-        """How each status fared in the guild's games played to the end (summed from the
-        players' figures by status: a row per player and status, not per game)."""
+        """How each status and each side fared in the guild's games played to the end (summed
+        from the players' figures by status: a row per player and status, not per game)."""
         rows = await self._fetchall(
             "SELECT status, SUM(games) AS games, SUM(wins) AS wins FROM player_status_stats "
             "WHERE guild_id = ? GROUP BY status",
             (guild_id,),
         )
         by_status = {str(row["status"]): (int(row["games"]), int(row["wins"])) for row in rows}
-        return GuildResults(by_status=by_status)
+        by_side: dict[str, tuple[int, int]] = {}
+        for status, (games, wins) in by_status.items():
+            side = SIDE_OF.get(status, "honest")
+            seats, won = by_side.get(side, (0, 0))
+            by_side[side] = (seats + games, won + wins)
+        return GuildResults(by_status=by_status, by_side=by_side)
 
 
 #: a rating never counted yet: openskill's Plackett-Luce defaults (``bot.archive.MODEL``)

@@ -17,6 +17,7 @@ import aiosqlite
 
 from bot.errors import UserError
 from bot.storage.shapes import Channels, Lobby
+from rules.roles import SIDE_OF as ROLE_SIDES
 
 log = logging.getLogger(__name__)
 
@@ -470,14 +471,19 @@ class PlayerStats:
     """Games he left to a replacement (not among ``games``: he did not play them to the end)."""
 
 
+#: the side a status plays for, as its role declares it (:data:`rules.roles.SIDE_OF`)
+SIDE_OF: dict[str, str] = dict(ROLE_SIDES)
+
+
 @dataclass(frozen=True)
 class GuildResults:
-    """How the statuses fared in a guild, over its games played to the end: each player's seat
-    counts once (a game of three mafiosi counts three mafiosi's seats). The sides' results
-    are summed from it by whoever knows which side a status plays for (the rules)."""
+    """How the statuses and the sides fared in a guild, over its games played to the end: each
+    player's seat counts once (a game of three mafiosi counts three mafia seats)."""
 
     by_status: dict[str, tuple[int, int]]
     """status -> (seats, seats that won)."""
+    by_side: dict[str, tuple[int, int]]
+    """side (honest, mafia, maniac) -> (seats, seats that won)."""
 
 
 RateGame = Callable[

@@ -101,6 +101,8 @@ KILLS: tuple[Killer, ...] = tuple(row.kills for row in ROLES if row.kills)
 NIGHTFALLS: tuple[Nightfall, ...] = tuple(row.nightfall for row in ROLES if row.nightfall)
 #: the statuses the host's setup deals or leaves out (an option of ``/host setup`` each)
 SWITCHABLE: tuple[Status, ...] = tuple(row.status for row in ROLES if row.switchable)
+#: the side each status plays for, by the status's value (as the archive stores it)
+SIDE_OF: dict[str, str] = {row.status.value: row.side for row in ROLES}
 
 for _row in ROLES:
     for _act in _row.acts:
@@ -125,6 +127,7 @@ __all__ = [
     "REPLIED",
     "ROLES",
     "SAVES",
+    "SIDE_OF",
     "STANDS",
     "SWITCHABLE",
     "TELLERS",
