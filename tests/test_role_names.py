@@ -17,7 +17,6 @@ MOST_FILES = 2
 OLDER: dict[Status, int] = {Status.MANIAC: 13}
 #: the roles every game has, and where their names are written
 PLACED: dict[Status, list[str]] = {
-    Status.MAFIOSO: ["rules/model.py", "rules/roles/mafioso.py"],
     Status.COMMISSAR: ["rules/model.py", "rules/roles/commissar.py", "rules/roles/sergeant.py"],
 }
 
@@ -44,6 +43,12 @@ def test_a_switchable_roles_name_is_in_its_module_and_status_only() -> None:
 def test_a_role_every_game_has_is_named_where_it_is_placed() -> None:
     for status, placed in PLACED.items():
         assert files_naming(status) == placed
+
+
+def test_the_mafioso_is_named_in_his_module_and_status_only() -> None:
+    """The mafia is a side (``Status.in_mafia``, the roles' declared sides): whatever serves its
+    members asks the side, and the status is written where it is declared."""
+    assert files_naming(Status.MAFIOSO) == ["rules/model.py", "rules/roles/mafioso.py"]
 
 
 def test_the_count_sees_a_name() -> None:
