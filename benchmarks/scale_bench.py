@@ -3,7 +3,8 @@ commands, then a restart; and the same over two processes on one PostgreSQL.
 
 The fake Discord runs in this process with ``--guilds`` guilds; ``--games`` of them hold a
 running game, written beforehand through the game service with its roles and channels made in
-the fake guild, of mixed sizes (8, 16 and 30 players in turn, two cities each). Then:
+the fake guild (each channel with the overwrites the game declares, as the bot leaves them), of
+mixed sizes (8, 16 and 30 players in turn, two cities each). Then:
 
 1. **A bare discord.py client** (``AutoShardedClient`` with the bot's intents, nothing else)
    connects with ``--shards`` shards: its time to ready is the yardstick of the bot's.
@@ -11,7 +12,11 @@ the fake guild, of mixed sizes (8, 16 and 30 players in turn, two cities each). 
    game restored and to ready, its resident memory (VmRSS) once ready, and what it sent on the
    gateway (sends a minute, member requests, sends discord.py held, 4008 closes).
 3. **The floor**: ``/mafia status`` in guilds with no game, at the day's pace: one lookup, one
-   answer, the least a command costs.
+   answer, the least a command costs. Alone for ``--floor-seconds`` first, and then as one
+   command in five of the day (:data:`FLOOR_SHARE`): the day's p99 is set beside the floor's
+   measured at the same moments, on the same load (the machine's other work, a start's passes
+   still running, a garbage collection, stall both alike), so the ratio is what a game's
+   command costs more than the least one.
 4. **A day of commands** at ``--rate`` a second for ``--seconds``: in random game guilds a
    living player nominates another of his city, or asks ``/mafia status``. Latency is the
    fake's (INTERACTION_CREATE to the callback); an interaction Discord would no longer take
@@ -48,16 +53,23 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.service_bench import EXPIRED, latency_ms, percentile  # noqa: E402
 from benchmarks.startup_bench import gateway_figures, make_footprint  # noqa: E402
+from bot.channels import Layout  # noqa: E402
 from bot.config import Config, Timers  # noqa: E402
+from bot.footprint.declared import declared  # noqa: E402
 from bot.service import GameService  # noqa: E402
 from bot.storage import Storage  # noqa: E402
 from rules import RoleCounts, RuleOptions, deal  # noqa: E402
 from tests.fakediscord import FakeDiscord, InteractionResult  # noqa: E402
+from tests.fakediscord.permissions import Overwrite  # noqa: E402
 
 SIZES = (8, 16, 30)
+#: the share of the day's commands that are the floor's: measured beside the game's commands
+FLOOR_SHARE = 0.2
 READY = re.compile(r"ready as .* in (\d+) guild")
 RESTORED = re.compile(r"restored (\d+) open game\(s\) in ([\d.]+) s")
 HELD = re.compile(r"is ratelimited, waiting")
+REPAIRED = re.compile(r"footprint repaired|grants beyond the rules removed")
+REFUSED = re.compile(r"refused by Discord")
 CONFIG = """\
 database: {database}
 log_level: INFO
@@ -97,6 +109,10 @@ class Run:
     restored: float = 0.0
     games: int = 0
     held: int = 0
+    repaired: int = 0
+    """Passes that found something to repair (a restart on what the bot left: none)."""
+    refused: int = 0
+    """Outbox items Discord refused for good."""
     lines: list[str] = field(default_factory=list)
 
 
@@ -138,13 +154,29 @@ async def write_games(
             seats = {"Верона": [str(p) for p in cities[0]], "Падуя": [str(p) for p in cities[1]]}
             seed = random.Random(index).randrange(2**31)
             setup = deal(seats, seed, RoleCounts(maniac=False), RuleOptions())
-            footprint = make_footprint(fake, guild_id, members, cities)
+            made_channels = make_footprint(fake, guild_id, members, cities)
 
-            def channels(live: Any, done: dict[str, Any] = footprint) -> list[Any]:
+            def channels(live: Any, done: dict[str, Any] = made_channels) -> list[Any]:
                 live.record.channels = done
                 return []
 
             await service.start(live.id, setup, seed, prepare=channels)
+            started = service.find(live.id)
+            assert started is not None and started.game is not None
+            # the overwrites and roles as the bot leaves them: a restart finds nothing to repair
+            footprint = declared(
+                started, started.game, Layout.from_channels(started.record.channels)
+            )
+            for place in footprint.places:
+                fake.state.channel(int(place.id)).overwrites = [
+                    Overwrite(int(o.target), o.type, allow=o.allow, deny=o.deny)
+                    for o in place.overwrites
+                ]
+            game_roles = {int(role) for role in footprint.role_ids}
+            for seat in footprint.seats:
+                for role in set(fake.state.member(guild_id, seat.user).roles) & game_roles:
+                    fake.remove_member_role(guild_id, seat.user, role)
+                fake.add_member_role(guild_id, seat.user, int(seat.role))
             written.append(Game(guild_id, channel, cities))
     finally:
         await storage.close()
@@ -157,7 +189,8 @@ def environment(fake: FakeDiscord) -> dict[str, str]:
         "DISCORD_TOKEN": fake.token,
         "DISCORD_API_BASE": fake.api_base,
         "DISCORD_GATEWAY_URL": fake.gateway_url,
-        "PYTHONPATH": str(ROOT),
+        # the project first; what the caller had after it (a tracer's sitecustomize, say)
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
 
 
@@ -188,6 +221,8 @@ class Bot:
         self.process: asyncio.subprocess.Process | None = None
         self.run = Run()
         self.reader: asyncio.Task[None] | None = None
+        self.log: Path | None = None
+        """Where the process's whole log is kept (``--logs``), or None."""
 
     async def start(self) -> Run:
         self.run = Run()
@@ -219,9 +254,14 @@ class Bot:
         assert self.process is not None and self.process.stderr is not None
         while line := (await self.process.stderr.readline()).decode(errors="replace"):
             self.run.lines.append(line)
+            if self.log is not None:
+                with self.log.open("a", encoding="utf-8") as kept:
+                    kept.write(line)
             del self.run.lines[:-200]
             if HELD.search(line):
                 self.run.held += 1
+            self.run.repaired += bool(REPAIRED.search(line))
+            self.run.refused += bool(REFUSED.search(line))
             if found := RESTORED.search(line):
                 self.run.restored, self.run.games = time.perf_counter() - began, int(found[1])
             if READY.search(line):
@@ -247,15 +287,17 @@ class Bot:
 
 async def commands(
     fake: FakeDiscord, make: Any, rate: float, seconds: float
-) -> tuple[list[float], int]:
+) -> tuple[list[tuple[Any, ...]], list[float], int]:
     """``make()`` gives (guild, user, channel, command, options) of one command; they go at
-    ``rate`` a second for ``seconds``. The latency of each (ms; :data:`EXPIRED` for one Discord
-    would no longer take) and how many expired."""
+    ``rate`` a second for ``seconds``. The commands sent, the latency of each (ms;
+    :data:`EXPIRED` for one Discord would no longer take) and how many expired."""
+    made: list[tuple[Any, ...]] = []
     results: list[InteractionResult] = []
     gap, began = 1.0 / rate, time.perf_counter()
     sent = 0
     while time.perf_counter() - began < seconds:
-        guild, user, channel, name, options = make()
+        guild, user, channel, name, options = command = make()
+        made.append(command)
         # not waited for: the commands go at the rate whatever the answers take, and one the bot
         # never answers (it heard of it too late for Discord to take an answer) is expired
         results.append(
@@ -268,7 +310,17 @@ async def commands(
     await asyncio.sleep(3.5)  # what is not answered by now, Discord would no longer take
     latencies = [latency_ms(result) for result in results]
     latencies = [EXPIRED if value > 3000 else value for value in latencies]
-    return latencies, sum(1 for value in latencies if value == EXPIRED)
+    return made, latencies, sum(1 for value in latencies if value == EXPIRED)
+
+
+def footprint_figures(bots: list[Bot]) -> str:
+    """What the start's passes found to repair: a restart on what the bot left finds nothing."""
+    repaired = sum(bot.run.repaired for bot in bots)
+    refused = sum(bot.run.refused for bot in bots)
+    return (
+        f"footprint: {repaired} pass(es) found something to repair, {refused} outbox item(s) "
+        "refused by Discord"
+    )
 
 
 def shown(latencies: list[float]) -> str:
@@ -317,6 +369,8 @@ async def main_async(args: argparse.Namespace, database: str | None) -> None:
                 Bot(fake, Path(folder), where, part, args.shards)
                 for part in split(args.shards, processes)
             ]
+            for bot in bots:
+                bot.log = Path(args.logs) / f"bot-{bot.shards}.log" if args.logs else None
             since = time.monotonic()
             ready, restored, count, held = await start_all(bots)
             rss = sum(bot.rss_mib() for bot in bots)
@@ -335,6 +389,8 @@ async def main_async(args: argparse.Namespace, database: str | None) -> None:
                 return guild, rng.choice(ids), channel, "mafia status", {}
 
             def play() -> tuple[int, int, int, str, dict[str, Any]]:
+                if rng.random() < FLOOR_SHARE:  # the floor, at the same moment and on the same load
+                    return floor()
                 game = rng.choice(games)
                 city = rng.choice(game.cities)
                 user, other = rng.sample(city, 2)
@@ -342,25 +398,41 @@ async def main_async(args: argparse.Namespace, database: str | None) -> None:
                     return game.guild, user, game.channel, "mafia status", {}
                 return game.guild, user, game.channel, "nominate", {"player": str(other)}
 
-            floor_ms, floor_expired = await commands(fake, floor, args.rate, args.floor_seconds)
+            print(f"floor from {time.time():.1f}", file=sys.stderr, flush=True)
+            _, alone_ms, alone_expired = await commands(fake, floor, args.rate, args.floor_seconds)
+            print(
+                f"floor alone (/mafia status, no game), {len(alone_ms)} at {args.rate:g}/s: "
+                f"{shown(alone_ms)}, {alone_expired} expired"
+            )
             cpu = sum(bot.cpu_s() for bot in bots)
-            day_ms, expired = await commands(fake, play, args.rate, args.seconds)
-            per = (sum(bot.cpu_s() for bot in bots) - cpu) / max(1, len(day_ms)) * 1000
+            print(f"day from {time.time():.1f}", file=sys.stderr, flush=True)
+            sent, all_ms, _ = await commands(fake, play, args.rate, args.seconds)
+            per = (sum(bot.cpu_s() for bot in bots) - cpu) / max(1, len(all_ms)) * 1000
+            quiet = {guild for guild, *_ in idle}
+            floor_ms = [ms for (guild, *_), ms in zip(sent, all_ms, strict=True) if guild in quiet]
+            day_ms = [
+                ms for (guild, *_), ms in zip(sent, all_ms, strict=True) if guild not in quiet
+            ]
+            expired = sum(1 for value in day_ms if value == EXPIRED)
+            floor_expired = sum(1 for value in floor_ms if value == EXPIRED)
             p99, floor_p99 = percentile(day_ms, 0.99), percentile(floor_ms, 0.99)
             # the same past the day's first third: whether a slow tail is the start's, still running
             later = [value for value in day_ms[len(day_ms) // 3 :] if value != EXPIRED]
             later_p99 = percentile(later or [float("nan")], 0.99)
             print(
-                f"floor (/mafia status, no game), {len(floor_ms)} at {args.rate:g}/s: "
-                f"{shown(floor_ms)}, {floor_expired} expired"
+                f"floor in the day (/mafia status, no game, one command in "
+                f"{round(1 / FLOOR_SHARE)}), {len(floor_ms)}: {shown(floor_ms)}, "
+                f"{floor_expired} expired"
             )
             print(
-                f"day, {len(day_ms)} commands at {args.rate:g}/s in {len(games)} games: "
-                f"{shown(day_ms)} (p99 {p99 / floor_p99:.2f}x the floor's; past its first third "
+                f"day, {len(day_ms)} commands in {len(games)} games ({args.rate:g}/s with the "
+                f"floor's): {shown(day_ms)} (p99 {p99 / floor_p99:.2f}x the floor's in the day, "
+                f"{p99 / percentile(alone_ms, 0.99):.2f}x the floor's alone; past its first third "
                 f"{later_p99:.1f} ms, {later_p99 / floor_p99:.2f}x), {expired} expired; "
                 f"{per:.2f} ms of the bot's CPU per command; RSS "
                 f"{sum(bot.rss_mib() for bot in bots):.0f} MiB"
             )
+            print("  " + footprint_figures(bots))
             for bot in bots:
                 await bot.stop()
             since = time.monotonic()
@@ -371,6 +443,7 @@ async def main_async(args: argparse.Namespace, database: str | None) -> None:
             )
             await asyncio.sleep(args.watch)
             print("  " + gateway_figures(fake, since, sum(bot.run.held for bot in bots)) + together)
+            print("  " + footprint_figures(bots))
             for bot in bots:
                 await bot.stop()
     finally:
@@ -389,6 +462,7 @@ def main(argv: list[str] | None = None) -> None:
         "--watch", type=float, default=30.0, help="seconds watched after the restart"
     )
     parser.add_argument("--postgres", action="store_true", help="two processes on one PostgreSQL")
+    parser.add_argument("--logs", help="a folder to keep each bot process's whole log in")
     parser.add_argument("--small", action="store_true", help="the size CI runs")
     args = parser.parse_args(argv)
     if args.small:

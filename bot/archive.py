@@ -29,7 +29,7 @@ the archive by ``mafia-bot rebuild-stats`` (:func:`rebuild_stats`).
 Rating. openskill (MIT; Weng and Lin's Bayesian approximation, the
 multi-team successor of TrueSkill, maintained, pure Python) with its
 Plackett-Luce model rates each game as a contest of teams: every city's
-honest residents, every city's mafia, and the maniac; the winners share first
+honest residents, every city's mafia, and each role that plays alone; the winners share first
 place, the losers second. Two choices fit it to Mafia, where sides are unequal
 by design:
 
@@ -37,7 +37,7 @@ by design:
   sum: a city's honest residents outnumber its mafia three to one, and a sum
   would make them overwhelming favourites whoever plays. Each member then
   moves by his team's change (openskill's own update of the team).
-- Each team has a second member, its **side** (honest, mafia, maniac), rated
+- Each team has a second member, its **side** (honest, mafia, a lone role's), rated
   per guild like a player. A side that wins more often gains rating itself,
   so winning with it earns its players less and losing with it costs them
   more: the rating accounts for the balance of the sides in that guild's games.
@@ -82,7 +82,7 @@ from rules import (
     command_from_dict,
 )
 from rules import events as ev
-from rules.roles import SIDE_OF
+from rules.roles import LONE_SIDES, SIDE_OF
 
 if TYPE_CHECKING:
     from bot.service import LiveGame
@@ -108,8 +108,8 @@ def side_of(status: str) -> str:
 def won(status: str, city: str, winners: list[str]) -> bool:
     """Whether a player of ``status`` in ``city`` is among the winners."""
     side = side_of(status)
-    if side == "maniac":
-        return "maniac" in winners
+    if side in LONE_SIDES:
+        return side in winners
     return f"{city}:{side}" in winners
 
 
@@ -353,7 +353,7 @@ def rate_game(
     """
     teams: dict[tuple[str, str], list[ArchivedPlayer]] = {}
     for player in players:
-        key = ("", "maniac") if player.side == "maniac" else (player.city, player.side)
+        key = ("", player.side) if player.side in LONE_SIDES else (player.city, player.side)
         teams.setdefault(key, []).append(player)
     default = (MODEL.mu, MODEL.sigma)
     keys = list(teams)

@@ -144,9 +144,10 @@ def phase_words(language: str, phase: str) -> str:
 
 
 def winner_words(language: str, winner: str) -> str:
-    """A winner as the rules name it (``Verona:honest``, ``maniac``) in words."""
-    if winner == "maniac":
-        return t(language, "winner.maniac")
+    """A winner as the rules name it in words: a city's side (``Verona:honest``), or a side
+    that plays alone, by its name alone."""
+    if ":" not in winner:
+        return t(language, f"winner.{winner}")
     city, side = winner.rsplit(":", 1)
     return t(language, f"winner.{side}", city=city)
 

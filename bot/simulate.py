@@ -50,6 +50,8 @@ from rules.scenario import (
 LANGUAGES = ("en", "ru")
 #: the roles' own events (:attr:`rules.roles.base.Role.events`)
 ROLE_EVENTS = frozenset(event for row in ROLES for event in row.events)
+#: a role's own event → the cause of death of that role's own night kill, if it has one
+KILL_CAUSE_OF = {event: row.cause for row in ROLES if row.cause for event in row.events}
 
 
 #: gettext's order for the language of messages. Babel alone would look at
@@ -167,16 +169,16 @@ class _Writer:
     def events(self, events: Sequence[Event]) -> list[str]:
         """What happened, indented; phase headers last (they follow the deaths they close)."""
         lines: list[str] = []
-        # a role's own kill chosen by lot (the maniac's who said nothing)
+        # a role's own kill chosen by lot (for one who said nothing): its victim and cause
         by_lot = {
-            getattr(e, "target", None)
+            (getattr(e, "target", None), KILL_CAUSE_OF.get(type(e)))
             for e in events
             if type(e) in ROLE_EVENTS and getattr(e, "by_chance", False)
         }
         blocked: set[str] = set()
         for event in events:
             if isinstance(event, PlayerKilled):
-                lot = event.by_chance or (event.cause is Cause.MANIAC and event.player in by_lot)
+                lot = event.by_chance or (event.player, event.cause) in by_lot
                 lines.append(self.death(event, lot))
             elif isinstance(event, KillPrevented):
                 lines.append(self.say(f"simulate.saved.{event.cause.value}", player=event.target))
@@ -258,8 +260,10 @@ class _Writer:
         else:
             lines.append("  " + self.say("simulate.decided_none"))
         if len(decided) == len(game.cities):
-            # the only way the game goes on with every city decided
-            lines.append("  " + self.say("simulate.maniac_keeps_going"))
+            # the only way the game goes on with every city decided: one who plays alone lives
+            lines.extend(
+                "  " + self.say(f"simulate.{side}_keeps_going") for side in game.lone_sides_alive()
+            )
         return lines
 
 

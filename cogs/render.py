@@ -231,8 +231,10 @@ def render(live: LiveGame, events: list[Event]) -> list[OutboxItem]:
             and len(game.decided) == len(game.cities)
             and not game.over
         ):
-            # every city is decided (each said in turn), yet a side of one lives: the game goes on, say why
-            out.everyone(phrase(live, "decided.maniac_goes_on"))
+            # every city is decided (each said in turn), yet one who plays alone lives: the game
+            # goes on, say why
+            for side in game.lone_sides_alive():
+                out.everyone(phrase(live, f"decided.{side}_goes_on"))
     return out.items()
 
 

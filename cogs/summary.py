@@ -1,4 +1,4 @@
-"""A game's end in words: who won (the maniac's win a line of its own), and the roll, a block
+"""A game's end in words: who won (a lone role's win a line of its own), and the roll, a block
 per city (its heading, the living in the deal's order, then the dead in the order they died,
 then whoever was replaced), so that a long summary is cut between cities
 (:func:`bot.limits.block_sections`), never inside one."""
@@ -9,7 +9,8 @@ from bot.archive import seat_holders
 from bot.i18n import mention, phase_words, phrase, winner_words
 from bot.service import LiveGame
 from cogs.common import status_text
-from rules import Game, Status
+from rules import Game
+from rules.roles import ALONE
 
 
 def phase_text(live: LiveGame, phase: str) -> str:
@@ -23,19 +24,22 @@ def winner_text(live: LiveGame, winner: str) -> str:
 
 
 def game_over_lines(live: LiveGame, game: Game, winners: list[str]) -> list[str]:
-    """The end: the winning sides, and the maniac's win in a line of its own, named."""
-    sides = [winner_text(live, w) for w in winners if w != "maniac"]
+    """The end: the cities' winning sides, and each win of a side that plays alone (a winner
+    without a city) in a line of its own, naming its player: ``game_over.<side>_alone`` when
+    he outlived everyone, else ``game_over.<side>_survived`` (his placeholder is his side)."""
+    sides = [winner_text(live, w) for w in winners if ":" in w]
+    lone = [w for w in winners if ":" not in w]
     if sides:
         lines = [phrase(live, "game_over", winners=", ".join(sides))]
-    elif "maniac" in winners:
+    elif lone:
         lines = [phrase(live, "game_over.plain")]
     else:
         lines = [phrase(live, "game_over", winners=phrase(live, "winners.none"))]
-    if "maniac" in winners:
-        maniac = next((p for p in game.players if game.status_of(p) is Status.MANIAC), None)
-        alone = [p for p in game.players if game.is_alive(p)] == [maniac]
-        key = "game_over.maniac_alone" if alone else "game_over.maniac_survived"
-        lines.append(phrase(live, key, maniac=mention(maniac) if maniac else "—"))
+    living = [p for p in game.players if game.is_alive(p)]
+    for side in lone:
+        player = next((p for p in game.players if ALONE.get(game.status_of(p)) == side), None)
+        key = f"game_over.{side}_alone" if living == [player] else f"game_over.{side}_survived"
+        lines.append(phrase(live, key, **{side: mention(player) if player else "—"}))
     return lines
 
 

@@ -304,7 +304,8 @@ class CityDecided(Event):
 
 @dataclass(frozen=True)
 class GameOver(Event):
-    """The game is over; ``winners`` like ``Verona:honest`` and ``maniac``."""
+    """The game is over; ``winners`` like ``Verona:honest``, and the side of a role that plays
+    alone by its name alone (:meth:`rules.state.GameState.winners`)."""
 
     kind: ClassVar[str] = "game_over"
     winners: tuple[str, ...]

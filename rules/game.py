@@ -58,7 +58,7 @@ from rules.model import (
     Winner,
 )
 from rules.night import NightRules
-from rules.roles import HANDLERS, KILLS, NIGHTFALLS, SAVES, STANDS, TELLERS, VOIDS
+from rules.roles import ALONE, HANDLERS, KILLS, NIGHTFALLS, SAVES, STANDS, TELLERS, VOIDS
 from rules.setup import validate_setup
 from rules.state import DAY_STAGES, Death, LegalAction
 from rules.table import PLAYER_ACTS
@@ -78,6 +78,7 @@ class Game(DayRules, NightRules):
     kills = KILLS
     nightfalls = NIGHTFALLS
     voids = VOIDS
+    alone = ALONE
 
     def __init__(self, setup: Setup, seed: int) -> None:
         """Use :meth:`create`, which validates the setup; this trusts it."""
@@ -316,7 +317,7 @@ class Game(DayRules, NightRules):
             "over": self.over,
             "alive": {name: p.alive for name, p in self.players.items()},
             "decided": {city: winner.value for city, winner in self.decided.items()},
-            "maniac_won": self.maniac_won,
+            "maniac_won": self.won_alone,
             "deaths": [death.to_dict() for death in self.deaths],
             "touring_order": list(self.touring_order),
             "judges": dict(self.judges),
@@ -373,7 +374,7 @@ class Game(DayRules, NightRules):
         for name, alive in data["alive"].items():
             game.players[name].alive = bool(alive)
         game.decided = {city: Winner(w) for city, w in data["decided"].items()}
-        game.maniac_won = bool(data["maniac_won"])
+        game.won_alone = bool(data["maniac_won"])
         game.deaths = [
             Death(
                 d["player"],

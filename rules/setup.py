@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from rules.errors import RuleError
 from rules.model import CitySetup, RuleOptions, Setup, Status
-from rules.roles import ROLES, SWITCHABLE, role
+from rules.roles import FILLER, ROLES, SWITCHABLE, role
 
 #: the roles the game may have a limited number of, with the limit
 PER_GAME = tuple((row.status, row.per_game) for row in ROLES if row.per_game is not None)
@@ -149,12 +149,12 @@ def deal(
             if len(eligible) < len(plans):
                 raise RuleError("too_few_players", status=status.value)
             for plan in plans.values():
-                plan[plan.index(Status.CITIZEN)] = status
+                plan[plan.index(FILLER)] = status
             continue
         if not eligible:
             raise RuleError("too_few_players", status=status.value)
         plan = plans[rng.choice(eligible)]
-        plan[plan.index(Status.CITIZEN)] = status
+        plan[plan.index(FILLER)] = status
     dealt: list[CitySetup] = []
     for name, players in cities.items():
         statuses = list(plans[name])
@@ -169,7 +169,8 @@ def _city_plans(
     cities: Mapping[str, Sequence[str]], counts: int | Mapping[str, int] | None
 ) -> dict[str, list[Status]]:
     """Each city's statuses before the one-per-game roles and the shuffle: its mafiosi
-    (``counts``, see :class:`RoleCounts`), one of each role every city has and citizens.
+    (``counts``, see :class:`RoleCounts`), one of each role every city has, and the role that
+    fills the seats left.
 
     Raises:
         RuleError: ``unknown_city`` for a count naming no city, ``too_few_players`` for a
@@ -190,14 +191,12 @@ def _city_plans(
         honest = len(players) - mafiosi
         if mafiosi < 1 or honest <= mafiosi or honest < len(EVERY_CITY):
             raise RuleError("too_few_players", city=name, players=len(players), mafiosi=mafiosi)
-        plans[name] = (
-            [MAFIA] * mafiosi + list(EVERY_CITY) + [Status.CITIZEN] * (honest - len(EVERY_CITY))
-        )
+        plans[name] = [MAFIA] * mafiosi + list(EVERY_CITY) + [FILLER] * (honest - len(EVERY_CITY))
     return plans
 
 
 def _can_take(plan: list[Status], status: Status) -> bool:
-    if Status.CITIZEN not in plan:
+    if FILLER not in plan:
         return False
     if status.honest:
         return True

@@ -9,7 +9,7 @@ and a replacement's renaming.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -87,6 +87,8 @@ class GameState(Recorded):
 
     nightfalls: ClassVar[tuple[Callable[[Any], None], ...]] = ()
     """What the roles carry into the night as it falls (:attr:`rules.roles.base.Role.nightfall`)."""
+    alone: ClassVar[Mapping[Status, str]] = {}
+    """The statuses that play and win alone, with their sides (:attr:`rules.roles.base.Role.alone`)."""
 
     def __init__(self, setup: Setup, seed: int) -> None:
         """The state at the first phase of ``setup`` (trusted: :meth:`Game.create` validates it)."""
@@ -107,7 +109,8 @@ class GameState(Recorded):
         self.tick = 0
         self.over = False
         self.decided: dict[str, Winner] = {}
-        self.maniac_won = False
+        self.won_alone = False
+        """One who plays alone was left alive alone (stored as ``maniac_won``)."""
         self.deaths: list[Death] = []
         self.touring_order: tuple[str, ...] = self.options.touring_order or self.cities
         self.judges: dict[str, str] = {}
@@ -200,7 +203,7 @@ class GameState(Recorded):
         ]
 
     def honest_residents(self, city: str) -> list[str]:
-        """The living honest residents of a city (everyone but mafiosi and the maniac)."""
+        """The living honest residents of a city (those whose status is honest)."""
         return [
             name
             for name in self.residents[city]
@@ -243,13 +246,12 @@ class GameState(Recorded):
         return order[(night - 1) % len(order)]
 
     def winners(self) -> list[str]:
-        """Decided cities (``City:honest``/``City:mafia``, city order) and ``maniac`` if he won."""
+        """Decided cities (``City:honest``/``City:mafia``, city order), then the side of each
+        role that plays alone and won (its side alone, no city)."""
         result = [
             f"{city}:{self.decided[city].value}" for city in self.cities if city in self.decided
         ]
-        if self._maniac_among_winners():
-            result.append("maniac")
-        return result
+        return result + self._lone_winners()
 
     def _player(self, name: str) -> _Player:
         player = self.players.get(name)
@@ -452,7 +454,7 @@ class GameState(Recorded):
         return self._elect_by_majority(city)
 
     def _check_end(self) -> list[Event]:
-        """Decide cities, the maniac's win and the game's end after a batch of deaths."""
+        """Decide cities, a win alone and the game's end after a batch of deaths."""
         events: list[Event] = []
         for city in self.cities:
             if city in self.decided:
@@ -466,20 +468,25 @@ class GameState(Recorded):
                 continue
             events.append(CityDecided(city, self.decided[city]))
         living = self.alive()
-        maniac_alive = any(self.players[name].status is Status.MANIAC for name in living)
-        if maniac_alive and len(living) == 1:
-            self.maniac_won = True
+        alone_alive = any(self.players[name].status in self.alone for name in living)
+        if alone_alive and len(living) == 1:
+            self.won_alone = True
         all_decided = len(self.decided) == len(self.cities)
-        if self.maniac_won or (
-            all_decided and (not maniac_alive or self.options.maniac_wins_if_survives)
+        if self.won_alone or (
+            all_decided and (not alone_alive or self.options.maniac_wins_if_survives)
         ):
             self.over = True
             events.append(GameOver(tuple(self.winners())))
         return events
 
-    def _maniac_among_winners(self) -> bool:
-        if self.maniac_won:
-            return True
-        if not (self.over and self.options.maniac_wins_if_survives):
-            return False
-        return any(p.alive and p.status is Status.MANIAC for p in self.players.values())
+    def _lone_winners(self) -> list[str]:
+        """The sides of the living who play alone, once one of them is left alone or, when
+        the option lets a survivor win, once the game is over (nothing changes after it)."""
+        if not (self.won_alone or (self.over and self.options.maniac_wins_if_survives)):
+            return []
+        return self.lone_sides_alive()
+
+    def lone_sides_alive(self) -> list[str]:
+        """The sides of the living who play alone (:attr:`alone`), in setup order."""
+        sides = (self.alone.get(p.status) for p in self.players.values() if p.alive)
+        return list(dict.fromkeys(side for side in sides if side is not None))

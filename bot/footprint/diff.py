@@ -30,6 +30,10 @@ class Observed:
     bot_top: int
     bot_owns: bool = False
     powers: dict[int, list[str]] = field(default_factory=dict)
+    me: int = 0
+    """The bot's own user id (0: not known)."""
+    mine: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """Channel → (allow, deny) of the bot's own member overwrite there ((0, 0): none)."""
 
     def manageable(self, role: int) -> bool:
         """Whether Discord lets the bot give and take this role (it is below the bot's highest)."""
@@ -52,10 +56,19 @@ class Repairs:
     """Member → channel → (allow, deny) of the member overwrite that stands in for his roles."""
     overwrites: tuple[tuple[int, int, int, int], ...] = ()
     """(channel, role, allow, deny) of game role overwrites to put back."""
+    own: tuple[tuple[int, int, int, int], ...] = ()
+    """(channel, the bot's id, allow, deny) of the bot's own member overwrites to put back: before anything
+    else, the category's first (Discord lets the bot change a channel only while it sees it, and
+    set in a channel only what it holds in the category)."""
 
     def __bool__(self) -> bool:
         return bool(
-            self.lost_roles or self.lost_places or self.adds or self.removals or self.overwrites
+            self.lost_roles
+            or self.lost_places
+            or self.adds
+            or self.removals
+            or self.overwrites
+            or self.own
         )
 
 
@@ -101,24 +114,39 @@ def repairs(footprint: Footprint, seen: Observed, given_up: Collection[Path] = (
                 after.discard(extra)
         if after != {wanted}:
             standins[seat.user] = standin(places, after, wanted)
-    overwrites = []
-    for place in footprint.places:
-        if int(place.id) not in seen.overwrites:
-            continue  # not known to the bot yet (just made): nothing to compare
-        present = seen.overwrites[int(place.id)]
-        for o in place.overwrites:
-            watched = (
-                int(o.target) in game_roles or int(o.target) == footprint.guild
-            )  # and @everyone's
-            if o.type == ROLE and watched and present.get(int(o.target)) != (o.allow, o.deny):
-                overwrites.append((int(place.id), int(o.target), o.allow, o.deny))
+    overwrites, own = _overwrites_back(footprint, seen, game_roles)
     return Repairs(
         adds=tuple(adds),
         removals=tuple(removals),
         stuck=tuple(sorted(stuck)),
         standins=standins,
         overwrites=tuple(overwrites),
+        own=tuple(own),
     )
+
+
+def _overwrites_back(
+    footprint: Footprint, seen: Observed, game_roles: set[int]
+) -> tuple[list[tuple[int, int, int, int]], list[tuple[int, int, int, int]]]:
+    """The declared overwrites Discord does not show as declared: @everyone's and the game
+    roles' (channel, role, allow, deny), and the bot's own (channel, bot, allow, deny)."""
+    overwrites: list[tuple[int, int, int, int]] = []
+    own: list[tuple[int, int, int, int]] = []
+    for place in footprint.places:
+        if int(place.id) not in seen.overwrites:
+            continue  # not known to the bot yet (just made): nothing to compare
+        present = seen.overwrites[int(place.id)]
+        for o in place.overwrites:
+            if o.type != ROLE and seen.me and int(o.target) == seen.me:
+                if seen.mine.get(int(place.id), (0, 0)) != (o.allow, o.deny):
+                    own.append((int(place.id), seen.me, o.allow, o.deny))
+                continue
+            watched = (
+                int(o.target) in game_roles or int(o.target) == footprint.guild
+            )  # and @everyone's
+            if o.type == ROLE and watched and present.get(int(o.target)) != (o.allow, o.deny):
+                overwrites.append((int(place.id), int(o.target), o.allow, o.deny))
+    return overwrites, own
 
 
 def standin(places: list[PlaceSpec], held: set[int], wanted: int) -> dict[int, tuple[int, int]]:
@@ -143,10 +171,19 @@ def observe(guild: discord.Guild, channel_ids: Iterable[int], members: Iterable[
     """What the bot's cache shows of a guild (these channels' overwrites, these members)."""
     me = guild.me
     overwrites: dict[int, dict[int, tuple[int, int]]] = {}
+    mine: dict[int, tuple[int, int]] = {}
     for channel_id in channel_ids:
         channel = guild.get_channel(channel_id)
         if channel is None:
             continue
+        mine[channel_id] = next(
+            (
+                (raw.allow, raw.deny)
+                for raw in channel._overwrites
+                if me is not None and raw.id == me.id and raw.is_member()
+            ),
+            (0, 0),
+        )
         # the raw bit fields, as :func:`bot.footprint.effective.observe` reads them: discord.py's
         # PermissionOverwrite loses a bit both allowed and denied, and building one for each
         # overwrite (a flag at a time) took 9 ms of a 30-player game's pass, most of it
@@ -166,6 +203,8 @@ def observe(guild: discord.Guild, channel_ids: Iterable[int], members: Iterable[
         bot_top=me.top_role.position if me is not None else 0,
         bot_owns=me is not None and guild.owner_id == me.id,
         powers=powers_of(guild),
+        me=me.id if me is not None else 0,
+        mine=mine,
     )
 
 
@@ -199,14 +238,15 @@ async def confirmed(
         }
         channels = {int(c["id"]) for c in await http.get_all_guild_channels(guild.id)}
         return repairs(footprint, replace(seen, roles=roles, channels=channels), given_up)
-    overwrites = dict(seen.overwrites)
-    for channel_id in {channel for channel, *_ in found.overwrites}:
+    overwrites, mine = dict(seen.overwrites), dict(seen.mine)
+    for channel_id in {channel for channel, *_ in found.overwrites + found.own}:
         try:
             channel = await http.get_channel(channel_id)
         except discord.NotFound:
             overwrites.pop(channel_id, None)
             continue
         overwrites[channel_id] = _role_overwrites(channel)
+        mine[channel_id] = _own_overwrite(channel, seen.me)
     members = dict(seen.members)
     for user in {user for user, _ in found.adds + found.removals} | set(found.standins):
         try:
@@ -215,7 +255,9 @@ async def confirmed(
             members.pop(user, None)
             continue
         members[user] = frozenset(int(role) for role in member.get("roles", []))
-    return repairs(footprint, replace(seen, overwrites=overwrites, members=members), given_up)
+    return repairs(
+        footprint, replace(seen, overwrites=overwrites, mine=mine, members=members), given_up
+    )
 
 
 def _role_overwrites(channel: Mapping[str, Any]) -> dict[int, tuple[int, int]]:
@@ -225,3 +267,11 @@ def _role_overwrites(channel: Mapping[str, Any]) -> dict[int, tuple[int, int]]:
         for o in channel.get("permission_overwrites", [])
         if int(o["type"]) == ROLE
     }
+
+
+def _own_overwrite(channel: Mapping[str, Any], me: int) -> tuple[int, int]:
+    """The bot's own member overwrite as Discord's JSON gives it ((0, 0): none)."""
+    for o in channel.get("permission_overwrites", []):
+        if int(o["type"]) != ROLE and int(o["id"]) == me:
+            return int(o["allow"]), int(o["deny"])
+    return 0, 0

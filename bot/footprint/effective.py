@@ -284,7 +284,7 @@ def observe(guild: discord.Guild, channel_ids: Iterable[int]) -> Scene | None:
 def after_repairs(scene: Scene, found: Repairs, old_standins: dict[int, dict[int, Pair]]) -> Scene:
     """The scene as the other checks' repairs (``found``) will leave it: game roles given and
     taken, game role overwrites put back, member overwrites standing in for roles put or
-    dropped (``old_standins``: those put before)."""
+    dropped (``old_standins``: those put before), the bot's own overwrites put back."""
     people = dict(scene.people)
     for user, role in found.adds:
         if user in people:
@@ -293,9 +293,10 @@ def after_repairs(scene: Scene, found: Repairs, old_standins: dict[int, dict[int
         if user in people:
             people[user] = replace(people[user], roles=people[user].roles - {role})
     places = {cid: (kind, parent, dict(ows)) for cid, (kind, parent, ows) in scene.places.items()}
-    for channel, role, allow, deny in found.overwrites:
-        if channel in places:
-            places[channel][2][(ROLE, role)] = (allow, deny)
+    for kind, rows in ((ROLE, found.overwrites), (MEMBER, found.own)):
+        for channel, target, allow, deny in rows:
+            if channel in places:
+                places[channel][2][(kind, target)] = (allow, deny)
     for user, chans in old_standins.items():
         for channel in chans:
             if channel in places and channel not in found.standins.get(user, {}):

@@ -33,8 +33,9 @@ def repair_items(
     old_standins: Standins,
     room: Room | None = None,
 ) -> list[OutboxItem]:
-    """What puts the difference right, in the permissions lane: roles given, then taken,
-    overwrites put back, member overwrites put or dropped (``old_standins``: those put before).
+    """What puts the difference right, in the permissions lane: the bot's own overwrites put
+    back (:func:`own_items`), roles given, then taken, overwrites put back, member overwrites
+    put or dropped (``old_standins``: those put before).
     A lost role or channel is made again instead (:func:`remake_items`; ``room``: what the
     guild has room for, None if not known)."""
     if found.lost_roles or found.lost_places:
@@ -46,7 +47,8 @@ def repair_items(
         adds=tuple(add for add in found.adds if add[1] not in gone),
         overwrites=tuple(o for o in found.overwrites if o[1] not in gone),
     )
-    items = [intents.MemberRole(guild, u, r, True, lane=lane).item() for u, r in found.adds]
+    items = own_items(found)
+    items += [intents.MemberRole(guild, u, r, True, lane=lane).item() for u, r in found.adds]
     items += [intents.MemberRole(guild, u, r, False, lane=lane).item() for u, r in found.removals]
     items += [
         intents.Overwrite(channel, role, False, allow, deny, lane=lane).item()
@@ -67,6 +69,16 @@ def repair_items(
     return items
 
 
+def own_items(found: Repairs) -> list[OutboxItem]:
+    """The bot's own member overwrites put back, first of all and in the footprint's order (the
+    category's first): once @everyone is kept out of a channel the bot changes it only through
+    its own overwrite, and it may set in a channel only what it holds in the category."""
+    return [
+        intents.Overwrite(channel, bot, True, allow, deny, lane="permissions").item()
+        for channel, bot, allow, deny in found.own
+    ]
+
+
 def _given_up_roles(live: LiveGame, footprint: Footprint) -> set[int]:
     """The game roles deleted and not made again (given up, or waiting for room)."""
     given_up = notes(live.record.channels).get("given_up", [])
@@ -74,10 +86,11 @@ def _given_up_roles(live: LiveGame, footprint: Footprint) -> set[int]:
 
 
 def kept_items(footprint: Footprint, found: Repairs) -> list[OutboxItem]:
-    """What puts a finished game's difference right, in the permissions lane: roles taken, then
-    given, overwrites put back."""
+    """What puts a finished game's difference right, in the permissions lane: the bot's own
+    overwrites put back, roles taken, then given, overwrites put back."""
     guild, lane = footprint.guild, "permissions"
-    items = [
+    items = own_items(found)
+    items += [
         intents.MemberRole(guild, user, role, add, lane=lane).item()
         for add, pairs in ((False, found.removals), (True, found.adds))
         for user, role in pairs

@@ -23,6 +23,7 @@ from bot.picture.style import (
     NIGHT,
     PAPER,
     RED,
+    ROLE_KILLS,
     RULE,
     SIDE_BAR,
     STAR,
@@ -66,7 +67,7 @@ def marker(draw: ImageDraw.ImageDraw, mark: str, x: float, y: float, size: int =
         draw.ellipse(box, fill=ink)
     elif mark == "touring":
         draw.ellipse(box, outline=ink, fill=PAPER, width=4)
-    elif mark == "maniac":
+    elif mark in ROLE_KILLS:
         draw.polygon([(x + size / 2, y), (x + size, y + size), (x, y + size)], fill=ink)
     elif mark == "idle":
         draw.polygon(diamond, fill=PAPER, outline=ink, width=3)

@@ -352,7 +352,7 @@ def _phase_name(say: Callable[..., str], phase: str) -> str:
 
 
 def _winner(say: Callable[..., str], winner: str) -> str:
-    if winner == "maniac":
-        return say("winner.maniac")
+    if ":" not in winner:  # a side that plays alone
+        return say(f"winner.{winner}")
     city, side = winner.rsplit(":", 1)
     return say(f"winner.{side}", city=city)

@@ -7,6 +7,9 @@ from pathlib import Path
 
 from PIL import ImageFont
 
+from rules import Cause
+from rules.roles import KILL_CAUSES, LONE_SIDES
+
 #: Discord's upload limit for a server without boosts
 UPLOAD_LIMIT = 10 * 1024 * 1024
 
@@ -47,19 +50,18 @@ MARKER = 18
 #: the status column's widest (a longer name of a status is cut)
 STATUS_MAX = 116
 
-#: every mark of a death, in the legend's order
-MARKS = ("vote", "lot", "host", "mafia", "touring", "maniac", "procurator", "idle")
+#: every cause of death, in the rules' order
+CAUSES = tuple(cause.value for cause in Cause)
 
-CAUSES = ("execution", "mafia", "touring", "maniac", "procurator")
+#: every mark of a death, in the legend's order: an execution's three (by vote, by lot, the
+#: host's), every other cause's own, and an idle player's struck out
+MARKS = ("vote", "lot", "host", *(c for c in CAUSES if c != Cause.EXECUTION), "idle")
 
 #: a cause's mark when only causes are known (the counting cells)
-CAUSE_MARK = {
-    "execution": "vote",
-    "mafia": "mafia",
-    "touring": "touring",
-    "maniac": "maniac",
-    "procurator": "procurator",
-}
+CAUSE_MARK = {cause: "vote" if cause == Cause.EXECUTION else cause for cause in CAUSES}
+
+#: the marks of the roles' own night kills (a triangle each, in the killer side's ink)
+ROLE_KILLS = tuple(cause.value for cause in KILL_CAUSES)
 
 PAPER = (251, 248, 241)
 
@@ -84,9 +86,18 @@ MOON = (84, 98, 138)
 
 STAR = (212, 160, 23)
 
-SIDE_INK = {"honest": (27, 38, 49), "mafia": (176, 58, 46), "maniac": (108, 52, 131)}
+#: a side that plays alone: its lane's ink and bar
+LONE_INK = (108, 52, 131)
 
-SIDE_BAR = {"honest": (186, 198, 214), "mafia": (232, 180, 172), "maniac": (214, 190, 226)}
+LONE_BAR = (214, 190, 226)
+
+SIDE_INK = {"honest": (27, 38, 49), "mafia": (176, 58, 46), **dict.fromkeys(LONE_SIDES, LONE_INK)}
+
+SIDE_BAR = {
+    "honest": (186, 198, 214),
+    "mafia": (232, 180, 172),
+    **dict.fromkeys(LONE_SIDES, LONE_BAR),
+}
 
 RESULT_INK = {"honest": (30, 110, 60), "mafia": (176, 58, 46), "undecided": GREY}
 
@@ -100,9 +111,9 @@ MARK_INK = {
     "host": RED,
     "mafia": (31, 42, 68),
     "touring": (31, 42, 68),
-    "maniac": (108, 52, 131),
     "procurator": (110, 112, 112),
     "idle": (110, 112, 112),
+    **{cause.value: SIDE_INK[side] for cause, side in KILL_CAUSES.items()},
 }
 
 

@@ -483,7 +483,7 @@ class GuildResults:
     by_status: dict[str, tuple[int, int]]
     """status -> (seats, seats that won)."""
     by_side: dict[str, tuple[int, int]]
-    """side (honest, mafia, maniac) -> (seats, seats that won)."""
+    """side (honest, mafia, or a lone role's) -> (seats, seats that won)."""
 
 
 RateGame = Callable[

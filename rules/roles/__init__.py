@@ -5,7 +5,8 @@ one role (its ``ROLE``), found here without being named, in the order of
 What the rules derive from it: the commands' handlers (:data:`HANDLERS`), the acts
 (:data:`ACTS`, which :mod:`rules.table` lists for ``/help`` and the bot), the dawn's saves and
 voided kills, what roles are told, the standing choices, what falls with the night, the
-refusal codes, and the setup's counts and the deal (:mod:`rules.setup`). The role's commands and events are added to the rules' plain
+refusal codes, the sides (who plays alone, whose kill is which cause), and the setup's counts
+and the deal (:mod:`rules.setup`). The role's commands and events are added to the rules' plain
 data (:data:`rules.commands.PLAYER_COMMANDS`, :data:`rules.events.EVENT_TYPES`).
 """
 
@@ -17,7 +18,7 @@ import pkgutil
 from rules.commands import PLAYER_COMMANDS, Command, PlayerCommand
 from rules.errors import CODES
 from rules.events import EVENT_TYPES
-from rules.model import Status
+from rules.model import Cause, Status
 from rules.roles.base import (
     ANY,
     DAY,
@@ -48,6 +49,8 @@ def _discover() -> tuple[Role, ...]:
     missing = [status.value for status in Status if status not in found]
     if missing:
         raise TypeError(f"no module of rules.roles declares {', '.join(missing)}")
+    if sum(row.fills for row in found.values()) != 1:
+        raise TypeError("exactly one role of rules.roles must fill the seats left (Role.fills)")
     return tuple(found[status] for status in Status)
 
 
@@ -101,8 +104,16 @@ KILLS: tuple[Killer, ...] = tuple(row.kills for row in ROLES if row.kills)
 NIGHTFALLS: tuple[Nightfall, ...] = tuple(row.nightfall for row in ROLES if row.nightfall)
 #: the statuses the host's setup deals or leaves out (an option of ``/host setup`` each)
 SWITCHABLE: tuple[Status, ...] = tuple(row.status for row in ROLES if row.switchable)
+#: the status that fills a city's seats no other role takes
+FILLER: Status = next(row.status for row in ROLES if row.fills)
 #: the side each status plays for, by the status's value (as the archive stores it)
 SIDE_OF: dict[str, str] = {row.status.value: row.side for row in ROLES}
+#: the statuses that play and win alone, with their sides
+ALONE: dict[Status, str] = {row.status: row.side for row in ROLES if row.alone}
+#: the sides that play alone (a winner of its own, without a city), in the order of the roles
+LONE_SIDES: tuple[str, ...] = tuple(dict.fromkeys(ALONE.values()))
+#: the causes of the roles' own night kills, with the killer's side
+KILL_CAUSES: dict[Cause, str] = {row.cause: row.side for row in ROLES if row.cause is not None}
 
 for _row in ROLES:
     for _act in _row.acts:
@@ -121,8 +132,12 @@ def role(status: Status | str) -> Role:
 
 __all__ = [
     "ACTS",
+    "ALONE",
+    "FILLER",
     "HANDLERS",
     "KILLS",
+    "KILL_CAUSES",
+    "LONE_SIDES",
     "NIGHTFALLS",
     "REPLIED",
     "ROLES",

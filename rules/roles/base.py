@@ -93,7 +93,8 @@ class Role:
 
     status: Status
     side: str
-    """``honest``, ``mafia`` or ``maniac``: whom the role plays for."""
+    """Whom the role plays for: ``honest``, ``mafia``, or a side of its own for a role that
+    plays alone (named in the winners and the archive as it is written here)."""
     switchable: bool = False
     """Whether the host's setup deals it or leaves it out (an option of ``/host setup`` named
     after the status); otherwise every game has it."""
@@ -101,6 +102,9 @@ class Role:
     """The most the game may have (``too_many`` past it); None: no limit of the game's."""
     per_city: int | None = None
     """The most a city may have (``too_many`` past it); None: no limit of a city's."""
+    fills: bool = False
+    """It fills a city's seats no other role takes: the deal gives it every seat left, and a
+    role dealt later takes one of its seats (exactly one role fills)."""
     every_city: bool = False
     """Every city has exactly one: the setup refuses a city without (``<status>_count``, the
     count as ``<status>s``), the deal gives one to every city."""
@@ -129,6 +133,12 @@ class Role:
     """Its own night kill, decided and carried out at dawn before the mafia's."""
     nightfall: Nightfall | None = None
     """What the role carries into the night as it falls."""
+    alone: bool = False
+    """It plays and wins alone, not with a city: the game goes on while one lives (see
+    ``maniac_wins_if_survives``), he wins when he alone is left alive, and the winners name his
+    side without a city."""
+    cause: Cause | None = None
+    """The cause of death its own night kill (``kills``) gives."""
     codes: Mapping[str, str] = field(default_factory=dict)
     """Its own refusal codes, with their short English explanations (added to
     :data:`rules.errors.CODES`)."""

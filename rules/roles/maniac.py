@@ -84,6 +84,8 @@ def decide(game: NightRules, events: list[Event], void: set[str]) -> tuple[str, 
 ROLE = Role(
     Status.MANIAC,
     "maniac",
+    alone=True,
+    cause=Cause.MANIAC,
     switchable=True,
     per_game=1,
     dealt_from=10,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from rules import Winner
+from rules import Game, Status, Winner
 from rules.events import CityDecided, GameOver
 
 from .helpers import make_game, of, play, refuse
@@ -70,3 +70,30 @@ def test_everything_is_refused_once_the_game_is_over(step):
     play(game, "host kill a1", "host kill b1", "host kill x")
     assert refuse(game, step).code == "game_over"
     assert game.legal_actions("a2") == [] and game.legal_host_actions() == []
+
+
+def test_a_second_role_that_plays_alone_is_a_side_of_its_own(monkeypatch):
+    # the state asks the declarations (Game.alone), never the maniac by name: declare the
+    # journalist a role that plays alone, as a second lone role's module would
+    monkeypatch.setattr(Game, "alone", {Status.MANIAC: "maniac", Status.JOURNALIST: "loner"})
+    cities = {
+        "A": {"a1": "mafioso", "a2": "commissar", "a3": "citizen", "a4": "citizen"},
+        "B": {
+            "b1": "mafioso",
+            "b2": "commissar",
+            "x": "maniac",
+            "j": "journalist",
+            "b3": "citizen",
+        },
+    }
+    game = make_game(cities)
+    play(game, "host kill a1", "host kill b1")
+    assert game.lone_sides_alive() == ["maniac", "loner"]
+    play(game, "host kill x")
+    assert not game.over and game.lone_sides_alive() == ["loner"]
+    for name in ["a2", "a3", "a4", "b2"]:
+        play(game, f"host kill {name}")
+    assert not game.over
+    events = play(game, "host kill b3")
+    assert of(events, GameOver) == [GameOver(("A:honest", "B:honest", "loner"))]
+    assert game.won_alone and game.to_dict()["maniac_won"] is True
