@@ -2,11 +2,12 @@
 role is its module in ``rules/roles/`` and its member of ``Status``, nothing else. A role that
 plays alone is a side and a cause of death as well: its side is written in its declaration, and
 whatever names sides, winners, causes or marks asks the declarations (``Role.alone``,
-``Role.cause``); the role that fills the seats left is declared so (``Role.fills``). Two
-exceptions: the mafioso, a side the rules are built around, is held where he stands, never to
-grow; the commissar is written in the sergeant's module too, who hears his answers and takes his
-place, and whose stored event names the commissar he heard (``SergeantTold.commissar``, a field
-of the games' logs and the placeholder of its text)."""
+``Role.cause``); the role that fills the seats left is declared so (``Role.fills``). The mafia,
+the side the rules are built around, is asked of ``Status.in_mafia`` and the declared sides,
+never of the mafioso's status. One exception: the commissar is written in the sergeant's module
+too, who hears his answers and takes his place, and whose stored event names the commissar he
+heard (``SergeantTold.commissar``, a field of the games' logs and the placeholder of its
+text)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,6 @@ from tests.test_sizes import ROOT, product_files
 
 #: the most product files a switchable role's name may be written in
 MOST_FILES = 2
-#: the roles written in more files before a role was one declaration (not to grow)
-OLDER: dict[Status, int] = {Status.MAFIOSO: 23}
 #: a role also named by the module of a role defined by it, and where its name is written
 PLACED: dict[Status, list[str]] = {
     Status.COMMISSAR: ["rules/model.py", "rules/roles/commissar.py", "rules/roles/sergeant.py"],
@@ -42,16 +41,12 @@ def files_naming(status: Status) -> list[str]:
 
 def test_a_roles_name_is_in_its_module_and_status_only() -> None:
     for status in Status:
-        found = files_naming(status)
-        if status in OLDER:
-            assert len(found) <= OLDER[status], (status.value, found)
-        else:
-            own = ["rules/model.py", f"rules/roles/{status.value}.py"]
-            assert sorted(found) == PLACED.get(status, own), found
+        own = ["rules/model.py", f"rules/roles/{status.value}.py"]
+        assert sorted(files_naming(status)) == PLACED.get(status, own), status.value
 
 
 def test_every_switchable_role_is_held_to_its_module() -> None:
-    held = [status for status in SWITCHABLE if status in OLDER or status in PLACED]
+    held = [status for status in SWITCHABLE if status in PLACED]
     assert held == []
     assert all(len(files_naming(status)) <= MOST_FILES for status in SWITCHABLE)
 
