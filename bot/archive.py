@@ -79,7 +79,6 @@ from rules import (
     RuleError,
     Setup,
     Stage,
-    Status,
     command_from_dict,
 )
 from rules import events as ev
@@ -278,11 +277,12 @@ def _players(
 ) -> list[ArchivedPlayer]:
     """Each resident's line of the archive: status, side, result and what they did."""
     status_of = {name: game.status_of(name).value for name in game.players}
+    mafia = {name for name in game.players if game.status_of(name).in_mafia}
     counted: dict[str, int] = {}
     for_mafia: dict[str, int] = {}
     for vote in found.votes:
         counted[vote.voter] = counted.get(vote.voter, 0) + 1
-        if status_of.get(vote.candidate) == Status.MAFIOSO.value:
+        if vote.candidate in mafia:
             for_mafia[vote.voter] = for_mafia.get(vote.voter, 0) + 1
     executed = {d.player for d in found.deaths if d.cause == "execution"}
     seats = seat_holders(game)

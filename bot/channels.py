@@ -28,7 +28,7 @@ a city channel is read-only at night to its own living roles too.
 So a channel carries at most 3 + 2 × cities + 2 overwrites (a mafia room
 3 + its mafiosi), within Discord's 100 for 200 players in 10 cities, and a
 death is three REST calls: the city role off, the mafia room's overwrite
-dropped (a mafioso), the dead role on.
+dropped (a mafia member's), the dead role on.
 
 Names, topics and audit-log reasons say nothing beyond those public facts.
 """
@@ -63,7 +63,7 @@ from bot.permissions import (
 from bot.service import LiveGame
 from bot.storage import OutboxItem
 from bot.storage.shapes import Channels
-from rules import Game, Stage, Status
+from rules import Game, Stage
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +207,7 @@ class Layout:
             else [
                 p
                 for p in game.residents[name]
-                if game.status_of(p) is Status.MAFIOSO and (game.is_alive(p) or p in revived)
+                if game.status_of(p).in_mafia and (game.is_alive(p) or p in revived)
             ]
             if revived
             else game.living_mafiosi(name)

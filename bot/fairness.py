@@ -1,8 +1,8 @@
 """One member's share of a game: a limit on how fast he may send it commands.
 
 Each member has, in each game, a bucket of ``fairness.burst`` commands that refills at
-``fairness.per_minute`` (a token bucket): a person playing never meets it, a flood (a
-mafioso's 500 ``/elect`` in 10 s) is refused past the burst, in the member's language with
+``fairness.per_minute`` (a token bucket): a person playing never meets it, a flood (a mafia
+member's 500 ``/elect`` in 10 s) is refused past the burst, in the member's language with
 when to try again, before it reaches the game's lock, its log or its outbox. A command takes
 its place in the bucket as it arrives (so a flood sent all at once is held too) and gives it
 back once it turns out to have changed nothing (refused, read only, a repeated choice): what

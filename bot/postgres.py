@@ -279,10 +279,39 @@ class PostgresStorage(Storage):
 
     async def _commit(self, game_id: int, write: _GroupedWrite) -> None:
         """Commit one write in a transaction of its own: different games' run at once (no group
-        to wait for)."""
-        async with self.transaction(game_id) as db:
-            await self._write_alone(db, write)
+        to wait for). A write of one statement (an outbox item marked sent, say) is sent alone:
+        asyncpg's ``executemany`` is atomic by itself (all its rows or none, since 0.22), so it
+        costs one round trip to the server instead of three (BEGIN, it, COMMIT), which on a
+        busy machine is most of what a write waits for."""
+        if len(write.statements) == 1:
+            await self._statement_alone(game_id, *write.statements[0])
+        else:
+            async with self.transaction(game_id) as db:
+                await self._write_alone(db, write)
         self._lanes_stored(write)
+
+    async def _statement_alone(self, game_id: int, sql: str, rows: Iterable[Any]) -> None:
+        """One statement with its rows, atomic, outside any BEGIN; its outcome told to
+        :attr:`health`. The connection lost while it ran: committed or not, nobody here knows."""
+        import asyncpg
+
+        try:
+            async with self._lock_of(game_id), self._pool.acquire() as raw:
+                try:
+                    await _Connection(raw).executemany(sql, rows)
+                except (
+                    OSError,
+                    asyncpg.InterfaceError,
+                    asyncpg.PostgresConnectionError,
+                    asyncpg.exceptions.OperatorInterventionError,
+                ) as error:
+                    raise CommitUnknown(
+                        f"the connection broke during a write: {error!r}"
+                    ) from error
+        except BaseException as error:
+            self.health.failed(error)
+            raise
+        self.health.ok()
 
     async def _fetchone(self, sql: str, params: Iterable[Any] = ()) -> Any:
         try:

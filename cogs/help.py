@@ -44,7 +44,7 @@ from cogs.render import deadline_text, moment_text
 from cogs.scheduled import next_scheduled, scheduled_line
 from cogs.spectators import watch_hint
 from cogs.will import will_limit
-from rules import RuleError, Status
+from rules import RuleError
 from rules.table import ACTS, ANY, HOST_ACTS, HOST_TOOLS, PLAYER_ACTS
 
 if TYPE_CHECKING:
@@ -108,13 +108,10 @@ def action_line(live: LiveGame, verb: str, player: str) -> str:
     path = PLAYER_COMMANDS[verb]
     key = f"help.verb.{verb}"
     if verb in ("kill", "tour"):
-        status = game.status_of(player)
         godfather = game.godfather_of(game.city_of(player)) == player
-        # the mafia's kill is the Godfather's or a mafioso's; another role's is its status's
-        if status is Status.MAFIOSO:
-            key += ".godfather" if godfather else ".mafioso"
-        else:
-            key += f".{status.value}"
+        # the mafia's kill is its Godfather's decision or a member's proposal, told apart; any
+        # other kill is its status's
+        key += ".godfather" if godfather else f".{game.status_of(player).value}"
     return phrase(
         live,
         key,

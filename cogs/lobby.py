@@ -170,7 +170,7 @@ def status_lines(live: LiveGame, viewer: str | None) -> list[str]:
 
 
 def role_lines(live: LiveGame, player: str) -> list[str]:
-    """A player's private view: his status and city, for a mafioso his mafia."""
+    """A player's private view: his status and city, for a member of the mafia his mafia."""
     game = live.game
     assert game is not None
     status = game.status_of(player)
@@ -180,7 +180,7 @@ def role_lines(live: LiveGame, player: str) -> list[str]:
         lines.append(phrase(live, "role.dead"))
     lines.append(phrase(live, f"role.help.{status.value}"))
     lines.extend(note_lines(live, player))
-    if status.value == "mafioso":
+    if status.in_mafia:
         mafia = ", ".join(mention(p) for p in game.living_mafiosi(city))
         godfather = game.godfather_of(city)
         lines.append(

@@ -64,7 +64,7 @@ def reply_text(live: LiveGame, command: Command, events: list[Event]) -> str:
     for event in events:
         if _answers(command, event):
             return role_event_line(live, event, book="reply")
-        if isinstance(event, ev.MafiaKillChosen):
+        if isinstance(event, ev.MafiaKillChoice):
             key = "reply.decision" if event.decision else "reply.proposal"
             return say(key + ("_tour" if event.touring else ""), target=mention(event.target))
     target = getattr(command, "target", None)

@@ -544,11 +544,11 @@ def _private_line(scene: _Scene, event: Event) -> str | None:
             if scene.game.living_mafiosi(event.city)
             else None
         )
-    if isinstance(event, ev.MafiaKillChosen):
+    if isinstance(event, ev.MafiaKillChoice):
         key = ("mafia.decision" if event.decision else "mafia.proposal") + (
             "_tour" if event.touring else ""
         )
-        return say(key, player=mention(event.mafioso), target=mention(event.target))
+        return say(key, player=mention(event.chooser), target=mention(event.target))
     if isinstance(event, ev.MafiaKillRefused):
         return say("mafia.refused", player=mention(event.godfather))
     if isinstance(event, ev.ConsigliereDecided):

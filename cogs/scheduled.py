@@ -17,10 +17,7 @@ def event_link(guild_id: int, event_id: int) -> str:
 
 async def next_scheduled(storage: Storage, guild_id: int) -> dict[str, Any] | None:
     """The guild's earliest scheduled game still to open (its event made), or None."""
-    for row in await storage.schedules("scheduled"):
-        if int(row["guild_id"]) == guild_id:
-            return row
-    return None
+    return await storage.next_schedule(guild_id)
 
 
 def scheduled_line(language: str, row: dict[str, Any]) -> str:

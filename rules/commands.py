@@ -58,7 +58,7 @@ class RequestLastWord(PlayerCommand):
 
 @dataclass(frozen=True)
 class Elect(PlayerCommand):
-    """A mafioso votes ``target`` for Godfather (any phase)."""
+    """A member of a city's mafia votes ``target`` for its Godfather (any phase)."""
 
     verb: ClassVar[str] = "elect"
     target: str
@@ -66,7 +66,8 @@ class Elect(PlayerCommand):
 
 @dataclass(frozen=True)
 class Kill(PlayerCommand):
-    """Night: the Godfather decides, a mafioso proposes, a role that kills alone kills."""
+    """Night: the Godfather decides, another member of his mafia proposes, a role that kills
+    alone kills."""
 
     verb: ClassVar[str] = "kill"
     target: str
@@ -81,7 +82,8 @@ class Pass(PlayerCommand):
 
 @dataclass(frozen=True)
 class Tour(PlayerCommand):
-    """Night: the touring kill in another city (Godfather decides, mafioso proposes)."""
+    """Night: the touring kill in another city (the Godfather decides, another member of his
+    mafia proposes)."""
 
     verb: ClassVar[str] = "tour"
     target: str
@@ -131,7 +133,7 @@ class AppointJudge(HostCommand):
 
 @dataclass(frozen=True)
 class AppointGodfather(HostCommand):
-    """The Procurator makes the mafioso ``target`` his city's Godfather."""
+    """The Procurator makes ``target``, a member of his city's mafia, its Godfather."""
 
     verb: ClassVar[str] = "godfather"
     target: str

@@ -88,7 +88,7 @@ class LastWordRequested(Event):
 
 @dataclass(frozen=True)
 class GodfatherVoteCast(Event):
-    """A mafioso voted for a Godfather: seen by his city's mafia."""
+    """A member of a city's mafia voted for its Godfather: seen by the city's mafia."""
 
     kind: ClassVar[str] = "godfather_vote_cast"
     city: str
@@ -108,7 +108,7 @@ class GodfatherReason(StrEnum):
     APPOINTED = "appointed"
     """Named by the Procurator."""
     LONE = "lone"
-    """The city's only living mafioso."""
+    """The only living member of the city's mafia."""
     DIED = "died"
     """The Godfather died; the post is empty."""
 
@@ -127,19 +127,21 @@ class GodfatherChanged(Event):
         return Audience.mafia_of(self.city)
 
 
-@dataclass(frozen=True)
-class MafiaKillChosen(Event):
-    """A mafioso chose a victim at night: a decision if Godfather, else a proposal.
+class MafiaKillChoice(Event):
+    """A member of a city's mafia chose its victim at night: a decision if he is its
+    Godfather, else a proposal; ``touring`` is True for the kill in another city. The event is
+    declared by the status of the mafia's members (:mod:`rules.roles`), with its fields, one of
+    which names the member who chose (:attr:`chooser`)."""
 
-    ``touring`` is True for the kill in another city.
-    """
-
-    kind: ClassVar[str] = "mafia_kill_chosen"
     city: str
-    mafioso: str
     target: str
     decision: bool
-    touring: bool = False
+    touring: bool
+
+    @property
+    def chooser(self) -> str:
+        """The member of the mafia who chose."""
+        raise NotImplementedError
 
     @property
     def audience(self) -> Audience:
@@ -193,7 +195,7 @@ class KillPrevented(Event):
 class KillVoided(Event):
     """At dawn a player's own kill counted for nothing (a role's voids made it so, as a
     visit does): ``role`` is the status of a role that kills alone, ``godfather`` (his
-    word) or ``proposal`` (a mafioso's). Procurator only."""
+    word) or ``proposal`` (another mafia member's). Procurator only."""
 
     kind: ClassVar[str] = "kill_voided"
     player: str
@@ -319,7 +321,6 @@ EVENT_TYPES: dict[str, type[Event]] = {
         LastWordRequested,
         GodfatherVoteCast,
         GodfatherChanged,
-        MafiaKillChosen,
         MafiaKillRefused,
         ConsigliereDecided,
         KillPrevented,
@@ -402,7 +403,7 @@ __all__ = [
     "KillVoided",
     "LastWordRequested",
     "MafiaKillBlocked",
-    "MafiaKillChosen",
+    "MafiaKillChoice",
     "MafiaKillRefused",
     "Nominated",
     "PhaseKind",

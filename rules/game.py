@@ -292,7 +292,7 @@ class Game(DayRules, NightRules):
 
     def _appoint_godfather(self, command: AppointGodfather, dry: bool) -> list[Event]:
         target = self._living_target(command.target)
-        if target.status is not Status.MAFIOSO:
+        if not target.status.in_mafia:
             raise RuleError("not_mafioso", player=target.name, city=target.city)
         if dry:
             return []

@@ -37,6 +37,13 @@ class Status(StrEnum):
         """True for the statuses that make an honest resident."""
         return self not in (Status.MAFIOSO, Status.MANIAC)
 
+    @property
+    def in_mafia(self) -> bool:
+        """True for the statuses of a city's mafia: its members elect its Godfather among
+        them, share its room, choose its kills, and are what a commissar's check finds (a
+        Godfather too: positions are not statuses)."""
+        return self is Status.MAFIOSO
+
 
 class PhaseKind(StrEnum):
     """Day or night of the shared clock."""

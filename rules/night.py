@@ -1,41 +1,27 @@
-"""The night's rules: the Godfather's election, the kills, the touring right, and the dawn
-that carries out the night's decisions in the order of RULES.md (the roles' own night acts
-are their modules', :mod:`rules.roles`)."""
+"""The night's rules: the dawn that carries out the night's decisions in the order of RULES.md,
+the mafia's among them (the Godfather's word, else the Consigliere's). The roles' own acts,
+the mafia's choices included, are their modules', :mod:`rules.roles`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from rules.commands import (
-    Elect,
-    EndNight,
-    Kill,
-    Pass,
-    Tour,
-)
-from rules.errors import RuleError
+from rules.commands import EndNight
 from rules.events import (
     ConsigliereDecided,
     Event,
-    GodfatherVoteCast,
     KillPrevented,
     KillVoided,
     MafiaKillBlocked,
-    MafiaKillChosen,
-    MafiaKillRefused,
     PlayerKilled,
 )
-from rules.model import (
-    Cause,
-    Stage,
-    Status,
-)
+from rules.model import Cause, Stage
 from rules.state import GameState
 
 
 class NightRules(GameState):
-    """The handlers of the night's commands and the dawn."""
+    """The end of the night and its dawn."""
 
     saves: ClassVar[tuple[Callable[[Any, str, Cause], list[Event] | None], ...]] = ()
     """The roles' saves at dawn, in their place (:attr:`rules.roles.base.Role.saves`)."""
@@ -45,59 +31,6 @@ class NightRules(GameState):
         tuple[Callable[[Any, list[Event], set[str]], tuple[str, Cause] | None], ...]
     ] = ()
     """The roles' own night kills, decided at dawn (:attr:`rules.roles.base.Role.kills`)."""
-
-    def _elect(self, command: Elect, dry: bool) -> list[Event]:
-        actor = self._living_actor(command.actor, Status.MAFIOSO)
-        target = self._living_target(command.target)
-        if target.status is not Status.MAFIOSO or target.city != actor.city:
-            raise RuleError("not_mafioso", player=target.name, city=actor.city)
-        if dry:
-            return []
-        city = actor.city
-        self.elect_votes[city][actor.name] = target.name
-        events: list[Event] = [GodfatherVoteCast(city, actor.name, target.name)]
-        events.extend(self._elect_by_majority(city))
-        return events
-
-    def _kill_command(self, command: Kill, dry: bool) -> list[Event]:
-        actor = self._living_actor(command.actor, Status.MAFIOSO)
-        self._require_stage(Stage.NIGHT)
-        target = self._living_target(command.target)
-        if target.city != actor.city:
-            raise RuleError("wrong_city", player=target.name, city=actor.city)
-        if target.status is Status.MAFIOSO:
-            raise RuleError("own_mafioso", player=target.name)
-        if dry:
-            return []
-        self.kill_choices[actor.city][actor.name] = (target.name, self.tick)
-        decision = self.godfathers.get(actor.city) == actor.name
-        return [MafiaKillChosen(actor.city, actor.name, target.name, decision)]
-
-    def _pass(self, command: Pass, dry: bool) -> list[Event]:
-        actor = self._living_actor(command.actor, Status.MAFIOSO)
-        self._require_stage(Stage.NIGHT)
-        if self.godfathers.get(actor.city) != actor.name:
-            raise RuleError("not_godfather", player=actor.name)
-        if dry:
-            return []
-        self.kill_choices[actor.city][actor.name] = (None, self.tick)
-        return [MafiaKillRefused(actor.city, actor.name)]
-
-    def _tour(self, command: Tour, dry: bool) -> list[Event]:
-        actor = self._living_actor(command.actor, Status.MAFIOSO)
-        self._require_stage(Stage.NIGHT)
-        if actor.city != self.touring_city():
-            raise RuleError("not_touring", city=actor.city)
-        target = self._living_target(command.target)
-        if target.city == actor.city:
-            raise RuleError("wrong_city", player=target.name, city=actor.city)
-        if self.judges.get(target.city) == target.name:
-            raise RuleError("judge_immune", player=target.name, city=target.city)
-        if dry:
-            return []
-        self.tour_choices[actor.name] = (target.name, self.tick)
-        decision = self.godfathers.get(actor.city) == actor.name
-        return [MafiaKillChosen(actor.city, actor.name, target.name, decision, touring=True)]
 
     def _end_night(self, command: EndNight, dry: bool) -> list[Event]:
         self._require_stage(Stage.NIGHT)
@@ -125,7 +58,7 @@ class NightRules(GameState):
         }
         # Posts emptied at dawn are filled only after it (below), so the
         # only Godfathers who can die at dawn are those in office at the end
-        # of the night: a mafioso seated for a moment mid-dawn (the lone
+        # of the night: a mafia member seated for a moment mid-dawn (the lone
         # survivor of a role's own kill, say) and killed next is no
         # Godfather who "died this night", and cannot block his city's kill.
         # 1. the roles' own kills
@@ -150,9 +83,7 @@ class NightRules(GameState):
             events.extend(self._night_kill(target, Cause.MAFIA))
         # After dawn: every city whose mafia lost someone at dawn and has no
         # Godfather fills the post (a lone survivor, or a majority recount).
-        emptied = {
-            e.city for e in events if isinstance(e, PlayerKilled) and e.status is Status.MAFIOSO
-        }
+        emptied = {e.city for e in events if isinstance(e, PlayerKilled) and e.status.in_mafia}
         for city in self.cities:
             if city in emptied and city not in self.godfathers:
                 events.extend(self._fill_empty_post(city))

@@ -16,13 +16,15 @@ PER_GAME = tuple((row.status, row.per_game) for row in ROLES if row.per_game is 
 EVERY_CITY = tuple(row.status for row in ROLES if row.every_city)
 #: the roles a city may have a limited number of, with the limit
 PER_CITY = tuple((row.status, row.per_city) for row in ROLES if row.per_city is not None)
+#: the status the deal gives the members of a city's mafia (its mafiosi)
+MAFIA = next(row.status for row in ROLES if row.status.in_mafia)
 
 
 def validate_setup(setup: Setup) -> None:
     """Refuse a setup that is not sound (RULES.md, "People").
 
     Sound: at least one city, unique city and player names, in every city at
-    least one mafioso, exactly one of each role every city has (its
+    least one member of the mafia, exactly one of each role every city has (its
     declaration's ``every_city``) and more honest residents than mafiosi; no
     more of a role than a city or the game may have (its declaration's
     ``per_city`` and ``per_game``); a touring order that names only known
@@ -52,7 +54,7 @@ def validate_setup(setup: Setup) -> None:
             seen_players.add(player)
             counts[status] += 1
         totals.update(counts)
-        mafiosi = counts[Status.MAFIOSO]
+        mafiosi = sum(n for status, n in counts.items() if status.in_mafia)
         honest = sum(n for status, n in counts.items() if status.honest)
         if mafiosi < 1:
             raise RuleError("no_mafioso", city=city.name)
@@ -189,9 +191,7 @@ def _city_plans(
         honest = len(players) - mafiosi
         if mafiosi < 1 or honest <= mafiosi or honest < len(EVERY_CITY):
             raise RuleError("too_few_players", city=name, players=len(players), mafiosi=mafiosi)
-        plans[name] = (
-            [Status.MAFIOSO] * mafiosi + list(EVERY_CITY) + [FILLER] * (honest - len(EVERY_CITY))
-        )
+        plans[name] = [MAFIA] * mafiosi + list(EVERY_CITY) + [FILLER] * (honest - len(EVERY_CITY))
     return plans
 
 
@@ -200,6 +200,6 @@ def _can_take(plan: list[Status], status: Status) -> bool:
         return False
     if status.honest:
         return True
-    mafiosi = plan.count(Status.MAFIOSO)
+    mafiosi = sum(1 for s in plan if s.in_mafia)
     honest = sum(1 for s in plan if s.honest)
     return honest - 1 > mafiosi

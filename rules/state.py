@@ -217,7 +217,7 @@ class GameState(Recorded):
         return [
             name
             for name in self.residents[city]
-            if self.players[name].alive and self.players[name].status is Status.MAFIOSO
+            if self.players[name].alive and self.players[name].status.in_mafia
         ]
 
     def honest_residents(self, city: str) -> list[str]:
@@ -408,7 +408,7 @@ class GameState(Recorded):
         self.elect_votes[city].pop(name, None)
         if self.judges.get(city) == name:
             del self.judges[city]
-        if player.status is Status.MAFIOSO:
+        if player.status.in_mafia:
             for voter, candidate in list(self.elect_votes[city].items()):
                 if candidate == name:
                     del self.elect_votes[city][voter]

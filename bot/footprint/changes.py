@@ -103,7 +103,7 @@ def replacement_items(
 ) -> list[OutboxItem]:
     """``new`` took ``old``'s place (the game already names ``new``): the difference between the
     footprint with ``old`` in the seat and with ``new`` (the seat's game role, the city's quiet
-    twin if the newcomer turned pings off and the twin exists; a mafioso's room overwrite).
+    twin if the newcomer turned pings off and the twin exists; a mafia member's room overwrite).
     Updates who is quiet."""
     channels = live.record.channels
     layout = layout_of(channels)

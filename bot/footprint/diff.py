@@ -114,7 +114,24 @@ def repairs(footprint: Footprint, seen: Observed, given_up: Collection[Path] = (
                 after.discard(extra)
         if after != {wanted}:
             standins[seat.user] = standin(places, after, wanted)
-    overwrites, own = [], []
+    overwrites, own = _overwrites_back(footprint, seen, game_roles)
+    return Repairs(
+        adds=tuple(adds),
+        removals=tuple(removals),
+        stuck=tuple(sorted(stuck)),
+        standins=standins,
+        overwrites=tuple(overwrites),
+        own=tuple(own),
+    )
+
+
+def _overwrites_back(
+    footprint: Footprint, seen: Observed, game_roles: set[int]
+) -> tuple[list[tuple[int, int, int, int]], list[tuple[int, int, int, int]]]:
+    """The declared overwrites Discord does not show as declared: @everyone's and the game
+    roles' (channel, role, allow, deny), and the bot's own (channel, bot, allow, deny)."""
+    overwrites: list[tuple[int, int, int, int]] = []
+    own: list[tuple[int, int, int, int]] = []
     for place in footprint.places:
         if int(place.id) not in seen.overwrites:
             continue  # not known to the bot yet (just made): nothing to compare
@@ -129,14 +146,7 @@ def repairs(footprint: Footprint, seen: Observed, given_up: Collection[Path] = (
             )  # and @everyone's
             if o.type == ROLE and watched and present.get(int(o.target)) != (o.allow, o.deny):
                 overwrites.append((int(place.id), int(o.target), o.allow, o.deny))
-    return Repairs(
-        adds=tuple(adds),
-        removals=tuple(removals),
-        stuck=tuple(sorted(stuck)),
-        standins=standins,
-        overwrites=tuple(overwrites),
-        own=tuple(own),
-    )
+    return overwrites, own
 
 
 def standin(places: list[PlaceSpec], held: set[int], wanted: int) -> dict[int, tuple[int, int]]:
@@ -236,14 +246,7 @@ async def confirmed(
             overwrites.pop(channel_id, None)
             continue
         overwrites[channel_id] = _role_overwrites(channel)
-        mine[channel_id] = next(
-            (
-                (int(o["allow"]), int(o["deny"]))
-                for o in channel.get("permission_overwrites", [])
-                if int(o["type"]) != ROLE and int(o["id"]) == seen.me
-            ),
-            (0, 0),
-        )
+        mine[channel_id] = _own_overwrite(channel, seen.me)
     members = dict(seen.members)
     for user in {user for user, _ in found.adds + found.removals} | set(found.standins):
         try:
@@ -264,3 +267,11 @@ def _role_overwrites(channel: Mapping[str, Any]) -> dict[int, tuple[int, int]]:
         for o in channel.get("permission_overwrites", [])
         if int(o["type"]) == ROLE
     }
+
+
+def _own_overwrite(channel: Mapping[str, Any], me: int) -> tuple[int, int]:
+    """The bot's own member overwrite as Discord's JSON gives it ((0, 0): none)."""
+    for o in channel.get("permission_overwrites", []):
+        if int(o["type"]) != ROLE and int(o["id"]) == me:
+            return int(o["allow"]), int(o["deny"])
+    return 0, 0

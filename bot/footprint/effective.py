@@ -14,7 +14,7 @@ permissions the game governs (:data:`GOVERNED`), with what the footprint lets hi
 base of every permission, so that only what the rules deny counts). Any excess is removed, the
 smallest change that is sure to hold:
 
-0. a member overwrite the footprint declares (the bot's, the host's, a mafioso's in his room)
+0. a member overwrite the footprint declares (the bot's, the host's, a mafia member's in his room)
    that a person deleted or changed, or lost by a "Sync Now" with the category, is put back;
 1. a game role held by a member whose seat is not that role (a moderator gave it) is taken back
    when Discord lets the bot (the role is below the bot's highest);
@@ -293,12 +293,10 @@ def after_repairs(scene: Scene, found: Repairs, old_standins: dict[int, dict[int
         if user in people:
             people[user] = replace(people[user], roles=people[user].roles - {role})
     places = {cid: (kind, parent, dict(ows)) for cid, (kind, parent, ows) in scene.places.items()}
-    for channel, role, allow, deny in found.overwrites:
-        if channel in places:
-            places[channel][2][(ROLE, role)] = (allow, deny)
-    for channel, bot, allow, deny in found.own:
-        if channel in places:
-            places[channel][2][(MEMBER, bot)] = (allow, deny)
+    for kind, rows in ((ROLE, found.overwrites), (MEMBER, found.own)):
+        for channel, target, allow, deny in rows:
+            if channel in places:
+                places[channel][2][(kind, target)] = (allow, deny)
     for user, chans in old_standins.items():
         for channel in chans:
             if channel in places and channel not in found.standins.get(user, {}):
@@ -378,8 +376,8 @@ def check(footprint: Footprint, scene: Scene, ours: Iterable[tuple[int, int]] = 
 def _members_back(footprint: Footprint, scene: Scene) -> Scene:
     """The scene with the declared member overwrites (the bot's, the host's and co-hosts', the
     mafiosi's in their room) as declared, for members on the server: a person who deleted or
-    edited one, or synced the channel with its category, does not keep a mafioso out of his
-    room (what the bot may set, :func:`reach`, aside)."""
+    edited one, or synced the channel with its category, does not keep a mafia member out of
+    his room (what the bot may set, :func:`reach`, aside)."""
     places = dict(scene.places)
     for place in footprint.places:
         channel = int(place.id)

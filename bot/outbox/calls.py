@@ -413,8 +413,9 @@ class DiscordCalls:
         try:
             await self._timed(self.http.edit_channel(channel_id, **payload))
         except discord.NotFound as error:
-            # a member named by an overwrite left the server (a host, a mafioso): Discord refuses
-            # the whole list, so his overwrite goes (he has no access to keep) and the rest stands
+            # a member named by an overwrite left the server (a host, a mafia member): Discord
+            # refuses the whole list, so his overwrite goes (he has no access to keep) and the
+            # rest stands
             if error.code != UNKNOWN_MEMBER or "permission_overwrites" not in payload:
                 raise
             payload["permission_overwrites"] = await self._members_present(

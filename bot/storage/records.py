@@ -391,7 +391,7 @@ class ArchivedPlayer:
     @property
     def figures(self) -> tuple[int, ...]:
         """What the player did, as the archive and the statistics store it: won, survived,
-        executed, votes, votes for a mafioso, checks, hits."""
+        executed, votes, votes for a mafia member, checks, hits."""
         return (
             self.won,
             self.survived,

@@ -313,5 +313,5 @@ class HostBase(commands.Cog):
             return []
         role = await self.bot.storage.guild_host_role(live.record.guild_id)
         if not is_host(self.bot, live, interaction.user, role):
-            return []  # the host's lists are his alone: /host godfather's names every mafioso
+            return []  # the host's lists are his alone: /host godfather's names the whole mafia
         return host_choices(live, verb, current)

@@ -152,6 +152,7 @@ class HostHandover(HostBase):
 
         def change(live: LiveGame) -> list[OutboxItem]:
             record = live.record
+            self.bot.powers.refuse(live)  # held: the host's overwrites could not move with him
             if record.state == GameState.STARTING:  # the channels being made carry the old host
                 raise UserError("error.already_starting")
             if record.state not in HOSTED:

@@ -77,6 +77,7 @@ class HostSettings(HostSetup):
 
         def change(live: LiveGame) -> list[OutboxItem]:
             record = live.record
+            self.bot.powers.refuse(live)  # held: a co-host's overwrites could not be put
             if (
                 record.state == GameState.STARTING
             ):  # the channels being made carry the co-hosts they had

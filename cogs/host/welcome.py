@@ -28,10 +28,7 @@ from cogs.render import (
     NO_PINGS,
     pings_on,
 )
-from rules import (
-    Game,
-    Status,
-)
+from rules import Game
 
 #: characters of residents' mentions in one welcome message
 RESIDENTS_LIMIT = 1500
@@ -145,8 +142,8 @@ def replaced_items(
 ) -> list[OutboxItem]:
     """After ``/host replace``: the lobby knows the newcomer (and that the old player left), the
     roles and the mafia room's overwrite move to him, and he is told where to look, pinged alone:
-    his status behind "My status" (privately), a mafioso's room greeting him. The host's log
-    names the status; nobody else learns it."""
+    his status behind "My status" (privately), for a member of the mafia its room greeting him.
+    The host's log names the status; nobody else learns it."""
     game = live.game
     assert game is not None
     _seat_newcomer(live, old, new, name, exposed)
@@ -193,7 +190,7 @@ def _seat_newcomer(
 
 def _newcomer_greetings(live: LiveGame, game: Game, old: str, new: str) -> list[OutboxItem]:
     """The newcomer pinged alone where he now sits: his city's channel (with "My status") and,
-    for a mafioso, the mafia room, naming its Godfather."""
+    for a member of the mafia, its room, naming its Godfather."""
     city = game.city_of(new)
     ids = live.record.channels.get("cities", {}).get(city)
     only_him = {"parse": [], "users": [new]}
@@ -212,7 +209,7 @@ def _newcomer_greetings(live: LiveGame, game: Game, old: str, new: str) -> list[
             "components": role_button(live),
         }
         items.append(Send(message, channel=ids["text"], lane=AFTER_ACCESS).item())
-    if game.status_of(new) is Status.MAFIOSO and ids is not None:
+    if game.status_of(new).in_mafia and ids is not None:
         godfather = game.godfather_of(city)
         greeting = phrase(
             live,

@@ -52,6 +52,8 @@ def _discover() -> tuple[Role, ...]:
         declared = importlib.import_module(f"{__name__}.{module.name}").ROLE
         if not isinstance(declared, Role) or declared.status.value != module.name:
             raise TypeError(f"rules.roles.{module.name} must declare ROLE, its Role")
+        if (declared.side == "mafia") != declared.status.in_mafia:
+            raise TypeError(f"rules.roles.{module.name}: its side and Status.in_mafia disagree")
         found[declared.status] = declared
     missing = [status.value for status in Status if status not in found]
     if missing:

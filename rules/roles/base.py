@@ -138,7 +138,8 @@ class Role:
     """The built-in presets that set its switch: preset → on or off."""
     events: tuple[type[Event], ...] = ()
     """Its own events (plain data knows them by kind; the bot writes ``log.<kind>`` for each,
-    to the event's audience)."""
+    to the event's audience, but the mafia's choice of a kill, a
+    :class:`~rules.events.MafiaKillChoice`, in the mafia's own words)."""
     saves: tuple[int, Saver] | None = None
     """Its place in the dawn's saves (lower first), and the save."""
     voids: Voider | None = None

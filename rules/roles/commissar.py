@@ -1,6 +1,7 @@
 """The commissar: honest, exactly one in every city (the setup refuses a city without one, the
 deal gives every city one). Each night he checks one living resident of his city other than
-himself (``check``, once a night) and is told whether that one is a mafioso."""
+himself (``check``, once a night) and is told whether that one is of the mafia (a Godfather
+is: positions are not statuses)."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def checked(game: NightRules, checker: str, command: Check, dry: bool) -> list[E
     if dry:
         return []
     game.checked.add(actor.name)
-    return [PlayerChecked(actor.name, target.name, target.status is Status.MAFIOSO)]
+    return [PlayerChecked(actor.name, target.name, target.status.in_mafia)]
 
 
 ROLE = Role(

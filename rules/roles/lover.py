@@ -2,7 +2,7 @@
 player other than herself, of any city (``visit``; the last choice counts; only she and the
 Procurator know). The visited player survives every night kill that night, and his own kill
 counts for nothing: one who kills alone kills nobody, a visited Godfather's word is void (the
-Consigliere decides from the other proposals), a visited mafioso's proposal does not count.
+Consigliere decides from the other proposals), a visited mafia member's proposal does not count.
 Her dying at dawn does not undo the visit: the night's decisions are taken before anyone
 dies."""
 

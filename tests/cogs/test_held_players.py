@@ -134,3 +134,25 @@ async def test_notify_and_spectate_are_refused_while_held_and_work_once_back() -
         assert answer.content == t("ru", "spectate.started", game=table.live().id)
         await table.drain()
         assert table.member("p9").user.id in table.live().record.channels["watching"]
+
+
+async def test_the_host_cannot_hand_over_nor_add_a_cohost_while_held_and_can_once_back() -> None:
+    """A new host or co-host gets the host's overwrite on every game channel: while the bot
+    cannot put it, the game's hosting does not change either."""
+    async with bot_table(players=8) as table:
+        quick_edits(table)
+        await table.new_game(cities="Верона", maniac=False)
+        newcomer = table.fake.add_member(table.guild_id, "newcomer").user.id
+        await held(table)
+        await refused(table, "host", "host hand", {"member": newcomer})
+        await refused(table, "host", "host cohost add", {"member": newcomer})
+        assert table.live().record.host_id != newcomer
+        await given_back(table)
+        await run(table, "host", "host cohost add", {"member": newcomer})
+        assert newcomer in table.live().record.lobby["cohosts"]
+        await run(table, "host", "host hand", {"member": newcomer})
+        assert table.live().record.host_id == newcomer
+        await table.drain()
+        text = table.city_channel("Верона")
+        assert table.fake.permissions_for(table.guild_id, text, newcomer) & (1 << 10)  # he sees
+        assert table.fake.invalid.total == 0, table.fake.invalid.summary()

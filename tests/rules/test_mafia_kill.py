@@ -1,7 +1,8 @@
 """The mafia's own kill: the Godfather decides or refuses; else the Consigliere."""
 
 from rules import Cause
-from rules.events import ConsigliereDecided, MafiaKillChosen, MafiaKillRefused, PlayerKilled
+from rules.events import ConsigliereDecided, MafiaKillRefused, PlayerKilled
+from rules.roles.mafioso import MafiaKillChosen
 
 from .helpers import make_game, of, play, refuse
 

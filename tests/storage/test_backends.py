@@ -13,7 +13,8 @@ import pytest
 from bot.config import ConfigError, config_from_dict
 from bot.notices import KEEP, Notices
 from bot.postgres import numbered_parameters, postgres_ddl
-from bot.storage import OutboxItem, PlayerBusy, Storage, is_postgres
+from bot.storage import IntegrityError, OutboxItem, PlayerBusy, Storage, is_postgres
+from bot.storage.base import _GroupedWrite
 from tests.storage.plugin import raw
 
 
@@ -199,5 +200,62 @@ async def test_answers_discord_did_not_deliver_are_kept_until_handed_out(databas
             "undelivered:2:7",
         ]
         assert await storage.meta("undelivered") == "a key that only begins alike"
+    finally:
+        await storage.close()
+
+
+async def test_a_write_of_one_statement_is_one_round_trip_on_postgresql_and_still_atomic(
+    postgres_url, monkeypatch
+):
+    """An outbox item marked sent is one statement: PostgreSQL takes it without BEGIN and
+    COMMIT (asyncpg's executemany is atomic), and a statement refused stores none of its rows."""
+    from asyncpg.transaction import Transaction
+
+    storage = await Storage.open(postgres_url)
+    try:
+        record = await started(storage, 1 << 22, 7, 8)
+        await storage.add_outbox(record.id, [OutboxItem("send", {"channel_id": 1}, {"c": "x"})])
+        (item,) = await storage.pending_outbox(record.id)
+        begun = []
+        real_start = Transaction.start
+
+        async def start(self):
+            begun.append(self)
+            return await real_start(self)
+
+        monkeypatch.setattr(Transaction, "start", start)
+        await storage.outbox_sent(item, 555)
+        assert begun == []  # no BEGIN, no COMMIT: one round trip
+        assert await storage.pending_outbox(record.id) == []
+        (row,) = await raw(postgres_url, "SELECT state, message_id FROM outbox")
+        assert tuple(row) == ("sent", 555)
+        await storage.outbox_sent(item, 556, ref=("tally", 1))  # two statements: a transaction
+        assert len(begun) == 1
+        twice = "INSERT INTO guild_settings (guild_id, language) VALUES (?, ?)"
+        with pytest.raises(IntegrityError):  # the second row breaks the key: neither is stored
+            await storage._commit(record.id, _GroupedWrite([(twice, [(5, "ru"), (5, "en")])]))
+        assert await raw(postgres_url, "SELECT * FROM guild_settings WHERE guild_id = 5") == []
+    finally:
+        await storage.close()
+
+
+async def test_a_guilds_next_scheduled_game_is_its_own_earliest_still_to_open(database):
+    storage = await Storage.open(database)
+    try:
+        here, there = 1 << 22, 2 << 22
+
+        async def scheduled(guild: int, title: str, at: float, state: str = "scheduled") -> int:
+            made = await storage.add_schedule(guild, 9, 1, title, at, now=0.0, most=10)
+            assert made is not None
+            await storage.set_schedule(made, state, event_id=made)
+            return made
+
+        assert await storage.next_schedule(here) is None
+        await scheduled(there, "elsewhere, sooner", 50.0)
+        await scheduled(here, "cancelled, sooner", 60.0, "cancelled")
+        await scheduled(here, "later", 300.0)
+        await scheduled(here, "next", 200.0)
+        found = await storage.next_schedule(here)
+        assert found is not None and (found["title"], found["guild_id"]) == ("next", here)
     finally:
         await storage.close()
