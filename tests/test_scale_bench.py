@@ -27,7 +27,7 @@ def test_the_scale_bench_runs_its_whole_course_and_prints_every_figure():
     assert "restored" in out and "ready in" in out
     assert "floor alone (/mafia status, no game)" in out and "p99" in out
     assert "floor in the day" in out and "x the floor's in the day" in out
-    assert "expired" in out and "CPU per command" in out
+    assert "expired" in out and "CPU per command" in out and "the fake's own CPU" in out
     assert out.count("gateway:") == 2 and "held by discord.py" in out
     assert "restart: 30 games restored" in out
     # the games are written as the bot leaves them: neither start finds anything to repair
