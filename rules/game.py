@@ -64,6 +64,7 @@ from rules.roles import (
     HANDLERS,
     KEPT,
     KILLS,
+    MAFIA,
     NIGHTFALLS,
     SAVES,
     STANDS,
@@ -293,7 +294,7 @@ class Game(DayRules, NightRules):
     def _appoint_godfather(self, command: AppointGodfather, dry: bool) -> list[Event]:
         target = self._living_target(command.target)
         if not target.status.in_mafia:
-            raise RuleError("not_mafioso", player=target.name, city=target.city)
+            raise RuleError(f"not_{MAFIA.value}", player=target.name, city=target.city)
         if dry:
             return []
         if self.godfathers.get(target.city) == target.name:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from rules.errors import RuleError
 from rules.model import CitySetup, RuleOptions, Setup, Status
-from rules.roles import FILLER, ROLES, SWITCHABLE, role
+from rules.roles import FILLER, MAFIA, ROLES, SWITCHABLE, role
 
 #: the roles the game may have a limited number of, with the limit
 PER_GAME = tuple((row.status, row.per_game) for row in ROLES if row.per_game is not None)
@@ -17,7 +17,6 @@ EVERY_CITY = tuple(row.status for row in ROLES if row.every_city)
 #: the roles a city may have a limited number of, with the limit
 PER_CITY = tuple((row.status, row.per_city) for row in ROLES if row.per_city is not None)
 #: the status the deal gives the members of a city's mafia (its mafiosi)
-MAFIA = next(row.status for row in ROLES if row.status.in_mafia)
 
 
 def validate_setup(setup: Setup) -> None:
@@ -32,7 +31,7 @@ def validate_setup(setup: Setup) -> None:
 
     Raises:
         RuleError: ``no_cities``, ``duplicate_city``, ``empty_city``,
-            ``duplicate_player``, ``no_mafioso``, ``<status>_count``,
+            ``duplicate_player``, ``no_<the mafia's status>``, ``<status>_count``,
             ``mafia_majority``, ``too_many`` or ``unknown_city``, naming the
             city or player.
     """
@@ -57,7 +56,7 @@ def validate_setup(setup: Setup) -> None:
         mafiosi = sum(n for status, n in counts.items() if status.in_mafia)
         honest = sum(n for status, n in counts.items() if status.honest)
         if mafiosi < 1:
-            raise RuleError("no_mafioso", city=city.name)
+            raise RuleError(f"no_{MAFIA.value}", city=city.name)
         for status in EVERY_CITY:
             if counts[status] != 1:
                 found = {f"{status.value}s": counts[status]}

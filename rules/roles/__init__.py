@@ -147,6 +147,9 @@ NIGHTFALLS: tuple[Nightfall, ...] = tuple(row.nightfall for row in ROLES if row.
 SWITCHABLE: tuple[Status, ...] = tuple(row.status for row in ROLES if row.switchable)
 #: the status that fills a city's seats no other role takes
 FILLER: Status = next(row.status for row in ROLES if row.fills)
+#: the mafia's own status (the first role declared on its side): the deal's count of it, and
+#: its codes (``no_<status>`` for a city without one, ``not_<status>`` for a Godfather who is not)
+MAFIA: Status = next(row.status for row in ROLES if row.status.in_mafia)
 #: the side each status plays for, by the status's value (as the archive stores it)
 SIDE_OF: dict[str, str] = {row.status.value: row.side for row in ROLES}
 #: the statuses that play and win alone, with their sides
