@@ -310,10 +310,13 @@ def after_repairs(scene: Scene, found: Repairs, old_standins: dict[int, dict[int
 
 async def confirmed(http: discord.http.HTTPClient, scene: Scene, fixes: Fixes) -> Scene:
     """The scene with what ``fixes`` rest on read again by REST: the roles' permissions, the
-    channels' overwrites, the members' roles (a member or channel gone is dropped)."""
+    channels' overwrites and their categories' (what the bot may set in a channel is what it
+    holds in its category), the members' roles (a member or channel gone is dropped)."""
     roles = {int(r["id"]): int(r.get("permissions", 0)) for r in await http.get_roles(scene.guild)}
     places = dict(scene.places)
-    for channel in {channel for channel, *_ in fixes.overwrites}:
+    fixed = {channel for channel, *_ in fixes.overwrites}
+    fixed |= {p for c in fixed if c in places and (p := places[c][1]) is not None and p in places}
+    for channel in sorted(fixed):
         try:
             data: Any = await http.get_channel(channel)
         except discord.NotFound:
@@ -472,11 +475,8 @@ def _fix_channel(
         if user == scene.owner:
             unfixable[f"{user}:owner"] = ("footprint.effective.owner", {"member": user})
         elif base_of(scene, user) & ADMINISTRATOR:
-            roles = [
-                r
-                for r in (scene.guild, *scene.people[user].roles)
-                if scene.roles.get(r, 0) & ADMINISTRATOR
-            ]
+            held = (scene.guild, *scene.people[user].roles)
+            roles = [r for r in held if scene.roles.get(r, 0) & ADMINISTRATOR]
             names = [scene.names.get(r, str(r)) for r in roles]
             unfixable[f"{user}:administrator"] = (
                 "footprint.effective.administrator",
