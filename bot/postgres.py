@@ -152,6 +152,19 @@ class _Connection:
             raise IntegrityError(f"{error.constraint_name or ''}: {error}") from None
 
 
+def _connection_lost() -> tuple[type[BaseException], ...]:
+    """What asyncpg raises when the connection to the server goes mid-call (imported late: the
+    extra is optional)."""
+    import asyncpg
+
+    return (
+        OSError,
+        asyncpg.InterfaceError,
+        asyncpg.PostgresConnectionError,
+        asyncpg.exceptions.OperatorInterventionError,
+    )
+
+
 async def _keep_session(connection: Any) -> None:
     """A connection goes back to the pool as it is: the storage never leaves session state behind
     (no session advisory locks, cursors, LISTEN or SET), so asyncpg's default reset (one more
@@ -268,12 +281,7 @@ class PostgresStorage(Storage):
                 await transaction.commit()
             except asyncpg.IntegrityConstraintViolationError as error:
                 raise IntegrityError(str(error)) from None
-            except (
-                OSError,
-                asyncpg.InterfaceError,
-                asyncpg.PostgresConnectionError,
-                asyncpg.exceptions.OperatorInterventionError,
-            ) as error:
+            except _connection_lost() as error:
                 # the server went while COMMIT was on its way: committed or not, nobody here knows
                 raise CommitUnknown(f"the connection broke during COMMIT: {error!r}") from error
 
@@ -293,18 +301,12 @@ class PostgresStorage(Storage):
     async def _statement_alone(self, game_id: int, sql: str, rows: Iterable[Any]) -> None:
         """One statement with its rows, atomic, outside any BEGIN; its outcome told to
         :attr:`health`. The connection lost while it ran: committed or not, nobody here knows."""
-        import asyncpg
 
         try:
             async with self._lock_of(game_id), self._pool.acquire() as raw:
                 try:
                     await _Connection(raw).executemany(sql, rows)
-                except (
-                    OSError,
-                    asyncpg.InterfaceError,
-                    asyncpg.PostgresConnectionError,
-                    asyncpg.exceptions.OperatorInterventionError,
-                ) as error:
+                except _connection_lost() as error:
                     raise CommitUnknown(
                         f"the connection broke during a write: {error!r}"
                     ) from error

@@ -26,7 +26,8 @@ def winner_text(live: LiveGame, winner: str) -> str:
 def game_over_lines(live: LiveGame, game: Game, winners: list[str]) -> list[str]:
     """The end: the cities' winning sides, and each win of a side that plays alone (a winner
     without a city) in a line of its own, naming its player: ``game_over.<side>_alone`` when
-    he outlived everyone, else ``game_over.<side>_survived`` (his placeholder is his side)."""
+    he outlived everyone, else ``game_over.<side>_survived`` (his mention is passed under his
+    side's name)."""
     sides = [winner_text(live, w) for w in winners if ":" in w]
     lone = [w for w in winners if ":" not in w]
     if sides:

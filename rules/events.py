@@ -138,10 +138,13 @@ class MafiaKillChoice(Event):
     decision: bool
     touring: bool
 
+    #: the field naming the member who chose (the declaring module's own word for him)
+    chooser_field: ClassVar[str]
+
     @property
     def chooser(self) -> str:
         """The member of the mafia who chose."""
-        raise NotImplementedError
+        return str(getattr(self, self.chooser_field))
 
     @property
     def audience(self) -> Audience:

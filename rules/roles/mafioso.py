@@ -30,15 +30,12 @@ class MafiaKillChosen(MafiaKillChoice):
     """
 
     kind: ClassVar[str] = "mafia_kill_chosen"
+    chooser_field: ClassVar[str] = "mafioso"
     city: str
     mafioso: str
     target: str
     decision: bool
     touring: bool = False
-
-    @property
-    def chooser(self) -> str:
-        return self.mafioso
 
 
 def elect(game: NightRules, command: Elect, dry: bool) -> list[Event]:
