@@ -39,7 +39,10 @@ the bot to be idle.
 **Reads on a connection of their own.** Every read outside a transaction
 goes to a second, read-only connection (its own thread): in WAL mode it sees
 exactly what was committed when the read began, never a transaction in
-progress, so reads take no lock and never queue behind the writes.
+progress, so reads take no lock and never queue behind the writes. The small
+indexed reads on a command's way to its answer (``_fetch_quick``) go to a
+third read-only connection on the loop's own thread instead, where they cost
+less than the trip to a thread did (:mod:`bot.storage.quick`).
 
 **Group commit.** The hot writes (a command with its outbox and snapshot,
 an outbox item's mark) are not each a transaction of their own: they are

@@ -130,6 +130,12 @@ class StorageBase(ABC):
         rows = await self._fetchall(sql, params)
         return rows[0] if rows else None
 
+    async def _fetch_quick(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        """:meth:`_fetchall` for a read on a command's way to its answer that uses an index and
+        returns a bounded number of rows: SQLite runs it on the loop's own thread
+        (:mod:`bot.storage.quick`); PostgreSQL as any read."""
+        return await self._fetchall(sql, params)
+
     @staticmethod
     async def _write_alone(db: Any, write: _GroupedWrite) -> None:
         """A write's statements in the caller's transaction (not in a group)."""

@@ -370,12 +370,12 @@ class GuildQueries(StorageBase):
 
     async def next_schedule(self, guild_id: int) -> dict[str, Any] | None:
         """A guild's earliest game still to open (``scheduled``), or None."""
-        row = await self._fetchone(
+        rows = await self._fetch_quick(
             "SELECT * FROM scheduled_games WHERE guild_id = ? AND state = 'scheduled' "
             "ORDER BY starts_at, id LIMIT 1",
             (guild_id,),
         )
-        return dict(row) if row is not None else None
+        return dict(rows[0]) if rows else None
 
     async def schedules(self, *states: str) -> list[dict[str, Any]]:
         """This process's scheduled games in these states, the earliest first."""

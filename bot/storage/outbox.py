@@ -36,7 +36,7 @@ class OutboxQueries(StorageBase):
         if lane is not None:
             where.append("lane = ?")
             params.append(lane)
-        rows = await self._fetchall(
+        rows = await self._fetch_quick(
             f"SELECT * FROM outbox WHERE {' AND '.join(where)} ORDER BY id LIMIT ?",
             (*params, limit),
         )

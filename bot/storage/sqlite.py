@@ -20,6 +20,7 @@ import aiosqlite
 
 from bot.storage.base import StorageBase, _GroupedWrite
 from bot.storage.migrations import SchemaTooNew
+from bot.storage.quick import QuickReader
 from bot.storage.records import Statements, StorageError
 
 if TYPE_CHECKING:
@@ -230,6 +231,8 @@ class SqliteFile(StorageBase):
         super().__init__(connection)
         self._reader: aiosqlite.Connection | None = None
         """The read-only connection (None: reads share the writer's, under the lock)."""
+        self._quick: QuickReader | None = None
+        """The quick reads' connection, on the loop's thread (None: they go to the reader)."""
         self._checkpointer: asyncio.Task[None] | None = None
         self._queued: list[_GroupedWrite] = []
         self._writer: asyncio.Task[None] | None = None
@@ -264,6 +267,7 @@ class SqliteFile(StorageBase):
             await storage._migrate()
             if str(path) != ":memory:":  # a database in memory is the writer's alone
                 storage._reader = await storage._open_reader(str(path))
+                storage._quick = QuickReader(str(path))
                 storage._group = GroupWriter(str(path), synchronous)
                 storage._group.open()
         except BaseException as error:
@@ -323,6 +327,8 @@ class SqliteFile(StorageBase):
         if self._reader is not None:
             with contextlib.suppress(Exception):
                 await self._reader.close()
+        if self._quick is not None:
+            self._quick.close()
         if self._group is not None:
             self._group.close()
 
@@ -355,6 +361,8 @@ class SqliteFile(StorageBase):
         if self._reader is not None:
             with contextlib.suppress(aiosqlite.Error):
                 await self._reader.close()
+        if self._quick is not None:
+            self._quick.close()
         if self._group is not None:
             self._group.close()
         if not self.read_only:
@@ -486,6 +494,17 @@ class SqliteFile(StorageBase):
         except BaseException as error:
             self.health.failed(error)
             raise
+
+    async def _fetch_quick(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        if self._quick is not None:
+            try:
+                rows = self._quick.read(sql, params)
+            except BaseException as error:
+                self.health.failed(error)
+                raise
+            if rows is not None:
+                return rows
+        return await self._fetchall(sql, params)  # locked: wait for it on the reader's thread
 
     async def _migrate(self) -> None:
         # A migration may rebuild a table others refer to (SQLite's way to change a constraint):
