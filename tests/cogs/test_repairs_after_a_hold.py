@@ -9,11 +9,21 @@ back, and with it View Channel: the overwrite's Connect would then reach him, wh
 deny everyone in a text channel (@everyone's overwrite denies it). The bot must take the grant
 away before it gives the role, not after (the random moderator's seed 3800261703: a pass made
 while the bot lacked the power planned the role alone, the outbox held it, and carried it out
-once the power was back, before the next pass saw the overwrite).
+once the power was back, before the next pass saw the overwrite). Within one pass the same
+order holds: :func:`test_a_pass_takes_access_away_before_it_gives_it` (seeds 11 and 4054815755
+showed that @everyone's overwrite put back must come before it: what the bot may set in a
+channel is computed from it).
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
+from bot.footprint.diff import Repairs
+from bot.footprint.effective import Fixes, items
+from bot.footprint.repair import repair_items
+from bot.storage import OutboxItem
 from tests.cogs.scenes import VIEW
 from tests.cogs.test_bot_powers import MANAGE_ROLES, citizens, lose, regain
 from tests.cogs.test_effective_permissions import held, rules_now
@@ -59,3 +69,35 @@ async def test_a_grant_made_while_the_bot_lacked_manage_roles_never_reaches_the_
         leaks = [bits for bits in seen[mark:] if bits & VIEW and bits & CONNECT]
         assert leaks == [], "the role was given while the overwrite still granted Connect"
         assert fake.calls(status=403) == []
+
+
+def described(item: OutboxItem) -> tuple[Any, ...]:
+    t = item.target
+    if item.kind == "member_role":
+        return ("role", "add" if item.payload["add"] else "take", t["user_id"])
+    return ("overwrite", t["channel_id"], t["id"])
+
+
+def test_a_pass_takes_access_away_before_it_gives_it() -> None:
+    """The bot's own overwrites and @everyone's first (what the bot may set in a channel is
+    computed from them), then the grants beyond the rules taken away, then roles taken, then
+    given, then the game roles' overwrites put back."""
+    guild, bot, category, room, city_role, outsider, player = 1, 2, 10, 11, 20, 30, 31
+    found = Repairs(
+        adds=((player, city_role),),
+        removals=((outsider, city_role),),
+        overwrites=((room, city_role, 1024, 0), (category, guild, 0, 1024)),
+        own=((category, bot, 1024, 0),),
+    )
+    fixes = Fixes(overwrites=((room, 1, player, None),))
+    live: Any = SimpleNamespace(record=SimpleNamespace(channels={}))
+    footprint: Any = SimpleNamespace(guild=guild, roles=())
+    made = repair_items(live, footprint, found, {}, None, items(guild, fixes))
+    assert [described(item) for item in made] == [
+        ("overwrite", category, bot),
+        ("overwrite", category, guild),
+        ("overwrite", room, player),
+        ("role", "take", outsider),
+        ("role", "add", player),
+        ("overwrite", room, city_role),
+    ]
