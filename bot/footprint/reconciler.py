@@ -20,6 +20,7 @@ from bot.footprint.record import kept_after_end, marker, note_pass, noted_standi
 from bot.footprint.repair import kept_items, notices, remade_items, repair_items, to_log
 from bot.footprint.room import room_of
 from bot.outbox import CREATES
+from bot.powers import lacking_in
 from bot.service import Broken, LiveGame, NoGame, NotStored, Unconfirmed
 from bot.storage import GameRecord, GameState, OutboxItem
 from bot.storage.records import is_storage_failure
@@ -47,6 +48,18 @@ _Hook = TypeVar("_Hook")
 def database_failed(error: BaseException) -> bool:
     """Whether a pass failed on the database (down, full): it is tried again once it is back."""
     return is_storage_failure(error) or isinstance(error, (NotStored, Unconfirmed))
+
+
+def powerless(guild: discord.Guild) -> bool:
+    """Whether the bot lacks Manage Roles in ``guild`` (as the gateway shows it), which every
+    repair of a footprint needs (a role given or taken, an overwrite, a role or channel made
+    again). A pass then stores nothing: its items would wait at the outbox's gate
+    (:mod:`bot.outbox.breaker`) and be carried out once the power is back, on what the pass saw
+    before; a moderator's change meanwhile (a member overwrite granting what a role the bot
+    gives back then lets through) would reach the member before the next pass saw it. The
+    power given back is a gateway event that asks for a pass (the bot's role edited, a role
+    given to the bot, the server handed to it): that pass decides on what Discord shows then."""
+    return "manage_roles" in lacking_in(guild)
 
 
 def _unhook(hooks: list[_Hook], hook: _Hook) -> None:
@@ -91,6 +104,7 @@ class Reconciler:
             "on_member_remove": self._member_event,
             "on_member_update": self._member_update,
             "on_guild_available": self._guild_available,
+            "on_guild_update": self._guild_update,
         }
 
     def hooks(self) -> Hooks:
@@ -162,6 +176,10 @@ class Reconciler:
     async def _member_update(self, before: discord.Member, after: discord.Member) -> None:
         if before.roles != after.roles:
             self._guild(after.guild.id)
+
+    async def _guild_update(self, before: discord.Guild, after: discord.Guild) -> None:
+        if before.owner_id != after.owner_id:  # the bot made the owner: its powers changed
+            self._guild(after.id)
 
     async def _guild_available(self, guild: discord.Guild) -> None:
         try:
@@ -307,7 +325,7 @@ class Reconciler:
             return None
         guild = self.bot.get_guild(live.record.guild_id)
         layout = await self._ids(live)
-        if guild is None or layout is None:
+        if guild is None or layout is None or powerless(guild):
             return None
         if game_id not in self._queried:  # after a restart the bot knows no member yet
             await self._look_up_members(game_id)
@@ -372,7 +390,7 @@ class Reconciler:
         guild = self.bot.get_guild(record.guild_id)
         live = LiveGame(record, language=await self.bot.service.language(record.guild_id))
         layout = await self._ids(live)
-        if guild is None or layout is None:
+        if guild is None or layout is None or powerless(guild):
             return None
         self.passes += 1
         game = await self._finished_game(record)
@@ -481,10 +499,10 @@ class Reconciler:
                 self.request(live.id)
                 return []
             state = notes(live.record.channels)
-            items = repair_items(live, footprint, found, old_standins, room)
+            narrowing = effective.items(footprint.guild, fixes)
+            items = repair_items(live, footprint, found, old_standins, room, narrowing)
             note_pass(state, found.stuck, powers, found.standins)
             channels = live.record.channels
-            items += effective.items(footprint.guild, fixes)
             lines = notices(live, footprint, new_stuck, gained, bot_role)
             lines += effective.reports(live, fixes, state, bot_role)
             for line in lines:

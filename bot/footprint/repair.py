@@ -32,14 +32,19 @@ def repair_items(
     found: Repairs,
     old_standins: Standins,
     room: Room | None = None,
+    narrowing: list[OutboxItem] | None = None,
 ) -> list[OutboxItem]:
     """What puts the difference right, in the permissions lane: the bot's own overwrites put
-    back (:func:`own_items`), roles given, then taken, overwrites put back, member overwrites
-    put or dropped (``old_standins``: those put before).
+    back (:func:`own_items`) and @everyone's (what the bot may set is computed from both), then
+    ``narrowing`` (the grants beyond the rules taken away, computed as if those were back:
+    :func:`bot.footprint.effective.items`), roles taken, then given, the game roles' overwrites
+    put back, member overwrites put or dropped (``old_standins``: those put before). What
+    takes access away goes before what gives it: the lane carries them out one by one, and a
+    role given before a moderator's grant is taken would let the grant through meanwhile.
     A lost role or channel is made again instead (:func:`remake_items`; ``room``: what the
     guild has room for, None if not known)."""
     if found.lost_roles or found.lost_places:
-        return remake_items(live, footprint, found, room)
+        return remake_items(live, footprint, found, room) + list(narrowing or ())
     guild, lane = footprint.guild, "permissions"
     gone = _given_up_roles(live, footprint)  # Discord has no such role: nothing to give
     found = replace(
@@ -47,12 +52,20 @@ def repair_items(
         adds=tuple(add for add in found.adds if add[1] not in gone),
         overwrites=tuple(o for o in found.overwrites if o[1] not in gone),
     )
-    items = own_items(found)
-    items += [intents.MemberRole(guild, u, r, True, lane=lane).item() for u, r in found.adds]
+    # @everyone's overwrites before the rest: what the bot holds in a category, and so may set
+    # in its channels, is computed from them (its own overwrite aside)
+    reach = [o for o in found.overwrites if o[1] == guild]
+    rest = [o for o in found.overwrites if o[1] != guild]
+    items = own_items(found) + [
+        intents.Overwrite(channel, role, False, allow, deny, lane=lane).item()
+        for channel, role, allow, deny in reach
+    ]
+    items += list(narrowing or ())
     items += [intents.MemberRole(guild, u, r, False, lane=lane).item() for u, r in found.removals]
+    items += [intents.MemberRole(guild, u, r, True, lane=lane).item() for u, r in found.adds]
     items += [
         intents.Overwrite(channel, role, False, allow, deny, lane=lane).item()
-        for channel, role, allow, deny in found.overwrites
+        for channel, role, allow, deny in rest
     ]
     items += [
         intents.Overwrite(channel, user, True, allow, deny, lane=lane).item()

@@ -22,7 +22,12 @@ README gives both). ``MODERATOR_GAMES``, ``MODERATOR_ACTS`` (a game), ``MODERATO
 at once, each in its own guild) and ``MODERATOR_SEED`` run it bigger or again; the reconciler's
 settling delay is 0 here (a game's acts come one at a time). The suite runs :data:`SEED`, so
 that CI is the same run every time; ``MODERATOR_SEED=random`` explores (seeds 4054815755 and
-3800261703 found the two bugs of 7 December: the first is fixed, the second is open).
+3800261703 found the two bugs of 7 December, both fixed: the second is
+``tests/cogs/test_repairs_after_a_hold.py``). After an act the bot has settled once its
+outbox drained and no pass of the reconciler is asked for or running (:func:`quiet`): a pass
+decides on the bot's cache, which may lag behind a moderator's act of a moment before (seed
+2021532971: a game role given by hand while the pass put back that role's overwrite), and
+the gateway's event that tells the bot asks for the pass that repairs it.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from bot.footprint.effective import GOVERNED
 from bot.i18n import t
 from tests.cogs.scenes import accepted, another_guild, quick_edits, run
 from tests.cogs.test_effective_permissions import breaches, rules_now
-from tests.cogs.test_footprint import ADMINISTRATOR, REPAIR, log_lines
+from tests.cogs.test_footprint import ADMINISTRATOR, REPAIR, host_cog, log_lines
 from tests.fakediscord.permissions import (
     DEFAULT_BOT_PERMISSIONS,
     OVERWRITE_MEMBER,
@@ -325,6 +330,25 @@ async def unfixable_told(table: Table, users: set[int]) -> None:
 SEED = 28
 
 
+async def quiet(table: Table) -> None:
+    """The bot's repairs drained: its outbox, and the reconciler's passes that the gateway's
+    events asked for meanwhile (a pass decides on the bot's cache, which may lag behind what a
+    moderator did a moment before; the event that tells it asks for the pass that repairs it,
+    which may store more items)."""
+    reconciler, game = host_cog(table).footprint, table.live().id
+
+    def idle() -> bool | None:
+        task = reconciler._tasks.get(game)
+        asked = game in reconciler._dirty or game in reconciler._waiting
+        return (not asked and (task is None or task.done()) and table.bot.outbox.idle()) or None
+
+    while True:
+        await table.drain()
+        await table.fake.wait_until(idle, REPAIR, "the reconciler never settled")
+        if table.bot.outbox.idle():
+            return
+
+
 async def settle(table: Table, act: str, figures: Figures) -> None:
     """Wait until no member may do more than the rules allow (save the exempt), then for the
     outbox; the time a rule stayed broken is measured."""
@@ -348,6 +372,14 @@ async def settle(table: Table, act: str, figures: Figures) -> None:
         if took > figures.longest:
             figures.longest, figures.longest_act = took, act
     await table.drain()
+    # the last items may let through what a pass decided on a lagging cache; the pass its
+    # gateway event asks for takes it away: measured too, and it must be gone once all is quiet
+    late = loop.time() if over_the_rules() else None
+    await quiet(table)
+    if late is not None and not over_the_rules():
+        figures.broken += 1
+        if loop.time() - late > figures.longest:
+            figures.longest, figures.longest_act = loop.time() - late, f"{act}, after the outbox"
     exempt_beyond = {user for user, _, has, rules in breaches(table) if has & ~rules}
     assert all(exempt(table, user) for user in exempt_beyond), (act, exempt_beyond)
     await unfixable_told(table, exempt_beyond)
