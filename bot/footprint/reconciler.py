@@ -246,7 +246,11 @@ class Reconciler:
             if await self._busy(game_id):
                 self._waiting.add(game_id)
                 if await self._busy(game_id):
-                    return  # the idle hook asks again
+                    if game_id in self._waiting:
+                        return  # the idle hook asks again
+                    # it asked already, while the second look read what was before it: this
+                    # task is the one that answers (a request sees it still running)
+                    continue
                 self._waiting.discard(game_id)
             try:
                 if game_id in self._queried:
