@@ -5,6 +5,7 @@ again (and what takes their place once made), and what the host is told in his l
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -32,7 +33,7 @@ def repair_items(
     found: Repairs,
     old_standins: Standins,
     room: Room | None = None,
-    narrowing: list[OutboxItem] | None = None,
+    narrowing: Sequence[OutboxItem] = (),
 ) -> list[OutboxItem]:
     """What puts the difference right, in the permissions lane: the bot's own overwrites put
     back (:func:`own_items`) and @everyone's (what the bot may set is computed from both), then
@@ -44,7 +45,7 @@ def repair_items(
     A lost role or channel is made again instead (:func:`remake_items`; ``room``: what the
     guild has room for, None if not known)."""
     if found.lost_roles or found.lost_places:
-        return remake_items(live, footprint, found, room) + list(narrowing or ())
+        return [*remake_items(live, footprint, found, room), *narrowing]
     guild, lane = footprint.guild, "permissions"
     gone = _given_up_roles(live, footprint)  # Discord has no such role: nothing to give
     found = replace(
@@ -60,7 +61,7 @@ def repair_items(
         intents.Overwrite(channel, role, False, allow, deny, lane=lane).item()
         for channel, role, allow, deny in reach
     ]
-    items += list(narrowing or ())
+    items += narrowing
     items += [intents.MemberRole(guild, u, r, False, lane=lane).item() for u, r in found.removals]
     items += [intents.MemberRole(guild, u, r, True, lane=lane).item() for u, r in found.adds]
     items += [

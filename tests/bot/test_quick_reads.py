@@ -8,8 +8,9 @@ made on the reader's thread instead, which waits for the lock, and the answer is
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -65,7 +66,7 @@ async def test_a_commands_reads_are_made_without_a_turn_of_the_loop(tmp_path: Pa
         await storage.close()
 
 
-class Locked:
+class Failing:
     """A connection whose every read fails with one of SQLite's own errors: "database is
     locked" (SQLITE_BUSY) as a reader meets it while another process holds the file in
     exclusive mode, or a damaged file's."""
@@ -97,16 +98,34 @@ def busy_error(tmp_path: Path) -> sqlite3.OperationalError:
     raise AssertionError("the file was not locked")
 
 
+@contextlib.asynccontextmanager
+async def failing_quick_reads(
+    tmp_path: Path, error: sqlite3.Error
+) -> AsyncIterator[tuple[Storage, int, Failing, list[int]]]:
+    """The storage of :func:`opened` whose quick reads fail with ``error``: it, its game, the
+    failing connection, and the game's pending items as read before."""
+    storage, game_id = await opened(tmp_path)
+    quick = storage._quick
+    assert isinstance(quick, QuickReader)
+    expected = [item.id for item in at_once(storage.pending_outbox(game_id))]
+    failing = Failing(error)
+    quick._connection = failing  # type: ignore[assignment]
+    try:
+        yield storage, game_id, failing, expected
+    finally:
+        quick._connection = None
+        await storage.close()
+
+
 async def test_a_locked_file_is_read_on_the_readers_thread_with_the_same_answer(
     tmp_path: Path,
 ) -> None:
-    storage, game_id = await opened(tmp_path)
-    try:
-        quick = storage._quick
-        assert isinstance(quick, QuickReader)
-        expected = [item.id for item in at_once(storage.pending_outbox(game_id))]
-        locked = Locked(busy_error(tmp_path))
-        quick._connection = locked  # type: ignore[assignment]
+    async with failing_quick_reads(tmp_path, busy_error(tmp_path)) as (
+        storage,
+        game_id,
+        locked,
+        expected,
+    ):
         read = storage.pending_outbox(game_id)
         with pytest.raises(AssertionError, match="waited"):
             at_once(read)  # it went to the reader's thread
@@ -115,9 +134,6 @@ async def test_a_locked_file_is_read_on_the_readers_thread_with_the_same_answer(
         assert found is not None and found["title"] == "next"
         assert locked.tries == 3
         assert not storage.health.down
-    finally:
-        quick._connection = None
-        await storage.close()
 
 
 def damaged_error(tmp_path: Path) -> sqlite3.DatabaseError:
@@ -137,16 +153,13 @@ def damaged_error(tmp_path: Path) -> sqlite3.DatabaseError:
 async def test_a_damaged_file_fails_the_read_as_any_read_and_is_not_read_twice(
     tmp_path: Path,
 ) -> None:
-    storage, game_id = await opened(tmp_path)
-    try:
-        quick = storage._quick
-        assert isinstance(quick, QuickReader)
-        damaged = Locked(damaged_error(tmp_path))
-        quick._connection = damaged  # type: ignore[assignment]
+    async with failing_quick_reads(tmp_path, damaged_error(tmp_path)) as (
+        storage,
+        game_id,
+        damaged,
+        _,
+    ):
         with pytest.raises(sqlite3.DatabaseError, match="not a database"):
             await storage.pending_outbox(game_id)
         assert damaged.tries == 1
         assert storage.health.down  # what falls due now waits for the database, as on any read
-    finally:
-        quick._connection = None
-        await storage.close()
